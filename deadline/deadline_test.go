@@ -1,0 +1,196 @@
+package deadline_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/backstop-go/backstop/deadline"
+	"github.com/backstop-go/backstop/internal/race"
+	"github.com/backstop-go/backstop/policy"
+	"github.com/backstop-go/backstop/policy/policytest"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func TestConformance(t *testing.T) {
+	t.Run("New", func(t *testing.T) {
+		policytest.Run(t, func() policy.Policy { return must(deadline.New(time.Minute)) })
+	})
+	t.Run("PerAttempt", func(t *testing.T) {
+		policytest.Run(t, func() policy.Policy { return must(deadline.PerAttempt(time.Minute)) })
+	})
+}
+
+func must(d *deadline.Deadline, err error) *deadline.Deadline {
+	if err != nil {
+		panic(err)
+	}
+	return d
+}
+
+func TestNew_RefusesBadDurations(t *testing.T) {
+	for _, d := range []time.Duration{0, -time.Second} {
+		if _, err := deadline.New(d); !errors.Is(err, deadline.ErrInvalidOptions) {
+			t.Errorf("New(%v) = %v; want ErrInvalidOptions", d, err)
+		}
+		if _, err := deadline.PerAttempt(d); !errors.Is(err, deadline.ErrInvalidOptions) {
+			t.Errorf("PerAttempt(%v) = %v; want ErrInvalidOptions", d, err)
+		}
+	}
+}
+
+func TestKinds(t *testing.T) {
+	require.Equal(t, policy.KindDeadline, must(deadline.New(time.Second)).Kind())
+	require.Equal(t, policy.KindAttemptTimeout, must(deadline.PerAttempt(time.Second)).Kind())
+	require.Equal(t, time.Second, must(deadline.New(time.Second)).Limit())
+}
+
+// blockUntilDone is a fn that waits for its context and returns its error.
+func blockUntilDone(ctx context.Context) error {
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+func TestDeadline_ExceededIsDistinguishableFromCancellation(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var events []policy.Event
+		p := policy.MustWrap(must(deadline.New(250*time.Millisecond))).
+			With(policy.Name("db"), policy.Observe(policy.ObserverFunc(func(e policy.Event) { events = append(events, e) })))
+
+		start := time.Now()
+		err := p.Do(context.Background(), blockUntilDone)
+		require.Equal(t, 250*time.Millisecond, time.Since(start), "the call ends when the deadline does")
+		require.ErrorIs(t, err, deadline.ErrExceeded)
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+		require.NotErrorIs(t, err, deadline.ErrAttemptTimeout)
+		require.NotErrorIs(t, err, context.Canceled)
+		var de *deadline.Error
+		require.ErrorAs(t, err, &de)
+		require.Equal(t, 250*time.Millisecond, de.Limit)
+		require.Equal(t, "deadline: exceeded after 250ms", err.Error())
+
+		var exceeded []policy.Event
+		for _, e := range events {
+			if e.Kind == policy.EventDeadlineExceeded {
+				exceeded = append(exceeded, e)
+			}
+		}
+		require.Len(t, exceeded, 1)
+		require.Equal(t, "deadline", exceeded[0].Source)
+		require.Equal(t, 250*time.Millisecond, exceeded[0].Elapsed)
+
+		// The caller's own cancellation passes through untouched.
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() { time.Sleep(100 * time.Millisecond); cancel() }()
+		err = p.Do(ctx, blockUntilDone)
+		require.ErrorIs(t, err, context.Canceled)
+		require.NotErrorIs(t, err, deadline.ErrExceeded)
+
+		// So does the caller's own, shorter deadline.
+		ctx, cancel = context.WithTimeout(context.Background(), 100*time.Millisecond)
+		defer cancel()
+		err = p.Do(ctx, blockUntilDone)
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+		require.NotErrorIs(t, err, deadline.ErrExceeded, "the caller's deadline is not ours")
+	})
+}
+
+func TestPerAttempt_ErrorIsATimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := must(deadline.PerAttempt(time.Second)).Bind(terminal{}, policy.Env{})
+		err := r.Run(context.Background(), func(ctx context.Context) error {
+			<-ctx.Done()
+			return errors.New("read: i/o timeout")
+		})
+		require.ErrorIs(t, err, deadline.ErrAttemptTimeout)
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+		require.NotErrorIs(t, err, deadline.ErrExceeded)
+		var to interface{ Timeout() bool }
+		require.ErrorAs(t, err, &to)
+		require.True(t, to.Timeout(), "a timed-out attempt reports Timeout() like a net.Error")
+		require.Equal(t, "deadline: attempt timed out after 1s: read: i/o timeout", err.Error())
+	})
+}
+
+func TestDeadline_SuccessAfterExpiryIsSuccess(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := policy.MustWrap(must(deadline.New(time.Second)))
+		err := p.Do(context.Background(), func(ctx context.Context) error {
+			<-ctx.Done()
+			return nil // the work finished anyway
+		})
+		require.NoError(t, err)
+	})
+}
+
+type terminal struct{}
+
+func (terminal) Run(ctx context.Context, fn policy.Func) error { return fn(ctx) }
+
+func nop(context.Context) error { return nil }
+
+func TestDeadline_SuccessPathAllocatesNoMoreThanWithTimeout(t *testing.T) {
+	if race.Enabled {
+		t.Skip("the race detector allocates")
+	}
+	ctx := context.Background()
+	floor := testing.AllocsPerRun(1000, func() {
+		c, cancel := context.WithTimeout(ctx, time.Second)
+		_ = nop(c)
+		cancel()
+	})
+	p := policy.MustWrap(must(deadline.New(time.Second)))
+	got := testing.AllocsPerRun(1000, func() { _ = p.Do(ctx, nop) })
+	if got > floor {
+		t.Errorf("Wrap(deadline).Do allocates %v per call; context.WithTimeout alone allocates %v", got, floor)
+	}
+	empty := policy.MustWrap()
+	if got := testing.AllocsPerRun(1000, func() { _ = empty.Do(ctx, nop) }); got != 0 {
+		t.Errorf("Wrap().Do allocates %v per call; want 0", got)
+	}
+}
+
+func BenchmarkPipeline_Empty(b *testing.B) {
+	p := policy.MustWrap()
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = p.Do(ctx, nop)
+	}
+}
+
+func BenchmarkPipeline_Deadline(b *testing.B) {
+	p := policy.MustWrap(must(deadline.New(time.Second)))
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = p.Do(ctx, nop)
+	}
+}
+
+func BenchmarkPipeline_DeadlineParallel(b *testing.B) {
+	p := policy.MustWrap(must(deadline.New(time.Second)))
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		ctx := context.Background()
+		for pb.Next() {
+			_ = p.Do(ctx, nop)
+		}
+	})
+}
+
+func BenchmarkWithTimeoutFloor(b *testing.B) {
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		c, cancel := context.WithTimeout(ctx, time.Second)
+		_ = nop(c)
+		cancel()
+	}
+}

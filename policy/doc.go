@@ -1,0 +1,83 @@
+// Package policy is Backstop's engine: it stacks resilience policies — an overall
+// deadline, a circuit breaker, a retry budget, a retry, a per-attempt timeout — into one
+// [Pipeline], refuses stacks in a wrong order when the pipeline is built, and keeps
+// exactly one retrying layer on every call path.
+//
+// # Composition
+//
+// [Wrap] takes policies outermost first, as function composition reads:
+// Wrap(d, b, r) runs d(b(r(fn))). The stack is bound once; a call does no lookups.
+//
+//	overall, _ := deadline.New(2 * time.Second)
+//	perTry, _ := deadline.PerAttempt(300 * time.Millisecond)
+//	brk, _ := breaker.New("db", breaker.Options{})
+//	bud, _ := budget.NewTokenBucket(10, 0.1)
+//	rt, _ := retry.New(retry.Options{MaxAttempts: 3})
+//
+//	p, err := policy.Wrap(overall, brk, bud, rt, perTry)
+//	if err != nil {
+//		return err // a wrong order is refused here, never at call time
+//	}
+//	p = p.With(policy.Name("db"), policy.Observe(obs))
+//
+//	err = p.Do(ctx, func(ctx context.Context) error {
+//		return db.Ping(ctx)
+//	})
+//	user, err := policy.Get(ctx, p, func(ctx context.Context) (User, error) {
+//		return db.LoadUser(ctx, id)
+//	})
+//
+// Read it from the outside in: the whole call, sleeps included, has 2 s; an open
+// breaker ends it before any attempt (placed inside the retry instead, the breaker
+// would count attempts rather than calls); the budget decides whether each retry may
+// happen; the retry makes up to 3 attempts; each attempt has 300 ms.
+//
+// # Ordering rules
+//
+// [Wrap] refuses a stack that breaks a rule with an [*OrderError] matching [ErrOrder],
+// whose text names the rule, the positions and the fix:
+//
+//	policy: O1: deadline at position 3 is inside retry at position 2; move the deadline outward or use deadline.PerAttempt
+//
+//	| rule | what                                                                | why                                                   |
+//	|------|---------------------------------------------------------------------|-------------------------------------------------------|
+//	| O1   | at most one overall deadline, outside every retry                   | one deadline bounds every attempt and every sleep     |
+//	| O2   | at most one retry per pipeline                                      | retries multiply: 4 × 4 × 4 = 64 attempts             |
+//	| O3   | a per-attempt timeout stands inside the retry; without one, refused | outside the retry it is the overall deadline misnamed |
+//	| O4   | a budget stands outside its retry; a budget with no retry, refused  | the budget decides whether the retries below happen   |
+//	| O5   | a shedder is outermost, and its pipeline holds no retry             | shedding guards a server's own work                   |
+//	| O6   | no nil policy, no policy object twice                               |                                                       |
+//
+// O4 also allows one budget per pipeline. A breaker may stand on either side of the
+// retry. Policies of [KindOther] stand anywhere.
+//
+// # One retry owner per call path
+//
+// A pipeline with a retry marks the context of each attempt as owned ([WithAttempt]).
+// A retry that runs under an owned context — a repository's retrying pipeline called
+// from a handler's retrying pipeline — makes exactly one attempt and reports an
+// [EventRetrySuppressed] with Reason [SuppressedOwner]: the outermost layer owns
+// retries, so three retrying layers make 3 attempts against the database, not 3³.
+// [Owned] tells code with loops of its own.
+//
+// Across services, Backstop's HTTP transport sends [HeaderAttempt] on every attempt
+// made under an owner; server middleware reads it (and Envoy's and gRPC's attempt
+// headers) with [ParseAttempt] and marks the handler's context with
+// [WithUpstreamAttempt], so the handler's outbound pipelines fail fast too.
+//
+// # Errors
+//
+// Every refusal by a policy — breaker open, budget exhausted, request shed, retry
+// suppressed — matches [ErrRejected] and is never retried. [Outcome] names an error's
+// class for metrics labels.
+//
+// # Events
+//
+// [Observe] sets an [Observer] that receives every stage's [Event]. With no observer,
+// no event work is done at all.
+//
+// # Writing a policy
+//
+// A [Policy] returns a [Kind] and binds a [Runner]; see the Policy documentation for the
+// rules, and package policytest for a conformance suite that checks them.
+package policy

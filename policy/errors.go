@@ -1,0 +1,65 @@
+package policy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+var (
+	// ErrOrder is matched by every error [Wrap] returns for a stack that breaks an
+	// ordering rule (see the package documentation).
+	ErrOrder = errors.New("policy: invalid order")
+
+	// ErrRejected is matched by every refusal by a policy: breaker open, budget
+	// exhausted, request shed, retry suppressed by the owner rule. A rejected call is
+	// never retried.
+	ErrRejected = errors.New("policy: rejected")
+)
+
+// OrderError is the error [Wrap] returns for a stack that breaks an ordering rule. It
+// matches [ErrOrder].
+type OrderError struct {
+	Rule  string // "O1" … "O6"
+	First int    // 1-based position of the first offending stage
+	// Second is the 1-based position of the other offending stage, or 0 where the rule
+	// concerns one stage only (an attempt timeout with no retry).
+	Second int
+	Msg    string // the whole explanation, fix included
+}
+
+func (e *OrderError) Error() string { return "policy: " + e.Rule + ": " + e.Msg }
+
+// Is reports whether target is [ErrOrder].
+func (e *OrderError) Is(target error) bool { return target == ErrOrder }
+
+func orderErr(rule string, first, second int, format string, args ...any) *OrderError {
+	return &OrderError{Rule: rule, First: first, Second: second, Msg: fmt.Sprintf(format, args...)}
+}
+
+// Outcome names how a call or attempt ended, for metrics labels and logs: "success",
+// "rejected" (err matches [ErrRejected]), "canceled" (context.Canceled), "deadline"
+// (context.DeadlineExceeded) or "failure". The set is closed, so it is safe as a label.
+func Outcome(err error) string {
+	switch {
+	case err == nil:
+		return OutcomeSuccess
+	case errors.Is(err, ErrRejected):
+		return OutcomeRejected
+	case errors.Is(err, context.Canceled):
+		return OutcomeCanceled
+	case errors.Is(err, context.DeadlineExceeded):
+		return OutcomeDeadline
+	default:
+		return OutcomeFailure
+	}
+}
+
+// The values [Outcome] returns.
+const (
+	OutcomeSuccess  = "success"
+	OutcomeRejected = "rejected"
+	OutcomeCanceled = "canceled"
+	OutcomeDeadline = "deadline"
+	OutcomeFailure  = "failure"
+)

@@ -1,0 +1,122 @@
+package policy
+
+import "time"
+
+// An Observer receives the events of a pipeline's stages: call start and end, attempt
+// start and end, retries scheduled and suppressed, breaker state changes, deadlines
+// exceeded and requests shed. Set it with [Observe].
+//
+// Implementers:
+//   - Observe is called synchronously on the call's goroutine (a breaker's state change
+//     on the goroutine whose call caused it), never under a policy's lock. It must be
+//     safe for concurrent use, fast, and must not call back into the pipeline.
+//   - The Event is passed by value; keep no reference to its Err beyond the call unless
+//     the error is meant to be kept.
+//
+// A nil Observer costs nothing: stages check for it once per event site and do no
+// event work at all.
+type Observer interface {
+	Observe(Event)
+}
+
+// ObserverFunc adapts a function to an [Observer].
+type ObserverFunc func(Event)
+
+// Observe calls f(e).
+func (f ObserverFunc) Observe(e Event) { f(e) }
+
+// Observers returns an Observer that hands each event to every non-nil observer in
+// order. It returns nil if none is non-nil, and the observer itself if only one is.
+func Observers(os ...Observer) Observer {
+	var list multiObserver
+	for _, o := range os {
+		if o == nil {
+			continue
+		}
+		if m, ok := o.(multiObserver); ok {
+			list = append(list, m...)
+			continue
+		}
+		list = append(list, o)
+	}
+	switch len(list) {
+	case 0:
+		return nil
+	case 1:
+		return list[0]
+	}
+	return list
+}
+
+type multiObserver []Observer
+
+func (m multiObserver) Observe(e Event) {
+	for _, o := range m {
+		o.Observe(e)
+	}
+}
+
+// EventKind says what happened. The zero value is not a valid kind.
+type EventKind uint8
+
+// The events stages report. Each names the [Event] fields it sets beyond Kind,
+// Pipeline and Time.
+const (
+	_                     EventKind = iota
+	EventCallStart                  // a call entered the pipeline
+	EventCallEnd                    // a call left it: Elapsed, Err
+	EventAttemptStart               // the retry starts an attempt: Attempt (1-based)
+	EventAttemptEnd                 // an attempt ended: Attempt, Elapsed, Err
+	EventRetryScheduled             // the retry will sleep Delay then make attempt Attempt: Reason ("error" or "hint"), Err (the failure)
+	EventRetrySuppressed            // a retry that would have happened did not: Reason ("owner", "budget", "deadline"), Attempt (attempts made), Err
+	EventBreakerState               // a breaker changed state: Source (breaker name), From, To
+	EventDeadlineExceeded           // an overall deadline or a per-attempt timeout ran out: Source ("deadline" or "attempt-timeout"), Elapsed
+	EventShed                       // a shedder refused work: Source (shedder name), Reason, Priority
+	EventBudget                     // a budget refused a retry: Source (budget name), Level (its level after the refusal)
+)
+
+var eventNames = [...]string{
+	EventCallStart:        "call_start",
+	EventCallEnd:          "call_end",
+	EventAttemptStart:     "attempt_start",
+	EventAttemptEnd:       "attempt_end",
+	EventRetryScheduled:   "retry_scheduled",
+	EventRetrySuppressed:  "retry_suppressed",
+	EventBreakerState:     "breaker_state",
+	EventDeadlineExceeded: "deadline_exceeded",
+	EventShed:             "shed",
+	EventBudget:           "budget",
+}
+
+// String returns the event's snake_case name, e.g. "retry_suppressed".
+func (k EventKind) String() string {
+	if int(k) < len(eventNames) && eventNames[k] != "" {
+		return eventNames[k]
+	}
+	return "unknown"
+}
+
+// The reasons an [EventRetrySuppressed] gives.
+const (
+	SuppressedOwner    = "owner"    // another layer owns retries on this call path
+	SuppressedBudget   = "budget"   // the budget refused the retry
+	SuppressedDeadline = "deadline" // the delay would end past the context's deadline
+)
+
+// Event is one thing a stage reports. Fields a kind does not use are zero; every field
+// that may become a metrics label holds a value from a small closed set (never error
+// text or a URL).
+type Event struct {
+	Kind     EventKind
+	Pipeline string    // the pipeline's name, "" if unnamed
+	Source   string    // the reporting policy's own name (breaker, budget, shedder) or kind
+	Time     time.Time // when it happened, by the reporting stage's clock
+	Attempt  int
+	Delay    time.Duration
+	Elapsed  time.Duration
+	Err      error
+	Reason   string
+	From, To string  // breaker states: "closed", "half-open", "open"
+	Priority string  // shed: "critical", "default", "sheddable"
+	Level    float64 // budget level; shed limit
+}

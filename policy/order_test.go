@@ -1,0 +1,179 @@
+package policy_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/backstop-go/backstop/policy"
+)
+
+// fake is a policy of any kind that passes calls through and records its bindings.
+type fake struct {
+	kind  policy.Kind
+	binds []policy.Env
+	order *[]string // shared log of Bind calls
+	name  string
+}
+
+func (f *fake) Kind() policy.Kind { return f.kind }
+
+func (f *fake) Bind(next policy.Runner, env policy.Env) policy.Runner {
+	f.binds = append(f.binds, env)
+	if f.order != nil {
+		*f.order = append(*f.order, f.name)
+	}
+	return next
+}
+
+// fakeBudget is a fake of KindBudget that implements policy.RetryBudget.
+type fakeBudget struct{ fake }
+
+func (*fakeBudget) Deposit()       {}
+func (*fakeBudget) Withdraw() bool { return true }
+func (*fakeBudget) OnSuccess()     {}
+func (*fakeBudget) OnFailure()     {}
+
+func dl() *fake       { return &fake{kind: policy.KindDeadline} }
+func br() *fake       { return &fake{kind: policy.KindBreaker} }
+func rt() *fake       { return &fake{kind: policy.KindRetry} }
+func at() *fake       { return &fake{kind: policy.KindAttemptTimeout} }
+func sh() *fake       { return &fake{kind: policy.KindShed} }
+func ot() *fake       { return &fake{kind: policy.KindOther} }
+func bu() *fakeBudget { return &fakeBudget{fake{kind: policy.KindBudget}} }
+
+func TestWrap_Order(t *testing.T) {
+	same := br()
+	tests := []struct {
+		name  string
+		stack []policy.Policy
+		rule  string // "" = accepted
+		pos   [2]int
+		fix   string // a phrase the message must hold
+	}{
+		// Accepted stacks.
+		{name: "deadline, breaker, retry", stack: []policy.Policy{dl(), br(), rt()}},
+		{name: "deadline, retry, breaker", stack: []policy.Policy{dl(), rt(), br()}},
+		{name: "deadline, budget, retry, attempt-timeout", stack: []policy.Policy{dl(), bu(), rt(), at()}},
+		{name: "shed, deadline, breaker", stack: []policy.Policy{sh(), dl(), br()}},
+		{name: "breaker, budget, retry", stack: []policy.Policy{br(), bu(), rt()}},
+		{name: "others anywhere", stack: []policy.Policy{ot(), dl(), ot(), rt(), ot(), at(), ot()}},
+		{name: "empty", stack: nil},
+
+		// O1: one deadline, outside the retry.
+		{name: "deadline inside retry", stack: []policy.Policy{br(), rt(), dl()}, rule: "O1", pos: [2]int{3, 2},
+			fix: "deadline at position 3 is inside retry at position 2; move the deadline outward or use deadline.PerAttempt"},
+		{name: "two deadlines", stack: []policy.Policy{dl(), br(), dl()}, rule: "O1", pos: [2]int{1, 3}, fix: "keep one overall deadline"},
+		// O2: one retry.
+		{name: "two retries", stack: []policy.Policy{rt(), br(), rt()}, rule: "O2", pos: [2]int{1, 3}, fix: "keep one retry per pipeline"},
+		// O3: attempt timeout inside the retry, and only with one.
+		{name: "attempt timeout outside retry", stack: []policy.Policy{at(), rt()}, rule: "O3", pos: [2]int{1, 2}, fix: "move it inside the retry"},
+		{name: "attempt timeout without retry", stack: []policy.Policy{br(), at()}, rule: "O3", pos: [2]int{2, 0}, fix: "use deadline.New"},
+		// O4: budget outside its retry, never alone.
+		{name: "budget inside retry", stack: []policy.Policy{rt(), bu()}, rule: "O4", pos: [2]int{2, 1}, fix: "move the budget outward"},
+		{name: "budget without retry", stack: []policy.Policy{dl(), bu(), br()}, rule: "O4", pos: [2]int{2, 0}, fix: "add a retry after it"},
+		{name: "two budgets", stack: []policy.Policy{bu(), bu(), rt()}, rule: "O4", pos: [2]int{1, 2}, fix: "one budget per retry"},
+		{name: "budget not a RetryBudget", stack: []policy.Policy{&fake{kind: policy.KindBudget}, rt()}, rule: "O4", pos: [2]int{1, 0}, fix: "does not implement policy.RetryBudget"},
+		// O5: shedder outermost, never with a retry.
+		{name: "shed not outermost", stack: []policy.Policy{dl(), sh()}, rule: "O5", pos: [2]int{2, 1}, fix: "move the shedder to position 1"},
+		{name: "shed with retry", stack: []policy.Policy{sh(), dl(), rt()}, rule: "O5", pos: [2]int{1, 3}, fix: "retries belong on the client call path"},
+		// O6: nil and duplicates.
+		{name: "nil policy", stack: []policy.Policy{dl(), nil}, rule: "O6", pos: [2]int{2, 0}, fix: "is nil"},
+		{name: "same object twice", stack: []policy.Policy{same, rt(), same}, rule: "O6", pos: [2]int{1, 3}, fix: "create a second one"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := policy.Wrap(tt.stack...)
+			if tt.rule == "" {
+				require.NoError(t, err, "Wrap(%s)", tt.name)
+				require.NotNil(t, p)
+				return
+			}
+			require.Error(t, err, "Wrap(%s) accepted a stack that breaks %s", tt.name, tt.rule)
+			require.Nil(t, p)
+			if !errors.Is(err, policy.ErrOrder) {
+				t.Errorf("Wrap(%s) = %v; want an error matching ErrOrder", tt.name, err)
+			}
+			var oe *policy.OrderError
+			require.ErrorAs(t, err, &oe)
+			if oe.Rule != tt.rule || [2]int{oe.First, oe.Second} != tt.pos {
+				t.Errorf("Wrap(%s) = rule %s at %d,%d; want %s at %d,%d", tt.name, oe.Rule, oe.First, oe.Second, tt.rule, tt.pos[0], tt.pos[1])
+			}
+			if !strings.HasPrefix(err.Error(), "policy: "+tt.rule+": ") || !strings.Contains(err.Error(), tt.fix) {
+				t.Errorf("Wrap(%s) message %q; want it to start with %q and hold %q", tt.name, err, "policy: "+tt.rule+": ", tt.fix)
+			}
+		})
+	}
+}
+
+func TestWrap_O1MessageIsExact(t *testing.T) {
+	_, err := policy.Wrap(br(), rt(), dl())
+	want := "policy: O1: deadline at position 3 is inside retry at position 2; move the deadline outward or use deadline.PerAttempt"
+	if err == nil || err.Error() != want {
+		t.Errorf("Wrap(breaker, retry, deadline) = %v; want %q", err, want)
+	}
+}
+
+// uncomparable is a policy whose dynamic type cannot be compared with ==.
+type uncomparable struct{ tags []string }
+
+func (uncomparable) Kind() policy.Kind                                   { return policy.KindOther }
+func (uncomparable) Bind(next policy.Runner, _ policy.Env) policy.Runner { return next }
+
+func TestWrap_UncomparablePolicyDoesNotPanic(t *testing.T) {
+	p, err := policy.Wrap(uncomparable{}, uncomparable{})
+	require.NoError(t, err)
+	require.NoError(t, p.Do(context.Background(), func(context.Context) error { return nil }))
+}
+
+func TestMustWrap_PanicsWithWrapsError(t *testing.T) {
+	defer func() {
+		r := recover()
+		err, ok := r.(error)
+		if !ok || !errors.Is(err, policy.ErrOrder) {
+			t.Errorf("MustWrap(retry, retry) panicked with %v; want an error matching ErrOrder", r)
+		}
+	}()
+	policy.MustWrap(rt(), rt())
+	t.Error("MustWrap(retry, retry) did not panic")
+}
+
+func TestWrap_BindsInnermostFirstWithEnv(t *testing.T) {
+	var order []string
+	d := &fake{kind: policy.KindDeadline, name: "deadline", order: &order}
+	b := &fakeBudget{fake{kind: policy.KindBudget, name: "budget", order: &order}}
+	r := &fake{kind: policy.KindRetry, name: "retry", order: &order}
+	a := &fake{kind: policy.KindAttemptTimeout, name: "attempt", order: &order}
+	p, err := policy.Wrap(d, b, r, a)
+	require.NoError(t, err)
+	require.Equal(t, []string{"attempt", "retry", "budget", "deadline"}, order, "Bind order")
+	require.Same(t, b, r.binds[0].Budget, "the retry's Env.Budget is the budget outside it")
+	require.Nil(t, d.binds[0].Budget, "only the retry gets the budget")
+	require.Equal(t, 1, d.binds[0].Position)
+	require.Equal(t, 4, a.binds[0].Position)
+
+	obs := policy.ObserverFunc(func(policy.Event) {})
+	q := p.With(policy.Name("orders"), policy.Observe(obs))
+	require.Len(t, r.binds, 2, "With re-binds every stage")
+	require.Equal(t, "orders", r.binds[1].Pipeline)
+	require.NotNil(t, r.binds[1].Observer)
+	require.Equal(t, "", p.Name(), "With leaves the original unchanged")
+	require.Equal(t, "orders", q.Name())
+	require.Equal(t, "orders: deadline → budget → retry → attempt-timeout", q.String())
+}
+
+// nilBinder returns a nil Runner, breaking the Policy contract.
+type nilBinder struct{}
+
+func (nilBinder) Kind() policy.Kind                            { return policy.KindOther }
+func (nilBinder) Bind(policy.Runner, policy.Env) policy.Runner { return nil }
+
+func TestWrap_RefusesNilRunner(t *testing.T) {
+	_, err := policy.Wrap(nilBinder{})
+	if err == nil || !strings.Contains(err.Error(), "nil Runner") {
+		t.Errorf("Wrap(policy whose Bind returns nil) = %v; want an error naming the nil Runner", err)
+	}
+}

@@ -1,0 +1,146 @@
+package policy
+
+import "context"
+
+// Headers that say a request is an attempt made by a retry owner in another process.
+// Server middleware reads them with [ParseAttempt]; Backstop's HTTP transport sends
+// [HeaderAttempt] on every attempt made under a retry owner.
+const (
+	// HeaderAttempt carries Backstop's 1-based attempt number.
+	HeaderAttempt = "Backstop-Attempt"
+	// HeaderEnvoyAttempt is Envoy's 1-based attempt count
+	// (route.RetryPolicy include_attempt_count_in_request).
+	HeaderEnvoyAttempt = "X-Envoy-Attempt-Count"
+	// HeaderGRPCPreviousAttempts is gRPC's count of attempts made before this one
+	// (gRFC A6), so attempt = value + 1.
+	HeaderGRPCPreviousAttempts = "Grpc-Previous-Rpc-Attempts"
+)
+
+// MaxAttemptHeader is the largest attempt number [ParseAttempt] returns; larger values
+// are clamped to it. No real retry policy comes near it; the bound keeps hostile
+// values harmless.
+const MaxAttemptHeader = 100
+
+// ownership is the value stored under ownerKey. Values for small attempt numbers are
+// preallocated so that marking a context allocates only the context itself.
+type ownership struct {
+	attempt  int
+	upstream bool
+}
+
+type ownerKey struct{}
+
+const preallocated = 16
+
+var localMarks, upstreamMarks = func() (l, u [preallocated + 1]ownership) {
+	for i := range l {
+		l[i] = ownership{attempt: i}
+		u[i] = ownership{attempt: i, upstream: true}
+	}
+	return l, u
+}()
+
+func mark(n int, upstream bool) *ownership {
+	if n < 1 {
+		n = 1
+	}
+	if n <= preallocated {
+		if upstream {
+			return &upstreamMarks[n]
+		}
+		return &localMarks[n]
+	}
+	return &ownership{attempt: n, upstream: upstream}
+}
+
+// Owned reports whether ctx runs under a retry owner: a pipeline with a retry further
+// up this call path, or a caller in another process whose request carried an attempt
+// header (see [WithUpstreamAttempt]). A retry that runs under an owned context makes
+// exactly one attempt. Code that builds its own retry loop should ask the same.
+func Owned(ctx context.Context) bool {
+	_, ok := ctx.Value(ownerKey{}).(*ownership)
+	return ok
+}
+
+// WithAttempt returns a copy of ctx marked as attempt n (1-based) of the retry that
+// owns this call path. A retry implementation calls it for every attempt it makes as
+// the owner, that is, when [Owned] was false for the context it was given. It costs one
+// context value; for n ≤ 16 nothing else is allocated.
+func WithAttempt(ctx context.Context, n int) context.Context {
+	return context.WithValue(ctx, ownerKey{}, mark(n, false))
+}
+
+// WithUpstreamAttempt returns a copy of ctx marked as owned by a retry in another
+// process, on attempt n (1-based). Server middleware calls it for a request whose
+// headers [ParseAttempt] accepted, so that the handler's own retrying pipelines fail
+// fast instead of multiplying the caller's retries.
+func WithUpstreamAttempt(ctx context.Context, n int) context.Context {
+	return context.WithValue(ctx, ownerKey{}, mark(n, true))
+}
+
+// Attempt returns the attempt number ctx carries: the current attempt of the retry
+// that owns the call path, or the upstream caller's attempt. upstream reports which.
+// ok is false if ctx is not owned.
+func Attempt(ctx context.Context) (n int, upstream, ok bool) {
+	o, ok := ctx.Value(ownerKey{}).(*ownership)
+	if !ok {
+		return 0, false, false
+	}
+	return o.attempt, o.upstream, true
+}
+
+// ParseAttempt reads the attempt headers of an incoming request, given as their raw
+// values ("" for absent): [HeaderAttempt], [HeaderEnvoyAttempt] and
+// [HeaderGRPCPreviousAttempts]. It returns the 1-based attempt number and whether any
+// header was valid; when several are, the largest attempt wins.
+//
+// A value is valid if it is ASCII digits with optional surrounding spaces or tabs and,
+// for the two 1-based headers, at least 1. Anything else is ignored. Values above
+// [MaxAttemptHeader] are clamped to it. The headers come from an untrusted client: they
+// can mark a request as a retry (lowering its priority), never raise it.
+func ParseAttempt(backstop, envoy, grpcPrevious string) (n int, ok bool) {
+	if v, good := parseCount(backstop); good && v >= 1 {
+		n, ok = v, true
+	}
+	if v, good := parseCount(envoy); good && v >= 1 && v > n {
+		n, ok = v, true
+	}
+	if v, good := parseCount(grpcPrevious); good {
+		if v < MaxAttemptHeader {
+			v++
+		}
+		if v > n {
+			n, ok = v, true
+		}
+	}
+	return n, ok
+}
+
+// parseCount parses optional-whitespace, decimal digits, optional-whitespace, clamping
+// at MaxAttemptHeader without ever overflowing.
+func parseCount(s string) (int, bool) {
+	i, j := 0, len(s)
+	for i < j && (s[i] == ' ' || s[i] == '\t') {
+		i++
+	}
+	for j > i && (s[j-1] == ' ' || s[j-1] == '\t') {
+		j--
+	}
+	if i == j {
+		return 0, false
+	}
+	n := 0
+	for ; i < j; i++ {
+		c := s[i]
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		if n < MaxAttemptHeader {
+			n = n*10 + int(c-'0')
+		}
+	}
+	if n > MaxAttemptHeader {
+		n = MaxAttemptHeader
+	}
+	return n, true
+}

@@ -1,0 +1,155 @@
+package policy_test
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/backstop-go/backstop/policy"
+)
+
+// loop is a minimal retry used to test the ownership hook: it retries every error up
+// to max attempts when it owns the call path, and makes one attempt otherwise. Package
+// retry builds the real one on the same hook.
+type loop struct{ max int }
+
+func (*loop) Kind() policy.Kind { return policy.KindRetry }
+
+func (l *loop) Bind(next policy.Runner, env policy.Env) policy.Runner {
+	return policy.RunnerFunc(func(ctx context.Context, fn policy.Func) error {
+		if policy.Owned(ctx) {
+			err := next.Run(ctx, fn)
+			if err != nil && env.Observer != nil {
+				env.Observer.Observe(policy.Event{Kind: policy.EventRetrySuppressed, Pipeline: env.Pipeline, Reason: policy.SuppressedOwner, Attempt: 1, Err: err})
+			}
+			return err
+		}
+		var err error
+		for n := 1; n <= l.max; n++ {
+			if err = next.Run(policy.WithAttempt(ctx, n), fn); err == nil {
+				return nil
+			}
+		}
+		return err
+	})
+}
+
+func TestOwnership_NestedRetryingPipelinesMakeOneAttemptEach(t *testing.T) {
+	var rec recorder
+	db := policy.MustWrap(&loop{max: 4}).With(policy.Name("db"), policy.Observe(&rec))
+	api := policy.MustWrap(&loop{max: 4}).With(policy.Name("api"), policy.Observe(&rec))
+	edge := policy.MustWrap(&loop{max: 4}).With(policy.Name("edge"))
+
+	dbCalls := 0
+	var seen []int
+	_ = edge.Do(context.Background(), func(ctx context.Context) error {
+		return api.Do(ctx, func(ctx context.Context) error {
+			return db.Do(ctx, func(ctx context.Context) error {
+				n, upstream, ok := policy.Attempt(ctx)
+				require.True(t, ok && !upstream, "the database call runs under the edge's ownership")
+				seen = append(seen, n)
+				dbCalls++
+				return errBoom
+			})
+		})
+	})
+	if dbCalls != 4 {
+		t.Errorf("3 layers of 4 attempts each made %d database calls; want 4 (the outer layer owns retries), not 64", dbCalls)
+	}
+	require.Equal(t, []int{1, 2, 3, 4}, seen, "attempt numbers seen underneath")
+	var suppressed int
+	for _, e := range rec.events {
+		if e.Kind == policy.EventRetrySuppressed {
+			require.Equal(t, policy.SuppressedOwner, e.Reason)
+			suppressed++
+		}
+	}
+	require.Equal(t, 8, suppressed, "each of the 4 edge attempts suppresses api's and db's retries")
+}
+
+func TestOwnership_Marks(t *testing.T) {
+	ctx := context.Background()
+	require.False(t, policy.Owned(ctx))
+	_, _, ok := policy.Attempt(ctx)
+	require.False(t, ok)
+
+	for _, n := range []int{1, 16, 17, 1000} {
+		c := policy.WithAttempt(ctx, n)
+		got, upstream, ok := policy.Attempt(c)
+		require.True(t, ok && policy.Owned(c))
+		require.False(t, upstream)
+		require.Equal(t, n, got, "Attempt(WithAttempt(ctx, %d))", n)
+
+		u := policy.WithUpstreamAttempt(ctx, n)
+		got, upstream, ok = policy.Attempt(u)
+		require.True(t, ok && upstream && policy.Owned(u))
+		require.Equal(t, n, got)
+	}
+	n, _, _ := policy.Attempt(policy.WithAttempt(ctx, 0))
+	require.Equal(t, 1, n, "attempt numbers below 1 are taken as 1")
+}
+
+func TestParseAttempt(t *testing.T) {
+	tests := []struct {
+		backstop, envoy, grpc string
+		want                  int
+		ok                    bool
+	}{
+		{"", "", "", 0, false},                         // no header: not owned upstream
+		{"1", "", "", 1, true},                         // a first attempt under an owner
+		{"3", "", "", 3, true},                         //
+		{" 2\t", "", "", 2, true},                      // surrounding whitespace
+		{"0", "", "", 0, false},                        // 1-based: 0 is invalid
+		{"-1", "", "", 0, false},                       // sign
+		{"+2", "", "", 0, false},                       //
+		{"2.0", "", "", 0, false},                      // fraction
+		{"0x10", "", "", 0, false},                     // hex
+		{"abc", "", "", 0, false},                      // garbage
+		{"1 2", "", "", 0, false},                      // inner space
+		{"99999999999999999999999", "", "", 100, true}, // huge: clamped, never overflows
+		{"", "2", "", 2, true},                         // Envoy's count is 1-based
+		{"", "0", "", 0, false},                        //
+		{"", "", "0", 1, true},                         // gRPC counts previous attempts
+		{"", "", "2", 3, true},                         //
+		{"", "", "100", 100, true},                     // clamped
+		{"2", "5", "1", 5, true},                       // the largest wins
+		{"junk", "", "1", 2, true},                     // garbage in one header ignores only it
+	}
+	for _, tt := range tests {
+		n, ok := policy.ParseAttempt(tt.backstop, tt.envoy, tt.grpc)
+		if n != tt.want || ok != tt.ok {
+			t.Errorf("ParseAttempt(%q, %q, %q) = %d, %v; want %d, %v", tt.backstop, tt.envoy, tt.grpc, n, ok, tt.want, tt.ok)
+		}
+	}
+}
+
+// FuzzParseAttempt checks ParseAttempt against strconv.Atoi on the values Atoi reads
+// without a sign, and that it never panics or leaves its range.
+func FuzzParseAttempt(f *testing.F) {
+	for _, s := range []string{
+		"1", "3", " 7 ", "0", "-1", "+1", "1e3", "١", // Arabic-Indic digit one: not ASCII
+		"18446744073709551616", "\t42\t", "", " ", "0001",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		n, ok := policy.ParseAttempt(s, "", "")
+		if ok && (n < 1 || n > policy.MaxAttemptHeader) {
+			t.Fatalf("ParseAttempt(%q) = %d; out of [1, %d]", s, n, policy.MaxAttemptHeader)
+		}
+		trimmed := strings.Trim(s, " \t")
+		digits := trimmed != "" && strings.Trim(trimmed, "0123456789") == ""
+		if ok != (digits && strings.TrimLeft(trimmed, "0") != "") {
+			t.Fatalf("ParseAttempt(%q) ok = %v; want %v", s, ok, !ok)
+		}
+		if v, err := strconv.Atoi(trimmed); err == nil && digits && v >= 1 {
+			want := min(v, policy.MaxAttemptHeader)
+			if n != want {
+				t.Fatalf("ParseAttempt(%q) = %d; strconv says %d", s, n, want)
+			}
+		}
+	})
+}

@@ -1,0 +1,185 @@
+package policy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Pipeline is a stack of policies bound once into a chain of Runners. Build it with
+// [Wrap]; run calls through it with [Pipeline.Do] or [Get].
+//
+// A Pipeline is immutable and safe for concurrent use. A nil *Pipeline is valid and
+// runs fn directly, so a pipeline can be optional.
+type Pipeline struct {
+	policies      []Policy
+	budget, retry int // indexes in policies, −1 if absent
+	name          string
+	obs           Observer
+	clock         Clock
+	runner        Runner
+}
+
+// Wrap checks a stack of policies against the ordering rules and binds it into a
+// Pipeline. The first policy is outermost: Wrap(d, b, r) runs d(b(r(fn))).
+//
+// A stack that breaks a rule is refused with an [*OrderError] that matches [ErrOrder]
+// and names the rule, the positions involved and the fix. Wrap with no policies is
+// valid: the pipeline runs fn directly.
+func Wrap(policies ...Policy) (*Pipeline, error) {
+	budget, retry, err := checkOrder(policies)
+	if err != nil {
+		return nil, err
+	}
+	p := &Pipeline{
+		policies: append([]Policy(nil), policies...),
+		budget:   budget,
+		retry:    retry,
+		clock:    SystemClock(),
+	}
+	if err := p.bind(); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// MustWrap is like [Wrap] but panics with Wrap's error. It is for stacks fixed in the
+// source, built at start-up.
+func MustWrap(policies ...Policy) *Pipeline {
+	p, err := Wrap(policies...)
+	if err != nil {
+		panic(err)
+	}
+	return p
+}
+
+// errNilRunner is returned by Wrap when a policy's Bind returns nil.
+var errNilRunner = errors.New("returned a nil Runner from Bind")
+
+// bind binds the policies innermost first, handing the budget to the retry below it.
+func (p *Pipeline) bind() error {
+	var budget RetryBudget
+	if p.budget >= 0 {
+		budget = p.policies[p.budget].(RetryBudget) // checked by checkOrder
+	}
+	var r Runner = terminal{}
+	for i := len(p.policies) - 1; i >= 0; i-- {
+		env := Env{Pipeline: p.name, Observer: p.obs, Position: i + 1}
+		if i == p.retry {
+			env.Budget = budget
+		}
+		if r = p.policies[i].Bind(r, env); r == nil {
+			return fmt.Errorf("policy: %s at position %d (%T) %w", p.policies[i].Kind(), i+1, p.policies[i], errNilRunner)
+		}
+	}
+	p.runner = r
+	return nil
+}
+
+// terminal is the innermost Runner: it calls fn.
+type terminal struct{}
+
+func (terminal) Run(ctx context.Context, fn Func) error { return fn(ctx) }
+
+// errNilFunc is returned by Do for a nil fn.
+var errNilFunc = errors.New("policy: Do called with a nil Func")
+
+// Do runs fn under the pipeline's policies and returns fn's error or the refusal of a
+// policy. On the success path it allocates nothing the policies themselves don't need.
+func (p *Pipeline) Do(ctx context.Context, fn Func) error {
+	if fn == nil {
+		return errNilFunc
+	}
+	if p == nil {
+		return fn(ctx)
+	}
+	if p.obs == nil {
+		return p.runner.Run(ctx, fn)
+	}
+	start := p.clock.Now()
+	p.obs.Observe(Event{Kind: EventCallStart, Pipeline: p.name, Time: start})
+	err := p.runner.Run(ctx, fn)
+	end := p.clock.Now()
+	p.obs.Observe(Event{Kind: EventCallEnd, Pipeline: p.name, Time: end, Elapsed: end.Sub(start), Err: err})
+	return err
+}
+
+// Get runs fn under p like [Pipeline.Do] and returns the value of the attempt that
+// succeeded, or T's zero value with the error. It allocates one closure per call more
+// than Do.
+func Get[T any](ctx context.Context, p *Pipeline, fn func(context.Context) (T, error)) (T, error) {
+	var v T
+	err := p.Do(ctx, func(ctx context.Context) error {
+		r, err := fn(ctx)
+		if err == nil {
+			v = r
+		}
+		return err
+	})
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	return v, nil
+}
+
+// With returns a copy of p with the options applied, bound anew. Policy objects are
+// shared with p: a breaker keeps one state for both pipelines.
+func (p *Pipeline) With(opts ...Option) *Pipeline {
+	q := *p
+	q.policies = append([]Policy(nil), p.policies...)
+	for _, o := range opts {
+		if o != nil {
+			o.apply(&q)
+		}
+	}
+	if err := q.bind(); err != nil {
+		// Bind succeeded for these policies once already; a policy whose Bind now
+		// fails breaks its own contract.
+		panic(err)
+	}
+	return &q
+}
+
+// Name returns the pipeline's name, "" if unnamed.
+func (p *Pipeline) Name() string { return p.name }
+
+// String describes the stack outermost first, e.g. "orders: deadline → breaker → retry".
+func (p *Pipeline) String() string {
+	var b strings.Builder
+	if p.name != "" {
+		b.WriteString(p.name)
+		b.WriteString(": ")
+	}
+	if len(p.policies) == 0 {
+		b.WriteString("(empty)")
+	}
+	for i, pol := range p.policies {
+		if i > 0 {
+			b.WriteString(" → ")
+		}
+		b.WriteString(pol.Kind().String())
+	}
+	return b.String()
+}
+
+// An Option changes a pipeline in [Pipeline.With]. The set is closed: [Name],
+// [Observe], [UseClock].
+type Option interface{ apply(*Pipeline) }
+
+type optionFunc func(*Pipeline)
+
+func (f optionFunc) apply(p *Pipeline) { f(p) }
+
+// Name names the pipeline. The name labels its events and metrics, so it should come
+// from a small fixed set (the dependency's name), never from request data.
+func Name(name string) Option { return optionFunc(func(p *Pipeline) { p.name = name }) }
+
+// Observe sets the pipeline's [Observer], replacing any earlier one; nil removes it.
+// Use [Observers] to send events to several.
+func Observe(o Observer) Option { return optionFunc(func(p *Pipeline) { p.obs = o }) }
+
+// UseClock sets the clock the pipeline stamps call events with; nil means
+// [SystemClock]. Stages take their own clocks in their Options.
+func UseClock(c Clock) Option { return optionFunc(func(p *Pipeline) { p.clock = ClockOr(c) }) }

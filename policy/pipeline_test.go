@@ -1,0 +1,107 @@
+package policy_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/backstop-go/backstop/policy"
+	"github.com/backstop-go/backstop/policy/policytest"
+)
+
+var errBoom = errors.New("boom")
+
+// recorder is an Observer that keeps every event.
+type recorder struct{ events []policy.Event }
+
+func (r *recorder) Observe(e policy.Event) { r.events = append(r.events, e) }
+
+func (r *recorder) kinds() []policy.EventKind {
+	var ks []policy.EventKind
+	for _, e := range r.events {
+		ks = append(ks, e.Kind)
+	}
+	return ks
+}
+
+func TestPipeline_DoReportsCallEvents(t *testing.T) {
+	clock := policytest.NewClock(time.Unix(1000, 0))
+	var rec recorder
+	p := policy.MustWrap(br()).With(policy.Name("db"), policy.Observe(&rec), policy.UseClock(clock))
+	err := p.Do(context.Background(), func(context.Context) error {
+		clock.Advance(30 * time.Millisecond)
+		return errBoom
+	})
+	require.ErrorIs(t, err, errBoom)
+	require.Equal(t, []policy.EventKind{policy.EventCallStart, policy.EventCallEnd}, rec.kinds())
+	end := rec.events[1]
+	require.Equal(t, "db", end.Pipeline)
+	require.Equal(t, 30*time.Millisecond, end.Elapsed, "CallEnd.Elapsed by the pipeline's clock")
+	require.ErrorIs(t, end.Err, errBoom)
+}
+
+func TestPipeline_DoRefusesNilFunc(t *testing.T) {
+	p := policy.MustWrap()
+	if err := p.Do(context.Background(), nil); err == nil {
+		t.Error("Do(ctx, nil) = nil; want an error")
+	}
+}
+
+func TestPipeline_NilPipelineRunsFn(t *testing.T) {
+	var p *policy.Pipeline
+	calls := 0
+	err := p.Do(context.Background(), func(context.Context) error { calls++; return errBoom })
+	require.ErrorIs(t, err, errBoom)
+	require.Equal(t, 1, calls)
+}
+
+func TestGet(t *testing.T) {
+	p := policy.MustWrap(dl(), rt())
+	v, err := policy.Get(context.Background(), p, func(context.Context) (int, error) { return 42, nil })
+	require.NoError(t, err)
+	require.Equal(t, 42, v)
+
+	v, err = policy.Get(context.Background(), p, func(context.Context) (int, error) { return 7, errBoom })
+	require.ErrorIs(t, err, errBoom)
+	require.Equal(t, 0, v, "Get returns the zero value with an error")
+}
+
+func TestObservers(t *testing.T) {
+	require.Nil(t, policy.Observers(), "Observers() with none")
+	require.Nil(t, policy.Observers(nil, nil), "Observers(nil, nil)")
+	var a, b recorder
+	require.Same(t, &a, policy.Observers(nil, &a), "a single observer is returned as is")
+	all := policy.Observers(&a, policy.Observers(&b, nil), nil)
+	all.Observe(policy.Event{Kind: policy.EventCallStart})
+	require.Len(t, a.events, 1)
+	require.Len(t, b.events, 1)
+}
+
+func TestOutcome(t *testing.T) {
+	tests := []struct {
+		err  error
+		want string
+	}{
+		{nil, "success"},
+		{errBoom, "failure"},
+		{fmt.Errorf("wrapped: %w", policy.ErrRejected), "rejected"},
+		{context.Canceled, "canceled"},
+		{fmt.Errorf("op: %w", context.DeadlineExceeded), "deadline"},
+	}
+	for _, tt := range tests {
+		if got := policy.Outcome(tt.err); got != tt.want {
+			t.Errorf("Outcome(%v) = %q; want %q", tt.err, got, tt.want)
+		}
+	}
+}
+
+func TestKindAndEventNames(t *testing.T) {
+	require.Equal(t, "attempt-timeout", policy.KindAttemptTimeout.String())
+	require.Equal(t, "kind(99)", policy.Kind(99).String())
+	require.Equal(t, "retry_suppressed", policy.EventRetrySuppressed.String())
+	require.Equal(t, "unknown", policy.EventKind(0).String())
+}

@@ -1,0 +1,104 @@
+package policy
+
+import (
+	"context"
+	"fmt"
+)
+
+// Func is the work a pipeline protects: one call to a dependency. It must honour ctx.
+type Func func(ctx context.Context) error
+
+// A Runner runs fn under the policies bound below it.
+//
+// Implementations must be safe for concurrent use: one bound Runner serves every call
+// of its pipeline.
+type Runner interface {
+	Run(ctx context.Context, fn Func) error
+}
+
+// RunnerFunc adapts a function to a [Runner].
+type RunnerFunc func(ctx context.Context, fn Func) error
+
+// Run calls f(ctx, fn).
+func (f RunnerFunc) Run(ctx context.Context, fn Func) error { return f(ctx, fn) }
+
+// A Policy is one stage of a [Pipeline].
+//
+// Implementers:
+//   - Kind returns a constant; [Wrap] checks the ordering rules on it. Third-party
+//     policies return [KindOther] and may stand anywhere.
+//   - Bind is called once per pipeline (and again by [Pipeline.With]), innermost stage
+//     first, with the Runner below the stage. It returns the Runner that does the stage's
+//     per-call work. Bind must not run fn; per-call work happens in Run, never in Bind.
+//     A stage with nothing to do per call returns next itself.
+//   - A policy object may be bound into several pipelines; state it keeps (a breaker's
+//     counts, a budget's tokens) is then shared by all of them.
+//   - Run must be safe for concurrent use, honour ctx, and return fn's error (possibly
+//     wrapped, so that errors.Is still finds it) unless the policy refused the call, in
+//     which case the error matches [ErrRejected].
+type Policy interface {
+	Kind() Kind
+	Bind(next Runner, env Env) Runner
+}
+
+// Kind says what a [Policy] is, for the ordering rules of [Wrap].
+type Kind uint8
+
+// The kinds of policy. The zero Kind is [KindOther].
+const (
+	KindOther          Kind = iota // a third-party policy: no ordering rule applies
+	KindDeadline                   // an overall deadline (deadline.New)
+	KindBreaker                    // a circuit breaker
+	KindBudget                     // a retry budget; must implement [RetryBudget]
+	KindRetry                      // a retry loop
+	KindAttemptTimeout             // a per-attempt timeout (deadline.PerAttempt)
+	KindShed                       // a load shedder
+)
+
+var kindNames = [...]string{
+	KindOther:          "other",
+	KindDeadline:       "deadline",
+	KindBreaker:        "breaker",
+	KindBudget:         "budget",
+	KindRetry:          "retry",
+	KindAttemptTimeout: "attempt-timeout",
+	KindShed:           "shed",
+}
+
+// String returns the kind's name as used in error messages: "deadline", "retry", …
+func (k Kind) String() string {
+	if int(k) < len(kindNames) {
+		return kindNames[k]
+	}
+	return fmt.Sprintf("kind(%d)", uint8(k))
+}
+
+// Env is what [Wrap] tells a stage about the pipeline it is bound into. Its zero value
+// is valid: an unnamed pipeline with no observer and no budget.
+type Env struct {
+	// Pipeline is the pipeline's name, set with [Name]; "" if unnamed.
+	Pipeline string
+	// Observer receives the stage's events; nil means nobody listens, and a stage must
+	// then do no event work at all.
+	Observer Observer
+	// Budget is, for a stage of [KindRetry], the budget standing outside it; nil if none.
+	Budget RetryBudget
+	// Position is the stage's 1-based position in the pipeline, outermost first.
+	Position int
+}
+
+// RetryBudget is the contract between a budget (a [Policy] of [KindBudget]) and the
+// retry standing inside it, handed to the retry in [Env.Budget] when the pipeline is built.
+//
+// Implementers: every method is called on the hot path of a call, must be safe for
+// concurrent use and should not allocate. The retry calls, for each call:
+//   - Deposit once, before the first attempt;
+//   - OnFailure after each attempt that failed with an error the retry would retry;
+//   - Withdraw before each retry (never before the first attempt); false refuses it;
+//   - OnSuccess once, when the call succeeded.
+type RetryBudget interface {
+	Deposit()
+	Withdraw() bool
+	OnSuccess()
+	OnFailure()
+}

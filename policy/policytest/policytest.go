@@ -1,0 +1,188 @@
+// Package policytest checks that a [policy.Policy] keeps the contract every stage of a
+// pipeline relies on, and provides the fake [Clock] for tests, in the manner of
+// testing/slogtest.
+//
+// # Conformance
+//
+// A third-party policy runs the suite from its own tests:
+//
+//	func TestConformance(t *testing.T) {
+//		policytest.Run(t, func() policy.Policy { return mypolicy.New() })
+//	}
+//
+// The suite binds each fresh policy once, directly (not through policy.Wrap, so stages
+// that need a retry around them can be checked alone), and then checks that:
+//   - a nil error from fn is returned as nil, and fn runs exactly once;
+//   - fn's error comes back so that errors.Is finds it, and fn runs at most once (the
+//     error is not marked retryable);
+//   - context values reach fn, and a cancelled context ends the call with an error
+//     matching context.Canceled (fn runs at most once);
+//   - Run is safe for concurrent use from many goroutines;
+//   - events, if any, carry a valid kind and the pipeline's name;
+//   - no goroutine is left behind.
+package policytest
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/backstop-go/backstop/policy"
+)
+
+// Pipeline is the name the suite gives the pipeline it binds policies into.
+const Pipeline = "policytest"
+
+var errFn = errors.New("policytest: fn failed")
+
+type ctxKey struct{}
+
+// Run runs the conformance suite as subtests of t. newPolicy must return a fresh
+// policy on each call: some subtests change a policy's state (a breaker's counts).
+func Run(t *testing.T, newPolicy func() policy.Policy) {
+	t.Helper()
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+
+	bind := func(t *testing.T, obs policy.Observer) (policy.Policy, policy.Runner) {
+		t.Helper()
+		p := newPolicy()
+		if p == nil {
+			t.Fatal("newPolicy returned nil")
+		}
+		r := p.Bind(terminal{}, policy.Env{Pipeline: Pipeline, Observer: obs, Position: 1})
+		if r == nil {
+			t.Fatalf("%T.Bind returned a nil Runner", p)
+		}
+		return p, r
+	}
+
+	t.Run("Kind", func(t *testing.T) {
+		p := newPolicy()
+		k := p.Kind()
+		if k.String() == "" || k > policy.KindShed {
+			t.Errorf("%T.Kind() = %v; want one of the policy.Kind constants", p, k)
+		}
+		if k2 := p.Kind(); k2 != k {
+			t.Errorf("%T.Kind() changed between calls: %v then %v", p, k, k2)
+		}
+	})
+
+	t.Run("Success", func(t *testing.T) {
+		_, r := bind(t, nil)
+		var calls int
+		err := r.Run(context.Background(), func(context.Context) error { calls++; return nil })
+		if err != nil {
+			t.Errorf("Run(fn returning nil) = %v; want nil", err)
+		}
+		if calls != 1 {
+			t.Errorf("Run(fn returning nil) called fn %d times; want 1", calls)
+		}
+	})
+
+	t.Run("ErrorPassesThrough", func(t *testing.T) {
+		_, r := bind(t, nil)
+		var calls int
+		err := r.Run(context.Background(), func(context.Context) error { calls++; return errFn })
+		if !errors.Is(err, errFn) {
+			t.Errorf("Run(fn returning %v) = %v; want an error matching it", errFn, err)
+		}
+		if calls != 1 {
+			t.Errorf("Run(fn returning a plain error) called fn %d times; want 1 (a plain error is not retryable)", calls)
+		}
+	})
+
+	t.Run("ContextValuesReachFn", func(t *testing.T) {
+		_, r := bind(t, nil)
+		ctx := context.WithValue(context.Background(), ctxKey{}, "v")
+		var got any
+		if err := r.Run(ctx, func(ctx context.Context) error { got = ctx.Value(ctxKey{}); return nil }); err != nil {
+			t.Fatalf("Run = %v; want nil", err)
+		}
+		if got != "v" {
+			t.Errorf("fn saw ctx.Value(key) = %v; want the caller's value %q", got, "v")
+		}
+	})
+
+	t.Run("CancelledContext", func(t *testing.T) {
+		_, r := bind(t, nil)
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		var calls int
+		err := r.Run(ctx, func(ctx context.Context) error { calls++; return ctx.Err() })
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("Run(cancelled ctx) = %v; want an error matching context.Canceled", err)
+		}
+		if calls > 1 {
+			t.Errorf("Run(cancelled ctx) called fn %d times; want at most 1", calls)
+		}
+	})
+
+	t.Run("Concurrent", func(t *testing.T) {
+		_, r := bind(t, nil)
+		const goroutines, calls = 8, 200
+		var fnCalls, runs atomic.Int64
+		var wg sync.WaitGroup
+		errs := make(chan error, goroutines)
+		for g := range goroutines {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range calls {
+					fail := (g+i)%3 == 0
+					runs.Add(1)
+					err := r.Run(context.Background(), func(context.Context) error {
+						fnCalls.Add(1)
+						if fail {
+							return errFn
+						}
+						return nil
+					})
+					switch {
+					case err == nil && !fail, errors.Is(err, errFn), errors.Is(err, policy.ErrRejected):
+					default:
+						errs <- err
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Errorf("concurrent Run returned %v; want nil, fn's error or a rejection", err)
+		}
+		if fnCalls.Load() > runs.Load() {
+			t.Errorf("fn ran %d times for %d calls; want at most one attempt per call", fnCalls.Load(), runs.Load())
+		}
+	})
+
+	t.Run("Events", func(t *testing.T) {
+		var mu sync.Mutex
+		var events []policy.Event
+		_, r := bind(t, policy.ObserverFunc(func(e policy.Event) {
+			mu.Lock()
+			events = append(events, e)
+			mu.Unlock()
+		}))
+		_ = r.Run(context.Background(), func(context.Context) error { return nil })
+		_ = r.Run(context.Background(), func(context.Context) error { return errFn })
+		mu.Lock()
+		defer mu.Unlock()
+		for _, e := range events {
+			if e.Kind.String() == "unknown" {
+				t.Errorf("event %+v has an invalid Kind", e)
+			}
+			if e.Pipeline != Pipeline {
+				t.Errorf("event %v has Pipeline %q; want %q", e.Kind, e.Pipeline, Pipeline)
+			}
+		}
+	})
+}
+
+type terminal struct{}
+
+func (terminal) Run(ctx context.Context, fn policy.Func) error { return fn(ctx) }
