@@ -1,0 +1,112 @@
+package retry
+
+import (
+	"context"
+	"errors"
+	"net"
+	"syscall"
+	"time"
+
+	"github.com/backstop-go/backstop/policy"
+)
+
+// marked is the error Retryable and After wrap around an error.
+type marked struct {
+	err  error
+	hint time.Duration // 0: no hint
+}
+
+func (m *marked) Error() string { return m.err.Error() }
+func (m *marked) Unwrap() error { return m.err }
+
+// Retryable marks err as safe and worth retrying. It returns nil for nil. The mark is
+// found with errors.As through any wrapping the caller adds.
+func Retryable(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &marked{err: err}
+}
+
+// After marks err as retryable after at least d: a server's hint (Retry-After, gRPC
+// pushback). The retry waits max(backoff, d) plus up to 50 % of d, so that clients told
+// the same hint do not return together. It returns nil for nil; d ≤ 0 is the same as
+// [Retryable].
+func After(err error, d time.Duration) error {
+	if err == nil {
+		return nil
+	}
+	return &marked{err: err, hint: max(d, 0)}
+}
+
+// Hint returns the delay a server asked for through [After], if err carries one.
+func Hint(err error) (time.Duration, bool) {
+	var m *marked
+	if errors.As(err, &m) && m.hint > 0 {
+		return m.hint, true
+	}
+	return 0, false
+}
+
+// The reasons a retry is scheduled for, reported in policy.EventRetryScheduled.
+const (
+	ReasonMarked  = "retryable" // the error was marked with Retryable
+	ReasonHint    = "hint"      // the error carried a server's hint (After)
+	ReasonTimeout = "timeout"   // a timeout: a per-attempt timeout, a net.Error timeout
+	ReasonNetwork = "network"   // a transient network error: connection refused or reset
+	ReasonCustom  = "custom"    // Options.ShouldRetry said yes
+)
+
+// DefaultShouldRetry is the default classifier, an allow-list. It retries:
+//   - errors marked with [Retryable] or [After];
+//   - timeouts: errors with a Timeout() bool method that returns true (net.Error, a
+//     per-attempt timeout from package deadline);
+//   - connection refused, reset or aborted, and broken pipes;
+//   - DNS errors that say they are temporary.
+//
+// It never retries errors matching policy.ErrRejected (a breaker open, a budget
+// exhausted, a request shed) or context.Canceled, whatever marks they carry; anything
+// else is not retried. The retry loop adds one rule no classifier can lift: nothing is
+// retried once the call's context is done, so an overall deadline is never retried.
+func DefaultShouldRetry(err error) bool {
+	return classify(err) != ""
+}
+
+// classify returns why err may be retried, or "" if it may not.
+func classify(err error) string {
+	if err == nil || neverRetried(err) {
+		return ""
+	}
+	var m *marked
+	if errors.As(err, &m) {
+		if m.hint > 0 {
+			return ReasonHint
+		}
+		return ReasonMarked
+	}
+	var dns *net.DNSError
+	if errors.As(err, &dns) {
+		if dns.IsTimeout {
+			return ReasonTimeout
+		}
+		if dns.IsTemporary {
+			return ReasonNetwork
+		}
+		return ""
+	}
+	var to interface{ Timeout() bool }
+	if errors.As(err, &to) && to.Timeout() {
+		return ReasonTimeout
+	}
+	if errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.ECONNABORTED) || errors.Is(err, syscall.EPIPE) {
+		return ReasonNetwork
+	}
+	return ""
+}
+
+// neverRetried reports whether err is one no classifier may retry: a policy's refusal
+// or the caller's cancellation.
+func neverRetried(err error) bool {
+	return errors.Is(err, policy.ErrRejected) || errors.Is(err, context.Canceled)
+}

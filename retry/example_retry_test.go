@@ -1,0 +1,72 @@
+package retry_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/backstop-go/backstop/policy"
+	"github.com/backstop-go/backstop/policy/policytest"
+	"github.com/backstop-go/backstop/retry"
+)
+
+func Example() {
+	clock := policytest.NewClock(time.Unix(0, 0)).AutoAdvance(true) // sleeps pass at once
+	r, err := retry.New(retry.Options{
+		MaxAttempts: 4,
+		Strategy:    retry.None{}, // no jitter, so the output is fixed
+		Clock:       clock,
+	})
+	if err != nil {
+		panic(err)
+	}
+	p := policy.MustWrap(r).With(policy.Observe(policy.ObserverFunc(func(e policy.Event) {
+		if e.Kind == policy.EventRetryScheduled {
+			fmt.Printf("attempt %d in %v (%s)\n", e.Attempt, e.Delay, e.Reason)
+		}
+	})))
+
+	calls := 0
+	err = p.Do(context.Background(), func(context.Context) error {
+		calls++
+		if calls < 3 {
+			return retry.Retryable(errors.New("503 Service Unavailable"))
+		}
+		return nil
+	})
+	fmt.Println("calls:", calls, "err:", err)
+	// Output:
+	// attempt 2 in 100ms (retryable)
+	// attempt 3 in 200ms (retryable)
+	// calls: 3 err: <nil>
+}
+
+func ExampleParseRetryAfter() {
+	now := time.Date(2026, time.March, 1, 12, 0, 0, 0, time.UTC)
+	for _, v := range []string{"120", "Sun, 01 Mar 2026 12:00:30 GMT", "-5", "soon"} {
+		d, ok := retry.ParseRetryAfter(v, now)
+		fmt.Printf("%q → %v %v\n", v, d, ok)
+	}
+	// Output:
+	// "120" → 2m0s true
+	// "Sun, 01 Mar 2026 12:00:30 GMT" → 30s true
+	// "-5" → 0s false
+	// "soon" → 0s false
+}
+
+func ExampleError() {
+	clock := policytest.NewClock(time.Unix(0, 0)).AutoAdvance(true)
+	p := policy.MustWrap(retry.MustNew(retry.Options{MaxAttempts: 2, Clock: clock}))
+	err := p.Do(context.Background(), func(context.Context) error {
+		return retry.Retryable(errors.New("connection reset"))
+	})
+	var re *retry.Error
+	if errors.As(err, &re) {
+		fmt.Println(re.Attempts, errors.Is(err, retry.ErrExhausted))
+	}
+	fmt.Println(err)
+	// Output:
+	// 2 true
+	// retry: 2 attempts, attempts exhausted: connection reset
+}

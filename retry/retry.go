@@ -1,0 +1,257 @@
+package retry
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/backstop-go/backstop/policy"
+)
+
+// Defaults for zero Options fields.
+const (
+	DefaultMaxAttempts  = 3
+	DefaultBase         = 100 * time.Millisecond
+	DefaultCap          = 5 * time.Second
+	DefaultMaxHintDelay = 30 * time.Second
+)
+
+// Options configure a [Retry]. The zero value is valid: 3 attempts, full jitter over
+// 100 ms doubling to 5 s, the allow-list classifier.
+type Options struct {
+	// MaxAttempts counts every attempt, the first included; 0 means DefaultMaxAttempts
+	// (3). 1 means never retry. Negative is refused.
+	MaxAttempts int
+	// Base is the first backoff window; 0 means DefaultBase (100 ms).
+	Base time.Duration
+	// Cap bounds the backoff window; 0 means DefaultCap (5 s), or Base if Base is
+	// larger than 5 s. A Cap below Base is refused.
+	Cap time.Duration
+	// Strategy computes each backoff; nil means Full.
+	Strategy Strategy
+	// ShouldRetry decides whether an attempt's error may be retried; nil means
+	// DefaultShouldRetry. Whatever it says, errors matching policy.ErrRejected or
+	// context.Canceled are never retried, and nothing is retried once the call's
+	// context is done.
+	ShouldRetry func(error) bool
+	// MaxHintDelay caps a server's hint (After, Retry-After): a longer hint is waited
+	// for this long at most, before jitter; 0 means DefaultMaxHintDelay (30 s).
+	MaxHintDelay time.Duration
+	// Clock times the sleeps; nil means policy.SystemClock().
+	Clock policy.Clock
+	// Rand draws the jitter; nil means math/rand/v2's global source.
+	Rand Rand
+}
+
+// Retry is a retry policy (policy.KindRetry): it runs a call's attempts, sleeping a
+// jittered backoff between them, while the error is retryable, attempts, budget and
+// deadline remain, and no other layer owns retries on the call path.
+//
+// A Retry holds only its options: it is safe for concurrent use and may be shared by
+// pipelines. Build it with [New]; the zero value is not usable.
+type Retry struct {
+	max      int
+	base     time.Duration
+	cap      time.Duration
+	maxHint  time.Duration
+	strategy Strategy
+	should   func(error) bool
+	clock    policy.Clock
+	rand     Rand
+}
+
+// New returns a Retry with o's zero fields set to their defaults, or an error matching
+// ErrInvalidOptions that names the bad field.
+func New(o Options) (*Retry, error) {
+	bad := func(format string, args ...any) (*Retry, error) {
+		return nil, fmt.Errorf("%w: "+format, append([]any{ErrInvalidOptions}, args...)...)
+	}
+	r := &Retry{max: o.MaxAttempts, base: o.Base, cap: o.Cap, maxHint: o.MaxHintDelay,
+		strategy: o.Strategy, should: o.ShouldRetry, clock: policy.ClockOr(o.Clock), rand: o.Rand}
+	switch {
+	case r.max < 0:
+		return bad("MaxAttempts is %d; want ≥ 1, or 0 for the default %d", r.max, DefaultMaxAttempts)
+	case r.max == 0:
+		r.max = DefaultMaxAttempts
+	}
+	switch {
+	case r.base < 0:
+		return bad("Base is %v; want > 0, or 0 for the default %v", r.base, DefaultBase)
+	case r.base == 0:
+		r.base = DefaultBase
+	}
+	switch {
+	case r.cap < 0:
+		return bad("Cap is %v; want ≥ Base (%v), or 0 for the default %v", r.cap, r.base, DefaultCap)
+	case r.cap == 0:
+		r.cap = max(DefaultCap, r.base)
+	case r.cap < r.base:
+		return bad("Cap is %v, below Base %v; want Cap ≥ Base", r.cap, r.base)
+	}
+	switch {
+	case r.maxHint < 0:
+		return bad("MaxHintDelay is %v; want ≥ 0", r.maxHint)
+	case r.maxHint == 0:
+		r.maxHint = DefaultMaxHintDelay
+	}
+	if r.strategy == nil {
+		r.strategy = Full{}
+	}
+	if g, ok := r.strategy.(GRPC); ok && g.Multiplier != 0 && !(g.Multiplier >= 1) {
+		return bad("GRPC.Multiplier is %v; want ≥ 1, or 0 for the default %v", g.Multiplier, DefaultGRPCMultiplier)
+	}
+	if r.rand == nil {
+		r.rand = globalRand{}
+	}
+	return r, nil
+}
+
+// MustNew is like [New] but panics on bad options.
+func MustNew(o Options) *Retry {
+	r, err := New(o)
+	if err != nil {
+		panic(err)
+	}
+	return r
+}
+
+// MaxAttempts returns the number of attempts a call may make, the first included.
+func (r *Retry) MaxAttempts() int { return r.max }
+
+// Kind returns policy.KindRetry.
+func (r *Retry) Kind() policy.Kind { return policy.KindRetry }
+
+// Bind returns the Runner that runs the retry loop, using env.Budget if the pipeline
+// has a budget outside the retry.
+func (r *Retry) Bind(next policy.Runner, env policy.Env) policy.Runner {
+	return &runner{r: r, next: next, budget: env.Budget, obs: env.Observer, pipeline: env.Pipeline}
+}
+
+type runner struct {
+	r        *Retry
+	next     policy.Runner
+	budget   policy.RetryBudget // nil: no budget
+	obs      policy.Observer    // nil: no events
+	pipeline string
+}
+
+// reason returns why err may be retried, or "" if it may not.
+func (l *runner) reason(err error) string {
+	if l.r.should == nil {
+		return classify(err)
+	}
+	if err == nil || neverRetried(err) || !l.r.should(err) {
+		return ""
+	}
+	if _, ok := Hint(err); ok {
+		return ReasonHint
+	}
+	return ReasonCustom
+}
+
+func (l *runner) Run(ctx context.Context, fn policy.Func) error {
+	owner := !policy.Owned(ctx)
+	if l.budget != nil {
+		l.budget.Deposit()
+	}
+	var prev time.Duration
+	for n := 1; ; n++ {
+		actx := ctx
+		if owner {
+			actx = policy.WithAttempt(ctx, n)
+		}
+		err := l.attempt(actx, fn, n)
+		if err == nil {
+			if l.budget != nil {
+				l.budget.OnSuccess()
+			}
+			return nil
+		}
+		if ctx.Err() != nil {
+			return l.giveUp(n, ctxCause(ctx), err, "")
+		}
+		why := l.reason(err)
+		if why == "" {
+			return l.giveUp(n, ErrNotRetryable, err, "")
+		}
+		if l.budget != nil {
+			l.budget.OnFailure()
+		}
+		if n >= l.r.max {
+			return l.giveUp(n, ErrExhausted, err, "")
+		}
+		if !owner {
+			return l.giveUp(n, ErrOwner, err, policy.SuppressedOwner)
+		}
+		if l.budget != nil && !l.budget.Withdraw() {
+			return l.giveUp(n, ErrBudget, err, policy.SuppressedBudget)
+		}
+
+		delay := l.r.strategy.Delay(n, prev, l.r.base, l.r.cap, l.r.rand)
+		prev = delay
+		if hint, ok := Hint(err); ok {
+			hint = min(hint, l.r.maxHint)
+			hint += time.Duration(l.r.rand.Float64() * float64(hint/2))
+			delay = max(delay, hint)
+		}
+		if dl, ok := ctx.Deadline(); ok && !l.r.clock.Now().Add(delay).Before(dl) {
+			return l.giveUp(n, ErrDeadline, err, policy.SuppressedDeadline)
+		}
+		if l.obs != nil {
+			l.obs.Observe(policy.Event{Kind: policy.EventRetryScheduled, Pipeline: l.pipeline, Time: l.r.clock.Now(),
+				Attempt: n + 1, Delay: delay, Reason: why, Err: err})
+		}
+		if !l.sleep(ctx, delay) {
+			return l.giveUp(n, ctxCause(ctx), err, "")
+		}
+	}
+}
+
+// attempt runs one attempt and reports it.
+func (l *runner) attempt(ctx context.Context, fn policy.Func, n int) error {
+	if l.obs == nil {
+		return l.next.Run(ctx, fn)
+	}
+	start := l.r.clock.Now()
+	l.obs.Observe(policy.Event{Kind: policy.EventAttemptStart, Pipeline: l.pipeline, Time: start, Attempt: n})
+	err := l.next.Run(ctx, fn)
+	end := l.r.clock.Now()
+	l.obs.Observe(policy.Event{Kind: policy.EventAttemptEnd, Pipeline: l.pipeline, Time: end, Attempt: n,
+		Elapsed: end.Sub(start), Err: err})
+	return err
+}
+
+// sleep waits d on the retry's clock; it returns false if ctx ended first, and never
+// leaves the timer running.
+func (l *runner) sleep(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := l.r.clock.NewTimer(d)
+	select {
+	case <-t.C():
+		return ctx.Err() == nil
+	case <-ctx.Done():
+		t.Stop()
+		return false
+	}
+}
+
+// ctxCause says why a done context ended the call.
+func ctxCause(ctx context.Context) error {
+	if ctx.Err() == context.DeadlineExceeded {
+		return ErrDeadline
+	}
+	return ErrCanceled
+}
+
+// giveUp builds the error of a call that ends after n attempts, reporting a suppressed
+// retry if suppressed names why one was.
+func (l *runner) giveUp(n int, cause, last error, suppressed string) error {
+	err := &Error{Attempts: n, Cause: cause, Last: last}
+	if suppressed != "" && l.obs != nil {
+		l.obs.Observe(policy.Event{Kind: policy.EventRetrySuppressed, Pipeline: l.pipeline, Time: l.r.clock.Now(),
+			Attempt: n, Reason: suppressed, Err: last})
+	}
+	return err
+}
