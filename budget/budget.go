@@ -1,0 +1,55 @@
+package budget
+
+import (
+	"errors"
+	"sync/atomic"
+
+	"github.com/backstop-go/backstop/policy"
+)
+
+// ErrInvalidOptions is matched by the constructors' errors for bad settings.
+var ErrInvalidOptions = errors.New("budget: invalid options")
+
+// Budget is what every budget in this package provides: it is a policy.Policy of
+// policy.KindBudget that stands outside its retry (rule O4) and a policy.RetryBudget the
+// retry consults, plus read-outs for operators.
+type Budget interface {
+	policy.Policy
+	policy.RetryBudget
+	// Level is what remains now: tokens for a TokenBucket, retries that may start now
+	// for a Ratio or a Rate.
+	Level() float64
+	// Allowed and Refused count the retries the budget allowed and refused so far.
+	Allowed() uint64
+	Refused() uint64
+}
+
+// counts keeps the allowed and refused totals shared by every budget.
+type counts struct {
+	allowed, refused atomic.Uint64
+}
+
+// Allowed returns the number of retries allowed so far.
+func (c *counts) Allowed() uint64 { return c.allowed.Load() }
+
+// Refused returns the number of retries refused so far.
+func (c *counts) Refused() uint64 { return c.refused.Load() }
+
+func (c *counts) count(ok bool) bool {
+	if ok {
+		c.allowed.Add(1)
+	} else {
+		c.refused.Add(1)
+	}
+	return ok
+}
+
+// stage is the policy side every budget shares: a budget does no per-call work of its
+// own, so Bind returns next itself and the stage costs nothing.
+type stage struct{}
+
+// Kind returns policy.KindBudget.
+func (stage) Kind() policy.Kind { return policy.KindBudget }
+
+// Bind returns next: the retry inside talks to the budget through policy.Env.Budget.
+func (stage) Bind(next policy.Runner, _ policy.Env) policy.Runner { return next }

@@ -1,0 +1,128 @@
+package budget
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"sync/atomic"
+)
+
+// TokenBucket is gRPC's retry throttling (gRFC A6 retryThrottling), exactly: the
+// bucket starts full at maxTokens; each attempt that fails with a retryable error
+// costs one token (never below zero); a retry is then allowed only while the count is
+// strictly greater than maxTokens/2; each successful call adds tokenRatio, capped at
+// maxTokens. Withdraw itself takes nothing: failures pay.
+//
+// Counts are kept in integer milli-tokens, as gRPC C-core does, so thresholds are exact
+// (0.1 added ten times is exactly 1). During a broad outage the bucket drains to the
+// threshold after maxTokens/2 failures and retries stop until successes refill it: retry
+// load fades instead of multiplying.
+//
+// A TokenBucket is safe for concurrent use and is meant to be shared: one per
+// dependency, by every pipeline that calls it. Build it with [NewTokenBucket]; the zero
+// value is not usable.
+//
+// See https://github.com/grpc/proposal/blob/master/A6-client-retries.md#throttling-retry-attempts-and-hedged-rpcs.
+type TokenBucket struct {
+	stage
+	counts
+	max    int64 // milli-tokens
+	ratio  int64 // milli-tokens per success
+	tokens atomic.Int64
+}
+
+// MaxTokenBucketTokens is the largest maxTokens gRFC A6 allows.
+const MaxTokenBucketTokens = 1000
+
+// toMilli converts to milli-tokens, keeping three decimals and truncating the rest as
+// A6 says, without losing 0.29 to floating-point (0.29·1000 = 289.99999999999997).
+func toMilli(v float64) int64 { return int64(math.Floor(v*1000 + 1e-6)) }
+
+// NewTokenBucket returns a full bucket of maxTokens, refilled by tokenRatio per
+// successful call. As in A6, maxTokens must be in (0, 1000] and tokenRatio > 0; decimals
+// of tokenRatio past the third are dropped (0.1239 is 0.123).
+func NewTokenBucket(maxTokens, tokenRatio float64) (*TokenBucket, error) {
+	if !(maxTokens > 0 && maxTokens <= MaxTokenBucketTokens) {
+		return nil, fmt.Errorf("%w: maxTokens is %v; want a number in (0, %d]", ErrInvalidOptions, maxTokens, MaxTokenBucketTokens)
+	}
+	if !(tokenRatio > 0) || math.IsInf(tokenRatio, 0) {
+		return nil, fmt.Errorf("%w: tokenRatio is %v; want a finite number > 0", ErrInvalidOptions, tokenRatio)
+	}
+	ratio := toMilli(tokenRatio)
+	if ratio == 0 {
+		return nil, fmt.Errorf("%w: tokenRatio is %v, which is 0 to three decimals; want ≥ 0.001", ErrInvalidOptions, tokenRatio)
+	}
+	b := &TokenBucket{max: toMilli(maxTokens), ratio: ratio}
+	b.tokens.Store(b.max)
+	return b, nil
+}
+
+// tokenBucketJSON is the retryThrottling object of a gRPC service config.
+type tokenBucketJSON struct {
+	MaxTokens  *float64 `json:"maxTokens"`
+	TokenRatio *float64 `json:"tokenRatio"`
+}
+
+// ParseTokenBucket builds a TokenBucket from the JSON of a gRPC service config's
+// retryThrottling object, e.g. {"maxTokens": 10, "tokenRatio": 0.1}. Both fields are
+// required; unknown fields and trailing data are refused.
+func ParseTokenBucket(data []byte) (*TokenBucket, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var v tokenBucketJSON
+	if err := dec.Decode(&v); err != nil {
+		return nil, fmt.Errorf("%w: retryThrottling: %v", ErrInvalidOptions, err)
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("%w: retryThrottling: data after the object", ErrInvalidOptions)
+	}
+	switch {
+	case v.MaxTokens == nil:
+		return nil, fmt.Errorf("%w: retryThrottling: maxTokens is missing", ErrInvalidOptions)
+	case v.TokenRatio == nil:
+		return nil, fmt.Errorf("%w: retryThrottling: tokenRatio is missing", ErrInvalidOptions)
+	}
+	return NewTokenBucket(*v.MaxTokens, *v.TokenRatio)
+}
+
+// Tokens returns the current count of tokens.
+func (b *TokenBucket) Tokens() float64 { return float64(b.tokens.Load()) / 1000 }
+
+// Level returns Tokens.
+func (b *TokenBucket) Level() float64 { return b.Tokens() }
+
+// MaxTokens returns the bucket's capacity.
+func (b *TokenBucket) MaxTokens() float64 { return float64(b.max) / 1000 }
+
+// Deposit does nothing: the bucket is filled by successes, not by calls.
+func (b *TokenBucket) Deposit() {}
+
+// Withdraw reports whether a retry may start: whether the count is strictly greater
+// than maxTokens/2. It takes no token.
+func (b *TokenBucket) Withdraw() bool {
+	return b.count(b.tokens.Load()*2 > b.max)
+}
+
+// OnFailure takes one token for an attempt that failed with a retryable error, never
+// going below zero.
+func (b *TokenBucket) OnFailure() {
+	for {
+		t := b.tokens.Load()
+		n := max(t-1000, 0)
+		if t == n || b.tokens.CompareAndSwap(t, n) {
+			return
+		}
+	}
+}
+
+// OnSuccess adds tokenRatio for a successful call, never going above maxTokens.
+func (b *TokenBucket) OnSuccess() {
+	for {
+		t := b.tokens.Load()
+		n := min(t+b.ratio, b.max)
+		if t == n || b.tokens.CompareAndSwap(t, n) {
+			return
+		}
+	}
+}
