@@ -3,6 +3,7 @@ module github.com/backstop-go/backstop
 go 1.26.0
 
 require (
+	github.com/sony/gobreaker/v2 v2.4.0
 	github.com/stretchr/testify v1.12.1
 	go.uber.org/goleak v1.3.0
 	golang.org/x/time v0.16.0

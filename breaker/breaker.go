@@ -1,0 +1,455 @@
+package breaker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sony/gobreaker/v2"
+
+	"github.com/backstop-go/backstop/policy"
+)
+
+// Defaults for zero Options fields.
+const (
+	// DefaultConsecutiveFailures trips the breaker after 5 failures in a row.
+	// (gobreaker's own default trips after more than 5, that is 6.)
+	DefaultConsecutiveFailures = 5
+	// DefaultOpenTimeout is how long the breaker stays open before it lets probes
+	// through: 30 s, half gobreaker's 60 s. A dependency that recovers is found again
+	// sooner, and the cost of finding out is one probe request; Envoy's outlier
+	// detection ejects a host for the same 30 s.
+	DefaultOpenTimeout = 30 * time.Second
+	// DefaultMinRequests is the calls a window needs before FailureRatio can trip it.
+	DefaultMinRequests = 20
+	// DefaultWindow is the rolling window of ratio mode.
+	DefaultWindow = 10 * time.Second
+	// DefaultBuckets is how many buckets the rolling window rolls by.
+	DefaultBuckets = 10
+	// DefaultHalfOpenProbes is the calls let through while half-open.
+	DefaultHalfOpenProbes = 1
+)
+
+var (
+	// ErrOpen is matched by every refusal of an open (or half-open and busy)
+	// breaker; such errors also match policy.ErrRejected.
+	ErrOpen = errors.New("breaker: open")
+	// ErrInvalidOptions is matched by New's errors for bad Options.
+	ErrInvalidOptions = errors.New("breaker: invalid options")
+)
+
+// Options configure a [Breaker]. The zero value is valid: trip after 5 consecutive
+// failures, stay open 30 s, then let 1 probe through.
+//
+// Two ways to trip, one at a time: consecutive failures (the default), or, when
+// FailureRatio is set, a failure ratio over a rolling Window once MinRequests calls
+// have been seen in it.
+type Options struct {
+	// ConsecutiveFailures trips the breaker after this many failures in a row; 0 means
+	// DefaultConsecutiveFailures (5). Not allowed with FailureRatio.
+	ConsecutiveFailures uint32
+	// FailureRatio, in (0, 1], switches to ratio mode: the breaker trips when
+	// failures/(failures+successes) ≥ FailureRatio over the last Window. 0 means
+	// consecutive mode.
+	FailureRatio float64
+	// MinRequests is the counted calls the window needs before the ratio can trip;
+	// 0 means DefaultMinRequests (20). Ratio mode only.
+	MinRequests uint32
+	// Window is the rolling window of ratio mode; 0 means DefaultWindow (10 s).
+	Window time.Duration
+	// Buckets is how many steps the window rolls by (gobreaker's BucketPeriod is
+	// Window/Buckets); 0 means DefaultBuckets (10). Ratio mode only.
+	Buckets int
+	// OpenTimeout is how long the breaker stays open; 0 means DefaultOpenTimeout (30 s).
+	OpenTimeout time.Duration
+	// HalfOpenProbes is how many calls the half-open breaker lets through; that many
+	// successes in a row close it, one failure opens it again. 0 means 1.
+	HalfOpenProbes uint32
+	// IsSuccessful says whether a call's error counts as a success; nil means only a
+	// nil error does.
+	IsSuccessful func(error) bool
+	// IsExcluded says whether a call's error says nothing about the dependency's
+	// health and so is counted neither way; nil means DefaultIsExcluded.
+	IsExcluded func(error) bool
+	// OnStateChange is called after every state change, outside every lock: it may
+	// read the breaker. It must be safe for concurrent use.
+	OnStateChange func(name string, from, to State)
+}
+
+// DefaultIsExcluded excludes the errors that say nothing about a dependency's health:
+// the caller's cancellation (context.Canceled), refusals by policies
+// (policy.ErrRejected: another breaker, a shedder, a budget) and client faults marked
+// with [ClientFault] (a 4xx: the request was bad, not the server).
+func DefaultIsExcluded(err error) bool {
+	if err == nil {
+		return false // the success path allocates nothing
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, policy.ErrRejected) {
+		return true
+	}
+	var cf *clientFault
+	return errors.As(err, &cf)
+}
+
+type clientFault struct{ err error }
+
+func (c *clientFault) Error() string { return c.err.Error() }
+func (c *clientFault) Unwrap() error { return c.err }
+
+// ClientFault marks err as the caller's fault (a bad request, a 4xx), which
+// [DefaultIsExcluded] keeps from counting against the dependency. nil in, nil out.
+func ClientFault(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &clientFault{err: err}
+}
+
+// State is a breaker's state. Its values are those of the backstop_breaker_state
+// metric: 0 closed, 1 half-open, 2 open.
+type State int
+
+// The states of a breaker.
+const (
+	StateClosed   State = State(gobreaker.StateClosed)
+	StateHalfOpen State = State(gobreaker.StateHalfOpen)
+	StateOpen     State = State(gobreaker.StateOpen)
+)
+
+// String returns "closed", "half-open" or "open".
+func (s State) String() string { return gobreaker.State(s).String() }
+
+// Counts are the breaker's counts in the current state (in ratio mode, within the
+// rolling window).
+type Counts struct {
+	Requests             uint32 `json:"requests"`
+	TotalSuccesses       uint32 `json:"total_successes"`
+	TotalFailures        uint32 `json:"total_failures"`
+	TotalExclusions      uint32 `json:"total_exclusions"`
+	ConsecutiveSuccesses uint32 `json:"consecutive_successes"`
+	ConsecutiveFailures  uint32 `json:"consecutive_failures"`
+}
+
+// Transition is one state change.
+type Transition struct {
+	From State     `json:"-"`
+	To   State     `json:"-"`
+	At   time.Time `json:"at"`
+}
+
+// Breaker is a circuit breaker (policy.KindBreaker) on github.com/sony/gobreaker/v2.
+// Outside a retry it counts calls and, when open, stops a call before any attempt;
+// inside it counts attempts. Either way an open breaker ends the call at once with an
+// [*OpenError].
+//
+// Backstop adds to gobreaker what a server and an operator need: the time the breaker
+// opened and will let probes through (gobreaker keeps it private), state changes
+// delivered outside gobreaker's mutex, inspection, and ForceOpen/Reset.
+//
+// A Breaker is safe for concurrent use; several pipelines may share one and so share
+// its state. gobreaker reads time.Now, so tests of timing use testing/synctest. Build
+// it with [New]; the zero value is not usable.
+type Breaker struct {
+	name     string
+	settings gobreaker.Settings
+	timeout  time.Duration
+	onChange func(name string, from, to State)
+
+	cb      atomic.Pointer[gobreaker.CircuitBreaker[struct{}]]
+	forced  atomic.Bool
+	pending atomic.Bool // transitions wait in queue
+
+	mu       sync.Mutex // guards the fields below
+	gen      uint64     // which gobreaker instance is current (Reset makes a new one)
+	state    State      // as of the last transition
+	openedAt time.Time
+	last     Transition
+	queue    []Transition // to deliver, outside every lock
+}
+
+// New returns a closed breaker named name (the name labels its events and metrics) or
+// an error matching ErrInvalidOptions naming the bad field. Unlike gobreaker, New never
+// clamps a bad value silently.
+func New(name string, o Options) (*Breaker, error) {
+	bad := func(format string, args ...any) (*Breaker, error) {
+		return nil, fmt.Errorf("%w: %s: "+format, append([]any{ErrInvalidOptions, name}, args...)...)
+	}
+	if name == "" {
+		return bad("name is empty; want the dependency's name")
+	}
+	if o.OpenTimeout < 0 {
+		return bad("OpenTimeout is %v; want > 0, or 0 for the default %v", o.OpenTimeout, DefaultOpenTimeout)
+	}
+	if o.OpenTimeout == 0 {
+		o.OpenTimeout = DefaultOpenTimeout
+	}
+	if o.HalfOpenProbes == 0 {
+		o.HalfOpenProbes = DefaultHalfOpenProbes
+	}
+	s := gobreaker.Settings{
+		Name:         name,
+		MaxRequests:  o.HalfOpenProbes,
+		Timeout:      o.OpenTimeout,
+		IsSuccessful: o.IsSuccessful,
+		IsExcluded:   o.IsExcluded,
+	}
+	if s.IsExcluded == nil {
+		s.IsExcluded = DefaultIsExcluded
+	}
+	if o.FailureRatio == 0 {
+		switch {
+		case o.MinRequests != 0:
+			return bad("MinRequests is set without FailureRatio; it applies to ratio mode only")
+		case o.Window != 0:
+			return bad("Window is set without FailureRatio; it applies to ratio mode only")
+		case o.Buckets != 0:
+			return bad("Buckets is set without FailureRatio; it applies to ratio mode only")
+		}
+		n := o.ConsecutiveFailures
+		if n == 0 {
+			n = DefaultConsecutiveFailures
+		}
+		s.ReadyToTrip = func(c gobreaker.Counts) bool { return c.ConsecutiveFailures >= n }
+	} else {
+		switch {
+		case math.IsNaN(o.FailureRatio) || o.FailureRatio < 0 || o.FailureRatio > 1:
+			return bad("FailureRatio is %v; want a number in (0, 1]", o.FailureRatio)
+		case o.ConsecutiveFailures != 0:
+			return bad("ConsecutiveFailures and FailureRatio are both set; choose one way to trip")
+		case o.Window < 0:
+			return bad("Window is %v; want > 0, or 0 for the default %v", o.Window, DefaultWindow)
+		case o.Buckets < 0:
+			return bad("Buckets is %d; want ≥ 1, or 0 for the default %d", o.Buckets, DefaultBuckets)
+		}
+		if o.MinRequests == 0 {
+			o.MinRequests = DefaultMinRequests
+		}
+		if o.Window == 0 {
+			o.Window = DefaultWindow
+		}
+		if o.Buckets == 0 {
+			o.Buckets = DefaultBuckets
+		}
+		if o.Window/time.Duration(o.Buckets) <= 0 {
+			return bad("Window %v is shorter than %d buckets of 1ns", o.Window, o.Buckets)
+		}
+		ratio, min := o.FailureRatio, o.MinRequests
+		s.Interval = o.Window
+		s.BucketPeriod = o.Window / time.Duration(o.Buckets)
+		s.ReadyToTrip = func(c gobreaker.Counts) bool {
+			n := c.TotalFailures + c.TotalSuccesses
+			return n >= min && float64(c.TotalFailures) >= ratio*float64(n)
+		}
+	}
+	b := &Breaker{name: name, settings: s, timeout: o.OpenTimeout, onChange: o.OnStateChange}
+	b.cb.Store(b.newCircuit())
+	return b, nil
+}
+
+// newCircuit returns a fresh gobreaker instance whose state changes are queued for
+// this generation only. mu must be held, or b not yet shared.
+func (b *Breaker) newCircuit() *gobreaker.CircuitBreaker[struct{}] {
+	b.gen++
+	gen := b.gen
+	s := b.settings
+	// gobreaker calls OnStateChange under its own mutex: only queue here.
+	s.OnStateChange = func(_ string, from, to gobreaker.State) { b.record(gen, State(from), State(to)) }
+	return gobreaker.NewCircuitBreaker[struct{}](s)
+}
+
+// record queues a transition reported by gobreaker instance gen.
+func (b *Breaker) record(gen uint64, from, to State) {
+	now := time.Now()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if gen != b.gen {
+		return // a call still running on an instance Reset replaced
+	}
+	b.transitionLocked(from, to, now)
+}
+
+func (b *Breaker) transitionLocked(from, to State, now time.Time) {
+	b.state = to
+	if to == StateOpen {
+		b.openedAt = now
+	}
+	b.last = Transition{From: from, To: to, At: now}
+	b.queue = append(b.queue, b.last)
+	b.pending.Store(true)
+}
+
+// deliver hands queued transitions to the observer and OnStateChange, outside every
+// lock. Transitions drained by different goroutines may be delivered concurrently.
+func (b *Breaker) deliver(obs policy.Observer, pipeline string) {
+	b.mu.Lock()
+	q := b.queue
+	b.queue = nil
+	b.pending.Store(false)
+	b.mu.Unlock()
+	for _, t := range q {
+		if obs != nil {
+			obs.Observe(policy.Event{Kind: policy.EventBreakerState, Pipeline: pipeline, Source: b.name,
+				Time: t.At, From: t.From.String(), To: t.To.String()})
+		}
+		if b.onChange != nil {
+			b.onChange(b.name, t.From, t.To)
+		}
+	}
+}
+
+// Name returns the breaker's name.
+func (b *Breaker) Name() string { return b.name }
+
+// Kind returns policy.KindBreaker.
+func (b *Breaker) Kind() policy.Kind { return policy.KindBreaker }
+
+// Bind returns the Runner that runs each call through the breaker. State changes a
+// call causes are reported to env.Observer.
+func (b *Breaker) Bind(next policy.Runner, env policy.Env) policy.Runner {
+	return &runner{b: b, next: next, obs: env.Observer, pipeline: env.Pipeline}
+}
+
+type runner struct {
+	b        *Breaker
+	next     policy.Runner
+	obs      policy.Observer
+	pipeline string
+}
+
+func (r *runner) Run(ctx context.Context, fn policy.Func) error {
+	b := r.b
+	if b.forced.Load() {
+		return &OpenError{Name: b.name, Forced: true}
+	}
+	_, err := b.cb.Load().Execute(func() (struct{}, error) {
+		err := r.next.Run(ctx, fn)
+		if err == gobreaker.ErrOpenState || err == gobreaker.ErrTooManyRequests {
+			// gobreaker's own sentinels from a breaker further down: keep them apart
+			// from this breaker's refusals.
+			err = &passthrough{err}
+		}
+		return struct{}{}, err
+	})
+	if b.pending.Load() {
+		b.deliver(r.obs, r.pipeline)
+	}
+	switch err {
+	case gobreaker.ErrOpenState:
+		return b.refusal(false)
+	case gobreaker.ErrTooManyRequests:
+		return b.refusal(true)
+	}
+	if p, ok := err.(*passthrough); ok {
+		return p.err
+	}
+	return err
+}
+
+// passthrough carries a gobreaker sentinel returned by the work through Execute.
+type passthrough struct{ err error }
+
+func (p *passthrough) Error() string { return p.err.Error() }
+
+// refusal builds the error for a call the breaker refused.
+func (b *Breaker) refusal(halfOpen bool) error {
+	e := &OpenError{Name: b.name, HalfOpen: halfOpen}
+	if !halfOpen {
+		b.mu.Lock()
+		e.Until = b.openedAt.Add(b.timeout)
+		b.mu.Unlock()
+	}
+	return e
+}
+
+// OpenError is the error of a call the breaker refused. It matches [ErrOpen] and
+// policy.ErrRejected, so no retry retries it.
+type OpenError struct {
+	Name string
+	// Until is when the open breaker will let a probe through; zero when HalfOpen
+	// (probes are in flight: ask again soon) or Forced (open until an operator resets it).
+	Until    time.Time
+	HalfOpen bool
+	Forced   bool
+}
+
+func (e *OpenError) Error() string {
+	switch {
+	case e.Forced:
+		return "breaker: " + e.Name + " is forced open"
+	case e.HalfOpen:
+		return "breaker: " + e.Name + " is half-open and its probes are taken"
+	}
+	return "breaker: " + e.Name + " is open until " + e.Until.UTC().Format(time.RFC3339Nano)
+}
+
+// Is matches ErrOpen and policy.ErrRejected.
+func (e *OpenError) Is(target error) bool { return target == ErrOpen || target == policy.ErrRejected }
+
+// State returns the breaker's state now. An open breaker whose timeout has passed is
+// reported half-open, as gobreaker would; the transition itself happens, and is
+// reported, on the next call.
+func (b *Breaker) State() State {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.stateLocked(time.Now())
+}
+
+func (b *Breaker) stateLocked(now time.Time) State {
+	if b.forced.Load() {
+		return StateOpen
+	}
+	if b.state == StateOpen && now.After(b.openedAt.Add(b.timeout)) {
+		return StateHalfOpen
+	}
+	return b.state
+}
+
+// Counts returns the counts of the current state.
+func (b *Breaker) Counts() Counts { return Counts(b.cb.Load().Counts()) }
+
+// RetryAfter returns how long from now the breaker stays open: what a server can send
+// as Retry-After. It is 0 unless the breaker is open, and the open timeout if it was
+// forced open.
+func (b *Breaker) RetryAfter(now time.Time) time.Duration {
+	if b.forced.Load() {
+		return b.timeout
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.state != StateOpen {
+		return 0
+	}
+	return max(0, b.openedAt.Add(b.timeout).Sub(now))
+}
+
+// ForceOpen makes the breaker refuse every call until [Breaker.Reset]. It is for
+// operators (a dependency known to be down, maintenance).
+func (b *Breaker) ForceOpen() {
+	if b.forced.Swap(true) {
+		return
+	}
+	now := time.Now()
+	b.mu.Lock()
+	from := b.stateLocked(now)
+	b.transitionLocked(from, StateOpen, now)
+	b.mu.Unlock()
+	b.deliver(nil, "")
+}
+
+// Reset closes the breaker with fresh counts, and lifts ForceOpen.
+func (b *Breaker) Reset() {
+	now := time.Now()
+	b.mu.Lock()
+	from := b.stateLocked(now)
+	b.forced.Store(false)
+	b.cb.Store(b.newCircuit())
+	if from != StateClosed || b.state != StateClosed {
+		b.transitionLocked(from, StateClosed, now)
+	}
+	b.mu.Unlock()
+	b.deliver(nil, "")
+}

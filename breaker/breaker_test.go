@@ -1,0 +1,362 @@
+package breaker_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/sony/gobreaker/v2"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/backstop-go/backstop/breaker"
+	"github.com/backstop-go/backstop/internal/race"
+	"github.com/backstop-go/backstop/policy"
+	"github.com/backstop-go/backstop/policy/policytest"
+	"github.com/backstop-go/backstop/retry"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+var errDown = errors.New("db down")
+
+func must(b *breaker.Breaker, err error) *breaker.Breaker {
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+func TestConformance(t *testing.T) {
+	policytest.Run(t, func() policy.Policy { return must(breaker.New("db", breaker.Options{})) })
+}
+
+func fail(context.Context) error { return errDown }
+func ok(context.Context) error   { return nil }
+
+// run calls p n times with fn and returns the errors.
+func run(p *policy.Pipeline, n int, fn policy.Func) []error {
+	errs := make([]error, n)
+	for i := range errs {
+		errs[i] = p.Do(context.Background(), fn)
+	}
+	return errs
+}
+
+func TestBreaker_StateMachine(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var changes []string
+		b := must(breaker.New("db", breaker.Options{
+			OnStateChange: func(name string, from, to breaker.State) { changes = append(changes, from.String()+"→"+to.String()) },
+		}))
+		r := policy.MustWrap(b)
+		start := time.Now()
+
+		// closed → open after 5 consecutive failures.
+		for i, err := range run(r, 4, fail) {
+			require.ErrorIs(t, err, errDown, "failure %d passes through", i+1)
+		}
+		require.Equal(t, breaker.StateClosed, b.State())
+		require.Equal(t, uint32(4), b.Counts().ConsecutiveFailures)
+		require.ErrorIs(t, r.Do(context.Background(), fail), errDown)
+		require.Equal(t, breaker.StateOpen, b.State())
+
+		// open: refused at once with the time probes resume.
+		calls := 0
+		err := r.Do(context.Background(), func(context.Context) error { calls++; return nil })
+		require.Zero(t, calls, "an open breaker does not run fn")
+		require.ErrorIs(t, err, breaker.ErrOpen)
+		require.ErrorIs(t, err, policy.ErrRejected)
+		var oe *breaker.OpenError
+		require.ErrorAs(t, err, &oe)
+		require.Equal(t, "db", oe.Name)
+		require.Equal(t, start.Add(breaker.DefaultOpenTimeout), oe.Until)
+		require.Equal(t, "breaker: db is open until 2000-01-01T00:00:30Z", err.Error())
+
+		time.Sleep(10 * time.Second)
+		require.Equal(t, 20*time.Second, b.RetryAfter(time.Now()))
+
+		// half-open once the timeout has passed.
+		time.Sleep(20*time.Second + time.Nanosecond)
+		require.Equal(t, breaker.StateHalfOpen, b.State())
+		require.Zero(t, b.RetryAfter(time.Now()))
+
+		// a failed probe opens it again, for a new timeout.
+		require.ErrorIs(t, r.Do(context.Background(), fail), errDown)
+		require.Equal(t, breaker.StateOpen, b.State())
+		require.Equal(t, breaker.DefaultOpenTimeout, b.RetryAfter(time.Now()))
+
+		// a successful probe closes it.
+		time.Sleep(breaker.DefaultOpenTimeout + time.Nanosecond)
+		require.NoError(t, r.Do(context.Background(), ok))
+		require.Equal(t, breaker.StateClosed, b.State())
+
+		require.Equal(t, []string{"closed→open", "open→half-open", "half-open→open", "open→half-open", "half-open→closed"}, changes)
+	})
+}
+
+func TestBreaker_HalfOpenRefusesBeyondItsProbes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := must(breaker.New("db", breaker.Options{ConsecutiveFailures: 1, OpenTimeout: time.Second, HalfOpenProbes: 2}))
+		r := policy.MustWrap(b)
+		_ = r.Do(context.Background(), fail)
+		time.Sleep(time.Second + time.Nanosecond)
+
+		// Two probes in flight take both slots; a third call is refused.
+		release := make(chan struct{})
+		var wg sync.WaitGroup
+		for range 2 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_ = r.Do(context.Background(), func(context.Context) error { <-release; return nil })
+			}()
+		}
+		synctest.Wait()
+		err := r.Do(context.Background(), ok)
+		var oe *breaker.OpenError
+		require.ErrorAs(t, err, &oe)
+		require.True(t, oe.HalfOpen)
+		require.ErrorIs(t, err, policy.ErrRejected)
+		close(release)
+		wg.Wait()
+		require.Equal(t, breaker.StateClosed, b.State(), "two successful probes close it")
+	})
+}
+
+func TestBreaker_RatioModeOverARollingWindow(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := must(breaker.New("db", breaker.Options{FailureRatio: 0.5, MinRequests: 10, Window: 10 * time.Second}))
+		r := policy.MustWrap(b)
+		run(r, 6, fail) // 6 failures, 0 successes: below MinRequests
+		require.Equal(t, breaker.StateClosed, b.State(), "fewer than MinRequests calls never trip")
+		time.Sleep(10 * time.Second) // the failures roll out of the window
+		run(r, 6, ok)
+		run(r, 4, fail) // 4 of 10 = 40 %
+		require.Equal(t, breaker.StateClosed, b.State(), "40 %% failures < 50 %%")
+		require.Equal(t, uint32(10), b.Counts().TotalSuccesses+b.Counts().TotalFailures, "old failures left the window")
+		run(r, 2, fail) // 6 of 12 = 50 %
+		require.Equal(t, breaker.StateOpen, b.State())
+	})
+}
+
+func TestBreaker_ExcludedErrorsDoNotCount(t *testing.T) {
+	b := must(breaker.New("db", breaker.Options{ConsecutiveFailures: 1}))
+	r := policy.MustWrap(b)
+	for _, err := range []error{
+		context.Canceled,
+		fmt.Errorf("shed: %w", policy.ErrRejected),
+		breaker.ClientFault(errors.New("400 Bad Request")),
+		fmt.Errorf("wrapped: %w", breaker.ClientFault(errors.New("404"))),
+	} {
+		require.ErrorIs(t, r.Do(context.Background(), func(context.Context) error { return err }), err)
+	}
+	require.Equal(t, breaker.StateClosed, b.State())
+	require.Equal(t, uint32(4), b.Counts().TotalExclusions)
+	require.Nil(t, breaker.ClientFault(nil))
+}
+
+func TestBreaker_CallbackMayReadTheBreaker(t *testing.T) {
+	var b *breaker.Breaker
+	var seen []string
+	b = must(breaker.New("db", breaker.Options{ConsecutiveFailures: 1,
+		OnStateChange: func(_ string, _, to breaker.State) {
+			// gobreaker calls its own callback under its mutex: reading the breaker
+			// from there would deadlock. Ours runs outside it.
+			seen = append(seen, fmt.Sprint(to, " ", b.State(), " ", b.Counts().TotalFailures, " ", b.Snapshot(time.Now()).State))
+		}}))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = policy.MustWrap(b).Do(context.Background(), fail)
+		b.ForceOpen()
+		b.Reset()
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a callback that reads the breaker deadlocked")
+	}
+	require.Equal(t, []string{"open open 0 open", "open open 0 open", "closed closed 0 closed"}, seen)
+}
+
+func TestBreaker_ObserverGetsStateChanges(t *testing.T) {
+	var events []policy.Event
+	b := must(breaker.New("db", breaker.Options{ConsecutiveFailures: 2}))
+	p := policy.MustWrap(b).With(policy.Name("orders"), policy.Observe(policy.ObserverFunc(func(e policy.Event) {
+		if e.Kind == policy.EventBreakerState {
+			events = append(events, e)
+		}
+	})))
+	_ = p.Do(context.Background(), fail)
+	_ = p.Do(context.Background(), fail)
+	require.Len(t, events, 1)
+	require.Equal(t, "db", events[0].Source)
+	require.Equal(t, "orders", events[0].Pipeline)
+	require.Equal(t, "closed", events[0].From)
+	require.Equal(t, "open", events[0].To)
+}
+
+func TestBreaker_ForceOpenAndReset(t *testing.T) {
+	b := must(breaker.New("db", breaker.Options{}))
+	r := policy.MustWrap(b)
+	b.ForceOpen()
+	err := r.Do(context.Background(), ok)
+	var oe *breaker.OpenError
+	require.ErrorAs(t, err, &oe)
+	require.True(t, oe.Forced)
+	require.Equal(t, "breaker: db is forced open", err.Error())
+	require.Equal(t, breaker.StateOpen, b.State())
+	require.Equal(t, breaker.DefaultOpenTimeout, b.RetryAfter(time.Now()))
+	b.Reset()
+	require.NoError(t, r.Do(context.Background(), ok))
+	require.Equal(t, breaker.StateClosed, b.State())
+
+	run(r, 5, fail)
+	require.Equal(t, breaker.StateOpen, b.State())
+	b.Reset()
+	require.Equal(t, breaker.StateClosed, b.State(), "Reset closes a tripped breaker")
+	require.Zero(t, b.Counts().TotalFailures, "with fresh counts")
+}
+
+// TestBreaker_OutsideRetryCountsCalls_InsideCountsAttempts: with 3 attempts per call,
+// a breaker outside the retry sees one failure per call, inside it sees three.
+func TestBreaker_OutsideRetryCountsCalls_InsideCountsAttempts(t *testing.T) {
+	clock := policytest.NewClock(time.Unix(0, 0)).AutoAdvance(true)
+	newRetry := func() *retry.Retry { return retry.MustNew(retry.Options{MaxAttempts: 3, Clock: clock}) }
+	retryable := func(context.Context) error { return retry.Retryable(errDown) }
+
+	outside := must(breaker.New("outside", breaker.Options{ConsecutiveFailures: 5}))
+	p := policy.MustWrap(outside, newRetry())
+	attempts := 0
+	counting := func(ctx context.Context) error { attempts++; return retryable(ctx) }
+	for range 4 {
+		_ = p.Do(context.Background(), counting)
+	}
+	require.Equal(t, uint32(4), outside.Counts().ConsecutiveFailures, "outside: one count per call")
+	require.Equal(t, 12, attempts)
+	_ = p.Do(context.Background(), counting)
+	require.Equal(t, breaker.StateOpen, outside.State())
+	err := p.Do(context.Background(), counting)
+	require.ErrorIs(t, err, breaker.ErrOpen, "outside: an open breaker stops the call before any attempt")
+	require.Equal(t, 15, attempts)
+
+	inside := must(breaker.New("inside", breaker.Options{ConsecutiveFailures: 5}))
+	q := policy.MustWrap(newRetry(), inside)
+	attempts = 0
+	_ = q.Do(context.Background(), counting)
+	require.Equal(t, uint32(3), inside.Counts().ConsecutiveFailures, "inside: one count per attempt")
+	err = q.Do(context.Background(), counting)
+	require.Equal(t, breaker.StateOpen, inside.State())
+	require.Equal(t, 5, attempts, "the second call's third attempt was refused")
+	require.ErrorIs(t, err, breaker.ErrOpen)
+	require.ErrorIs(t, err, retry.ErrNotRetryable, "the retry does not retry an open breaker")
+}
+
+func TestBreaker_ConcurrentCalls(t *testing.T) {
+	b := must(breaker.New("db", breaker.Options{FailureRatio: 0.9, MinRequests: 100}))
+	r := policy.MustWrap(b)
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 500 {
+				fn := ok
+				if (g+i)%4 == 0 {
+					fn = fail
+				}
+				_ = r.Do(context.Background(), fn)
+				_ = b.State()
+				_ = b.Snapshot(time.Now())
+			}
+		}()
+	}
+	wg.Wait()
+	c := b.Counts()
+	require.Equal(t, breaker.StateClosed, b.State(), "25 %% failures never reach 90 %%")
+	require.Equal(t, uint32(4000), c.TotalSuccesses+c.TotalFailures)
+	require.Equal(t, uint32(1000), c.TotalFailures)
+}
+
+func TestNew_RefusesBadOptions(t *testing.T) {
+	tests := []struct {
+		name string
+		o    breaker.Options
+		msg  string
+	}{
+		{"", breaker.Options{}, "name is empty"},
+		{"db", breaker.Options{OpenTimeout: -time.Second}, "OpenTimeout is -1s"},
+		{"db", breaker.Options{FailureRatio: 1.5}, "FailureRatio is 1.5"},
+		{"db", breaker.Options{FailureRatio: -0.5}, "FailureRatio is -0.5"},
+		{"db", breaker.Options{FailureRatio: 0.5, ConsecutiveFailures: 3}, "choose one way to trip"},
+		{"db", breaker.Options{MinRequests: 10}, "MinRequests is set without FailureRatio"},
+		{"db", breaker.Options{Window: time.Second}, "Window is set without FailureRatio"},
+		{"db", breaker.Options{FailureRatio: 0.5, Window: -time.Second}, "Window is -1s"},
+		{"db", breaker.Options{FailureRatio: 0.5, Buckets: -1}, "Buckets is -1"},
+		{"db", breaker.Options{FailureRatio: 0.5, Window: 5, Buckets: 10}, "shorter than 10 buckets"},
+	}
+	for _, tt := range tests {
+		_, err := breaker.New(tt.name, tt.o)
+		if !errors.Is(err, breaker.ErrInvalidOptions) || !strings.Contains(err.Error(), tt.msg) {
+			t.Errorf("New(%q, %+v) = %v; want ErrInvalidOptions saying %q", tt.name, tt.o, err, tt.msg)
+		}
+	}
+}
+
+func TestBreaker_SuccessPathAllocations(t *testing.T) {
+	if race.Enabled {
+		t.Skip("the race detector allocates")
+	}
+	p := policy.MustWrap(must(breaker.New("db", breaker.Options{})))
+	ctx := context.Background()
+	if n := testing.AllocsPerRun(1000, func() { _ = p.Do(ctx, ok) }); n != 0 {
+		t.Errorf("Wrap(breaker).Do allocates %v per call; want 0", n)
+	}
+}
+
+func BenchmarkBreaker_Backstop(b *testing.B) {
+	p := policy.MustWrap(must(breaker.New("db", breaker.Options{})))
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = p.Do(ctx, ok)
+	}
+}
+
+func BenchmarkBreaker_RawGobreaker(b *testing.B) {
+	cb := gobreaker.NewCircuitBreaker[struct{}](gobreaker.Settings{Name: "db"})
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		_, _ = cb.Execute(func() (struct{}, error) { return struct{}{}, ok(ctx) })
+	}
+}
+
+func BenchmarkBreaker_BackstopParallel(b *testing.B) {
+	p := policy.MustWrap(must(breaker.New("db", breaker.Options{})))
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		ctx := context.Background()
+		for pb.Next() {
+			_ = p.Do(ctx, ok)
+		}
+	})
+}
+
+func BenchmarkBreaker_OpenRefusal(b *testing.B) {
+	br := must(breaker.New("db", breaker.Options{}))
+	br.ForceOpen()
+	p := policy.MustWrap(must(breaker.New("db2", breaker.Options{ConsecutiveFailures: 1})))
+	_ = p.Do(context.Background(), fail)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = p.Do(ctx, ok)
+	}
+}

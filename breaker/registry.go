@@ -1,0 +1,104 @@
+package breaker
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// ErrDuplicate is matched by Registry.Add's error for a name already registered.
+var ErrDuplicate = errors.New("breaker: duplicate name")
+
+// Registry lists breakers by name for inspection ([Handler]) and metrics. There is no
+// global registry: create one and add the breakers you want listed.
+//
+// A Registry is safe for concurrent use. Its zero value is an empty registry.
+type Registry struct {
+	mu sync.RWMutex // guards m
+	m  map[string]*Breaker
+}
+
+// Add registers breakers. It refuses nil and a name already present, adding none of
+// the breakers in that case.
+func (r *Registry) Add(bs ...*Breaker) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i, b := range bs {
+		if b == nil {
+			return fmt.Errorf("breaker: Registry.Add: breaker %d is nil", i)
+		}
+		if _, ok := r.m[b.name]; ok {
+			return fmt.Errorf("%w: %q is already registered", ErrDuplicate, b.name)
+		}
+		for _, c := range bs[:i] {
+			if c.name == b.name {
+				return fmt.Errorf("%w: %q is given twice", ErrDuplicate, b.name)
+			}
+		}
+	}
+	if r.m == nil {
+		r.m = make(map[string]*Breaker, len(bs))
+	}
+	for _, b := range bs {
+		r.m[b.name] = b
+	}
+	return nil
+}
+
+// Get returns the breaker named name, or nil.
+func (r *Registry) Get(name string) *Breaker {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.m[name]
+}
+
+// List returns the registered breakers sorted by name.
+func (r *Registry) List() []*Breaker {
+	r.mu.RLock()
+	bs := make([]*Breaker, 0, len(r.m))
+	for _, b := range r.m {
+		bs = append(bs, b)
+	}
+	r.mu.RUnlock()
+	slices.SortFunc(bs, func(a, b *Breaker) int { return strings.Compare(a.name, b.name) })
+	return bs
+}
+
+// Snapshot is a breaker's state at one moment, as [Handler] serves it.
+type Snapshot struct {
+	Name   string `json:"name"`
+	State  State  `json:"-"`
+	Forced bool   `json:"forced"`
+	Counts Counts `json:"counts"`
+	// OpenedAt is when the breaker last opened; zero if it never did.
+	OpenedAt time.Time `json:"-"`
+	// Until is when an open breaker lets probes through; zero unless open (and not forced).
+	Until time.Time `json:"-"`
+	// RetryAfter is Until − now, the Retry-After a server can send.
+	RetryAfter time.Duration `json:"-"`
+	// Last is the last transition; zero if none.
+	Last Transition `json:"-"`
+}
+
+// Snapshot returns the breaker's state as of now.
+func (b *Breaker) Snapshot(now time.Time) Snapshot {
+	counts := b.Counts()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s := Snapshot{
+		Name:     b.name,
+		State:    b.stateLocked(now),
+		Forced:   b.forced.Load(),
+		Counts:   counts,
+		OpenedAt: b.openedAt,
+		Last:     b.last,
+	}
+	if s.State == StateOpen && !s.Forced {
+		s.Until = b.openedAt.Add(b.timeout)
+		s.RetryAfter = max(0, s.Until.Sub(now))
+	}
+	return s
+}
