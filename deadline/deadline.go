@@ -98,7 +98,9 @@ func (r *runner) Run(ctx context.Context, fn policy.Func) error {
 			})
 		}
 	}
-	cancel()
+	// Normally this cancels now; a caller that reads the result after the call (an
+	// HTTP response body) holds the cancel until it is done, still under the limit.
+	policy.DeferRelease(ctx, cancel)
 	return err
 }
 

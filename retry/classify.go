@@ -39,6 +39,22 @@ func After(err error, d time.Duration) error {
 	return &marked{err: err, hint: max(d, 0)}
 }
 
+// permanent is the error Permanent wraps around an error.
+type permanent struct{ err error }
+
+func (p *permanent) Error() string { return p.err.Error() }
+func (p *permanent) Unwrap() error { return p.err }
+
+// Permanent marks err as never to be retried, whatever else it carries and whatever
+// Options.ShouldRetry says: a request that is not safe to repeat, say. It returns nil
+// for nil. errors.Is and errors.As still see through it.
+func Permanent(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &permanent{err: err}
+}
+
 // Hint returns the delay a server asked for through [After], if err carries one.
 func Hint(err error) (time.Duration, bool) {
 	var m *marked
@@ -65,7 +81,8 @@ const (
 //   - DNS errors that say they are temporary.
 //
 // It never retries errors matching policy.ErrRejected (a breaker open, a budget
-// exhausted, a request shed) or context.Canceled, whatever marks they carry; anything
+// exhausted, a request shed), context.Canceled or marked [Permanent], whatever other
+// marks they carry; anything
 // else is not retried. The retry loop adds one rule no classifier can lift: nothing is
 // retried once the call's context is done, so an overall deadline is never retried.
 func DefaultShouldRetry(err error) bool {
@@ -105,8 +122,9 @@ func classify(err error) string {
 	return ""
 }
 
-// neverRetried reports whether err is one no classifier may retry: a policy's refusal
-// or the caller's cancellation.
+// neverRetried reports whether err is one no classifier may retry: a policy's refusal,
+// the caller's cancellation, or an error marked Permanent.
 func neverRetried(err error) bool {
-	return errors.Is(err, policy.ErrRejected) || errors.Is(err, context.Canceled)
+	var p *permanent
+	return errors.Is(err, policy.ErrRejected) || errors.Is(err, context.Canceled) || errors.As(err, &p)
 }

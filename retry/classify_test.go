@@ -43,6 +43,8 @@ func TestDefaultShouldRetry(t *testing.T) {
 		{"caller cancelled, marked", retry.Retryable(context.Canceled), false},
 		{"rejected", policy.ErrRejected, false},
 		{"rejected, marked", retry.Retryable(fmt.Errorf("open: %w", policy.ErrRejected)), false},
+		{"permanent", retry.Permanent(syscall.ECONNRESET), false},
+		{"permanent, marked retryable", retry.Retryable(retry.Permanent(errors.New("x"))), false},
 	}
 	for _, tt := range tests {
 		if got := retry.DefaultShouldRetry(tt.err); got != tt.want {
@@ -54,6 +56,9 @@ func TestDefaultShouldRetry(t *testing.T) {
 func TestMarkers_NilInNilOut(t *testing.T) {
 	if retry.Retryable(nil) != nil {
 		t.Error("Retryable(nil) != nil")
+	}
+	if retry.Permanent(nil) != nil {
+		t.Error("Permanent(nil) != nil")
 	}
 	if retry.After(nil, time.Second) != nil {
 		t.Error("After(nil, 1s) != nil")

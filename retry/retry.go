@@ -31,7 +31,7 @@ type Options struct {
 	Strategy Strategy
 	// ShouldRetry decides whether an attempt's error may be retried; nil means
 	// DefaultShouldRetry. Whatever it says, errors matching policy.ErrRejected or
-	// context.Canceled are never retried, and nothing is retried once the call's
+	// context.Canceled, or marked Permanent, are never retried, and nothing is retried once the call's
 	// context is done.
 	ShouldRetry func(error) bool
 	// MaxHintDelay caps a server's hint (After, Retry-After): a longer hint is waited

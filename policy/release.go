@@ -1,0 +1,58 @@
+package policy
+
+import (
+	"context"
+	"sync"
+)
+
+// Releaser holds the cancel functions of stages whose context must outlive the call,
+// because the call's result is read after it returns: an HTTP response body is read
+// under the deadline that bounded the request. Package policyhttp puts one in the
+// request's context and releases it when the body is closed.
+//
+// A Releaser is safe for concurrent use. The zero value is ready to use.
+type Releaser struct {
+	mu   sync.Mutex // guards fns and done
+	fns  []func()
+	done bool
+}
+
+type releaserKey struct{}
+
+// WithReleaser returns a copy of ctx carrying a new Releaser, and the Releaser. The
+// caller must call Release once the call's result is no longer used.
+func WithReleaser(ctx context.Context) (context.Context, *Releaser) {
+	r := &Releaser{}
+	return context.WithValue(ctx, releaserKey{}, r), r
+}
+
+// DeferRelease hands fn to the Releaser ctx carries, to be called on Release, or calls
+// fn now if ctx carries none or it was released already. Stages that create contexts
+// (a deadline) call it instead of cancelling at the end of Run.
+func DeferRelease(ctx context.Context, fn func()) {
+	r, _ := ctx.Value(releaserKey{}).(*Releaser)
+	if r == nil {
+		fn()
+		return
+	}
+	r.mu.Lock()
+	if r.done {
+		r.mu.Unlock()
+		fn()
+		return
+	}
+	r.fns = append(r.fns, fn)
+	r.mu.Unlock()
+}
+
+// Release calls every held function, innermost first, once. Later DeferRelease calls
+// on the same Releaser run at once.
+func (r *Releaser) Release() {
+	r.mu.Lock()
+	fns := r.fns
+	r.fns, r.done = nil, true
+	r.mu.Unlock()
+	for i := len(fns) - 1; i >= 0; i-- {
+		fns[i]()
+	}
+}

@@ -1,0 +1,72 @@
+package policyhttp
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/backstop-go/backstop/breaker"
+	"github.com/backstop-go/backstop/retry"
+)
+
+// StatusError is the error an attempt ends with when its response's status says the
+// call failed. The transport keeps the response: if the pipeline gives up, the caller
+// gets the response itself, with a nil error, as http.RoundTripper requires.
+type StatusError struct {
+	StatusCode int
+	Status     string // e.g. "503 Service Unavailable"
+}
+
+func (e *StatusError) Error() string {
+	if e.Status != "" {
+		return "policyhttp: " + e.Status
+	}
+	return "policyhttp: status " + strconv.Itoa(e.StatusCode)
+}
+
+// Classifier turns a response into the attempt's error: nil for a response to hand
+// to the caller as it is, or an error the pipeline's retry and breaker judge (mark it
+// with retry.Retryable or retry.After to retry it, breaker.ClientFault to keep it from
+// counting against the breaker). It may read res's headers, never its body. now is
+// the time the response arrived, for Retry-After dates.
+type Classifier func(res *http.Response, now time.Time) error
+
+// DefaultClassifier is the judgement of [NewTransport] unless [WithClassifier] replaces it:
+//
+//	| status              | attempt error                     | retried | counts against a breaker |
+//	|---------------------|-----------------------------------|---------|--------------------------|
+//	| 1xx, 2xx, 3xx       | none: the response is returned    | —       | success                  |
+//	| 408, 429            | retryable (429 with Retry-After)  | yes     | no (client side)         |
+//	| 502, 503, 504       | retryable (503 with Retry-After)  | yes     | yes                      |
+//	| 500, other 5xx      | failure                           | no      | yes                      |
+//	| other 4xx           | client fault                      | no      | no                       |
+//
+// 500 is not retried by default: it usually reports a bug that a retry hits again,
+// while 502/503/504 report a dependency or proxy that may recover. Retry-After, in
+// either RFC 9110 form, becomes the retry's hint (retry.After).
+func DefaultClassifier(res *http.Response, now time.Time) error {
+	code := res.StatusCode
+	if code < 400 {
+		return nil
+	}
+	err := &StatusError{StatusCode: code, Status: res.Status}
+	switch code {
+	case http.StatusTooManyRequests, http.StatusServiceUnavailable:
+		var marked error = retry.Retryable(err)
+		if d, ok := retry.ParseRetryAfter(res.Header.Get("Retry-After"), now); ok {
+			marked = retry.After(err, d)
+		}
+		if code == http.StatusTooManyRequests {
+			return breaker.ClientFault(marked)
+		}
+		return marked
+	case http.StatusRequestTimeout:
+		return breaker.ClientFault(retry.Retryable(err))
+	case http.StatusBadGateway, http.StatusGatewayTimeout:
+		return retry.Retryable(err)
+	}
+	if code < 500 {
+		return breaker.ClientFault(err)
+	}
+	return err
+}

@@ -1,0 +1,247 @@
+package policyhttp
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"sync"
+
+	"github.com/backstop-go/backstop/policy"
+	"github.com/backstop-go/backstop/retry"
+)
+
+// HeaderIdempotencyKey is the header that makes a non-idempotent request safe to
+// retry: the server must treat every request with the same key as one.
+const HeaderIdempotencyKey = "Idempotency-Key"
+
+// DefaultMaxDrain is how much of a discarded attempt's response body the transport
+// reads before closing it, so the connection can be reused.
+const DefaultMaxDrain = 64 << 10
+
+// An Option configures [NewTransport].
+type Option interface{ apply(*transport) }
+
+type optionFunc func(*transport)
+
+func (f optionFunc) apply(t *transport) { f(t) }
+
+// WithClassifier replaces [DefaultClassifier].
+func WithClassifier(c Classifier) Option {
+	return optionFunc(func(t *transport) {
+		if c != nil {
+			t.classify = c
+		}
+	})
+}
+
+// WithIdempotencyKeys makes the transport give POST and PATCH requests without an
+// Idempotency-Key header a fresh key, the same on every attempt, so they may be
+// retried. gen makes keys; nil means 128 random bits in hex. Use it only with servers
+// that honour the header.
+func WithIdempotencyKeys(gen func() string) Option {
+	if gen == nil {
+		gen = randomKey
+	}
+	return optionFunc(func(t *transport) { t.genKey = gen })
+}
+
+// WithMaxDrain sets how many bytes of a discarded response body are read before it is
+// closed; 0 means DefaultMaxDrain, negative means none.
+func WithMaxDrain(n int64) Option {
+	return optionFunc(func(t *transport) {
+		if n != 0 {
+			t.maxDrain = max(n, 0)
+		}
+	})
+}
+
+// WithClock sets the clock that stamps responses for Retry-After dates; nil means
+// policy.SystemClock().
+func WithClock(c policy.Clock) Option {
+	return optionFunc(func(t *transport) { t.clock = policy.ClockOr(c) })
+}
+
+func randomKey() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
+	return hex.EncodeToString(b[:])
+}
+
+type transport struct {
+	next     http.RoundTripper
+	p        *policy.Pipeline
+	classify Classifier
+	genKey   func() string
+	maxDrain int64
+	clock    policy.Clock
+}
+
+// NewTransport returns an http.RoundTripper that runs every request through p: each
+// attempt is one request sent with next (nil means http.DefaultTransport). It obeys the
+// RoundTripper contract:
+//   - It is safe for concurrent use.
+//   - It never modifies the caller's request: each attempt sends a clone.
+//   - When the pipeline gives up after a response, that response is returned with a
+//     nil error, whatever its status; an error is returned only when no response is
+//     to be had (a network failure, the caller's cancellation, a breaker open: check
+//     with errors.Is(err, breaker.ErrOpen)).
+//   - The request body is closed, even on errors. It is sent again on a retry only if
+//     req.GetBody can rewind it; a request with a body and no GetBody gets one attempt.
+//   - Every discarded attempt's response body is drained (up to 64 KiB, see
+//     [WithMaxDrain]) and closed.
+//
+// Only idempotent requests are retried: GET, HEAD, OPTIONS, TRACE, PUT, DELETE, and
+// any request carrying an Idempotency-Key header (see [WithIdempotencyKeys]). Others
+// get exactly one attempt. Responses are judged by [DefaultClassifier] unless
+// [WithClassifier] replaces it.
+//
+// Every attempt made under a retry owner carries [policy.HeaderAttempt] with its
+// attempt number, so that servers downstream (see [Middleware]) fail fast rather than
+// retry again. The deadlines of p bound the reading of the returned body too: they are
+// released when the body is closed, so close it.
+func NewTransport(next http.RoundTripper, p *policy.Pipeline, opts ...Option) http.RoundTripper {
+	if next == nil {
+		next = http.DefaultTransport
+	}
+	t := &transport{next: next, p: p, classify: DefaultClassifier, maxDrain: DefaultMaxDrain, clock: policy.SystemClock()}
+	for _, o := range opts {
+		if o != nil {
+			o.apply(t)
+		}
+	}
+	return t
+}
+
+// idempotent reports whether a request with method m may be repeated (RFC 9110 §9.2.2).
+func idempotent(m string) bool {
+	switch m {
+	case "", http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace, http.MethodPut, http.MethodDelete:
+		return true
+	}
+	return false
+}
+
+func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	hasBody := req.Body != nil && req.Body != http.NoBody
+	key := req.Header.Get(HeaderIdempotencyKey)
+	if key == "" && t.genKey != nil && (req.Method == http.MethodPost || req.Method == http.MethodPatch) {
+		key = t.genKey()
+	}
+	repeatable := (idempotent(req.Method) || key != "") && (!hasBody || req.GetBody != nil)
+
+	ctx, rel := policy.WithReleaser(req.Context())
+	a := &attempts{t: t, req: req, key: key, repeatable: repeatable}
+	err := t.p.Do(ctx, a.run)
+	if !a.sent && hasBody {
+		req.Body.Close() // refused before any attempt: RoundTrip must close it anyway
+	}
+	res := a.res
+	if err == nil && res == nil {
+		err = errors.New("policyhttp: the pipeline returned without running the request")
+	}
+	if err != nil && (res == nil || req.Context().Err() != nil) {
+		if res != nil {
+			t.discard(res)
+		}
+		rel.Release()
+		return nil, err
+	}
+	res.Body = &releasingBody{ReadCloser: res.Body, release: rel.Release}
+	return res, nil
+}
+
+// attempts is the state of one RoundTrip across its attempts.
+type attempts struct {
+	t          *transport
+	req        *http.Request
+	key        string
+	repeatable bool
+	sent       bool           // the first attempt went out (it owns req.Body)
+	res        *http.Response // the last attempt's response
+}
+
+func (a *attempts) run(ctx context.Context) error {
+	if a.res != nil {
+		a.t.discard(a.res) // a retry: the previous response is discarded
+		a.res = nil
+	}
+	out := a.req.Clone(ctx)
+	if a.sent && out.Body != nil && out.Body != http.NoBody {
+		if a.req.GetBody == nil {
+			return retry.Permanent(errors.New("policyhttp: request body cannot be rewound (no GetBody)"))
+		}
+		body, err := a.req.GetBody()
+		if err != nil {
+			return retry.Permanent(err)
+		}
+		out.Body = body
+	}
+	a.sent = true
+	if n, _, ok := policy.Attempt(ctx); ok {
+		out.Header.Set(policy.HeaderAttempt, strconv.Itoa(n))
+	}
+	if a.key != "" {
+		out.Header.Set(HeaderIdempotencyKey, a.key)
+	}
+	res, err := a.t.next.RoundTrip(out)
+	if err != nil {
+		if !a.repeatable {
+			return retry.Permanent(err)
+		}
+		return err
+	}
+	a.res = res
+	err = a.t.classify(res, a.t.clock.Now())
+	if err != nil && !a.repeatable {
+		return retry.Permanent(err)
+	}
+	return err
+}
+
+// discard drains (bounded) and closes a response body nobody will read.
+func (t *transport) discard(res *http.Response) {
+	if t.maxDrain > 0 {
+		_, _ = io.CopyN(io.Discard, res.Body, t.maxDrain)
+	}
+	res.Body.Close()
+}
+
+// releasingBody releases the pipeline's deadlines when the body is closed.
+type releasingBody struct {
+	io.ReadCloser
+	once    sync.Once
+	release func()
+}
+
+func (b *releasingBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.once.Do(b.release)
+	return err
+}
+
+// Middleware marks the context of a request that carries an attempt header
+// ([policy.HeaderAttempt], Envoy's x-envoy-attempt-count, gRPC's
+// grpc-previous-rpc-attempts) as owned upstream: a retry in the caller's process owns
+// this call path, so the retrying pipelines the handler runs for its own outbound calls
+// make one attempt each instead of multiplying the caller's retries. Values that do
+// not parse are ignored.
+func Middleware(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if n, ok := AttemptOf(r); ok {
+			r = r.WithContext(policy.WithUpstreamAttempt(r.Context(), n))
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// AttemptOf reads a request's attempt headers with [policy.ParseAttempt].
+func AttemptOf(r *http.Request) (int, bool) {
+	return policy.ParseAttempt(
+		r.Header.Get(policy.HeaderAttempt),
+		r.Header.Get(policy.HeaderEnvoyAttempt),
+		r.Header.Get(policy.HeaderGRPCPreviousAttempts))
+}
