@@ -1,0 +1,66 @@
+// Package shed is a server-side load shedder: it admits work up to a concurrency
+// limit that follows the server's latency, lets a short queue absorb bursts, and
+// answers the rest at once with 429 (or 503) and a Retry-After, so that well-behaved
+// clients back off by themselves and the work that is admitted finishes fast.
+//
+// # Admission
+//
+// Each request takes a slot if fewer than the limit are in flight (an atomic
+// compare-and-swap, no lock). The limit is adaptive by default, after Netflix
+// concurrency-limits' Gradient2: every sample window (500 ms and 10 requests) the
+// window's mean latency is compared with a slow-moving baseline; while latency stays
+// within Tolerance (1.5×) of it the limit grows by about Headroom × Smoothing (0.8)
+// a window, and when it rises beyond, the limit shrinks towards limit × baseline ×
+// 1.5 / latency (at most halving the target each window). A window that used less than
+// half the limit changes nothing. Options.Limit fixes the limit instead.
+//
+//	| setting         | default | meaning                                   |
+//	|-----------------|---------|-------------------------------------------|
+//	| InitialLimit    | 20      | limit before any measurement              |
+//	| MinLimit        | 4       | never below                               |
+//	| MaxLimit        | 1000    | never above                               |
+//	| Smoothing       | 0.2     | weight of each window's target            |
+//	| Tolerance       | 1.5     | latency rise tolerated over the baseline  |
+//	| Headroom        | 4       | growth of the target per good window      |
+//	| Window          | 500 ms  | sample window (and MinSamples 10)         |
+//	| baseline        | EMA over 60 windows, decaying 5 %/window when latency halves |
+//
+// # Queue
+//
+// A request that finds no free slot waits in a short queue (MaxQueue 64) timed in the
+// manner of CoDel, as Facebook describes in "Fail at Scale": it waits at most 100 ms,
+// but once a standing queue exists (the queue has not been empty for 100 ms) only 5 ms,
+// and the newest request is served first (LIFO), since the oldest are the likeliest to
+// have been given up on. Critical requests leave the queue first. A request whose
+// deadline would pass before a typical request completes is not queued.
+//
+// # Priorities
+//
+// [PriorityCritical], [PriorityDefault] and [PrioritySheddable] come from
+// Options.Priority. Retries — requests whose Backstop-Attempt, x-envoy-attempt-count
+// or grpc-previous-rpc-attempts header says they are not a first attempt — are
+// sheddable whatever it says: the header can lower a request's priority, never raise
+// it. Sheddable work may fill only SheddableShare (75 %) of the limit and is never
+// queued, so under pressure retries are shed before first attempts.
+//
+// # Rejections
+//
+// [Middleware] answers a refused request with status 429 (or 503), Retry-After in
+// whole seconds and an application/problem+json body, without reading the request
+// body and without allocating. The Retry-After starts at 1 s, doubles for each second
+// rejections go on, halves for each calm second (capped at MaxRetryAfter, 30 s) and
+// gets up to +50 % upward jitter so that rejected clients do not return together.
+// Per-client quotas (Options.Quota, on golang.org/x/time/rate) answer 429 with the
+// time until the client's next token; an open Options.Breaker answers 503 with the
+// breaker's remaining open time.
+//
+// Every request is either served or answered: the shedder never drops, hangs or times
+// out a request without a response. [Shedder.Stats] counts both sides.
+//
+// # As a policy
+//
+// A Shedder is also a policy of kind Shed for servers that are not HTTP (queue
+// consumers, gRPC handlers): policy.Wrap(shedder, deadline, breaker). It stands
+// outermost and never with a retry (rule O5); refusals are [*RejectError]s matching
+// [ErrShed] and policy.ErrRejected.
+package shed

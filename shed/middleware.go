@@ -1,0 +1,82 @@
+package shed
+
+import (
+	"math"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/backstop-go/backstop/breaker"
+	"github.com/backstop-go/backstop/policy"
+)
+
+var (
+	problemJSON = []string{"application/problem+json"}
+	noStore     = []string{"no-store"}
+	// retryAfterValues[n] is the header value for n seconds, shared by every response
+	// so that a rejection allocates no header value.
+	retryAfterValues = func() [][]string {
+		v := make([][]string, 2*int(DefaultMaxRetryAfter/time.Second)+2)
+		for i := range v {
+			v[i] = []string{strconv.Itoa(i)}
+		}
+		return v
+	}()
+)
+
+func retryAfterValue(secs int) []string {
+	if secs < len(retryAfterValues) {
+		return retryAfterValues[secs]
+	}
+	return []string{strconv.Itoa(secs)}
+}
+
+// Middleware admits requests to next through s and answers the rest at once, never
+// reading their bodies: status 429 (or Options.RejectStatus 503; 503 for an open
+// Options.Breaker), a Retry-After in whole seconds, and a small
+// application/problem+json body. Every request is either served or answered.
+//
+// Like policyhttp.Middleware it reads the attempt headers of Backstop, Envoy and gRPC:
+// a retry (attempt above 1) is sheddable, and the handler's context is marked as owned
+// upstream so its own retrying pipelines fail fast.
+func Middleware(next http.Handler, s *Shedder) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, attempt, hasAttempt := s.requestPriority(r)
+		if b := s.opts.Breaker; b != nil {
+			if ra := b.RetryAfter(s.clock.Now()); b.State() == breaker.StateOpen {
+				s.reject(ReasonBreaker, p)
+				s.write(w, ReasonBreaker, max(1, int(math.Ceil(ra.Seconds()))))
+				return
+			}
+		}
+		if s.quota != nil {
+			if key := s.quota.key(r); key != "" {
+				if d, ok := s.quota.allow(key, s.clock.Now()); !ok {
+					s.reject(ReasonQuota, p)
+					s.write(w, ReasonQuota, max(1, int(math.Ceil(d.Seconds()))))
+					return
+				}
+			}
+		}
+		permit, why := s.Admit(r.Context(), p)
+		if why != ReasonNone {
+			s.write(w, why, s.RetryAfter())
+			return
+		}
+		defer permit.Release()
+		if hasAttempt {
+			r = r.WithContext(policy.WithUpstreamAttempt(r.Context(), attempt))
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// write answers a rejected request.
+func (s *Shedder) write(w http.ResponseWriter, r Reason, retryAfter int) {
+	h := w.Header()
+	h["Retry-After"] = retryAfterValue(retryAfter)
+	h["Content-Type"] = problemJSON
+	h["Cache-Control"] = noStore
+	w.WriteHeader(s.statusFor(r))
+	_, _ = w.Write(s.bodies[r])
+}

@@ -1,0 +1,119 @@
+package shed
+
+import (
+	"context"
+	"time"
+)
+
+// waiter is a request waiting in the queue for a slot.
+type waiter struct {
+	ch       chan struct{} // receives once when granted
+	granted  bool          // guarded by Shedder.mu
+	inflight int64         // in-flight count on admission, set when granted
+}
+
+// standingLocked reports whether a standing queue exists: requests have been waiting
+// without the queue emptying for longer than QueueInterval. mu must be held.
+func (s *Shedder) standingLocked(now time.Time) bool {
+	return s.waiting.Load() > 0 && now.Sub(s.lastEmpty) > s.opts.QueueInterval
+}
+
+// wait queues a request that found no free slot, until a slot is handed to it, its
+// queue timeout passes, or ctx ends.
+func (s *Shedder) wait(ctx context.Context, p Priority) (Permit, Reason) {
+	now := s.clock.Now()
+	if dl, ok := ctx.Deadline(); ok {
+		var est time.Duration
+		if s.adaptive != nil {
+			est = s.adaptive.baseline()
+		}
+		if dl.Sub(now) <= est {
+			return Permit{}, s.reject(ReasonDeadline, p)
+		}
+	}
+	s.mu.Lock()
+	if s.waiting.Load() >= int64(s.opts.MaxQueue) {
+		s.mu.Unlock()
+		return Permit{}, s.reject(ReasonQueueFull, p)
+	}
+	timeout := s.opts.QueueInterval
+	if s.standingLocked(now) {
+		timeout = s.opts.QueueTarget
+	}
+	if s.waiting.Load() == 0 {
+		s.lastEmpty = now
+	}
+	w := &waiter{ch: make(chan struct{}, 1)}
+	class := 0
+	if p > 0 {
+		class = 1
+	}
+	s.queues[class] = append(s.queues[class], w)
+	s.waiting.Add(1)
+	s.dispatchLocked(now) // a slot may have freed since Admit looked
+	s.mu.Unlock()
+
+	t := s.clock.NewTimer(timeout)
+	select {
+	case <-w.ch:
+		t.Stop()
+		return s.admit(w.inflight), ReasonNone
+	case <-t.C():
+	case <-ctx.Done():
+		t.Stop()
+	}
+	s.mu.Lock()
+	if w.granted { // granted as we gave up: take the slot
+		s.mu.Unlock()
+		return s.admit(w.inflight), ReasonNone
+	}
+	q := s.queues[class]
+	for i, x := range q {
+		if x == w {
+			s.queues[class] = append(q[:i], q[i+1:]...)
+			break
+		}
+	}
+	s.waiting.Add(-1)
+	s.mu.Unlock()
+	switch ctx.Err() {
+	case nil:
+		return Permit{}, s.reject(ReasonQueue, p)
+	case context.DeadlineExceeded:
+		return Permit{}, s.reject(ReasonDeadline, p)
+	}
+	return Permit{}, s.reject(ReasonCanceled, p)
+}
+
+// dispatchLocked hands free slots to waiting requests: critical ones first, then the
+// rest; the newest first while a standing queue exists, the oldest first otherwise.
+// mu must be held.
+func (s *Shedder) dispatchLocked(now time.Time) {
+	for s.waiting.Load() > 0 {
+		n := s.inflight.Load()
+		if n >= s.limit.Load() {
+			return
+		}
+		if !s.inflight.CompareAndSwap(n, n+1) {
+			continue
+		}
+		class := 1
+		if len(s.queues[1]) == 0 {
+			class = 0
+		}
+		q := s.queues[class]
+		var w *waiter
+		if s.standingLocked(now) {
+			w, s.queues[class] = q[len(q)-1], q[:len(q)-1]
+		} else {
+			w = q[0]
+			q[0] = nil
+			s.queues[class] = q[1:]
+		}
+		w.granted, w.inflight = true, n+1
+		w.ch <- struct{}{}
+		if s.waiting.Add(-1) == 0 {
+			s.lastEmpty = now
+		}
+	}
+}

@@ -1,0 +1,454 @@
+package shed
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/time/rate"
+
+	"github.com/backstop-go/backstop/breaker"
+	"github.com/backstop-go/backstop/policy"
+)
+
+// Defaults of admission, queueing and Retry-After, for zero Options fields.
+const (
+	DefaultMaxQueue      = 64
+	DefaultQueueTarget   = 5 * time.Millisecond
+	DefaultQueueInterval = 100 * time.Millisecond
+	// DefaultSheddableShare is the share of the limit sheddable work may fill.
+	DefaultSheddableShare = 0.75
+	// DefaultMaxRetryAfter caps the Retry-After the shedder sends, before jitter.
+	DefaultMaxRetryAfter = 30 * time.Second
+)
+
+var (
+	// ErrShed is matched by the error of work the Shedder refused as a policy; such
+	// errors also match policy.ErrRejected.
+	ErrShed = errors.New("shed: rejected")
+	// ErrInvalidOptions is matched by New's errors for bad Options.
+	ErrInvalidOptions = errors.New("shed: invalid options")
+)
+
+// Rand is the random source of Retry-After jitter: Float64 in [0, 1), safe for
+// concurrent use. nil means math/rand/v2's global source.
+type Rand interface{ Float64() float64 }
+
+type globalRand struct{}
+
+func (globalRand) Float64() float64 { return rand.Float64() }
+
+// Quota limits each client to a rate of requests, on golang.org/x/time/rate.
+type Quota struct {
+	// Key names the client of a request (an API key, a tenant, the remote address). ""
+	// exempts the request from quotas. Required.
+	Key func(*http.Request) string
+	// Rate and Burst are each client's token bucket. Rate must be > 0, Burst ≥ 1.
+	Rate  rate.Limit
+	Burst int
+	// MaxClients bounds the clients tracked at once; 0 means 10 000. When full, idle
+	// clients (whose bucket has refilled) are forgotten first.
+	MaxClients int
+}
+
+// Options configure a [Shedder]. The zero value is valid: an adaptive limit starting
+// at 20 in flight, within [4, 1000], a queue of 64, status 429.
+type Options struct {
+	// Name labels the shedder's events and metrics; "" means "shed".
+	Name string
+
+	// Limit, if > 0, fixes the concurrency limit and turns the adaptive limit off.
+	Limit int
+	// InitialLimit, MinLimit and MaxLimit bound the adaptive limit; 0 means
+	// DefaultInitialLimit (20), DefaultMinLimit (4), DefaultMaxLimit (1000).
+	InitialLimit, MinLimit, MaxLimit int
+	// Smoothing is the weight of each window's target in the new limit, in (0, 1];
+	// 0 means DefaultSmoothing (0.2).
+	Smoothing float64
+	// Tolerance is how much latency may rise over the baseline before the limit
+	// shrinks, ≥ 1; 0 means DefaultTolerance (1.5).
+	Tolerance float64
+	// Headroom is the growth of the target per window while latency is fine; 0 means
+	// DefaultHeadroom (4).
+	Headroom float64
+	// Window is the sampling window of the adaptive limit; a window closes when it is
+	// this old and holds MinSamples latencies. 0 means DefaultWindow (500 ms) and
+	// DefaultMinSamples (10).
+	Window     time.Duration
+	MinSamples int
+
+	// MaxQueue is how many requests may wait for a slot; 0 means DefaultMaxQueue (64),
+	// negative means no queue.
+	MaxQueue int
+	// QueueTarget and QueueInterval time the queue CoDel-style: a request waits at
+	// most QueueInterval, or only QueueTarget while a standing queue exists (the queue
+	// has not been empty for QueueInterval), and then the newest is served first.
+	// 0 means 5 ms and 100 ms.
+	QueueTarget, QueueInterval time.Duration
+	// SheddableShare is the share of the limit sheddable work may fill, in (0, 1]; 0
+	// means DefaultSheddableShare (0.75).
+	SheddableShare float64
+
+	// Priority gives a request's priority; nil means PriorityDefault for all. A retry
+	// (attempt header above 1) is sheddable whatever this says.
+	Priority func(*http.Request) Priority
+	// Quota, if non-nil, limits each client's rate.
+	Quota *Quota
+	// Breaker, if non-nil, guards the handler's dependency: while it is open the
+	// middleware answers 503 with the breaker's remaining open time as Retry-After.
+	Breaker *breaker.Breaker
+
+	// RejectStatus is the status of a rejection: 429 (the zero value) or 503.
+	RejectStatus int
+	// MaxRetryAfter caps the Retry-After sent, before jitter; 0 means 30 s. The value
+	// starts at 1 s, doubles for each second rejections go on and halves for each calm
+	// second, and is sent with up to +50 % upward jitter in whole seconds.
+	MaxRetryAfter time.Duration
+
+	// Observer receives an EventShed for every rejection.
+	Observer policy.Observer
+	// Clock and Rand are seams for tests; nil means the system clock and
+	// math/rand/v2.
+	Clock policy.Clock
+	Rand  Rand
+}
+
+// Shedder admits work up to a concurrency limit and refuses the rest early and
+// cheaply. See the package documentation for the model.
+//
+// A Shedder is safe for concurrent use. Build it with [New]; the zero value is not
+// usable.
+type Shedder struct {
+	opts      Options
+	name      string
+	clock     policy.Clock
+	rand      Rand
+	adaptive  *gradient // nil: fixed limit
+	sheddable float64
+	status    int
+	bodies    [numReasons][]byte
+
+	inflight atomic.Int64
+	limit    atomic.Int64
+	waiting  atomic.Int64 // queued requests, for Release's fast path
+
+	mu        sync.Mutex   // guards the queue and the fields below
+	queues    [2][]*waiter // [0] default, [1] critical
+	lastEmpty time.Time
+
+	pressure pressure
+	quota    *quotas
+
+	admitted atomic.Uint64
+	rejected [numReasons]atomic.Uint64
+}
+
+// New returns a Shedder, or an error matching ErrInvalidOptions naming the bad field.
+func New(o Options) (*Shedder, error) {
+	bad := func(format string, args ...any) (*Shedder, error) {
+		return nil, fmt.Errorf("%w: "+format, append([]any{ErrInvalidOptions}, args...)...)
+	}
+	s := &Shedder{opts: o, name: o.Name, clock: policy.ClockOr(o.Clock), rand: o.Rand}
+	if s.name == "" {
+		s.name = "shed"
+	}
+	if s.rand == nil {
+		s.rand = globalRand{}
+	}
+	switch {
+	case o.Limit < 0:
+		return bad("Limit is %d; want ≥ 1, or 0 for an adaptive limit", o.Limit)
+	case o.Limit > 0:
+		s.limit.Store(int64(o.Limit))
+	default:
+		g := &gradient{
+			min: float64(orDefault(o.MinLimit, DefaultMinLimit)), max: float64(orDefault(o.MaxLimit, DefaultMaxLimit)),
+			smoothing: orDefaultF(o.Smoothing, DefaultSmoothing), tol: orDefaultF(o.Tolerance, DefaultTolerance),
+			headroom: orDefaultF(o.Headroom, DefaultHeadroom), window: orDefaultD(o.Window, DefaultWindow),
+			minSamples: orDefault(o.MinSamples, DefaultMinSamples), longAlpha: 2.0 / (DefaultLongWindows + 1),
+		}
+		initial := float64(orDefault(o.InitialLimit, DefaultInitialLimit))
+		switch {
+		case o.MinLimit < 0 || o.MaxLimit < 0 || o.InitialLimit < 0:
+			return bad("MinLimit %d, InitialLimit %d, MaxLimit %d; want none negative", o.MinLimit, o.InitialLimit, o.MaxLimit)
+		case !(g.min <= initial && initial <= g.max):
+			return bad("limits out of order: MinLimit %v ≤ InitialLimit %v ≤ MaxLimit %v does not hold", g.min, initial, g.max)
+		case !(g.smoothing > 0 && g.smoothing <= 1):
+			return bad("Smoothing is %v; want a number in (0, 1]", o.Smoothing)
+		case !(g.tol >= 1) || math.IsInf(g.tol, 0):
+			return bad("Tolerance is %v; want ≥ 1", o.Tolerance)
+		case !(g.headroom >= 0) || math.IsInf(g.headroom, 0):
+			return bad("Headroom is %v; want ≥ 0", o.Headroom)
+		case g.window < 0 || g.minSamples < 0:
+			return bad("Window %v, MinSamples %d; want ≥ 0", o.Window, o.MinSamples)
+		}
+		g.limit = initial
+		s.adaptive = g
+		s.limit.Store(int64(initial))
+	}
+	if o.MaxQueue == 0 {
+		s.opts.MaxQueue = DefaultMaxQueue
+	}
+	s.opts.QueueTarget = orDefaultD(o.QueueTarget, DefaultQueueTarget)
+	s.opts.QueueInterval = orDefaultD(o.QueueInterval, DefaultQueueInterval)
+	if s.opts.QueueTarget < 0 || s.opts.QueueInterval < s.opts.QueueTarget {
+		return bad("QueueTarget %v, QueueInterval %v; want 0 < QueueTarget ≤ QueueInterval", o.QueueTarget, o.QueueInterval)
+	}
+	s.sheddable = orDefaultF(o.SheddableShare, DefaultSheddableShare)
+	if !(s.sheddable > 0 && s.sheddable <= 1) {
+		return bad("SheddableShare is %v; want a number in (0, 1]", o.SheddableShare)
+	}
+	switch o.RejectStatus {
+	case 0:
+		s.status = http.StatusTooManyRequests
+	case http.StatusTooManyRequests, http.StatusServiceUnavailable:
+		s.status = o.RejectStatus
+	default:
+		return bad("RejectStatus is %d; want 429 or 503", o.RejectStatus)
+	}
+	maxRA := orDefaultD(o.MaxRetryAfter, DefaultMaxRetryAfter)
+	if maxRA < time.Second {
+		return bad("MaxRetryAfter is %v; want ≥ 1s", o.MaxRetryAfter)
+	}
+	s.pressure = pressure{max: int64(maxRA / time.Second), base: 1}
+	if o.Quota != nil {
+		q, err := newQuotas(*o.Quota)
+		if err != nil {
+			return nil, err
+		}
+		s.quota = q
+	}
+	for r := range numReasons {
+		s.bodies[r] = problem(r, s.statusFor(Reason(r)))
+	}
+	s.lastEmpty = s.clock.Now()
+	return s, nil
+}
+
+func orDefault(v, d int) int {
+	if v == 0 {
+		return d
+	}
+	return v
+}
+
+func orDefaultF(v, d float64) float64 {
+	if v == 0 {
+		return d
+	}
+	return v
+}
+
+func orDefaultD(v, d time.Duration) time.Duration {
+	if v == 0 {
+		return d
+	}
+	return v
+}
+
+// Name returns the shedder's name.
+func (s *Shedder) Name() string { return s.name }
+
+// Limit returns the current concurrency limit.
+func (s *Shedder) Limit() int { return int(s.limit.Load()) }
+
+// InFlight returns the work admitted and not yet released.
+func (s *Shedder) InFlight() int { return int(s.inflight.Load()) }
+
+// QueueLen returns the requests waiting for a slot.
+func (s *Shedder) QueueLen() int { return int(s.waiting.Load()) }
+
+// Stats are a shedder's counters since it was built.
+type Stats struct {
+	Admitted uint64
+	Rejected map[Reason]uint64 // by reason; reasons never seen are absent
+	InFlight int
+	Limit    int
+	Queued   int
+}
+
+// Stats returns the shedder's counters now.
+func (s *Shedder) Stats() Stats {
+	st := Stats{Admitted: s.admitted.Load(), Rejected: map[Reason]uint64{},
+		InFlight: s.InFlight(), Limit: s.Limit(), Queued: s.QueueLen()}
+	for r := range numReasons {
+		if n := s.rejected[r].Load(); n > 0 {
+			st.Rejected[Reason(r)] = n
+		}
+	}
+	return st
+}
+
+// Permit is admitted work. Call Release exactly once when the work is done.
+type Permit struct {
+	s        *Shedder
+	start    time.Time
+	inflight int64
+}
+
+// Admit asks for a slot for work of priority p. It returns a Permit and ReasonNone,
+// or a zero Permit and why the work was refused. Work that cannot be admitted at once
+// may wait in the queue (never sheddable work, never past ctx's deadline).
+func (s *Shedder) Admit(ctx context.Context, p Priority) (Permit, Reason) {
+	limit := s.limit.Load()
+	cap := limit
+	if p < 0 {
+		cap = int64(float64(limit) * s.sheddable)
+	}
+	for {
+		n := s.inflight.Load()
+		if n >= cap {
+			break
+		}
+		if s.inflight.CompareAndSwap(n, n+1) {
+			return s.admit(n + 1), ReasonNone
+		}
+	}
+	if p < 0 {
+		return Permit{}, s.reject(ReasonPriority, p)
+	}
+	if s.opts.MaxQueue < 0 {
+		return Permit{}, s.reject(ReasonLimit, p)
+	}
+	return s.wait(ctx, p)
+}
+
+func (s *Shedder) admit(inflight int64) Permit {
+	s.admitted.Add(1)
+	return Permit{s: s, start: s.clock.Now(), inflight: inflight}
+}
+
+// Release returns the permit's slot and, for an adaptive limit, records the work's
+// latency. Releasing a zero Permit does nothing.
+func (p Permit) Release() {
+	s := p.s
+	if s == nil {
+		return
+	}
+	if s.adaptive != nil {
+		now := s.clock.Now()
+		if l, changed := s.adaptive.sample(now, now.Sub(p.start), p.inflight); changed {
+			s.limit.Store(l)
+		}
+	}
+	s.inflight.Add(-1)
+	if s.waiting.Load() > 0 {
+		s.mu.Lock()
+		s.dispatchLocked(s.clock.Now())
+		s.mu.Unlock()
+	}
+}
+
+// reject counts and reports a refusal.
+func (s *Shedder) reject(r Reason, p Priority) Reason {
+	s.rejected[r].Add(1)
+	s.pressure.reject(s.clock.Now())
+	if s.opts.Observer != nil {
+		s.opts.Observer.Observe(policy.Event{Kind: policy.EventShed, Source: s.name, Time: s.clock.Now(),
+			Reason: r.String(), Priority: p.String(), Level: float64(s.limit.Load())})
+	}
+	return r
+}
+
+// RetryAfter returns the Retry-After to send with a rejection now, in whole seconds:
+// the pressure-adapted base with up to +50 % upward jitter.
+func (s *Shedder) RetryAfter() int {
+	base := s.pressure.current(s.clock.Now())
+	return int(math.Ceil(float64(base) * (1 + 0.5*s.rand.Float64())))
+}
+
+// pressure adapts the Retry-After base to how long rejections have gone on.
+type pressure struct {
+	mu         sync.Mutex // guards the fields below
+	base, max  int64      // seconds
+	lastReject time.Time
+	lastGrow   time.Time
+}
+
+// reject notes a rejection: the base doubles for each second rejections go on.
+func (p *pressure) reject(now time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.calmLocked(now)
+	if p.lastGrow.IsZero() || now.Sub(p.lastReject) > time.Second {
+		p.lastGrow = now // a new episode
+	} else if now.Sub(p.lastGrow) >= time.Second {
+		p.base = min(p.base*2, p.max)
+		p.lastGrow = now
+	}
+	p.lastReject = now
+}
+
+// calmLocked halves the base for each whole calm second since the last rejection; a
+// gap of up to a second between rejections is still the same episode.
+func (p *pressure) calmLocked(now time.Time) {
+	if p.lastReject.IsZero() {
+		return
+	}
+	for calm := now.Sub(p.lastReject) - time.Second; calm >= time.Second && p.base > 1; calm -= time.Second {
+		p.base /= 2
+		p.lastReject = p.lastReject.Add(time.Second)
+	}
+}
+
+func (p *pressure) current(now time.Time) int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.calmLocked(now)
+	return p.base
+}
+
+// Kind returns policy.KindShed.
+func (s *Shedder) Kind() policy.Kind { return policy.KindShed }
+
+// Bind returns the Runner that admits each call, with the priority set by
+// WithPriority (lowered for an upstream retry), and refuses the rest with a
+// [*RejectError].
+func (s *Shedder) Bind(next policy.Runner, env policy.Env) policy.Runner {
+	return &runner{s: s, next: next, obs: env.Observer, pipeline: env.Pipeline}
+}
+
+type runner struct {
+	s        *Shedder
+	next     policy.Runner
+	obs      policy.Observer
+	pipeline string
+}
+
+func (r *runner) Run(ctx context.Context, fn policy.Func) error {
+	p := priorityOf(ctx)
+	permit, why := r.s.Admit(ctx, p)
+	if why != ReasonNone {
+		if r.obs != nil {
+			r.obs.Observe(policy.Event{Kind: policy.EventShed, Pipeline: r.pipeline, Source: r.s.name,
+				Time: r.s.clock.Now(), Reason: why.String(), Priority: p.String()})
+		}
+		if why == ReasonCanceled {
+			return fmt.Errorf("shed: %w", ctx.Err())
+		}
+		return &RejectError{Shedder: r.s.name, Reason: why, RetryAfter: time.Duration(r.s.RetryAfter()) * time.Second}
+	}
+	defer permit.Release()
+	return r.next.Run(ctx, fn)
+}
+
+// RejectError is the error of work the Shedder refused as a policy. It matches
+// [ErrShed] and policy.ErrRejected.
+type RejectError struct {
+	Shedder    string
+	Reason     Reason
+	RetryAfter time.Duration
+}
+
+func (e *RejectError) Error() string {
+	return fmt.Sprintf("shed: %s rejected work (%s); retry after %v", e.Shedder, e.Reason, e.RetryAfter)
+}
+
+// Is matches ErrShed and policy.ErrRejected.
+func (e *RejectError) Is(target error) bool { return target == ErrShed || target == policy.ErrRejected }

@@ -1,0 +1,313 @@
+package shed_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/backstop-go/backstop/policy"
+	"github.com/backstop-go/backstop/policy/policytest"
+	"github.com/backstop-go/backstop/shed"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+type pinned float64
+
+func (p pinned) Float64() float64 { return float64(p) }
+
+func TestConformance(t *testing.T) {
+	policytest.Run(t, func() policy.Policy { s, _ := shed.New(shed.Options{}); return s })
+}
+
+func TestNew_RefusesBadOptions(t *testing.T) {
+	tests := []struct {
+		o   shed.Options
+		msg string
+	}{
+		{shed.Options{Limit: -1}, "Limit is -1"},
+		{shed.Options{MinLimit: 50, MaxLimit: 10}, "limits out of order"},
+		{shed.Options{InitialLimit: 2000}, "limits out of order"},
+		{shed.Options{Smoothing: 1.5}, "Smoothing is 1.5"},
+		{shed.Options{Tolerance: 0.5}, "Tolerance is 0.5"},
+		{shed.Options{Headroom: -1}, "Headroom is -1"},
+		{shed.Options{QueueTarget: time.Second, QueueInterval: time.Millisecond}, "QueueTarget 1s"},
+		{shed.Options{SheddableShare: 2}, "SheddableShare is 2"},
+		{shed.Options{RejectStatus: 500}, "RejectStatus is 500"},
+		{shed.Options{MaxRetryAfter: time.Millisecond}, "MaxRetryAfter is 1ms"},
+		{shed.Options{Quota: &shed.Quota{Rate: 1, Burst: 1}}, "Quota.Key is nil"},
+		{shed.Options{Quota: &shed.Quota{Key: func(*http.Request) string { return "" }, Rate: 0, Burst: 1}}, "Quota.Rate is 0"},
+		{shed.Options{Quota: &shed.Quota{Key: func(*http.Request) string { return "" }, Rate: 1}}, "Quota.Burst is 0"},
+	}
+	for _, tt := range tests {
+		_, err := shed.New(tt.o)
+		if !errors.Is(err, shed.ErrInvalidOptions) || !strings.Contains(err.Error(), tt.msg) {
+			t.Errorf("New(%+v) = %v; want ErrInvalidOptions saying %q", tt.o, err, tt.msg)
+		}
+	}
+}
+
+// round admits n permits, lets latency pass on the clock, and releases them: one
+// sample window's worth of work at a steady in-flight count.
+func round(t *testing.T, s *shed.Shedder, clock *policytest.Clock, n int, latency time.Duration) {
+	t.Helper()
+	permits := make([]shed.Permit, 0, n)
+	for range n {
+		p, why := s.Admit(context.Background(), shed.PriorityDefault)
+		require.Equal(t, shed.ReasonNone, why, "round of %d at limit %d", n, s.Limit())
+		permits = append(permits, p)
+	}
+	clock.Advance(latency)
+	for _, p := range permits {
+		p.Release()
+	}
+}
+
+func TestLimit_GrowsUnderSteadyLatencyAndShrinksWhenItRises(t *testing.T) {
+	clock := policytest.NewClock(t0)
+	s, err := shed.New(shed.Options{InitialLimit: 20, MinLimit: 10, MaxLimit: 40, Window: 100 * time.Millisecond, Clock: clock})
+	require.NoError(t, err)
+
+	// Steady 100ms latency with the limit in use: the limit grows, up to MaxLimit.
+	prev := s.Limit()
+	for range 10 {
+		round(t, s, clock, s.Limit(), 100*time.Millisecond)
+	}
+	require.Greater(t, s.Limit(), prev, "limit after 10 good windows")
+	for range 200 {
+		round(t, s, clock, s.Limit(), 100*time.Millisecond)
+	}
+	require.Equal(t, 40, s.Limit(), "the limit stops at MaxLimit")
+
+	// Latency triples: the limit shrinks, down to MinLimit, never below.
+	for range 3 {
+		round(t, s, clock, s.Limit(), 300*time.Millisecond)
+	}
+	require.Less(t, s.Limit(), 40, "limit after latency rose")
+	latency := 300 * time.Millisecond
+	for range 30 { // latency keeps rising, 60 % a window
+		latency = latency * 16 / 10
+		round(t, s, clock, s.Limit(), latency)
+	}
+	require.Equal(t, 10, s.Limit(), "the limit stops at MinLimit")
+}
+
+func TestLimit_AppLimitedWindowsChangeNothing(t *testing.T) {
+	clock := policytest.NewClock(t0)
+	s, _ := shed.New(shed.Options{InitialLimit: 20, Window: 100 * time.Millisecond, Clock: clock})
+	for range 50 {
+		round(t, s, clock, 9, 100*time.Millisecond) // 9 < 20/2 in flight
+	}
+	require.Equal(t, 20, s.Limit(), "a server not using half its limit learns nothing about it")
+}
+
+func TestAdmit_FixedLimitAndSheddableShare(t *testing.T) {
+	s, _ := shed.New(shed.Options{Limit: 4, MaxQueue: -1})
+	var held []shed.Permit
+	for range 3 {
+		p, why := s.Admit(context.Background(), shed.PrioritySheddable)
+		require.Equal(t, shed.ReasonNone, why)
+		held = append(held, p)
+	}
+	_, why := s.Admit(context.Background(), shed.PrioritySheddable)
+	require.Equal(t, shed.ReasonPriority, why, "sheddable work may fill 75 %% of 4 = 3 slots")
+	p, why := s.Admit(context.Background(), shed.PriorityDefault)
+	require.Equal(t, shed.ReasonNone, why, "first attempts still get the last slot")
+	held = append(held, p)
+	_, why = s.Admit(context.Background(), shed.PriorityCritical)
+	require.Equal(t, shed.ReasonLimit, why, "no queue: at the limit, refused")
+	require.Equal(t, 4, s.InFlight())
+	for _, p := range held {
+		p.Release()
+	}
+	require.Zero(t, s.InFlight())
+	st := s.Stats()
+	require.Equal(t, uint64(4), st.Admitted)
+	require.Equal(t, map[shed.Reason]uint64{shed.ReasonPriority: 1, shed.ReasonLimit: 1}, st.Rejected)
+	shed.Permit{}.Release() // a zero permit is harmless
+}
+
+// queued starts a goroutine that asks for a slot and reports what it got.
+func queued(s *shed.Shedder, ctx context.Context, p shed.Priority, name string, out chan<- string) {
+	go func() {
+		permit, why := s.Admit(ctx, p)
+		if why == shed.ReasonNone {
+			out <- name
+			permit.Release()
+			return
+		}
+		out <- name + ":" + why.String()
+	}()
+}
+
+func TestQueue_FIFOThenLIFOUnderAStandingQueue(t *testing.T) {
+	clock := policytest.NewClock(t0)
+	s, _ := shed.New(shed.Options{Limit: 1, Clock: clock})
+	holder, _ := s.Admit(context.Background(), shed.PriorityDefault)
+	out := make(chan string, 10)
+
+	// No standing queue: oldest first.
+	queued(s, context.Background(), shed.PriorityDefault, "a", out)
+	clock.BlockUntil(1)
+	queued(s, context.Background(), shed.PriorityDefault, "b", out)
+	clock.BlockUntil(2)
+	holder.Release() // a is served and releases; then b
+	require.Equal(t, "a", <-out)
+	require.Equal(t, "b", <-out)
+
+	// A standing queue: c waits 100ms and times out, d keeps the queue from emptying,
+	// e arrives after 100ms of non-empty queue and is served before d.
+	holder, _ = s.Admit(context.Background(), shed.PriorityDefault)
+	queued(s, context.Background(), shed.PriorityDefault, "c", out)
+	clock.BlockUntil(1)
+	clock.Advance(60 * time.Millisecond)
+	queued(s, context.Background(), shed.PriorityDefault, "d", out)
+	clock.BlockUntil(2)
+	clock.Advance(40 * time.Millisecond) // c's 100ms timeout
+	require.Equal(t, "c:queue", <-out)
+	clock.Advance(time.Millisecond)
+	queued(s, context.Background(), shed.PriorityDefault, "e", out)
+	clock.BlockUntil(2)
+	holder.Release()
+	require.Equal(t, "e", <-out, "the newest is served first under a standing queue")
+	require.Equal(t, "d", <-out)
+	require.Zero(t, s.QueueLen())
+}
+
+func TestQueue_StandingQueueShortensTheWait(t *testing.T) {
+	clock := policytest.NewClock(t0)
+	s, _ := shed.New(shed.Options{Limit: 1, Clock: clock})
+	holder, _ := s.Admit(context.Background(), shed.PriorityDefault)
+	defer holder.Release()
+	out := make(chan string, 10)
+	queued(s, context.Background(), shed.PriorityDefault, "a", out)
+	clock.BlockUntil(1)
+	clock.Advance(99 * time.Millisecond)
+	queued(s, context.Background(), shed.PriorityDefault, "b", out)
+	clock.BlockUntil(2)
+	clock.Advance(2 * time.Millisecond) // a times out at 100ms; the queue has stood 101ms
+	require.Equal(t, "a:queue", <-out)
+	queued(s, context.Background(), shed.PriorityDefault, "c", out)
+	clock.BlockUntil(2)
+	clock.Advance(5 * time.Millisecond) // c waits only the 5ms target
+	require.Equal(t, "c:queue", <-out)
+	clock.Advance(100 * time.Millisecond)
+	require.Equal(t, "b:queue", <-out)
+	st := s.Stats()
+	require.Equal(t, uint64(3), st.Rejected[shed.ReasonQueue])
+}
+
+func TestQueue_CriticalFirst(t *testing.T) {
+	clock := policytest.NewClock(t0)
+	s, _ := shed.New(shed.Options{Limit: 1, Clock: clock})
+	holder, _ := s.Admit(context.Background(), shed.PriorityDefault)
+	out := make(chan string, 10)
+	queued(s, context.Background(), shed.PriorityDefault, "default", out)
+	clock.BlockUntil(1)
+	queued(s, context.Background(), shed.PriorityCritical, "critical", out)
+	clock.BlockUntil(2)
+	holder.Release()
+	require.Equal(t, "critical", <-out)
+	require.Equal(t, "default", <-out)
+}
+
+func TestQueue_FullDeadlineAndCancel(t *testing.T) {
+	clock := policytest.NewClock(t0)
+	s, _ := shed.New(shed.Options{Limit: 1, MaxQueue: 1, Clock: clock})
+	holder, _ := s.Admit(context.Background(), shed.PriorityDefault)
+	defer holder.Release()
+	out := make(chan string, 10)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	queued(s, ctx, shed.PriorityDefault, "a", out)
+	clock.BlockUntil(1)
+	_, why := s.Admit(context.Background(), shed.PriorityDefault)
+	require.Equal(t, shed.ReasonQueueFull, why)
+	cancel()
+	require.Equal(t, "a:canceled", <-out)
+
+	past, cancel2 := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+	defer cancel2()
+	_, why = s.Admit(past, shed.PriorityDefault)
+	require.Equal(t, shed.ReasonDeadline, why, "a request whose deadline has passed is not queued")
+}
+
+func TestShedder_AsAPolicy(t *testing.T) {
+	s, _ := shed.New(shed.Options{Limit: 1, MaxQueue: -1, Rand: pinned(0)})
+	var events []policy.Event
+	p := policy.MustWrap(s).With(policy.Name("consumer"), policy.Observe(policy.ObserverFunc(func(e policy.Event) { events = append(events, e) })))
+	release := make(chan struct{})
+	started := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		_ = p.Do(context.Background(), func(context.Context) error { close(started); <-release; return nil })
+	}()
+	<-started
+	err := p.Do(context.Background(), func(context.Context) error { return nil })
+	close(release)
+	wg.Wait()
+	require.ErrorIs(t, err, shed.ErrShed)
+	require.ErrorIs(t, err, policy.ErrRejected)
+	var re *shed.RejectError
+	require.ErrorAs(t, err, &re)
+	require.Equal(t, shed.ReasonLimit, re.Reason)
+	require.Equal(t, time.Second, re.RetryAfter)
+
+	var shedEvents []policy.Event
+	for _, e := range events {
+		if e.Kind == policy.EventShed {
+			shedEvents = append(shedEvents, e)
+		}
+	}
+	require.Len(t, shedEvents, 1)
+	require.Equal(t, "limit", shedEvents[0].Reason)
+	require.Equal(t, "consumer", shedEvents[0].Pipeline)
+
+	// An upstream retry is sheddable: with 1 slot, 75 % is 0 slots.
+	ctx := policy.WithUpstreamAttempt(context.Background(), 2)
+	err = p.Do(ctx, func(context.Context) error { return nil })
+	require.ErrorAs(t, err, &re)
+	require.Equal(t, shed.ReasonPriority, re.Reason)
+	err = p.Do(shed.WithPriority(context.Background(), shed.PriorityCritical), func(context.Context) error { return nil })
+	require.NoError(t, err)
+}
+
+func TestRetryAfter_AdaptsToPressureWithUpwardJitter(t *testing.T) {
+	clock := policytest.NewClock(t0)
+	lo, _ := shed.New(shed.Options{Limit: 1, MaxQueue: -1, Clock: clock, Rand: pinned(0), MaxRetryAfter: 8 * time.Second})
+	require.Equal(t, 1, lo.RetryAfter(), "calm: 1s")
+	holder, _ := lo.Admit(context.Background(), shed.PriorityDefault)
+	defer holder.Release()
+	reject := func() { _, _ = lo.Admit(context.Background(), shed.PriorityDefault) }
+
+	var got []int
+	for range 6 { // rejections every second for 5 seconds
+		reject()
+		got = append(got, lo.RetryAfter())
+		clock.Advance(time.Second)
+	}
+	require.Equal(t, []int{1, 2, 4, 8, 8, 8}, got, "doubles each second of rejections, capped at 8s")
+	clock.Advance(time.Second) // 2s since the last rejection: the second one was calm
+	require.Equal(t, 4, lo.RetryAfter(), "halves each calm second")
+	clock.Advance(10 * time.Second)
+	require.Equal(t, 1, lo.RetryAfter())
+
+	hi, _ := shed.New(shed.Options{Rand: pinned(0.9999)})
+	require.Equal(t, 2, hi.RetryAfter(), "1s with +50 %% jitter rounds up to 2s")
+	for range 1000 {
+		ra := (&struct{ *shed.Shedder }{lo}).RetryAfter()
+		require.GreaterOrEqual(t, ra, 1)
+		require.LessOrEqual(t, ra, 2)
+	}
+}
