@@ -44,23 +44,26 @@ func Middleware(next http.Handler, s *Shedder) http.Handler {
 		p, attempt, hasAttempt := s.requestPriority(r)
 		if b := s.opts.Breaker; b != nil {
 			if ra := b.RetryAfter(s.clock.Now()); b.State() == breaker.StateOpen {
-				s.reject(ReasonBreaker, p)
-				s.write(w, ReasonBreaker, max(1, int(math.Ceil(ra.Seconds()))))
+				secs := max(1, int(math.Ceil(ra.Seconds())))
+				s.pressure.reject(s.clock.Now())
+				s.reject(ReasonBreaker, p, secs)
+				s.write(w, ReasonBreaker, secs)
 				return
 			}
 		}
 		if s.quota != nil {
 			if key := s.quota.key(r); key != "" {
 				if d, ok := s.quota.allow(key, s.clock.Now()); !ok {
-					s.reject(ReasonQuota, p)
-					s.write(w, ReasonQuota, max(1, int(math.Ceil(d.Seconds()))))
+					secs := max(1, int(math.Ceil(d.Seconds())))
+					s.reject(ReasonQuota, p, secs)
+					s.write(w, ReasonQuota, secs)
 					return
 				}
 			}
 		}
-		permit, why := s.Admit(r.Context(), p)
+		permit, why, ra := s.tryAdmit(r.Context(), p)
 		if why != ReasonNone {
-			s.write(w, why, s.RetryAfter())
+			s.write(w, why, ra)
 			return
 		}
 		defer permit.Release()

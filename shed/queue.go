@@ -20,7 +20,7 @@ func (s *Shedder) standingLocked(now time.Time) bool {
 
 // wait queues a request that found no free slot, until a slot is handed to it, its
 // queue timeout passes, or ctx ends.
-func (s *Shedder) wait(ctx context.Context, p Priority) (Permit, Reason) {
+func (s *Shedder) wait(ctx context.Context, p Priority) (Permit, Reason, int) {
 	now := s.clock.Now()
 	if dl, ok := ctx.Deadline(); ok {
 		var est time.Duration
@@ -28,13 +28,13 @@ func (s *Shedder) wait(ctx context.Context, p Priority) (Permit, Reason) {
 			est = s.adaptive.baseline()
 		}
 		if dl.Sub(now) <= est {
-			return Permit{}, s.reject(ReasonDeadline, p)
+			return s.refuse(ReasonDeadline, p)
 		}
 	}
 	s.mu.Lock()
 	if s.waiting.Load() >= int64(s.opts.MaxQueue) {
 		s.mu.Unlock()
-		return Permit{}, s.reject(ReasonQueueFull, p)
+		return s.refuse(ReasonQueueFull, p)
 	}
 	timeout := s.opts.QueueInterval
 	if s.standingLocked(now) {
@@ -57,7 +57,7 @@ func (s *Shedder) wait(ctx context.Context, p Priority) (Permit, Reason) {
 	select {
 	case <-w.ch:
 		t.Stop()
-		return s.admit(w.inflight), ReasonNone
+		return s.admit(w.inflight), ReasonNone, 0
 	case <-t.C():
 	case <-ctx.Done():
 		t.Stop()
@@ -65,7 +65,7 @@ func (s *Shedder) wait(ctx context.Context, p Priority) (Permit, Reason) {
 	s.mu.Lock()
 	if w.granted { // granted as we gave up: take the slot
 		s.mu.Unlock()
-		return s.admit(w.inflight), ReasonNone
+		return s.admit(w.inflight), ReasonNone, 0
 	}
 	q := s.queues[class]
 	for i, x := range q {
@@ -78,11 +78,11 @@ func (s *Shedder) wait(ctx context.Context, p Priority) (Permit, Reason) {
 	s.mu.Unlock()
 	switch ctx.Err() {
 	case nil:
-		return Permit{}, s.reject(ReasonQueue, p)
+		return s.refuse(ReasonQueue, p)
 	case context.DeadlineExceeded:
-		return Permit{}, s.reject(ReasonDeadline, p)
+		return s.refuse(ReasonDeadline, p)
 	}
-	return Permit{}, s.reject(ReasonCanceled, p)
+	return s.refuse(ReasonCanceled, p)
 }
 
 // dispatchLocked hands free slots to waiting requests: critical ones first, then the

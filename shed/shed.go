@@ -296,6 +296,12 @@ type Permit struct {
 // or a zero Permit and why the work was refused. Work that cannot be admitted at once
 // may wait in the queue (never sheddable work, never past ctx's deadline).
 func (s *Shedder) Admit(ctx context.Context, p Priority) (Permit, Reason) {
+	permit, why, _ := s.tryAdmit(ctx, p)
+	return permit, why
+}
+
+// tryAdmit is Admit that also returns the Retry-After (seconds) of a refusal.
+func (s *Shedder) tryAdmit(ctx context.Context, p Priority) (Permit, Reason, int) {
 	limit := s.limit.Load()
 	cap := limit
 	if p < 0 {
@@ -307,16 +313,23 @@ func (s *Shedder) Admit(ctx context.Context, p Priority) (Permit, Reason) {
 			break
 		}
 		if s.inflight.CompareAndSwap(n, n+1) {
-			return s.admit(n + 1), ReasonNone
+			return s.admit(n + 1), ReasonNone, 0
 		}
 	}
 	if p < 0 {
-		return Permit{}, s.reject(ReasonPriority, p)
+		return s.refuse(ReasonPriority, p)
 	}
 	if s.opts.MaxQueue < 0 {
-		return Permit{}, s.reject(ReasonLimit, p)
+		return s.refuse(ReasonLimit, p)
 	}
 	return s.wait(ctx, p)
+}
+
+// refuse is reject with the pressure-adapted Retry-After.
+func (s *Shedder) refuse(r Reason, p Priority) (Permit, Reason, int) {
+	s.pressure.reject(s.clock.Now())
+	ra := s.RetryAfter()
+	return Permit{}, s.reject(r, p, ra), ra
 }
 
 func (s *Shedder) admit(inflight int64) Permit {
@@ -345,13 +358,12 @@ func (p Permit) Release() {
 	}
 }
 
-// reject counts and reports a refusal.
-func (s *Shedder) reject(r Reason, p Priority) Reason {
+// reject counts and reports a refusal answered with a Retry-After of ra seconds.
+func (s *Shedder) reject(r Reason, p Priority, ra int) Reason {
 	s.rejected[r].Add(1)
-	s.pressure.reject(s.clock.Now())
 	if s.opts.Observer != nil {
 		s.opts.Observer.Observe(policy.Event{Kind: policy.EventShed, Source: s.name, Time: s.clock.Now(),
-			Reason: r.String(), Priority: p.String(), Level: float64(s.limit.Load())})
+			Reason: r.String(), Priority: p.String(), Delay: time.Duration(ra) * time.Second, Level: float64(s.limit.Load())})
 	}
 	return r
 }
@@ -423,16 +435,16 @@ type runner struct {
 
 func (r *runner) Run(ctx context.Context, fn policy.Func) error {
 	p := priorityOf(ctx)
-	permit, why := r.s.Admit(ctx, p)
+	permit, why, ra := r.s.tryAdmit(ctx, p)
 	if why != ReasonNone {
 		if r.obs != nil {
 			r.obs.Observe(policy.Event{Kind: policy.EventShed, Pipeline: r.pipeline, Source: r.s.name,
-				Time: r.s.clock.Now(), Reason: why.String(), Priority: p.String()})
+				Time: r.s.clock.Now(), Reason: why.String(), Priority: p.String(), Delay: time.Duration(ra) * time.Second})
 		}
 		if why == ReasonCanceled {
 			return fmt.Errorf("shed: %w", ctx.Err())
 		}
-		return &RejectError{Shedder: r.s.name, Reason: why, RetryAfter: time.Duration(r.s.RetryAfter()) * time.Second}
+		return &RejectError{Shedder: r.s.name, Reason: why, RetryAfter: time.Duration(ra) * time.Second}
 	}
 	defer permit.Release()
 	return r.next.Run(ctx, fn)

@@ -1,0 +1,44 @@
+// Package metrics turns Backstop's events into Prometheus series and structured logs.
+// A rising retry rate is often the first sign that a dependency is in trouble: every
+// retry, suppression, breaker transition and shed request is counted.
+//
+// # Wiring
+//
+//	reg := prometheus.NewRegistry()
+//	obs, err := metrics.New(reg, metrics.Options{
+//		Budgets:  map[string]metrics.Leveler{"db": dbBudget},
+//		Shedders: map[string]metrics.ShedGauges{"api": shedder},
+//	})
+//	p = p.With(policy.Name("db"), policy.Observe(policy.Observers(obs, metrics.Slog(logger, slog.LevelInfo))))
+//	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+//
+// Use one [Observer] per registry and share it between pipelines; each pipeline's
+// series are resolved once, on its first call. Names of pipelines, breakers, budgets
+// and shedders become label values: keep them to a small fixed set.
+//
+// # Series
+//
+//	| name                                 | type      | labels                   | meaning                                              |
+//	|--------------------------------------|-----------|--------------------------|------------------------------------------------------|
+//	| backstop_calls_total                 | counter   | pipeline, outcome        | calls that left a pipeline                           |
+//	| backstop_call_duration_seconds       | histogram | pipeline                 | time in the pipeline, retries and backoff included   |
+//	| backstop_attempts_total              | counter   | pipeline, outcome        | attempts made by the pipeline's retry                |
+//	| backstop_retries_total               | counter   | pipeline, reason         | retries scheduled (retryable, hint, timeout, network, custom) |
+//	| backstop_retries_suppressed_total    | counter   | pipeline, why            | retries that did not happen (owner, budget, deadline) |
+//	| backstop_deadlines_exceeded_total    | counter   | pipeline, kind           | deadlines run out (deadline, attempt-timeout)        |
+//	| backstop_budget_level                | gauge     | budget                   | tokens left, or retries that may start now           |
+//	| backstop_breaker_state               | gauge     | breaker                  | 0 closed, 1 half-open, 2 open, after the last change |
+//	| backstop_breaker_transitions_total   | counter   | breaker, from, to        | breaker state changes                                |
+//	| backstop_shed_requests_total         | counter   | shedder, reason, priority| requests refused                                     |
+//	| backstop_shed_retry_after_seconds    | histogram | shedder                  | Retry-After sent with refusals                       |
+//	| backstop_shed_inflight               | gauge     | shedder                  | admitted requests in flight                          |
+//	| backstop_shed_limit                  | gauge     | shedder                  | current concurrency limit                            |
+//	| backstop_shed_queue_length           | gauge     | shedder                  | requests waiting for a slot                          |
+//
+// outcome is one of success, failure, rejected, canceled, deadline (policy.Outcome).
+// No label ever holds error text, a URL or request data.
+//
+// # Logs
+//
+// [Slog] logs the same events with attributes named as the labels above.
+package metrics

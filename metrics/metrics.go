@@ -1,0 +1,189 @@
+package metrics
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/backstop-go/backstop/policy"
+)
+
+// Namespace prefixes every series.
+const Namespace = "backstop"
+
+// ErrInvalidOptions is matched by New's errors for bad Options.
+var ErrInvalidOptions = errors.New("metrics: invalid options")
+
+// Leveler is what a budget gauge reads: budget.TokenBucket, Ratio and Rate have it.
+type Leveler interface{ Level() float64 }
+
+// ShedGauges is what the shedder gauges read: shed.Shedder has it.
+type ShedGauges interface {
+	InFlight() int
+	Limit() int
+	QueueLen() int
+}
+
+// Options configure an [Observer]. The zero value is valid.
+type Options struct {
+	// Buckets are the call-duration histogram's buckets in seconds; nil means
+	// prometheus.DefBuckets.
+	Buckets []float64
+	// NativeHistograms adds native (sparse) histograms with this bucket factor, e.g.
+	// 1.1, to both histograms; 0 means classic buckets only.
+	NativeHistograms float64
+	// Budgets are exported as backstop_budget_level{budget}, by name.
+	Budgets map[string]Leveler
+	// Shedders are exported as backstop_shed_inflight, _limit and _queue_length
+	// {shedder}, by name.
+	Shedders map[string]ShedGauges
+}
+
+// Observer is a policy.Observer that keeps Prometheus series of every event. Its
+// series are listed in the package documentation.
+//
+// An Observer is safe for concurrent use; use one per registry, shared by every
+// pipeline (set it with policy.Observe). Build it with [New].
+type Observer struct {
+	calls        *prometheus.CounterVec
+	callDuration *prometheus.HistogramVec
+	attempts     *prometheus.CounterVec
+	retries      *prometheus.CounterVec
+	suppressed   *prometheus.CounterVec
+	deadlines    *prometheus.CounterVec
+	breakerState *prometheus.GaugeVec
+	transitions  *prometheus.CounterVec
+	shed         *prometheus.CounterVec
+	retryAfter   *prometheus.HistogramVec
+
+	pipelines sync.Map // pipeline name → *pipelineSeries
+}
+
+// outcomes lists policy.Outcome's values in a fixed order, for pre-resolved series.
+var outcomes = [...]string{policy.OutcomeSuccess, policy.OutcomeFailure, policy.OutcomeRejected, policy.OutcomeCanceled, policy.OutcomeDeadline}
+
+func outcomeIndex(err error) int {
+	switch policy.Outcome(err) {
+	case policy.OutcomeSuccess:
+		return 0
+	case policy.OutcomeFailure:
+		return 1
+	case policy.OutcomeRejected:
+		return 2
+	case policy.OutcomeCanceled:
+		return 3
+	}
+	return 4
+}
+
+// pipelineSeries are one pipeline's children, resolved once so that a call's events
+// do no label lookups.
+type pipelineSeries struct {
+	calls, attempts [len(outcomes)]prometheus.Counter
+	duration        prometheus.Observer
+}
+
+// New registers the Observer's collectors on reg (never the global registry unless
+// you pass it) and returns it. A second Observer on the same registry fails with
+// prometheus.AlreadyRegisteredError.
+func New(reg prometheus.Registerer, o Options) (*Observer, error) {
+	if reg == nil {
+		return nil, fmt.Errorf("%w: the Registerer is nil", ErrInvalidOptions)
+	}
+	if o.NativeHistograms != 0 && o.NativeHistograms <= 1 {
+		return nil, fmt.Errorf("%w: NativeHistograms is %v; want a bucket factor > 1, or 0", ErrInvalidOptions, o.NativeHistograms)
+	}
+	buckets := o.Buckets
+	if buckets == nil {
+		buckets = prometheus.DefBuckets
+	}
+	counter := func(name, help string, labels ...string) *prometheus.CounterVec {
+		return prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: name, Help: help}, labels)
+	}
+	m := &Observer{
+		calls: counter("calls_total", "Calls that left a pipeline, by outcome (success, failure, rejected, canceled, deadline).", "pipeline", "outcome"),
+		callDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: Namespace, Name: "call_duration_seconds",
+			Help: "Time calls spent in a pipeline, retries and backoff included.", Buckets: buckets,
+			NativeHistogramBucketFactor: o.NativeHistograms}, []string{"pipeline"}),
+		attempts:   counter("attempts_total", "Attempts a pipeline's retry made, by outcome.", "pipeline", "outcome"),
+		retries:    counter("retries_total", "Retries scheduled, by why the error was retryable (retryable, hint, timeout, network, custom).", "pipeline", "reason"),
+		suppressed: counter("retries_suppressed_total", "Retries that would have happened and did not, by why (owner, budget, deadline).", "pipeline", "why"),
+		deadlines:  counter("deadlines_exceeded_total", "Calls or attempts whose deadline ran out, by kind (deadline, attempt-timeout).", "pipeline", "kind"),
+		breakerState: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Name: "breaker_state",
+			Help: "A breaker's state after its last transition: 0 closed, 1 half-open, 2 open."}, []string{"breaker"}),
+		transitions: counter("breaker_transitions_total", "Breaker state changes.", "breaker", "from", "to"),
+		shed:        counter("shed_requests_total", "Requests a shedder refused, by reason and priority.", "shedder", "reason", "priority"),
+		retryAfter: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: Namespace, Name: "shed_retry_after_seconds",
+			Help: "Retry-After sent with refusals.", Buckets: []float64{1, 2, 4, 8, 16, 32, 64},
+			NativeHistogramBucketFactor: o.NativeHistograms}, []string{"shedder"}),
+	}
+	cs := []prometheus.Collector{m.calls, m.callDuration, m.attempts, m.retries, m.suppressed, m.deadlines,
+		m.breakerState, m.transitions, m.shed, m.retryAfter}
+	for name, b := range o.Budgets {
+		cs = append(cs, prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: Namespace, Name: "budget_level",
+			Help: "What a retry budget has left: tokens for a token bucket, retries that may start now otherwise.",
+			ConstLabels: prometheus.Labels{"budget": name}}, b.Level))
+	}
+	for name, s := range o.Shedders {
+		labels := prometheus.Labels{"shedder": name}
+		cs = append(cs,
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: Namespace, Name: "shed_inflight", Help: "Requests a shedder has admitted and not yet released.", ConstLabels: labels}, func() float64 { return float64(s.InFlight()) }),
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: Namespace, Name: "shed_limit", Help: "A shedder's current concurrency limit.", ConstLabels: labels}, func() float64 { return float64(s.Limit()) }),
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: Namespace, Name: "shed_queue_length", Help: "Requests waiting in a shedder's queue.", ConstLabels: labels}, func() float64 { return float64(s.QueueLen()) }),
+		)
+	}
+	var registered []prometheus.Collector
+	for _, c := range cs {
+		if err := reg.Register(c); err != nil {
+			for _, r := range registered {
+				reg.Unregister(r)
+			}
+			return nil, fmt.Errorf("metrics: %w", err)
+		}
+		registered = append(registered, c)
+	}
+	return m, nil
+}
+
+func (m *Observer) pipeline(name string) *pipelineSeries {
+	if s, ok := m.pipelines.Load(name); ok {
+		return s.(*pipelineSeries)
+	}
+	s := &pipelineSeries{duration: m.callDuration.WithLabelValues(name)}
+	for i, o := range outcomes {
+		s.calls[i] = m.calls.WithLabelValues(name, o)
+		s.attempts[i] = m.attempts.WithLabelValues(name, o)
+	}
+	actual, _ := m.pipelines.LoadOrStore(name, s)
+	return actual.(*pipelineSeries)
+}
+
+var stateValues = map[string]float64{"closed": 0, "half-open": 1, "open": 2}
+
+// Observe records e.
+func (m *Observer) Observe(e policy.Event) {
+	switch e.Kind {
+	case policy.EventCallEnd:
+		s := m.pipeline(e.Pipeline)
+		s.calls[outcomeIndex(e.Err)].Inc()
+		s.duration.Observe(e.Elapsed.Seconds())
+	case policy.EventAttemptEnd:
+		m.pipeline(e.Pipeline).attempts[outcomeIndex(e.Err)].Inc()
+	case policy.EventRetryScheduled:
+		m.retries.WithLabelValues(e.Pipeline, e.Reason).Inc()
+	case policy.EventRetrySuppressed:
+		m.suppressed.WithLabelValues(e.Pipeline, e.Reason).Inc()
+	case policy.EventDeadlineExceeded:
+		m.deadlines.WithLabelValues(e.Pipeline, e.Source).Inc()
+	case policy.EventBreakerState:
+		m.breakerState.WithLabelValues(e.Source).Set(stateValues[e.To])
+		m.transitions.WithLabelValues(e.Source, e.From, e.To).Inc()
+	case policy.EventShed:
+		m.shed.WithLabelValues(e.Source, e.Reason, e.Priority).Inc()
+		if e.Delay > 0 {
+			m.retryAfter.WithLabelValues(e.Source).Observe(e.Delay.Seconds())
+		}
+	}
+}

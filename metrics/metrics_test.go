@@ -1,0 +1,222 @@
+package metrics_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/backstop-go/backstop/breaker"
+	"github.com/backstop-go/backstop/budget"
+	"github.com/backstop-go/backstop/metrics"
+	"github.com/backstop-go/backstop/policy"
+	"github.com/backstop-go/backstop/policy/policytest"
+	"github.com/backstop-go/backstop/retry"
+	"github.com/backstop-go/backstop/shed"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+var errDown = errors.New("db down")
+
+// drive runs 3 calls through Wrap(breaker, budget, retry) with a fake clock: one that
+// succeeds at once, one that succeeds on its 3rd attempt, one that gives up after 3.
+func drive(t *testing.T, obs policy.Observer) (*budget.TokenBucket, *breaker.Breaker) {
+	t.Helper()
+	clock := policytest.NewClock(time.Unix(0, 0)).AutoAdvance(true)
+	bud, err := budget.NewTokenBucket(100, 1)
+	require.NoError(t, err)
+	brk, err := breaker.New("db", breaker.Options{ConsecutiveFailures: 1})
+	require.NoError(t, err)
+	rt := retry.MustNew(retry.Options{MaxAttempts: 3, Clock: clock})
+	p := policy.MustWrap(brk, bud, rt).With(policy.Name("orders"), policy.Observe(obs), policy.UseClock(clock))
+	ctx := context.Background()
+	require.NoError(t, p.Do(ctx, func(context.Context) error { return nil }))
+	n := 0
+	require.NoError(t, p.Do(ctx, func(context.Context) error {
+		if n++; n < 3 {
+			return retry.Retryable(errDown)
+		}
+		return nil
+	}))
+	require.Error(t, p.Do(ctx, func(context.Context) error { return retry.Retryable(errDown) }))
+	// The failed call opened the breaker: the next one is refused.
+	require.ErrorIs(t, p.Do(ctx, func(context.Context) error { return nil }), breaker.ErrOpen)
+	return bud, brk
+}
+
+func TestObserver_CountsEveryEvent(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	obs, err := metrics.New(reg, metrics.Options{})
+	require.NoError(t, err)
+	drive(t, obs)
+
+	// Calls: 2 successes, 1 failure, then 1 rejected. Attempts: 1 + 3 + 3 = 7, of which
+	// 2 succeeded. Retries: 2 + 2 = 4. The breaker, outside the retry, counts calls:
+	// the failed call opened it, once.
+	err = testutil.GatherAndCompare(reg, strings.NewReader(`
+# HELP backstop_attempts_total Attempts a pipeline's retry made, by outcome.
+# TYPE backstop_attempts_total counter
+backstop_attempts_total{outcome="canceled",pipeline="orders"} 0
+backstop_attempts_total{outcome="deadline",pipeline="orders"} 0
+backstop_attempts_total{outcome="failure",pipeline="orders"} 5
+backstop_attempts_total{outcome="rejected",pipeline="orders"} 0
+backstop_attempts_total{outcome="success",pipeline="orders"} 2
+# HELP backstop_breaker_state A breaker's state after its last transition: 0 closed, 1 half-open, 2 open.
+# TYPE backstop_breaker_state gauge
+backstop_breaker_state{breaker="db"} 2
+# HELP backstop_breaker_transitions_total Breaker state changes.
+# TYPE backstop_breaker_transitions_total counter
+backstop_breaker_transitions_total{breaker="db",from="closed",to="open"} 1
+# HELP backstop_calls_total Calls that left a pipeline, by outcome (success, failure, rejected, canceled, deadline).
+# TYPE backstop_calls_total counter
+backstop_calls_total{outcome="canceled",pipeline="orders"} 0
+backstop_calls_total{outcome="deadline",pipeline="orders"} 0
+backstop_calls_total{outcome="failure",pipeline="orders"} 1
+backstop_calls_total{outcome="rejected",pipeline="orders"} 1
+backstop_calls_total{outcome="success",pipeline="orders"} 2
+# HELP backstop_retries_total Retries scheduled, by why the error was retryable (retryable, hint, timeout, network, custom).
+# TYPE backstop_retries_total counter
+backstop_retries_total{pipeline="orders",reason="retryable"} 4
+`), "backstop_attempts_total", "backstop_breaker_state", "backstop_breaker_transitions_total", "backstop_calls_total", "backstop_retries_total")
+	require.NoError(t, err)
+	n, err := testutil.GatherAndCount(reg, "backstop_call_duration_seconds")
+	require.NoError(t, err)
+	require.Equal(t, 1, n, "one duration series, for pipeline orders")
+}
+
+func TestObserver_SuppressionsGaugesAndShed(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	bud, _ := budget.NewTokenBucket(10, 0.5)
+	s, _ := shed.New(shed.Options{Name: "api", Limit: 1, MaxQueue: -1, Rand: zero{}})
+	obs, err := metrics.New(reg, metrics.Options{
+		Budgets:  map[string]metrics.Leveler{"db": bud},
+		Shedders: map[string]metrics.ShedGauges{"api": s},
+	})
+	require.NoError(t, err)
+
+	clock := policytest.NewClock(time.Unix(0, 0)).AutoAdvance(true)
+	inner := policy.MustWrap(retry.MustNew(retry.Options{Clock: clock})).With(policy.Name("inner"), policy.Observe(obs))
+	outer := policy.MustWrap(retry.MustNew(retry.Options{MaxAttempts: 2, Clock: clock})).With(policy.Name("outer"), policy.Observe(obs))
+	_ = outer.Do(context.Background(), func(ctx context.Context) error {
+		return inner.Do(ctx, func(context.Context) error { return retry.Retryable(errDown) })
+	})
+	bud.OnFailure()
+
+	permit, _ := s.Admit(context.Background(), shed.PriorityDefault)
+	sp := policy.MustWrap(s).With(policy.Name("consumer"))
+	_ = sp.Do(context.Background(), func(context.Context) error { return nil })
+	sObs, _ := shed.New(shed.Options{Name: "api2", Limit: 1, MaxQueue: -1, Observer: obs, Rand: zero{}})
+	p2, _ := sObs.Admit(context.Background(), shed.PriorityDefault)
+	_, why := sObs.Admit(context.Background(), shed.PrioritySheddable)
+	require.Equal(t, shed.ReasonPriority, why)
+
+	err = testutil.GatherAndCompare(reg, strings.NewReader(`
+# HELP backstop_budget_level What a retry budget has left: tokens for a token bucket, retries that may start now otherwise.
+# TYPE backstop_budget_level gauge
+backstop_budget_level{budget="db"} 9
+# HELP backstop_retries_suppressed_total Retries that would have happened and did not, by why (owner, budget, deadline).
+# TYPE backstop_retries_suppressed_total counter
+backstop_retries_suppressed_total{pipeline="inner",why="owner"} 2
+# HELP backstop_shed_inflight Requests a shedder has admitted and not yet released.
+# TYPE backstop_shed_inflight gauge
+backstop_shed_inflight{shedder="api"} 1
+# HELP backstop_shed_limit A shedder's current concurrency limit.
+# TYPE backstop_shed_limit gauge
+backstop_shed_limit{shedder="api"} 1
+# HELP backstop_shed_queue_length Requests waiting in a shedder's queue.
+# TYPE backstop_shed_queue_length gauge
+backstop_shed_queue_length{shedder="api"} 0
+# HELP backstop_shed_requests_total Requests a shedder refused, by reason and priority.
+# TYPE backstop_shed_requests_total counter
+backstop_shed_requests_total{priority="sheddable",reason="priority",shedder="api2"} 1
+`), "backstop_budget_level", "backstop_retries_suppressed_total", "backstop_shed_inflight", "backstop_shed_limit",
+		"backstop_shed_queue_length", "backstop_shed_requests_total")
+	require.NoError(t, err)
+	n, err := testutil.GatherAndCount(reg, "backstop_shed_retry_after_seconds")
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	permit.Release()
+	p2.Release()
+}
+
+type zero struct{}
+
+func (zero) Float64() float64 { return 0 }
+
+func TestObserver_LintAndDuplicateRegistration(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	obs, err := metrics.New(reg, metrics.Options{NativeHistograms: 1.1})
+	require.NoError(t, err)
+	drive(t, obs)
+	problems, err := testutil.GatherAndLint(reg)
+	require.NoError(t, err)
+	require.Empty(t, problems, "promlint")
+
+	_, err = metrics.New(reg, metrics.Options{})
+	var are prometheus.AlreadyRegisteredError
+	require.ErrorAs(t, err, &are, "a second Observer on one registry")
+
+	_, err = metrics.New(nil, metrics.Options{})
+	require.ErrorIs(t, err, metrics.ErrInvalidOptions)
+	_, err = metrics.New(prometheus.NewRegistry(), metrics.Options{NativeHistograms: 0.5})
+	require.ErrorIs(t, err, metrics.ErrInvalidOptions)
+}
+
+func TestSlog(t *testing.T) {
+	var buf bytes.Buffer
+	logger := slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+		if a.Key == slog.TimeKey {
+			return slog.Attr{}
+		}
+		return a
+	}}))
+	drive(t, metrics.Slog(logger, slog.LevelInfo))
+	var lines []map[string]any
+	for _, l := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+		var m map[string]any
+		require.NoError(t, json.Unmarshal([]byte(l), &m))
+		lines = append(lines, m)
+	}
+	require.Len(t, lines, 5, "4 retries scheduled and 1 breaker change")
+	require.Equal(t, map[string]any{"level": "INFO", "msg": "retry scheduled", "pipeline": "orders", "attempt": 2.0,
+		"delay": lines[0]["delay"], "reason": "retryable", "error": "db down"}, lines[0])
+	require.Equal(t, map[string]any{"level": "INFO", "msg": "breaker state changed", "breaker": "db", "from": "closed",
+		"to": "open", "pipeline": "orders"}, lines[4])
+
+	buf.Reset()
+	drive(t, metrics.Slog(logger, slog.LevelDebug))
+	require.Empty(t, buf.String(), "below the handler's level nothing is logged")
+}
+
+func BenchmarkPipeline_Unobserved(b *testing.B) {
+	bench(b, nil)
+}
+
+func BenchmarkPipeline_Observed(b *testing.B) {
+	obs, _ := metrics.New(prometheus.NewRegistry(), metrics.Options{})
+	bench(b, obs)
+}
+
+func bench(b *testing.B, obs policy.Observer) {
+	brk, _ := breaker.New("db", breaker.Options{})
+	bud, _ := budget.NewTokenBucket(10, 0.1)
+	p := policy.MustWrap(brk, bud, retry.MustNew(retry.Options{})).With(policy.Name("orders"), policy.Observe(obs))
+	ctx := context.Background()
+	fn := func(context.Context) error { return nil }
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			_ = p.Do(ctx, fn)
+		}
+	})
+}
