@@ -1,0 +1,372 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"math"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/backstop-go/backstop/breaker"
+	"github.com/backstop-go/backstop/budget"
+	"github.com/backstop-go/backstop/deadline"
+	"github.com/backstop-go/backstop/policy"
+	"github.com/backstop-go/backstop/policyhttp"
+	"github.com/backstop-go/backstop/retry"
+	"github.com/backstop-go/backstop/shed"
+)
+
+// The scenario's fixed shape. The database serves dbWorkers requests at a time, each
+// taking dbWork: 160 requests/s; the default user load (100/s) is 62 % of it. Like a real
+// database it finishes a query whose client has gone away: abandoned work still
+// takes its turn.
+const (
+	dbWorkers   = 4
+	dbWork      = 25 * time.Millisecond
+	userTimeout = 3 * time.Second         // the user gives up after this
+	hopTimeout  = time.Second             // naive: each request's own timeout
+	naiveBase   = 50 * time.Millisecond   // naive: 50, 100, 200ms between 4 attempts
+	callBudget  = 2500 * time.Millisecond // Backstop: each layer's overall deadline
+	attempts    = 4
+)
+
+// config is one run's settings.
+type config struct {
+	backstop bool
+	seed     uint64
+	rate     float64
+	duration time.Duration
+	down, up time.Duration // the database's outage, from the start
+	bucket   time.Duration
+}
+
+// series counts what happened in each time bucket of a run.
+type series struct {
+	start   time.Time
+	width   time.Duration
+	mu      sync.Mutex // guards the slices
+	started []int
+	ok      []int // by start time
+	okDone  []int // by completion time
+	failed  []int
+	lost    []int
+	db      []int
+	lat     []time.Duration
+}
+
+func newSeries(start time.Time, width, total time.Duration) *series {
+	n := int(total/width) + 1
+	return &series{start: start, width: width, started: make([]int, n), ok: make([]int, n),
+		okDone: make([]int, n), failed: make([]int, n), lost: make([]int, n), db: make([]int, n)}
+}
+
+func (s *series) index(t time.Time) int {
+	return min(max(int(t.Sub(s.start)/s.width), 0), len(s.db)-1)
+}
+
+func (s *series) dbRequest(t time.Time) {
+	s.mu.Lock()
+	s.db[s.index(t)]++
+	s.mu.Unlock()
+}
+
+// outcome of a user call, recorded in the bucket the call started in.
+const (
+	callOK = iota
+	callFailed
+	callLost
+)
+
+func (s *series) call(start time.Time, outcome int, latency time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	i := s.index(start)
+	s.started[i]++
+	switch outcome {
+	case callOK:
+		s.ok[i]++
+		s.okDone[s.index(start.Add(latency))]++
+	case callFailed:
+		s.failed[i]++
+	default:
+		s.lost[i]++
+	}
+	s.lat = append(s.lat, latency)
+}
+
+// lockedRand makes a seeded source safe for concurrent use.
+type lockedRand struct {
+	mu sync.Mutex
+	r  *rand.Rand
+}
+
+func (l *lockedRand) Float64() float64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.r.Float64()
+}
+
+// hop is a service's client for the service below it.
+type hop interface {
+	get(ctx context.Context, url string) (status int, retryAfter string, err error)
+}
+
+// naiveHop is the hand-written retry loop the storm is made of: 4 attempts, un-jittered
+// exponential backoff, no budget, no idea that the layers above retry too.
+type naiveHop struct{ client *http.Client }
+
+func (h naiveHop) get(ctx context.Context, url string) (int, string, error) {
+	var status int
+	var err error
+	for n := 1; n <= attempts; n++ {
+		if n > 1 {
+			select {
+			case <-time.After(naiveBase << (n - 2)):
+			case <-ctx.Done():
+				return 0, "", ctx.Err()
+			}
+		}
+		var res *http.Response
+		actx, cancel := context.WithTimeout(ctx, hopTimeout)
+		req, _ := http.NewRequestWithContext(actx, "GET", url, nil)
+		res, err = h.client.Do(req)
+		if err == nil {
+			drain(res)
+			status = res.StatusCode
+		}
+		cancel()
+		if err == nil && status < 500 && status != 429 {
+			return status, "", nil
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return status, "", err
+}
+
+// backstopHop sends through a Backstop pipeline; it owns no loop of its own.
+type backstopHop struct{ client *http.Client }
+
+func (h backstopHop) get(ctx context.Context, url string) (int, string, error) {
+	req, _ := http.NewRequestWithContext(ctx, "GET", url, nil)
+	res, err := h.client.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	drain(res)
+	return res.StatusCode, res.Header.Get("Retry-After"), nil
+}
+
+func drain(res *http.Response) {
+	buf := make([]byte, 512)
+	for {
+		if _, err := res.Body.Read(buf); err != nil {
+			break
+		}
+	}
+	res.Body.Close()
+}
+
+// backstopPipeline is the one stack every Backstop layer uses, for the dependency
+// named name: an overall deadline, a breaker, a token-bucket budget (gRPC's
+// defaults), 4 attempts with full jitter, and a per-attempt timeout.
+func backstopPipeline(name string, r retry.Rand) (*policy.Pipeline, *breaker.Breaker) {
+	d, _ := deadline.New(callBudget)
+	b, _ := breaker.New(name, breaker.Options{OpenTimeout: time.Second})
+	bud, _ := budget.NewTokenBucket(10, 0.1)
+	rt, _ := retry.New(retry.Options{MaxAttempts: attempts, Base: naiveBase, Cap: time.Second, Rand: r})
+	per, _ := deadline.PerAttempt(hopTimeout)
+	return policy.MustWrap(d, b, bud, rt, per).With(policy.Name(name)), b
+}
+
+// stack is one run's four services on loopback.
+type stack struct {
+	servers []*http.Server
+	clients []*http.Transport
+	edge    string
+	dbDown  atomic.Bool
+	stop    chan struct{} // closed when the run ends: the database drops its queue
+}
+
+func listen(h http.Handler) (*http.Server, string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, "", err
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+	go srv.Serve(ln) //nolint:errcheck // ends with Close
+	return srv, "http://" + ln.Addr().String(), nil
+}
+
+// start builds edge → api → data → db for one run.
+func start(cfg config, s *series) (*stack, error) {
+	st := &stack{stop: make(chan struct{})}
+	rnd := &lockedRand{r: rand.New(rand.NewPCG(cfg.seed, 1))}
+
+	sem := make(chan struct{}, dbWorkers)
+	var db http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.dbRequest(time.Now())
+		if st.dbDown.Load() {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		select { // the client's cancellation is not watched: the query runs anyway
+		case sem <- struct{}{}:
+		case <-st.stop:
+			return
+		}
+		time.Sleep(dbWork) // the query itself
+		<-sem
+		w.WriteHeader(http.StatusOK)
+	})
+	if cfg.backstop {
+		sh, err := shed.New(shed.Options{Name: "db", Rand: rnd})
+		if err != nil {
+			return nil, err
+		}
+		db = shed.Middleware(db, sh)
+	}
+	url, err := st.serve(db)
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range []string{"data", "api", "edge"} {
+		tr := &http.Transport{MaxIdleConnsPerHost: 512}
+		st.clients = append(st.clients, tr)
+		var h hop = naiveHop{client: &http.Client{Transport: tr}}
+		var brk *breaker.Breaker
+		if cfg.backstop {
+			var p *policy.Pipeline
+			p, brk = backstopPipeline(name+"→below", rnd)
+			h = backstopHop{client: &http.Client{Transport: policyhttp.NewTransport(tr, p)}}
+		}
+		var handler http.Handler = forward(h, url)
+		if cfg.backstop {
+			sh, err := shed.New(shed.Options{Name: name, Breaker: brk, Rand: rnd})
+			if err != nil {
+				return nil, err
+			}
+			handler = shed.Middleware(handler, sh)
+		}
+		if url, err = st.serve(handler); err != nil {
+			return nil, err
+		}
+	}
+	st.edge = url
+	return st, nil
+}
+
+func (st *stack) serve(h http.Handler) (string, error) {
+	srv, url, err := listen(h)
+	if err != nil {
+		return "", err
+	}
+	st.servers = append(st.servers, srv)
+	return url, nil
+}
+
+// forward is a middle service: it asks the service below and answers with its status
+// and Retry-After; an open breaker is a 503 with the breaker's open time.
+func forward(h hop, next string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		status, ra, err := h.get(r.Context(), next)
+		var open *breaker.OpenError
+		switch {
+		case errors.As(err, &open):
+			status = http.StatusServiceUnavailable
+			if !open.Until.IsZero() {
+				ra = strconv.Itoa(max(1, int(math.Ceil(time.Until(open.Until).Seconds()))))
+			}
+		case err != nil:
+			status = http.StatusBadGateway
+		}
+		if ra != "" {
+			w.Header().Set("Retry-After", ra)
+		}
+		w.WriteHeader(status)
+	})
+}
+
+func (st *stack) close() {
+	close(st.stop)
+	for _, s := range st.servers {
+		s.Close()
+	}
+	for _, c := range st.clients {
+		c.CloseIdleConnections()
+	}
+}
+
+// run plays the scenario once and returns its series.
+func run(cfg config, progress func()) (*series, error) {
+	begin := time.Now()
+	s := newSeries(begin, cfg.bucket, cfg.duration+userTimeout+time.Second)
+	st, err := start(cfg, s)
+	if err != nil {
+		return nil, err
+	}
+	defer st.close()
+	user := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 512}}
+	defer user.Transport.(*http.Transport).CloseIdleConnections()
+
+	arrivals := rand.New(rand.NewPCG(cfg.seed, 2))
+	var wg sync.WaitGroup
+	outage := time.AfterFunc(cfg.down, func() { st.dbDown.Store(true) })
+	recovery := time.AfterFunc(cfg.up, func() { st.dbDown.Store(false) })
+	defer outage.Stop()
+	defer recovery.Stop()
+	done := make(chan struct{})
+	go func() {
+		tick := time.NewTicker(cfg.bucket)
+		defer tick.Stop()
+		for {
+			select {
+			case <-tick.C:
+				progress()
+			case <-done:
+				return
+			}
+		}
+	}()
+	defer close(done)
+
+	// Poisson arrivals at cfg.rate, from the seed.
+	for next := begin; next.Sub(begin) < cfg.duration; next = next.Add(time.Duration(arrivals.ExpFloat64() / cfg.rate * float64(time.Second))) {
+		time.Sleep(time.Until(next))
+		wg.Add(1)
+		go func(at time.Time) {
+			defer wg.Done()
+			userCall(user, st.edge, at, s)
+		}(next)
+	}
+	wg.Wait()
+	return s, nil
+}
+
+// userCall is one user action: a GET on the edge, given up after userTimeout.
+func userCall(c *http.Client, edge string, at time.Time, s *series) {
+	ctx, cancel := context.WithTimeout(context.Background(), userTimeout)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", edge, nil)
+	res, err := c.Do(req)
+	latency := time.Since(at)
+	switch {
+	case err != nil && ctx.Err() != nil:
+		s.call(at, callLost, latency)
+	case err != nil:
+		s.call(at, callFailed, latency)
+	default:
+		drain(res)
+		if res.StatusCode == http.StatusOK {
+			s.call(at, callOK, latency)
+		} else {
+			s.call(at, callFailed, latency)
+		}
+	}
+}
