@@ -41,22 +41,22 @@ func TestTokenBucket_Sequences(t *testing.T) {
 		tokens     float64
 	}{
 		{"a full bucket allows retries", 10, 0.1, "?+", 10},
-		{"first failure from full", 10, 0.1, "F?+", 9},                           // 9 > 5
-		{"strictly greater: 6 allows", 10, 0.1, "FFFF?+", 6},                     // 6 > 5
-		{"strictly greater: 5 refuses", 10, 0.1, "FFFFF?-", 5},                   // 5 > 5 is false
-		{"fractional threshold: 3 > 2.5", 5, 0.1, "FF?+", 3},                     //
-		{"fractional threshold: 2 ≤ 2.5", 5, 0.1, "FFF?-", 2},                    //
-		{"maxTokens 1: allowed until a failure", 1, 0.1, "?+F?-", 0},             // 1 > 0.5, then 0
-		{"maxTokens 1: never again without successes", 1, 0.5, "FS?-S?+", 1},    // 0.5 ≤ 0.5, then 1
-		{"maxTokens 2: refused after the first failure", 2, 0.1, "F?-", 1},       // 1 > 1 is false
-		{"floor at zero", 2, 0.1, "FFFFF?-", 0},                                  // never negative
-		{"floor at zero, then refill", 2, 1, "FFFFS?-S?+", 2},                    // 0 → 1 → 2
-		{"cap at max", 10, 0.1, "SSS?+", 10},                                     //
+		{"first failure from full", 10, 0.1, "F?+", 9},                             // 9 > 5
+		{"strictly greater: 6 allows", 10, 0.1, "FFFF?+", 6},                       // 6 > 5
+		{"strictly greater: 5 refuses", 10, 0.1, "FFFFF?-", 5},                     // 5 > 5 is false
+		{"fractional threshold: 3 > 2.5", 5, 0.1, "FF?+", 3},                       //
+		{"fractional threshold: 2 ≤ 2.5", 5, 0.1, "FFF?-", 2},                      //
+		{"maxTokens 1: allowed until a failure", 1, 0.1, "?+F?-", 0},               // 1 > 0.5, then 0
+		{"maxTokens 1: never again without successes", 1, 0.5, "FS?-S?+", 1},       // 0.5 ≤ 0.5, then 1
+		{"maxTokens 2: refused after the first failure", 2, 0.1, "F?-", 1},         // 1 > 1 is false
+		{"floor at zero", 2, 0.1, "FFFFF?-", 0},                                    // never negative
+		{"floor at zero, then refill", 2, 1, "FFFFS?-S?+", 2},                      // 0 → 1 → 2
+		{"cap at max", 10, 0.1, "SSS?+", 10},                                       //
 		{"0.1 ten times is exactly 1", 10, 0.1, "FFFFFF" + "SSSSSSSSSS?-S?+", 5.1}, // 4 + 1.0 = 5, refused; 5.1 allowed
-		{"tokenRatio above 1", 10, 2.5, "FFFFFF?-S?+", 6.5},                      // 4 ≤ 5, then 6.5
-		{"tokenRatio to 3 decimals", 10, 0.1239, "FS", 9.123},                    // 0.1239 is 0.123
-		{"0.29 is not 0.289", 10, 0.29, "FS", 9.29},                              //
-		{"a retry check takes nothing", 10, 0.1, "F?+?+?+?+?+", 9},               //
+		{"tokenRatio above 1", 10, 2.5, "FFFFFF?-S?+", 6.5},                        // 4 ≤ 5, then 6.5
+		{"tokenRatio to 3 decimals", 10, 0.1239, "FS", 9.123},                      // 0.1239 is 0.123
+		{"0.29 is not 0.289", 10, 0.29, "FS", 9.29},                                //
+		{"a retry check takes nothing", 10, 0.1, "F?+?+?+?+?+", 9},                 //
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

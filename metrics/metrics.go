@@ -59,6 +59,7 @@ type Observer struct {
 	retryAfter   *prometheus.HistogramVec
 
 	pipelines sync.Map // pipeline name → *pipelineSeries
+	reg       prometheus.Registerer
 }
 
 // outcomes lists policy.Outcome's values in a fixed order, for pre-resolved series.
@@ -122,29 +123,57 @@ func New(reg prometheus.Registerer, o Options) (*Observer, error) {
 	cs := []prometheus.Collector{m.calls, m.callDuration, m.attempts, m.retries, m.suppressed, m.deadlines,
 		m.breakerState, m.transitions, m.shed, m.retryAfter}
 	for name, b := range o.Budgets {
-		cs = append(cs, prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: Namespace, Name: "budget_level",
-			Help: "What a retry budget has left: tokens for a token bucket, retries that may start now otherwise.",
-			ConstLabels: prometheus.Labels{"budget": name}}, b.Level))
+		cs = append(cs, budgetGauge(name, b))
 	}
-	for name, s := range o.Shedders {
-		labels := prometheus.Labels{"shedder": name}
-		cs = append(cs,
-			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: Namespace, Name: "shed_inflight", Help: "Requests a shedder has admitted and not yet released.", ConstLabels: labels}, func() float64 { return float64(s.InFlight()) }),
-			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: Namespace, Name: "shed_limit", Help: "A shedder's current concurrency limit.", ConstLabels: labels}, func() float64 { return float64(s.Limit()) }),
-			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: Namespace, Name: "shed_queue_length", Help: "Requests waiting in a shedder's queue.", ConstLabels: labels}, func() float64 { return float64(s.QueueLen()) }),
-		)
+	for name, sh := range o.Shedders {
+		cs = append(cs, shedGauges(name, sh)...)
 	}
+	m.reg = reg
+	if err := m.register(cs...); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// register registers all of cs or, on an error, none.
+func (m *Observer) register(cs ...prometheus.Collector) error {
 	var registered []prometheus.Collector
 	for _, c := range cs {
-		if err := reg.Register(c); err != nil {
+		if err := m.reg.Register(c); err != nil {
 			for _, r := range registered {
-				reg.Unregister(r)
+				m.reg.Unregister(r)
 			}
-			return nil, fmt.Errorf("metrics: %w", err)
+			return fmt.Errorf("metrics: %w", err)
 		}
 		registered = append(registered, c)
 	}
-	return m, nil
+	return nil
+}
+
+// AddBudget exports b as backstop_budget_level{budget=name}, for budgets built after
+// the Observer. A name already exported is an error.
+func (m *Observer) AddBudget(name string, b Leveler) error { return m.register(budgetGauge(name, b)) }
+
+// AddShedder exports s's gauges under shedder=name, for shedders built after the
+// Observer (a shedder that reports to the Observer is). A name already exported is an
+// error.
+func (m *Observer) AddShedder(name string, s ShedGauges) error {
+	return m.register(shedGauges(name, s)...)
+}
+
+func budgetGauge(name string, b Leveler) prometheus.Collector {
+	return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: Namespace, Name: "budget_level",
+		Help:        "What a retry budget has left: tokens for a token bucket, retries that may start now otherwise.",
+		ConstLabels: prometheus.Labels{"budget": name}}, b.Level)
+}
+
+func shedGauges(name string, s ShedGauges) []prometheus.Collector {
+	labels := prometheus.Labels{"shedder": name}
+	return []prometheus.Collector{
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: Namespace, Name: "shed_inflight", Help: "Requests a shedder has admitted and not yet released.", ConstLabels: labels}, func() float64 { return float64(s.InFlight()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: Namespace, Name: "shed_limit", Help: "A shedder's current concurrency limit.", ConstLabels: labels}, func() float64 { return float64(s.Limit()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: Namespace, Name: "shed_queue_length", Help: "Requests waiting in a shedder's queue.", ConstLabels: labels}, func() float64 { return float64(s.QueueLen()) }),
+	}
 }
 
 func (m *Observer) pipeline(name string) *pipelineSeries {

@@ -98,11 +98,11 @@ func TestObserver_SuppressionsGaugesAndShed(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
 	bud, _ := budget.NewTokenBucket(10, 0.5)
 	s, _ := shed.New(shed.Options{Name: "api", Limit: 1, MaxQueue: -1, Rand: zero{}})
-	obs, err := metrics.New(reg, metrics.Options{
-		Budgets:  map[string]metrics.Leveler{"db": bud},
-		Shedders: map[string]metrics.ShedGauges{"api": s},
-	})
+	obs, err := metrics.New(reg, metrics.Options{Budgets: map[string]metrics.Leveler{"db": bud}})
 	require.NoError(t, err)
+	require.NoError(t, obs.AddShedder("api", s))
+	require.Error(t, obs.AddShedder("api", s), "a name exported twice")
+	require.Error(t, obs.AddBudget("db", bud), "a name exported twice")
 
 	clock := policytest.NewClock(time.Unix(0, 0)).AutoAdvance(true)
 	inner := policy.MustWrap(retry.MustNew(retry.Options{Clock: clock})).With(policy.Name("inner"), policy.Observe(obs))

@@ -348,11 +348,11 @@ func TestDefaultClassifier(t *testing.T) {
 		return &http.Response{StatusCode: code, Status: fmt.Sprint(code, " ", http.StatusText(code)), Header: h}
 	}
 	tests := []struct {
-		code        int
-		retryAfter  string
-		retried     bool
-		excluded    bool // from breaker counts
-		hint        time.Duration
+		code       int
+		retryAfter string
+		retried    bool
+		excluded   bool // from breaker counts
+		hint       time.Duration
 	}{
 		{200, "", false, false, 0},
 		{304, "", false, false, 0},
