@@ -163,6 +163,10 @@ type Breaker struct {
 	forced  atomic.Bool
 	pending atomic.Bool // transitions wait in queue
 
+	// The refusals, built once per open episode so that refusing allocates nothing.
+	openErr                atomic.Pointer[OpenError]
+	halfOpenErr, forcedErr *OpenError
+
 	mu       sync.Mutex // guards the fields below
 	gen      uint64     // which gobreaker instance is current (Reset makes a new one)
 	state    State      // as of the last transition
@@ -245,7 +249,8 @@ func New(name string, o Options) (*Breaker, error) {
 			return n >= min && float64(c.TotalFailures) >= ratio*float64(n)
 		}
 	}
-	b := &Breaker{name: name, settings: s, timeout: o.OpenTimeout, onChange: o.OnStateChange}
+	b := &Breaker{name: name, settings: s, timeout: o.OpenTimeout, onChange: o.OnStateChange,
+		halfOpenErr: &OpenError{Name: name, HalfOpen: true}, forcedErr: &OpenError{Name: name, Forced: true}}
 	b.cb.Store(b.newCircuit())
 	return b, nil
 }
@@ -276,6 +281,7 @@ func (b *Breaker) transitionLocked(from, to State, now time.Time) {
 	b.state = to
 	if to == StateOpen {
 		b.openedAt = now
+		b.openErr.Store(&OpenError{Name: b.name, Until: now.Add(b.timeout)})
 	}
 	b.last = Transition{From: from, To: to, At: now}
 	b.queue = append(b.queue, b.last)
@@ -323,7 +329,7 @@ type runner struct {
 func (r *runner) Run(ctx context.Context, fn policy.Func) error {
 	b := r.b
 	if b.forced.Load() {
-		return &OpenError{Name: b.name, Forced: true}
+		return b.forcedErr
 	}
 	_, err := b.cb.Load().Execute(func() (struct{}, error) {
 		err := r.next.Run(ctx, fn)
@@ -354,19 +360,18 @@ type passthrough struct{ err error }
 
 func (p *passthrough) Error() string { return p.err.Error() }
 
-// refusal builds the error for a call the breaker refused.
+// refusal returns the error for a call the breaker refused. The errors are shared by
+// every refused call of an episode: they are never modified.
 func (b *Breaker) refusal(halfOpen bool) error {
-	e := &OpenError{Name: b.name, HalfOpen: halfOpen}
-	if !halfOpen {
-		b.mu.Lock()
-		e.Until = b.openedAt.Add(b.timeout)
-		b.mu.Unlock()
+	if e := b.openErr.Load(); !halfOpen && e != nil {
+		return e
 	}
-	return e
+	return b.halfOpenErr
 }
 
 // OpenError is the error of a call the breaker refused. It matches [ErrOpen] and
-// policy.ErrRejected, so no retry retries it.
+// policy.ErrRejected, so no retry retries it. The calls refused during one open
+// episode share one OpenError: treat it as read-only.
 type OpenError struct {
 	Name string
 	// Until is when the open breaker will let a probe through; zero when HalfOpen

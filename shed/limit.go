@@ -3,6 +3,7 @@ package shed
 import (
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -42,34 +43,42 @@ type gradient struct {
 	minSamples     int
 	longAlpha      float64
 
-	mu          sync.Mutex // guards the fields below
-	limit       float64
-	long        float64 // ns; 0 until the first window
-	start       time.Time
-	sum         float64 // ns
-	n           int
-	maxInflight int64
+	// The current window's samples, added without a lock: every release records one,
+	// so a mutex here would serialise the server. Samples that land while a window is
+	// being closed count towards the next one.
+	start       atomic.Int64 // window start, Unix ns; 0 before the first sample
+	sum         atomic.Int64 // ns
+	n           atomic.Int64
+	maxInflight atomic.Int64
+
+	mu    sync.Mutex // guards limit and long; held only to close a window
+	limit float64
+	long  float64      // ns; 0 until the first window
+	base  atomic.Int64 // long, for readers without the lock
 }
 
 // sample records one request's latency and the in-flight count when it was admitted.
 // It returns the new limit and whether it changed.
 func (g *gradient) sample(now time.Time, rtt time.Duration, inflight int64) (int64, bool) {
-	g.mu.Lock()
+	t := now.UnixNano()
+	g.start.CompareAndSwap(0, t)
+	g.sum.Add(int64(rtt))
+	n := g.n.Add(1)
+	for m := g.maxInflight.Load(); inflight > m && !g.maxInflight.CompareAndSwap(m, inflight); m = g.maxInflight.Load() {
+	}
+	if time.Duration(t-g.start.Load()) < g.window || n < int64(g.minSamples) || !g.mu.TryLock() {
+		return 0, false
+	}
 	defer g.mu.Unlock()
-	if g.start.IsZero() {
-		g.start = now
+	// Re-check under the lock: another goroutine may have closed this window.
+	if time.Duration(t-g.start.Load()) < g.window || g.n.Load() < int64(g.minSamples) {
+		return 0, false
 	}
-	g.sum += float64(rtt)
-	g.n++
-	g.maxInflight = max(g.maxInflight, inflight)
-	if now.Sub(g.start) < g.window || g.n < g.minSamples {
-		return int64(g.limit), false
-	}
-	short := g.sum / float64(g.n)
-	used := g.maxInflight
-	g.start, g.sum, g.n, g.maxInflight = now, 0, 0, 0
+	g.start.Store(t)
+	count, sum, used := g.n.Swap(0), g.sum.Swap(0), g.maxInflight.Swap(0)
+	short := float64(sum) / float64(count)
 	if short <= 0 {
-		return int64(g.limit), false
+		return 0, false
 	}
 	if g.long == 0 {
 		g.long = short
@@ -79,8 +88,9 @@ func (g *gradient) sample(now time.Time, rtt time.Duration, inflight int64) (int
 	if g.long/short > 2 {
 		g.long *= 0.95
 	}
+	g.base.Store(int64(g.long))
 	if float64(used) < g.limit/2 {
-		return int64(g.limit), false
+		return 0, false
 	}
 	grad := math.Max(0.5, math.Min(1, g.tol*g.long/short))
 	target := g.limit*grad + g.headroom
@@ -90,8 +100,4 @@ func (g *gradient) sample(now time.Time, rtt time.Duration, inflight int64) (int
 }
 
 // baseline returns the long RTT, 0 until known.
-func (g *gradient) baseline() time.Duration {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return time.Duration(g.long)
-}
+func (g *gradient) baseline() time.Duration { return time.Duration(g.base.Load()) }

@@ -56,11 +56,20 @@ func (s *Shedder) requestPriority(r *http.Request) (Priority, int, bool) {
 		p = s.opts.Priority(r)
 	}
 	n, ok := policy.ParseAttempt(
-		r.Header.Get(policy.HeaderAttempt),
-		r.Header.Get(policy.HeaderEnvoyAttempt),
-		r.Header.Get(policy.HeaderGRPCPreviousAttempts))
+		header(r.Header, policy.HeaderAttempt),
+		header(r.Header, policy.HeaderEnvoyAttempt),
+		header(r.Header, policy.HeaderGRPCPreviousAttempts))
 	if ok && n > 1 {
 		p = min(p, PrioritySheddable)
 	}
 	return p, n, ok
+}
+
+// header returns the first value of key, which must be in canonical form: indexing
+// the map directly skips Header.Get's canonicalisation, a third of the admit path.
+func header(h http.Header, key string) string {
+	if v := h[key]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
 }

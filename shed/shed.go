@@ -334,7 +334,11 @@ func (s *Shedder) refuse(r Reason, p Priority) (Permit, Reason, int) {
 
 func (s *Shedder) admit(inflight int64) Permit {
 	s.admitted.Add(1)
-	return Permit{s: s, start: s.clock.Now(), inflight: inflight}
+	p := Permit{s: s, inflight: inflight}
+	if s.adaptive != nil { // only the adaptive limit needs the latency
+		p.start = s.clock.Now()
+	}
+	return p
 }
 
 // Release returns the permit's slot and, for an adaptive limit, records the work's

@@ -1,0 +1,291 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/cenkalti/backoff/v5"
+	"github.com/failsafe-go/failsafe-go"
+	"github.com/failsafe-go/failsafe-go/adaptivelimiter"
+	fsbudget "github.com/failsafe-go/failsafe-go/budget"
+	"github.com/failsafe-go/failsafe-go/circuitbreaker"
+	"github.com/failsafe-go/failsafe-go/retrypolicy"
+	"github.com/failsafe-go/failsafe-go/timeout"
+	"github.com/sony/gobreaker/v2"
+
+	"github.com/backstop-go/backstop/breaker"
+	"github.com/backstop-go/backstop/budget"
+	"github.com/backstop-go/backstop/deadline"
+	"github.com/backstop-go/backstop/policy"
+	"github.com/backstop-go/backstop/retry"
+	"github.com/backstop-go/backstop/shed"
+)
+
+// Equivalent settings on every side: a 1 s overall timeout, a breaker that trips after
+// 5 consecutive failures, 3 attempts with exponential backoff from 100 ms to 5 s.
+const (
+	limit       = time.Second
+	maxAttempts = 3
+	base        = 100 * time.Millisecond
+	maxDelay    = 5 * time.Second
+)
+
+func nop(context.Context) error { return nil }
+
+var errDown = errors.New("down")
+
+// run benchmarks do serially, or in parallel when parallel is set.
+func run(b *testing.B, parallel bool, do func(ctx context.Context)) {
+	b.ReportAllocs()
+	if !parallel {
+		ctx := context.Background()
+		for b.Loop() {
+			do(ctx)
+		}
+		return
+	}
+	b.RunParallel(func(pb *testing.PB) {
+		ctx := context.Background()
+		for pb.Next() {
+			do(ctx)
+		}
+	})
+}
+
+func both(b *testing.B, bench func(b *testing.B, parallel bool)) {
+	b.Run("serial", func(b *testing.B) { bench(b, false) })
+	b.Run("parallel", func(b *testing.B) { bench(b, true) })
+}
+
+// --- 1. deadline + breaker + retry -------------------------------------------------
+
+func backstopDBR() *policy.Pipeline {
+	d, _ := deadline.New(limit)
+	br, _ := breaker.New("db", breaker.Options{})
+	rt, _ := retry.New(retry.Options{MaxAttempts: maxAttempts, Base: base, Cap: maxDelay})
+	return policy.MustWrap(d, br, rt)
+}
+
+func failsafeDBR() failsafe.Executor[any] {
+	return failsafe.With[any](
+		timeout.New[any](limit),
+		circuitbreaker.NewBuilder[any]().WithFailureThreshold(5).Build(),
+		retrypolicy.NewBuilder[any]().WithMaxAttempts(maxAttempts).WithBackoff(base, maxDelay).WithJitterFactor(0.5).Build(),
+	)
+}
+
+// floorDBR is what a careful hand-written version does: one context.WithTimeout, one
+// raw gobreaker Execute around a bounded loop.
+func floorDBR() func(ctx context.Context) error {
+	cb := gobreaker.NewCircuitBreaker[struct{}](gobreaker.Settings{Name: "db"})
+	return func(ctx context.Context) error {
+		ctx, cancel := context.WithTimeout(ctx, limit)
+		defer cancel()
+		_, err := cb.Execute(func() (struct{}, error) {
+			var err error
+			for n := 0; n < maxAttempts; n++ {
+				if err = nop(ctx); err == nil {
+					return struct{}{}, nil
+				}
+			}
+			return struct{}{}, err
+		})
+		return err
+	}
+}
+
+func BenchmarkDeadlineBreakerRetry_Backstop(b *testing.B) {
+	both(b, func(b *testing.B, parallel bool) {
+		p := backstopDBR()
+		run(b, parallel, func(ctx context.Context) { _ = p.Do(ctx, nop) })
+	})
+}
+
+func BenchmarkDeadlineBreakerRetry_Failsafe(b *testing.B) {
+	both(b, func(b *testing.B, parallel bool) {
+		ex := failsafeDBR()
+		run(b, parallel, func(ctx context.Context) { _ = ex.WithContext(ctx).Run(func() error { return nil }) })
+	})
+}
+
+func BenchmarkDeadlineBreakerRetry_Floor(b *testing.B) {
+	both(b, func(b *testing.B, parallel bool) {
+		f := floorDBR()
+		run(b, parallel, func(ctx context.Context) { _ = f(ctx) })
+	})
+}
+
+// --- 2. breaker + budget + retry ---------------------------------------------------
+
+func BenchmarkBreakerBudgetRetry_Backstop(b *testing.B) {
+	both(b, func(b *testing.B, parallel bool) {
+		br, _ := breaker.New("db", breaker.Options{})
+		bud, _ := budget.NewTokenBucket(10, 0.1)
+		rt, _ := retry.New(retry.Options{MaxAttempts: maxAttempts, Base: base, Cap: maxDelay})
+		p := policy.MustWrap(br, bud, rt)
+		run(b, parallel, func(ctx context.Context) { _ = p.Do(ctx, nop) })
+	})
+}
+
+func BenchmarkBreakerBudgetRetry_RawGobreaker(b *testing.B) {
+	both(b, func(b *testing.B, parallel bool) {
+		cb := gobreaker.NewCircuitBreaker[struct{}](gobreaker.Settings{Name: "db"})
+		run(b, parallel, func(ctx context.Context) {
+			_, _ = cb.Execute(func() (struct{}, error) { return struct{}{}, nop(ctx) })
+		})
+	})
+}
+
+func BenchmarkBreakerBudgetRetry_Failsafe(b *testing.B) {
+	both(b, func(b *testing.B, parallel bool) {
+		ex := failsafe.With[any](
+			circuitbreaker.NewBuilder[any]().WithFailureThreshold(5).Build(),
+			retrypolicy.NewBuilder[any]().WithMaxAttempts(maxAttempts).WithBackoff(base, maxDelay).WithJitterFactor(0.5).
+				WithBudget(fsbudget.NewBuilder().Build()).Build(),
+		)
+		run(b, parallel, func(ctx context.Context) { _ = ex.WithContext(ctx).Run(func() error { return nil }) })
+	})
+}
+
+// --- 3. retry alone ------------------------------------------------------------------
+
+func BenchmarkRetry_Backstop(b *testing.B) {
+	both(b, func(b *testing.B, parallel bool) {
+		p := policy.MustWrap(retry.MustNew(retry.Options{MaxAttempts: maxAttempts, Base: base, Cap: maxDelay}))
+		run(b, parallel, func(ctx context.Context) { _ = p.Do(ctx, nop) })
+	})
+}
+
+func BenchmarkRetry_CenkaltiBackoff(b *testing.B) {
+	both(b, func(b *testing.B, parallel bool) {
+		run(b, parallel, func(ctx context.Context) {
+			eb := backoff.NewExponentialBackOff()
+			eb.InitialInterval, eb.MaxInterval = base, maxDelay
+			_, _ = backoff.Retry(ctx, func() (struct{}, error) { return struct{}{}, nop(ctx) },
+				backoff.WithBackOff(eb), backoff.WithMaxTries(maxAttempts))
+		})
+	})
+}
+
+func BenchmarkRetry_Failsafe(b *testing.B) {
+	both(b, func(b *testing.B, parallel bool) {
+		ex := failsafe.With[any](retrypolicy.NewBuilder[any]().WithMaxAttempts(maxAttempts).WithBackoff(base, maxDelay).WithJitterFactor(0.5).Build())
+		run(b, parallel, func(ctx context.Context) { _ = ex.WithContext(ctx).Run(func() error { return nil }) })
+	})
+}
+
+// --- 4. admission ---------------------------------------------------------------------
+
+var okHandler = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
+
+type nopWriter struct{ h http.Header }
+
+func (w *nopWriter) Header() http.Header         { return w.h }
+func (w *nopWriter) Write(b []byte) (int, error) { return len(b), nil }
+func (w *nopWriter) WriteHeader(int)             {}
+
+func serveHTTP(b *testing.B, parallel bool, h http.Handler) {
+	b.ReportAllocs()
+	if !parallel {
+		req := httptest.NewRequest("GET", "/", nil)
+		w := &nopWriter{h: http.Header{}}
+		for b.Loop() {
+			h.ServeHTTP(w, req)
+		}
+		return
+	}
+	b.RunParallel(func(pb *testing.PB) {
+		req := httptest.NewRequest("GET", "/", nil)
+		w := &nopWriter{h: http.Header{}}
+		for pb.Next() {
+			h.ServeHTTP(w, req)
+		}
+	})
+}
+
+func BenchmarkAdmit_BareHandler(b *testing.B) {
+	both(b, func(b *testing.B, parallel bool) { serveHTTP(b, parallel, okHandler) })
+}
+
+func BenchmarkAdmit_BackstopShed(b *testing.B) {
+	both(b, func(b *testing.B, parallel bool) {
+		s, _ := shed.New(shed.Options{})
+		serveHTTP(b, parallel, shed.Middleware(okHandler, s))
+	})
+}
+
+func BenchmarkAdmit_FailsafeAdaptiveLimiter(b *testing.B) {
+	both(b, func(b *testing.B, parallel bool) {
+		l := adaptivelimiter.NewWithDefaults[any]()
+		serveHTTP(b, parallel, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			p, ok := l.TryAcquirePermit()
+			if !ok {
+				w.WriteHeader(http.StatusTooManyRequests)
+				return
+			}
+			okHandler.ServeHTTP(w, r)
+			p.Record()
+		}))
+	})
+}
+
+// --- 5. failure path: an open breaker refuses ----------------------------------------
+
+func BenchmarkOpenBreaker_Backstop(b *testing.B) {
+	both(b, func(b *testing.B, parallel bool) {
+		br, _ := breaker.New("db", breaker.Options{ConsecutiveFailures: 1, OpenTimeout: time.Hour})
+		p := policy.MustWrap(br)
+		_ = p.Do(context.Background(), func(context.Context) error { return errDown })
+		run(b, parallel, func(ctx context.Context) { _ = p.Do(ctx, nop) })
+	})
+}
+
+func BenchmarkOpenBreaker_RawGobreaker(b *testing.B) {
+	both(b, func(b *testing.B, parallel bool) {
+		cb := gobreaker.NewCircuitBreaker[struct{}](gobreaker.Settings{Name: "db", Timeout: time.Hour,
+			ReadyToTrip: func(c gobreaker.Counts) bool { return c.ConsecutiveFailures >= 1 }})
+		_, _ = cb.Execute(func() (struct{}, error) { return struct{}{}, errDown })
+		run(b, parallel, func(ctx context.Context) {
+			_, _ = cb.Execute(func() (struct{}, error) { return struct{}{}, nop(ctx) })
+		})
+	})
+}
+
+func BenchmarkOpenBreaker_Failsafe(b *testing.B) {
+	both(b, func(b *testing.B, parallel bool) {
+		cb := circuitbreaker.NewBuilder[any]().WithFailureThreshold(1).WithDelay(time.Hour).Build()
+		cb.Open()
+		ex := failsafe.With[any](cb)
+		run(b, parallel, func(ctx context.Context) { _ = ex.WithContext(ctx).Run(func() error { return nil }) })
+	})
+}
+
+// TestPeersAreConfiguredAlike checks the benchmarks measure what they claim: every
+// stack succeeds on the success path, and every open breaker refuses.
+func TestPeersAreConfiguredAlike(t *testing.T) {
+	ctx := context.Background()
+	if err := backstopDBR().Do(ctx, nop); err != nil {
+		t.Errorf("backstop stack: %v", err)
+	}
+	if err := failsafeDBR().WithContext(ctx).Run(func() error { return nil }); err != nil {
+		t.Errorf("failsafe stack: %v", err)
+	}
+	if err := floorDBR()(ctx); err != nil {
+		t.Errorf("floor: %v", err)
+	}
+	br, _ := breaker.New("db", breaker.Options{ConsecutiveFailures: 1, OpenTimeout: time.Hour})
+	p := policy.MustWrap(br)
+	_ = p.Do(ctx, func(context.Context) error { return errDown })
+	if err := p.Do(ctx, nop); !errors.Is(err, breaker.ErrOpen) {
+		t.Errorf("backstop open breaker: %v", err)
+	}
+	cb := circuitbreaker.NewBuilder[any]().WithFailureThreshold(1).WithDelay(time.Hour).Build()
+	cb.Open()
+	if err := failsafe.With[any](cb).Run(func() error { return nil }); !errors.Is(err, circuitbreaker.ErrOpen) {
+		t.Errorf("failsafe open breaker: %v", err)
+	}
+}
