@@ -67,12 +67,11 @@ const (
 	EventCallEnd                    // a call left it: Elapsed, Err
 	EventAttemptStart               // the retry starts an attempt: Attempt (1-based)
 	EventAttemptEnd                 // an attempt ended: Attempt, Elapsed, Err
-	EventRetryScheduled             // the retry will sleep Delay then make attempt Attempt: Reason ("error" or "hint"), Err (the failure)
+	EventRetryScheduled             // the retry will sleep Delay then make attempt Attempt: Reason (retry.Reason…: why the error was retryable), Err
 	EventRetrySuppressed            // a retry that would have happened did not: Reason ("owner", "budget", "deadline"), Attempt (attempts made), Err
 	EventBreakerState               // a breaker changed state: Source (breaker name), From, To
 	EventDeadlineExceeded           // an overall deadline or a per-attempt timeout ran out: Source ("deadline" or "attempt-timeout"), Elapsed
-	EventShed                       // a shedder refused work: Source (shedder name), Reason, Priority
-	EventBudget                     // a budget refused a retry: Source (budget name), Level (its level after the refusal)
+	EventShed                       // a shedder refused work: Source (shedder name), Reason, Priority, Delay (the Retry-After sent)
 )
 
 var eventNames = [...]string{
@@ -85,7 +84,6 @@ var eventNames = [...]string{
 	EventBreakerState:     "breaker_state",
 	EventDeadlineExceeded: "deadline_exceeded",
 	EventShed:             "shed",
-	EventBudget:           "budget",
 }
 
 // String returns the event's snake_case name, e.g. "retry_suppressed".
@@ -118,5 +116,5 @@ type Event struct {
 	Reason   string
 	From, To string  // breaker states: "closed", "half-open", "open"
 	Priority string  // shed: "critical", "default", "sheddable"
-	Level    float64 // budget level; shed limit
+	Level    float64 // shed: the concurrency limit when the request was refused
 }

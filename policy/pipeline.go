@@ -127,6 +127,9 @@ func Get[T any](ctx context.Context, p *Pipeline, fn func(context.Context) (T, e
 // With returns a copy of p with the options applied, bound anew. Policy objects are
 // shared with p: a breaker keeps one state for both pipelines.
 func (p *Pipeline) With(opts ...Option) *Pipeline {
+	if p == nil {
+		p = &Pipeline{budget: -1, retry: -1, clock: SystemClock()}
+	}
 	q := *p
 	q.policies = append([]Policy(nil), p.policies...)
 	for _, o := range opts {
@@ -142,11 +145,19 @@ func (p *Pipeline) With(opts ...Option) *Pipeline {
 	return &q
 }
 
-// Name returns the pipeline's name, "" if unnamed.
-func (p *Pipeline) Name() string { return p.name }
+// Name returns the pipeline's name, "" if unnamed or nil.
+func (p *Pipeline) Name() string {
+	if p == nil {
+		return ""
+	}
+	return p.name
+}
 
 // String describes the stack outermost first, e.g. "orders: deadline → breaker → retry".
 func (p *Pipeline) String() string {
+	if p == nil {
+		return "(nil pipeline)"
+	}
 	var b strings.Builder
 	if p.name != "" {
 		b.WriteString(p.name)

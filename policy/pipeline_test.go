@@ -57,6 +57,11 @@ func TestPipeline_NilPipelineRunsFn(t *testing.T) {
 	err := p.Do(context.Background(), func(context.Context) error { calls++; return errBoom })
 	require.ErrorIs(t, err, errBoom)
 	require.Equal(t, 1, calls)
+	require.Equal(t, "", p.Name())
+	require.Equal(t, "(nil pipeline)", p.String())
+	q := p.With(policy.Name("x"))
+	require.Equal(t, "x: (empty)", q.String(), "With on a nil pipeline gives an empty one")
+	require.NoError(t, q.Do(context.Background(), func(context.Context) error { return nil }))
 }
 
 func TestGet(t *testing.T) {
