@@ -1,6 +1,6 @@
 module github.com/backstop-go/backstop/bench
 
-go 1.26.0
+go 1.25.0
 
 replace github.com/backstop-go/backstop => ../
 
@@ -14,5 +14,5 @@ require (
 require (
 	github.com/bits-and-blooms/bitset v1.24.4 // indirect
 	github.com/influxdata/tdigest v0.0.1 // indirect
-	golang.org/x/time v0.16.0 // indirect
+	golang.org/x/time v0.15.0 // indirect
 )
