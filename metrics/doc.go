@@ -13,7 +13,8 @@
 //	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 //
 // Use one [Observer] per registry and share it between pipelines; each pipeline's
-// series are resolved once, on its first call. Names of pipelines, breakers, budgets
+// series are resolved once, when the pipeline is bound, so a call does no label
+// lookups. Names of pipelines, breakers, budgets
 // and shedders become label values: keep them to a small fixed set.
 //
 // # Series

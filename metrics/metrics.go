@@ -45,7 +45,8 @@ type Options struct {
 // series are listed in the package documentation.
 //
 // An Observer is safe for concurrent use; use one per registry, shared by every
-// pipeline (set it with policy.Observe). Build it with [New].
+// pipeline (set it with policy.Observe): each pipeline gets its series resolved once,
+// when it is bound (see [Observer.ForPipeline]). Build it with [New].
 type Observer struct {
 	calls        *prometheus.CounterVec
 	callDuration *prometheus.HistogramVec
@@ -187,6 +188,31 @@ func (m *Observer) pipeline(name string) *pipelineSeries {
 	}
 	actual, _ := m.pipelines.LoadOrStore(name, s)
 	return actual.(*pipelineSeries)
+}
+
+// ForPipeline returns the Observer for the pipeline named name, with its series
+// resolved now: pipelines call it when they are bound (policy.PipelineObserver), so
+// their calls and attempts are counted without any label lookup.
+func (m *Observer) ForPipeline(name string) policy.Observer {
+	return &pipelineObserver{m: m, s: m.pipeline(name)}
+}
+
+type pipelineObserver struct {
+	m *Observer
+	s *pipelineSeries
+}
+
+func (o *pipelineObserver) Observe(e policy.Event) {
+	switch e.Kind {
+	case policy.EventCallStart, policy.EventAttemptStart:
+	case policy.EventCallEnd:
+		o.s.calls[outcomeIndex(e.Err)].Inc()
+		o.s.duration.Observe(e.Elapsed.Seconds())
+	case policy.EventAttemptEnd:
+		o.s.attempts[outcomeIndex(e.Err)].Inc()
+	default:
+		o.m.Observe(e)
+	}
 }
 
 var stateValues = map[string]float64{"closed": 0, "half-open": 1, "open": 2}

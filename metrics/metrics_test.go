@@ -220,3 +220,22 @@ func bench(b *testing.B, obs policy.Observer) {
 		}
 	})
 }
+
+func BenchmarkPipeline_UnobservedSerial(b *testing.B) { benchSerial(b, nil) }
+
+func BenchmarkPipeline_ObservedSerial(b *testing.B) {
+	obs, _ := metrics.New(prometheus.NewRegistry(), metrics.Options{})
+	benchSerial(b, obs)
+}
+
+func benchSerial(b *testing.B, obs policy.Observer) {
+	brk, _ := breaker.New("db", breaker.Options{})
+	bud, _ := budget.NewTokenBucket(10, 0.1)
+	p := policy.MustWrap(brk, bud, retry.MustNew(retry.Options{})).With(policy.Name("orders"), policy.Observe(obs))
+	ctx := context.Background()
+	fn := func(context.Context) error { return nil }
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = p.Do(ctx, fn)
+	}
+}

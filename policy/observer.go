@@ -19,6 +19,16 @@ type Observer interface {
 	Observe(Event)
 }
 
+// PipelineObserver is an Observer that prepares itself for each pipeline. When a
+// pipeline is bound ([Wrap], [Pipeline.With]), it calls ForPipeline once with the
+// pipeline's name and hands the stages the Observer returned, so work that depends
+// only on the pipeline (resolving labelled metric series, say) is done once rather
+// than per event.
+type PipelineObserver interface {
+	Observer
+	ForPipeline(name string) Observer
+}
+
 // ObserverFunc adapts a function to an [Observer].
 type ObserverFunc func(Event)
 
@@ -54,6 +64,23 @@ func (m multiObserver) Observe(e Event) {
 	for _, o := range m {
 		o.Observe(e)
 	}
+}
+
+// ForPipeline prepares each observer that is a PipelineObserver.
+func (m multiObserver) ForPipeline(name string) Observer {
+	out := make(multiObserver, len(m))
+	for i, o := range m {
+		out[i] = forPipeline(o, name)
+	}
+	return out
+}
+
+// forPipeline returns o prepared for the pipeline named name, if o wants that.
+func forPipeline(o Observer, name string) Observer {
+	if po, ok := o.(PipelineObserver); ok {
+		return po.ForPipeline(name)
+	}
+	return o
 }
 
 // EventKind says what happened. The zero value is not a valid kind.

@@ -16,7 +16,8 @@ type Pipeline struct {
 	policies      []Policy
 	budget, retry int // indexes in policies, −1 if absent
 	name          string
-	obs           Observer
+	obs           Observer // as given to Observe
+	bound         Observer // obs prepared for this pipeline (PipelineObserver)
 	clock         Clock
 	runner        Runner
 }
@@ -63,9 +64,13 @@ func (p *Pipeline) bind() error {
 	if p.budget >= 0 {
 		budget = p.policies[p.budget].(RetryBudget) // checked by checkOrder
 	}
+	p.bound = nil
+	if p.obs != nil {
+		p.bound = forPipeline(p.obs, p.name)
+	}
 	var r Runner = terminal{}
 	for i := len(p.policies) - 1; i >= 0; i-- {
-		env := Env{Pipeline: p.name, Observer: p.obs, Position: i + 1}
+		env := Env{Pipeline: p.name, Observer: p.bound, Position: i + 1}
 		if i == p.retry {
 			env.Budget = budget
 		}
@@ -94,14 +99,14 @@ func (p *Pipeline) Do(ctx context.Context, fn Func) error {
 	if p == nil {
 		return fn(ctx)
 	}
-	if p.obs == nil {
+	if p.bound == nil {
 		return p.runner.Run(ctx, fn)
 	}
 	start := p.clock.Now()
-	p.obs.Observe(Event{Kind: EventCallStart, Pipeline: p.name, Time: start})
+	p.bound.Observe(Event{Kind: EventCallStart, Pipeline: p.name, Time: start})
 	err := p.runner.Run(ctx, fn)
 	end := p.clock.Now()
-	p.obs.Observe(Event{Kind: EventCallEnd, Pipeline: p.name, Time: end, Elapsed: end.Sub(start), Err: err})
+	p.bound.Observe(Event{Kind: EventCallEnd, Pipeline: p.name, Time: end, Elapsed: end.Sub(start), Err: err})
 	return err
 }
 

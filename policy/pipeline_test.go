@@ -110,3 +110,28 @@ func TestKindAndEventNames(t *testing.T) {
 	require.Equal(t, "retry_suppressed", policy.EventRetrySuppressed.String())
 	require.Equal(t, "unknown", policy.EventKind(0).String())
 }
+
+// preparing is a PipelineObserver that records the names it was prepared for.
+type preparing struct {
+	recorder
+	names []string
+}
+
+func (p *preparing) ForPipeline(name string) policy.Observer {
+	p.names = append(p.names, name)
+	return &p.recorder
+}
+
+func TestPipelineObserver_PreparedOncePerBinding(t *testing.T) {
+	var po preparing
+	var plain recorder
+	p := policy.MustWrap(br()).With(policy.Name("db"), policy.Observe(policy.Observers(&po, &plain)))
+	for range 3 {
+		_ = p.Do(context.Background(), func(context.Context) error { return nil })
+	}
+	require.Equal(t, []string{"db"}, po.names, "prepared once, when bound")
+	require.Len(t, po.events, 6, "its prepared observer gets the events")
+	require.Len(t, plain.events, 6, "a plain observer beside it too")
+	p.With(policy.Name("orders"))
+	require.Equal(t, []string{"db", "orders"}, po.names, "prepared again when re-bound")
+}
