@@ -3,6 +3,7 @@ package shed_test
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
 	"net/http"
 	"strings"
 	"sync"
@@ -305,9 +306,23 @@ func TestRetryAfter_AdaptsToPressureWithUpwardJitter(t *testing.T) {
 
 	hi, _ := shed.New(shed.Options{Rand: pinned(0.9999)})
 	require.Equal(t, 2, hi.RetryAfter(), "1s with +50 %% jitter rounds up to 2s")
-	for range 1000 {
-		ra := (&struct{ *shed.Shedder }{lo}).RetryAfter()
-		require.GreaterOrEqual(t, ra, 1)
-		require.LessOrEqual(t, ra, 2)
+
+	// With a real random source the values spread over [base, ⌈1.5·base⌉].
+	clock2 := policytest.NewClock(t0)
+	s, _ := shed.New(shed.Options{Limit: 1, MaxQueue: -1, Clock: clock2, Rand: rand.New(rand.NewPCG(1, 2))})
+	held, _ := s.Admit(context.Background(), shed.PriorityDefault)
+	defer held.Release()
+	for range 4 { // rejections at 0, 1, 2, 3 and 4 s: base 1 → 16
+		_, _ = s.Admit(context.Background(), shed.PriorityDefault)
+		clock2.Advance(time.Second)
 	}
+	_, _ = s.Admit(context.Background(), shed.PriorityDefault)
+	seen := map[int]int{}
+	for range 1000 {
+		seen[s.RetryAfter()]++
+	}
+	for v := range seen {
+		require.True(t, v >= 16 && v <= 24, "Retry-After %d outside [16, 24] for base 16", v)
+	}
+	require.GreaterOrEqual(t, len(seen), 4, "the jitter spreads clients: %v", seen)
 }
