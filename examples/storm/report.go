@@ -120,11 +120,11 @@ func writeReport(dir string, cfg config, rs []result, ss []*series, table string
 		return err
 	}
 	perSecond := 1 / cfg.bucket.Seconds()
-	if err := chart(filepath.Join(dir, "db-requests.png"), "Database requests/s", cfg, rs, ss,
+	if err := chart(filepath.Join(dir, "db-requests.png"), "Database requests/s (500 ms mean)", cfg, rs, ss,
 		func(s *series, i int) float64 { return float64(s.db[i]) * perSecond }); err != nil {
 		return err
 	}
-	if err := chart(filepath.Join(dir, "goodput.png"), "Successful user calls/s", cfg, rs, ss,
+	if err := chart(filepath.Join(dir, "goodput.png"), "Successful user calls/s (500 ms mean)", cfg, rs, ss,
 		func(s *series, i int) float64 { return float64(s.okDone[i]) * perSecond }); err != nil {
 		return err
 	}
@@ -170,11 +170,21 @@ func chart(path, title string, cfg config, rs []result, ss []*series, y func(*se
 	p.X.Label.Text = fmt.Sprintf("seconds (database down %.1f–%.1f s)", cfg.down.Seconds(), cfg.up.Seconds())
 	p.Add(plotter.NewGrid())
 	for k, s := range ss {
+		// Each point is the mean of the 5 buckets ending there (500 ms), so the
+		// Poisson noise of 100 ms buckets does not hide the shape; storm.csv has the raw
+		// series.
+		const smooth = 5
 		n := int(cfg.duration/cfg.bucket) + 1
 		pts := make(plotter.XYs, n)
 		for i := range pts {
+			var sum float64
+			k := 0
+			for j := max(0, i-smooth+1); j <= i; j++ {
+				sum += y(s, j)
+				k++
+			}
 			pts[i].X = float64(i) * cfg.bucket.Seconds()
-			pts[i].Y = y(s, i)
+			pts[i].Y = sum / float64(k)
 		}
 		l, err := plotter.NewLine(pts)
 		if err != nil {
