@@ -23,7 +23,7 @@
 //	| Tolerance       | 1.5     | latency rise tolerated over the baseline  |
 //	| Headroom        | 4       | growth of the target per good window      |
 //	| Window          | 500 ms  | sample window (and MinSamples 10)         |
-//	| baseline        | EMA over 60 windows, decaying 5 %/window when latency halves |
+//	| baseline        | EMA over 60 windows, never above the best of the last 60 window means |
 //
 // # Queue
 //

@@ -22,10 +22,10 @@ const (
 
 // gradient is the adaptive concurrency limit, after Netflix concurrency-limits'
 // Gradient2. Latencies are averaged over a sample window; each window's average is the
-// short RTT and an exponential average over LongWindows windows the long RTT, the
-// baseline. Then
+// short RTT; the baseline is an exponential average over LongWindows windows, bounded
+// above by the best window of the last LongWindows (see baselineLocked). Then
 //
-//	gradient = clamp(Tolerance · long / short, 0.5, 1)
+//	gradient = clamp(Tolerance · baseline / short, 0.5, 1)
 //	target   = limit · gradient + Headroom
 //	limit    = limit · (1 − Smoothing) + target · Smoothing, within [MinLimit, MaxLimit]
 //
@@ -51,10 +51,27 @@ type gradient struct {
 	n           atomic.Int64
 	maxInflight atomic.Int64
 
-	mu    sync.Mutex // guards limit and long; held only to close a window
-	limit float64
-	long  float64      // ns; 0 until the first window
-	base  atomic.Int64 // long, for readers without the lock
+	mu     sync.Mutex // guards the fields below; held only to close a window
+	limit  float64
+	long   float64 // EMA of window means, ns; 0 until the first window
+	recent [DefaultLongWindows]float64
+	next   int          // where the next window mean goes in recent
+	base   atomic.Int64 // the baseline, for readers without the lock
+}
+
+// baselineLocked is the latency the limit is judged against: the long EMA, but never
+// above the best window mean of the last LongWindows windows. Without that bound a
+// baseline learnt while the server was already queueing would drift upwards with the
+// queue it tolerates; with it the baseline follows real improvements at once and real
+// slow-downs after LongWindows windows. mu must be held.
+func (g *gradient) baselineLocked() float64 {
+	best := g.long
+	for _, m := range g.recent {
+		if m > 0 && m < best {
+			best = m
+		}
+	}
+	return best
 }
 
 // sample records one request's latency and the in-flight count when it was admitted.
@@ -88,11 +105,14 @@ func (g *gradient) sample(now time.Time, rtt time.Duration, inflight int64) (int
 	if g.long/short > 2 {
 		g.long *= 0.95
 	}
-	g.base.Store(int64(g.long))
+	g.recent[g.next] = short
+	g.next = (g.next + 1) % len(g.recent)
+	base := g.baselineLocked()
+	g.base.Store(int64(base))
 	if float64(used) < g.limit/2 {
 		return 0, false
 	}
-	grad := math.Max(0.5, math.Min(1, g.tol*g.long/short))
+	grad := math.Max(0.5, math.Min(1, g.tol*base/short))
 	target := g.limit*grad + g.headroom
 	old := int64(g.limit)
 	g.limit = math.Max(g.min, math.Min(g.max, g.limit*(1-g.smoothing)+target*g.smoothing))
