@@ -239,3 +239,30 @@ func benchSerial(b *testing.B, obs policy.Observer) {
 		_ = p.Do(ctx, fn)
 	}
 }
+
+func TestOptions_ShedderAndBudgetGauges(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	s, _ := shed.New(shed.Options{Limit: 7})
+	bud, _ := budget.NewRatio(budget.RatioOptions{})
+	_, err := metrics.New(reg, metrics.Options{
+		Budgets:  map[string]metrics.Leveler{"users": bud},
+		Shedders: map[string]metrics.ShedGauges{"edge": s},
+	})
+	require.NoError(t, err)
+	err = testutil.GatherAndCompare(reg, strings.NewReader(`
+# HELP backstop_budget_level What a retry budget has left: tokens for a token bucket, retries that may start now otherwise.
+# TYPE backstop_budget_level gauge
+backstop_budget_level{budget="users"} 100
+# HELP backstop_shed_limit A shedder's current concurrency limit.
+# TYPE backstop_shed_limit gauge
+backstop_shed_limit{shedder="edge"} 7
+`), "backstop_budget_level", "backstop_shed_limit")
+	require.NoError(t, err)
+
+	// A failed registration leaves nothing behind: the same names fail again whole.
+	_, err = metrics.New(reg, metrics.Options{})
+	require.Error(t, err)
+	n, err := testutil.GatherAndCount(reg, "backstop_calls_total")
+	require.NoError(t, err)
+	require.Zero(t, n)
+}

@@ -418,3 +418,35 @@ func TestMiddleware_MarksOwnedUpstream(t *testing.T) {
 }
 
 var errDown = errors.New("down")
+
+// TestTransport_BreakerInsideRetryReturnsTheLastResponse: with the breaker counting
+// attempts, the attempt it refuses sends nothing, and the caller gets the last
+// response received, with a nil error.
+func TestTransport_BreakerInsideRetryReturnsTheLastResponse(t *testing.T) {
+	srv := newServer(t, status(503))
+	b, _ := breaker.New("api", breaker.Options{ConsecutiveFailures: 2})
+	base := &http.Transport{}
+	defer base.CloseIdleConnections()
+	clock := policytest.NewClock(t0).AutoAdvance(true)
+	p := policy.MustWrap(retry.MustNew(retry.Options{MaxAttempts: 4, Clock: clock}), b)
+	c := &http.Client{Transport: policyhttp.NewTransport(base, p)}
+	res, err := c.Get(srv.URL)
+	require.NoError(t, err)
+	defer res.Body.Close()
+	require.Equal(t, 503, res.StatusCode)
+	require.Equal(t, 2, srv.count(), "the third attempt was refused by the open breaker")
+	body, _ := io.ReadAll(res.Body)
+	require.Equal(t, "status 503", string(body))
+}
+
+func TestTransport_MaxDrain(t *testing.T) {
+	big := strings.Repeat("x", 1<<20)
+	srv := newServer(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
+		w.WriteHeader(503)
+		_, _ = io.WriteString(w, big)
+	})
+	r := newRig(t, 2, policyhttp.WithMaxDrain(-1))
+	res := r.do(t, get(t, srv.URL))
+	require.Equal(t, 503, res.StatusCode)
+	require.Equal(t, int64(1), r.bodies.closed.Load(), "the discarded body is closed without being read")
+}
