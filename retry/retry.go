@@ -37,7 +37,9 @@ type Options struct {
 	// MaxHintDelay caps a server's hint (After, Retry-After): a longer hint is waited
 	// for this long at most, before jitter; 0 means DefaultMaxHintDelay (30 s).
 	MaxHintDelay time.Duration
-	// Clock times the sleeps; nil means policy.SystemClock().
+	// Clock times the sleeps; nil means policy.SystemClock(). The deadline check
+	// compares Clock.Now() plus the next delay with the context's deadline, so a fake
+	// clock used with real deadlines should start at the real time.
 	Clock policy.Clock
 	// Rand draws the jitter; nil means math/rand/v2's global source.
 	Rand Rand
