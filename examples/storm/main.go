@@ -79,7 +79,7 @@ func storm(duration time.Duration, seed uint64, rate float64, out string) error 
 		return fmt.Errorf("report: %w", err)
 	}
 	fmt.Printf("\nreport: %s/index.html\n", out)
-	fmt.Printf("storm: backstop lost %d calls; database requests per call during the outage: naive %.1f, backstop %.1f\n",
+	fmt.Printf("storm: backstop lost %d calls; database requests per call during the outage: naive %.2f, backstop %.2f\n",
 		rs[1].lost, rs[0].amplification, rs[1].amplification)
 	return nil
 }

@@ -96,8 +96,8 @@ func renderTable(rs []result) string {
 	}
 	row("", func(r result) string { return r.name })
 	row("user calls", func(r result) string { return strconv.Itoa(r.calls) })
-	row("db requests per user call, during outage", func(r result) string { return fmt.Sprintf("%.1f", r.amplification) })
-	row("db requests per user call, whole run", func(r result) string { return fmt.Sprintf("%.1f", r.overall) })
+	row("db requests per user call, during outage", func(r result) string { return fmt.Sprintf("%.2f", r.amplification) })
+	row("db requests per user call, whole run", func(r result) string { return fmt.Sprintf("%.2f", r.overall) })
 	row("goodput during outage (ok calls/s)", func(r result) string { return fmt.Sprintf("%.1f", r.goodputDuring) })
 	row("goodput after outage (ok calls/s)", func(r result) string { return fmt.Sprintf("%.1f", r.goodputAfter) })
 	row("user latency p50", func(r result) string { return r.p50.Round(time.Millisecond).String() })
