@@ -303,13 +303,13 @@ func (s *Shedder) Admit(ctx context.Context, p Priority) (Permit, Reason) {
 // tryAdmit is Admit that also returns the Retry-After (seconds) of a refusal.
 func (s *Shedder) tryAdmit(ctx context.Context, p Priority) (Permit, Reason, int) {
 	limit := s.limit.Load()
-	cap := limit
+	room := limit // how many in flight this priority may join
 	if p < 0 {
-		cap = int64(float64(limit) * s.sheddable)
+		room = int64(float64(limit) * s.sheddable)
 	}
 	for {
 		n := s.inflight.Load()
-		if n >= cap {
+		if n >= room {
 			break
 		}
 		if s.inflight.CompareAndSwap(n, n+1) {
