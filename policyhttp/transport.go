@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/backstop-go/backstop/internal/httpattempt"
 	"github.com/backstop-go/backstop/policy"
 	"github.com/backstop-go/backstop/retry"
 )
@@ -239,9 +240,4 @@ func Middleware(next http.Handler) http.Handler {
 }
 
 // AttemptOf reads a request's attempt headers with [policy.ParseAttempt].
-func AttemptOf(r *http.Request) (int, bool) {
-	return policy.ParseAttempt(
-		r.Header.Get(policy.HeaderAttempt),
-		r.Header.Get(policy.HeaderEnvoyAttempt),
-		r.Header.Get(policy.HeaderGRPCPreviousAttempts))
-}
+func AttemptOf(r *http.Request) (int, bool) { return httpattempt.FromHeader(r.Header) }

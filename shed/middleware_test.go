@@ -351,10 +351,3 @@ func BenchmarkBareHandler(b *testing.B) {
 		}
 	})
 }
-
-// TestAttemptHeadersAreCanonical guards the direct map lookups of the admit path.
-func TestAttemptHeadersAreCanonical(t *testing.T) {
-	for _, k := range []string{policy.HeaderAttempt, policy.HeaderEnvoyAttempt, policy.HeaderGRPCPreviousAttempts} {
-		require.Equal(t, http.CanonicalHeaderKey(k), k)
-	}
-}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 
+	"github.com/backstop-go/backstop/internal/httpattempt"
 	"github.com/backstop-go/backstop/policy"
 )
 
@@ -55,21 +56,9 @@ func (s *Shedder) requestPriority(r *http.Request) (Priority, int, bool) {
 	if s.opts.Priority != nil {
 		p = s.opts.Priority(r)
 	}
-	n, ok := policy.ParseAttempt(
-		header(r.Header, policy.HeaderAttempt),
-		header(r.Header, policy.HeaderEnvoyAttempt),
-		header(r.Header, policy.HeaderGRPCPreviousAttempts))
+	n, ok := httpattempt.FromHeader(r.Header)
 	if ok && n > 1 {
 		p = min(p, PrioritySheddable)
 	}
 	return p, n, ok
-}
-
-// header returns the first value of key, which must be in canonical form: indexing
-// the map directly skips Header.Get's canonicalisation, a third of the admit path.
-func header(h http.Header, key string) string {
-	if v := h[key]; len(v) > 0 {
-		return v[0]
-	}
-	return ""
 }

@@ -1,0 +1,30 @@
+package httpattempt_test
+
+import (
+	"net/http"
+	"testing"
+
+	"github.com/backstop-go/backstop/internal/httpattempt"
+	"github.com/backstop-go/backstop/policy"
+)
+
+// TestHeadersAreCanonical guards the direct map lookups.
+func TestHeadersAreCanonical(t *testing.T) {
+	for _, k := range []string{policy.HeaderAttempt, policy.HeaderEnvoyAttempt, policy.HeaderGRPCPreviousAttempts} {
+		if c := http.CanonicalHeaderKey(k); c != k {
+			t.Errorf("header %q is not canonical (%q)", k, c)
+		}
+	}
+}
+
+func TestFromHeader(t *testing.T) {
+	h := http.Header{}
+	if _, ok := httpattempt.FromHeader(h); ok {
+		t.Error("FromHeader(no headers) ok")
+	}
+	h.Set(policy.HeaderEnvoyAttempt, "3")
+	h.Set(policy.HeaderGRPCPreviousAttempts, "junk")
+	if n, ok := httpattempt.FromHeader(h); !ok || n != 3 {
+		t.Errorf("FromHeader(envoy 3, grpc junk) = %d, %v; want 3, true", n, ok)
+	}
+}
