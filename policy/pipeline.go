@@ -135,8 +135,7 @@ func (p *Pipeline) With(opts ...Option) *Pipeline {
 	if p == nil {
 		p = &Pipeline{budget: -1, retry: -1, clock: SystemClock()}
 	}
-	q := *p
-	q.policies = append([]Policy(nil), p.policies...)
+	q := *p // policies is never modified after Wrap: the copy may share it
 	for _, o := range opts {
 		if o != nil {
 			o.apply(&q)

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"io"
 	"math"
 	"math/rand/v2"
 	"net"
@@ -164,12 +165,7 @@ func (h backstopHop) get(ctx context.Context, url string) (int, string, error) {
 }
 
 func drain(res *http.Response) {
-	buf := make([]byte, 512)
-	for {
-		if _, err := res.Body.Read(buf); err != nil {
-			break
-		}
-	}
+	_, _ = io.Copy(io.Discard, res.Body)
 	res.Body.Close()
 }
 
