@@ -198,46 +198,39 @@ func TestSlog(t *testing.T) {
 	require.Empty(t, buf.String(), "below the handler's level nothing is logged")
 }
 
-func BenchmarkPipeline_Unobserved(b *testing.B) {
-	bench(b, nil)
-}
+func BenchmarkPipeline_Unobserved(b *testing.B) { bench(b, nil, true) }
 
 func BenchmarkPipeline_Observed(b *testing.B) {
 	obs, _ := metrics.New(prometheus.NewRegistry(), metrics.Options{})
-	bench(b, obs)
+	bench(b, obs, true)
 }
 
-func bench(b *testing.B, obs policy.Observer) {
+func BenchmarkPipeline_UnobservedSerial(b *testing.B) { bench(b, nil, false) }
+
+func BenchmarkPipeline_ObservedSerial(b *testing.B) {
+	obs, _ := metrics.New(prometheus.NewRegistry(), metrics.Options{})
+	bench(b, obs, false)
+}
+
+// bench runs the success path of Wrap(breaker, budget, retry), observed by obs.
+func bench(b *testing.B, obs policy.Observer, parallel bool) {
 	brk, _ := breaker.New("db", breaker.Options{})
 	bud, _ := budget.NewTokenBucket(10, 0.1)
 	p := policy.MustWrap(brk, bud, retry.MustNew(retry.Options{})).With(policy.Name("orders"), policy.Observe(obs))
 	ctx := context.Background()
 	fn := func(context.Context) error { return nil }
 	b.ReportAllocs()
+	if !parallel {
+		for b.Loop() {
+			_ = p.Do(ctx, fn)
+		}
+		return
+	}
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			_ = p.Do(ctx, fn)
 		}
 	})
-}
-
-func BenchmarkPipeline_UnobservedSerial(b *testing.B) { benchSerial(b, nil) }
-
-func BenchmarkPipeline_ObservedSerial(b *testing.B) {
-	obs, _ := metrics.New(prometheus.NewRegistry(), metrics.Options{})
-	benchSerial(b, obs)
-}
-
-func benchSerial(b *testing.B, obs policy.Observer) {
-	brk, _ := breaker.New("db", breaker.Options{})
-	bud, _ := budget.NewTokenBucket(10, 0.1)
-	p := policy.MustWrap(brk, bud, retry.MustNew(retry.Options{})).With(policy.Name("orders"), policy.Observe(obs))
-	ctx := context.Background()
-	fn := func(context.Context) error { return nil }
-	b.ReportAllocs()
-	for b.Loop() {
-		_ = p.Do(ctx, fn)
-	}
 }
 
 func TestOptions_ShedderAndBudgetGauges(t *testing.T) {

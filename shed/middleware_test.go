@@ -315,39 +315,25 @@ func (r *statusRecorder) WriteHeader(code int) {
 
 func BenchmarkMiddleware_Admit(b *testing.B) {
 	s, _ := shed.New(shed.Options{})
-	h := shed.Middleware(okHandler, s)
-	b.ReportAllocs()
-	b.RunParallel(func(pb *testing.PB) {
-		req := httptest.NewRequest("GET", "/", nil)
-		w := &nopWriter{h: http.Header{}}
-		for pb.Next() {
-			h.ServeHTTP(w, req)
-		}
-	})
+	serveParallel(b, shed.Middleware(okHandler, s))
 }
 
 func BenchmarkMiddleware_Reject(b *testing.B) {
 	s, _ := shed.New(shed.Options{Limit: 1, MaxQueue: -1})
 	p, _ := s.Admit(context.Background(), shed.PriorityCritical)
 	defer p.Release()
-	h := shed.Middleware(okHandler, s)
+	serveParallel(b, shed.Middleware(okHandler, s))
+}
+
+func BenchmarkBareHandler(b *testing.B) { serveParallel(b, okHandler) }
+
+func serveParallel(b *testing.B, h http.Handler) {
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		req := httptest.NewRequest("GET", "/", nil)
 		w := &nopWriter{h: http.Header{}}
 		for pb.Next() {
 			h.ServeHTTP(w, req)
-		}
-	})
-}
-
-func BenchmarkBareHandler(b *testing.B) {
-	b.ReportAllocs()
-	b.RunParallel(func(pb *testing.PB) {
-		req := httptest.NewRequest("GET", "/", nil)
-		w := &nopWriter{h: http.Header{}}
-		for pb.Next() {
-			okHandler.ServeHTTP(w, req)
 		}
 	})
 }
