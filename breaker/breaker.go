@@ -458,3 +458,13 @@ func (b *Breaker) Reset() {
 	b.mu.Unlock()
 	b.deliver(nil, "")
 }
+
+// MustNew is like [New] but panics on bad options. It is for breakers fixed in the
+// source, built at start-up.
+func MustNew(name string, o Options) *Breaker {
+	b, err := New(name, o)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}

@@ -13,8 +13,8 @@
 //
 // A budget is a policy of kind Budget and stands outside its retry (rule O4):
 //
-//	b, _ := budget.NewTokenBucket(10, 0.1)
-//	p, _ := policy.Wrap(deadline, b, retry)
+//	b := budget.MustNewTokenBucket(10, 0.1)
+//	p, err := policy.Wrap(deadline, b, retry)
 //
 // It does no per-call work itself: policy.Wrap hands it to the retry, which calls
 // Deposit before a call, OnFailure after each retryable failure, Withdraw before each

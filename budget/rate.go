@@ -22,17 +22,43 @@ type Rate struct {
 	clock policy.Clock
 }
 
-// NewRate returns a Rate of r retries per second with bursts of burst. r must be
-// positive and finite (rate.Inf is no budget at all: leave the budget out instead) and
-// burst at least 1.
+// RateOptions configure a [Rate] built with [NewRateWith].
+type RateOptions struct {
+	// Limit is the number of retries per second. Required: it must be positive and
+	// finite (rate.Inf is no budget at all: leave the budget out instead).
+	Limit rate.Limit
+	// Burst is how many retries may start at once. Required: at least 1.
+	Burst int
+	// Clock reads the time; nil means policy.SystemClock(). The limiter measures time
+	// with time.Time.Sub, on the monotonic clock where the times carry it.
+	Clock policy.Clock
+}
+
+// NewRate returns a Rate of r retries per second with bursts of burst, on the system
+// clock: NewRateWith(RateOptions{Limit: r, Burst: burst}).
 func NewRate(r rate.Limit, burst int) (*Rate, error) {
-	if !(r > 0) || math.IsInf(float64(r), 0) {
-		return nil, fmt.Errorf("%w: rate is %v; want a finite rate > 0", ErrInvalidOptions, float64(r))
+	return NewRateWith(RateOptions{Limit: r, Burst: burst})
+}
+
+// MustNewRate is like [NewRate] but panics on bad settings.
+func MustNewRate(r rate.Limit, burst int) *Rate {
+	b, err := NewRate(r, burst)
+	if err != nil {
+		panic(err)
 	}
-	if burst < 1 {
-		return nil, fmt.Errorf("%w: burst is %d; want ≥ 1", ErrInvalidOptions, burst)
+	return b
+}
+
+// NewRateWith returns a Rate as o says, or an error matching ErrInvalidOptions that
+// names the bad field. The limiter starts full: Burst retries may start at once.
+func NewRateWith(o RateOptions) (*Rate, error) {
+	if !(o.Limit > 0) || math.IsInf(float64(o.Limit), 0) {
+		return nil, fmt.Errorf("%w: Limit is %v; want a finite rate > 0", ErrInvalidOptions, float64(o.Limit))
 	}
-	return &Rate{lim: rate.NewLimiter(r, burst), clock: policy.SystemClock()}, nil
+	if o.Burst < 1 {
+		return nil, fmt.Errorf("%w: Burst is %d; want ≥ 1", ErrInvalidOptions, o.Burst)
+	}
+	return &Rate{lim: rate.NewLimiter(o.Limit, o.Burst), clock: policy.ClockOr(o.Clock)}, nil
 }
 
 // Withdraw allows a retry if the limiter has a token now, and takes it.

@@ -47,6 +47,7 @@ type Ratio struct {
 	stage
 	counts
 	clock  policy.Clock
+	origin time.Time // buckets count from here, on the monotonic clock where there is one
 	ratio  float64
 	floor  float64 // MinPerSecond × Window seconds
 	width  int64   // nanoseconds per bucket
@@ -57,7 +58,7 @@ type Ratio struct {
 }
 
 type ratioBucket struct {
-	epoch   int64 // bucket number since the Unix epoch; stale buckets count nothing
+	epoch   int64 // bucket number since origin; stale buckets count nothing
 	calls   int64
 	retries int64
 }
@@ -84,8 +85,10 @@ func NewRatio(o RatioOptions) (*Ratio, error) {
 	case o.Window < ratioBuckets:
 		return nil, fmt.Errorf("%w: Window is %v; want ≥ 10ns (ten buckets)", ErrInvalidOptions, o.Window)
 	}
+	clock := policy.ClockOr(o.Clock)
 	return &Ratio{
-		clock:  policy.ClockOr(o.Clock),
+		clock:  clock,
+		origin: clock.Now(),
 		ratio:  o.Ratio,
 		floor:  o.MinPerSecond * o.Window.Seconds(),
 		width:  int64(o.Window) / ratioBuckets,
@@ -93,10 +96,22 @@ func NewRatio(o RatioOptions) (*Ratio, error) {
 	}, nil
 }
 
+// epoch returns the number of the bucket now falls in. It measures from origin with
+// time.Time.Sub, which uses the monotonic clock when both times carry it, so a step of
+// the wall clock (NTP, a fake clock before 1970) neither panics nor miscounts.
+func (r *Ratio) epoch(now time.Time) int64 {
+	d := int64(now.Sub(r.origin))
+	e := d / r.width
+	if d < 0 && d%r.width != 0 {
+		e-- // floor, for a fake clock set before origin
+	}
+	return e
+}
+
 // bucket returns the current bucket, reset if it held an older period. mu must be held.
 func (r *Ratio) bucket(now time.Time) *ratioBucket {
-	epoch := now.UnixNano() / r.width
-	b := &r.buckets[epoch%ratioBuckets]
+	epoch := r.epoch(now)
+	b := &r.buckets[(epoch%ratioBuckets+ratioBuckets)%ratioBuckets]
 	if b.epoch != epoch {
 		*b = ratioBucket{epoch: epoch}
 	}
@@ -105,14 +120,23 @@ func (r *Ratio) bucket(now time.Time) *ratioBucket {
 
 // sums returns the calls and retries of the window ending now. mu must be held.
 func (r *Ratio) sums(now time.Time) (calls, retries int64) {
-	epoch := now.UnixNano() / r.width
+	epoch := r.epoch(now)
 	for i := range r.buckets {
-		if b := &r.buckets[i]; epoch-b.epoch < ratioBuckets {
+		if b := &r.buckets[i]; b.epoch <= epoch && epoch-b.epoch < ratioBuckets {
 			calls += b.calls
 			retries += b.retries
 		}
 	}
 	return calls, retries
+}
+
+// MustNewRatio is like [NewRatio] but panics on bad options.
+func MustNewRatio(o RatioOptions) *Ratio {
+	r, err := NewRatio(o)
+	if err != nil {
+		panic(err)
+	}
+	return r
 }
 
 // Deposit counts a call.

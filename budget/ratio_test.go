@@ -51,7 +51,7 @@ func TestRatio_AllowsAShareOfCallsPlusAFloor(t *testing.T) {
 
 func TestRatio_SlidesBucketByBucket(t *testing.T) {
 	clock := policytest.NewClock(t0)
-	r, _ := budget.NewRatio(budget.RatioOptions{Ratio: 1, MinPerSecond: -1, Window: 10 * time.Second, Clock: clock})
+	r := budget.MustNewRatio(budget.RatioOptions{Ratio: 1, MinPerSecond: -1, Window: 10 * time.Second, Clock: clock})
 	for range 10 {
 		r.Deposit() // second 0
 	}
@@ -100,17 +100,44 @@ func TestRate_FixedRatePerProcess(t *testing.T) {
 	for _, bad := range []struct {
 		r     float64
 		burst int
-	}{{0, 1}, {-1, 1}, {1, 0}} {
-		if _, err := budget.NewRate(rateLimit(bad.r), bad.burst); !errors.Is(err, budget.ErrInvalidOptions) {
-			t.Errorf("NewRate(%v, %d) = %v; want ErrInvalidOptions", bad.r, bad.burst, err)
+		field string
+	}{{0, 1, "Limit is 0"}, {-1, 1, "Limit is -1"}, {1, 0, "Burst is 0"}} {
+		if _, err := budget.NewRate(rateLimit(bad.r), bad.burst); !errors.Is(err, budget.ErrInvalidOptions) ||
+			!strings.Contains(err.Error(), bad.field) {
+			t.Errorf("NewRate(%v, %d) = %v; want ErrInvalidOptions saying %q", bad.r, bad.burst, err, bad.field)
 		}
 	}
+}
+
+func TestRate_UsesTheClockSeam(t *testing.T) {
+	clock := policytest.NewClock(t0)
+	r, err := budget.NewRateWith(budget.RateOptions{Limit: 2, Burst: 3, Clock: clock})
+	require.NoError(t, err)
+	require.Equal(t, 3, withdrawN(r, 10), "the burst")
+	require.Equal(t, 0.0, r.Level())
+	clock.Advance(time.Second)
+	require.Equal(t, 2.0, r.Level(), "one fake second refills 2")
+	require.Equal(t, 2, withdrawN(r, 10))
+}
+
+// TestRatio_ClockBefore1970: a clock that reads before the Unix epoch (a fake one, or
+// a wall clock stepped back) neither panics nor loses the window.
+func TestRatio_ClockBefore1970(t *testing.T) {
+	clock := policytest.NewClock(time.Date(1960, 1, 1, 0, 0, 0, 0, time.UTC))
+	r := budget.MustNewRatio(budget.RatioOptions{Ratio: 1, MinPerSecond: -1, Window: 10 * time.Second, Clock: clock})
+	for range 4 {
+		r.Deposit()
+	}
+	require.Equal(t, 2, withdrawN(r, 2))
+	require.Equal(t, 2.0, r.Level()) // 4 calls − 2 retries
+	clock.Advance(10 * time.Second)
+	require.Equal(t, 0.0, r.Level(), "the calls aged out")
 }
 
 // TestBudget_ExhaustedMeansOneAttempt runs a real pipeline: with the bucket drained to
 // its threshold, Wrap(budget, retry) makes one attempt and gives up with ErrBudget.
 func TestBudget_ExhaustedMeansOneAttempt(t *testing.T) {
-	b, _ := budget.NewTokenBucket(4, 0.1)
+	b := budget.MustNewTokenBucket(4, 0.1)
 	b.OnFailure()
 	b.OnFailure() // 2 tokens: 2 > 2 is false
 	clock := policytest.NewClock(t0).AutoAdvance(true)
@@ -138,7 +165,7 @@ func TestBudget_ExhaustedMeansOneAttempt(t *testing.T) {
 // TestBudget_FadesRetriesInAnOutage: 100 calls against a dead dependency, 4 attempts
 // each, with the default-sized A6 bucket: retries stop once the bucket reaches half.
 func TestBudget_FadesRetriesInAnOutage(t *testing.T) {
-	b, _ := budget.NewTokenBucket(10, 0.1)
+	b := budget.MustNewTokenBucket(10, 0.1)
 	clock := policytest.NewClock(t0).AutoAdvance(true)
 	p := policy.MustWrap(b, retry.MustNew(retry.Options{MaxAttempts: 4, Clock: clock}))
 	attempts := 0
@@ -153,7 +180,7 @@ func TestBudget_FadesRetriesInAnOutage(t *testing.T) {
 }
 
 func BenchmarkTokenBucket_Withdraw(b *testing.B) {
-	tb, _ := budget.NewTokenBucket(10, 0.1)
+	tb := budget.MustNewTokenBucket(10, 0.1)
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
@@ -165,7 +192,7 @@ func BenchmarkTokenBucket_Withdraw(b *testing.B) {
 }
 
 func BenchmarkRatio_Withdraw(b *testing.B) {
-	r, _ := budget.NewRatio(budget.RatioOptions{})
+	r := budget.MustNewRatio(budget.RatioOptions{})
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
@@ -179,7 +206,7 @@ func TestRatio_HotPathDoesNotAllocate(t *testing.T) {
 	if race.Enabled {
 		t.Skip("the race detector allocates")
 	}
-	r, _ := budget.NewRatio(budget.RatioOptions{})
+	r := budget.MustNewRatio(budget.RatioOptions{})
 	if n := testing.AllocsPerRun(1000, func() { r.Deposit(); r.Withdraw() }); n != 0 {
 		t.Errorf("Ratio hot path allocates %v per call; want 0", n)
 	}

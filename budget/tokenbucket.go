@@ -40,8 +40,10 @@ const MaxTokenBucketTokens = 1000
 func toMilli(v float64) int64 { return int64(math.Floor(v*1000 + 1e-6)) }
 
 // NewTokenBucket returns a full bucket of maxTokens, refilled by tokenRatio per
-// successful call. As in A6, maxTokens must be in (0, 1000] and tokenRatio > 0; decimals
-// of tokenRatio past the third are dropped (0.1239 is 0.123).
+// successful call, or an error matching ErrInvalidOptions that names the field. As in
+// A6, maxTokens must be in (0, 1000] and tokenRatio > 0; decimals of either past the
+// third are dropped (0.1239 is 0.123), and a tokenRatio that is 0 to three decimals is
+// refused, and so is an infinite one. A tokenRatio of maxTokens or more saturates: one success refills the bucket.
 func NewTokenBucket(maxTokens, tokenRatio float64) (*TokenBucket, error) {
 	if !(maxTokens > 0 && maxTokens <= MaxTokenBucketTokens) {
 		return nil, fmt.Errorf("%w: maxTokens is %v; want a number in (0, %d]", ErrInvalidOptions, maxTokens, MaxTokenBucketTokens)
@@ -49,11 +51,18 @@ func NewTokenBucket(maxTokens, tokenRatio float64) (*TokenBucket, error) {
 	if !(tokenRatio > 0) || math.IsInf(tokenRatio, 0) {
 		return nil, fmt.Errorf("%w: tokenRatio is %v; want a finite number > 0", ErrInvalidOptions, tokenRatio)
 	}
-	ratio := toMilli(tokenRatio)
+	limit := toMilli(maxTokens)
+	if limit == 0 {
+		return nil, fmt.Errorf("%w: maxTokens is %v, which is 0 to three decimals; want ≥ 0.001", ErrInvalidOptions, maxTokens)
+	}
+	ratio := limit
+	if tokenRatio < maxTokens { // beyond, saturate: toMilli would overflow
+		ratio = toMilli(tokenRatio)
+	}
 	if ratio == 0 {
 		return nil, fmt.Errorf("%w: tokenRatio is %v, which is 0 to three decimals; want ≥ 0.001", ErrInvalidOptions, tokenRatio)
 	}
-	b := &TokenBucket{max: toMilli(maxTokens), ratio: ratio}
+	b := &TokenBucket{max: limit, ratio: ratio}
 	b.tokens.Store(b.max)
 	return b, nil
 }
@@ -62,6 +71,15 @@ func NewTokenBucket(maxTokens, tokenRatio float64) (*TokenBucket, error) {
 type tokenBucketJSON struct {
 	MaxTokens  *float64 `json:"maxTokens"`
 	TokenRatio *float64 `json:"tokenRatio"`
+}
+
+// MustNewTokenBucket is like [NewTokenBucket] but panics on bad settings.
+func MustNewTokenBucket(maxTokens, tokenRatio float64) *TokenBucket {
+	b, err := NewTokenBucket(maxTokens, tokenRatio)
+	if err != nil {
+		panic(err)
+	}
+	return b
 }
 
 // ParseTokenBucket builds a TokenBucket from the JSON of a gRPC service config's

@@ -21,13 +21,13 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestConformance(t *testing.T) {
 	t.Run("TokenBucket", func(t *testing.T) {
-		policytest.Run(t, func() policy.Policy { b, _ := budget.NewTokenBucket(10, 0.1); return b })
+		policytest.Run(t, func() policy.Policy { b := budget.MustNewTokenBucket(10, 0.1); return b })
 	})
 	t.Run("Ratio", func(t *testing.T) {
-		policytest.Run(t, func() policy.Policy { b, _ := budget.NewRatio(budget.RatioOptions{}); return b })
+		policytest.Run(t, func() policy.Policy { b := budget.MustNewRatio(budget.RatioOptions{}); return b })
 	})
 	t.Run("Rate", func(t *testing.T) {
-		policytest.Run(t, func() policy.Policy { b, _ := budget.NewRate(10, 1); return b })
+		policytest.Run(t, func() policy.Policy { b := budget.MustNewRate(10, 1); return b })
 	})
 }
 
@@ -84,7 +84,7 @@ func TestTokenBucket_Sequences(t *testing.T) {
 }
 
 func TestTokenBucket_CountsAndLevel(t *testing.T) {
-	b, _ := budget.NewTokenBucket(4, 1)
+	b := budget.MustNewTokenBucket(4, 1)
 	b.Withdraw()
 	b.OnFailure()
 	b.OnFailure()
@@ -161,6 +161,8 @@ func FuzzParseTokenBucket(f *testing.F) {
 		`{"maxTokens": 1000, "tokenRatio": 1e-3}`,
 		`{"maxTokens": 1e3, "tokenRatio": 0.0009}`, // ratio truncates to 0
 		`{"maxTokens": -1}`, `null`, `{}`, `{"maxTokens": 5, "tokenRatio": 1}x`,
+		`{"maxTokens": 10, "tokenRatio": 9.3e15}`, // a ratio past int64 milli-tokens saturates
+		`{"maxTokens": 0.0004, "tokenRatio": 1}`,  // max truncates to 0
 	} {
 		f.Add(s)
 	}
@@ -175,11 +177,16 @@ func FuzzParseTokenBucket(f *testing.F) {
 		if m := b.MaxTokens(); !(m > 0 && m <= 1000) || b.Tokens() != m {
 			t.Fatalf("ParseTokenBucket(%q): max %v, tokens %v; want a full bucket in (0, 1000]", s, m, b.Tokens())
 		}
+		b.OnFailure()
+		b.OnSuccess()
+		if tk := b.Tokens(); !(tk > 0 && tk <= b.MaxTokens()) {
+			t.Fatalf("ParseTokenBucket(%q): after a failure and a success, tokens %v; want in (0, %v]", s, tk, b.MaxTokens())
+		}
 	})
 }
 
 func TestTokenBucket_ConcurrentUseKeepsBounds(t *testing.T) {
-	b, _ := budget.NewTokenBucket(10, 0.5)
+	b := budget.MustNewTokenBucket(10, 0.5)
 	var wg sync.WaitGroup
 	var withdraws atomic.Uint64
 	for g := range 8 {
@@ -210,8 +217,30 @@ func TestTokenBucket_HotPathDoesNotAllocate(t *testing.T) {
 	if race.Enabled {
 		t.Skip("the race detector allocates")
 	}
-	b, _ := budget.NewTokenBucket(10, 0.1)
+	b := budget.MustNewTokenBucket(10, 0.1)
 	if n := testing.AllocsPerRun(1000, func() { b.Deposit(); b.OnFailure(); b.Withdraw(); b.OnSuccess() }); n != 0 {
 		t.Errorf("TokenBucket hot path allocates %v per call; want 0", n)
 	}
+}
+
+// TestTokenBucket_HugeRatioSaturates: a ratio past what milli-tokens can hold refills
+// the bucket with one success instead of overflowing into a bucket that refuses every
+// retry forever.
+func TestTokenBucket_HugeRatioSaturates(t *testing.T) {
+	b, err := budget.NewTokenBucket(10, 9.3e15)
+	require.NoError(t, err)
+	for range 10 {
+		b.OnFailure()
+	}
+	require.Equal(t, 0.0, b.Tokens()) // tokens 0 = 10 − 10 failures
+	require.False(t, b.Withdraw())
+	b.OnSuccess()
+	require.Equal(t, 10.0, b.Tokens(), "one success refills to maxTokens")
+	require.True(t, b.Withdraw())
+
+	b = budget.MustNewTokenBucket(10, 10) // ratio = maxTokens: the same
+	b.OnFailure()
+	b.OnSuccess()
+	require.Equal(t, 10.0, b.Tokens())
+	require.Panics(t, func() { budget.MustNewTokenBucket(0, 0.1) })
 }

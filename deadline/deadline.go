@@ -41,6 +41,16 @@ func New(d time.Duration) (*Deadline, error) {
 	return &Deadline{limit: d}, nil
 }
 
+// MustNew is like [New] but panics on a bad duration. It is for limits fixed in the
+// source.
+func MustNew(d time.Duration) *Deadline {
+	dl, err := New(d)
+	if err != nil {
+		panic(err)
+	}
+	return dl
+}
+
 // PerAttempt returns a timeout of d for each attempt. It stands inside a retry (rule
 // O3), which sees a timed-out attempt as a transient failure it may retry. d must be
 // positive.
@@ -49,6 +59,15 @@ func PerAttempt(d time.Duration) (*Deadline, error) {
 		return nil, fmt.Errorf("%w: PerAttempt(%v); want a duration > 0", ErrInvalidOptions, d)
 	}
 	return &Deadline{limit: d, perAttempt: true}, nil
+}
+
+// MustPerAttempt is like [PerAttempt] but panics on a bad duration.
+func MustPerAttempt(d time.Duration) *Deadline {
+	dl, err := PerAttempt(d)
+	if err != nil {
+		panic(err)
+	}
+	return dl
 }
 
 // Limit returns the deadline's duration.
@@ -86,9 +105,7 @@ func (r *runner) Run(ctx context.Context, fn policy.Func) error {
 	}
 	tctx, cancel := context.WithTimeoutCause(ctx, r.d.limit, r.cause)
 	err := r.next.Run(tctx, fn)
-	// Our limit, not the caller's, ended the call if our context is done while the
-	// caller's is not.
-	if err != nil && tctx.Err() != nil && ctx.Err() == nil {
+	if err != nil && r.ours(ctx, tctx, err) {
 		err = &Error{Limit: r.d.limit, PerAttempt: r.d.perAttempt, Err: err}
 		if r.obs != nil {
 			now := time.Now()
@@ -102,6 +119,36 @@ func (r *runner) Run(ctx context.Context, fn policy.Func) error {
 	// HTTP response body) holds the cancel until it is done, still under the limit.
 	policy.DeferRelease(ctx, cancel)
 	return err
+}
+
+// ours reports whether err says that this stage's limit, not the caller's, ended the
+// call: the caller's ctx is still live, err is a timeout, and either our timer fired
+// or err is a context.DeadlineExceeded under a deadline that is ours (a retry below
+// that gave up because no attempt could finish in the time left). An unrelated error
+// returned just as the timer fired keeps its own meaning.
+func (r *runner) ours(ctx, tctx context.Context, err error) bool {
+	if ctx.Err() != nil {
+		return false
+	}
+	if tctx.Err() != nil {
+		return isTimeout(err)
+	}
+	if !errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	mine, _ := tctx.Deadline()
+	theirs, ok := ctx.Deadline()
+	return !ok || mine.Before(theirs)
+}
+
+// isTimeout reports whether err is a context.DeadlineExceeded or says it is a timeout
+// (a Timeout() bool method returning true, as net.Error has).
+func isTimeout(err error) bool {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	var t interface{ Timeout() bool }
+	return errors.As(err, &t) && t.Timeout()
 }
 
 // Error is returned when a [Deadline] ran out before the call (or attempt) ended. It

@@ -3,6 +3,7 @@ package deadline_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -106,7 +107,7 @@ func TestPerAttempt_ErrorIsATimeout(t *testing.T) {
 		r := must(deadline.PerAttempt(time.Second)).Bind(terminal{}, policy.Env{})
 		err := r.Run(context.Background(), func(ctx context.Context) error {
 			<-ctx.Done()
-			return errors.New("read: i/o timeout")
+			return fmt.Errorf("read: %w", ctx.Err())
 		})
 		require.ErrorIs(t, err, deadline.ErrAttemptTimeout)
 		require.ErrorIs(t, err, context.DeadlineExceeded)
@@ -114,7 +115,7 @@ func TestPerAttempt_ErrorIsATimeout(t *testing.T) {
 		var to interface{ Timeout() bool }
 		require.ErrorAs(t, err, &to)
 		require.True(t, to.Timeout(), "a timed-out attempt reports Timeout() like a net.Error")
-		require.Equal(t, "deadline: attempt timed out after 1s: read: i/o timeout", err.Error())
+		require.Equal(t, "deadline: attempt timed out after 1s: read: context deadline exceeded", err.Error())
 	})
 }
 
@@ -193,4 +194,41 @@ func BenchmarkWithTimeoutFloor(b *testing.B) {
 		_ = nop(c)
 		cancel()
 	}
+}
+
+// TestPerAttempt_UnrelatedErrorKeepsItsMeaning: an attempt that returns a
+// non-timeout error just as its timer fires (a 400 answered late) is not relabelled
+// a timeout, so the retry above does not retry it.
+func TestPerAttempt_UnrelatedErrorKeepsItsMeaning(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		errBadRequest := errors.New("400 bad request")
+		r := deadline.MustPerAttempt(time.Second).Bind(terminal{}, policy.Env{})
+		err := r.Run(context.Background(), func(ctx context.Context) error {
+			<-ctx.Done() // the timer has fired
+			return errBadRequest
+		})
+		require.Equal(t, errBadRequest, err, "the attempt's own error comes back untouched")
+		require.NotErrorIs(t, err, deadline.ErrAttemptTimeout)
+		require.NotErrorIs(t, err, context.DeadlineExceeded)
+
+		// A real timeout from the attempt's own timer is still ours.
+		err = r.Run(context.Background(), func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() })
+		require.ErrorIs(t, err, deadline.ErrAttemptTimeout)
+	})
+}
+
+func TestNew_FailedConstructorIsRefusedByWrap(t *testing.T) {
+	d, err := deadline.New(0)
+	require.ErrorIs(t, err, deadline.ErrInvalidOptions)
+	p, err := policy.Wrap(d)
+	var oe *policy.OrderError
+	if !errors.As(err, &oe) || oe.Rule != "O6" || p != nil {
+		t.Errorf("Wrap(nil *Deadline from New(0)) = %v, %v; want an O6 refusal", p, err)
+	}
+}
+
+func TestMust_PanicOnBadDurations(t *testing.T) {
+	require.Panics(t, func() { deadline.MustNew(0) })
+	require.Panics(t, func() { deadline.MustPerAttempt(-time.Second) })
+	require.Equal(t, time.Second, deadline.MustNew(time.Second).Limit())
 }

@@ -242,3 +242,12 @@ func (m *Observer) Observe(e policy.Event) {
 		}
 	}
 }
+
+// MustNew is like [New] but panics if the collectors cannot be registered.
+func MustNew(reg prometheus.Registerer, o Options) *Observer {
+	obs, err := New(reg, o)
+	if err != nil {
+		panic(err)
+	}
+	return obs
+}

@@ -96,8 +96,8 @@ backstop_retries_total{pipeline="orders",reason="retryable"} 4
 
 func TestObserver_SuppressionsGaugesAndShed(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
-	bud, _ := budget.NewTokenBucket(10, 0.5)
-	s, _ := shed.New(shed.Options{Name: "api", Limit: 1, MaxQueue: -1, Rand: zero{}})
+	bud := budget.MustNewTokenBucket(10, 0.5)
+	s := shed.MustNew(shed.Options{Name: "api", Limit: 1, MaxQueue: -1, Rand: zero{}})
 	obs, err := metrics.New(reg, metrics.Options{Budgets: map[string]metrics.Leveler{"db": bud}})
 	require.NoError(t, err)
 	require.NoError(t, obs.AddShedder("api", s))
@@ -115,7 +115,7 @@ func TestObserver_SuppressionsGaugesAndShed(t *testing.T) {
 	permit, _ := s.Admit(context.Background(), shed.PriorityDefault)
 	sp := policy.MustWrap(s).With(policy.Name("consumer"))
 	_ = sp.Do(context.Background(), func(context.Context) error { return nil })
-	sObs, _ := shed.New(shed.Options{Name: "api2", Limit: 1, MaxQueue: -1, Observer: obs, Rand: zero{}})
+	sObs := shed.MustNew(shed.Options{Name: "api2", Limit: 1, MaxQueue: -1, Observer: obs, Rand: zero{}})
 	p2, _ := sObs.Admit(context.Background(), shed.PriorityDefault)
 	_, why := sObs.Admit(context.Background(), shed.PrioritySheddable)
 	require.Equal(t, shed.ReasonPriority, why)
@@ -201,21 +201,21 @@ func TestSlog(t *testing.T) {
 func BenchmarkPipeline_Unobserved(b *testing.B) { bench(b, nil, true) }
 
 func BenchmarkPipeline_Observed(b *testing.B) {
-	obs, _ := metrics.New(prometheus.NewRegistry(), metrics.Options{})
+	obs := metrics.MustNew(prometheus.NewRegistry(), metrics.Options{})
 	bench(b, obs, true)
 }
 
 func BenchmarkPipeline_UnobservedSerial(b *testing.B) { bench(b, nil, false) }
 
 func BenchmarkPipeline_ObservedSerial(b *testing.B) {
-	obs, _ := metrics.New(prometheus.NewRegistry(), metrics.Options{})
+	obs := metrics.MustNew(prometheus.NewRegistry(), metrics.Options{})
 	bench(b, obs, false)
 }
 
 // bench runs the success path of Wrap(breaker, budget, retry), observed by obs.
 func bench(b *testing.B, obs policy.Observer, parallel bool) {
-	brk, _ := breaker.New("db", breaker.Options{})
-	bud, _ := budget.NewTokenBucket(10, 0.1)
+	brk := breaker.MustNew("db", breaker.Options{})
+	bud := budget.MustNewTokenBucket(10, 0.1)
 	p := policy.MustWrap(brk, bud, retry.MustNew(retry.Options{})).With(policy.Name("orders"), policy.Observe(obs))
 	ctx := context.Background()
 	fn := func(context.Context) error { return nil }
@@ -235,8 +235,8 @@ func bench(b *testing.B, obs policy.Observer, parallel bool) {
 
 func TestOptions_ShedderAndBudgetGauges(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
-	s, _ := shed.New(shed.Options{Limit: 7})
-	bud, _ := budget.NewRatio(budget.RatioOptions{})
+	s := shed.MustNew(shed.Options{Limit: 7})
+	bud := budget.MustNewRatio(budget.RatioOptions{})
 	_, err := metrics.New(reg, metrics.Options{
 		Budgets:  map[string]metrics.Leveler{"users": bud},
 		Shedders: map[string]metrics.ShedGauges{"edge": s},

@@ -8,11 +8,11 @@
 // [Wrap] takes policies outermost first, as function composition reads:
 // Wrap(d, b, r) runs d(b(r(fn))). The stack is bound once; a call does no lookups.
 //
-//	overall, _ := deadline.New(2 * time.Second)
-//	perTry, _ := deadline.PerAttempt(300 * time.Millisecond)
-//	brk, _ := breaker.New("db", breaker.Options{})
-//	bud, _ := budget.NewTokenBucket(10, 0.1)
-//	rt, _ := retry.New(retry.Options{MaxAttempts: 3})
+//	overall := deadline.MustNew(2 * time.Second)
+//	perTry := deadline.MustPerAttempt(300 * time.Millisecond)
+//	brk := breaker.MustNew("db", breaker.Options{})
+//	bud := budget.MustNewTokenBucket(10, 0.1)
+//	rt := retry.MustNew(retry.Options{MaxAttempts: 3})
 //
 //	p, err := policy.Wrap(overall, brk, bud, rt, perTry)
 //	if err != nil {
@@ -49,7 +49,9 @@
 //	| O6   | no nil policy, no policy object twice                               |                                                       |
 //
 // O4 also allows one budget per pipeline. A breaker may stand on either side of the
-// retry. Policies of [KindOther] stand anywhere.
+// retry. Policies of [KindOther] stand anywhere, outside a shedder too. A nil policy,
+// or a typed nil left by a failed constructor, is refused under O6; Wrap() with no
+// policies is a pass-through.
 //
 // # One retry owner per call path
 //
@@ -58,18 +60,34 @@
 // from a handler's retrying pipeline — makes exactly one attempt and reports an
 // [EventRetrySuppressed] with Reason [SuppressedOwner]: the outermost layer owns
 // retries, so three retrying layers make 3 attempts against the database, not 3³.
-// [Owned] tells code with loops of its own.
+// [Owned] tells code with loops of its own. A retry that can never retry
+// (MaxAttempts 1) does not claim the call path: it marks nothing, so the layers below
+// it keep their own retries.
 //
-// Across services, Backstop's HTTP transport sends [HeaderAttempt] on every attempt
+// A retry that does not own the call path leaves the budget outside it alone: only
+// the owner deposits, pays for failures and withdraws, so a budget shared by nested
+// pipelines is charged once per failed attempt.
+//
+// Across services, Backstop's HTTP transport sends [HeaderAttempt] on every request
 // made under an owner; server middleware reads it (and Envoy's and gRPC's attempt
 // headers) with [ParseAttempt] and marks the handler's context with
-// [WithUpstreamAttempt], so the handler's outbound pipelines fail fast too.
+// [WithUpstreamAttempt], so the handler's outbound pipelines fail fast too. A request
+// made under an owner in another process is sent as attempt 1: it carries the
+// ownership on, and the number says truthfully that this process made it once.
 //
 // # Errors
 //
-// Every refusal by a policy — breaker open, budget exhausted, request shed, retry
-// suppressed — matches [ErrRejected] and is never retried. [Outcome] names an error's
-// class for metrics labels.
+// Every refusal by a policy that stands on the call path — a breaker open, a request
+// shed — matches [ErrRejected] and is never retried.
+//
+// A retry that stops early is different: when its budget is exhausted, another layer
+// owns retries, or the next attempt could not finish before the deadline, it returns
+// a *retry.Error whose Cause says why and which unwraps to the last attempt's error. It
+// does not match ErrRejected, on purpose: the retry that owns the call path further up
+// must still see the retryable failure underneath and may retry it. A retry that
+// stopped because the context ended, or because its deadline left no room, matches
+// context.Canceled or context.DeadlineExceeded. [Outcome] names an error's class for
+// metrics labels.
 //
 // # Events
 //

@@ -11,9 +11,14 @@ var (
 	// ordering rule (see the package documentation).
 	ErrOrder = errors.New("policy: invalid order")
 
-	// ErrRejected is matched by every refusal by a policy: breaker open, budget
-	// exhausted, request shed, retry suppressed by the owner rule. A rejected call is
-	// never retried.
+	// ErrRejected is matched by every refusal by a policy that stands on the call path:
+	// a breaker open, a request shed, an adaptive throttle. A rejected call is never
+	// retried.
+	//
+	// A retry that stops early — its budget exhausted, suppressed by the owner rule, out
+	// of time — is not a rejection: it returns the failure it saw (a *retry.Error that
+	// unwraps to the last attempt's error), so that the retry owning the call path
+	// above it can still classify that failure and retry it.
 	ErrRejected = errors.New("policy: rejected")
 )
 

@@ -14,8 +14,8 @@ import (
 // A deadline inside the retry would bound each attempt, not the call: Wrap refuses it
 // and says how to fix it.
 func ExampleWrap_wrongOrder() {
-	d, _ := deadline.New(2 * time.Second)
-	r, _ := retry.New(retry.Options{})
+	d := deadline.MustNew(2 * time.Second)
+	r := retry.MustNew(retry.Options{})
 	_, err := policy.Wrap(r, d)
 	fmt.Println(err)
 	fmt.Println(errors.Is(err, policy.ErrOrder))
@@ -25,8 +25,8 @@ func ExampleWrap_wrongOrder() {
 }
 
 func ExampleWrap() {
-	d, _ := deadline.New(2 * time.Second)
-	r, _ := retry.New(retry.Options{MaxAttempts: 3})
+	d := deadline.MustNew(2 * time.Second)
+	r := retry.MustNew(retry.Options{MaxAttempts: 3})
 	p, err := policy.Wrap(d, r)
 	if err != nil {
 		panic(err)

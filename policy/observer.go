@@ -95,7 +95,7 @@ const (
 	EventAttemptStart               // the retry starts an attempt: Attempt (1-based)
 	EventAttemptEnd                 // an attempt ended: Attempt, Elapsed, Err
 	EventRetryScheduled             // the retry will sleep Delay then make attempt Attempt: Reason (retry.Reason…: why the error was retryable), Err
-	EventRetrySuppressed            // a retry that would have happened did not: Reason ("owner", "budget", "deadline"), Attempt (attempts made), Err
+	EventRetrySuppressed            // a retry that would have happened did not: Reason ("owner", "budget", "deadline", "hint"), Attempt (attempts made), Err
 	EventBreakerState               // a breaker changed state: Source (breaker name), From, To
 	EventDeadlineExceeded           // an overall deadline or a per-attempt timeout ran out: Source ("deadline" or "attempt-timeout"), Elapsed
 	EventShed                       // a shedder refused work: Source (shedder name), Reason, Priority, Delay (the Retry-After sent)
@@ -125,7 +125,8 @@ func (k EventKind) String() string {
 const (
 	SuppressedOwner    = "owner"    // another layer owns retries on this call path
 	SuppressedBudget   = "budget"   // the budget refused the retry
-	SuppressedDeadline = "deadline" // the delay would end past the context's deadline
+	SuppressedDeadline = "deadline" // the delay (and the least time an attempt needs) would end past the deadline
+	SuppressedHint     = "hint"     // the server asked to wait longer than the retry's MaxHintDelay
 )
 
 // Event is one thing a stage reports. Fields a kind does not use are zero; every field

@@ -1,20 +1,28 @@
 package policy
 
-import "reflect"
+import (
+	"fmt"
+	"reflect"
+)
 
 // checkOrder applies the ordering rules O1–O6 to a stack given outermost first. It
 // returns the index of the budget and the retry (−1 where absent) for binding.
+//
+// Rules are checked in a fixed order so that a stack breaking several is reported
+// under the one that explains it best: O6 (nothing else can be read from a nil or
+// repeated policy), then O2 (two retries are the fault even when a budget stands by
+// each), then O1, O3, O4 and O5.
 func checkOrder(ps []Policy) (budget, retry int, err error) {
-	// O6 first: every other rule needs a non-nil Kind.
 	for i, p := range ps {
-		if p == nil {
-			return -1, -1, orderErr("O6", i+1, 0, "policy at position %d is nil", i+1)
-		}
-		if !reflect.TypeOf(p).Comparable() {
-			continue // cannot be the same object twice in any way we can detect
+		if isNil(p) {
+			if p == nil {
+				return -1, -1, orderErr("O6", i+1, 0, "policy at position %d is nil", i+1)
+			}
+			return -1, -1, orderErr("O6", i+1, 0,
+				"policy at position %d is a nil %T; its constructor probably failed: check the error it returned", i+1, p)
 		}
 		for j := 0; j < i; j++ {
-			if ps[j] != nil && reflect.TypeOf(ps[j]) == reflect.TypeOf(p) && ps[j] == p {
+			if samePolicy(ps[j], p) {
 				return -1, -1, orderErr("O6", j+1, i+1,
 					"the same %s policy stands at positions %d and %d; use it once, or create a second one",
 					p.Kind(), j+1, i+1)
@@ -22,48 +30,38 @@ func checkOrder(ps []Policy) (budget, retry int, err error) {
 		}
 	}
 
-	deadline, retry, budget, shed := -1, -1, -1, -1
+	var at [KindShed + 1][]int // positions (0-based) of each kind
 	for i, p := range ps {
-		switch p.Kind() {
-		case KindDeadline:
-			if deadline >= 0 {
-				return -1, -1, orderErr("O1", deadline+1, i+1,
-					"deadlines at positions %d and %d; keep one overall deadline (use deadline.PerAttempt inside the retry for a per-try limit)",
-					deadline+1, i+1)
-			}
-			deadline = i
-		case KindRetry:
-			if retry >= 0 {
-				return -1, -1, orderErr("O2", retry+1, i+1,
-					"retries at positions %d and %d; keep one retry per pipeline, since retries multiply (4 × 4 = 16 attempts)",
-					retry+1, i+1)
-			}
-			retry = i
-		case KindBudget:
-			if budget >= 0 {
-				return -1, -1, orderErr("O4", budget+1, i+1,
-					"budgets at positions %d and %d; keep one budget per retry",
-					budget+1, i+1)
-			}
-			budget = i
-		case KindShed:
-			if shed >= 0 {
-				return -1, -1, orderErr("O5", shed+1, i+1,
-					"shedders at positions %d and %d; keep one shedder, outermost", shed+1, i+1)
-			}
-			shed = i
+		if k := p.Kind(); k <= KindShed {
+			at[k] = append(at[k], i)
 		}
+	}
+	deadlines, retries, budgets, sheds := at[KindDeadline], at[KindRetry], at[KindBudget], at[KindShed]
+
+	if len(retries) > 1 {
+		a, b := retries[0], retries[1]
+		return -1, -1, orderErr("O2", a+1, b+1,
+			"retries at positions %d and %d; keep one retry per pipeline, since nested retries multiply%s",
+			a+1, b+1, product(ps[a], ps[b]))
+	}
+	retry = -1
+	if len(retries) == 1 {
+		retry = retries[0]
 	}
 
-	if deadline >= 0 && retry >= 0 && deadline > retry {
-		return -1, -1, orderErr("O1", deadline+1, retry+1,
-			"deadline at position %d is inside retry at position %d; move the deadline outward or use deadline.PerAttempt",
-			deadline+1, retry+1)
+	if len(deadlines) > 1 {
+		a, b := deadlines[0], deadlines[1]
+		return -1, -1, orderErr("O1", a+1, b+1,
+			"deadlines at positions %d and %d; keep one overall deadline (use deadline.PerAttempt inside the retry for a per-try limit)",
+			a+1, b+1)
 	}
-	for i, p := range ps {
-		if p.Kind() != KindAttemptTimeout {
-			continue
-		}
+	if len(deadlines) == 1 && retry >= 0 && deadlines[0] > retry {
+		return -1, -1, orderErr("O1", deadlines[0]+1, retry+1,
+			"deadline at position %d is inside retry at position %d; move the deadline outward or use deadline.PerAttempt",
+			deadlines[0]+1, retry+1)
+	}
+
+	for _, i := range at[KindAttemptTimeout] {
 		if retry < 0 {
 			return -1, -1, orderErr("O3", i+1, 0,
 				"attempt-timeout at position %d has no retry to stand inside; use deadline.New for a single attempt",
@@ -75,7 +73,15 @@ func checkOrder(ps []Policy) (budget, retry int, err error) {
 				i+1, retry+1)
 		}
 	}
-	if budget >= 0 {
+
+	budget = -1
+	if len(budgets) > 1 {
+		a, b := budgets[0], budgets[1]
+		return -1, -1, orderErr("O4", a+1, b+1,
+			"budgets at positions %d and %d; keep one budget per retry", a+1, b+1)
+	}
+	if len(budgets) == 1 {
+		budget = budgets[0]
 		if retry < 0 {
 			return -1, -1, orderErr("O4", budget+1, 0,
 				"budget at position %d has no retry inside it; add a retry after it or remove the budget",
@@ -91,17 +97,69 @@ func checkOrder(ps []Policy) (budget, retry int, err error) {
 				"budget at position %d (%T) does not implement policy.RetryBudget", budget+1, ps[budget])
 		}
 	}
-	if shed >= 0 {
-		if shed != 0 {
-			return -1, -1, orderErr("O5", shed+1, 1,
-				"shed at position %d is not outermost (position 1 holds %s); move the shedder to position 1",
-				shed+1, ps[0].Kind())
+
+	if len(sheds) > 1 {
+		a, b := sheds[0], sheds[1]
+		return -1, -1, orderErr("O5", a+1, b+1,
+			"shedders at positions %d and %d; keep one shedder, outermost", a+1, b+1)
+	}
+	if len(sheds) == 1 {
+		s := sheds[0]
+		// Policies of KindOther stand anywhere, outside the shedder too.
+		for i := 0; i < s; i++ {
+			if k := ps[i].Kind(); k != KindOther {
+				return -1, -1, orderErr("O5", s+1, i+1,
+					"shed at position %d is not outermost (position %d holds %s); move the shedder outward, before every other stage",
+					s+1, i+1, k)
+			}
 		}
 		if retry >= 0 {
-			return -1, -1, orderErr("O5", shed+1, retry+1,
+			return -1, -1, orderErr("O5", s+1, retry+1,
 				"shed at position %d shares a pipeline with retry at position %d; retries belong on the client call path, in a pipeline of their own",
-				shed+1, retry+1)
+				s+1, retry+1)
 		}
 	}
 	return budget, retry, nil
+}
+
+// product describes how the attempts of two nested retries multiply, from their
+// MaxAttempts where both say it, e.g. ": 3 × 4 = 12 attempts per call".
+func product(a, b Policy) string {
+	type maxer interface{ MaxAttempts() int }
+	ma, okA := a.(maxer)
+	mb, okB := b.(maxer)
+	if !okA || !okB {
+		return ""
+	}
+	x, y := ma.MaxAttempts(), mb.MaxAttempts()
+	return fmt.Sprintf(": %d × %d = %d attempts per call", x, y, x*y)
+}
+
+// isNil reports whether p is nil or an interface holding a nil pointer, map, slice,
+// channel or func: a policy whose constructor failed.
+func isNil(p Policy) bool {
+	if p == nil {
+		return true
+	}
+	v := reflect.ValueOf(p)
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Chan, reflect.Func, reflect.Interface, reflect.UnsafePointer:
+		return v.IsNil()
+	}
+	return false
+}
+
+// samePolicy reports whether a and b are one policy object: the same pointer, map or
+// channel. Values of other kinds (a struct passed by value) are copies with no identity
+// to share, and are never compared, so no value can make the comparison panic.
+func samePolicy(a, b Policy) bool {
+	va, vb := reflect.ValueOf(a), reflect.ValueOf(b)
+	if va.Type() != vb.Type() {
+		return false
+	}
+	switch va.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Chan, reflect.UnsafePointer:
+		return va.UnsafePointer() == vb.UnsafePointer()
+	}
+	return false
 }

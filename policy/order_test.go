@@ -78,7 +78,7 @@ func TestWrap_Order(t *testing.T) {
 		{name: "two budgets", stack: []policy.Policy{bu(), bu(), rt()}, rule: "O4", pos: [2]int{1, 2}, fix: "one budget per retry"},
 		{name: "budget not a RetryBudget", stack: []policy.Policy{&fake{kind: policy.KindBudget}, rt()}, rule: "O4", pos: [2]int{1, 0}, fix: "does not implement policy.RetryBudget"},
 		// O5: shedder outermost, never with a retry.
-		{name: "shed not outermost", stack: []policy.Policy{dl(), sh()}, rule: "O5", pos: [2]int{2, 1}, fix: "move the shedder to position 1"},
+		{name: "shed not outermost", stack: []policy.Policy{dl(), sh()}, rule: "O5", pos: [2]int{2, 1}, fix: "move the shedder outward"},
 		{name: "shed with retry", stack: []policy.Policy{sh(), dl(), rt()}, rule: "O5", pos: [2]int{1, 3}, fix: "retries belong on the client call path"},
 		// O6: nil and duplicates.
 		{name: "nil policy", stack: []policy.Policy{dl(), nil}, rule: "O6", pos: [2]int{2, 0}, fix: "is nil"},
@@ -175,5 +175,89 @@ func TestWrap_RefusesNilRunner(t *testing.T) {
 	_, err := policy.Wrap(nilBinder{})
 	if err == nil || !strings.Contains(err.Error(), "nil Runner") {
 		t.Errorf("Wrap(policy whose Bind returns nil) = %v; want an error naming the nil Runner", err)
+	}
+}
+
+// maxFake is a fake retry that says how many attempts it makes.
+type maxFake struct {
+	fake
+	n int
+}
+
+func (m *maxFake) MaxAttempts() int { return m.n }
+
+func TestWrap_O2CountsTheRealAttempts(t *testing.T) {
+	_, err := policy.Wrap(&maxFake{fake{kind: policy.KindRetry}, 3}, br(), &maxFake{fake{kind: policy.KindRetry}, 4})
+	want := "policy: O2: retries at positions 1 and 3; keep one retry per pipeline, since nested retries multiply: 3 × 4 = 12 attempts per call"
+	if err == nil || err.Error() != want {
+		t.Errorf("Wrap(retry(3), breaker, retry(4)) = %v; want %q", err, want)
+	}
+	// Retries that do not say their attempts get no made-up product.
+	_, err = policy.Wrap(rt(), rt())
+	if err == nil || strings.Contains(err.Error(), "×") {
+		t.Errorf("Wrap(retry, retry) = %v; want an O2 error with no product", err)
+	}
+}
+
+func TestWrap_TwoRetriesWithTheirBudgetsIsO2(t *testing.T) {
+	_, err := policy.Wrap(dl(), bu(), rt(), bu(), rt())
+	var oe *policy.OrderError
+	require.ErrorAs(t, err, &oe)
+	if oe.Rule != "O2" || oe.First != 3 || oe.Second != 5 {
+		t.Errorf("Wrap(deadline, budget, retry, budget, retry) = %v; want O2 at positions 3 and 5", err)
+	}
+}
+
+func TestWrap_OtherMayStandOutsideTheShedder(t *testing.T) {
+	if _, err := policy.Wrap(ot(), sh(), dl()); err != nil {
+		t.Errorf("Wrap(other, shed, deadline) = %v; want it accepted: KindOther stands anywhere", err)
+	}
+	_, err := policy.Wrap(ot(), br(), sh())
+	var oe *policy.OrderError
+	require.ErrorAs(t, err, &oe, "Wrap(other, breaker, shed)")
+	if oe.Rule != "O5" || oe.First != 3 || oe.Second != 2 {
+		t.Errorf("Wrap(other, breaker, shed) = %v; want O5 naming the shed at 3 and the breaker at 2", err)
+	}
+}
+
+func TestWrap_RefusesTypedNil(t *testing.T) {
+	var nilRetry *fake // what a failed constructor leaves behind
+	var nilBudget *fakeBudget
+	for _, stack := range [][]policy.Policy{
+		{dl(), nilRetry},
+		{nilBudget, rt()},
+		{nilRetry},
+	} {
+		p, err := policy.Wrap(stack...)
+		var oe *policy.OrderError
+		if !errors.As(err, &oe) || oe.Rule != "O6" || !strings.Contains(err.Error(), "is a nil *policy_test.fake") &&
+			!strings.Contains(err.Error(), "is a nil *policy_test.fakeBudget") {
+			t.Errorf("Wrap(%d policies with a typed nil) = %v, %v; want an O6 error naming the nil type", len(stack), p, err)
+		}
+	}
+}
+
+// funcHolder is a struct type that looks comparable but holds a func in an interface
+// field: == on two of its values panics.
+type funcHolder struct{ hook any }
+
+func (funcHolder) Kind() policy.Kind                                   { return policy.KindOther }
+func (funcHolder) Bind(next policy.Runner, _ policy.Env) policy.Runner { return next }
+
+// panicky panics in Kind.
+type panicky struct{}
+
+func (panicky) Kind() policy.Kind                                   { panic("no kind") }
+func (panicky) Bind(next policy.Runner, _ policy.Env) policy.Runner { return next }
+
+func TestWrap_NeverPanics(t *testing.T) {
+	a, b := funcHolder{hook: func() {}}, funcHolder{hook: func() {}}
+	p, err := policy.Wrap(a, b)
+	require.NoError(t, err, "Wrap(two values of a struct holding a func)")
+	require.NoError(t, p.Do(context.Background(), func(context.Context) error { return nil }))
+
+	p, err = policy.Wrap(dl(), panicky{})
+	if err == nil || p != nil || !strings.Contains(err.Error(), "panicked") {
+		t.Errorf("Wrap(policy whose Kind panics) = %v, %v; want an error saying it panicked", p, err)
 	}
 }

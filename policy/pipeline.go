@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // Pipeline is a stack of policies bound once into a chain of Runners. Build it with
@@ -26,14 +27,23 @@ type Pipeline struct {
 // Pipeline. The first policy is outermost: Wrap(d, b, r) runs d(b(r(fn))).
 //
 // A stack that breaks a rule is refused with an [*OrderError] that matches [ErrOrder]
-// and names the rule, the positions involved and the fix. Wrap with no policies is
-// valid: the pipeline runs fn directly.
-func Wrap(policies ...Policy) (*Pipeline, error) {
+// and names the rule, the positions involved and the fix. A nil policy, or a typed nil
+// such as the *retry.Retry of a failed retry.New, is refused under O6. Wrap with no
+// policies is valid: the pipeline is a pass-through that runs fn directly.
+//
+// Wrap never panics: a policy whose Kind or Bind panics is refused with an error
+// naming its position.
+func Wrap(policies ...Policy) (p *Pipeline, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			p, err = nil, fmt.Errorf("policy: a policy panicked while the pipeline was built: %v", r)
+		}
+	}()
 	budget, retry, err := checkOrder(policies)
 	if err != nil {
 		return nil, err
 	}
-	p := &Pipeline{
+	p = &Pipeline{
 		policies: append([]Policy(nil), policies...),
 		budget:   budget,
 		retry:    retry,
@@ -64,6 +74,14 @@ func (p *Pipeline) bind() error {
 	if p.budget >= 0 {
 		budget = p.policies[p.budget].(RetryBudget) // checked by checkOrder
 	}
+	var attemptTimeout time.Duration
+	if p.retry >= 0 {
+		for _, pol := range p.policies[p.retry+1:] {
+			if l, ok := pol.(interface{ Limit() time.Duration }); ok && pol.Kind() == KindAttemptTimeout {
+				attemptTimeout = l.Limit()
+			}
+		}
+	}
 	p.bound = nil
 	if p.obs != nil {
 		p.bound = forPipeline(p.obs, p.name)
@@ -73,6 +91,7 @@ func (p *Pipeline) bind() error {
 		env := Env{Pipeline: p.name, Observer: p.bound, Position: i + 1}
 		if i == p.retry {
 			env.Budget = budget
+			env.AttemptTimeout = attemptTimeout
 		}
 		if r = p.policies[i].Bind(r, env); r == nil {
 			return fmt.Errorf("policy: %s at position %d (%T) %w", p.policies[i].Kind(), i+1, p.policies[i], errNilRunner)

@@ -3,6 +3,7 @@ package policy
 import (
 	"context"
 	"fmt"
+	"time"
 )
 
 // Func is the work a pipeline protects: one call to a dependency. It must honour ctx.
@@ -33,9 +34,15 @@ func (f RunnerFunc) Run(ctx context.Context, fn Func) error { return f(ctx, fn) 
 //     A stage with nothing to do per call returns next itself.
 //   - A policy object may be bound into several pipelines; state it keeps (a breaker's
 //     counts, a budget's tokens) is then shared by all of them.
-//   - Run must be safe for concurrent use, honour ctx, and return fn's error (possibly
-//     wrapped, so that errors.Is still finds it) unless the policy refused the call, in
-//     which case the error matches [ErrRejected].
+//   - Run must be safe for concurrent use and honour ctx: it never waits (sleeps,
+//     queues) past the end of ctx, and returns promptly once ctx is done.
+//   - Run returns fn's error (possibly wrapped, so that errors.Is still finds it) unless
+//     the policy refused the call, in which case the error matches [ErrRejected].
+//   - The Releaser rule: a stage that derives a context for the stages below (a
+//     deadline's context.WithTimeout) must not cancel it when Run returns. It hands the
+//     cancel function to [DeferRelease], which runs it at once unless the caller's ctx
+//     carries a [Releaser]; then it runs when the caller releases, because the result
+//     of the call is read after Run returns (an HTTP response body).
 type Policy interface {
 	Kind() Kind
 	Bind(next Runner, env Env) Runner
@@ -85,6 +92,11 @@ type Env struct {
 	Budget RetryBudget
 	// Position is the stage's 1-based position in the pipeline, outermost first.
 	Position int
+	// AttemptTimeout is, for a stage of [KindRetry], the limit of the per-attempt
+	// timeout standing inside it (a [KindAttemptTimeout] policy with a
+	// Limit() time.Duration method, as deadline.PerAttempt has); 0 if none. A retry
+	// uses it to avoid starting an attempt that cannot finish before the deadline.
+	AttemptTimeout time.Duration
 }
 
 // RetryBudget is the contract between a budget (a [Policy] of [KindBudget]) and the

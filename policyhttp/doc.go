@@ -4,7 +4,10 @@
 //
 // # Client
 //
-//	p, _ := policy.Wrap(deadline, breaker, budget, retry)
+//	p, err := policy.Wrap(deadline, breaker, budget, retry)
+//	if err != nil {
+//		return err
+//	}
 //	client := &http.Client{Transport: policyhttp.NewTransport(nil, p)}
 //
 // Each request is cloned per attempt; only idempotent requests (or those with an

@@ -100,9 +100,12 @@ type transport struct {
 // get exactly one attempt. Responses are judged by [DefaultClassifier] unless
 // [WithClassifier] replaces it.
 //
-// Every attempt made under a retry owner carries [policy.HeaderAttempt] with its
-// attempt number, so that servers downstream (see [Middleware]) fail fast rather than
-// retry again. The deadlines of p bound the reading of the returned body too: they are
+// Every request made under a retry owner carries [policy.HeaderAttempt], so that
+// servers downstream (see [Middleware]) fail fast rather than retry again: the attempt
+// number of the retry in this process that owns the call path, or 1 when the owner is
+// in another process (this process makes the request once; the number it received is
+// not forwarded, so the next server does not shed a first attempt as a retry). A
+// request made under no owner carries no attempt header, even if the caller set one. The deadlines of p bound the reading of the returned body too: they are
 // released when the body is closed, so close it.
 func NewTransport(next http.RoundTripper, p *policy.Pipeline, opts ...Option) http.RoundTripper {
 	if next == nil {
@@ -182,8 +185,17 @@ func (a *attempts) run(ctx context.Context) error {
 		out.Body = body
 	}
 	a.sent = true
-	if n, _, ok := policy.Attempt(ctx); ok {
+	// The attempt header speaks for this process: the number of a retry here that owns
+	// the call path, or 1 under an owner in another process (this request is the one
+	// attempt this process makes; the header carries the ownership on). A header the
+	// caller copied from elsewhere is not forwarded.
+	if n, upstream, ok := policy.Attempt(ctx); ok {
+		if upstream {
+			n = 1
+		}
 		out.Header.Set(policy.HeaderAttempt, strconv.Itoa(n))
+	} else {
+		out.Header.Del(policy.HeaderAttempt)
 	}
 	if a.key != "" {
 		out.Header.Set(HeaderIdempotencyKey, a.key)

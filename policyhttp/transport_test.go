@@ -304,7 +304,7 @@ func TestTransport_OpenBreakerSendsNothing(t *testing.T) {
 }
 
 func TestTransport_BreakerCountsServerFailuresNotClientFaults(t *testing.T) {
-	b, _ := breaker.New("api", breaker.Options{ConsecutiveFailures: 2})
+	b := breaker.MustNew("api", breaker.Options{ConsecutiveFailures: 2})
 	base := &http.Transport{}
 	defer base.CloseIdleConnections()
 	c := &http.Client{Transport: policyhttp.NewTransport(base, policy.MustWrap(b))}
@@ -424,7 +424,7 @@ var errDown = errors.New("down")
 // response received, with a nil error.
 func TestTransport_BreakerInsideRetryReturnsTheLastResponse(t *testing.T) {
 	srv := newServer(t, status(503))
-	b, _ := breaker.New("api", breaker.Options{ConsecutiveFailures: 2})
+	b := breaker.MustNew("api", breaker.Options{ConsecutiveFailures: 2})
 	base := &http.Transport{}
 	defer base.CloseIdleConnections()
 	clock := policytest.NewClock(t0).AutoAdvance(true)

@@ -11,16 +11,40 @@
 //   - attempts remain (MaxAttempts counts the first one);
 //   - no other layer owns retries on the call path (policy.Owned): otherwise the call
 //     makes one attempt and reports retry_suppressed{why="owner"};
-//   - the budget outside the retry, if any, allows it: otherwise retry_suppressed{why="budget"};
-//   - the delay would end before the context's deadline: otherwise the call returns at
-//     once with retry_suppressed{why="deadline"} rather than sleep in vain.
+//   - a server's hint, if any, is no longer than MaxHintDelay: otherwise the call
+//     returns at once with retry_suppressed{why="hint"}, since coming back before the
+//     server asked would only be refused again;
+//   - the delay, plus the least time an attempt needs (MinAttemptTime, by default the
+//     per-attempt timeout inside the retry), ends before the context's deadline:
+//     otherwise the call returns at once with retry_suppressed{why="deadline"} rather
+//     than sleep, or start an attempt, in vain;
+//   - the budget outside the retry, if any, allows it: otherwise retry_suppressed{why="budget"}.
 //
 // The delay before retry n is max(Strategy.Delay(n), hint + up to 50 % of hint), where
-// the hint is a server's Retry-After carried by [After] (capped at MaxHintDelay).
+// the hint is a server's Retry-After carried by [After]. Every delay a strategy returns
+// lies in [0, Cap]; sums saturate rather than overflow.
+//
+// # Who owns the call path
+//
+// A retry marks each attempt's context as owned (policy.WithAttempt), so retrying
+// pipelines called underneath make one attempt each. A retry with MaxAttempts 1 can
+// never retry and does not claim the call path. Only the owning retry talks to its
+// budget: a suppressed retry below neither deposits nor pays, so a budget shared by
+// nested pipelines is charged once per failed attempt.
+//
+// # Errors
 //
 // A call that gave up returns an [*Error] whose Cause says why (ErrExhausted,
-// ErrDeadline, ErrBudget, ErrNotRetryable, ErrOwner, ErrCanceled) and which unwraps to
-// the last attempt's error.
+// ErrDeadline, ErrBudget, ErrNotRetryable, ErrOwner, ErrHintTooLong, ErrCanceled) and
+// which unwraps to the last attempt's error. A give-up for the caller's cancellation
+// also matches context.Canceled, and one for the deadline matches
+// context.DeadlineExceeded (and, under an overall deadline of package deadline,
+// deadline.ErrExceeded), so policy.Outcome reports "canceled" and "deadline".
+//
+// On purpose, an *Error never matches policy.ErrRejected, even when a budget or the
+// owner rule stopped it: it carries the failure underneath, which the retry owning
+// the call path above may still classify and retry. Refusals by stages on the call
+// path — an open breaker, a shed — are rejections and are never retried.
 //
 // # Default schedule
 //

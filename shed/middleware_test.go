@@ -70,7 +70,7 @@ func TestMiddleware_RejectsWith429RetryAfterAndProblemJSON(t *testing.T) {
 }
 
 func TestMiddleware_ShedsRetriesFirstAndMarksOwnership(t *testing.T) {
-	s, _ := shed.New(shed.Options{Limit: 4, MaxQueue: -1})
+	s := shed.MustNew(shed.Options{Limit: 4, MaxQueue: -1})
 	var owned, attempt atomic.Int64
 	block := make(chan struct{})
 	h := shed.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -128,7 +128,7 @@ func waitFor(t *testing.T, cond func() bool) {
 
 func TestMiddleware_Quota(t *testing.T) {
 	clock := policytest.NewClock(t0)
-	s, _ := shed.New(shed.Options{Clock: clock, Quota: &shed.Quota{
+	s := shed.MustNew(shed.Options{Clock: clock, Quota: &shed.Quota{
 		Key:  func(r *http.Request) string { return r.Header.Get("X-Client") },
 		Rate: 0.5, Burst: 2, // one token per 2s
 	}})
@@ -153,9 +153,9 @@ func TestMiddleware_Quota(t *testing.T) {
 }
 
 func TestMiddleware_OpenBreakerAnswers503WithItsOpenTime(t *testing.T) {
-	b, _ := breaker.New("db", breaker.Options{ConsecutiveFailures: 1, OpenTimeout: 20 * time.Second})
+	b := breaker.MustNew("db", breaker.Options{ConsecutiveFailures: 1, OpenTimeout: 20 * time.Second})
 	_ = policy.MustWrap(b).Do(context.Background(), func(context.Context) error { return io.ErrUnexpectedEOF })
-	s, _ := shed.New(shed.Options{Breaker: b})
+	s := shed.MustNew(shed.Options{Breaker: b})
 	w := httptest.NewRecorder()
 	shed.Middleware(okHandler, s).ServeHTTP(w, httptest.NewRequest("GET", "/", nil))
 	require.Equal(t, 503, w.Code)
@@ -276,7 +276,7 @@ func TestCurlHonoursRetryAfter(t *testing.T) {
 	if err != nil {
 		t.Skip("curl is not installed (.ci/run installs it)")
 	}
-	s, _ := shed.New(shed.Options{Quota: &shed.Quota{Key: func(*http.Request) string { return "all" }, Rate: 1, Burst: 1}})
+	s := shed.MustNew(shed.Options{Quota: &shed.Quota{Key: func(*http.Request) string { return "all" }, Rate: 1, Burst: 1}})
 	var mu sync.Mutex
 	var arrivals []time.Time
 	var codes []int
@@ -314,12 +314,12 @@ func (r *statusRecorder) WriteHeader(code int) {
 }
 
 func BenchmarkMiddleware_Admit(b *testing.B) {
-	s, _ := shed.New(shed.Options{})
+	s := shed.MustNew(shed.Options{})
 	serveParallel(b, shed.Middleware(okHandler, s))
 }
 
 func BenchmarkMiddleware_Reject(b *testing.B) {
-	s, _ := shed.New(shed.Options{Limit: 1, MaxQueue: -1})
+	s := shed.MustNew(shed.Options{Limit: 1, MaxQueue: -1})
 	p, _ := s.Admit(context.Background(), shed.PriorityCritical)
 	defer p.Release()
 	serveParallel(b, shed.Middleware(okHandler, s))

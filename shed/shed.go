@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -35,14 +34,6 @@ var (
 	// ErrInvalidOptions is matched by New's errors for bad Options.
 	ErrInvalidOptions = errors.New("shed: invalid options")
 )
-
-// Rand is the random source of Retry-After jitter: Float64 in [0, 1), safe for
-// concurrent use. nil means math/rand/v2's global source.
-type Rand interface{ Float64() float64 }
-
-type globalRand struct{}
-
-func (globalRand) Float64() float64 { return rand.Float64() }
 
 // Quota limits each client to a rate of requests, on golang.org/x/time/rate.
 type Quota struct {
@@ -113,10 +104,10 @@ type Options struct {
 
 	// Observer receives an EventShed for every rejection.
 	Observer policy.Observer
-	// Clock and Rand are seams for tests; nil means the system clock and
-	// math/rand/v2.
+	// Clock and Rand are seams for tests; nil means policy.SystemClock() and
+	// policy.SystemRand().
 	Clock policy.Clock
-	Rand  Rand
+	Rand  policy.Rand
 }
 
 // Shedder admits work up to a concurrency limit and refuses the rest early and
@@ -128,7 +119,7 @@ type Shedder struct {
 	opts      Options
 	name      string
 	clock     policy.Clock
-	rand      Rand
+	rand      policy.Rand
 	adaptive  *gradient // nil: fixed limit
 	sheddable float64
 	status    int
@@ -154,12 +145,9 @@ func New(o Options) (*Shedder, error) {
 	bad := func(format string, args ...any) (*Shedder, error) {
 		return nil, fmt.Errorf("%w: "+format, append([]any{ErrInvalidOptions}, args...)...)
 	}
-	s := &Shedder{opts: o, name: o.Name, clock: policy.ClockOr(o.Clock), rand: o.Rand}
+	s := &Shedder{opts: o, name: o.Name, clock: policy.ClockOr(o.Clock), rand: policy.RandOr(o.Rand)}
 	if s.name == "" {
 		s.name = "shed"
-	}
-	if s.rand == nil {
-		s.rand = globalRand{}
 	}
 	switch {
 	case o.Limit < 0:
@@ -468,3 +456,12 @@ func (e *RejectError) Error() string {
 
 // Is matches ErrShed and policy.ErrRejected.
 func (e *RejectError) Is(target error) bool { return target == ErrShed || target == policy.ErrRejected }
+
+// MustNew is like [New] but panics on bad options.
+func MustNew(o Options) *Shedder {
+	s, err := New(o)
+	if err != nil {
+		panic(err)
+	}
+	return s
+}

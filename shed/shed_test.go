@@ -27,7 +27,7 @@ type pinned float64
 func (p pinned) Float64() float64 { return float64(p) }
 
 func TestConformance(t *testing.T) {
-	policytest.Run(t, func() policy.Policy { s, _ := shed.New(shed.Options{}); return s })
+	policytest.Run(t, func() policy.Policy { s := shed.MustNew(shed.Options{}); return s })
 }
 
 func TestNew_RefusesBadOptions(t *testing.T) {
@@ -104,7 +104,7 @@ func TestLimit_GrowsUnderSteadyLatencyAndShrinksWhenItRises(t *testing.T) {
 
 func TestLimit_AppLimitedWindowsChangeNothing(t *testing.T) {
 	clock := policytest.NewClock(t0)
-	s, _ := shed.New(shed.Options{InitialLimit: 20, Window: 100 * time.Millisecond, Clock: clock})
+	s := shed.MustNew(shed.Options{InitialLimit: 20, Window: 100 * time.Millisecond, Clock: clock})
 	for range 50 {
 		round(t, s, clock, 9, 100*time.Millisecond) // 9 < 20/2 in flight
 	}
@@ -112,7 +112,7 @@ func TestLimit_AppLimitedWindowsChangeNothing(t *testing.T) {
 }
 
 func TestAdmit_FixedLimitAndSheddableShare(t *testing.T) {
-	s, _ := shed.New(shed.Options{Limit: 4, MaxQueue: -1})
+	s := shed.MustNew(shed.Options{Limit: 4, MaxQueue: -1})
 	var held []shed.Permit
 	for range 3 {
 		p, why := s.Admit(context.Background(), shed.PrioritySheddable)
@@ -152,7 +152,7 @@ func queued(s *shed.Shedder, ctx context.Context, p shed.Priority, name string, 
 
 func TestQueue_FIFOThenLIFOUnderAStandingQueue(t *testing.T) {
 	clock := policytest.NewClock(t0)
-	s, _ := shed.New(shed.Options{Limit: 1, Clock: clock})
+	s := shed.MustNew(shed.Options{Limit: 1, Clock: clock})
 	holder, _ := s.Admit(context.Background(), shed.PriorityDefault)
 	out := make(chan string, 10)
 
@@ -186,7 +186,7 @@ func TestQueue_FIFOThenLIFOUnderAStandingQueue(t *testing.T) {
 
 func TestQueue_StandingQueueShortensTheWait(t *testing.T) {
 	clock := policytest.NewClock(t0)
-	s, _ := shed.New(shed.Options{Limit: 1, Clock: clock})
+	s := shed.MustNew(shed.Options{Limit: 1, Clock: clock})
 	holder, _ := s.Admit(context.Background(), shed.PriorityDefault)
 	defer holder.Release()
 	out := make(chan string, 10)
@@ -209,7 +209,7 @@ func TestQueue_StandingQueueShortensTheWait(t *testing.T) {
 
 func TestQueue_CriticalFirst(t *testing.T) {
 	clock := policytest.NewClock(t0)
-	s, _ := shed.New(shed.Options{Limit: 1, Clock: clock})
+	s := shed.MustNew(shed.Options{Limit: 1, Clock: clock})
 	holder, _ := s.Admit(context.Background(), shed.PriorityDefault)
 	out := make(chan string, 10)
 	queued(s, context.Background(), shed.PriorityDefault, "default", out)
@@ -223,7 +223,7 @@ func TestQueue_CriticalFirst(t *testing.T) {
 
 func TestQueue_FullDeadlineAndCancel(t *testing.T) {
 	clock := policytest.NewClock(t0)
-	s, _ := shed.New(shed.Options{Limit: 1, MaxQueue: 1, Clock: clock})
+	s := shed.MustNew(shed.Options{Limit: 1, MaxQueue: 1, Clock: clock})
 	holder, _ := s.Admit(context.Background(), shed.PriorityDefault)
 	defer holder.Release()
 	out := make(chan string, 10)
@@ -243,7 +243,7 @@ func TestQueue_FullDeadlineAndCancel(t *testing.T) {
 }
 
 func TestShedder_AsAPolicy(t *testing.T) {
-	s, _ := shed.New(shed.Options{Limit: 1, MaxQueue: -1, Rand: pinned(0)})
+	s := shed.MustNew(shed.Options{Limit: 1, MaxQueue: -1, Rand: pinned(0)})
 	var events []policy.Event
 	p := policy.MustWrap(s).With(policy.Name("consumer"), policy.Observe(policy.ObserverFunc(func(e policy.Event) { events = append(events, e) })))
 	release := make(chan struct{})
@@ -286,7 +286,7 @@ func TestShedder_AsAPolicy(t *testing.T) {
 
 func TestRetryAfter_AdaptsToPressureWithUpwardJitter(t *testing.T) {
 	clock := policytest.NewClock(t0)
-	lo, _ := shed.New(shed.Options{Limit: 1, MaxQueue: -1, Clock: clock, Rand: pinned(0), MaxRetryAfter: 8 * time.Second})
+	lo := shed.MustNew(shed.Options{Limit: 1, MaxQueue: -1, Clock: clock, Rand: pinned(0), MaxRetryAfter: 8 * time.Second})
 	require.Equal(t, 1, lo.RetryAfter(), "calm: 1s")
 	holder, _ := lo.Admit(context.Background(), shed.PriorityDefault)
 	defer holder.Release()
@@ -304,12 +304,12 @@ func TestRetryAfter_AdaptsToPressureWithUpwardJitter(t *testing.T) {
 	clock.Advance(10 * time.Second)
 	require.Equal(t, 1, lo.RetryAfter())
 
-	hi, _ := shed.New(shed.Options{Rand: pinned(0.9999)})
+	hi := shed.MustNew(shed.Options{Rand: pinned(0.9999)})
 	require.Equal(t, 2, hi.RetryAfter(), "1s with +50 %% jitter rounds up to 2s")
 
 	// With a real random source the values spread over [base, ⌈1.5·base⌉].
 	clock2 := policytest.NewClock(t0)
-	s, _ := shed.New(shed.Options{Limit: 1, MaxQueue: -1, Clock: clock2, Rand: rand.New(rand.NewPCG(1, 2))})
+	s := shed.MustNew(shed.Options{Limit: 1, MaxQueue: -1, Clock: clock2, Rand: rand.New(rand.NewPCG(1, 2))})
 	held, _ := s.Admit(context.Background(), shed.PriorityDefault)
 	defer held.Release()
 	for range 4 { // rejections at 0, 1, 2, 3 and 4 s: base 1 → 16

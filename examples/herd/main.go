@@ -22,6 +22,7 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 
+	"github.com/backstop-go/backstop/policy"
 	"github.com/backstop-go/backstop/retry"
 )
 
@@ -125,7 +126,7 @@ func herd(from, to, step, runs int, seed uint64, out string) error {
 // simulate runs n clients against the one-writer resource and returns the calls made
 // and when the last client succeeded. Attempts are events on a virtual clock; at equal
 // times the lower-numbered client goes first, so a run is a function of its seed.
-func simulate(n int, s retry.Strategy, r retry.Rand) (calls int, done time.Duration) {
+func simulate(n int, s retry.Strategy, r policy.Rand) (calls int, done time.Duration) {
 	q := make(events, 0, n)
 	for c := range n {
 		q = append(q, event{at: 0, client: c, attempt: 1})

@@ -100,9 +100,9 @@ func serve(addr string, selftest bool, logger *slog.Logger) error {
 	if err := obs.AddShedder("orders", shedder); err != nil {
 		return err
 	}
-	d, _ := deadline.New(time.Second)
-	rt, _ := retry.New(retry.Options{MaxAttempts: 3})
-	per, _ := deadline.PerAttempt(300 * time.Millisecond)
+	d := deadline.MustNew(time.Second)
+	rt := retry.MustNew(retry.Options{MaxAttempts: 3})
+	per := deadline.MustPerAttempt(300 * time.Millisecond)
 	p := policy.MustWrap(d, brk, bud, rt, per).
 		With(policy.Name("inventory"), policy.Observe(policy.Observers(obs, metrics.Slog(logger, slog.LevelInfo))))
 	inventory := &http.Client{Transport: policyhttp.NewTransport(nil, p)}

@@ -172,12 +172,12 @@ func drain(res *http.Response) {
 // backstopPipeline is the one stack every Backstop layer uses, for the dependency
 // named name: an overall deadline, a breaker, a token-bucket budget (gRPC's
 // defaults), 4 attempts with full jitter, and a per-attempt timeout.
-func backstopPipeline(name string, r retry.Rand) (*policy.Pipeline, *breaker.Breaker) {
-	d, _ := deadline.New(callBudget)
-	b, _ := breaker.New(name, breaker.Options{OpenTimeout: time.Second})
-	bud, _ := budget.NewTokenBucket(10, 0.1)
-	rt, _ := retry.New(retry.Options{MaxAttempts: attempts, Base: naiveBase, Cap: time.Second, Rand: r})
-	per, _ := deadline.PerAttempt(hopTimeout)
+func backstopPipeline(name string, r policy.Rand) (*policy.Pipeline, *breaker.Breaker) {
+	d := deadline.MustNew(callBudget)
+	b := breaker.MustNew(name, breaker.Options{OpenTimeout: time.Second})
+	bud := budget.MustNewTokenBucket(10, 0.1)
+	rt := retry.MustNew(retry.Options{MaxAttempts: attempts, Base: naiveBase, Cap: time.Second, Rand: r})
+	per := deadline.MustPerAttempt(hopTimeout)
 	return policy.MustWrap(d, b, bud, rt, per).With(policy.Name(name)), b
 }
 

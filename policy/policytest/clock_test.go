@@ -78,3 +78,11 @@ func TestClock_ZeroTimerFiresAtOnce(t *testing.T) {
 	require.True(t, ok)
 	require.Equal(t, 0, c.Pending())
 }
+
+func TestRand_DrawsInTurnThenRepeats(t *testing.T) {
+	r := policytest.NewRand(0.25, 0.5)
+	got := []float64{r.Float64(), r.Float64(), r.Float64()}
+	require.Equal(t, []float64{0.25, 0.5, 0.5}, got)
+	require.Panics(t, func() { policytest.NewRand(1) }, "1 is outside [0, 1)")
+	require.Panics(t, func() { policytest.NewRand() })
+}

@@ -1,6 +1,6 @@
 // Package policytest checks that a [policy.Policy] keeps the contract every stage of a
-// pipeline relies on, and provides the fake [Clock] for tests, in the manner of
-// testing/slogtest.
+// pipeline relies on, and provides the library's one fake [Clock] and one fake [Rand]
+// for tests, in the manner of testing/slogtest.
 //
 // # Conformance
 //
@@ -17,6 +17,13 @@
 //     error is not marked retryable);
 //   - context values reach fn, and a cancelled context ends the call with an error
 //     matching context.Canceled (fn runs at most once);
+//   - Run honours ctx: with ctx already cancelled it returns without waiting, and
+//     with a deadline it returns by that deadline (checked in a testing/synctest
+//     bubble, so a policy that sleeps ignoring ctx is caught without real waiting;
+//     such a policy must build its timers inside the bubble, as newPolicy does);
+//   - the Releaser rule: a context the policy hands down is still live when Run
+//     returns if the caller's context carries a policy.Releaser, and ends only when
+//     the caller releases it (an HTTP body is read after the call);
 //   - Run is safe for concurrent use from many goroutines;
 //   - events, if any, carry a valid kind and the pipeline's name;
 //   - no goroutine is left behind.
@@ -28,6 +35,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"go.uber.org/goleak"
 
@@ -119,6 +128,45 @@ func Run(t *testing.T, newPolicy func() policy.Policy) {
 		if calls > 1 {
 			t.Errorf("Run(cancelled ctx) called fn %d times; want at most 1", calls)
 		}
+	})
+
+	t.Run("HonoursContext", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			_, r := bind(t, nil)
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			start := time.Now()
+			_ = r.Run(ctx, func(ctx context.Context) error { return ctx.Err() })
+			if waited := time.Since(start); waited > 0 {
+				t.Errorf("Run(cancelled ctx) waited %v before returning; a policy must honour ctx and never wait past its end", waited)
+			}
+
+			const limit = time.Second
+			ctx, cancel = context.WithTimeout(context.Background(), limit)
+			defer cancel()
+			start = time.Now()
+			_ = r.Run(ctx, func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() })
+			if took := time.Since(start); took > limit {
+				t.Errorf("Run(ctx with a %v deadline) returned after %v; a policy must honour ctx and never wait past its end", limit, took)
+			}
+		})
+	})
+
+	t.Run("ReleaserKeepsContext", func(t *testing.T) {
+		_, r := bind(t, nil)
+		ctx, rel := policy.WithReleaser(context.Background())
+		var handed context.Context
+		if err := r.Run(ctx, func(ctx context.Context) error { handed = ctx; return nil }); err != nil {
+			t.Fatalf("Run = %v; want nil", err)
+		}
+		if handed == nil {
+			t.Fatal("Run returned nil without calling fn")
+		}
+		if err := handed.Err(); err != nil {
+			t.Errorf("the context handed to fn ended (%v) when Run returned, though the caller's context carries a policy.Releaser; "+
+				"the Releaser rule: hand the cancel function to policy.DeferRelease instead of cancelling at the end of Run", err)
+		}
+		rel.Release()
 	})
 
 	t.Run("Concurrent", func(t *testing.T) {

@@ -1,0 +1,200 @@
+package retry_test
+
+import (
+	"context"
+	"errors"
+	"math"
+	"math/rand/v2"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/backstop-go/backstop/budget"
+	"github.com/backstop-go/backstop/deadline"
+	"github.com/backstop-go/backstop/policy"
+	"github.com/backstop-go/backstop/policy/policytest"
+	"github.com/backstop-go/backstop/retry"
+)
+
+func TestRetry_CancelDuringSleepMatchesContextCanceled(t *testing.T) {
+	clock := policytest.NewClock(t0)
+	p := policy.MustWrap(retry.MustNew(retry.Options{Clock: clock, Strategy: retry.None{}}))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- p.Do(ctx, func(context.Context) error { return retry.Retryable(errDown) }) }()
+	clock.BlockUntil(1) // the loop sleeps before attempt 2
+	cancel()
+	err := <-done
+	require.ErrorIs(t, err, context.Canceled, "a give-up for the caller's cancellation")
+	require.NotErrorIs(t, err, context.DeadlineExceeded)
+	require.ErrorIs(t, err, errDown, "it still unwraps to the last attempt's error")
+	require.Equal(t, policy.OutcomeCanceled, policy.Outcome(err))
+}
+
+// TestRetry_DeadlineGiveUpMatchesDeadlineExceeded: the next sleep would pass the
+// overall deadline, so the retry gives up early; the error says deadline, in every
+// vocabulary a caller may ask in.
+func TestRetry_DeadlineGiveUpMatchesDeadlineExceeded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := policy.MustWrap(deadline.MustNew(250*ms), retry.MustNew(retry.Options{MaxAttempts: 5, Strategy: retry.None{}}))
+		calls := 0
+		err := p.Do(context.Background(), failing(&calls, retry.Retryable(errDown)))
+		require.Equal(t, 2, calls, "attempts before the 200ms sleep would pass 250ms")
+		require.ErrorIs(t, err, retry.ErrDeadline)
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+		require.ErrorIs(t, err, deadline.ErrExceeded, "the overall deadline claims the early give-up as its own")
+		require.NotErrorIs(t, err, context.Canceled)
+		require.ErrorIs(t, err, errDown)
+		require.Equal(t, policy.OutcomeDeadline, policy.Outcome(err))
+	})
+}
+
+// TestRetry_CallersDeadlineIsNotOurs: the same early give-up under the caller's own,
+// shorter deadline matches context.DeadlineExceeded but not deadline.ErrExceeded.
+func TestRetry_CallersDeadlineIsNotOurs(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := policy.MustWrap(deadline.MustNew(time.Hour), retry.MustNew(retry.Options{MaxAttempts: 5, Strategy: retry.None{}}))
+		ctx, cancel := context.WithTimeout(context.Background(), 250*ms)
+		defer cancel()
+		calls := 0
+		err := p.Do(ctx, failing(&calls, retry.Retryable(errDown)))
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+		require.NotErrorIs(t, err, deadline.ErrExceeded)
+	})
+}
+
+func TestRetry_OneAttemptRetryDoesNotClaimTheCallPath(t *testing.T) {
+	h := newHarness(t, retry.Options{MaxAttempts: 3})
+	single := policy.MustWrap(retry.MustNew(retry.Options{MaxAttempts: 1}))
+	calls := 0
+	var owned bool
+	err := single.Do(context.Background(), func(ctx context.Context) error {
+		owned = policy.Owned(ctx)
+		return h.p.Do(ctx, failing(&calls, retry.Retryable(errDown)))
+	})
+	require.False(t, owned, "a retry with MaxAttempts 1 marks nothing")
+	require.Equal(t, 3, calls, "the retry below it owns the call path and retries")
+	require.ErrorIs(t, err, retry.ErrExhausted)
+	require.Empty(t, h.of(policy.EventRetrySuppressed))
+}
+
+// TestRetry_SharedBucketChargedOncePerFailedAttempt: nested pipelines share one A6
+// bucket; the inner retry is suppressed by the owner rule and must not pay again.
+func TestRetry_SharedBucketChargedOncePerFailedAttempt(t *testing.T) {
+	clock := policytest.NewClock(t0).AutoAdvance(true)
+	bucket := budget.MustNewTokenBucket(10, 0.1)
+	outer := policy.MustWrap(bucket, retry.MustNew(retry.Options{MaxAttempts: 3, Clock: clock}))
+	inner := policy.MustWrap(bucket, retry.MustNew(retry.Options{MaxAttempts: 3, Clock: clock}))
+	calls := 0
+	_ = outer.Do(context.Background(), func(ctx context.Context) error {
+		return inner.Do(ctx, failing(&calls, retry.Retryable(errDown)))
+	})
+	require.Equal(t, 3, calls)
+	require.Equal(t, 7.0, bucket.Tokens(), "tokens 7 = 10 − 3 failed attempts, each charged once")
+}
+
+func TestRetry_HintLongerThanMaxHintDelayGivesUp(t *testing.T) {
+	h := newHarness(t, retry.Options{MaxAttempts: 3, MaxHintDelay: 5 * time.Second})
+	calls := 0
+	err := h.p.Do(context.Background(), failing(&calls, retry.After(errDown, time.Hour)))
+	require.Equal(t, 1, calls, "no attempt before the server's hour is up")
+	require.Empty(t, h.clock.Waits(), "nothing slept")
+	require.ErrorIs(t, err, retry.ErrHintTooLong)
+	require.ErrorIs(t, err, errDown)
+	hint, ok := retry.Hint(err)
+	require.True(t, ok)
+	require.Equal(t, time.Hour, hint, "the server's hint is readable from the error")
+	sup := h.of(policy.EventRetrySuppressed)
+	require.Len(t, sup, 1)
+	require.Equal(t, policy.SuppressedHint, sup[0].Reason)
+}
+
+func TestRetry_HugeHintsDoNotOverflow(t *testing.T) {
+	big := time.Duration(math.MaxInt64 - 1)
+	h := newHarness(t, retry.Options{MaxAttempts: 2, MaxHintDelay: math.MaxInt64, Rand: pinned(0.999)})
+	calls := 0
+	_ = h.p.Do(context.Background(), failing(&calls, retry.After(errDown, big)))
+	require.Equal(t, []time.Duration{math.MaxInt64}, h.clock.Waits(), "hint + jitter saturates instead of wrapping negative")
+	require.Equal(t, 2, calls)
+}
+
+// TestRetry_MinAttemptTime: after attempt 1 fails at 0 ms the deadline has 250 ms
+// left; a retry after 100 ms would have 150 ms, less than the 200 ms an attempt needs.
+func TestRetry_MinAttemptTime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := policy.MustWrap(deadline.MustNew(250*ms),
+			retry.MustNew(retry.Options{MaxAttempts: 5, Strategy: retry.None{}, MinAttemptTime: 200 * ms}))
+		start := time.Now()
+		calls := 0
+		err := p.Do(context.Background(), failing(&calls, retry.Retryable(errDown)))
+		require.Equal(t, 1, calls, "no attempt is started that cannot finish")
+		require.Equal(t, time.Duration(0), time.Since(start), "the call returns at once")
+		require.ErrorIs(t, err, retry.ErrDeadline)
+		require.ErrorIs(t, err, errDown)
+	})
+}
+
+// TestRetry_MinAttemptTimeFromThePerAttemptTimeout: with MinAttemptTime 0 the
+// per-attempt timeout inside the retry is the time an attempt needs.
+func TestRetry_MinAttemptTimeFromThePerAttemptTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		run := func(o retry.Options) int {
+			p := policy.MustWrap(deadline.MustNew(250*ms), retry.MustNew(o), deadline.MustPerAttempt(200*ms))
+			calls := 0
+			_ = p.Do(context.Background(), failing(&calls, retry.Retryable(errDown)))
+			return calls
+		}
+		require.Equal(t, 1, run(retry.Options{MaxAttempts: 5, Strategy: retry.None{}}),
+			"0 + 100ms sleep + 200ms attempt timeout > 250ms: no retry")
+		require.Equal(t, 2, run(retry.Options{MaxAttempts: 5, Strategy: retry.None{}, MinAttemptTime: -1}),
+			"negative: only the sleep must fit (100ms < 250ms; the next, 200ms, does not)")
+	})
+}
+
+// FuzzStrategyDelay: every strategy's delay lies in [0, cap] for any attempt number
+// up to 10^6, any previous delay and any base ≤ cap, however large.
+func FuzzStrategyDelay(f *testing.F) {
+	f.Add(1, int64(0), int64(100*ms), int64(5*time.Second), 0.5) // the defaults
+	f.Add(1_000_000, int64(0), int64(time.Second), int64(math.MaxInt64), 0.999)
+	f.Add(64, int64(math.MaxInt64/2), int64(1), int64(math.MaxInt64), 0.0)
+	f.Add(30, int64(time.Hour), int64(time.Millisecond), int64(time.Millisecond), 0.7) // base = cap
+	f.Fuzz(func(t *testing.T, n int, prev, base, cap int64, r float64) {
+		if n < 1 || n > 1_000_000 || base <= 0 || cap < base || prev < 0 || !(r >= 0 && r < 1) {
+			t.Skip()
+		}
+		for _, s := range []retry.Strategy{retry.Full{}, retry.Equal{}, retry.Decorrelated{}, retry.None{},
+			retry.GRPC{}, retry.GRPC{Multiplier: 1}, retry.GRPC{Multiplier: 1e9}} {
+			d := s.Delay(n, time.Duration(prev), time.Duration(base), time.Duration(cap), pinned(r))
+			if d < 0 || d > time.Duration(cap) {
+				t.Fatalf("%T%+v.Delay(n=%d, prev=%d, base=%d, cap=%d, rand=%v) = %d; want in [0, cap]", s, s, n, prev, base, cap, r, d)
+			}
+		}
+	})
+}
+
+func TestStrategies_BoundedForHugeAttemptNumbersAndCaps(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 7))
+	caps := []time.Duration{time.Millisecond, 5 * time.Second, math.MaxInt64 / 3, math.MaxInt64}
+	for _, cap := range caps {
+		for _, n := range []int{1, 2, 63, 64, 1000, 1_000_000} {
+			for _, s := range []retry.Strategy{retry.Full{}, retry.Equal{}, retry.Decorrelated{}, retry.None{}, retry.GRPC{}} {
+				for range 20 {
+					d := s.Delay(n, cap, time.Millisecond, cap, pinned(rng.Float64()))
+					if d < 0 || d > cap {
+						t.Fatalf("%T.Delay(n=%d, cap=%v) = %v; want in [0, %v]", s, n, cap, d, cap)
+					}
+				}
+			}
+		}
+	}
+}
+
+func TestNew_TypedNilFromAFailedConstructorIsRefusedByWrap(t *testing.T) {
+	r, err := retry.New(retry.Options{MaxAttempts: -1})
+	require.Error(t, err)
+	_, err = policy.Wrap(deadline.MustNew(time.Second), r)
+	var oe *policy.OrderError
+	require.True(t, errors.As(err, &oe) && oe.Rule == "O6", "Wrap(deadline, nil *retry.Retry) = %v; want O6", err)
+}
