@@ -64,9 +64,9 @@ func both(b *testing.B, bench func(b *testing.B, parallel bool)) {
 // --- 1. deadline + breaker + retry -------------------------------------------------
 
 func backstopDBR() *policy.Pipeline {
-	d, _ := deadline.New(limit)
-	br, _ := breaker.New("db", breaker.Options{})
-	rt, _ := retry.New(retry.Options{MaxAttempts: maxAttempts, Base: base, Cap: maxDelay})
+	d := deadline.MustNew(limit)
+	br := breaker.MustNew("db", breaker.Options{})
+	rt := retry.MustNew(retry.Options{MaxAttempts: maxAttempts, Base: base, Cap: maxDelay})
 	return policy.MustWrap(d, br, rt)
 }
 
@@ -123,9 +123,9 @@ func BenchmarkDeadlineBreakerRetry_Floor(b *testing.B) {
 
 func BenchmarkBreakerBudgetRetry_Backstop(b *testing.B) {
 	both(b, func(b *testing.B, parallel bool) {
-		br, _ := breaker.New("db", breaker.Options{})
-		bud, _ := budget.NewTokenBucket(10, 0.1)
-		rt, _ := retry.New(retry.Options{MaxAttempts: maxAttempts, Base: base, Cap: maxDelay})
+		br := breaker.MustNew("db", breaker.Options{})
+		bud := budget.MustNewTokenBucket(10, 0.1)
+		rt := retry.MustNew(retry.Options{MaxAttempts: maxAttempts, Base: base, Cap: maxDelay})
 		p := policy.MustWrap(br, bud, rt)
 		run(b, parallel, func(ctx context.Context) { _ = p.Do(ctx, nop) })
 	})
@@ -213,7 +213,7 @@ func BenchmarkAdmit_BareHandler(b *testing.B) {
 
 func BenchmarkAdmit_BackstopShed(b *testing.B) {
 	both(b, func(b *testing.B, parallel bool) {
-		s, _ := shed.New(shed.Options{})
+		s := shed.MustNew(shed.Options{})
 		serveHTTP(b, parallel, shed.Middleware(okHandler, s))
 	})
 }
@@ -237,7 +237,7 @@ func BenchmarkAdmit_FailsafeAdaptiveLimiter(b *testing.B) {
 
 func BenchmarkOpenBreaker_Backstop(b *testing.B) {
 	both(b, func(b *testing.B, parallel bool) {
-		br, _ := breaker.New("db", breaker.Options{ConsecutiveFailures: 1, OpenTimeout: time.Hour})
+		br := breaker.MustNew("db", breaker.Options{ConsecutiveFailures: 1, OpenTimeout: time.Hour})
 		p := policy.MustWrap(br)
 		_ = p.Do(context.Background(), func(context.Context) error { return errDown })
 		run(b, parallel, func(ctx context.Context) { _ = p.Do(ctx, nop) })
@@ -277,7 +277,7 @@ func TestPeersAreConfiguredAlike(t *testing.T) {
 	if err := floorDBR()(ctx); err != nil {
 		t.Errorf("floor: %v", err)
 	}
-	br, _ := breaker.New("db", breaker.Options{ConsecutiveFailures: 1, OpenTimeout: time.Hour})
+	br := breaker.MustNew("db", breaker.Options{ConsecutiveFailures: 1, OpenTimeout: time.Hour})
 	p := policy.MustWrap(br)
 	_ = p.Do(ctx, func(context.Context) error { return errDown })
 	if err := p.Do(ctx, nop); !errors.Is(err, breaker.ErrOpen) {
