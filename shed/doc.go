@@ -31,8 +31,10 @@
 // manner of CoDel, as Facebook describes in "Fail at Scale": it waits at most 100 ms,
 // but once a standing queue exists (the queue has not been empty for 100 ms) only 5 ms,
 // and the newest request is served first (LIFO), since the oldest are the likeliest to
-// have been given up on. Critical requests leave the queue first. A request whose
-// deadline would pass before a typical request completes is not queued.
+// have been given up on. Critical requests leave the queue first. While requests
+// wait, a slot that frees is handed to them: a newcomer queues behind them (or, if
+// sheddable, is refused) rather than take it. A request whose deadline would pass
+// before a typical request completes is not queued.
 //
 // # Priorities
 //
@@ -40,16 +42,27 @@
 // Options.Priority. Retries — requests whose Backstop-Attempt, x-envoy-attempt-count
 // or grpc-previous-rpc-attempts header says they are not a first attempt — are
 // sheddable whatever it says: the header can lower a request's priority, never raise
-// it. Sheddable work may fill only SheddableShare (75 %) of the limit and is never
-// queued, so under pressure retries are shed before first attempts.
+// it. Sheddable work may fill only SheddableShare (75 %) of the limit, but always at
+// least one slot, and is never queued: an idle server admits a retry, and under
+// pressure retries are shed before first attempts.
+//
+// # Options that meet
+//
+// Defaults give way to the values set: MaxLimit 10 alone starts the limit at 10,
+// MinLimit 50 alone at 50, QueueTarget 200 ms alone raises the interval to 200 ms.
+// Values set that contradict each other are refused with an error naming them, and so
+// is a fixed Limit together with any field of the adaptive limit.
 //
 // # Rejections
 //
 // [Middleware] answers a refused request with status 429 (or 503), Retry-After in
 // whole seconds and an application/problem+json body, without reading the request
 // body and without allocating. The Retry-After starts at 1 s, doubles for each second
-// rejections go on, halves for each calm second (capped at MaxRetryAfter, 30 s) and
-// gets up to +50 % upward jitter so that rejected clients do not return together.
+// rejections go on, halves for each calm second (capped at MaxRetryAfter, 30 s), and
+// is sent as a whole number of seconds drawn uniformly from [base, base + ⌈base/2⌉]
+// (1 or 2 at base 1 s; 16…24 at 16 s), so that rejected clients do not return
+// together: 1 000 clients refused over one second come back with a peak of about 1.2×
+// the mean per 100 ms (BenchmarkRetryAfterSpread).
 // Per-client quotas (Options.Quota, on golang.org/x/time/rate) answer 429 with the
 // time until the client's next token; an open Options.Breaker answers 503 with the
 // breaker's remaining open time.

@@ -46,7 +46,8 @@ func Middleware(next http.Handler, s *Shedder) http.Handler {
 			if ra := b.RetryAfter(s.clock.Now()); b.State() == breaker.StateOpen {
 				secs := max(1, int(math.Ceil(ra.Seconds())))
 				s.pressure.reject(s.clock.Now())
-				s.reject(ReasonBreaker, p, secs)
+				s.reject(ReasonBreaker)
+				s.report(s.opts.Observer, "", ReasonBreaker, p, secs)
 				s.write(w, ReasonBreaker, secs)
 				return
 			}
@@ -55,7 +56,8 @@ func Middleware(next http.Handler, s *Shedder) http.Handler {
 			if key := s.quota.key(r); key != "" {
 				if d, ok := s.quota.allow(key, s.clock.Now()); !ok {
 					secs := max(1, int(math.Ceil(d.Seconds())))
-					s.reject(ReasonQuota, p, secs)
+					s.reject(ReasonQuota)
+					s.report(s.opts.Observer, "", ReasonQuota, p, secs)
 					s.write(w, ReasonQuota, secs)
 					return
 				}
@@ -63,6 +65,7 @@ func Middleware(next http.Handler, s *Shedder) http.Handler {
 		}
 		permit, why, ra := s.tryAdmit(r.Context(), p)
 		if why != ReasonNone {
+			s.report(s.opts.Observer, "", why, p, ra)
 			s.write(w, why, ra)
 			return
 		}

@@ -6,7 +6,10 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"math/rand/v2"
 	"os/exec"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -186,19 +189,20 @@ func TestMiddleware_RejectPathDoesNotAllocate(t *testing.T) {
 	}
 }
 
-// TestMiddleware_LoadAtThreeTimesCapacity sends 3× what the handler can serve over
-// loopback and checks that nothing is lost, most of the capacity does useful work and
-// the admitted requests stay fast. The handler serves 4 at a time, 20 ms each (200/s).
-func TestMiddleware_LoadAtThreeTimesCapacity(t *testing.T) {
-	if testing.Short() {
-		t.Skip("a 2-second load test")
-	}
+// load is what a loopback run at three times the handler's capacity saw.
+type load struct {
+	sent, served, rejected, failed int64
+	admitted                       uint64
+	elapsed                        time.Duration
+}
+
+// loadAtThreeTimesCapacity sends 3× what the handler can serve over loopback for
+// duration: the handler serves 4 at a time, 20 ms each (200/s), offered 600/s.
+func loadAtThreeTimesCapacity(tb testing.TB, duration time.Duration) load {
 	const (
-		workers  = 4
-		work     = 20 * time.Millisecond
-		capacity = workers * int(time.Second/work) // 200/s
-		rate     = 3 * capacity                    // 600/s
-		duration = 2 * time.Second
+		workers = 4
+		work    = 20 * time.Millisecond
+		rate    = 3 * workers * int(time.Second/work) // 600/s
 	)
 	sem := make(chan struct{}, workers)
 	handler := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
@@ -208,19 +212,18 @@ func TestMiddleware_LoadAtThreeTimesCapacity(t *testing.T) {
 		w.WriteHeader(200)
 	})
 	s, err := shed.New(shed.Options{InitialLimit: 8, MinLimit: 4, MaxLimit: 64, Window: 100 * time.Millisecond})
-	require.NoError(t, err)
+	require.NoError(tb, err)
 	srv := httptest.NewServer(shed.Middleware(handler, s))
 	defer srv.Close()
 	tr := &http.Transport{MaxIdleConnsPerHost: 256}
 	defer tr.CloseIdleConnections()
-	client := &http.Client{Transport: tr, Timeout: 10 * time.Second}
+	client := &http.Client{Transport: tr}
 
 	var sent, served, rejected, failed atomic.Int64
-	var mu sync.Mutex
-	var latencies []time.Duration
 	var wg sync.WaitGroup
 	tick := time.NewTicker(time.Second / time.Duration(rate))
 	defer tick.Stop()
+	start := time.Now()
 	stop := time.After(duration)
 loop:
 	for {
@@ -233,7 +236,6 @@ loop:
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			start := time.Now()
 			res, err := client.Get(srv.URL)
 			if err != nil {
 				failed.Add(1)
@@ -244,9 +246,6 @@ loop:
 			switch res.StatusCode {
 			case 200:
 				served.Add(1)
-				mu.Lock()
-				latencies = append(latencies, time.Since(start))
-				mu.Unlock()
 			case 429:
 				rejected.Add(1)
 			default:
@@ -255,22 +254,39 @@ loop:
 		}()
 	}
 	wg.Wait()
-	t.Logf("sent %d, served %d, rejected %d, failed %d, limit %d", sent.Load(), served.Load(), rejected.Load(), failed.Load(), s.Limit())
-	require.Zero(t, failed.Load(), "requests lost or failed")
-	require.Equal(t, sent.Load(), served.Load()+rejected.Load(), "every request served or answered")
-	st := s.Stats()
-	require.Equal(t, uint64(served.Load()), st.Admitted)
-	goodput := float64(served.Load()) / duration.Seconds()
-	require.GreaterOrEqual(t, goodput, 0.8*float64(capacity), "goodput %.0f/s of a %d/s capacity", goodput, capacity)
-	var worst time.Duration
-	for _, l := range latencies {
-		worst = max(worst, l)
+	return load{sent: sent.Load(), served: served.Load(), rejected: rejected.Load(), failed: failed.Load(),
+		admitted: s.Stats().Admitted, elapsed: time.Since(start)}
+}
+
+// TestMiddleware_LoadAtThreeTimesCapacity checks the accounting under overload over
+// loopback: every request is served or answered, none lost, and the shedder's count
+// of admissions is the count of 200s. How much useful work gets done is a figure, not
+// a test: see BenchmarkMiddleware_GoodputAtThreeTimesCapacity.
+func TestMiddleware_LoadAtThreeTimesCapacity(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a 1-second load test")
 	}
-	require.Less(t, worst, time.Second, "admitted requests are bounded: worst %v", worst)
+	l := loadAtThreeTimesCapacity(t, time.Second)
+	t.Logf("sent %d, served %d, rejected %d, failed %d", l.sent, l.served, l.rejected, l.failed)
+	require.Zero(t, l.failed, "requests lost or failed")
+	require.Equal(t, l.sent, l.served+l.rejected, "every request served or answered")
+	require.Equal(t, uint64(l.served), l.admitted, "the shedder admitted exactly the requests served")
+}
+
+// BenchmarkMiddleware_GoodputAtThreeTimesCapacity reports the goodput of a handler of
+// 200/s capacity offered 600/s through the shedder, as a share of that capacity.
+func BenchmarkMiddleware_GoodputAtThreeTimesCapacity(b *testing.B) {
+	var share float64
+	for range b.N {
+		l := loadAtThreeTimesCapacity(b, 2*time.Second)
+		share += float64(l.served) / l.elapsed.Seconds() / 200
+	}
+	b.ReportMetric(100*share/float64(b.N), "%capacity")
 }
 
 // TestCurlHonoursRetryAfter checks a real client against the shedder: curl --retry
-// waits the Retry-After we send before it retries.
+// reads the Retry-After we send and says it will wait exactly that long before it
+// retries ("Will retry in 1 seconds"), then its retry is served.
 func TestCurlHonoursRetryAfter(t *testing.T) {
 	curl, err := exec.LookPath("curl")
 	if err != nil {
@@ -278,29 +294,32 @@ func TestCurlHonoursRetryAfter(t *testing.T) {
 	}
 	s := shed.MustNew(shed.Options{Quota: &shed.Quota{Key: func(*http.Request) string { return "all" }, Rate: 1, Burst: 1}})
 	var mu sync.Mutex
-	var arrivals []time.Time
 	var codes []int
+	var retryAfter []string
 	var h http.Handler = shed.Middleware(okHandler, s)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rec := &statusRecorder{ResponseWriter: w}
 		h.ServeHTTP(rec, r)
 		mu.Lock()
-		arrivals = append(arrivals, time.Now())
 		codes = append(codes, rec.code)
+		retryAfter = append(retryAfter, w.Header().Get("Retry-After"))
 		mu.Unlock()
 	}))
 	defer srv.Close()
 	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/", nil)) // spend the token
 
-	out, err := exec.Command(curl, "--silent", "--retry", "3", "--output", t.TempDir()+"/body",
-		"--write-out", "%{http_code}", srv.URL).CombinedOutput()
-	require.NoError(t, err, "curl: %s", out)
-	require.Equal(t, "204", strings.TrimSpace(string(out)), "curl's final status")
+	var stdout, stderr strings.Builder
+	cmd := exec.Command(curl, "--no-progress-meter", "--retry", "3", "--output", t.TempDir()+"/body",
+		"--write-out", "%{http_code}", srv.URL)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	require.NoError(t, cmd.Run(), "curl: %s", stderr.String())
+	require.Equal(t, "204", strings.TrimSpace(stdout.String()), "curl's final status")
 	mu.Lock()
 	defer mu.Unlock()
 	require.Equal(t, []int{429, 204}, codes)
-	gap := arrivals[1].Sub(arrivals[0])
-	require.GreaterOrEqual(t, gap, 900*time.Millisecond, "curl retried after %v; Retry-After said 1s", gap)
+	require.Equal(t, "1", retryAfter[0], "the quota's next token is 1 s away")
+	require.Contains(t, stderr.String(), "Will retry in "+retryAfter[0]+" second",
+		"curl says it waits the Retry-After we sent")
 }
 
 type statusRecorder struct {
@@ -336,4 +355,47 @@ func serveParallel(b *testing.B, h http.Handler) {
 			h.ServeHTTP(w, req)
 		}
 	})
+}
+
+// BenchmarkRetryAfterSpread simulates 1 000 clients refused by one overloaded shedder
+// over one second (one a millisecond) and reports how evenly they come back: the peak
+// over the mean of returns per 100 ms, over the window in which they return. 1.0 is
+// perfectly even; a shedder that told everyone the same value would leave every
+// return in one second of the window.
+func BenchmarkRetryAfterSpread(b *testing.B) {
+	var worst, sum float64
+	for i := 0; i < b.N; i++ {
+		clock := policytest.NewClock(t0)
+		s := shed.MustNew(shed.Options{Limit: 1, MaxQueue: -1, Clock: clock, Rand: rand.New(rand.NewPCG(uint64(i), 9))})
+		held, _ := s.Admit(context.Background(), shed.PriorityDefault)
+		h := shed.Middleware(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}), s)
+		var returns []time.Duration
+		for c := range 1000 {
+			at := time.Duration(c) * time.Millisecond
+			clock.Set(t0.Add(at))
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
+			secs, err := strconv.Atoi(rec.Header().Get("Retry-After"))
+			if err != nil || rec.Code != http.StatusTooManyRequests {
+				b.Fatalf("client %d: status %d, Retry-After %q", c, rec.Code, rec.Header().Get("Retry-After"))
+			}
+			returns = append(returns, at+time.Duration(secs)*time.Second)
+		}
+		held.Release()
+		ratio := peakOverMean(returns, 100*time.Millisecond)
+		worst, sum = max(worst, ratio), sum+ratio
+	}
+	b.ReportMetric(sum/float64(b.N), "peak/mean")
+	b.ReportMetric(worst, "worst-peak/mean")
+}
+
+// peakOverMean buckets times by width over [min, max] and returns the fullest bucket
+// over the mean bucket.
+func peakOverMean(ts []time.Duration, width time.Duration) float64 {
+	lo, hi := slices.Min(ts), slices.Max(ts)
+	buckets := make([]int, int((hi-lo)/width)+1)
+	for _, t := range ts {
+		buckets[int((t-lo)/width)]++
+	}
+	return float64(slices.Max(buckets)) / (float64(len(ts)) / float64(len(buckets)))
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -102,7 +103,10 @@ type Options struct {
 	// second, and is sent with up to +50 % upward jitter in whole seconds.
 	MaxRetryAfter time.Duration
 
-	// Observer receives an EventShed for every rejection.
+	// Observer receives an EventShed for every rejection by [Middleware] and by
+	// [Shedder.Admit]. Calls through a pipeline report to the pipeline's Observer
+	// instead (to this one only if the pipeline has none), so every refusal is
+	// reported exactly once.
 	Observer policy.Observer
 	// Clock and Rand are seams for tests; nil means policy.SystemClock() and
 	// policy.SystemRand().
@@ -149,45 +153,24 @@ func New(o Options) (*Shedder, error) {
 	if s.name == "" {
 		s.name = "shed"
 	}
-	switch {
-	case o.Limit < 0:
-		return bad("Limit is %d; want ≥ 1, or 0 for an adaptive limit", o.Limit)
-	case o.Limit > 0:
-		s.limit.Store(int64(o.Limit))
-	default:
-		g := &gradient{
-			min: float64(orDefault(o.MinLimit, DefaultMinLimit)), max: float64(orDefault(o.MaxLimit, DefaultMaxLimit)),
-			smoothing: orDefaultF(o.Smoothing, DefaultSmoothing), tol: orDefaultF(o.Tolerance, DefaultTolerance),
-			headroom: orDefaultF(o.Headroom, DefaultHeadroom), window: orDefaultD(o.Window, DefaultWindow),
-			minSamples: orDefault(o.MinSamples, DefaultMinSamples), longAlpha: 2.0 / (DefaultLongWindows + 1),
-		}
-		initial := float64(orDefault(o.InitialLimit, DefaultInitialLimit))
-		switch {
-		case o.MinLimit < 0 || o.MaxLimit < 0 || o.InitialLimit < 0:
-			return bad("MinLimit %d, InitialLimit %d, MaxLimit %d; want none negative", o.MinLimit, o.InitialLimit, o.MaxLimit)
-		case !(g.min <= initial && initial <= g.max):
-			return bad("limits out of order: MinLimit %v ≤ InitialLimit %v ≤ MaxLimit %v does not hold", g.min, initial, g.max)
-		case !(g.smoothing > 0 && g.smoothing <= 1):
-			return bad("Smoothing is %v; want a number in (0, 1]", o.Smoothing)
-		case !(g.tol >= 1) || math.IsInf(g.tol, 0):
-			return bad("Tolerance is %v; want ≥ 1", o.Tolerance)
-		case !(g.headroom >= 0) || math.IsInf(g.headroom, 0):
-			return bad("Headroom is %v; want ≥ 0", o.Headroom)
-		case g.window < 0 || g.minSamples < 0:
-			return bad("Window %v, MinSamples %d; want ≥ 0", o.Window, o.MinSamples)
-		}
-		g.limit = initial
-		s.adaptive = g
-		s.limit.Store(int64(initial))
+	if err := s.limits(o); err != nil {
+		return nil, err
 	}
 	if o.MaxQueue == 0 {
 		s.opts.MaxQueue = DefaultMaxQueue
 	}
-	s.opts.QueueTarget = orDefaultD(o.QueueTarget, DefaultQueueTarget)
-	s.opts.QueueInterval = orDefaultD(o.QueueInterval, DefaultQueueInterval)
-	if s.opts.QueueTarget < 0 || s.opts.QueueInterval < s.opts.QueueTarget {
-		return bad("QueueTarget %v, QueueInterval %v; want 0 < QueueTarget ≤ QueueInterval", o.QueueTarget, o.QueueInterval)
+	switch {
+	case o.QueueTarget < 0:
+		return bad("QueueTarget is %v; want > 0, or 0 for the default %v", o.QueueTarget, DefaultQueueTarget)
+	case o.QueueInterval < 0:
+		return bad("QueueInterval is %v; want > 0, or 0 for the default %v", o.QueueInterval, DefaultQueueInterval)
+	case o.QueueTarget > 0 && o.QueueInterval > 0 && o.QueueTarget > o.QueueInterval:
+		return bad("QueueTarget is %v, above QueueInterval %v; want QueueTarget ≤ QueueInterval", o.QueueTarget, o.QueueInterval)
 	}
+	// A default gives way to the value the user set: the interval is at least the
+	// target, the target at most the interval.
+	s.opts.QueueTarget = orDefaultD(o.QueueTarget, min(DefaultQueueTarget, orDefaultD(o.QueueInterval, DefaultQueueTarget)))
+	s.opts.QueueInterval = orDefaultD(o.QueueInterval, max(DefaultQueueInterval, s.opts.QueueTarget))
 	s.sheddable = orDefaultF(o.SheddableShare, DefaultSheddableShare)
 	if !(s.sheddable > 0 && s.sheddable <= 1) {
 		return bad("SheddableShare is %v; want a number in (0, 1]", o.SheddableShare)
@@ -217,6 +200,89 @@ func New(o Options) (*Shedder, error) {
 	}
 	s.lastEmpty = s.clock.Now()
 	return s, nil
+}
+
+// adaptiveFields names the Options fields of the adaptive limit that are set.
+func adaptiveFields(o Options) []string {
+	var set []string
+	for _, f := range []struct {
+		name string
+		set  bool
+	}{
+		{"InitialLimit", o.InitialLimit != 0}, {"MinLimit", o.MinLimit != 0}, {"MaxLimit", o.MaxLimit != 0},
+		{"Smoothing", o.Smoothing != 0}, {"Tolerance", o.Tolerance != 0}, {"Headroom", o.Headroom != 0},
+		{"Window", o.Window != 0}, {"MinSamples", o.MinSamples != 0},
+	} {
+		if f.set {
+			set = append(set, f.name)
+		}
+	}
+	return set
+}
+
+// limits sets up the fixed or adaptive limit from o. Defaults are clamped into the
+// range the user set (MaxLimit 10 alone lowers the initial limit to 10); values the
+// user set that contradict each other are refused, naming them.
+func (s *Shedder) limits(o Options) error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: "+format, append([]any{ErrInvalidOptions}, args...)...)
+	}
+	if o.Limit < 0 {
+		return bad("Limit is %d; want ≥ 1, or 0 for an adaptive limit", o.Limit)
+	}
+	if o.Limit > 0 {
+		if set := adaptiveFields(o); len(set) > 0 {
+			return bad("Limit is %d (a fixed limit) and %s is set, which applies to the adaptive limit only; set one or the other",
+				o.Limit, strings.Join(set, ", "))
+		}
+		s.limit.Store(int64(o.Limit))
+		return nil
+	}
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"InitialLimit", o.InitialLimit}, {"MinLimit", o.MinLimit}, {"MaxLimit", o.MaxLimit}, {"MinSamples", o.MinSamples}} {
+		if f.v < 0 {
+			return bad("%s is %d; want ≥ 1, or 0 for the default", f.name, f.v)
+		}
+	}
+	lo, hi, initial := o.MinLimit, o.MaxLimit, o.InitialLimit
+	if lo > 0 && hi > 0 && lo > hi {
+		return bad("MinLimit is %d, above MaxLimit %d; want MinLimit ≤ MaxLimit", lo, hi)
+	}
+	if initial > 0 && (lo > 0 && initial < lo || hi > 0 && initial > hi) {
+		return bad("InitialLimit is %d, outside [MinLimit %d, MaxLimit %d]; want it within", initial, lo, hi)
+	}
+	// Each default gives way to every value the user set.
+	if lo == 0 {
+		lo = min(DefaultMinLimit, orDefault(hi, DefaultMinLimit), orDefault(initial, DefaultMinLimit))
+	}
+	if hi == 0 {
+		hi = max(DefaultMaxLimit, lo, initial)
+	}
+	if initial == 0 {
+		initial = min(max(DefaultInitialLimit, lo), hi)
+	}
+	g := &gradient{
+		min: float64(lo), max: float64(hi),
+		smoothing: orDefaultF(o.Smoothing, DefaultSmoothing), tol: orDefaultF(o.Tolerance, DefaultTolerance),
+		headroom: orDefaultF(o.Headroom, DefaultHeadroom), window: orDefaultD(o.Window, DefaultWindow),
+		minSamples: orDefault(o.MinSamples, DefaultMinSamples), longAlpha: 2.0 / (DefaultLongWindows + 1),
+	}
+	switch {
+	case !(g.smoothing > 0 && g.smoothing <= 1):
+		return bad("Smoothing is %v; want a number in (0, 1]", o.Smoothing)
+	case !(g.tol >= 1) || math.IsInf(g.tol, 0):
+		return bad("Tolerance is %v; want ≥ 1", o.Tolerance)
+	case !(g.headroom >= 0) || math.IsInf(g.headroom, 0):
+		return bad("Headroom is %v; want ≥ 0", o.Headroom)
+	case g.window < 0:
+		return bad("Window is %v; want > 0, or 0 for the default %v", o.Window, DefaultWindow)
+	}
+	g.limit = float64(initial)
+	s.adaptive = g
+	s.limit.Store(int64(initial))
+	return nil
 }
 
 func orDefault(v, d int) int {
@@ -284,7 +350,10 @@ type Permit struct {
 // or a zero Permit and why the work was refused. Work that cannot be admitted at once
 // may wait in the queue (never sheddable work, never past ctx's deadline).
 func (s *Shedder) Admit(ctx context.Context, p Priority) (Permit, Reason) {
-	permit, why, _ := s.tryAdmit(ctx, p)
+	permit, why, ra := s.tryAdmit(ctx, p)
+	if why != ReasonNone {
+		s.report(s.opts.Observer, "", why, p, ra)
+	}
 	return permit, why
 }
 
@@ -293,7 +362,19 @@ func (s *Shedder) tryAdmit(ctx context.Context, p Priority) (Permit, Reason, int
 	limit := s.limit.Load()
 	room := limit // how many in flight this priority may join
 	if p < 0 {
-		room = int64(float64(limit) * s.sheddable)
+		// At least one: an idle server admits a retry; shedding retries first is for
+		// when there is pressure.
+		room = max(1, int64(float64(limit)*s.sheddable))
+	}
+	if s.waiting.Load() > 0 {
+		// Requests wait for slots: a newcomer must not take a slot freed for them.
+		if p < 0 {
+			return s.refuse(ReasonPriority, p)
+		}
+		if s.opts.MaxQueue < 0 {
+			return s.refuse(ReasonLimit, p)
+		}
+		return s.wait(ctx, p)
 	}
 	for {
 		n := s.inflight.Load()
@@ -317,7 +398,7 @@ func (s *Shedder) tryAdmit(ctx context.Context, p Priority) (Permit, Reason, int
 func (s *Shedder) refuse(r Reason, p Priority) (Permit, Reason, int) {
 	s.pressure.reject(s.clock.Now())
 	ra := s.RetryAfter()
-	return Permit{}, s.reject(r, p, ra), ra
+	return Permit{}, s.reject(r), ra
 }
 
 func (s *Shedder) admit(inflight int64) Permit {
@@ -342,29 +423,55 @@ func (p Permit) Release() {
 			s.limit.Store(l)
 		}
 	}
-	s.inflight.Add(-1)
 	if s.waiting.Load() > 0 {
+		// Free the slot and hand it on under the lock: newcomers see requests waiting
+		// and queue behind them rather than take it (see tryAdmit).
+		s.mu.Lock()
+		s.inflight.Add(-1)
+		s.dispatchLocked(s.clock.Now())
+		s.mu.Unlock()
+		return
+	}
+	s.inflight.Add(-1)
+	if s.waiting.Load() > 0 { // a request queued just now, after looking at a full limit
 		s.mu.Lock()
 		s.dispatchLocked(s.clock.Now())
 		s.mu.Unlock()
 	}
 }
 
-// reject counts and reports a refusal answered with a Retry-After of ra seconds.
-func (s *Shedder) reject(r Reason, p Priority, ra int) Reason {
+// reject counts a refusal answered with a Retry-After of ra seconds.
+func (s *Shedder) reject(r Reason) Reason {
 	s.rejected[r].Add(1)
-	if s.opts.Observer != nil {
-		s.opts.Observer.Observe(policy.Event{Kind: policy.EventShed, Source: s.name, Time: s.clock.Now(),
-			Reason: r.String(), Priority: p.String(), Delay: time.Duration(ra) * time.Second, Level: float64(s.limit.Load())})
-	}
 	return r
 }
 
+// report sends the EventShed of a refusal to obs, the one place this refusal's events
+// go: the pipeline's Observer for a call through a pipeline, Options.Observer for a
+// request through the middleware.
+func (s *Shedder) report(obs policy.Observer, pipeline string, r Reason, p Priority, ra int) {
+	if obs != nil {
+		obs.Observe(policy.Event{Kind: policy.EventShed, Pipeline: pipeline, Source: s.name, Time: s.clock.Now(),
+			Reason: r.String(), Priority: p.String(), Delay: time.Duration(ra) * time.Second, Level: float64(s.limit.Load())})
+	}
+}
+
 // RetryAfter returns the Retry-After to send with a rejection now, in whole seconds:
-// the pressure-adapted base with up to +50 % upward jitter.
+// the pressure-adapted base plus upward jitter, a whole number drawn uniformly from
+// [base, base + ⌈base/2⌉]. At base 1 s half the clients are told 1 and half 2; at
+// 16 s the values 16…24 are equally likely. Whole seconds are what RFC 9110's
+// delay-seconds can say; clients that arrive over time then return spread over the
+// whole range.
 func (s *Shedder) RetryAfter() int {
-	base := s.pressure.current(s.clock.Now())
-	return int(math.Ceil(float64(base) * (1 + 0.5*s.rand.Float64())))
+	return jitterSeconds(s.pressure.current(s.clock.Now()), s.rand.Float64())
+}
+
+// jitterSeconds draws a whole number of seconds uniformly from [base, base+⌈base/2⌉]
+// with r in [0, 1).
+func jitterSeconds(base int64, r float64) int {
+	span := (base + 1) / 2 // ⌈base/2⌉
+	extra := int64(r * float64(span+1))
+	return int(base + min(extra, span))
 }
 
 // pressure adapts the Retry-After base to how long rejections have gone on.
@@ -413,9 +520,14 @@ func (s *Shedder) Kind() policy.Kind { return policy.KindShed }
 
 // Bind returns the Runner that admits each call, with the priority set by
 // WithPriority (lowered for an upstream retry), and refuses the rest with a
-// [*RejectError].
+// [*RejectError]. Refusals are reported to env.Observer, or to Options.Observer if the
+// pipeline has none: each refusal is reported once.
 func (s *Shedder) Bind(next policy.Runner, env policy.Env) policy.Runner {
-	return &runner{s: s, next: next, obs: env.Observer, pipeline: env.Pipeline}
+	obs := env.Observer
+	if obs == nil {
+		obs = s.opts.Observer
+	}
+	return &runner{s: s, next: next, obs: obs, pipeline: env.Pipeline}
 }
 
 type runner struct {
@@ -429,10 +541,7 @@ func (r *runner) Run(ctx context.Context, fn policy.Func) error {
 	p := priorityOf(ctx)
 	permit, why, ra := r.s.tryAdmit(ctx, p)
 	if why != ReasonNone {
-		if r.obs != nil {
-			r.obs.Observe(policy.Event{Kind: policy.EventShed, Pipeline: r.pipeline, Source: r.s.name,
-				Time: r.s.clock.Now(), Reason: why.String(), Priority: p.String(), Delay: time.Duration(ra) * time.Second})
-		}
+		r.s.report(r.obs, r.pipeline, why, p, ra)
 		if why == ReasonCanceled {
 			return fmt.Errorf("shed: %w", ctx.Err())
 		}

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"math/rand/v2"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -36,12 +38,16 @@ func TestNew_RefusesBadOptions(t *testing.T) {
 		msg string
 	}{
 		{shed.Options{Limit: -1}, "Limit is -1"},
-		{shed.Options{MinLimit: 50, MaxLimit: 10}, "limits out of order"},
-		{shed.Options{InitialLimit: 2000}, "limits out of order"},
+		{shed.Options{MinLimit: 50, MaxLimit: 10}, "MinLimit is 50, above MaxLimit 10"},
+		{shed.Options{InitialLimit: 2000, MaxLimit: 100}, "InitialLimit is 2000, outside"},
+		{shed.Options{Limit: 8, MinLimit: 2}, "Limit is 8 (a fixed limit) and MinLimit is set"},
+		{shed.Options{Limit: 8, Smoothing: 0.5, Window: time.Second}, "Smoothing, Window is set"},
+		{shed.Options{MinLimit: -1}, "MinLimit is -1"},
+		{shed.Options{QueueTarget: -time.Second}, "QueueTarget is -1s"},
 		{shed.Options{Smoothing: 1.5}, "Smoothing is 1.5"},
 		{shed.Options{Tolerance: 0.5}, "Tolerance is 0.5"},
 		{shed.Options{Headroom: -1}, "Headroom is -1"},
-		{shed.Options{QueueTarget: time.Second, QueueInterval: time.Millisecond}, "QueueTarget 1s"},
+		{shed.Options{QueueTarget: time.Second, QueueInterval: time.Millisecond}, "QueueTarget is 1s, above QueueInterval 1ms"},
 		{shed.Options{SheddableShare: 2}, "SheddableShare is 2"},
 		{shed.Options{RejectStatus: 500}, "RejectStatus is 500"},
 		{shed.Options{MaxRetryAfter: time.Millisecond}, "MaxRetryAfter is 1ms"},
@@ -53,6 +59,33 @@ func TestNew_RefusesBadOptions(t *testing.T) {
 		_, err := shed.New(tt.o)
 		if !errors.Is(err, shed.ErrInvalidOptions) || !strings.Contains(err.Error(), tt.msg) {
 			t.Errorf("New(%+v) = %v; want ErrInvalidOptions saying %q", tt.o, err, tt.msg)
+		}
+	}
+}
+
+// TestNew_DefaultsGiveWayToTheUsersRange: a default never fights a value the user
+// set; it is clamped into the user's range instead.
+func TestNew_DefaultsGiveWayToTheUsersRange(t *testing.T) {
+	for _, tt := range []struct {
+		o     shed.Options
+		limit int
+	}{
+		{shed.Options{MaxLimit: 10}, 10},     // initial 20 clamped down to the max
+		{shed.Options{MinLimit: 50}, 50},     // initial 20 raised to the min
+		{shed.Options{MaxLimit: 2}, 2},       // default min 4 lowered to the max
+		{shed.Options{MinLimit: 2000}, 2000}, // default max 1000 raised to the min
+		{shed.Options{InitialLimit: 2000}, 2000},
+		{shed.Options{InitialLimit: 2}, 2},
+		{shed.Options{QueueTarget: 200 * time.Millisecond}, 20}, // interval raised to the target
+		{shed.Options{QueueInterval: 2 * time.Millisecond}, 20}, // target lowered to the interval
+	} {
+		s, err := shed.New(tt.o)
+		if err != nil {
+			t.Errorf("New(%+v) = %v; want the defaults clamped into the range set", tt.o, err)
+			continue
+		}
+		if s.Limit() != tt.limit {
+			t.Errorf("New(%+v).Limit() = %d; want %d", tt.o, s.Limit(), tt.limit)
 		}
 	}
 }
@@ -275,13 +308,36 @@ func TestShedder_AsAPolicy(t *testing.T) {
 	require.Equal(t, "limit", shedEvents[0].Reason)
 	require.Equal(t, "consumer", shedEvents[0].Pipeline)
 
-	// An upstream retry is sheddable: with 1 slot, 75 % is 0 slots.
+	// An idle server admits an upstream retry, even with one slot.
 	ctx := policy.WithUpstreamAttempt(context.Background(), 2)
-	err = p.Do(ctx, func(context.Context) error { return nil })
-	require.ErrorAs(t, err, &re)
-	require.Equal(t, shed.ReasonPriority, re.Reason)
+	require.NoError(t, p.Do(ctx, func(context.Context) error { return nil }), "an idle Limit: 1 server admits a retry")
 	err = p.Do(shed.WithPriority(context.Background(), shed.PriorityCritical), func(context.Context) error { return nil })
 	require.NoError(t, err)
+}
+
+// TestShedder_IdleServerAdmitsRetriesAndShedsThemUnderPressure: the sheddable room is
+// ⌊limit·0.75⌋ but never 0, so retries are shed first only when there is pressure.
+func TestShedder_IdleServerAdmitsRetriesAndShedsThemUnderPressure(t *testing.T) {
+	for _, o := range []shed.Options{{Limit: 1, MaxQueue: -1}, {MinLimit: 1, InitialLimit: 1, MaxLimit: 1, MaxQueue: -1}} {
+		s := shed.MustNew(o)
+		permit, why := s.Admit(context.Background(), shed.PrioritySheddable)
+		require.Equal(t, shed.ReasonNone, why, "idle %+v: a retry is admitted", o)
+		permit.Release()
+	}
+	s := shed.MustNew(shed.Options{Limit: 4, MaxQueue: -1})
+	var held []shed.Permit
+	for range 3 { // in flight 3 = ⌊4 · 0.75⌋: the sheddable room is full
+		p, why := s.Admit(context.Background(), shed.PriorityDefault)
+		require.Equal(t, shed.ReasonNone, why)
+		held = append(held, p)
+	}
+	_, why := s.Admit(context.Background(), shed.PrioritySheddable)
+	require.Equal(t, shed.ReasonPriority, why, "under pressure a retry is shed")
+	p, why := s.Admit(context.Background(), shed.PriorityDefault)
+	require.Equal(t, shed.ReasonNone, why, "while a first attempt still gets the last slot")
+	for _, h := range append(held, p) {
+		h.Release()
+	}
 }
 
 func TestRetryAfter_AdaptsToPressureWithUpwardJitter(t *testing.T) {
@@ -305,7 +361,7 @@ func TestRetryAfter_AdaptsToPressureWithUpwardJitter(t *testing.T) {
 	require.Equal(t, 1, lo.RetryAfter())
 
 	hi := shed.MustNew(shed.Options{Rand: pinned(0.9999)})
-	require.Equal(t, 2, hi.RetryAfter(), "1s with +50 %% jitter rounds up to 2s")
+	require.Equal(t, 2, hi.RetryAfter(), "base 1s, the top of [1, 2]")
 
 	// With a real random source the values spread over [base, ⌈1.5·base⌉].
 	clock2 := policytest.NewClock(t0)
@@ -325,4 +381,29 @@ func TestRetryAfter_AdaptsToPressureWithUpwardJitter(t *testing.T) {
 		require.True(t, v >= 16 && v <= 24, "Retry-After %d outside [16, 24] for base 16", v)
 	}
 	require.GreaterOrEqual(t, len(seen), 4, "the jitter spreads clients: %v", seen)
+}
+
+// TestShedder_EachRefusalReportedOnce: with both Options.Observer and a pipeline's
+// Observer set, a refusal through the pipeline reaches the pipeline's only, and one
+// through the middleware reaches Options.Observer only.
+func TestShedder_EachRefusalReportedOnce(t *testing.T) {
+	var own, pipe atomic.Int64
+	count := func(n *atomic.Int64) policy.Observer {
+		return policy.ObserverFunc(func(e policy.Event) {
+			if e.Kind == policy.EventShed {
+				n.Add(1)
+			}
+		})
+	}
+	s := shed.MustNew(shed.Options{Limit: 1, MaxQueue: -1, Observer: count(&own)})
+	p := policy.MustWrap(s).With(policy.Observe(count(&pipe)))
+	held, _ := s.Admit(context.Background(), shed.PriorityDefault)
+	defer held.Release()
+
+	err := p.Do(context.Background(), func(context.Context) error { return nil })
+	require.ErrorIs(t, err, shed.ErrShed)
+	require.Equal(t, [2]int64{0, 1}, [2]int64{own.Load(), pipe.Load()}, "through the pipeline: its observer, once")
+
+	shed.Middleware(okHandler, s).ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/", nil))
+	require.Equal(t, [2]int64{1, 1}, [2]int64{own.Load(), pipe.Load()}, "through the middleware: Options.Observer, once")
 }

@@ -1,0 +1,94 @@
+package shed
+
+import (
+	"context"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/backstop-go/backstop/policy/policytest"
+)
+
+// TestJitterSeconds_Spreads: for 1 000 rejections at each base the values cover
+// [base, base+⌈base/2⌉] and no single value is told to more than 2/3 of the clients.
+func TestJitterSeconds_Spreads(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, base := range []int64{1, 2, 4, 16} {
+		counts := map[int]int{}
+		for range 1000 {
+			counts[jitterSeconds(base, rng.Float64())]++
+		}
+		hi := int(base + (base+1)/2)
+		top := 0
+		for v, n := range counts {
+			if v < int(base) || v > hi {
+				t.Errorf("jitterSeconds(base %d) = %d; want in [%d, %d]", base, v, base, hi)
+			}
+			top = max(top, n)
+		}
+		if len(counts) != hi-int(base)+1 {
+			t.Errorf("base %d: %d distinct values told; want all %d of [%d, %d]: %v", base, len(counts), hi-int(base)+1, base, hi, counts)
+		}
+		if top*3 > 1000*2 {
+			t.Errorf("base %d: one value told to %d of 1000 clients; want ≤ 2/3: %v", base, top, counts)
+		}
+		t.Logf("base %2ds: values %v, largest share %.0f %%", base, counts, float64(top)/10)
+	}
+}
+
+func TestJitterSeconds_Ends(t *testing.T) {
+	for _, tt := range []struct {
+		base int64
+		r    float64
+		want int
+	}{
+		{1, 0, 1}, {1, 0.49, 1}, {1, 0.5, 2}, {1, 0.9999, 2},
+		{4, 0, 4}, {4, 0.9999, 6},
+		{16, 0.9999, 24},
+		{3, 0.9999, 5}, // ⌈3/2⌉ = 2
+	} {
+		if got := jitterSeconds(tt.base, tt.r); got != tt.want {
+			t.Errorf("jitterSeconds(%d, %v) = %d; want %d", tt.base, tt.r, got, tt.want)
+		}
+	}
+}
+
+// TestAdmit_NewcomerDoesNotOvertakeTheQueue catches the moment between a release
+// freeing its slot and the hand-off to the queue: a newcomer arriving then must queue
+// behind the request already waiting, not take the slot (order: FIFO while no
+// standing queue exists, LIFO under one, critical first).
+func TestAdmit_NewcomerDoesNotOvertakeTheQueue(t *testing.T) {
+	clock := policytest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	s := MustNew(Options{Limit: 1, Clock: clock})
+	ctx := context.Background()
+	if _, why := s.Admit(ctx, PriorityDefault); why != ReasonNone {
+		t.Fatalf("first Admit = %v; want admitted", why)
+	}
+	type result struct {
+		p   Permit
+		why Reason
+	}
+	b, c := make(chan result, 1), make(chan result, 1)
+	go func() { p, why := s.Admit(ctx, PriorityDefault); b <- result{p, why} }()
+	clock.BlockUntil(1) // b waits in the queue
+	s.inflight.Add(-1)  // the first request's slot frees; the hand-off has not run yet
+	go func() { p, why := s.Admit(ctx, PriorityDefault); c <- result{p, why} }()
+	select {
+	case r := <-b:
+		if r.why != ReasonNone {
+			t.Fatalf("the queued request got %v; want the freed slot", r.why)
+		}
+		clock.BlockUntil(1) // c now waits its turn
+		r.p.Release()       // and gets the slot b frees
+		if rc := <-c; rc.why != ReasonNone {
+			t.Fatalf("the newcomer got %v after the queued request; want admitted", rc.why)
+		} else {
+			rc.p.Release()
+		}
+	case r := <-c:
+		r.p.Release()
+		clock.Advance(time.Second) // let b time out
+		<-b
+		t.Fatal("a newcomer took the slot freed for the request waiting in the queue")
+	}
+}
