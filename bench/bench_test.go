@@ -289,3 +289,14 @@ func TestPeersAreConfiguredAlike(t *testing.T) {
 		t.Errorf("failsafe open breaker: %v", err)
 	}
 }
+
+// BenchmarkAdmit_BackstopShedBreakerQuota is the admit path with every check on: a
+// closed breaker guarding the handler and a per-client quota that never runs dry.
+func BenchmarkAdmit_BackstopShedBreakerQuota(b *testing.B) {
+	both(b, func(b *testing.B, parallel bool) {
+		br := breaker.MustNew("db", breaker.Options{})
+		s := shed.MustNew(shed.Options{Breaker: br, Quota: &shed.Quota{
+			Key: func(*http.Request) string { return "tenant" }, Rate: 1e12, Burst: 1 << 30}})
+		serveHTTP(b, parallel, shed.Middleware(okHandler, s))
+	})
+}

@@ -32,6 +32,10 @@ const (
 	DefaultBuckets = 10
 	// DefaultHalfOpenProbes is the calls let through while half-open.
 	DefaultHalfOpenProbes = 1
+	// DefaultOpenJitter lengthens each open period by up to 10 % at random, so that
+	// the breakers of many clients opened by one outage do not re-probe the recovering
+	// dependency in lockstep.
+	DefaultOpenJitter = 0.1
 )
 
 var (
@@ -66,6 +70,13 @@ type Options struct {
 	Buckets int
 	// OpenTimeout is how long the breaker stays open; 0 means DefaultOpenTimeout (30 s).
 	OpenTimeout time.Duration
+	// OpenJitter lengthens each open period by a random share of OpenTimeout in
+	// [0, OpenJitter): with the defaults a breaker stays open 30 to 33 s. It is drawn
+	// once per open, so OpenError.Until and Retry-After say the real time. 0 means
+	// DefaultOpenJitter (0.1); negative means none; above 1 is refused.
+	OpenJitter float64
+	// Rand draws the open jitter; nil means policy.SystemRand().
+	Rand policy.Rand
 	// HalfOpenProbes is how many calls the half-open breaker lets through; that many
 	// successes in a row close it, one failure opens it again. 0 means 1.
 	HalfOpenProbes uint32
@@ -157,6 +168,8 @@ type Breaker struct {
 	name     string
 	settings gobreaker.Settings
 	timeout  time.Duration
+	jitter   float64
+	rand     policy.Rand
 	onChange func(name string, from, to State)
 
 	cb      atomic.Pointer[gobreaker.CircuitBreaker[struct{}]]
@@ -164,15 +177,23 @@ type Breaker struct {
 	pending atomic.Bool // transitions wait in queue
 
 	// The refusals, built once per open episode so that refusing allocates nothing.
+	// openErr is non-nil exactly while the breaker is open (not forced): its Until,
+	// read without a lock, is when probes may go through.
 	openErr                atomic.Pointer[OpenError]
 	halfOpenErr, forcedErr *OpenError
+	tripped                atomic.Pointer[Counts] // the counts that last tripped it
 
-	mu       sync.Mutex // guards the fields below
-	gen      uint64     // which gobreaker instance is current (Reset makes a new one)
-	state    State      // as of the last transition
-	openedAt time.Time
-	last     Transition
-	queue    []Transition // to deliver, outside every lock
+	subsMu sync.Mutex                 // guards subs
+	subs   map[string]policy.Observer // by pipeline name: who hears of transitions
+
+	mu         sync.Mutex // guards the fields below
+	gen        uint64     // which gobreaker instance is current (Reset makes a new one)
+	state      State      // as of the last transition
+	openedAt   time.Time
+	until      time.Time // when an open breaker lets probes through (jitter included)
+	last       Transition
+	lastBefore Transition   // last, before the latest transition
+	queue      []Transition // to deliver, outside every lock
 }
 
 // New returns a closed breaker named name (the name labels its events and metrics) or
@@ -193,6 +214,14 @@ func New(name string, o Options) (*Breaker, error) {
 	}
 	if o.HalfOpenProbes == 0 {
 		o.HalfOpenProbes = DefaultHalfOpenProbes
+	}
+	switch {
+	case o.OpenJitter == 0:
+		o.OpenJitter = DefaultOpenJitter
+	case o.OpenJitter < 0:
+		o.OpenJitter = 0
+	case !(o.OpenJitter <= 1):
+		return bad("OpenJitter is %v; want a fraction in [0, 1], 0 for the default %v, or negative for none", o.OpenJitter, DefaultOpenJitter)
 	}
 	s := gobreaker.Settings{
 		Name:         name,
@@ -249,8 +278,19 @@ func New(name string, o Options) (*Breaker, error) {
 			return n >= min && float64(c.TotalFailures) >= ratio*float64(n)
 		}
 	}
-	b := &Breaker{name: name, settings: s, timeout: o.OpenTimeout, onChange: o.OnStateChange,
+	trip := s.ReadyToTrip
+	b := &Breaker{name: name, settings: s, timeout: o.OpenTimeout, jitter: o.OpenJitter, rand: policy.RandOr(o.Rand),
+		onChange:    o.OnStateChange,
 		halfOpenErr: &OpenError{Name: name, HalfOpen: true}, forcedErr: &OpenError{Name: name, Forced: true}}
+	// Keep the counts that trip the breaker: gobreaker clears them as it opens.
+	b.settings.ReadyToTrip = func(c gobreaker.Counts) bool {
+		if !trip(c) {
+			return false
+		}
+		tc := Counts(c)
+		b.tripped.Store(&tc)
+		return true
+	}
 	b.cb.Store(b.newCircuit())
 	return b, nil
 }
@@ -279,26 +319,48 @@ func (b *Breaker) record(gen uint64, from, to State) {
 
 func (b *Breaker) transitionLocked(from, to State, now time.Time) {
 	b.state = to
-	if to == StateOpen {
+	switch {
+	case to == StateOpen && !b.forced.Load():
 		b.openedAt = now
-		b.openErr.Store(&OpenError{Name: b.name, Until: now.Add(b.timeout)})
+		b.until = now.Add(b.timeout + time.Duration(b.jitter*b.rand.Float64()*float64(b.timeout)))
+		b.openErr.Store(&OpenError{Name: b.name, Until: b.until})
+	case to == StateOpen:
+		b.openedAt, b.until = now, time.Time{}
+		b.openErr.Store(nil)
+	default:
+		b.until = time.Time{}
+		b.openErr.Store(nil)
 	}
 	b.last = Transition{From: from, To: to, At: now}
 	b.queue = append(b.queue, b.last)
 	b.pending.Store(true)
 }
 
-// deliver hands queued transitions to the observer and OnStateChange, outside every
-// lock. Transitions drained by different goroutines may be delivered concurrently.
-func (b *Breaker) deliver(obs policy.Observer, pipeline string) {
+// deliver hands queued transitions, outside every lock, once to the observer of every
+// pipeline the breaker is bound into and once to OnStateChange. Transitions drained by
+// different goroutines may be delivered concurrently.
+func (b *Breaker) deliver() {
 	b.mu.Lock()
 	q := b.queue
 	b.queue = nil
 	b.pending.Store(false)
 	b.mu.Unlock()
+	if len(q) == 0 {
+		return
+	}
+	type sub struct {
+		pipeline string
+		obs      policy.Observer
+	}
+	b.subsMu.Lock()
+	subs := make([]sub, 0, len(b.subs))
+	for name, o := range b.subs {
+		subs = append(subs, sub{name, o})
+	}
+	b.subsMu.Unlock()
 	for _, t := range q {
-		if obs != nil {
-			obs.Observe(policy.Event{Kind: policy.EventBreakerState, Pipeline: pipeline, Source: b.name,
+		for _, s := range subs {
+			s.obs.Observe(policy.Event{Kind: policy.EventBreakerState, Pipeline: s.pipeline, Source: b.name,
 				Time: t.At, From: t.From.String(), To: t.To.String()})
 		}
 		if b.onChange != nil {
@@ -313,23 +375,35 @@ func (b *Breaker) Name() string { return b.name }
 // Kind returns policy.KindBreaker.
 func (b *Breaker) Kind() policy.Kind { return policy.KindBreaker }
 
-// Bind returns the Runner that runs each call through the breaker. State changes a
-// call causes are reported to env.Observer.
+// Bind returns the Runner that runs each call through the breaker. Every state
+// change — caused by any call, or by ForceOpen and Reset — is reported to env.Observer,
+// once, with env.Pipeline as the event's Pipeline. A breaker shared by several
+// pipelines reports to each of them; it keeps one observer per pipeline name, the one
+// of the latest binding with an observer.
 func (b *Breaker) Bind(next policy.Runner, env policy.Env) policy.Runner {
-	return &runner{b: b, next: next, obs: env.Observer, pipeline: env.Pipeline}
+	if env.Observer != nil {
+		b.subsMu.Lock()
+		if b.subs == nil {
+			b.subs = make(map[string]policy.Observer)
+		}
+		b.subs[env.Pipeline] = env.Observer
+		b.subsMu.Unlock()
+	}
+	return &runner{b: b, next: next}
 }
 
 type runner struct {
-	b        *Breaker
-	next     policy.Runner
-	obs      policy.Observer
-	pipeline string
+	b    *Breaker
+	next policy.Runner
 }
 
 func (r *runner) Run(ctx context.Context, fn policy.Func) error {
 	b := r.b
 	if b.forced.Load() {
 		return b.forcedErr
+	}
+	if e := b.openErr.Load(); e != nil && time.Now().Before(e.Until) {
+		return e // open: refused without gobreaker's lock, until the jittered time
 	}
 	_, err := b.cb.Load().Execute(func() (struct{}, error) {
 		err := r.next.Run(ctx, fn)
@@ -341,7 +415,7 @@ func (r *runner) Run(ctx context.Context, fn policy.Func) error {
 		return struct{}{}, err
 	})
 	if b.pending.Load() {
-		b.deliver(r.obs, r.pipeline)
+		b.deliver()
 	}
 	switch err {
 	case gobreaker.ErrOpenState:
@@ -407,7 +481,7 @@ func (b *Breaker) stateLocked(now time.Time) State {
 	if b.forced.Load() {
 		return StateOpen
 	}
-	if b.state == StateOpen && now.After(b.openedAt.Add(b.timeout)) {
+	if b.state == StateOpen && !now.Before(b.until) {
 		return StateHalfOpen
 	}
 	return b.state
@@ -418,18 +492,28 @@ func (b *Breaker) Counts() Counts { return Counts(b.cb.Load().Counts()) }
 
 // RetryAfter returns how long from now the breaker stays open: what a server can send
 // as Retry-After. It is 0 unless the breaker is open, and the open timeout if it was
-// forced open.
+// forced open. It takes no lock.
 func (b *Breaker) RetryAfter(now time.Time) time.Duration {
-	if b.forced.Load() {
-		return b.timeout
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.state != StateOpen {
-		return 0
-	}
-	return max(0, b.openedAt.Add(b.timeout).Sub(now))
+	d, _ := b.OpenFor(now)
+	return d
 }
+
+// OpenFor reports whether the breaker refuses calls at now and, if so, for how much
+// longer: the time until probes may go through, or the open timeout if it was forced
+// open. It takes no lock, so a server can ask it on every request.
+func (b *Breaker) OpenFor(now time.Time) (time.Duration, bool) {
+	if b.forced.Load() {
+		return b.timeout, true
+	}
+	if e := b.openErr.Load(); e != nil && now.Before(e.Until) {
+		return e.Until.Sub(now), true
+	}
+	return 0, false
+}
+
+// StateValue returns the breaker's state now as the value of the
+// backstop_breaker_state gauge: 0 closed, 1 half-open, 2 open.
+func (b *Breaker) StateValue() float64 { return float64(b.State()) }
 
 // ForceOpen makes the breaker refuse every call until [Breaker.Reset]. It is for
 // operators (a dependency known to be down, maintenance).
@@ -439,10 +523,15 @@ func (b *Breaker) ForceOpen() {
 	}
 	now := time.Now()
 	b.mu.Lock()
-	from := b.stateLocked(now)
-	b.transitionLocked(from, StateOpen, now)
+	if b.state == StateOpen {
+		// No change of state, only of who holds it open: nothing to report.
+		b.until = time.Time{}
+		b.openErr.Store(nil)
+	} else {
+		b.transitionLocked(b.state, StateOpen, now)
+	}
 	b.mu.Unlock()
-	b.deliver(nil, "")
+	b.deliver()
 }
 
 // Reset closes the breaker with fresh counts, and lifts ForceOpen.
@@ -456,7 +545,7 @@ func (b *Breaker) Reset() {
 		b.transitionLocked(from, StateClosed, now)
 	}
 	b.mu.Unlock()
-	b.deliver(nil, "")
+	b.deliver()
 }
 
 // MustNew is like [New] but panics on bad options. It is for breakers fixed in the

@@ -79,8 +79,13 @@ type Snapshot struct {
 	Until time.Time `json:"-"`
 	// RetryAfter is Until − now, the Retry-After a server can send.
 	RetryAfter time.Duration `json:"-"`
-	// Last is the last transition; zero if none.
+	// Last is the last transition; zero if none. An open breaker whose time is up
+	// reads half-open before gobreaker moves it on the next call: Last then says
+	// open → half-open at Until.
 	Last Transition `json:"-"`
+	// Tripped are the counts that last tripped the breaker open (gobreaker clears
+	// Counts when it opens); zero if it never tripped by itself.
+	Tripped Counts `json:"-"`
 }
 
 // Snapshot returns the breaker's state as of now.
@@ -96,9 +101,15 @@ func (b *Breaker) Snapshot(now time.Time) Snapshot {
 		OpenedAt: b.openedAt,
 		Last:     b.last,
 	}
-	if s.State == StateOpen && !s.Forced {
-		s.Until = b.openedAt.Add(b.timeout)
+	if t := b.tripped.Load(); t != nil {
+		s.Tripped = *t
+	}
+	switch {
+	case s.State == StateOpen && !s.Forced:
+		s.Until = b.until
 		s.RetryAfter = max(0, s.Until.Sub(now))
+	case s.State == StateHalfOpen && b.state == StateOpen:
+		s.Last = Transition{From: StateOpen, To: StateHalfOpen, At: b.until}
 	}
 	return s
 }

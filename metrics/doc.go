@@ -8,6 +8,7 @@
 //	obs, err := metrics.New(reg, metrics.Options{
 //		Budgets:  map[string]metrics.Leveler{"db": dbBudget},
 //		Shedders: map[string]metrics.ShedGauges{"api": shedder},
+//		Breakers: []metrics.BreakerGauge{dbBreaker},
 //	})
 //	p = p.With(policy.Name("db"), policy.Observe(policy.Observers(obs, metrics.Slog(logger, slog.LevelInfo))))
 //	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
@@ -25,10 +26,10 @@
 //	| backstop_call_duration_seconds       | histogram | pipeline                 | time in the pipeline, retries and backoff included   |
 //	| backstop_attempts_total              | counter   | pipeline, outcome        | attempts made by the pipeline's retry                |
 //	| backstop_retries_total               | counter   | pipeline, reason         | retries scheduled (retryable, hint, timeout, network, custom) |
-//	| backstop_retries_suppressed_total    | counter   | pipeline, why            | retries that did not happen (owner, budget, deadline) |
+//	| backstop_retries_suppressed_total    | counter   | pipeline, why            | retries that did not happen (owner, budget, deadline, hint) |
 //	| backstop_deadlines_exceeded_total    | counter   | pipeline, kind           | deadlines run out (deadline, attempt-timeout)        |
 //	| backstop_budget_level                | gauge     | budget                   | tokens left, or retries that may start now           |
-//	| backstop_breaker_state               | gauge     | breaker                  | 0 closed, 1 half-open, 2 open, after the last change |
+//	| backstop_breaker_state               | gauge     | breaker                  | 0 closed, 1 half-open, 2 open (live for Options.Breakers) |
 //	| backstop_breaker_transitions_total   | counter   | breaker, from, to        | breaker state changes                                |
 //	| backstop_shed_requests_total         | counter   | shedder, reason, priority| requests refused                                     |
 //	| backstop_shed_retry_after_seconds    | histogram | shedder                  | Retry-After sent with refusals                       |
@@ -38,6 +39,13 @@
 //
 // outcome is one of success, failure, rejected, canceled, deadline (policy.Outcome).
 // No label ever holds error text, a URL or request data.
+//
+// Series exist from the start, at 0, wherever their labels are known in advance: a
+// pipeline's calls, attempts, retries, suppressions and deadlines when it is bound;
+// the state and transitions of breakers listed in Options.Breakers (or added with
+// [Observer.AddBreaker]); the gauges of budgets and shedders listed in Options.
+// A breaker transition that reaches the Observer through several pipelines that share
+// the breaker is counted once.
 //
 // # Logs
 //

@@ -26,6 +26,13 @@ type ShedGauges interface {
 	QueueLen() int
 }
 
+// BreakerGauge is what the breaker gauge reads: breaker.Breaker has it.
+type BreakerGauge interface {
+	Name() string
+	// StateValue is the state now: 0 closed, 1 half-open, 2 open.
+	StateValue() float64
+}
+
 // Options configure an [Observer]. The zero value is valid.
 type Options struct {
 	// Buckets are the call-duration histogram's buckets in seconds; nil means
@@ -39,6 +46,11 @@ type Options struct {
 	// Shedders are exported as backstop_shed_inflight, _limit and _queue_length
 	// {shedder}, by name.
 	Shedders map[string]ShedGauges
+	// Breakers are exported from the start: backstop_breaker_state{breaker} read at
+	// every scrape (so it is right after a Reset, and present before any change), and
+	// backstop_breaker_transitions_total{breaker, from, to} at 0 for every pair of
+	// states. Breakers not listed get their state series at their first change.
+	Breakers []BreakerGauge
 }
 
 // Observer is a policy.Observer that keeps Prometheus series of every event. Its
@@ -54,7 +66,7 @@ type Observer struct {
 	retries      *prometheus.CounterVec
 	suppressed   *prometheus.CounterVec
 	deadlines    *prometheus.CounterVec
-	breakerState *prometheus.GaugeVec
+	breakerState *breakerStates
 	transitions  *prometheus.CounterVec
 	shed         *prometheus.CounterVec
 	retryAfter   *prometheus.HistogramVec
@@ -111,10 +123,11 @@ func New(reg prometheus.Registerer, o Options) (*Observer, error) {
 			NativeHistogramBucketFactor: o.NativeHistograms}, []string{"pipeline"}),
 		attempts:   counter("attempts_total", "Attempts a pipeline's retry made, by outcome.", "pipeline", "outcome"),
 		retries:    counter("retries_total", "Retries scheduled, by why the error was retryable (retryable, hint, timeout, network, custom).", "pipeline", "reason"),
-		suppressed: counter("retries_suppressed_total", "Retries that would have happened and did not, by why (owner, budget, deadline).", "pipeline", "why"),
+		suppressed: counter("retries_suppressed_total", "Retries that would have happened and did not, by why (owner, budget, deadline, hint).", "pipeline", "why"),
 		deadlines:  counter("deadlines_exceeded_total", "Calls or attempts whose deadline ran out, by kind (deadline, attempt-timeout).", "pipeline", "kind"),
-		breakerState: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Name: "breaker_state",
-			Help: "A breaker's state after its last transition: 0 closed, 1 half-open, 2 open."}, []string{"breaker"}),
+		breakerState: &breakerStates{desc: prometheus.NewDesc(Namespace+"_breaker_state",
+			"A breaker's state: 0 closed, 1 half-open, 2 open (read at scrape for registered breakers, else after the last change).",
+			[]string{"breaker"}, nil), live: map[string]BreakerGauge{}, last: map[string]float64{}, seen: map[string]string{}},
 		transitions: counter("breaker_transitions_total", "Breaker state changes.", "breaker", "from", "to"),
 		shed:        counter("shed_requests_total", "Requests a shedder refused, by reason and priority.", "shedder", "reason", "priority"),
 		retryAfter: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: Namespace, Name: "shed_retry_after_seconds",
@@ -133,7 +146,84 @@ func New(reg prometheus.Registerer, o Options) (*Observer, error) {
 	if err := m.register(cs...); err != nil {
 		return nil, err
 	}
+	for _, b := range o.Breakers {
+		if err := m.AddBreaker(b); err != nil {
+			return nil, err
+		}
+	}
 	return m, nil
+}
+
+// breakerStates is the backstop_breaker_state collector: registered breakers are read
+// live at each scrape; others report the state of their last transition.
+type breakerStates struct {
+	desc *prometheus.Desc
+	mu   sync.Mutex              // guards the maps
+	live map[string]BreakerGauge // registered breakers, by name
+	last map[string]float64      // the state of the last transition, by breaker
+	// seen is each breaker's last transition delivered, so that one transition
+	// delivered to several pipelines sharing this Observer is counted once.
+	seen map[string]string
+}
+
+func (c *breakerStates) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+func (c *breakerStates) Collect(ch chan<- prometheus.Metric) {
+	c.mu.Lock()
+	values := make(map[string]float64, len(c.last)+len(c.live))
+	for name, v := range c.last {
+		values[name] = v
+	}
+	live := make(map[string]BreakerGauge, len(c.live))
+	for name, b := range c.live {
+		live[name] = b
+	}
+	c.mu.Unlock()
+	for name, b := range live {
+		values[name] = b.StateValue() // read outside our lock: it takes the breaker's
+	}
+	for name, v := range values {
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, v, name)
+	}
+}
+
+// transition records a transition event, reporting false for one already recorded.
+func (c *breakerStates) transition(e policy.Event) bool {
+	key := e.Time.String() + e.From + e.To
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.seen[e.Source] == key {
+		return false
+	}
+	c.seen[e.Source] = key
+	c.last[e.Source] = stateValues[e.To]
+	return true
+}
+
+// breakerStateNames are the states, as events name them.
+var breakerStateNames = [...]string{"closed", "half-open", "open"}
+
+// AddBreaker exports b's state from now on, read at every scrape, and its transition
+// counters at 0. A name already added is an error.
+func (m *Observer) AddBreaker(b BreakerGauge) error {
+	if b == nil {
+		return fmt.Errorf("%w: AddBreaker(nil)", ErrInvalidOptions)
+	}
+	name := b.Name()
+	m.breakerState.mu.Lock()
+	defer m.breakerState.mu.Unlock()
+	if _, ok := m.breakerState.live[name]; ok {
+		return fmt.Errorf("%w: breaker %q is already added", ErrInvalidOptions, name)
+	}
+	m.breakerState.live[name] = b
+	for _, from := range breakerStateNames {
+		for _, to := range breakerStateNames {
+			if from != to {
+				m.transitions.WithLabelValues(name, from, to)
+			}
+		}
+	}
+	return nil
 }
 
 // register registers all of cs or, on an error, none.
@@ -186,6 +276,17 @@ func (m *Observer) pipeline(name string) *pipelineSeries {
 		s.calls[i] = m.calls.WithLabelValues(name, o)
 		s.attempts[i] = m.attempts.WithLabelValues(name, o)
 	}
+	// Counters of things that may not have happened yet exist at 0, so that rate()
+	// and alerts see a series from the start.
+	for _, r := range retryReasons {
+		m.retries.WithLabelValues(name, r)
+	}
+	for _, why := range suppressedReasons {
+		m.suppressed.WithLabelValues(name, why)
+	}
+	for _, k := range deadlineKinds {
+		m.deadlines.WithLabelValues(name, k)
+	}
 	actual, _ := m.pipelines.LoadOrStore(name, s)
 	return actual.(*pipelineSeries)
 }
@@ -217,6 +318,13 @@ func (o *pipelineObserver) Observe(e policy.Event) {
 
 var stateValues = map[string]float64{"closed": 0, "half-open": 1, "open": 2}
 
+// The label values the counters of a pipeline are created with, at 0.
+var (
+	retryReasons      = [...]string{"retryable", "hint", "timeout", "network", "custom"}
+	suppressedReasons = [...]string{policy.SuppressedOwner, policy.SuppressedBudget, policy.SuppressedDeadline, policy.SuppressedHint}
+	deadlineKinds     = [...]string{policy.KindDeadline.String(), policy.KindAttemptTimeout.String()}
+)
+
 // Observe records e.
 func (m *Observer) Observe(e policy.Event) {
 	switch e.Kind {
@@ -233,8 +341,9 @@ func (m *Observer) Observe(e policy.Event) {
 	case policy.EventDeadlineExceeded:
 		m.deadlines.WithLabelValues(e.Pipeline, e.Source).Inc()
 	case policy.EventBreakerState:
-		m.breakerState.WithLabelValues(e.Source).Set(stateValues[e.To])
-		m.transitions.WithLabelValues(e.Source, e.From, e.To).Inc()
+		if m.breakerState.transition(e) {
+			m.transitions.WithLabelValues(e.Source, e.From, e.To).Inc()
+		}
 	case policy.EventShed:
 		m.shed.WithLabelValues(e.Source, e.Reason, e.Priority).Inc()
 		if e.Delay > 0 {

@@ -71,7 +71,7 @@ backstop_attempts_total{outcome="deadline",pipeline="orders"} 0
 backstop_attempts_total{outcome="failure",pipeline="orders"} 5
 backstop_attempts_total{outcome="rejected",pipeline="orders"} 0
 backstop_attempts_total{outcome="success",pipeline="orders"} 2
-# HELP backstop_breaker_state A breaker's state after its last transition: 0 closed, 1 half-open, 2 open.
+# HELP backstop_breaker_state A breaker's state: 0 closed, 1 half-open, 2 open (read at scrape for registered breakers, else after the last change).
 # TYPE backstop_breaker_state gauge
 backstop_breaker_state{breaker="db"} 2
 # HELP backstop_breaker_transitions_total Breaker state changes.
@@ -86,7 +86,11 @@ backstop_calls_total{outcome="rejected",pipeline="orders"} 1
 backstop_calls_total{outcome="success",pipeline="orders"} 2
 # HELP backstop_retries_total Retries scheduled, by why the error was retryable (retryable, hint, timeout, network, custom).
 # TYPE backstop_retries_total counter
+backstop_retries_total{pipeline="orders",reason="custom"} 0
+backstop_retries_total{pipeline="orders",reason="hint"} 0
+backstop_retries_total{pipeline="orders",reason="network"} 0
 backstop_retries_total{pipeline="orders",reason="retryable"} 4
+backstop_retries_total{pipeline="orders",reason="timeout"} 0
 `), "backstop_attempts_total", "backstop_breaker_state", "backstop_breaker_transitions_total", "backstop_calls_total", "backstop_retries_total")
 	require.NoError(t, err)
 	n, err := testutil.GatherAndCount(reg, "backstop_call_duration_seconds")
@@ -124,9 +128,16 @@ func TestObserver_SuppressionsGaugesAndShed(t *testing.T) {
 # HELP backstop_budget_level What a retry budget has left: tokens for a token bucket, retries that may start now otherwise.
 # TYPE backstop_budget_level gauge
 backstop_budget_level{budget="db"} 9
-# HELP backstop_retries_suppressed_total Retries that would have happened and did not, by why (owner, budget, deadline).
+# HELP backstop_retries_suppressed_total Retries that would have happened and did not, by why (owner, budget, deadline, hint).
 # TYPE backstop_retries_suppressed_total counter
+backstop_retries_suppressed_total{pipeline="inner",why="budget"} 0
+backstop_retries_suppressed_total{pipeline="inner",why="deadline"} 0
+backstop_retries_suppressed_total{pipeline="inner",why="hint"} 0
 backstop_retries_suppressed_total{pipeline="inner",why="owner"} 2
+backstop_retries_suppressed_total{pipeline="outer",why="budget"} 0
+backstop_retries_suppressed_total{pipeline="outer",why="deadline"} 0
+backstop_retries_suppressed_total{pipeline="outer",why="hint"} 0
+backstop_retries_suppressed_total{pipeline="outer",why="owner"} 0
 # HELP backstop_shed_inflight Requests a shedder has admitted and not yet released.
 # TYPE backstop_shed_inflight gauge
 backstop_shed_inflight{shedder="api"} 1
@@ -258,4 +269,69 @@ backstop_shed_limit{shedder="edge"} 7
 	n, err := testutil.GatherAndCount(reg, "backstop_calls_total")
 	require.NoError(t, err)
 	require.Zero(t, n)
+}
+
+// TestObserver_SeriesFromTheStart: before anything happens a registered breaker
+// shows its state and 0 transitions, a bound pipeline 0 retries; after an operator's
+// Reset the gauge is right again; a transition heard through two pipelines sharing
+// the breaker is counted once.
+func TestObserver_SeriesFromTheStart(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	brk := breaker.MustNew("db", breaker.Options{ConsecutiveFailures: 1})
+	obs := metrics.MustNew(reg, metrics.Options{Breakers: []metrics.BreakerGauge{brk}})
+	a := policy.MustWrap(brk).With(policy.Name("a"), policy.Observe(obs))
+	policy.MustWrap(brk).With(policy.Name("b"), policy.Observe(obs))
+
+	state := func() float64 {
+		t.Helper()
+		return testutil.ToFloat64(gaugeOf(t, reg, "backstop_breaker_state", "breaker", "db"))
+	}
+	require.Equal(t, 0.0, state(), "a healthy breaker has a series before any change")
+	n, err := testutil.GatherAndCount(reg, "backstop_breaker_transitions_total")
+	require.NoError(t, err)
+	require.Equal(t, 6, n, "every from → to pair at 0")
+	n, err = testutil.GatherAndCount(reg, "backstop_retries_total", "backstop_retries_suppressed_total")
+	require.NoError(t, err)
+	require.Equal(t, 2*5+2*4, n, "pipelines a and b: 5 retry reasons and 4 suppression reasons each, at 0")
+
+	_ = a.Do(context.Background(), func(context.Context) error { return errDown })
+	require.Equal(t, 2.0, state())
+	err = testutil.GatherAndCompare(reg, strings.NewReader(`
+# HELP backstop_breaker_transitions_total Breaker state changes.
+# TYPE backstop_breaker_transitions_total counter
+backstop_breaker_transitions_total{breaker="db",from="closed",to="half-open"} 0
+backstop_breaker_transitions_total{breaker="db",from="closed",to="open"} 1
+backstop_breaker_transitions_total{breaker="db",from="half-open",to="closed"} 0
+backstop_breaker_transitions_total{breaker="db",from="half-open",to="open"} 0
+backstop_breaker_transitions_total{breaker="db",from="open",to="closed"} 0
+backstop_breaker_transitions_total{breaker="db",from="open",to="half-open"} 0
+`), "backstop_breaker_transitions_total")
+	require.NoError(t, err, "one trip, heard by pipelines a and b, counted once")
+
+	brk.Reset()
+	require.Equal(t, 0.0, state(), "the gauge follows an operator's Reset")
+	require.Error(t, obs.AddBreaker(brk), "a breaker added twice")
+}
+
+// gaugeOf returns the collector-independent value of one series, for testutil.
+func gaugeOf(t *testing.T, g prometheus.Gatherer, name, label, value string) prometheus.Collector {
+	t.Helper()
+	mfs, err := g.Gather()
+	require.NoError(t, err)
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == label && l.GetValue() == value {
+					gauge := prometheus.NewGauge(prometheus.GaugeOpts{Name: "copy"})
+					gauge.Set(m.GetGauge().GetValue())
+					return gauge
+				}
+			}
+		}
+	}
+	t.Fatalf("no series %s{%s=%q}", name, label, value)
+	return nil
 }

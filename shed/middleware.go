@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/backstop-go/backstop/breaker"
 	"github.com/backstop-go/backstop/policy"
 )
 
@@ -43,7 +42,9 @@ func Middleware(next http.Handler, s *Shedder) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p, attempt, hasAttempt := s.requestPriority(r)
 		if b := s.opts.Breaker; b != nil {
-			if ra := b.RetryAfter(s.clock.Now()); b.State() == breaker.StateOpen {
+			// Lock-free: the breaker keeps its open time in an atomic. The breaker reads
+			// gobreaker's clock, time.Now, so it is asked in its own time.
+			if ra, open := b.OpenFor(time.Now()); open {
 				secs := max(1, int(math.Ceil(ra.Seconds())))
 				s.pressure.reject(s.clock.Now())
 				s.reject(ReasonBreaker)

@@ -156,7 +156,7 @@ func TestMiddleware_Quota(t *testing.T) {
 }
 
 func TestMiddleware_OpenBreakerAnswers503WithItsOpenTime(t *testing.T) {
-	b := breaker.MustNew("db", breaker.Options{ConsecutiveFailures: 1, OpenTimeout: 20 * time.Second})
+	b := breaker.MustNew("db", breaker.Options{ConsecutiveFailures: 1, OpenTimeout: 20 * time.Second, OpenJitter: -1})
 	_ = policy.MustWrap(b).Do(context.Background(), func(context.Context) error { return io.ErrUnexpectedEOF })
 	s := shed.MustNew(shed.Options{Breaker: b})
 	w := httptest.NewRecorder()

@@ -5,6 +5,7 @@ import (
 	"math"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -13,15 +14,18 @@ import (
 // DefaultMaxClients bounds the clients a Quota tracks at once.
 const DefaultMaxClients = 10_000
 
-// quotas keeps one token bucket per client.
+// quotas keeps one token bucket per client. The admit path takes no shared lock: a
+// client's limiter is found in a sync.Map (lock-free for clients seen before) and
+// carries its own mutex; only adding a client when the table is full takes evictMu.
 type quotas struct {
 	key   func(*http.Request) string
 	r     rate.Limit
 	burst int
 	max   int
 
-	mu sync.Mutex // guards m
-	m  map[string]*rate.Limiter
+	m       sync.Map     // client key → *rate.Limiter
+	n       atomic.Int64 // clients in m
+	evictMu sync.Mutex   // one eviction at a time
 }
 
 func newQuotas(q Quota) (*quotas, error) {
@@ -35,23 +39,24 @@ func newQuotas(q Quota) (*quotas, error) {
 	case q.MaxClients < 0:
 		return nil, fmt.Errorf("%w: Quota.MaxClients is %d; want ≥ 0", ErrInvalidOptions, q.MaxClients)
 	}
-	return &quotas{key: q.Key, r: q.Rate, burst: q.Burst, max: orDefault(q.MaxClients, DefaultMaxClients),
-		m: make(map[string]*rate.Limiter)}, nil
+	return &quotas{key: q.Key, r: q.Rate, burst: q.Burst, max: orDefault(q.MaxClients, DefaultMaxClients)}, nil
 }
 
 // allow takes a token from key's bucket; if there is none it returns how long until
 // there is.
 func (q *quotas) allow(key string, now time.Time) (time.Duration, bool) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	l := q.m[key]
-	if l == nil {
-		if len(q.m) >= q.max {
-			q.evictLocked(now)
+	v, ok := q.m.Load(key)
+	if !ok {
+		if q.n.Load() >= int64(q.max) {
+			q.evict(now)
 		}
-		l = rate.NewLimiter(q.r, q.burst)
-		q.m[key] = l
+		var loaded bool
+		v, loaded = q.m.LoadOrStore(key, rate.NewLimiter(q.r, q.burst))
+		if !loaded {
+			q.n.Add(1)
+		}
 	}
+	l := v.(*rate.Limiter)
 	if l.AllowN(now, 1) {
 		return 0, true
 	}
@@ -59,18 +64,29 @@ func (q *quotas) allow(key string, now time.Time) (time.Duration, bool) {
 	return time.Duration(missing / float64(q.r) * float64(time.Second)), false
 }
 
-// evictLocked forgets idle clients (full buckets: forgetting them changes nothing),
-// then, if still full, any tenth of the clients.
-func (q *quotas) evictLocked(now time.Time) {
-	for k, l := range q.m {
-		if l.TokensAt(now) >= float64(q.burst) {
-			delete(q.m, k)
-		}
+// evict forgets idle clients (full buckets: forgetting them changes nothing), then,
+// if still full, any tenth of the clients.
+func (q *quotas) evict(now time.Time) {
+	q.evictMu.Lock()
+	defer q.evictMu.Unlock()
+	if q.n.Load() < int64(q.max) {
+		return // another eviction made room
 	}
-	for k := range q.m {
-		if len(q.m) < q.max-q.max/10 {
-			break
+	q.m.Range(func(k, v any) bool {
+		if v.(*rate.Limiter).TokensAt(now) >= float64(q.burst) {
+			if _, ok := q.m.LoadAndDelete(k); ok {
+				q.n.Add(-1)
+			}
 		}
-		delete(q.m, k)
-	}
+		return true
+	})
+	q.m.Range(func(k, _ any) bool {
+		if q.n.Load() < int64(q.max-q.max/10) {
+			return false
+		}
+		if _, ok := q.m.LoadAndDelete(k); ok {
+			q.n.Add(-1)
+		}
+		return true
+	})
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/backstop-go/backstop/breaker"
+	"github.com/backstop-go/backstop/breaker/breakerhttp"
 	"github.com/backstop-go/backstop/budget"
 	"github.com/backstop-go/backstop/deadline"
 	"github.com/backstop-go/backstop/metrics"
@@ -126,7 +127,7 @@ func serve(addr string, selftest bool, logger *slog.Logger) error {
 		_, _ = io.Copy(w, res.Body)
 	}), shedder))
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	mux.Handle("/debug/breakers", breaker.Handler(&breakers))
+	mux.Handle("/debug/breakers", breakerhttp.Handler(&breakers))
 
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {

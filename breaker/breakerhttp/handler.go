@@ -1,0 +1,214 @@
+// Package breakerhttp serves the state of Backstop's circuit breakers over HTTP: JSON
+// for tools, and a small self-contained HTML page for people, from which an operator
+// may force a breaker open or reset it. It lives apart from package breaker so that a
+// breaker's users link neither net/http nor html/template.
+package breakerhttp
+
+import (
+	"encoding/json"
+	"html/template"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/backstop-go/backstop/breaker"
+	"github.com/backstop-go/backstop/policy"
+)
+
+// DefaultRefresh is how often the HTML page reloads itself.
+const DefaultRefresh = 5 * time.Second
+
+// An Option configures [Handler].
+type Option interface{ apply(*handler) }
+
+type optionFunc func(*handler)
+
+func (f optionFunc) apply(h *handler) { f(h) }
+
+// AllowControl lets the handler change breakers: a POST with form values name and
+// action=open (ForceOpen) or action=reset (Reset). Off by default: whoever can reach
+// the handler can then cut a service off from its dependency, so mount it behind your
+// own authentication. Cross-origin POSTs are refused (http.CrossOriginProtection), so a
+// page on another site cannot make an operator's browser press the buttons.
+func AllowControl() Option { return optionFunc(func(h *handler) { h.control = true }) }
+
+// RefreshEvery sets how often the HTML page reloads itself; 0 turns reloading off. The
+// default is DefaultRefresh (5 s).
+func RefreshEvery(d time.Duration) Option {
+	return optionFunc(func(h *handler) { h.refresh = max(d, 0) })
+}
+
+// WithClock sets the clock the page reads the time from; nil means
+// policy.SystemClock(). The breakers themselves keep gobreaker's time.
+func WithClock(c policy.Clock) Option {
+	return optionFunc(func(h *handler) { h.clock = policy.ClockOr(c) })
+}
+
+// Handler serves the state of reg's breakers: JSON for GET with Accept:
+// application/json or ?format=json, otherwise a small self-contained HTML page that
+// refreshes itself. With [AllowControl] it also takes same-origin POSTs that force a
+// breaker open or reset it.
+//
+// JSON form (fields are added, never renamed or removed):
+//
+//	{"generated_at": "…", "breakers": [{"name": "db", "state": "open", "forced": false,
+//	  "counts": {"requests": 5, …}, "tripped_counts": {…}, "opened_at": "…", "until": "…",
+//	  "retry_after_seconds": 12.5, "last_transition": {"from": "closed", "to": "open", "at": "…"}}]}
+func Handler(reg *breaker.Registry, opts ...Option) http.Handler {
+	h := &handler{reg: reg, refresh: DefaultRefresh, clock: policy.SystemClock()}
+	for _, o := range opts {
+		if o != nil {
+			o.apply(h)
+		}
+	}
+	h.post = http.NewCrossOriginProtection().Handler(http.HandlerFunc(h.control1))
+	return h
+}
+
+type handler struct {
+	reg     *breaker.Registry
+	control bool
+	refresh time.Duration
+	clock   policy.Clock
+	post    http.Handler // control1 behind cross-origin protection
+}
+
+// jsonSnapshot is the wire form of a breaker.Snapshot.
+type jsonSnapshot struct {
+	Name       string          `json:"name"`
+	State      string          `json:"state"`
+	Forced     bool            `json:"forced"`
+	Counts     breaker.Counts  `json:"counts"`
+	Tripped    *breaker.Counts `json:"tripped_counts,omitempty"`
+	OpenedAt   *time.Time      `json:"opened_at,omitempty"`
+	Until      *time.Time      `json:"until,omitempty"`
+	RetryAfter float64         `json:"retry_after_seconds"`
+	Last       *jsonTransition `json:"last_transition,omitempty"`
+}
+
+type jsonTransition struct {
+	From string    `json:"from"`
+	To   string    `json:"to"`
+	At   time.Time `json:"at"`
+}
+
+func timePtr(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	t = t.UTC()
+	return &t
+}
+
+func wire(s breaker.Snapshot) jsonSnapshot {
+	j := jsonSnapshot{
+		Name: s.Name, State: s.State.String(), Forced: s.Forced, Counts: s.Counts,
+		OpenedAt: timePtr(s.OpenedAt), Until: timePtr(s.Until), RetryAfter: s.RetryAfter.Seconds(),
+	}
+	if s.Tripped != (breaker.Counts{}) {
+		t := s.Tripped
+		j.Tripped = &t
+	}
+	if !s.Last.At.IsZero() {
+		j.Last = &jsonTransition{From: s.Last.From.String(), To: s.Last.To.String(), At: s.Last.At.UTC()}
+	}
+	return j
+}
+
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch r.Method {
+	case http.MethodGet, http.MethodHead:
+	case http.MethodPost:
+		if h.control {
+			h.post.ServeHTTP(w, r)
+			return
+		}
+		fallthrough
+	default:
+		allow := "GET, HEAD"
+		if h.control {
+			allow += ", POST"
+		}
+		w.Header().Set("Allow", allow)
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	now := h.clock.Now()
+	snaps := []jsonSnapshot{}
+	for _, b := range h.reg.List() {
+		snaps = append(snaps, wire(b.Snapshot(now)))
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	if r.URL.Query().Get("format") == "json" || strings.Contains(r.Header.Get("Accept"), "application/json") {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(struct {
+			GeneratedAt time.Time      `json:"generated_at"`
+			Breakers    []jsonSnapshot `json:"breakers"`
+		}{now.UTC(), snaps})
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	_ = page.Execute(w, struct {
+		Refresh   int
+		Control   bool
+		Generated time.Time
+		Breakers  []jsonSnapshot
+	}{int(h.refresh / time.Second), h.control, now.UTC(), snaps})
+}
+
+// control1 carries out one operator action.
+func (h *handler) control1(w http.ResponseWriter, r *http.Request) {
+	name, action := r.FormValue("name"), r.FormValue("action")
+	b := h.reg.Get(name)
+	if b == nil {
+		http.Error(w, "no breaker named "+template.HTMLEscapeString(name), http.StatusNotFound)
+		return
+	}
+	switch action {
+	case "open":
+		b.ForceOpen()
+	case "reset":
+		b.Reset()
+	default:
+		http.Error(w, `action must be "open" or "reset"`, http.StatusBadRequest)
+		return
+	}
+	// Post/redirect/get: a browser reload does not repeat the action.
+	http.Redirect(w, r, r.URL.Path, http.StatusSeeOther)
+}
+
+var page = template.Must(template.New("breakers").Funcs(template.FuncMap{
+	"ts": func(t *time.Time) string {
+		if t == nil {
+			return "—"
+		}
+		return t.Format(time.RFC3339)
+	},
+	"secs": func(f float64) string {
+		if f <= 0 {
+			return "—"
+		}
+		return time.Duration(f * float64(time.Second)).Round(100 * time.Millisecond).String()
+	},
+}).Parse(`<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+{{- if .Refresh}}<meta http-equiv="refresh" content="{{.Refresh}}">{{end}}
+<title>Breakers</title>
+<style>
+body{font:14px system-ui,sans-serif;margin:2em}table{border-collapse:collapse}
+th,td{padding:.3em .8em;border-bottom:1px solid #ddd;text-align:left}
+.closed{color:#070}.half-open{color:#a60}.open{color:#c00;font-weight:bold}
+.meta{color:#555}
+</style></head><body>
+<h1>Breakers</h1>
+<p class="meta">Generated at <time id="generated">{{.Generated.Format "2006-01-02T15:04:05Z07:00"}}</time>.
+{{- if .Refresh}} This page refreshes every {{.Refresh}} s.{{else}} This page does not refresh by itself.{{end}}</p>
+{{- if not .Breakers}}<p>No breakers registered.</p>{{else}}
+<table><tr><th>name</th><th>state</th><th>requests</th><th>successes</th><th>failures</th><th>excluded</th><th>tripped with</th><th>opened at</th><th>until</th><th>retry after</th><th>last transition</th>{{if .Control}}<th></th>{{end}}</tr>
+{{- range .Breakers}}
+<tr id="breaker-{{.Name}}"><td>{{.Name}}</td><td class="{{.State}}">{{.State}}{{if .Forced}} (forced){{end}}</td><td>{{.Counts.Requests}}</td><td>{{.Counts.TotalSuccesses}}</td><td>{{.Counts.TotalFailures}}</td><td>{{.Counts.TotalExclusions}}</td><td>{{with .Tripped}}{{.TotalFailures}} failures of {{.Requests}} requests ({{.ConsecutiveFailures}} in a row){{else}}—{{end}}</td><td>{{ts .OpenedAt}}</td><td>{{ts .Until}}</td><td>{{secs .RetryAfter}}</td><td>{{with .Last}}{{.From}} → {{.To}} at {{.At.Format "2006-01-02T15:04:05Z07:00"}}{{else}}—{{end}}</td>
+{{- if $.Control}}<td><form method="post" style="display:inline"><input type="hidden" name="name" value="{{.Name}}"><button name="action" value="open">force open</button> <button name="action" value="reset">reset</button></form></td>{{end}}</tr>
+{{- end}}
+</table>{{end}}
+</body></html>
+`))

@@ -1,0 +1,203 @@
+package breakerhttp_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/backstop-go/backstop/breaker"
+	"github.com/backstop-go/backstop/breaker/breakerhttp"
+	"github.com/backstop-go/backstop/policy"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+var errDown = errors.New("db down")
+
+func fail(context.Context) error { return errDown }
+func ok(context.Context) error   { return nil }
+
+// fixture builds, in a synctest bubble starting 2000-01-01, a registry with a closed
+// breaker and one that tripped on 2 failures at the start; then 10 s pass.
+func fixture(t *testing.T) *breaker.Registry {
+	t.Helper()
+	var reg breaker.Registry
+	db := breaker.MustNew("db", breaker.Options{ConsecutiveFailures: 2, OpenJitter: -1})
+	cache := breaker.MustNew("cache", breaker.Options{})
+	require.NoError(t, reg.Add(db, cache))
+	p := policy.MustWrap(db)
+	_ = p.Do(context.Background(), fail)
+	_ = p.Do(context.Background(), fail)
+	_ = policy.MustWrap(cache).Do(context.Background(), ok)
+	time.Sleep(10 * time.Second)
+	return &reg
+}
+
+func TestHandler_JSON(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := breakerhttp.Handler(fixture(t))
+		for _, req := range []*http.Request{
+			httptest.NewRequest("GET", "/debug/breakers?format=json", nil),
+			func() *http.Request {
+				r := httptest.NewRequest("GET", "/debug/breakers", nil)
+				r.Header.Set("Accept", "application/json")
+				return r
+			}(),
+		} {
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, req)
+			require.Equal(t, 200, w.Code)
+			require.Equal(t, "application/json", w.Header().Get("Content-Type"))
+			require.JSONEq(t, `{"generated_at": "2000-01-01T00:00:10Z", "breakers": [
+				{"name": "cache", "state": "closed", "forced": false, "retry_after_seconds": 0,
+				 "counts": {"requests": 1, "total_successes": 1, "total_failures": 0, "total_exclusions": 0, "consecutive_successes": 1, "consecutive_failures": 0}},
+				{"name": "db", "state": "open", "forced": false, "retry_after_seconds": 20,
+				 "counts": {"requests": 0, "total_successes": 0, "total_failures": 0, "total_exclusions": 0, "consecutive_successes": 0, "consecutive_failures": 0},
+				 "tripped_counts": {"requests": 2, "total_successes": 0, "total_failures": 2, "total_exclusions": 0, "consecutive_successes": 0, "consecutive_failures": 2},
+				 "opened_at": "2000-01-01T00:00:00Z", "until": "2000-01-01T00:00:30Z",
+				 "last_transition": {"from": "closed", "to": "open", "at": "2000-01-01T00:00:00Z"}}
+			]}`, w.Body.String())
+		}
+	})
+}
+
+func get(t *testing.T, h http.Handler) string {
+	t.Helper()
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, httptest.NewRequest("GET", "/debug/breakers", nil))
+	require.Equal(t, 200, w.Code)
+	require.Equal(t, "text/html; charset=utf-8", w.Header().Get("Content-Type"))
+	return w.Body.String()
+}
+
+func TestHandler_HTMLGolden(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		got := get(t, breakerhttp.Handler(fixture(t)))
+		require.NotContains(t, got, "http://", "the page loads no external assets")
+		require.NotContains(t, got, "https://")
+		const golden = "testdata/handler.golden.html"
+		if *update {
+			require.NoError(t, os.WriteFile(golden, []byte(got), 0o644))
+		}
+		want, err := os.ReadFile(golden)
+		require.NoError(t, err)
+		require.Equal(t, string(want), got)
+	})
+}
+
+// row returns the page's table row of the breaker named name.
+func row(t *testing.T, page, name string) string {
+	t.Helper()
+	i := strings.Index(page, `<tr id="breaker-`+name+`">`)
+	require.GreaterOrEqual(t, i, 0, "no row for %s in\n%s", name, page)
+	j := strings.Index(page[i:], "</tr>")
+	return page[i : i+j]
+}
+
+func TestHandler_PageSaysWhatHappened(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		reg := fixture(t)
+		h := breakerhttp.Handler(reg)
+		page := get(t, h)
+		require.Contains(t, page, "Generated at <time id=\"generated\">2000-01-01T00:00:10Z</time>")
+		require.Contains(t, page, "refreshes every 5 s")
+		db := row(t, page, "db")
+		require.Contains(t, db, "2 failures of 2 requests (2 in a row)", "the counts at the moment of tripping")
+		require.Contains(t, db, "<td>20s</td>", "retry after")
+
+		// Half-open: its time is up, gobreaker has not moved yet.
+		time.Sleep(20*time.Second + time.Nanosecond)
+		db = row(t, get(t, h), "db")
+		require.Contains(t, db, `class="half-open">half-open`)
+		require.Contains(t, db, "open → half-open at 2000-01-01T00:00:30Z")
+
+		// Forced open from closed: closed → open, never open → open.
+		reg.Get("cache").ForceOpen()
+		cache := row(t, get(t, h), "cache")
+		require.Contains(t, cache, "open (forced)")
+		require.Contains(t, cache, "closed → open")
+		require.NotContains(t, cache, "<td>open → open")
+
+		// Forced open while open: the last transition stays the real one.
+		reg.Get("cache").Reset()
+		_ = policy.MustWrap(reg.Get("db")).Do(context.Background(), fail) // the probe fails: open again
+		reg.Get("db").ForceOpen()
+		db = row(t, get(t, h), "db")
+		require.Contains(t, db, "open (forced)")
+		require.Contains(t, db, "half-open → open")
+		require.NotContains(t, db, "<td>open → open")
+	})
+}
+
+func TestHandler_ControlIsOffByDefault(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		reg := fixture(t)
+		w := httptest.NewRecorder()
+		req := httptest.NewRequest("POST", "/", strings.NewReader(url.Values{"name": {"cache"}, "action": {"open"}}.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		breakerhttp.Handler(reg).ServeHTTP(w, req)
+		require.Equal(t, http.StatusMethodNotAllowed, w.Code)
+		require.Equal(t, "GET, HEAD", w.Header().Get("Allow"))
+		require.Equal(t, breaker.StateClosed, reg.Get("cache").State())
+	})
+}
+
+// post sends an operator action with the given extra headers and returns the status.
+func post(h http.Handler, name, action string, hdr ...string) int {
+	w := httptest.NewRecorder()
+	req := httptest.NewRequest("POST", "http://example.test/debug/breakers", strings.NewReader(url.Values{"name": {name}, "action": {action}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	h.ServeHTTP(w, req)
+	return w.Code
+}
+
+func TestHandler_Control(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		reg := fixture(t)
+		h := breakerhttp.Handler(reg, breakerhttp.AllowControl())
+		require.Equal(t, http.StatusSeeOther, post(h, "cache", "open", "Sec-Fetch-Site", "same-origin"))
+		require.Equal(t, breaker.StateOpen, reg.Get("cache").State())
+		err := policy.MustWrap(reg.Get("cache")).Do(context.Background(), ok)
+		require.True(t, errors.Is(err, breaker.ErrOpen))
+		require.Equal(t, http.StatusSeeOther, post(h, "cache", "reset", "Origin", "http://example.test"))
+		require.Equal(t, breaker.StateClosed, reg.Get("cache").State())
+		require.Equal(t, http.StatusNotFound, post(h, "nope", "open"))
+		require.Equal(t, http.StatusBadRequest, post(h, "cache", "explode"))
+
+		page := get(t, h)
+		require.Contains(t, page, `<button name="action" value="open">`)
+		var v map[string]any
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest("GET", "/?format=json", nil))
+		require.NoError(t, json.Unmarshal(w.Body.Bytes(), &v))
+	})
+}
+
+// TestHandler_RefusesCrossSiteControl: a page on another site that posts the form
+// (a CSRF) is refused, and the breaker stays closed.
+func TestHandler_RefusesCrossSiteControl(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		reg := fixture(t)
+		h := breakerhttp.Handler(reg, breakerhttp.AllowControl())
+		require.Equal(t, http.StatusForbidden, post(h, "cache", "open", "Sec-Fetch-Site", "cross-site"))
+		require.Equal(t, http.StatusForbidden, post(h, "cache", "open", "Origin", "https://evil.test"))
+		require.Equal(t, breaker.StateClosed, reg.Get("cache").State(), "the breaker stays closed")
+	})
+}

@@ -1,0 +1,114 @@
+package breaker_test
+
+import (
+	"context"
+	"math/rand/v2"
+	"sort"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/backstop-go/backstop/breaker"
+	"github.com/backstop-go/backstop/policy"
+)
+
+// transitions records breaker events as "pipeline: from→to".
+type transitions struct {
+	mu  sync.Mutex
+	got []string
+}
+
+func (r *transitions) Observe(e policy.Event) {
+	if e.Kind == policy.EventBreakerState {
+		r.mu.Lock()
+		r.got = append(r.got, e.Pipeline+": "+e.From+"→"+e.To)
+		r.mu.Unlock()
+	}
+}
+
+func (r *transitions) take() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	got := r.got
+	r.got = nil
+	sort.Strings(got)
+	return got
+}
+
+// TestBreaker_EveryTransitionReachesEveryObserverOnce: a breaker shared by two
+// pipelines reports each change — a trip by one pipeline's call, an operator's
+// ForceOpen and Reset — once to each pipeline's observer, and once to OnStateChange.
+func TestBreaker_EveryTransitionReachesEveryObserverOnce(t *testing.T) {
+	var callbacks []string
+	b := breaker.MustNew("db", breaker.Options{ConsecutiveFailures: 1,
+		OnStateChange: func(_ string, from, to breaker.State) { callbacks = append(callbacks, from.String()+"→"+to.String()) }})
+	var orders, payments transitions
+	po := policy.MustWrap(b).With(policy.Name("orders"), policy.Observe(&orders))
+	policy.MustWrap(b).With(policy.Name("payments"), policy.Observe(&payments))
+	po = po.With(policy.Name("orders"), policy.Observe(&orders)) // re-bound: still one subscription
+
+	_ = po.Do(context.Background(), fail)
+	require.Equal(t, []string{"orders: closed→open"}, orders.take())
+	require.Equal(t, []string{"payments: closed→open"}, payments.take(), "the other pipeline hears of a trip it did not cause")
+
+	b.Reset()
+	require.Equal(t, []string{"orders: open→closed"}, orders.take(), "an operator's Reset is observed")
+	require.Equal(t, []string{"payments: open→closed"}, payments.take())
+	b.ForceOpen()
+	require.Equal(t, []string{"orders: closed→open"}, orders.take(), "an operator's ForceOpen is observed")
+	require.Equal(t, []string{"payments: closed→open"}, payments.take())
+	b.Reset()
+	require.Equal(t, []string{"closed→open", "open→closed", "closed→open", "open→closed"}, callbacks)
+}
+
+// TestBreaker_OpenJitterSpreadsReprobes: 100 breakers opened by one outage at the
+// same instant let their probes through spread over [30 s, 33 s), each at the very
+// time its OpenError.Until says.
+func TestBreaker_OpenJitterSpreadsReprobes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rng := rand.New(rand.NewPCG(3, 4))
+		start := time.Now()
+		var untils []time.Duration
+		var pipelines []*policy.Pipeline
+		for range 100 {
+			b := breaker.MustNew("db", breaker.Options{ConsecutiveFailures: 1, Rand: rng})
+			p := policy.MustWrap(b)
+			_ = p.Do(context.Background(), fail)
+			var oe *breaker.OpenError
+			require.ErrorAs(t, p.Do(context.Background(), ok), &oe)
+			untils = append(untils, oe.Until.Sub(start))
+			pipelines = append(pipelines, p)
+		}
+		lo, hi := breaker.DefaultOpenTimeout, breaker.DefaultOpenTimeout+breaker.DefaultOpenTimeout/10
+		seconds := map[time.Duration]int{} // re-probes per 300 ms slot of the window
+		for _, u := range untils {
+			require.True(t, u >= lo && u < hi, "re-probe at %v; want in [%v, %v)", u, lo, hi)
+			seconds[(u-lo)/(300*time.Millisecond)]++
+		}
+		require.Len(t, seconds, 10, "re-probes fall in every tenth of the window: %v", seconds)
+		for slot, n := range seconds {
+			require.LessOrEqual(t, n, 25, "slot %d holds %d of 100 re-probes", slot, n)
+		}
+
+		// Until is truthful: refused up to it, the probe goes through at it.
+		first := 0
+		for i, u := range untils {
+			if u < untils[first] {
+				first = i
+			}
+		}
+		time.Sleep(untils[first] - time.Nanosecond)
+		require.ErrorIs(t, pipelines[first].Do(context.Background(), ok), breaker.ErrOpen, "1 ns before Until")
+		time.Sleep(time.Nanosecond)
+		require.NoError(t, pipelines[first].Do(context.Background(), ok), "at Until the probe goes through")
+	})
+}
+
+func TestNew_OpenJitterBounds(t *testing.T) {
+	_, err := breaker.New("db", breaker.Options{OpenJitter: 1.5})
+	require.ErrorIs(t, err, breaker.ErrInvalidOptions)
+	require.ErrorContains(t, err, "OpenJitter is 1.5")
+}
