@@ -8,6 +8,8 @@ import (
 	"encoding/json"
 	"html/template"
 	"net/http"
+	"math"
+	"strconv"
 	"strings"
 	"time"
 
@@ -188,7 +190,7 @@ var page = template.Must(template.New("breakers").Funcs(template.FuncMap{
 		if f <= 0 {
 			return "—"
 		}
-		return time.Duration(f * float64(time.Second)).Round(100 * time.Millisecond).String()
+		return strconv.FormatFloat(math.Ceil(f), 'f', 0, 64) + " s"
 	},
 }).Parse(`<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
@@ -198,7 +200,7 @@ var page = template.Must(template.New("breakers").Funcs(template.FuncMap{
 body{font:14px system-ui,sans-serif;margin:2em}table{border-collapse:collapse}
 th,td{padding:.3em .8em;border-bottom:1px solid #ddd;text-align:left}
 .closed{color:#070}.half-open{color:#a60}.open{color:#c00;font-weight:bold}
-.meta{color:#555}
+.meta{color:#555}td.t{white-space:nowrap}
 </style></head><body>
 <h1>Breakers</h1>
 <p class="meta">Generated at <time id="generated">{{.Generated.Format "2006-01-02T15:04:05Z07:00"}}</time>.
@@ -206,7 +208,7 @@ th,td{padding:.3em .8em;border-bottom:1px solid #ddd;text-align:left}
 {{- if not .Breakers}}<p>No breakers registered.</p>{{else}}
 <table><tr><th>name</th><th>state</th><th>requests</th><th>successes</th><th>failures</th><th>excluded</th><th>tripped with</th><th>opened at</th><th>until</th><th>retry after</th><th>last transition</th>{{if .Control}}<th></th>{{end}}</tr>
 {{- range .Breakers}}
-<tr id="breaker-{{.Name}}"><td>{{.Name}}</td><td class="{{.State}}">{{.State}}{{if .Forced}} (forced){{end}}</td><td>{{.Counts.Requests}}</td><td>{{.Counts.TotalSuccesses}}</td><td>{{.Counts.TotalFailures}}</td><td>{{.Counts.TotalExclusions}}</td><td>{{with .Tripped}}{{.TotalFailures}} failures of {{.Requests}} requests ({{.ConsecutiveFailures}} in a row){{else}}—{{end}}</td><td>{{ts .OpenedAt}}</td><td>{{ts .Until}}</td><td>{{secs .RetryAfter}}</td><td>{{with .Last}}{{.From}} → {{.To}} at {{.At.Format "2006-01-02T15:04:05Z07:00"}}{{else}}—{{end}}</td>
+<tr id="breaker-{{.Name}}"><td>{{.Name}}</td><td class="{{.State}}">{{.State}}{{if .Forced}} (forced){{end}}</td><td>{{.Counts.Requests}}</td><td>{{.Counts.TotalSuccesses}}</td><td>{{.Counts.TotalFailures}}</td><td>{{.Counts.TotalExclusions}}</td><td>{{with .Tripped}}{{.TotalFailures}} of {{.Requests}} failed, {{.ConsecutiveFailures}} in a row{{else}}—{{end}}</td><td class="t">{{ts .OpenedAt}}</td><td class="t">{{ts .Until}}</td><td>{{secs .RetryAfter}}</td><td>{{with .Last}}{{.From}} → {{.To}} at {{.At.Format "2006-01-02T15:04:05Z07:00"}}{{else}}—{{end}}</td>
 {{- if $.Control}}<td><form method="post" style="display:inline"><input type="hidden" name="name" value="{{.Name}}"><button name="action" value="open">force open</button> <button name="action" value="reset">reset</button></form></td>{{end}}</tr>
 {{- end}}
 </table>{{end}}

@@ -116,8 +116,8 @@ func TestHandler_PageSaysWhatHappened(t *testing.T) {
 		require.Contains(t, page, "Generated at <time id=\"generated\">2000-01-01T00:00:10Z</time>")
 		require.Contains(t, page, "refreshes every 5 s")
 		db := row(t, page, "db")
-		require.Contains(t, db, "2 failures of 2 requests (2 in a row)", "the counts at the moment of tripping")
-		require.Contains(t, db, "<td>20s</td>", "retry after")
+		require.Contains(t, db, "2 of 2 failed, 2 in a row", "the counts at the moment of tripping")
+		require.Contains(t, db, "<td>20 s</td>", "retry after")
 
 		// Half-open: its time is up, gobreaker has not moved yet.
 		time.Sleep(20*time.Second + time.Nanosecond)
