@@ -290,9 +290,9 @@ func TestPeersAreConfiguredAlike(t *testing.T) {
 	}
 }
 
-// BenchmarkAdmit_BackstopShedBreakerQuota is the admit path with every check on: a
+// BenchmarkAdmitBreakerQuota_Backstop is the admit path with every check on: a
 // closed breaker guarding the handler and a per-client quota that never runs dry.
-func BenchmarkAdmit_BackstopShedBreakerQuota(b *testing.B) {
+func BenchmarkAdmitBreakerQuota_Backstop(b *testing.B) {
 	both(b, func(b *testing.B, parallel bool) {
 		br := breaker.MustNew("db", breaker.Options{})
 		s := shed.MustNew(shed.Options{Breaker: br, Quota: &shed.Quota{
