@@ -1,10 +1,14 @@
 package main
 
 import (
+	"bytes"
+	"encoding/base64"
 	"encoding/csv"
+	"encoding/json"
 	"fmt"
 	"html/template"
 	"image/color"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -17,17 +21,31 @@ import (
 	"gonum.org/v1/plot/vg"
 )
 
-// result is one run's figures.
+// result is one mode's figures.
 type result struct {
-	name            string
-	calls, ok, lost int
-	dbRequests      int
-	amplification   float64 // db requests per user call started during the outage
-	overall         float64 // db requests per user call, whole run
-	goodputDuring   float64 // successful calls/s, of calls started during the outage
-	goodputAfter    float64 // successful calls/s, of calls started after it
-	p50, p99        time.Duration
-	recovery        time.Duration // from the db's return to a steady ≥ 90 % success; <0: never
+	name                    string
+	calls, ok, failed, lost int
+	dbRequests              int
+	peakDB                  int     // the most database requests in one second
+	amplification           float64 // db requests per user call started during the outage
+	overall                 float64 // db requests per user call, whole run
+	goodputDuring           float64 // successful calls/s, of calls started during the outage
+	goodputAfter            float64 // successful calls/s, of calls started after it
+	p50, p99                time.Duration
+	failedP50, failedP99    time.Duration // how fast failures were answered
+	recovery                time.Duration // from the db's return to a steady ≥ 90 % success; <0: never
+	probe                   int           // db requests for one user action, db down
+	suppressedOwner, budget int64
+	breakerRefused, shedded int64
+}
+
+func percentile(d []time.Duration, p int) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	d = slices.Clone(d)
+	slices.Sort(d)
+	return d[min(len(d)-1, len(d)*p/100)]
 }
 
 func summarize(name string, cfg config, s *series) result {
@@ -35,13 +53,20 @@ func summarize(name string, cfg config, s *series) result {
 	n := int(cfg.duration / cfg.bucket)
 	down, up := int(cfg.down/cfg.bucket), int(cfg.up/cfg.bucket)
 	var outageCalls, outageDB, okDuring, okAfter int
+	perSecond := int(time.Second / cfg.bucket)
 	for i := 0; i < len(s.db); i++ {
 		r.dbRequests += s.db[i]
+		window := 0
+		for j := i; j < min(i+perSecond, len(s.db)); j++ {
+			window += s.db[j]
+		}
+		r.peakDB = max(r.peakDB, window)
 		if i >= n {
 			continue
 		}
 		r.calls += s.started[i]
 		r.ok += s.ok[i]
+		r.failed += s.failed[i]
 		r.lost += s.lost[i]
 		switch {
 		case i >= down && i < up:
@@ -60,12 +85,8 @@ func summarize(name string, cfg config, s *series) result {
 	}
 	r.goodputDuring = float64(okDuring) / (cfg.up - cfg.down).Seconds()
 	r.goodputAfter = float64(okAfter) / (cfg.duration - cfg.up).Seconds()
-	lat := slices.Clone(s.lat)
-	slices.Sort(lat)
-	if len(lat) > 0 {
-		r.p50 = lat[len(lat)*50/100]
-		r.p99 = lat[min(len(lat)-1, len(lat)*99/100)]
-	}
+	r.p50, r.p99 = percentile(s.lat, 50), percentile(s.lat, 99)
+	r.failedP50, r.failedP99 = percentile(s.failedLat, 50), percentile(s.failedLat, 99)
 	// Recovered: the first bucket from which 1 s of buckets all succeed ≥ 90 %.
 	r.recovery = -1
 	const steady = 10
@@ -82,63 +103,214 @@ func summarize(name string, cfg config, s *series) result {
 			break
 		}
 	}
+	r.suppressedOwner = s.events.suppressedOwner.Load()
+	r.budget = s.events.refusedBudget.Load()
+	r.breakerRefused = s.events.refusedBreaker.Load()
+	r.shedded = s.events.shed.Load()
 	return r
 }
 
-func renderTable(rs []result) string {
+// renderLoad states the load the runs were under.
+func renderLoad(cfg config, rs []result) string {
 	var b strings.Builder
-	row := func(label string, f func(r result) string) {
-		fmt.Fprintf(&b, "%-42s", label)
-		for _, r := range rs {
-			fmt.Fprintf(&b, "%14s", f(r))
-		}
-		b.WriteByte('\n')
+	fmt.Fprintf(&b, "load: %.0f user calls/s; the database serves %d requests/s (%d at a time, %v each)\n",
+		cfg.rate, dbCapacity, dbWorkers, dbWork)
+	for _, r := range rs {
+		fmt.Fprintf(&b, "      %-10s peak offered load on the database %5d requests/s = %5.1f × its capacity\n",
+			r.name, r.peakDB, float64(r.peakDB)/float64(dbCapacity))
 	}
-	row("", func(r result) string { return r.name })
-	row("user calls", func(r result) string { return strconv.Itoa(r.calls) })
-	row("db requests per user call, during outage", func(r result) string { return fmt.Sprintf("%.2f", r.amplification) })
-	row("db requests per user call, whole run", func(r result) string { return fmt.Sprintf("%.2f", r.overall) })
-	row("goodput during outage (ok calls/s)", func(r result) string { return fmt.Sprintf("%.1f", r.goodputDuring) })
-	row("goodput after outage (ok calls/s)", func(r result) string { return fmt.Sprintf("%.1f", r.goodputAfter) })
-	row("user latency p50", func(r result) string { return r.p50.Round(time.Millisecond).String() })
-	row("user latency p99", func(r result) string { return r.p99.Round(time.Millisecond).String() })
-	row("recovery after the db returns", func(r result) string {
-		if r.recovery < 0 {
-			return "not in run"
-		}
-		return r.recovery.String()
-	})
-	row("calls lost (no answer before the user gave up)", func(r result) string { return strconv.Itoa(r.lost) })
+	fmt.Fprintf(&b, "      the user gives up after %v: that truncates the naive stack's amplification in the\n"+
+		"      averages below (an abandoned call stops retrying); the probe row has no such limit\n", userTimeout)
 	return b.String()
 }
 
-func writeReport(dir string, cfg config, rs []result, ss []*series, table string) error {
+// renderTable prints every mode's figures, columns aligned for every label.
+func renderTable(rs []result) string {
+	type row struct {
+		label string
+		f     func(r result) string
+	}
+	ms := func(d time.Duration) string {
+		if d >= time.Second {
+			return d.Round(time.Millisecond).String()
+		}
+		return d.Round(time.Millisecond).String()
+	}
+	rows := []row{
+		{"", func(r result) string { return r.name }},
+		{"user calls", func(r result) string { return strconv.Itoa(r.calls) }},
+		{"  answered ok", func(r result) string { return strconv.Itoa(r.ok) }},
+		{"  answered with an error", func(r result) string { return strconv.Itoa(r.failed) }},
+		{"  lost (no answer before the user gave up)", func(r result) string { return strconv.Itoa(r.lost) }},
+		{"  ok + error + lost = user calls", func(r result) string {
+			return map[bool]string{true: "yes", false: "NO"}[r.ok+r.failed+r.lost == r.calls]
+		}},
+		{"database requests for one user action, database down", func(r result) string { return strconv.Itoa(r.probe) }},
+		{"database requests per user call, during the outage", func(r result) string { return fmt.Sprintf("%.2f", r.amplification) }},
+		{"database requests per user call, whole run", func(r result) string { return fmt.Sprintf("%.2f", r.overall) }},
+		{"goodput during the outage (ok calls/s)", func(r result) string { return fmt.Sprintf("%.1f", r.goodputDuring) }},
+		{"goodput after the outage (ok calls/s)", func(r result) string { return fmt.Sprintf("%.1f", r.goodputAfter) }},
+		{"user latency p50 / p99, every call", func(r result) string { return ms(r.p50) + " / " + ms(r.p99) }},
+		{"user latency p50 / p99, calls answered with an error", func(r result) string {
+			if r.failed == 0 {
+				return "—"
+			}
+			return ms(r.failedP50) + " / " + ms(r.failedP99)
+		}},
+		{"recovery after the database returns", func(r result) string {
+			if r.recovery < 0 {
+				return "never (within the run)"
+			}
+			return r.recovery.String()
+		}},
+		{"retries suppressed by the owner rule", func(r result) string { return strconv.FormatInt(r.suppressedOwner, 10) }},
+		{"retries refused by a budget", func(r result) string { return strconv.FormatInt(r.budget, 10) }},
+		{"calls refused by an open breaker", func(r result) string { return strconv.FormatInt(r.breakerRefused, 10) }},
+		{"requests shed (429/503 with Retry-After)", func(r result) string { return strconv.FormatInt(r.shedded, 10) }},
+	}
+	width := 0
+	for _, rw := range rows {
+		width = max(width, len([]rune(rw.label)))
+	}
+	cols := make([]int, len(rs))
+	for k, r := range rs {
+		for _, rw := range rows {
+			cols[k] = max(cols[k], len([]rune(rw.f(r))))
+		}
+	}
+	var b strings.Builder
+	for _, rw := range rows {
+		b.WriteString(rw.label)
+		b.WriteString(strings.Repeat(" ", width-len([]rune(rw.label))))
+		for k, r := range rs {
+			v := rw.f(r)
+			b.WriteString(strings.Repeat(" ", 3+cols[k]-len([]rune(v))))
+			b.WriteString(v)
+		}
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// summary is one mode's entry in summary.json.
+type summary struct {
+	UserCalls          int      `json:"user_calls"`
+	OK                 int      `json:"ok"`
+	Failed             int      `json:"failed"`
+	Lost               int      `json:"lost"`
+	DBPerCallOutage    float64  `json:"db_requests_per_call_outage"`
+	DBPerCallRun       float64  `json:"db_requests_per_call_run"`
+	DBOneActionDown    int      `json:"db_requests_one_action_db_down"`
+	GoodputDuring      float64  `json:"goodput_during_outage"`
+	GoodputAfter       float64  `json:"goodput_after_outage"`
+	RecoverySeconds    *float64 `json:"recovery_seconds"`
+	P50ms              float64  `json:"p50_ms"`
+	P99ms              float64  `json:"p99_ms"`
+	FailedP50ms        float64  `json:"failed_p50_ms"`
+	FailedP99ms        float64  `json:"failed_p99_ms"`
+	SuppressedOwner    int64    `json:"suppressed_owner"`
+	RefusedBudget      int64    `json:"refused_budget"`
+	RefusedBreaker     int64    `json:"refused_breaker"`
+	Shed               int64    `json:"shed"`
+	PeakDBPerSecond    int      `json:"peak_db_requests_per_second"`
+	DBCapacity         int      `json:"db_capacity_per_second"`
+	UserRate           float64  `json:"user_rate"`
+	UserTimeoutSeconds float64  `json:"user_timeout_seconds"`
+}
+
+func toMS(d time.Duration) float64 { return math.Round(float64(d)/1e4) / 100 }
+
+func writeSummary(path string, cfg config, rs []result) error {
+	out := map[string]summary{}
+	for _, r := range rs {
+		s := summary{UserCalls: r.calls, OK: r.ok, Failed: r.failed, Lost: r.lost,
+			DBPerCallOutage: r.amplification, DBPerCallRun: r.overall, DBOneActionDown: r.probe,
+			GoodputDuring: r.goodputDuring, GoodputAfter: r.goodputAfter,
+			P50ms: toMS(r.p50), P99ms: toMS(r.p99), FailedP50ms: toMS(r.failedP50), FailedP99ms: toMS(r.failedP99),
+			SuppressedOwner: r.suppressedOwner, RefusedBudget: r.budget, RefusedBreaker: r.breakerRefused, Shed: r.shedded,
+			PeakDBPerSecond: r.peakDB, DBCapacity: dbCapacity, UserRate: cfg.rate, UserTimeoutSeconds: userTimeout.Seconds()}
+		if r.recovery >= 0 {
+			v := r.recovery.Seconds()
+			s.RecoverySeconds = &v
+		}
+		out[r.name] = s
+	}
+	b, err := json.MarshalIndent(out, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// chartFile is one chart of the report.
+type chartFile struct {
+	Name, Title, Alt string
+	Data             template.URL // the PNG inline, so the page has no external assets
+}
+
+func writeReport(dir string, cfg config, rs []result, ss []*series, text string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
 	if err := writeCSV(filepath.Join(dir, "storm.csv"), rs, ss, cfg); err != nil {
 		return err
 	}
+	if err := writeSummary(filepath.Join(dir, "summary.json"), cfg, rs); err != nil {
+		return err
+	}
 	perSecond := 1 / cfg.bucket.Seconds()
-	if err := chart(filepath.Join(dir, "db-requests.png"), "Database requests/s (500 ms mean)", cfg, rs, ss,
-		func(s *series, i int) float64 { return float64(s.db[i]) * perSecond }); err != nil {
+	var charts []chartFile
+	add := func(name, title, alt string, p *plot.Plot) error {
+		path := filepath.Join(dir, name)
+		if err := p.Save(9*vg.Inch, 4*vg.Inch, path); err != nil {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		charts = append(charts, chartFile{Name: name, Title: title, Alt: alt,
+			Data: template.URL("data:image/png;base64," + base64.StdEncoding.EncodeToString(b))})
+		return nil
+	}
+	lines := make([]line, len(ss))
+	for k, s := range ss {
+		lines[k] = line{rs[k].name, smooth(cfg, func(i int) float64 { return float64(s.db[i]) * perSecond }), modeColors[k%len(modeColors)], nil}
+	}
+	p := timeChart(cfg, "Database requests per second (log scale; 500 ms means)", "database requests per second", true, lines, float64(dbCapacity))
+	if err := add("db-requests.png", "Database requests", "database requests per second for each mode, log scale, with the database's capacity", p); err != nil {
 		return err
 	}
-	if err := chart(filepath.Join(dir, "goodput.png"), "Successful user calls/s (500 ms mean)", cfg, rs, ss,
-		func(s *series, i int) float64 { return float64(s.okDone[i]) * perSecond }); err != nil {
+	for k, s := range ss {
+		lines[k] = line{rs[k].name, smooth(cfg, func(i int) float64 { return float64(s.okDone[i]) * perSecond }), modeColors[k%len(modeColors)], nil}
+	}
+	p = timeChart(cfg, "Successful user calls per second (500 ms means)", "successful user calls per second", false, lines, 0)
+	if err := add("goodput.png", "Goodput", "successful user calls per second for each mode", p); err != nil {
 		return err
 	}
-	f, err := os.Create(filepath.Join(dir, "index.html"))
-	if err != nil {
-		return err
+	for k, s := range ss {
+		out := []line{
+			{"answered ok", smooth(cfg, func(i int) float64 { return float64(s.ok[i]) * perSecond }), outcomeColors[0], nil},
+			{"answered with an error", smooth(cfg, func(i int) float64 { return float64(s.failed[i]) * perSecond }), outcomeColors[1], []vg.Length{vg.Points(6), vg.Points(3)}},
+			{"lost (user gave up)", smooth(cfg, func(i int) float64 { return float64(s.lost[i]) * perSecond }), outcomeColors[2], []vg.Length{vg.Points(2), vg.Points(2)}},
+		}
+		p = timeChart(cfg, "Outcomes of user calls by start time, "+rs[k].name+" (500 ms means)", "user calls per second", false, out, 0)
+		if err := add("outcomes-"+rs[k].name+".png", "Outcomes, "+rs[k].name, "user calls per second answered ok, with an error, or lost, for "+rs[k].name, p); err != nil {
+			return err
+		}
 	}
-	defer f.Close()
-	return page.Execute(f, struct {
+	var html bytes.Buffer
+	if err := page.Execute(&html, struct {
 		Rate               float64
 		Duration, Down, Up time.Duration
 		Seed               uint64
-		Table              string
-	}{cfg.rate, cfg.duration, cfg.down, cfg.up, cfg.seed, table})
+		Capacity           int
+		Text               string
+		Charts             []chartFile
+	}{cfg.rate, cfg.duration, cfg.down, cfg.up, cfg.seed, dbCapacity, text, charts}); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "index.html"), html.Bytes(), 0o644)
 }
 
 func writeCSV(path string, rs []result, ss []*series, cfg config) error {
@@ -162,53 +334,145 @@ func writeCSV(path string, rs []result, ss []*series, cfg config) error {
 	return f.Close()
 }
 
-var colors = []color.Color{color.RGBA{R: 200, G: 40, B: 40, A: 255}, color.RGBA{R: 30, G: 90, B: 200, A: 255}}
+var (
+	modeColors    = []color.Color{color.RGBA{R: 200, G: 40, B: 40, A: 255}, color.RGBA{R: 230, G: 140, B: 0, A: 255}, color.RGBA{R: 30, G: 90, B: 200, A: 255}}
+	outcomeColors = []color.Color{color.RGBA{R: 30, G: 140, B: 60, A: 255}, color.RGBA{R: 200, G: 40, B: 40, A: 255}, color.RGBA{R: 90, G: 90, B: 90, A: 255}}
+)
 
-func chart(path, title string, cfg config, rs []result, ss []*series, y func(*series, int) float64) error {
+// line is one series of a chart.
+type line struct {
+	name   string
+	pts    plotter.XYs
+	color  color.Color
+	dashes []vg.Length
+}
+
+// smooth returns, for every bucket of the run, the mean of y over the 5 buckets
+// ending there (500 ms), so that the Poisson noise of 100 ms buckets does not hide
+// the shape; storm.csv has the raw series.
+func smooth(cfg config, y func(i int) float64) plotter.XYs {
+	const width = 5
+	n := int(cfg.duration/cfg.bucket) + 1
+	pts := make(plotter.XYs, n)
+	for i := range pts {
+		var sum float64
+		k := 0
+		for j := max(0, i-width+1); j <= i; j++ {
+			sum += y(j)
+			k++
+		}
+		pts[i].X = float64(i) * cfg.bucket.Seconds()
+		pts[i].Y = sum / float64(k)
+	}
+	return pts
+}
+
+// plainTicks relabels another marker's ticks without trailing zeros ("2500", not
+// "2500.00").
+type plainTicks struct{ plot.Ticker }
+
+func (t plainTicks) Ticks(lo, hi float64) []plot.Tick {
+	ticks := t.Ticker.Ticks(lo, hi)
+	for i := range ticks {
+		if ticks[i].Label != "" {
+			ticks[i].Label = strconv.FormatFloat(ticks[i].Value, 'f', -1, 64)
+		}
+	}
+	return ticks
+}
+
+// logFloor is where a log-scale chart draws zero.
+const logFloor = 1
+
+// timeChart draws lines over the run's time, with the outage shaded, an optional
+// horizontal capacity line, and the legend above every line.
+func timeChart(cfg config, title, ylabel string, logY bool, lines []line, capacity float64) *plot.Plot {
 	p := plot.New()
 	p.Title.Text = title
-	p.X.Label.Text = fmt.Sprintf("seconds (database down %.1f–%.1f s)", cfg.down.Seconds(), cfg.up.Seconds())
-	p.Add(plotter.NewGrid())
-	for k, s := range ss {
-		// Each point is the mean of the 5 buckets ending there (500 ms), so the
-		// Poisson noise of 100 ms buckets does not hide the shape; storm.csv has the raw
-		// series.
-		const smooth = 5
-		n := int(cfg.duration/cfg.bucket) + 1
-		pts := make(plotter.XYs, n)
-		for i := range pts {
-			var sum float64
-			k := 0
-			for j := max(0, i-smooth+1); j <= i; j++ {
-				sum += y(s, j)
-				k++
+	p.X.Label.Text = "time since the run started (s)"
+	p.Y.Label.Text = ylabel
+	p.X.Min, p.X.Max = 0, cfg.duration.Seconds()
+	p.X.Tick.Marker = plainTicks{plot.DefaultTicks{}}
+	top := capacity
+	for _, l := range lines {
+		for _, pt := range l.pts {
+			top = max(top, pt.Y)
+		}
+	}
+	lo := 0.0
+	if logY {
+		lo = logFloor
+		p.Y.Scale = plot.LogScale{}
+		p.Y.Tick.Marker = plainTicks{plot.LogTicks{Prec: -1}}
+		p.Y.Max = math.Max(top, 10) * 8 // a decade and more of headroom for the legend
+		for i := range lines {
+			pts := slices.Clone(lines[i].pts)
+			for j := range pts {
+				pts[j].Y = math.Max(pts[j].Y, logFloor) // zero is drawn on the floor
 			}
-			pts[i].X = float64(i) * cfg.bucket.Seconds()
-			pts[i].Y = sum / float64(k)
+			lines[i].pts = pts
 		}
-		l, err := plotter.NewLine(pts)
+	} else {
+		p.Y.Tick.Marker = plainTicks{plot.DefaultTicks{}}
+		p.Y.Max = math.Max(top, 1) * 1.45 // room above the lines for the legend
+	}
+	p.Y.Min = lo
+	p.Add(plotter.NewGrid())
+
+	shade, err := plotter.NewPolygon(plotter.XYs{
+		{X: cfg.down.Seconds(), Y: lo}, {X: cfg.up.Seconds(), Y: lo},
+		{X: cfg.up.Seconds(), Y: p.Y.Max}, {X: cfg.down.Seconds(), Y: p.Y.Max}})
+	if err == nil {
+		shade.Color = color.RGBA{R: 235, G: 235, B: 235, A: 255}
+		shade.LineStyle.Width = 0
+		p.Add(shade)
+		p.Legend.Add(fmt.Sprintf("database down (%.1f–%.1f s)", cfg.down.Seconds(), cfg.up.Seconds()), shade)
+	}
+	if capacity > 0 {
+		c, err := plotter.NewLine(plotter.XYs{{X: 0, Y: capacity}, {X: cfg.duration.Seconds(), Y: capacity}})
+		if err == nil {
+			c.Color = color.Black
+			c.Dashes = []vg.Length{vg.Points(2), vg.Points(3)}
+			c.Width = vg.Points(1)
+			p.Add(c)
+			p.Legend.Add(fmt.Sprintf("database capacity (%.0f/s)", capacity), c)
+		}
+	}
+	for _, l := range lines {
+		pl, err := plotter.NewLine(l.pts)
 		if err != nil {
-			return err
+			continue
 		}
-		l.Color = colors[k%len(colors)]
-		l.Width = vg.Points(1.5)
-		p.Add(l)
-		p.Legend.Add(rs[k].name, l)
+		pl.Color = l.color
+		pl.Width = vg.Points(1.6)
+		pl.Dashes = l.dashes
+		p.Add(pl)
+		p.Legend.Add(l.name, pl)
 	}
 	p.Legend.Top = true
-	return p.Save(9*vg.Inch, 4*vg.Inch, path)
+	p.Legend.Left = false
+	p.Legend.Padding = vg.Points(1)
+	p.Legend.ThumbnailWidth = vg.Points(22)
+	p.Legend.TextStyle.Font.Size = vg.Points(9)
+	return p
 }
 
 var page = template.Must(template.New("storm").Parse(`<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>Backstop storm report</title>
-<style>body{font:15px system-ui,sans-serif;margin:2em;max-width:64em}pre{background:#f6f6f6;padding:1em}img{max-width:100%}</style>
+<style>body{font:15px system-ui,sans-serif;margin:2em;max-width:72em}pre{background:#f6f6f6;padding:1em;overflow-x:auto}img{max-width:100%}</style>
 </head><body>
-<h1>Retry storm: naive vs Backstop</h1>
-<p>edge → api → data → database on 127.0.0.1; {{printf "%.0f" .Rate}} user calls/s for {{.Duration}};
-the database is down from {{.Down}} to {{.Up}}; seed {{.Seed}}.</p>
-<pre>{{.Table}}</pre>
-<h2>Database requests</h2><img src="db-requests.png" alt="database requests per second, naive vs Backstop">
-<h2>Goodput</h2><img src="goodput.png" alt="successful user calls per second, naive vs Backstop">
-<p>Per-100 ms series: <a href="storm.csv">storm.csv</a>.</p>
+<h1>Retry storm: naive, owner rule only, and Backstop</h1>
+<p>edge → api → data → database on 127.0.0.1; {{printf "%.0f" .Rate}} user calls/s for {{.Duration}} in each mode;
+the database (capacity {{.Capacity}} requests/s) is down from {{.Down}} to {{.Up}}; seed {{.Seed}}.</p>
+<h2>What to look at</h2>
+<p id="what">First the row <em>database requests for one user action, database down</em>: three layers that each
+retry 4 times turn one click into 4 × 4 × 4 = 64 requests against a database that is already down, while with one
+retry owner per call path it stays at 4. Then the database chart (log scale): the naive stack offers the database
+many times its capacity during the outage and stays above it after the database returns, so it never recovers; the
+owner rule alone removes most of that; breakers, budgets and shedding remove the rest and answer the users at once.
+Every call is accounted for: answered ok, answered with an error, or lost because the user gave up first.</p>
+<pre id="table">{{.Text}}</pre>
+{{range .Charts}}<h2>{{.Title}}</h2><img id="{{.Name}}" src="{{.Data}}" alt="{{.Alt}}">
+{{end}}<p>The per-100 ms series are in storm.csv and the figures in summary.json, beside this page.</p>
 </body></html>
 `))

@@ -29,35 +29,83 @@ import (
 const (
 	dbWorkers   = 4
 	dbWork      = 25 * time.Millisecond
-	userTimeout = 3 * time.Second         // the user gives up after this
-	hopTimeout  = time.Second             // naive: each request's own timeout
-	naiveBase   = 50 * time.Millisecond   // naive: 50, 100, 200ms between 4 attempts
-	callBudget  = 2500 * time.Millisecond // Backstop: each layer's overall deadline
+	dbCapacity  = dbWorkers * int(time.Second/dbWork) // 160 requests/s
+	userTimeout = 3 * time.Second                     // the user gives up after this
+	hopTimeout  = time.Second                         // each request's own timeout
+	naiveBase   = 50 * time.Millisecond               // 50, 100, 200ms between 4 attempts
+	callBudget  = 2500 * time.Millisecond             // Backstop: each layer's overall deadline
 	attempts    = 4
 )
 
+// mode is how the layers call each other.
+type mode int
+
+const (
+	// modeNaive: every layer's own loop of 4 attempts with un-jittered backoff.
+	modeNaive mode = iota
+	// modeOwnerOnly: Backstop's retry, backoff and deadlines through policyhttp, with
+	// the owner rule across services (policyhttp.Middleware on every server), and no
+	// breaker, budget or shedder: the owner rule's effect on its own.
+	modeOwnerOnly
+	// modeBackstop: the whole stack — deadline, breaker, budget, retry, per-attempt
+	// timeout — and shed.Middleware on every server.
+	modeBackstop
+)
+
+var modeNames = [...]string{modeNaive: "naive", modeOwnerOnly: "owner_only", modeBackstop: "backstop"}
+
+func (m mode) String() string { return modeNames[m] }
+
 // config is one run's settings.
 type config struct {
-	backstop bool
+	mode     mode
 	seed     uint64
 	rate     float64
 	duration time.Duration
 	down, up time.Duration // the database's outage, from the start
 	bucket   time.Duration
+	// hopTimeout bounds each naive request; 0 means none (the probe).
+	hopTimeout time.Duration
 }
 
 // series counts what happened in each time bucket of a run.
 type series struct {
-	start   time.Time
-	width   time.Duration
-	mu      sync.Mutex // guards the slices
-	started []int
-	ok      []int // by start time
-	okDone  []int // by completion time
-	failed  []int
-	lost    []int
-	db      []int
-	lat     []time.Duration
+	start     time.Time
+	width     time.Duration
+	mu        sync.Mutex // guards the slices
+	started   []int
+	ok        []int // by start time
+	okDone    []int // by completion time
+	failed    []int
+	lost      []int
+	db        []int
+	lat       []time.Duration // of every call
+	failedLat []time.Duration // of the calls answered with an error
+	events    events
+}
+
+// events counts, from the pipelines' and shedders' events, why work did not happen.
+type events struct {
+	suppressedOwner, refusedBudget, refusedBreaker, shed atomic.Int64
+}
+
+// Observe implements policy.Observer.
+func (c *events) Observe(e policy.Event) {
+	switch e.Kind {
+	case policy.EventRetrySuppressed:
+		switch e.Reason {
+		case policy.SuppressedOwner:
+			c.suppressedOwner.Add(1)
+		case policy.SuppressedBudget:
+			c.refusedBudget.Add(1)
+		}
+	case policy.EventCallEnd:
+		if errors.Is(e.Err, breaker.ErrOpen) {
+			c.refusedBreaker.Add(1)
+		}
+	case policy.EventShed:
+		c.shed.Add(1)
+	}
 }
 
 func newSeries(start time.Time, width, total time.Duration) *series {
@@ -94,6 +142,7 @@ func (s *series) call(start time.Time, outcome int, latency time.Duration) {
 		s.okDone[s.index(start.Add(latency))]++
 	case callFailed:
 		s.failed[i]++
+		s.failedLat = append(s.failedLat, latency)
 	default:
 		s.lost[i]++
 	}
@@ -119,7 +168,10 @@ type hop interface {
 
 // naiveHop is the hand-written retry loop the storm is made of: 4 attempts, un-jittered
 // exponential backoff, no budget, no idea that the layers above retry too.
-type naiveHop struct{ client *http.Client }
+type naiveHop struct {
+	client  *http.Client
+	timeout time.Duration // of each request; 0: none
+}
 
 func (h naiveHop) get(ctx context.Context, url string) (int, string, error) {
 	var status int
@@ -133,7 +185,10 @@ func (h naiveHop) get(ctx context.Context, url string) (int, string, error) {
 			}
 		}
 		var res *http.Response
-		actx, cancel := context.WithTimeout(ctx, hopTimeout)
+		actx, cancel := context.WithCancel(ctx)
+		if h.timeout > 0 {
+			actx, cancel = context.WithTimeout(ctx, h.timeout)
+		}
 		req, _ := http.NewRequestWithContext(actx, "GET", url, nil)
 		res, err = h.client.Do(req)
 		if err == nil {
@@ -171,14 +226,18 @@ func drain(res *http.Response) {
 
 // backstopPipeline is the one stack every Backstop layer uses, for the dependency
 // named name: an overall deadline, a breaker, a token-bucket budget (gRPC's
-// defaults), 4 attempts with full jitter, and a per-attempt timeout.
-func backstopPipeline(name string, r policy.Rand) (*policy.Pipeline, *breaker.Breaker) {
+// defaults), 4 attempts with full jitter, and a per-attempt timeout. In owner-only mode
+// the breaker and the budget are left out. obs counts the pipeline's events.
+func backstopPipeline(m mode, name string, r policy.Rand, obs policy.Observer) (*policy.Pipeline, *breaker.Breaker) {
 	d := deadline.MustNew(callBudget)
-	b := breaker.MustNew(name, breaker.Options{OpenTimeout: time.Second})
-	bud := budget.MustNewTokenBucket(10, 0.1)
 	rt := retry.MustNew(retry.Options{MaxAttempts: attempts, Base: naiveBase, Cap: time.Second, Rand: r})
 	per := deadline.MustPerAttempt(hopTimeout)
-	return policy.MustWrap(d, b, bud, rt, per).With(policy.Name(name)), b
+	if m == modeOwnerOnly {
+		return policy.MustWrap(d, rt, per).With(policy.Name(name), policy.Observe(obs)), nil
+	}
+	b := breaker.MustNew(name, breaker.Options{OpenTimeout: time.Second})
+	bud := budget.MustNewTokenBucket(10, 0.1)
+	return policy.MustWrap(d, b, bud, rt, per).With(policy.Name(name), policy.Observe(obs)), b
 }
 
 // stack is one run's four services on loopback.
@@ -221,12 +280,8 @@ func start(cfg config, s *series) (*stack, error) {
 		<-sem
 		w.WriteHeader(http.StatusOK)
 	})
-	if cfg.backstop {
-		sh, err := shed.New(shed.Options{Name: "db", Rand: rnd})
-		if err != nil {
-			return nil, err
-		}
-		db = shed.Middleware(db, sh)
+	if cfg.mode == modeBackstop {
+		db = shed.Middleware(db, shed.MustNew(shed.Options{Name: "db", Rand: rnd, Observer: &s.events}))
 	}
 	url, err := st.serve(db)
 	if err != nil {
@@ -235,20 +290,21 @@ func start(cfg config, s *series) (*stack, error) {
 	for _, name := range []string{"data", "api", "edge"} {
 		tr := &http.Transport{MaxIdleConnsPerHost: 512}
 		st.clients = append(st.clients, tr)
-		var h hop = naiveHop{client: &http.Client{Transport: tr}}
+		var h hop = naiveHop{client: &http.Client{Transport: tr}, timeout: cfg.hopTimeout}
 		var brk *breaker.Breaker
-		if cfg.backstop {
+		if cfg.mode != modeNaive {
 			var p *policy.Pipeline
-			p, brk = backstopPipeline(name+"→below", rnd)
+			p, brk = backstopPipeline(cfg.mode, name+"→below", rnd, &s.events)
 			h = backstopHop{client: &http.Client{Transport: policyhttp.NewTransport(tr, p)}}
 		}
 		var handler http.Handler = forward(h, url)
-		if cfg.backstop {
-			sh, err := shed.New(shed.Options{Name: name, Breaker: brk, Rand: rnd})
-			if err != nil {
-				return nil, err
-			}
-			handler = shed.Middleware(handler, sh)
+		switch cfg.mode {
+		case modeOwnerOnly:
+			// Reads the attempt header: the handler's pipeline fails fast under an
+			// owner upstream.
+			handler = policyhttp.Middleware(handler)
+		case modeBackstop:
+			handler = shed.Middleware(handler, shed.MustNew(shed.Options{Name: name, Breaker: brk, Rand: rnd, Observer: &s.events}))
 		}
 		if url, err = st.serve(handler); err != nil {
 			return nil, err
@@ -297,6 +353,33 @@ func (st *stack) close() {
 	for _, c := range st.clients {
 		c.CloseIdleConnections()
 	}
+}
+
+// probe sends one user action while the database is down, with no user timeout and
+// no per-request timeout, so that nothing cuts the retries short, and returns the
+// requests that reached the database.
+func probe(m mode, seed uint64) (int, error) {
+	cfg := config{mode: m, seed: seed, bucket: time.Second, duration: time.Minute}
+	s := newSeries(time.Now(), cfg.bucket, cfg.duration)
+	st, err := start(cfg, s)
+	if err != nil {
+		return 0, err
+	}
+	defer st.close()
+	st.dbDown.Store(true)
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	req, _ := http.NewRequestWithContext(context.Background(), "GET", st.edge, nil)
+	res, err := (&http.Client{Transport: tr}).Do(req)
+	if err != nil {
+		return 0, err
+	}
+	drain(res)
+	n := 0
+	for _, c := range s.db {
+		n += c
+	}
+	return n, nil
 }
 
 // run plays the scenario once and returns its series.
