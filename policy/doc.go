@@ -59,7 +59,8 @@
 // A retry that runs under an owned context — a repository's retrying pipeline called
 // from a handler's retrying pipeline — makes exactly one attempt and reports an
 // [EventRetrySuppressed] with Reason [SuppressedOwner]: the outermost layer owns
-// retries, so three retrying layers make 3 attempts against the database, not 3³.
+// retries, so three layers of 4 attempts make 4 attempts against the database, not
+// 4 × 4 × 4 = 64.
 // [Owned] tells code with loops of its own. A retry that can never retry
 // (MaxAttempts 1) does not claim the call path: it marks nothing, so the layers below
 // it keep their own retries.
