@@ -1,9 +1,12 @@
 // Command herd reproduces Marc Brooker's simulation from "Exponential Backoff and
-// Jitter" (AWS Architecture Blog) with Backstop's own backoff strategies: N clients
-// each write once to a resource that admits one writer at a time; a client that finds
-// it busy backs off and tries again. It runs on a virtual clock, so thousands of
-// simulated seconds take a moment, and prints which strategy did the least work and
-// which finished fastest.
+// Jitter" (AWS Architecture Blog, 2015) with Backstop's own backoff strategies, under
+// his model: N clients each update one database row once with optimistic concurrency
+// control. A client reads the row's version, then writes it back conditionally; a
+// write whose version is stale fails, and the client backs off, then reads again.
+// Every message crosses a network whose delay is |Normal(10 ms, 2 ms)|. It runs on a
+// virtual clock, so thousands of simulated seconds take a moment, and prints the work
+// (writes) and the completion time of each strategy, its ranking, and whether the
+// ranking matches the one Brooker published.
 package main
 
 import (
@@ -12,10 +15,13 @@ import (
 	"flag"
 	"fmt"
 	"image/color"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"gonum.org/v1/plot"
@@ -26,31 +32,44 @@ import (
 	"github.com/backstop-go/backstop/retry"
 )
 
-// The simulation's constants, after Brooker: base 5 ms, cap 2 s, and a write that
-// holds the resource for 1 ms.
+// Brooker's constants: base 5 ms, cap 2 s, network delay |Normal(10 ms, 2 ms)| each way.
 const (
-	base  = 5 * time.Millisecond
-	cap_  = 2 * time.Second
-	write = time.Millisecond
+	base     = 5 * time.Millisecond
+	cap_     = 2 * time.Second
+	netMean  = 10 * time.Millisecond
+	netSigma = 2 * time.Millisecond
 )
+
+// noBackoff retries at once: Brooker's "No backoff".
+type noBackoff struct{}
+
+func (noBackoff) Delay(int, time.Duration, time.Duration, time.Duration, policy.Rand) time.Duration {
+	return 0
+}
 
 var strategies = []struct {
 	name string
 	s    retry.Strategy
 }{
-	{"None", retry.None{}},
+	{"No backoff", noBackoff{}},
+	{"Exponential", retry.None{}}, // capped exponential, no jitter
 	{"Equal", retry.Equal{}},
 	{"Full", retry.Full{}},
 	{"Decorrelated", retry.Decorrelated{}},
 	{"GRPC", retry.GRPC{}},
 }
 
+// The strategies Brooker compared, by index in strategies.
+const (
+	sNone, sExpo, sEqual, sFull, sDecorr = 0, 1, 2, 3, 4
+)
+
 func main() {
 	var (
 		from = flag.Int("min", 10, "fewest clients")
 		to   = flag.Int("max", 190, "most clients")
 		step = flag.Int("step", 10, "clients added per point")
-		runs = flag.Int("runs", 20, "simulations averaged per point")
+		runs = flag.Int("runs", 100, "simulations averaged per point (Brooker: 100)")
 		seed = flag.Uint64("seed", 1, "random seed")
 		out  = flag.String("out", "herd-report", "folder for herd.csv and the charts")
 	)
@@ -68,29 +87,34 @@ func main() {
 // point is the mean of one strategy's runs at one number of clients.
 type point struct {
 	clients int
-	calls   float64
-	done    time.Duration
+	calls   float64       // writes, failed and successful: the work
+	done    time.Duration // when the last client's update succeeded
 }
 
 func herd(from, to, step, runs int, seed uint64, out string) error {
 	results := make([][]point, len(strategies))
-	totalCalls := make([]float64, len(strategies))
-	totalTime := make([]time.Duration, len(strategies))
+	work := make([]float64, len(strategies))           // sum over points of mean writes
+	meanTime := make([]time.Duration, len(strategies)) // mean over points of mean completion
+	var counts []int
 	for n := from; n <= to; n += step {
+		counts = append(counts, n)
 		for k, st := range strategies {
 			var calls int
 			var done time.Duration
 			for r := range runs {
-				rnd := rand.New(rand.NewPCG(seed, uint64(n)<<16|uint64(r)))
+				rnd := rand.New(rand.NewPCG(seed, uint64(n)<<20|uint64(r)<<4|uint64(k)))
 				c, d := simulate(n, st.s, rnd)
 				calls += c
 				done += d
 			}
 			p := point{clients: n, calls: float64(calls) / float64(runs), done: done / time.Duration(runs)}
 			results[k] = append(results[k], p)
-			totalCalls[k] += p.calls
-			totalTime[k] += p.done
+			work[k] += p.calls
+			meanTime[k] += p.done
 		}
+	}
+	for k := range meanTime {
+		meanTime[k] /= time.Duration(len(counts))
 	}
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err
@@ -98,60 +122,171 @@ func herd(from, to, step, runs int, seed uint64, out string) error {
 	if err := writeCSV(filepath.Join(out, "herd.csv"), results); err != nil {
 		return err
 	}
-	if err := chart(filepath.Join(out, "calls.png"), "Total calls until every client has written", "calls", results,
-		func(p point) float64 { return p.calls }); err != nil {
+	if err := chart(filepath.Join(out, "calls.png"), "Work: writes until every client has updated the row (log scale)",
+		"writes (mean of the runs)", results, func(p point) float64 { return p.calls }); err != nil {
 		return err
 	}
-	if err := chart(filepath.Join(out, "completion.png"), "Time until every client has written", "milliseconds", results,
-		func(p point) float64 { return float64(p.done) / float64(time.Millisecond) }); err != nil {
+	if err := chart(filepath.Join(out, "completion.png"), "Time until every client has updated the row (log scale)",
+		"completion time (ms, mean of the runs)", results, func(p point) float64 { return float64(p.done) / float64(time.Millisecond) }); err != nil {
 		return err
 	}
-	fmt.Printf("herd: %d–%d clients, step %d, %d runs each, seed %d\n\n", from, to, step, runs, seed)
-	fmt.Printf("%-14s %16s %18s\n", "strategy", "calls (sum)", "completion (sum)")
-	least, fastest := 0, 0
+
+	fmt.Printf("herd: OCC, %d–%d clients, step %d, %d runs per point, network |Normal(10 ms, 2 ms)|, base 5 ms, cap 2 s, seed %d\n\n",
+		from, to, step, runs, seed)
+	fmt.Println("mean completion time (ms) per client count:")
+	fmt.Printf("%8s", "clients")
+	for _, st := range strategies {
+		fmt.Printf("%14s", st.name)
+	}
+	fmt.Println()
+	for i, n := range counts {
+		fmt.Printf("%8d", n)
+		for k := range strategies {
+			fmt.Printf("%14.1f", float64(results[k][i].done)/float64(time.Millisecond))
+		}
+		fmt.Println()
+	}
+	fmt.Printf("\n%-14s %16s %24s\n", "strategy", "work (writes)", "mean completion (ms)")
 	for k, st := range strategies {
-		fmt.Printf("%-14s %16.0f %18v\n", st.name, totalCalls[k], totalTime[k].Round(time.Millisecond))
-		if totalCalls[k] < totalCalls[least] {
-			least = k
-		}
-		if totalTime[k] < totalTime[fastest] {
-			fastest = k
-		}
+		fmt.Printf("%-14s %16.0f %24.1f\n", st.name, work[k], float64(meanTime[k])/float64(time.Millisecond))
 	}
-	fmt.Printf("\nherd: least work: %s; fastest: %s\n", strategies[least].name, strategies[fastest].name)
+
+	byWork := rank(len(strategies), func(k int) float64 { return work[k] })
+	byTime := rank(len(strategies), func(k int) float64 { return float64(meanTime[k]) })
+	names := func(ks []int) string {
+		var ss []string
+		for _, k := range ks {
+			ss = append(ss, strategies[k].name)
+		}
+		return strings.Join(ss, " < ")
+	}
+	fmt.Printf("\nranking by work: %s\nranking by time: %s\n", names(byWork), names(byTime))
+
+	// Brooker's findings, each checked on Brooker's strategies.
+	jittered := []int{sEqual, sFull, sDecorr}
+	checks := []struct {
+		claim string
+		holds bool
+	}{
+		{"every jittered strategy does less work than no backoff and than un-jittered exponential backoff",
+			all(jittered, func(k int) bool { return work[k] < work[sNone] && work[k] < work[sExpo] })},
+		{"Full jitter does the least work", all([]int{sNone, sExpo, sEqual, sDecorr}, func(k int) bool { return work[sFull] < work[k] })},
+		{"Decorrelated jitter finishes sooner than Full jitter", meanTime[sDecorr] < meanTime[sFull]},
+		{"Equal jitter is the slowest of the jittered strategies", meanTime[sEqual] > meanTime[sFull] && meanTime[sEqual] > meanTime[sDecorr]},
+	}
+	matches := true
+	for _, c := range checks {
+		mark := "yes"
+		if !c.holds {
+			mark, matches = "NO", false
+		}
+		fmt.Printf("  %-3s %s\n", mark, c.claim)
+	}
+	verdict := "matches Brooker's"
+	if !matches {
+		verdict = "does not match Brooker's in every point (see above and examples/README.md)"
+	}
+	fmt.Printf("herd: the ranking %s\n", verdict)
+	fmt.Printf("herd: least work: %s; fastest: %s\n", strategies[byWork[0]].name, strategies[byTime[0]].name)
 	fmt.Printf("report: %s/herd.csv, calls.png, completion.png\n", out)
 	return nil
 }
 
-// simulate runs n clients against the one-writer resource and returns the calls made
-// and when the last client succeeded. Attempts are events on a virtual clock; at equal
-// times the lower-numbered client goes first, so a run is a function of its seed.
-func simulate(n int, s retry.Strategy, r policy.Rand) (calls int, done time.Duration) {
-	q := make(events, 0, n)
-	for c := range n {
-		q = append(q, event{at: 0, client: c, attempt: 1})
+func rank(n int, key func(int) float64) []int {
+	ks := make([]int, n)
+	for i := range ks {
+		ks[i] = i
 	}
-	heap.Init(&q)
-	var busyUntil time.Duration
+	slices.SortStableFunc(ks, func(a, b int) int {
+		switch ka, kb := key(a), key(b); {
+		case ka < kb:
+			return -1
+		case ka > kb:
+			return 1
+		}
+		return 0
+	})
+	return ks
+}
+
+func all(ks []int, f func(int) bool) bool {
+	for _, k := range ks {
+		if !f(k) {
+			return false
+		}
+	}
+	return true
+}
+
+// The messages of the simulation, in the order a client sends them.
+const (
+	readArrives  = iota // a read reaches the server
+	readReturns         // its reply (the version) reaches the client
+	writeArrives        // a conditional write reaches the server
+	writeReturns        // its reply (success or not) reaches the client
+)
+
+// simulate runs n clients against one OCC row and returns the writes made and when
+// the last client's update succeeded. Messages are events on a virtual clock; at
+// equal times the earlier-sent one goes first, so a run is a function of its seed.
+func simulate(n int, s retry.Strategy, r *rand.Rand) (writes int, done time.Duration) {
+	delay := func() time.Duration {
+		return time.Duration(math.Abs(r.NormFloat64()*float64(netSigma) + float64(netMean)))
+	}
+	type client struct {
+		attempt int           // failed writes so far
+		prev    time.Duration // the last backoff, for Decorrelated
+		version int           // the version its last read saw
+	}
+	clients := make([]client, n)
+	var version int // the row's
+	q := make(events, 0, n)
+	var seq int
+	push := func(at time.Duration, c, kind int, v int) {
+		seq++
+		heap.Push(&q, event{at: at, seq: seq, client: c, kind: kind, version: v})
+	}
+	for c := range n {
+		push(delay(), c, readArrives, 0)
+	}
 	for q.Len() > 0 {
 		e := heap.Pop(&q).(event)
-		calls++
-		if e.at >= busyUntil {
-			busyUntil = e.at + write
-			done = max(done, busyUntil)
-			continue
+		cl := &clients[e.client]
+		switch e.kind {
+		case readArrives:
+			push(e.at+delay(), e.client, readReturns, version)
+		case readReturns:
+			cl.version = e.version
+			push(e.at+delay(), e.client, writeArrives, e.version)
+		case writeArrives:
+			writes++
+			ok := e.version == version
+			if ok {
+				version++
+			}
+			push(e.at+delay(), e.client, writeReturns, map[bool]int{true: 1, false: 0}[ok])
+		case writeReturns:
+			if e.version == 1 { // success
+				done = max(done, e.at)
+				continue
+			}
+			cl.attempt++
+			// Brooker's window after the n-th failure is base·2^n; Backstop's
+			// strategies count from base·2^(n−1), so retry n+1 has his window.
+			d := s.Delay(cl.attempt+1, cl.prev, base, cap_, r)
+			cl.prev = d
+			push(e.at+delay()+d, e.client, readArrives, 0)
 		}
-		d := s.Delay(e.attempt, e.prev, base, cap_, r)
-		heap.Push(&q, event{at: e.at + d, client: e.client, attempt: e.attempt + 1, prev: d})
 	}
-	return calls, done
+	return writes, done
 }
 
 type event struct {
 	at      time.Duration
+	seq     int // order of sending, to break ties
 	client  int
-	attempt int
-	prev    time.Duration
+	kind    int
+	version int // the version read or written; for writeReturns, 1 if it succeeded
 }
 
 type events []event
@@ -161,7 +296,7 @@ func (q events) Less(i, j int) bool {
 	if q[i].at != q[j].at {
 		return q[i].at < q[j].at
 	}
-	return q[i].client < q[j].client
+	return q[i].seq < q[j].seq
 }
 func (q events) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
 func (q *events) Push(x any)   { *q = append(*q, x.(event)) }
@@ -179,7 +314,7 @@ func writeCSV(path string, results [][]point) error {
 	}
 	defer f.Close()
 	w := csv.NewWriter(f)
-	_ = w.Write([]string{"clients", "strategy", "total_calls", "completion_ms"})
+	_ = w.Write([]string{"clients", "strategy", "writes", "completion_ms"})
 	for k, ps := range results {
 		for _, p := range ps {
 			_ = w.Write([]string{strconv.Itoa(p.clients), strategies[k].name, strconv.FormatFloat(p.calls, 'f', 1, 64),
@@ -195,22 +330,43 @@ func writeCSV(path string, results [][]point) error {
 
 var palette = []color.Color{
 	color.RGBA{R: 120, G: 120, B: 120, A: 255},
+	color.RGBA{R: 0, G: 0, B: 0, A: 255},
 	color.RGBA{R: 230, G: 140, B: 20, A: 255},
 	color.RGBA{R: 30, G: 90, B: 200, A: 255},
 	color.RGBA{R: 40, G: 160, B: 60, A: 255},
 	color.RGBA{R: 200, G: 40, B: 40, A: 255},
 }
 
+// plainTicks relabels another marker's ticks without trailing zeros.
+type plainTicks struct{ plot.Ticker }
+
+func (t plainTicks) Ticks(lo, hi float64) []plot.Tick {
+	ticks := t.Ticker.Ticks(lo, hi)
+	for i := range ticks {
+		if ticks[i].Label != "" {
+			ticks[i].Label = strconv.FormatFloat(ticks[i].Value, 'f', -1, 64)
+		}
+	}
+	return ticks
+}
+
+// chart draws one line per strategy against the number of clients, on a log scale so
+// that no backoff's N² does not flatten the others.
 func chart(path, title, ylabel string, results [][]point, y func(point) float64) error {
 	p := plot.New()
 	p.Title.Text = title
 	p.X.Label.Text = "clients"
 	p.Y.Label.Text = ylabel
+	p.Y.Scale = plot.LogScale{}
+	p.Y.Tick.Marker = plainTicks{plot.LogTicks{Prec: -1}}
+	p.X.Tick.Marker = plainTicks{plot.DefaultTicks{}}
 	p.Add(plotter.NewGrid())
+	top, bottom := 0.0, math.Inf(1)
 	for k, ps := range results {
 		xys := make(plotter.XYs, len(ps))
 		for i, pt := range ps {
-			xys[i].X, xys[i].Y = float64(pt.clients), y(pt)
+			xys[i].X, xys[i].Y = float64(pt.clients), math.Max(y(pt), 1)
+			top, bottom = math.Max(top, xys[i].Y), math.Min(bottom, xys[i].Y)
 		}
 		l, err := plotter.NewLine(xys)
 		if err != nil {
@@ -218,9 +374,14 @@ func chart(path, title, ylabel string, results [][]point, y func(point) float64)
 		}
 		l.Color = palette[k%len(palette)]
 		l.Width = vg.Points(1.5)
+		if k == sExpo {
+			l.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
+		}
 		p.Add(l)
 		p.Legend.Add(strategies[k].name, l)
 	}
+	p.Y.Min, p.Y.Max = bottom/2, top*20 // headroom above the lines for the legend
 	p.Legend.Top, p.Legend.Left = true, true
+	p.Legend.TextStyle.Font.Size = vg.Points(9)
 	return p.Save(8*vg.Inch, 4.5*vg.Inch, path)
 }
