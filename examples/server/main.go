@@ -1,8 +1,10 @@
 // Command server is an instrumented HTTP service built with Backstop: requests pass a
 // load shedder, the handler calls a flaky dependency through a breaker-guarded
 // retrying client, Prometheus metrics are on /metrics and breaker state on
-// /debug/breakers. It runs until interrupted; -selftest drives it for a few seconds,
-// checks its own endpoints and exits.
+// /debug/breakers. POST /control/dependency?mode=fail (or ok, slow, retry-after) makes
+// the dependency misbehave, so that the breaker opens and the shedder sheds while you
+// watch. It runs until interrupted; -selftest drives it through the whole story —
+// healthy, dependency down, overload, recovery — checks each step and exits.
 package main
 
 import (
@@ -13,11 +15,15 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -37,15 +43,35 @@ import (
 	"github.com/backstop-go/backstop/shed"
 )
 
+// What the dependency does, set with -dependency or POST /control/dependency?mode=….
+const (
+	depOK         = "ok"          // answers at once (and fails 1 request in -flaky)
+	depFail       = "fail"        // answers 503
+	depSlow       = "slow"        // answers after 200 ms: the handler's requests pile up
+	depRetryAfter = "retry-after" // answers 503 with Retry-After: 1
+)
+
+var depModes = []string{depOK, depFail, depSlow, depRetryAfter}
+
 func main() {
 	addr := flag.String("addr", "127.0.0.1:8080", "address to serve on")
-	selftest := flag.Bool("selftest", false, "serve on a free loopback port, drive the service for a few seconds, check it and exit")
+	dep := flag.String("dependency", depOK, "what the dependency does at start: "+strings.Join(depModes, ", "))
+	flaky := flag.Float64("flaky", 0.02, "share of the dependency's requests that fail while it is ok")
+	selftest := flag.Bool("selftest", false, "serve on a free loopback port, drive the service through its story, check it and exit")
 	flag.Parse()
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	if *selftest {
-		*addr = "127.0.0.1:0"
+	if !slices.Contains(depModes, *dep) {
+		fmt.Fprintf(os.Stderr, "server: -dependency %q: want one of %s\n", *dep, strings.Join(depModes, ", "))
+		os.Exit(2)
 	}
-	if err := serve(*addr, *selftest, logger); err != nil {
+	if !(*flaky >= 0 && *flaky <= 1) {
+		fmt.Fprintf(os.Stderr, "server: -flaky %v: want a share in [0, 1]\n", *flaky)
+		os.Exit(2)
+	}
+	if *selftest {
+		*addr, *flaky = "127.0.0.1:0", 0 // a deterministic dependency: every check can fail for a reason
+	}
+	if err := serve(*addr, *dep, *flaky, *selftest, logger); err != nil {
 		fmt.Fprintln(os.Stderr, "server:", err)
 		os.Exit(1)
 	}
@@ -56,21 +82,40 @@ type service struct {
 	url        string
 	dependency *http.Server
 	srv        *http.Server
-	failing    atomic.Bool
+	mode       atomic.Value // string: what the dependency does
 }
 
-func serve(addr string, selftest bool, logger *slog.Logger) error {
+func (svc *service) setMode(m string) { svc.mode.Store(m) }
+func (svc *service) modeNow() string  { return svc.mode.Load().(string) }
+
+func serve(addr, dep string, flaky float64, selftest bool, logger *slog.Logger) error {
 	svc := &service{}
-	// The dependency: an inventory service on loopback that fails while `failing`, and
-	// now and then (1 in 50) otherwise.
+	svc.setMode(dep)
+	// The dependency: an inventory service on loopback that does what mode says.
 	depLn, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
 	}
 	svc.dependency = &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if svc.failing.Load() || rand.IntN(50) == 0 {
+		switch svc.modeNow() {
+		case depFail:
 			w.WriteHeader(http.StatusServiceUnavailable)
 			return
+		case depRetryAfter:
+			w.Header().Set("Retry-After", "1")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		case depSlow:
+			select {
+			case <-time.After(200 * time.Millisecond):
+			case <-r.Context().Done():
+				return
+			}
+		default:
+			if rand.Float64() < flaky {
+				w.WriteHeader(http.StatusServiceUnavailable)
+				return
+			}
 		}
 		fmt.Fprintln(w, `{"sku": "42", "stock": 7}`)
 	})}
@@ -90,7 +135,8 @@ func serve(addr string, selftest bool, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	obs, err := metrics.New(reg, metrics.Options{Budgets: map[string]metrics.Leveler{"inventory": bud}})
+	obs, err := metrics.New(reg, metrics.Options{Budgets: map[string]metrics.Leveler{"inventory": bud},
+		Breakers: []metrics.BreakerGauge{brk}})
 	if err != nil {
 		return err
 	}
@@ -116,6 +162,9 @@ func serve(addr string, selftest bool, logger *slog.Logger) error {
 		if err != nil {
 			var open *breaker.OpenError
 			if errors.As(err, &open) {
+				// Half-open with its probes taken, or opened by this very call: come back
+				// when the breaker lets requests through again (at least 1 s).
+				w.Header().Set("Retry-After", strconv.Itoa(max(1, int(math.Ceil(time.Until(open.Until).Seconds())))))
 				http.Error(w, "inventory unavailable", http.StatusServiceUnavailable)
 				return
 			}
@@ -127,7 +176,18 @@ func serve(addr string, selftest bool, logger *slog.Logger) error {
 		_, _ = io.Copy(w, res.Body)
 	}), shedder))
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	mux.Handle("/debug/breakers", breakerhttp.Handler(&breakers))
+	mux.Handle("/debug/breakers", breakerhttp.Handler(&breakers, breakerhttp.AllowControl()))
+	mux.Handle("/control/dependency", http.NewCrossOriginProtection().Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			m := r.FormValue("mode")
+			if !slices.Contains(depModes, m) {
+				http.Error(w, "mode must be one of "+strings.Join(depModes, ", "), http.StatusBadRequest)
+				return
+			}
+			svc.setMode(m)
+		}
+		fmt.Fprintln(w, svc.modeNow())
+	})))
 
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -144,7 +204,8 @@ func serve(addr string, selftest bool, logger *slog.Logger) error {
 		<-errc
 		return err
 	}
-	fmt.Printf("serving on %s: /orders, /metrics, /debug/breakers\n", svc.url)
+	fmt.Printf("serving on %s: /orders, /metrics, /debug/breakers, POST /control/dependency?mode=%s\n",
+		svc.url, strings.Join(depModes, "|"))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	select {
@@ -157,65 +218,133 @@ func serve(addr string, selftest bool, logger *slog.Logger) error {
 	}
 }
 
-// selftest drives the service for about 3 seconds — 1 s healthy, 1 s with the
-// dependency failing, 1 s healthy again — then checks /metrics and /debug/breakers.
+// selftest drives the service through its story and checks each step: healthy, the
+// dependency down (the breaker opens and the service answers 503 with Retry-After at
+// once), overload (the shedder answers 429 with Retry-After), and recovery (the
+// breaker closes and every request is served again). Each wait is bounded; a step
+// that does not happen fails the self-test.
 func (svc *service) selftest() error {
-	client := &http.Client{Timeout: 5 * time.Second}
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 512}}
 	var mu sync.Mutex
 	codes := map[int]int{}
-	phase := func(d time.Duration) {
+	retryAfter := map[int]int{} // responses with a Retry-After, by status
+	call := func() int {
+		res, err := client.Get(svc.url + "/orders")
+		if err != nil {
+			return 0
+		}
+		_, _ = io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		mu.Lock()
+		codes[res.StatusCode]++
+		if res.Header.Get("Retry-After") != "" {
+			retryAfter[res.StatusCode]++
+		}
+		mu.Unlock()
+		return res.StatusCode
+	}
+	burst := func(n int) {
 		var wg sync.WaitGroup
-		for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
+		for range n {
 			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				res, err := client.Get(svc.url + "/orders")
-				if err != nil {
-					return
-				}
-				_, _ = io.Copy(io.Discard, res.Body)
-				res.Body.Close()
-				mu.Lock()
-				codes[res.StatusCode]++
-				mu.Unlock()
-			}()
+			go func() { defer wg.Done(); call() }()
 		}
 		wg.Wait()
 	}
-	phase(time.Second)
-	svc.failing.Store(true)
-	phase(time.Second)
-	svc.failing.Store(false)
-	time.Sleep(2 * time.Second) // the breaker's open timeout
-	phase(time.Second)
+	breakerState := func() (string, error) {
+		js, err := get(client, svc.url+"/debug/breakers?format=json")
+		if err != nil {
+			return "", err
+		}
+		var state struct {
+			Breakers []struct {
+				State string `json:"state"`
+			} `json:"breakers"`
+		}
+		if err := json.Unmarshal([]byte(js), &state); err != nil || len(state.Breakers) != 1 {
+			return "", fmt.Errorf("selftest: /debug/breakers: %v %s", err, js)
+		}
+		return state.Breakers[0].State, nil
+	}
+	// until drives requests until cond holds, for at most limit: a bound, not a timing.
+	until := func(what string, limit time.Duration, cond func() (bool, error)) error {
+		for end := time.Now().Add(limit); time.Now().Before(end); {
+			call()
+			ok, err := cond()
+			if err != nil {
+				return err
+			}
+			if ok {
+				fmt.Printf("selftest: %s\n", what)
+				return nil
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		return fmt.Errorf("selftest: %s did not happen within %v", what, limit)
+	}
+
+	// 1. Healthy.
+	burst(50)
+	if codes[http.StatusOK] == 0 {
+		return fmt.Errorf("selftest: healthy, no request succeeded: %v", codes)
+	}
+	// 2. The dependency is down: the breaker opens, and the service answers 503 with
+	// Retry-After without calling it.
+	svc.setMode(depFail)
+	if err := until("the breaker opened while the dependency was down", 10*time.Second, func() (bool, error) {
+		s, err := breakerState()
+		return s == "open", err
+	}); err != nil {
+		return err
+	}
+	if call() != http.StatusServiceUnavailable || retryAfter[http.StatusServiceUnavailable] == 0 {
+		return fmt.Errorf("selftest: with the breaker open, want 503 with Retry-After; got %v (with Retry-After: %v)", codes, retryAfter)
+	}
+	// 3. Overload: the dependency is slow and a burst arrives; the shedder refuses
+	// what it cannot serve in time with 429 and Retry-After.
+	svc.setMode(depSlow)
+	if err := until("the breaker closed again with the dependency slow but answering", 15*time.Second, func() (bool, error) {
+		s, err := breakerState()
+		return s == "closed", err
+	}); err != nil {
+		return err
+	}
+	burst(400)
+	if codes[http.StatusTooManyRequests] == 0 || retryAfter[http.StatusTooManyRequests] == 0 {
+		return fmt.Errorf("selftest: a burst of 400 with a slow dependency shed nothing: %v", codes)
+	}
+	fmt.Printf("selftest: the shedder answered %d requests 429 with Retry-After\n", codes[http.StatusTooManyRequests])
+	// 4. Recovery: healthy again, every request is served.
+	svc.setMode(depOK)
+	if err := until("the breaker is closed with the dependency healthy", 15*time.Second, func() (bool, error) {
+		s, err := breakerState()
+		return s == "closed", err
+	}); err != nil {
+		return err
+	}
+	for i := range 50 {
+		if c := call(); c != http.StatusOK {
+			return fmt.Errorf("selftest: recovered, request %d of 50 got %d; want 200", i+1, c)
+		}
+	}
+	if s, err := breakerState(); err != nil || s != "closed" {
+		return fmt.Errorf("selftest: after recovery the breaker is %q (%v); want closed", s, err)
+	}
 
 	body, err := get(client, svc.url+"/metrics")
 	if err != nil {
 		return err
 	}
-	for _, want := range []string{"backstop_calls_total", "backstop_retries_total", "backstop_breaker_transitions_total",
-		"backstop_budget_level", "backstop_shed_limit"} {
+	for _, want := range []string{"backstop_calls_total", "backstop_retries_total", "backstop_budget_level", "backstop_shed_limit",
+		`backstop_breaker_state{breaker="inventory"} 0`, `backstop_shed_requests_total{priority="default",reason=`} {
 		if !strings.Contains(body, want) {
 			return fmt.Errorf("selftest: /metrics lacks %s", want)
 		}
 	}
-	js, err := get(client, svc.url+"/debug/breakers?format=json")
-	if err != nil {
-		return err
+	if !regexp.MustCompile(`backstop_breaker_transitions_total\{breaker="inventory",from="closed",to="open"\} [1-9]`).MatchString(body) {
+		return errors.New("selftest: /metrics counts no closed → open transition")
 	}
-	var state struct {
-		Breakers []struct {
-			Name  string `json:"name"`
-			State string `json:"state"`
-		} `json:"breakers"`
-	}
-	if err := json.Unmarshal([]byte(js), &state); err != nil || len(state.Breakers) != 1 {
-		return fmt.Errorf("selftest: /debug/breakers: %v %s", err, js)
-	}
-	fmt.Printf("selftest: responses by status %v; breaker %s is %s\n", codes, state.Breakers[0].Name, state.Breakers[0].State)
-	if codes[http.StatusOK] == 0 {
-		return errors.New("selftest: no request succeeded")
-	}
+	fmt.Printf("selftest: responses by status %v; the breaker opened, shed, recovered and is closed\n", codes)
 	fmt.Println("selftest: ok")
 	return nil
 }
