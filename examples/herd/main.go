@@ -28,6 +28,8 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 
+	"github.com/backstop-go/backstop/examples/internal/plotticks"
+
 	"github.com/backstop-go/backstop/policy"
 	"github.com/backstop-go/backstop/retry"
 )
@@ -337,19 +339,6 @@ var palette = []color.Color{
 	color.RGBA{R: 200, G: 40, B: 40, A: 255},
 }
 
-// plainTicks relabels another marker's ticks without trailing zeros.
-type plainTicks struct{ plot.Ticker }
-
-func (t plainTicks) Ticks(lo, hi float64) []plot.Tick {
-	ticks := t.Ticker.Ticks(lo, hi)
-	for i := range ticks {
-		if ticks[i].Label != "" {
-			ticks[i].Label = strconv.FormatFloat(ticks[i].Value, 'f', -1, 64)
-		}
-	}
-	return ticks
-}
-
 // chart draws one line per strategy against the number of clients, on a log scale so
 // that no backoff's N² does not flatten the others.
 func chart(path, title, ylabel string, results [][]point, y func(point) float64) error {
@@ -358,8 +347,8 @@ func chart(path, title, ylabel string, results [][]point, y func(point) float64)
 	p.X.Label.Text = "clients"
 	p.Y.Label.Text = ylabel
 	p.Y.Scale = plot.LogScale{}
-	p.Y.Tick.Marker = plainTicks{plot.LogTicks{Prec: -1}}
-	p.X.Tick.Marker = plainTicks{plot.DefaultTicks{}}
+	p.Y.Tick.Marker = plotticks.Plain(plot.LogTicks{Prec: -1})
+	p.X.Tick.Marker = plotticks.Plain(plot.DefaultTicks{})
 	p.Add(plotter.NewGrid())
 	top, bottom := 0.0, math.Inf(1)
 	for k, ps := range results {

@@ -19,6 +19,8 @@ import (
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
+
+	"github.com/backstop-go/backstop/examples/internal/plotticks"
 )
 
 // result is one mode's figures.
@@ -367,20 +369,6 @@ func smooth(cfg config, y func(i int) float64) plotter.XYs {
 	return pts
 }
 
-// plainTicks relabels another marker's ticks without trailing zeros ("2500", not
-// "2500.00").
-type plainTicks struct{ plot.Ticker }
-
-func (t plainTicks) Ticks(lo, hi float64) []plot.Tick {
-	ticks := t.Ticker.Ticks(lo, hi)
-	for i := range ticks {
-		if ticks[i].Label != "" {
-			ticks[i].Label = strconv.FormatFloat(ticks[i].Value, 'f', -1, 64)
-		}
-	}
-	return ticks
-}
-
 // logFloor is where a log-scale chart draws zero.
 const logFloor = 1
 
@@ -392,7 +380,7 @@ func timeChart(cfg config, title, ylabel string, logY bool, lines []line, capaci
 	p.X.Label.Text = "time since the run started (s)"
 	p.Y.Label.Text = ylabel
 	p.X.Min, p.X.Max = 0, cfg.duration.Seconds()
-	p.X.Tick.Marker = plainTicks{plot.DefaultTicks{}}
+	p.X.Tick.Marker = plotticks.Plain(plot.DefaultTicks{})
 	top := capacity
 	for _, l := range lines {
 		for _, pt := range l.pts {
@@ -403,7 +391,7 @@ func timeChart(cfg config, title, ylabel string, logY bool, lines []line, capaci
 	if logY {
 		lo = logFloor
 		p.Y.Scale = plot.LogScale{}
-		p.Y.Tick.Marker = plainTicks{plot.LogTicks{Prec: -1}}
+		p.Y.Tick.Marker = plotticks.Plain(plot.LogTicks{Prec: -1})
 		p.Y.Max = math.Max(top, 10) * 8 // a decade and more of headroom for the legend
 		for i := range lines {
 			pts := slices.Clone(lines[i].pts)
@@ -413,7 +401,7 @@ func timeChart(cfg config, title, ylabel string, logY bool, lines []line, capaci
 			lines[i].pts = pts
 		}
 	} else {
-		p.Y.Tick.Marker = plainTicks{plot.DefaultTicks{}}
+		p.Y.Tick.Marker = plotticks.Plain(plot.DefaultTicks{})
 		p.Y.Max = math.Max(top, 1) * 1.45 // room above the lines for the legend
 	}
 	p.Y.Min = lo
