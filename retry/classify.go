@@ -10,10 +10,12 @@ import (
 	"github.com/backstop-go/backstop/policy"
 )
 
-// marked is the error Retryable and After wrap around an error.
+// marked is the error Retryable, After and Pushback wrap around an error.
 type marked struct {
-	err  error
-	hint time.Duration // 0: no hint
+	err   error
+	hint  time.Duration // 0: no hint
+	exact bool          // Pushback: wait exactly hint, no backoff, no jitter
+	stop  bool          // Pushback with a negative delay: the server said do not retry
 }
 
 func (m *marked) Error() string { return m.err.Error() }
@@ -39,6 +41,32 @@ func After(err error, d time.Duration) error {
 	return &marked{err: err, hint: max(d, 0)}
 }
 
+// Pushback marks err with a server's pushback in the manner of gRPC (gRFC A6,
+// grpc-retry-pushback-ms): for d ≥ 0 the next attempt comes after exactly d — no
+// backoff, no jitter, still refused if it would pass the deadline or MaxHintDelay; for
+// d < 0 the server asked not to retry, and the call ends with this error. Either way
+// the failure counts against a budget outside the retry, as A6's throttling says. It
+// returns nil for nil.
+func Pushback(err error, d time.Duration) error {
+	if err == nil {
+		return nil
+	}
+	if d < 0 {
+		return &marked{err: err, stop: true}
+	}
+	return &marked{err: err, hint: d, exact: true}
+}
+
+// pushback reports the pushback err carries: the delay, whether it said stop, and
+// whether it carries one at all.
+func pushback(err error) (d time.Duration, stop, ok bool) {
+	var m *marked
+	if errors.As(err, &m) && (m.exact || m.stop) {
+		return m.hint, m.stop, true
+	}
+	return 0, false, false
+}
+
 // permanent is the error Permanent wraps around an error.
 type permanent struct{ err error }
 
@@ -55,10 +83,11 @@ func Permanent(err error) error {
 	return &permanent{err: err}
 }
 
-// Hint returns the delay a server asked for through [After], if err carries one.
+// Hint returns the delay a server asked for through [After] or [Pushback], if err
+// carries one.
 func Hint(err error) (time.Duration, bool) {
 	var m *marked
-	if errors.As(err, &m) && m.hint > 0 {
+	if errors.As(err, &m) && (m.hint > 0 || m.exact) {
 		return m.hint, true
 	}
 	return 0, false
@@ -96,7 +125,10 @@ func classify(err error) string {
 	}
 	var m *marked
 	if errors.As(err, &m) {
-		if m.hint > 0 {
+		switch {
+		case m.stop:
+			return ""
+		case m.hint > 0 || m.exact:
 			return ReasonHint
 		}
 		return ReasonMarked

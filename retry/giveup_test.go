@@ -198,3 +198,25 @@ func TestNew_TypedNilFromAFailedConstructorIsRefusedByWrap(t *testing.T) {
 	var oe *policy.OrderError
 	require.True(t, errors.As(err, &oe) && oe.Rule == "O6", "Wrap(deadline, nil *retry.Retry) = %v; want O6", err)
 }
+
+// TestRetry_Pushback: a server's pushback of d ≥ 0 is waited exactly (no backoff, no
+// jitter); a negative one ends the call; both count against the budget.
+func TestRetry_Pushback(t *testing.T) {
+	b := &budgetLog{allow: 10}
+	h := newHarness(t, retry.Options{MaxAttempts: 3, Rand: pinned(0.9)}, b)
+	calls := 0
+	_ = h.p.Do(context.Background(), failing(&calls, retry.Pushback(errDown, 750*ms), retry.Pushback(errDown, 0), errDown))
+	require.Equal(t, 3, calls)
+	require.Equal(t, []time.Duration{750 * ms}, h.clock.Waits(), "exactly the pushback; a pushback of 0 retries at once")
+	sched := h.of(policy.EventRetryScheduled)
+	require.Len(t, sched, 2)
+	require.Equal(t, time.Duration(0), sched[1].Delay)
+	require.Equal(t, retry.ReasonHint, h.of(policy.EventRetryScheduled)[0].Reason)
+
+	b.log, calls = nil, 0
+	err := h.p.Do(context.Background(), failing(&calls, retry.Pushback(errDown, -1)))
+	require.Equal(t, 1, calls, "a negative pushback: do not retry")
+	require.ErrorIs(t, err, retry.ErrNotRetryable)
+	require.Equal(t, []string{"deposit", "failure"}, b.log, "it still counts as a failure for the budget")
+	require.Nil(t, retry.Pushback(nil, time.Second))
+}

@@ -200,6 +200,9 @@ func (l *runner) Run(ctx context.Context, fn policy.Func) error {
 		}
 		why := l.reason(err)
 		if why == "" {
+			if _, stop, _ := pushback(err); stop && budget != nil {
+				budget.OnFailure() // a server's "do not retry" still counts as a failure (A6)
+			}
 			return l.giveUp(n, ErrNotRetryable, err, "")
 		}
 		if budget != nil {
@@ -219,7 +222,11 @@ func (l *runner) Run(ctx context.Context, fn policy.Func) error {
 				// Coming back before the server asked would only be refused again.
 				return l.giveUp(n, ErrHintTooLong, err, policy.SuppressedHint)
 			}
-			delay = max(delay, addSat(hint, time.Duration(l.r.rand.Float64()*float64(hint/2))))
+			if _, _, exact := pushback(err); exact {
+				delay = hint // gRPC pushback: exactly the server's delay
+			} else {
+				delay = max(delay, addSat(hint, time.Duration(l.r.rand.Float64()*float64(hint/2))))
+			}
 		}
 		if dl, ok := ctx.Deadline(); ok && !l.r.clock.Now().Add(addSat(delay, l.minAttempt)).Before(dl) {
 			return l.giveUp(n, ErrDeadline, err, policy.SuppressedDeadline)
