@@ -1,0 +1,194 @@
+package policygrpc
+
+import (
+	"context"
+	"errors"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	"github.com/backstop-go/backstop/policy"
+	"github.com/backstop-go/backstop/retry"
+)
+
+// DefaultRetryableCode is the status code retried when Options.RetryableCodes is nil:
+// UNAVAILABLE, the one code gRFC A6's examples retry and the one a server that sheds
+// or restarts answers.
+const DefaultRetryableCode = codes.Unavailable
+
+// Options configure the client interceptors. The zero value is valid: retry
+// UNAVAILABLE only.
+type Options struct {
+	// RetryableCodes are the status codes an attempt may be retried on; nil means
+	// {DefaultRetryableCode}. Whatever it holds, an RPC is never retried once the
+	// caller's context is done (its CANCELLED or DEADLINE_EXCEEDED), nor after a
+	// refusal by a policy (an open breaker, an exhausted budget, the owner rule). A
+	// DEADLINE_EXCEEDED that a per-attempt timeout (deadline.PerAttempt) caused is
+	// retried, as package deadline says.
+	RetryableCodes []codes.Code
+}
+
+// UnaryClientInterceptor runs every unary RPC through p: each attempt is one
+// invocation, carrying the attempt metadata of the call path's owner
+// ([MetadataAttempt], [MetadataPreviousAttempts]). An attempt's error is retryable if
+// its code is in o.RetryableCodes; a server's pushback trailer ([MetadataPushback])
+// then sets the delay exactly, or, negative or malformed, forbids the retry; either
+// way it counts as a failure for a budget (gRFC A6).
+//
+// The error returned carries a gRPC status for status.FromError and status.Code: the
+// caller's CANCELLED or DEADLINE_EXCEEDED when its context ended the call, else the
+// last attempt's status, else UNAVAILABLE for a refusal by a policy (errors.Is finds
+// breaker.ErrOpen, policy.ErrRejected, retry's causes through it).
+//
+// p may be nil: the interceptor then only carries the attempt metadata.
+func UnaryClientInterceptor(p *policy.Pipeline, o Options) grpc.UnaryClientInterceptor {
+	c := newClassifier(o)
+	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		err := p.Do(ctx, func(actx context.Context) error {
+			var trailer metadata.MD
+			callOpts := append(opts[:len(opts):len(opts)], grpc.Trailer(&trailer))
+			err := invoker(withAttemptMetadata(actx), method, req, reply, cc, callOpts...)
+			return c.classify(actx, err, trailer)
+		})
+		return statusError(err)
+	}
+}
+
+// StreamClientInterceptor carries the attempt metadata of the call path's owner on
+// every stream, so that the server below sees the ownership. It does not retry: a
+// stream's attempts are not replayed yet.
+func StreamClientInterceptor() grpc.StreamClientInterceptor {
+	return func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+		return streamer(withAttemptMetadata(ctx), desc, cc, method, opts...)
+	}
+}
+
+// DialOptions returns the dial options of a channel whose retries Backstop owns: the
+// interceptors, and grpc.WithDisableRetry(), so that grpc-go's built-in retry (a
+// service config's retryPolicy) does not retry the same calls a second time. A
+// channel must have one owner; build the pipeline from the service config instead with
+// [ParseServiceConfig].
+func DialOptions(p *policy.Pipeline, o Options) []grpc.DialOption {
+	return []grpc.DialOption{
+		grpc.WithChainUnaryInterceptor(UnaryClientInterceptor(p, o)),
+		grpc.WithChainStreamInterceptor(StreamClientInterceptor()),
+		grpc.WithDisableRetry(),
+	}
+}
+
+// classifier turns an attempt's outcome into an error the retry can judge.
+type classifier struct {
+	retryable [32]bool // by code; codes are below 17
+}
+
+func newClassifier(o Options) *classifier {
+	c := &classifier{}
+	if o.RetryableCodes == nil {
+		c.retryable[DefaultRetryableCode] = true
+	}
+	for _, code := range o.RetryableCodes {
+		if int(code) < len(c.retryable) {
+			c.retryable[code] = true
+		}
+	}
+	return c
+}
+
+func (c *classifier) classify(actx context.Context, err error, trailer metadata.MD) error {
+	if err == nil {
+		return nil
+	}
+	code := status.Code(err)
+	if code == codes.DeadlineExceeded && past(actx) {
+		// The attempt's own deadline (gRPC's timer may fire just before the context's):
+		// let the deadline stage that set it claim it.
+		return &attemptTimeout{err: err, ctxErr: context.DeadlineExceeded}
+	}
+	if !c.retryable[code] {
+		return err
+	}
+	if v := trailer.Get(MetadataPushback); len(v) > 0 {
+		return retry.Pushback(err, parsePushback(v[0]))
+	}
+	return retry.Retryable(err)
+}
+
+// past reports whether ctx is done or its deadline has passed.
+func past(ctx context.Context) bool {
+	if ctx.Err() != nil {
+		return true
+	}
+	dl, ok := ctx.Deadline()
+	return ok && !time.Now().Before(dl)
+}
+
+// parsePushback reads a grpc-retry-pushback-ms value: a non-negative decimal integer
+// of milliseconds, or −1 for anything else (do not retry). Huge values saturate.
+func parsePushback(v string) time.Duration {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return -1
+	}
+	ms, err := strconv.ParseUint(v, 10, 64)
+	switch {
+	case errors.Is(err, strconv.ErrRange):
+		return math.MaxInt64
+	case err != nil:
+		return -1
+	case ms > math.MaxInt64/uint64(time.Millisecond):
+		return math.MaxInt64
+	}
+	return time.Duration(ms) * time.Millisecond
+}
+
+// attemptTimeout is a DEADLINE_EXCEEDED an attempt's own context caused: it keeps the
+// status and matches the context's error, so a deadline stage recognises its timer.
+type attemptTimeout struct {
+	err, ctxErr error
+}
+
+func (e *attemptTimeout) Error() string   { return e.err.Error() }
+func (e *attemptTimeout) Unwrap() []error { return []error{e.err, e.ctxErr} }
+
+// Error is the error the client interceptor returns for a failed RPC: it carries a
+// gRPC status (GRPCStatus) and unwraps to what the pipeline returned.
+type Error struct {
+	Status *status.Status
+	Err    error
+}
+
+func (e *Error) Error() string { return e.Err.Error() }
+
+// Unwrap returns the pipeline's error.
+func (e *Error) Unwrap() error { return e.Err }
+
+// GRPCStatus returns the status, for status.FromError and status.Code.
+func (e *Error) GRPCStatus() *status.Status { return e.Status }
+
+// statusError gives the pipeline's error the status a gRPC caller expects.
+func statusError(err error) error {
+	if err == nil {
+		return nil
+	}
+	var st *status.Status
+	var carrier interface{ GRPCStatus() *status.Status }
+	switch {
+	case errors.Is(err, context.Canceled):
+		st = status.New(codes.Canceled, err.Error())
+	case errors.Is(err, context.DeadlineExceeded):
+		st = status.New(codes.DeadlineExceeded, err.Error())
+	case errors.As(err, &carrier) && carrier.GRPCStatus() != nil:
+		return err // the last attempt's status, found by status.FromError through the wrapping
+	case errors.Is(err, policy.ErrRejected):
+		st = status.New(codes.Unavailable, err.Error())
+	default:
+		st = status.New(codes.Unknown, err.Error())
+	}
+	return &Error{Status: st, Err: err}
+}

@@ -1,0 +1,38 @@
+// Package policygrpc runs gRPC calls through Backstop pipelines and keeps one retry
+// owner per call path across gRPC hops, as package policyhttp does for HTTP.
+//
+// # Client
+//
+// [UnaryClientInterceptor] runs each unary RPC through a *policy.Pipeline: every
+// attempt is one invocation, classified by its status code ([Options].RetryableCodes,
+// by default UNAVAILABLE) and by the server's pushback (gRFC A6's
+// grpc-retry-pushback-ms trailer: a delay waited exactly, or a refusal to be retried).
+// Attempts carry Backstop's attempt metadata and grpc-previous-rpc-attempts, so that
+// servers below fail fast instead of retrying again. The caller's context deadline
+// bounds every attempt and every sleep.
+//
+// A channel must have one retry owner: Backstop's or grpc-go's built-in retry, never
+// both. [DialOptions] returns the interceptors together with grpc.WithDisableRetry().
+//
+//	p, err := policy.Wrap(deadline, breaker, budget, retry, perAttempt)
+//	conn, err := grpc.NewClient(target, policygrpc.DialOptions(p)...)
+//
+// Streams are not retried yet: [StreamClientInterceptor] only carries the attempt
+// metadata of an owner on the call path, so that servers below see the ownership.
+//
+// # Server
+//
+// [UnaryServerInterceptor] and [StreamServerInterceptor] read the attempt metadata —
+// Backstop's, grpc-previous-rpc-attempts and x-envoy-attempt-count — with
+// policy.ParseAttempt and mark the handler's context as owned upstream: its own
+// retrying pipelines then make one attempt each. [ShedUnaryServerInterceptor] admits
+// RPCs through a shed.Shedder (retries shed first) and answers the rest with
+// RESOURCE_EXHAUSTED and a jittered grpc-retry-pushback-ms, without calling the
+// handler.
+//
+// # Service config
+//
+// [ParseServiceConfig] reads a gRPC service config (methodConfig with timeout and
+// retryPolicy, retryThrottling) into pipelines, validated as gRFC A6 says, so a
+// channel configured for grpc-go's retry can move to Backstop unchanged.
+package policygrpc

@@ -1,0 +1,63 @@
+package policygrpc
+
+import (
+	"context"
+	"strconv"
+
+	"google.golang.org/grpc/metadata"
+
+	"github.com/backstop-go/backstop/policy"
+)
+
+// Metadata keys, lower case as gRPC carries them.
+const (
+	// MetadataAttempt is Backstop's attempt number (policy.HeaderAttempt).
+	MetadataAttempt = "backstop-attempt"
+	// MetadataPreviousAttempts is gRPC's count of the attempts before this one (A6).
+	MetadataPreviousAttempts = "grpc-previous-rpc-attempts"
+	// MetadataEnvoyAttempt is Envoy's 1-based attempt count.
+	MetadataEnvoyAttempt = "x-envoy-attempt-count"
+	// MetadataPushback is the server's pushback trailer, in milliseconds (A6).
+	MetadataPushback = "grpc-retry-pushback-ms"
+)
+
+// withAttemptMetadata returns ctx with the outgoing attempt metadata of the call path's
+// owner, as policyhttp's transport sends its header: the attempt number of a retry in
+// this process, or 1 under an owner in another process (this process makes the call
+// once: the ownership is carried on, not the number). Under no owner the keys are
+// removed, even if the caller copied them from an incoming call.
+func withAttemptMetadata(ctx context.Context) context.Context {
+	n, upstream, owned := policy.Attempt(ctx)
+	md, _ := metadata.FromOutgoingContext(ctx)
+	if !owned && md.Len() == 0 {
+		return ctx
+	}
+	md = md.Copy()
+	md.Delete(MetadataAttempt)
+	md.Delete(MetadataPreviousAttempts)
+	if owned {
+		if upstream {
+			n = 1
+		}
+		md.Set(MetadataAttempt, strconv.Itoa(n))
+		if n > 1 {
+			md.Set(MetadataPreviousAttempts, strconv.Itoa(n-1))
+		}
+	}
+	return metadata.NewOutgoingContext(ctx, md)
+}
+
+// attemptOf reads the attempt metadata of an incoming call with policy.ParseAttempt.
+func attemptOf(ctx context.Context) (int, bool) {
+	md, ok := metadata.FromIncomingContext(ctx)
+	if !ok {
+		return 0, false
+	}
+	first := func(k string) string {
+		if v := md.Get(k); len(v) > 0 {
+			return v[0]
+		}
+		return ""
+	}
+	return policy.ParseAttempt(first(MetadataAttempt), first(MetadataEnvoyAttempt), first(MetadataPreviousAttempts))
+}

@@ -1,0 +1,103 @@
+package policygrpc
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	"github.com/backstop-go/backstop/policy"
+	"github.com/backstop-go/backstop/shed"
+)
+
+// owned returns ctx marked as owned upstream if the incoming call carries attempt
+// metadata, and the attempt number (0 if none).
+func owned(ctx context.Context) (context.Context, int) {
+	n, ok := attemptOf(ctx)
+	if !ok {
+		return ctx, 0
+	}
+	return policy.WithUpstreamAttempt(ctx, n), n
+}
+
+// UnaryServerInterceptor marks the context of a call that carries attempt metadata
+// (Backstop's, grpc-previous-rpc-attempts, x-envoy-attempt-count) as owned upstream: a
+// retry in the caller owns this call path, so the handler's own retrying pipelines
+// make one attempt each instead of multiplying the caller's retries. Values that do
+// not parse are ignored.
+func UnaryServerInterceptor() grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		ctx, _ = owned(ctx)
+		return handler(ctx, req)
+	}
+}
+
+// StreamServerInterceptor is [UnaryServerInterceptor] for streams.
+func StreamServerInterceptor() grpc.StreamServerInterceptor {
+	return func(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+		ctx, n := owned(ss.Context())
+		if n == 0 {
+			return handler(srv, ss)
+		}
+		return handler(srv, &ctxStream{ServerStream: ss, ctx: ctx})
+	}
+}
+
+type ctxStream struct {
+	grpc.ServerStream
+	ctx context.Context
+}
+
+func (s *ctxStream) Context() context.Context { return s.ctx }
+
+// ShedOptions configure [ShedUnaryServerInterceptor]. The zero value is valid.
+type ShedOptions struct {
+	// RejectCode is the status of a refused RPC: codes.ResourceExhausted (the zero
+	// value, codes.OK, means it) or codes.Unavailable.
+	RejectCode codes.Code
+	// Priority gives an RPC's priority from its full method name; nil means
+	// shed.PriorityDefault. A retry (attempt metadata above 1) is sheddable whatever
+	// it says.
+	Priority func(ctx context.Context, fullMethod string) shed.Priority
+}
+
+// ShedUnaryServerInterceptor admits unary RPCs through s and answers the rest at once,
+// without calling the handler: status o.RejectCode (RESOURCE_EXHAUSTED) and a
+// grpc-retry-pushback-ms trailer with the shedder's jittered Retry-After, so that
+// Backstop and grpc-go clients alike come back later. Retries (attempt metadata above
+// 1) are sheddable, so they are shed first; the handler's context is marked as owned
+// upstream as with [UnaryServerInterceptor]. Every RPC is served or answered.
+func ShedUnaryServerInterceptor(s *shed.Shedder, o ShedOptions) (grpc.UnaryServerInterceptor, error) {
+	switch o.RejectCode {
+	case codes.OK:
+		o.RejectCode = codes.ResourceExhausted
+	case codes.ResourceExhausted, codes.Unavailable:
+	default:
+		return nil, fmt.Errorf("policygrpc: ShedOptions.RejectCode is %v; want RESOURCE_EXHAUSTED or UNAVAILABLE", o.RejectCode)
+	}
+	if s == nil {
+		return nil, fmt.Errorf("policygrpc: ShedUnaryServerInterceptor: the Shedder is nil")
+	}
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		ctx, n := owned(ctx)
+		p := shed.PriorityDefault
+		if o.Priority != nil {
+			p = o.Priority(ctx, info.FullMethod)
+		}
+		if n > 1 {
+			p = min(p, shed.PrioritySheddable)
+		}
+		permit, why := s.Admit(ctx, p)
+		if why != shed.ReasonNone {
+			ms := strconv.Itoa(s.RetryAfter() * 1000)
+			_ = grpc.SetTrailer(ctx, metadata.Pairs(MetadataPushback, ms))
+			return nil, status.Errorf(o.RejectCode, "shed: %s refused the call (%s); retry after %s ms", s.Name(), why, ms)
+		}
+		defer permit.Release()
+		return handler(ctx, req)
+	}, nil
+}
