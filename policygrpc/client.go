@@ -50,14 +50,20 @@ type Options struct {
 func UnaryClientInterceptor(p *policy.Pipeline, o Options) grpc.UnaryClientInterceptor {
 	c := newClassifier(o)
 	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-		err := p.Do(ctx, func(actx context.Context) error {
-			var trailer metadata.MD
-			callOpts := append(opts[:len(opts):len(opts)], grpc.Trailer(&trailer))
-			err := invoker(withAttemptMetadata(actx), method, req, reply, cc, callOpts...)
-			return c.classify(actx, err, trailer)
-		})
-		return statusError(err)
+		return unary(ctx, p, c, method, req, reply, cc, invoker, opts)
 	}
+}
+
+// unary runs one unary RPC through p, classifying each attempt with c.
+func unary(ctx context.Context, p *policy.Pipeline, c *classifier, method string, req, reply any, cc *grpc.ClientConn,
+	invoker grpc.UnaryInvoker, opts []grpc.CallOption) error {
+	err := p.Do(ctx, func(actx context.Context) error {
+		var trailer metadata.MD
+		callOpts := append(opts[:len(opts):len(opts)], grpc.Trailer(&trailer))
+		err := invoker(withAttemptMetadata(actx), method, req, reply, cc, callOpts...)
+		return c.classify(actx, err, trailer)
+	})
+	return statusError(err)
 }
 
 // StreamClientInterceptor carries the attempt metadata of the call path's owner on

@@ -50,6 +50,13 @@ func (s *server) EmptyCall(ctx context.Context, _ *testgrpc.Empty) (*testgrpc.Em
 	return &testgrpc.Empty{}, nil
 }
 
+func (s *server) UnaryCall(ctx context.Context, _ *testgrpc.SimpleRequest) (*testgrpc.SimpleResponse, error) {
+	if _, err := s.EmptyCall(ctx, &testgrpc.Empty{}); err != nil {
+		return nil, err
+	}
+	return &testgrpc.SimpleResponse{}, nil
+}
+
 func (s *server) calls() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()

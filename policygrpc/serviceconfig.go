@@ -1,0 +1,310 @@
+package policygrpc
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+
+	"github.com/backstop-go/backstop/budget"
+	"github.com/backstop-go/backstop/deadline"
+	"github.com/backstop-go/backstop/policy"
+	"github.com/backstop-go/backstop/retry"
+)
+
+// ErrServiceConfig is matched by every error of [ParseServiceConfig].
+var ErrServiceConfig = errors.New("policygrpc: invalid service config")
+
+// MaxServiceConfigAttempts is the most attempts a retryPolicy may make: larger
+// maxAttempts are treated as 5, as gRFC A6 says.
+const MaxServiceConfigAttempts = 5
+
+// ServiceConfig is a gRPC service config's retry settings made into pipelines: one per
+// methodConfig entry, each Wrap(deadline for timeout, the channel's retryThrottling
+// bucket, retry with the GRPC strategy), chosen per call by gRPC's precedence.
+//
+// A ServiceConfig is immutable and safe for concurrent use. Build it with
+// [ParseServiceConfig].
+type ServiceConfig struct {
+	methods  map[string]*methodPolicy // "service/method"
+	services map[string]*methodPolicy // "service"
+	fallback *methodPolicy            // the default entry; nil if none
+	bucket   *budget.TokenBucket      // retryThrottling; nil if none
+}
+
+type methodPolicy struct {
+	p *policy.Pipeline
+	c *classifier
+}
+
+// Budget returns the channel's retryThrottling token bucket, or nil if the config has
+// none. It is shared by every method's pipeline, as A6 says.
+func (c *ServiceConfig) Budget() *budget.TokenBucket { return c.bucket }
+
+// Pipeline returns the pipeline for a full method name ("/pkg.Service/Method"): the
+// entry naming the service and method, else the one naming the service, else the
+// default entry; nil if none applies (the call then runs without a policy).
+func (c *ServiceConfig) Pipeline(fullMethod string) *policy.Pipeline {
+	if m := c.lookup(fullMethod); m != nil {
+		return m.p
+	}
+	return nil
+}
+
+func (c *ServiceConfig) lookup(fullMethod string) *methodPolicy {
+	name := strings.TrimPrefix(fullMethod, "/")
+	if m, ok := c.methods[name]; ok {
+		return m
+	}
+	if i := strings.LastIndexByte(name, '/'); i >= 0 {
+		if m, ok := c.services[name[:i]]; ok {
+			return m
+		}
+	}
+	return c.fallback
+}
+
+// UnaryClientInterceptor runs every unary RPC through the pipeline of its method
+// ([ServiceConfig.Pipeline]), retrying the retryableStatusCodes of that method's
+// retryPolicy; it is [UnaryClientInterceptor] with the config's pipelines.
+func (c *ServiceConfig) UnaryClientInterceptor() grpc.UnaryClientInterceptor {
+	none := newClassifier(Options{RetryableCodes: []codes.Code{}})
+	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		m := c.lookup(method)
+		p, cl := (*policy.Pipeline)(nil), none
+		if m != nil {
+			p, cl = m.p, m.c
+		}
+		return unary(ctx, p, cl, method, req, reply, cc, invoker, opts)
+	}
+}
+
+// DialOptions returns the dial options of a channel whose retries Backstop owns with
+// this config: its interceptor, the metadata-carrying stream interceptor, and
+// grpc.WithDisableRetry() so that grpc-go does not apply the same retryPolicy again.
+func (c *ServiceConfig) DialOptions() []grpc.DialOption {
+	return []grpc.DialOption{
+		grpc.WithChainUnaryInterceptor(c.UnaryClientInterceptor()),
+		grpc.WithChainStreamInterceptor(StreamClientInterceptor()),
+		grpc.WithDisableRetry(),
+	}
+}
+
+// The JSON of the parts of a service config that Backstop reads; other fields (load
+// balancing, message sizes, waitForReady) are accepted and left to grpc-go.
+type (
+	scJSON struct {
+		MethodConfig    []methodConfigJSON `json:"methodConfig"`
+		RetryThrottling json.RawMessage    `json:"retryThrottling"`
+	}
+	methodConfigJSON struct {
+		Name          []nameJSON       `json:"name"`
+		Timeout       *string          `json:"timeout"`
+		RetryPolicy   *retryPolicyJSON `json:"retryPolicy"`
+		HedgingPolicy json.RawMessage  `json:"hedgingPolicy"`
+	}
+	nameJSON struct {
+		Service *string `json:"service"`
+		Method  *string `json:"method"`
+	}
+	retryPolicyJSON struct {
+		MaxAttempts          *int         `json:"maxAttempts"`
+		InitialBackoff       *string      `json:"initialBackoff"`
+		MaxBackoff           *string      `json:"maxBackoff"`
+		BackoffMultiplier    *float64     `json:"backoffMultiplier"`
+		RetryableStatusCodes []codes.Code `json:"retryableStatusCodes"`
+	}
+)
+
+// ParseServiceConfig reads the JSON of a gRPC service config (gRFC A2, A6): each
+// methodConfig entry's timeout becomes an overall deadline and its retryPolicy a retry
+// with the GRPC strategy (maxAttempts, capped at 5; initialBackoff, maxBackoff,
+// backoffMultiplier; retryableStatusCodes by name or number); retryThrottling becomes
+// one token bucket shared by every method of the channel. Names follow gRPC's
+// precedence: service and method, then service, then the default entry (an empty name,
+// or an empty service).
+//
+// The config is validated as gRFC A6 says; an error matches ErrServiceConfig and names
+// the JSON field, e.g. "methodConfig[0].retryPolicy.maxAttempts is 1; want > 1".
+// hedgingPolicy is refused: Backstop does not hedge through a service config.
+func ParseServiceConfig(data []byte) (*ServiceConfig, error) {
+	bad := func(format string, args ...any) (*ServiceConfig, error) {
+		return nil, fmt.Errorf("%w: "+format, append([]any{ErrServiceConfig}, args...)...)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	var sc scJSON
+	if err := dec.Decode(&sc); err != nil {
+		return bad("%v", err)
+	}
+	if dec.More() {
+		return bad("data after the object")
+	}
+	c := &ServiceConfig{methods: map[string]*methodPolicy{}, services: map[string]*methodPolicy{}}
+	if len(sc.RetryThrottling) > 0 && string(sc.RetryThrottling) != "null" {
+		b, err := budget.ParseTokenBucket(sc.RetryThrottling)
+		if err != nil {
+			return bad("retryThrottling: %v", err)
+		}
+		c.bucket = b
+	}
+	seen := map[string]string{}
+	for i, mc := range sc.MethodConfig {
+		field := fmt.Sprintf("methodConfig[%d]", i)
+		m, err := c.method(field, mc)
+		if err != nil {
+			return nil, err
+		}
+		if len(mc.Name) == 0 {
+			return bad("%s.name is empty; want at least one name ({} for the default)", field)
+		}
+		for j, n := range mc.Name {
+			nf := fmt.Sprintf("%s.name[%d]", field, j)
+			svc, meth := deref(n.Service), deref(n.Method)
+			key := svc + "/" + meth
+			if prev, dup := seen[key]; dup {
+				return bad("%s names %q again (first at %s); want each name once", nf, key, prev)
+			}
+			seen[key] = nf
+			switch {
+			case svc == "" && meth != "":
+				return bad("%s has method %q but no service; want a service with a method", nf, meth)
+			case svc == "":
+				c.fallback = m
+			case meth == "":
+				c.services[svc] = m
+			default:
+				c.methods[svc+"/"+meth] = m
+			}
+		}
+	}
+	return c, nil
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// method builds the pipeline of one methodConfig entry.
+func (c *ServiceConfig) method(field string, mc methodConfigJSON) (*methodPolicy, error) {
+	bad := func(format string, args ...any) (*methodPolicy, error) {
+		return nil, fmt.Errorf("%w: %s."+format, append([]any{ErrServiceConfig, field}, args...)...)
+	}
+	if len(mc.HedgingPolicy) > 0 && string(mc.HedgingPolicy) != "null" {
+		return bad("hedgingPolicy is set; Backstop does not hedge through a service config (use retryPolicy)")
+	}
+	var stack []policy.Policy
+	if mc.Timeout != nil {
+		d, err := parseDuration(*mc.Timeout)
+		if err != nil || d <= 0 {
+			return bad("timeout is %q; want a positive duration such as \"1.5s\"", *mc.Timeout)
+		}
+		stack = append(stack, deadline.MustNew(d))
+	}
+	m := &methodPolicy{c: newClassifier(Options{RetryableCodes: []codes.Code{}})}
+	if rp := mc.RetryPolicy; rp != nil {
+		r, codes, err := retryPolicy(field+".retryPolicy", rp)
+		if err != nil {
+			return nil, err
+		}
+		if c.bucket != nil {
+			stack = append(stack, c.bucket)
+		}
+		stack = append(stack, r)
+		m.c = newClassifier(Options{RetryableCodes: codes})
+	}
+	p, err := policy.Wrap(stack...)
+	if err != nil {
+		return bad("%v", err)
+	}
+	m.p = p
+	return m, nil
+}
+
+func retryPolicy(field string, rp *retryPolicyJSON) (*retry.Retry, []codes.Code, error) {
+	bad := func(format string, args ...any) (*retry.Retry, []codes.Code, error) {
+		return nil, nil, fmt.Errorf("%w: %s."+format, append([]any{ErrServiceConfig, field}, args...)...)
+	}
+	switch {
+	case rp.MaxAttempts == nil:
+		return bad("maxAttempts is missing; want an integer > 1")
+	case *rp.MaxAttempts <= 1:
+		return bad("maxAttempts is %d; want > 1", *rp.MaxAttempts)
+	case rp.InitialBackoff == nil:
+		return bad("initialBackoff is missing; want a duration > 0 such as \"0.1s\"")
+	case rp.MaxBackoff == nil:
+		return bad("maxBackoff is missing; want a duration > 0 such as \"1s\"")
+	case rp.BackoffMultiplier == nil:
+		return bad("backoffMultiplier is missing; want a number > 0")
+	case !(*rp.BackoffMultiplier > 0) || math.IsInf(*rp.BackoffMultiplier, 0):
+		return bad("backoffMultiplier is %v; want a finite number > 0", *rp.BackoffMultiplier)
+	case len(rp.RetryableStatusCodes) == 0:
+		return bad("retryableStatusCodes is empty; want at least one code, e.g. [\"UNAVAILABLE\"]")
+	}
+	initial, err := parseDuration(*rp.InitialBackoff)
+	if err != nil || initial <= 0 {
+		return bad("initialBackoff is %q; want a duration > 0 such as \"0.1s\"", *rp.InitialBackoff)
+	}
+	maxB, err := parseDuration(*rp.MaxBackoff)
+	if err != nil || maxB <= 0 {
+		return bad("maxBackoff is %q; want a duration > 0 such as \"1s\"", *rp.MaxBackoff)
+	}
+	if maxB < initial {
+		return bad("maxBackoff %q is below initialBackoff %q; want maxBackoff ≥ initialBackoff", *rp.MaxBackoff, *rp.InitialBackoff)
+	}
+	for i, code := range rp.RetryableStatusCodes {
+		if code == codes.OK || code > codes.Unauthenticated {
+			return bad("retryableStatusCodes[%d] is %v; want a status code other than OK", i, code)
+		}
+	}
+	// A6's backoff is initial·multiplier^(n−1) jittered; Backstop's GRPC strategy needs
+	// a multiplier ≥ 1, so a shrinking one (allowed by A6) holds the delay at initial.
+	mult := max(*rp.BackoffMultiplier, 1)
+	r, err := retry.New(retry.Options{
+		MaxAttempts: min(*rp.MaxAttempts, MaxServiceConfigAttempts),
+		Base:        initial,
+		Cap:         maxB,
+		Strategy:    retry.GRPC{Multiplier: mult},
+	})
+	if err != nil {
+		return bad("%v", err)
+	}
+	return r, rp.RetryableStatusCodes, nil
+}
+
+// protoDuration is the JSON form of google.protobuf.Duration: seconds with up to nine
+// decimals and an "s".
+var protoDuration = regexp.MustCompile(`^(-?)([0-9]+)(?:\.([0-9]{1,9}))?s$`)
+
+// parseDuration reads a google.protobuf.Duration in its JSON form ("1.5s").
+func parseDuration(s string) (time.Duration, error) {
+	m := protoDuration.FindStringSubmatch(s)
+	if m == nil {
+		return 0, fmt.Errorf("%q is not a duration like \"1.5s\"", s)
+	}
+	secs, err := strconv.ParseInt(m[2], 10, 64)
+	if err != nil || secs > math.MaxInt64/int64(time.Second)-1 {
+		return 0, fmt.Errorf("%q is out of range", s)
+	}
+	d := time.Duration(secs) * time.Second
+	if m[3] != "" {
+		frac := m[3] + strings.Repeat("0", 9-len(m[3]))
+		ns, _ := strconv.ParseInt(frac, 10, 64)
+		d += time.Duration(ns)
+	}
+	if m[1] == "-" {
+		d = -d
+	}
+	return d, nil
+}

@@ -1,0 +1,139 @@
+package policygrpc_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc/codes"
+	testgrpc "google.golang.org/grpc/interop/grpc_testing"
+	"google.golang.org/grpc/status"
+
+	"github.com/backstop-go/backstop/policygrpc"
+)
+
+// a6Example is the service config of gRFC A6's examples: a retryPolicy for one
+// service, a timeout, and retryThrottling.
+const a6Example = `{
+  "loadBalancingConfig": [{"round_robin": {}}],
+  "methodConfig": [{
+    "name": [{"service": "grpc.testing.TestService"}],
+    "timeout": "1.5s",
+    "waitForReady": true,
+    "retryPolicy": {
+      "maxAttempts": 4,
+      "initialBackoff": "0.1s",
+      "maxBackoff": "1s",
+      "backoffMultiplier": 2,
+      "retryableStatusCodes": ["UNAVAILABLE"]
+    }
+  }, {
+    "name": [{"service": "grpc.testing.TestService", "method": "UnaryCall"}],
+    "retryPolicy": {
+      "maxAttempts": 9,
+      "initialBackoff": "0.01s",
+      "maxBackoff": "0.01s",
+      "backoffMultiplier": 1,
+      "retryableStatusCodes": ["ABORTED", 14]
+    }
+  }, {
+    "name": [{}],
+    "timeout": "30s"
+  }],
+  "retryThrottling": {"maxTokens": 10, "tokenRatio": 0.1}
+}`
+
+func TestParseServiceConfig_A6Example(t *testing.T) {
+	c, err := policygrpc.ParseServiceConfig([]byte(a6Example))
+	require.NoError(t, err)
+	require.NotNil(t, c.Budget())
+	require.Equal(t, 10.0, c.Budget().MaxTokens())
+	require.Equal(t, "deadline → budget → retry", c.Pipeline("/grpc.testing.TestService/EmptyCall").String(), "service entry")
+	require.Equal(t, "budget → retry", c.Pipeline("/grpc.testing.TestService/UnaryCall").String(), "method entry beats service entry")
+	require.Equal(t, "deadline", c.Pipeline("/other.Service/Call").String(), "default entry")
+
+	// End to end on a real server, through the service entry: 4 attempts.
+	s := serve(t, &server{answer: always(status.Error(codes.Unavailable, "down"))})
+	client := dial(t, s.addr, c.DialOptions()...)
+	_, err = client.EmptyCall(context.Background(), &testgrpc.Empty{})
+	require.Equal(t, codes.Unavailable, status.Code(err))
+	// 10 tokens: the budget allows retries while tokens > 5, so of EmptyCall's 4
+	// attempts all run (tokens 10 → 6 after 4 failures).
+	require.Equal(t, 4, s.calls())
+	require.InDelta(t, 6.0, c.Budget().Tokens(), 1e-9)
+
+	// Through the method entry: its maxAttempts 9 is capped at 5, and its codes, given
+	// by name (ABORTED) and by number (14, UNAVAILABLE), are both retried. The bucket
+	// is the channel's, shared: it is refilled first so that it allows the retries.
+	for range 40 {
+		c.Budget().OnSuccess()
+	}
+	for _, code := range []codes.Code{codes.Aborted, codes.Unavailable} {
+		s := serve(t, &server{answer: always(status.Error(code, "busy"))})
+		client := dial(t, s.addr, c.DialOptions()...)
+		_, err := client.UnaryCall(context.Background(), &testgrpc.SimpleRequest{})
+		require.Equal(t, code, status.Code(err))
+		require.Equal(t, policygrpc.MaxServiceConfigAttempts, s.calls(), "%v: maxAttempts 9 capped at 5", code)
+		for range 60 {
+			c.Budget().OnSuccess()
+		}
+	}
+}
+
+func TestParseServiceConfig_RefusesWhatA6Refuses(t *testing.T) {
+	rp := func(body string) string {
+		return `{"methodConfig": [{"name": [{"service": "s"}], "retryPolicy": {` + body + `}}]}`
+	}
+	const ok = `"maxAttempts": 3, "initialBackoff": "0.1s", "maxBackoff": "1s", "backoffMultiplier": 2, "retryableStatusCodes": ["UNAVAILABLE"]`
+	for _, tt := range []struct{ json, field string }{
+		{rp(strings.Replace(ok, `"maxAttempts": 3`, `"maxAttempts": 1`, 1)), "methodConfig[0].retryPolicy.maxAttempts is 1"},
+		{rp(strings.Replace(ok, `"maxAttempts": 3, `, ``, 1)), "methodConfig[0].retryPolicy.maxAttempts is missing"},
+		{rp(strings.Replace(ok, `"0.1s"`, `"0s"`, 1)), "initialBackoff is \"0s\""},
+		{rp(strings.Replace(ok, `"0.1s"`, `"100ms"`, 1)), "initialBackoff is \"100ms\""},
+		{rp(strings.Replace(ok, `"1s"`, `"0.01s"`, 1)), "maxBackoff \"0.01s\" is below initialBackoff"},
+		{rp(strings.Replace(ok, `"backoffMultiplier": 2`, `"backoffMultiplier": 0`, 1)), "backoffMultiplier is 0"},
+		{rp(strings.Replace(ok, `["UNAVAILABLE"]`, `[]`, 1)), "retryableStatusCodes is empty"},
+		{rp(strings.Replace(ok, `["UNAVAILABLE"]`, `["OK"]`, 1)), "retryableStatusCodes[0] is OK"},
+		{rp(strings.Replace(ok, `["UNAVAILABLE"]`, `["NOT_A_CODE"]`, 1)), "invalid"},
+		{`{"methodConfig": [{"name": [{"method": "m"}]}]}`, "methodConfig[0].name[0] has method \"m\" but no service"},
+		{`{"methodConfig": [{"name": [{"service": "s"}]}, {"name": [{"service": "s"}]}]}`, "methodConfig[1].name[0] names \"s/\" again"},
+		{`{"methodConfig": [{"name": [{"service": "s"}], "timeout": "-1s"}]}`, "methodConfig[0].timeout is \"-1s\""},
+		{`{"methodConfig": [{"name": [{"service": "s"}], "hedgingPolicy": {"maxAttempts": 2}}]}`, "hedgingPolicy is set"},
+		{`{"methodConfig": [{"name": []}]}`, "methodConfig[0].name is empty"},
+		{`{"retryThrottling": {"maxTokens": 0, "tokenRatio": 0.1}}`, "retryThrottling"},
+		{`{"methodConfig": 5}`, "invalid service config"},
+		{`{} {}`, "data after the object"},
+	} {
+		_, err := policygrpc.ParseServiceConfig([]byte(tt.json))
+		if !errors.Is(err, policygrpc.ErrServiceConfig) || !strings.Contains(err.Error(), tt.field) {
+			t.Errorf("ParseServiceConfig(%s) = %v; want ErrServiceConfig naming %q", tt.json, err, tt.field)
+		}
+	}
+}
+
+// FuzzParseServiceConfig: any input either fails with ErrServiceConfig or gives a
+// config whose pipelines can be looked up for any method.
+func FuzzParseServiceConfig(f *testing.F) {
+	for _, s := range []string{
+		a6Example, `{}`, `null`, `[]`,
+		`{"methodConfig": [{"name": [{}], "timeout": "0.000000001s"}]}`,
+		`{"methodConfig": [{"name": [{"service": "s", "method": "m"}], "timeout": "99999999999999999999s"}]}`,
+		`{"methodConfig": [{"name": [{"service": "s"}], "retryPolicy": {"maxAttempts": 1000000, "initialBackoff": "1s", "maxBackoff": "1s", "backoffMultiplier": 1e308, "retryableStatusCodes": [16]}}]}`,
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		c, err := policygrpc.ParseServiceConfig([]byte(s))
+		if err != nil {
+			if !errors.Is(err, policygrpc.ErrServiceConfig) {
+				t.Fatalf("ParseServiceConfig(%q) = %v; want ErrServiceConfig", s, err)
+			}
+			return
+		}
+		for _, m := range []string{"/s/m", "/grpc.testing.TestService/EmptyCall", "", "/"} {
+			_ = c.Pipeline(m).String()
+		}
+	})
+}
