@@ -67,8 +67,8 @@ func unary(ctx context.Context, p *policy.Pipeline, c *classifier, method string
 }
 
 // StreamClientInterceptor carries the attempt metadata of the call path's owner on
-// every stream, so that the server below sees the ownership. It does not retry: a
-// stream's attempts are not replayed yet.
+// every stream, so that the server below sees the ownership, and does nothing else;
+// [RetryStreamClientInterceptor] runs streams through a pipeline.
 func StreamClientInterceptor() grpc.StreamClientInterceptor {
 	return func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
 		return streamer(withAttemptMetadata(ctx), desc, cc, method, opts...)
@@ -76,14 +76,15 @@ func StreamClientInterceptor() grpc.StreamClientInterceptor {
 }
 
 // DialOptions returns the dial options of a channel whose retries Backstop owns: the
-// interceptors, and grpc.WithDisableRetry(), so that grpc-go's built-in retry (a
-// service config's retryPolicy) does not retry the same calls a second time. A
-// channel must have one owner; build the pipeline from the service config instead with
+// unary and stream interceptors running p (streams with the default replay buffer),
+// and grpc.WithDisableRetry(), so that grpc-go's built-in retry (a service config's
+// retryPolicy) does not retry the same calls a second time. A channel must have one
+// owner; build the pipelines from the service config instead with
 // [ParseServiceConfig].
 func DialOptions(p *policy.Pipeline, o Options) []grpc.DialOption {
 	return []grpc.DialOption{
 		grpc.WithChainUnaryInterceptor(UnaryClientInterceptor(p, o)),
-		grpc.WithChainStreamInterceptor(StreamClientInterceptor()),
+		grpc.WithChainStreamInterceptor(RetryStreamClientInterceptor(p, StreamOptions{Options: o})),
 		grpc.WithDisableRetry(),
 	}
 }

@@ -17,8 +17,10 @@
 //	p, err := policy.Wrap(deadline, breaker, budget, retry, perAttempt)
 //	conn, err := grpc.NewClient(target, policygrpc.DialOptions(p)...)
 //
-// Streams are not retried yet: [StreamClientInterceptor] only carries the attempt
-// metadata of an owner on the call path, so that servers below see the ownership.
+// [RetryStreamClientInterceptor] retries streams as A6 says: only until the stream
+// commits (a response header or message received, or more sent than the replay buffer
+// holds), replaying the messages sent on each new attempt. After the commit, errors
+// are the caller's.
 //
 // # Server
 //

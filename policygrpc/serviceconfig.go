@@ -88,13 +88,27 @@ func (c *ServiceConfig) UnaryClientInterceptor() grpc.UnaryClientInterceptor {
 	}
 }
 
+// StreamClientInterceptor runs every stream through the pipeline of its method, as
+// [RetryStreamClientInterceptor] does, with the default replay buffer.
+func (c *ServiceConfig) StreamClientInterceptor() grpc.StreamClientInterceptor {
+	none := newClassifier(Options{RetryableCodes: []codes.Code{}})
+	limit := replayLimit(0)
+	return func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+		m := c.lookup(method)
+		if m == nil {
+			return newRetryStream(ctx, nil, none, limit, desc, cc, method, streamer, opts)
+		}
+		return newRetryStream(ctx, m.p, m.c, limit, desc, cc, method, streamer, opts)
+	}
+}
+
 // DialOptions returns the dial options of a channel whose retries Backstop owns with
-// this config: its interceptor, the metadata-carrying stream interceptor, and
-// grpc.WithDisableRetry() so that grpc-go does not apply the same retryPolicy again.
+// this config: its unary and stream interceptors, and grpc.WithDisableRetry() so that
+// grpc-go does not apply the same retryPolicy again.
 func (c *ServiceConfig) DialOptions() []grpc.DialOption {
 	return []grpc.DialOption{
 		grpc.WithChainUnaryInterceptor(c.UnaryClientInterceptor()),
-		grpc.WithChainStreamInterceptor(StreamClientInterceptor()),
+		grpc.WithChainStreamInterceptor(c.StreamClientInterceptor()),
 		grpc.WithDisableRetry(),
 	}
 }

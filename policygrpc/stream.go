@@ -1,0 +1,290 @@
+package policygrpc
+
+import (
+	"context"
+	"errors"
+	"io"
+	"sync"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/backstop-go/backstop/policy"
+)
+
+// DefaultMaxReplayBytes is how much of a stream's sent messages is kept for replay
+// before the stream commits: 256 KiB, grpc-go's per-RPC retry buffer.
+const DefaultMaxReplayBytes = 256 << 10
+
+// StreamOptions configure [RetryStreamClientInterceptor]. The zero value is valid.
+type StreamOptions struct {
+	Options
+	// MaxReplayBytes bounds the messages kept to replay on a retry; 0 means
+	// DefaultMaxReplayBytes. A stream whose sent messages exceed it commits: it is not
+	// retried any more (gRFC A6). Negative means no buffer: the stream commits at its
+	// first message sent.
+	MaxReplayBytes int
+}
+
+// RetryStreamClientInterceptor runs every stream through p, retried as gRFC A6 says:
+// only until the stream commits — the first response header or message received, or
+// the messages sent exceeding o.MaxReplayBytes. Until then the messages sent are kept
+// and replayed, in order, on each new attempt (with CloseSend if it was called), and a
+// failed attempt's status is classified as for unary calls (codes, pushback). After
+// the commit, errors reach the caller untouched.
+//
+// The pipeline's deadlines bound the whole stream, as the caller's context does; the
+// stream's resources are released when RecvMsg returns an error (io.EOF included) or
+// the caller's context ends, as grpc-go requires of every stream.
+func RetryStreamClientInterceptor(p *policy.Pipeline, o StreamOptions) grpc.StreamClientInterceptor {
+	c := newClassifier(o.Options)
+	limit := replayLimit(o.MaxReplayBytes)
+	return func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+		return newRetryStream(ctx, p, c, limit, desc, cc, method, streamer, opts)
+	}
+}
+
+func replayLimit(n int) int {
+	switch {
+	case n == 0:
+		return DefaultMaxReplayBytes
+	case n < 0:
+		return 0
+	}
+	return n
+}
+
+// newRetryStream opens a stream whose attempts p makes, classified by c.
+func newRetryStream(ctx context.Context, p *policy.Pipeline, c *classifier, limit int, desc *grpc.StreamDesc,
+	cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts []grpc.CallOption) (grpc.ClientStream, error) {
+	rctx, rel := policy.WithReleaser(ctx)
+	s := &retryStream{ctx: ctx, limit: limit, release: rel.Release}
+	s.cond = sync.NewCond(&s.mu)
+	open := func(actx context.Context) error {
+		cs, err := streamer(withAttemptMetadata(actx), desc, cc, method, opts...)
+		if err != nil {
+			return c.classify(actx, err, nil)
+		}
+		failed := s.attempt(cs)
+		if failed == nil {
+			return nil // committed
+		}
+		return c.classify(actx, failed, cs.Trailer())
+	}
+	go func() {
+		err := p.Do(rctx, open)
+		s.mu.Lock()
+		s.done, s.final = true, statusError(err)
+		s.cond.Broadcast()
+		s.mu.Unlock()
+		if err != nil {
+			rel.Release()
+		}
+	}()
+	// Wait for the first attempt's stream, or the pipeline's refusal.
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for s.cur == nil && !s.done {
+		s.cond.Wait()
+	}
+	if s.cur == nil {
+		return nil, s.final
+	}
+	return s, nil
+}
+
+// retryStream is a grpc.ClientStream whose attempts a pipeline makes.
+type retryStream struct {
+	ctx     context.Context
+	limit   int
+	release func()
+
+	mu         sync.Mutex // guards the fields below
+	cond       *sync.Cond
+	cur        grpc.ClientStream // the current attempt's stream
+	gen        int               // attempts opened
+	sent       []any             // messages sent before the commit, to replay
+	sentBytes  int
+	closedSend bool
+	committed  bool
+	failGen    int   // the attempt a caller's operation saw fail
+	failErr    error // and how
+	done       bool  // the pipeline returned
+	final      error // what it returned, as a status error
+}
+
+// attempt runs on the pipeline's goroutine: it replays what was sent on cs, makes cs
+// the current stream, and waits until the stream commits (nil), this attempt fails, or
+// the caller's context ends. It sends outside the lock: messages the caller sends
+// meanwhile are kept and replayed in turn, so the order holds.
+func (s *retryStream) attempt(cs grpc.ClientStream) error {
+	for n := 0; ; {
+		s.mu.Lock()
+		msgs := s.sent[n:]
+		if len(msgs) == 0 || s.committed {
+			s.gen++
+			s.cur = cs
+			break // still locked: no message can slip in between
+		}
+		s.mu.Unlock()
+		for _, m := range msgs {
+			if err := cs.SendMsg(m); err != nil {
+				break // the stream failed: RecvMsg says how
+			}
+		}
+		n += len(msgs)
+	}
+	gen, closed := s.gen, s.closedSend
+	s.cond.Broadcast()
+	s.mu.Unlock()
+	if closed {
+		_ = cs.CloseSend()
+	}
+
+	stop := context.AfterFunc(s.ctx, func() {
+		s.mu.Lock()
+		s.cond.Broadcast()
+		s.mu.Unlock()
+	})
+	defer stop()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for !s.committed && s.failGen != gen && s.ctx.Err() == nil {
+		s.cond.Wait()
+	}
+	switch {
+	case s.committed:
+		return nil
+	case s.failGen == gen:
+		return s.failErr
+	}
+	return s.ctx.Err()
+}
+
+// commitLocked ends the retrying: what happens to this stream from now on is the
+// caller's.
+func (s *retryStream) commitLocked() {
+	if !s.committed {
+		s.committed = true
+		s.sent = nil
+		s.cond.Broadcast()
+	}
+}
+
+// failed reports that attempt gen failed with err before the commit and waits for the
+// next attempt's stream; it returns false if there is none (the pipeline gave up).
+func (s *retryStream) failed(gen int, err error) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.gen == gen && !s.committed {
+		s.failGen, s.failErr = gen, err
+		s.cond.Broadcast()
+	}
+	for s.gen == gen && !s.done {
+		s.cond.Wait()
+	}
+	return s.gen != gen
+}
+
+// current returns the current stream, its attempt and whether the stream committed.
+func (s *retryStream) current() (grpc.ClientStream, int, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cur, s.gen, s.committed
+}
+
+func (s *retryStream) Header() (md metadata.MD, err error) {
+	for {
+		cs, gen, committed := s.current()
+		md, err = cs.Header()
+		if err == nil {
+			s.mu.Lock()
+			s.commitLocked()
+			s.mu.Unlock()
+			return md, nil
+		}
+		if committed || !s.failed(gen, err) {
+			return nil, s.finalOr(err)
+		}
+	}
+}
+
+func (s *retryStream) Trailer() metadata.MD {
+	cs, _, _ := s.current()
+	return cs.Trailer()
+}
+
+func (s *retryStream) CloseSend() error {
+	s.mu.Lock()
+	s.closedSend = true
+	cs := s.cur
+	s.mu.Unlock()
+	return cs.CloseSend()
+}
+
+func (s *retryStream) Context() context.Context {
+	cs, _, _ := s.current()
+	return cs.Context()
+}
+
+func (s *retryStream) SendMsg(m any) error {
+	s.mu.Lock()
+	if !s.committed {
+		size := s.limit + 1 // a message that cannot be measured cannot be kept
+		if pm, ok := m.(proto.Message); ok {
+			size = proto.Size(pm)
+		}
+		if s.sentBytes+size > s.limit {
+			s.commitLocked() // too much to replay: no more retries (A6)
+		} else {
+			s.sent = append(s.sent, m)
+			s.sentBytes += size
+		}
+	}
+	cs, committed := s.cur, s.committed
+	s.mu.Unlock()
+	err := cs.SendMsg(m)
+	if err != nil && !committed {
+		return nil // kept for the next attempt; RecvMsg tells how this one ended
+	}
+	return err
+}
+
+func (s *retryStream) RecvMsg(m any) error {
+	for {
+		cs, gen, committed := s.current()
+		err := cs.RecvMsg(m)
+		switch {
+		case err == nil:
+			s.mu.Lock()
+			s.commitLocked()
+			s.mu.Unlock()
+			return nil
+		case errors.Is(err, io.EOF):
+			// The server ended the stream with OK: commit, the call succeeded.
+			s.mu.Lock()
+			s.commitLocked()
+			s.mu.Unlock()
+			s.release()
+			return err
+		case committed:
+			s.release()
+			return err
+		}
+		if !s.failed(gen, err) {
+			s.release()
+			return s.finalOr(err)
+		}
+	}
+}
+
+// finalOr returns the pipeline's final error if it gave up, else err.
+func (s *retryStream) finalOr(err error) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.done && s.final != nil {
+		return s.final
+	}
+	return err
+}
