@@ -6,13 +6,22 @@ replace github.com/backstop-go/backstop => ../
 
 require (
 	github.com/backstop-go/backstop v0.0.0-00010101000000-000000000000
+	github.com/backstop-go/backstop/policygrpc v0.0.0-00010101000000-000000000000
 	github.com/cenkalti/backoff/v5 v5.0.3
 	github.com/failsafe-go/failsafe-go v0.9.8
 	github.com/sony/gobreaker/v2 v2.4.0
+	google.golang.org/grpc v1.83.2
 )
 
 require (
 	github.com/bits-and-blooms/bitset v1.24.4 // indirect
 	github.com/influxdata/tdigest v0.0.1 // indirect
+	golang.org/x/net v0.58.0 // indirect
+	golang.org/x/sys v0.47.0 // indirect
+	golang.org/x/text v0.41.0 // indirect
 	golang.org/x/time v0.15.0 // indirect
+	google.golang.org/genproto/googleapis/rpc v0.0.0-20260526163538-3dc84a4a5aaa // indirect
+	google.golang.org/protobuf v1.36.12 // indirect
 )
+
+replace github.com/backstop-go/backstop/policygrpc => ../policygrpc

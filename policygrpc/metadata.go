@@ -28,23 +28,45 @@ const (
 // removed, even if the caller copied them from an incoming call.
 func withAttemptMetadata(ctx context.Context) context.Context {
 	n, upstream, owned := policy.Attempt(ctx)
-	md, _ := metadata.FromOutgoingContext(ctx)
-	if !owned && md.Len() == 0 {
-		return ctx
+	if owned && upstream {
+		n = 1
 	}
-	md = md.Copy()
-	md.Delete(MetadataAttempt)
+	md, ok := metadata.FromOutgoingContext(ctx)
+	if !ok {
+		// The common case: no outgoing metadata yet, nothing to remove.
+		switch {
+		case !owned:
+			return ctx
+		case n > 1:
+			return metadata.AppendToOutgoingContext(ctx, MetadataAttempt, count(n), MetadataPreviousAttempts, count(n-1))
+		}
+		return metadata.AppendToOutgoingContext(ctx, MetadataAttempt, count(n))
+	}
+	md.Delete(MetadataAttempt) // md is a copy: FromOutgoingContext copies
 	md.Delete(MetadataPreviousAttempts)
 	if owned {
-		if upstream {
-			n = 1
-		}
-		md.Set(MetadataAttempt, strconv.Itoa(n))
+		md.Set(MetadataAttempt, count(n))
 		if n > 1 {
-			md.Set(MetadataPreviousAttempts, strconv.Itoa(n-1))
+			md.Set(MetadataPreviousAttempts, count(n-1))
 		}
 	}
 	return metadata.NewOutgoingContext(ctx, md)
+}
+
+// counts are the decimal forms of small attempt numbers, so that marking an attempt
+// formats nothing.
+var counts = func() (c [17]string) {
+	for i := range c {
+		c[i] = strconv.Itoa(i)
+	}
+	return c
+}()
+
+func count(n int) string {
+	if n >= 0 && n < len(counts) {
+		return counts[n]
+	}
+	return strconv.Itoa(n)
 }
 
 // attemptOf reads the attempt metadata of an incoming call with policy.ParseAttempt.

@@ -1,0 +1,38 @@
+package policygrpc_test
+
+import (
+	"fmt"
+
+	"github.com/backstop-go/backstop/policygrpc"
+)
+
+// A channel configured for grpc-go's built-in retry moves to Backstop unchanged: the
+// service config becomes one pipeline per methodConfig entry, sharing the channel's
+// retryThrottling bucket. Dial with cfg.DialOptions() so the channel has one owner.
+func ExampleParseServiceConfig() {
+	cfg, err := policygrpc.ParseServiceConfig([]byte(`{
+	  "methodConfig": [{
+	    "name": [{"service": "orders.Orders"}],
+	    "timeout": "2s",
+	    "retryPolicy": {"maxAttempts": 4, "initialBackoff": "0.1s", "maxBackoff": "1s",
+	                    "backoffMultiplier": 2, "retryableStatusCodes": ["UNAVAILABLE"]}
+	  }],
+	  "retryThrottling": {"maxTokens": 10, "tokenRatio": 0.1}
+	}`))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(cfg.Pipeline("/orders.Orders/Get"))
+	fmt.Println(cfg.Pipeline("/other.Service/Get"))
+	fmt.Println(cfg.Budget().MaxTokens())
+
+	_, err = policygrpc.ParseServiceConfig([]byte(`{"methodConfig": [{"name": [{"service": "s"}],
+	  "retryPolicy": {"maxAttempts": 1}}]}`))
+	fmt.Println(err)
+	// Output:
+	// deadline → budget → retry
+	// (nil pipeline)
+	// 10
+	// policygrpc: invalid service config: methodConfig[0].retryPolicy.maxAttempts is 1; want > 1
+}
