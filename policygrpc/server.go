@@ -72,6 +72,44 @@ type ShedOptions struct {
 // 1) are sheddable, so they are shed first; the handler's context is marked as owned
 // upstream as with [UnaryServerInterceptor]. Every RPC is served or answered.
 func ShedUnaryServerInterceptor(s *shed.Shedder, o ShedOptions) (grpc.UnaryServerInterceptor, error) {
+	a, err := newAdmitter(s, o)
+	if err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		ctx, permit, err := a.admit(ctx, info.FullMethod, func(md metadata.MD) { _ = grpc.SetTrailer(ctx, md) })
+		if err != nil {
+			return nil, err
+		}
+		defer permit.Release()
+		return handler(ctx, req)
+	}, nil
+}
+
+// ShedStreamServerInterceptor is [ShedUnaryServerInterceptor] for streams: a stream
+// holds its slot until its handler returns.
+func ShedStreamServerInterceptor(s *shed.Shedder, o ShedOptions) (grpc.StreamServerInterceptor, error) {
+	a, err := newAdmitter(s, o)
+	if err != nil {
+		return nil, err
+	}
+	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+		ctx, permit, err := a.admit(ss.Context(), info.FullMethod, ss.SetTrailer)
+		if err != nil {
+			return err
+		}
+		defer permit.Release()
+		return handler(srv, &ctxStream{ServerStream: ss, ctx: ctx})
+	}, nil
+}
+
+// admitter is the admission shared by the shedding interceptors.
+type admitter struct {
+	s *shed.Shedder
+	o ShedOptions
+}
+
+func newAdmitter(s *shed.Shedder, o ShedOptions) (*admitter, error) {
 	switch o.RejectCode {
 	case codes.OK:
 		o.RejectCode = codes.ResourceExhausted
@@ -80,24 +118,27 @@ func ShedUnaryServerInterceptor(s *shed.Shedder, o ShedOptions) (grpc.UnaryServe
 		return nil, fmt.Errorf("policygrpc: ShedOptions.RejectCode is %v; want RESOURCE_EXHAUSTED or UNAVAILABLE", o.RejectCode)
 	}
 	if s == nil {
-		return nil, fmt.Errorf("policygrpc: ShedUnaryServerInterceptor: the Shedder is nil")
+		return nil, fmt.Errorf("policygrpc: shedding interceptor: the Shedder is nil")
 	}
-	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-		ctx, n := owned(ctx)
-		p := shed.PriorityDefault
-		if o.Priority != nil {
-			p = o.Priority(ctx, info.FullMethod)
-		}
-		if n > 1 {
-			p = min(p, shed.PrioritySheddable)
-		}
-		permit, why := s.Admit(ctx, p)
-		if why != shed.ReasonNone {
-			ms := strconv.Itoa(s.RetryAfter() * 1000)
-			_ = grpc.SetTrailer(ctx, metadata.Pairs(MetadataPushback, ms))
-			return nil, status.Errorf(o.RejectCode, "shed: %s refused the call (%s); retry after %s ms", s.Name(), why, ms)
-		}
-		defer permit.Release()
-		return handler(ctx, req)
-	}, nil
+	return &admitter{s: s, o: o}, nil
+}
+
+// admit marks ctx as owned upstream if the call says so and admits the call, or
+// refuses it with the reject status after setting the pushback trailer.
+func (a *admitter) admit(ctx context.Context, method string, setTrailer func(metadata.MD)) (context.Context, shed.Permit, error) {
+	ctx, n := owned(ctx)
+	p := shed.PriorityDefault
+	if a.o.Priority != nil {
+		p = a.o.Priority(ctx, method)
+	}
+	if n > 1 {
+		p = min(p, shed.PrioritySheddable)
+	}
+	permit, why := a.s.Admit(ctx, p)
+	if why != shed.ReasonNone {
+		ms := strconv.Itoa(a.s.RetryAfter() * 1000)
+		setTrailer(metadata.Pairs(MetadataPushback, ms))
+		return ctx, permit, status.Errorf(a.o.RejectCode, "shed: %s refused the call (%s); retry after %s ms", a.s.Name(), why, ms)
+	}
+	return ctx, permit, nil
 }

@@ -2,6 +2,7 @@ package policygrpc_test
 
 import (
 	"context"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -198,4 +199,33 @@ func TestUnaryServerInterceptor_EnvoyAndBackstopMetadata(t *testing.T) {
 		require.NoError(t, err)
 	}
 	require.Equal(t, []seen{{2, true}, {3, true}, {4, true}, {0, false}}, got)
+}
+
+// TestShedStream_HoldsItsSlotUntilTheHandlerReturns: with one slot, a second stream
+// is refused with RESOURCE_EXHAUSTED and a pushback while the first is open.
+func TestShedStream_HoldsItsSlotUntilTheHandlerReturns(t *testing.T) {
+	s := shed.MustNew(shed.Options{Limit: 1, MaxQueue: -1})
+	ic, err := policygrpc.ShedStreamServerInterceptor(s, policygrpc.ShedOptions{RejectCode: codes.Unavailable})
+	require.NoError(t, err)
+	srv := &streams{}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	g := grpc.NewServer(grpc.ChainStreamInterceptor(ic))
+	testgrpc.RegisterTestServiceServer(g, srv)
+	go g.Serve(ln) //nolint:errcheck // ends with Stop
+	defer g.Stop()
+	c := dial(t, ln.Addr().String())
+
+	first, err := c.StreamingInputCall(context.Background())
+	require.NoError(t, err)
+	require.NoError(t, first.Send(&testgrpc.StreamingInputCallRequest{Payload: payload(1)}))
+	waitFor(t, func() bool { return s.InFlight() == 1 })
+	second, err := c.StreamingInputCall(context.Background())
+	require.NoError(t, err)
+	_, err = second.CloseAndRecv()
+	require.Equal(t, codes.Unavailable, status.Code(err), "the configured reject code")
+	require.NotEmpty(t, second.Trailer().Get(policygrpc.MetadataPushback))
+	_, err = first.CloseAndRecv()
+	require.NoError(t, err)
+	require.Equal(t, 1, srv.attempts, "the refused stream never reached the handler")
 }
