@@ -171,6 +171,7 @@ type Breaker struct {
 	jitter   float64
 	rand     policy.Rand
 	onChange func(name string, from, to State)
+	trip     string // when it trips, for ExplainStage
 
 	cb      atomic.Pointer[gobreaker.CircuitBreaker[struct{}]]
 	forced  atomic.Bool
@@ -233,6 +234,7 @@ func New(name string, o Options) (*Breaker, error) {
 	if s.IsExcluded == nil {
 		s.IsExcluded = DefaultIsExcluded
 	}
+	var trip string
 	if o.FailureRatio == 0 {
 		switch {
 		case o.MinRequests != 0:
@@ -247,6 +249,7 @@ func New(name string, o Options) (*Breaker, error) {
 			n = DefaultConsecutiveFailures
 		}
 		s.ReadyToTrip = func(c gobreaker.Counts) bool { return c.ConsecutiveFailures >= n }
+		trip = fmt.Sprintf("trips after %d failures in a row", n)
 	} else {
 		switch {
 		case math.IsNaN(o.FailureRatio) || o.FailureRatio < 0 || o.FailureRatio > 1:
@@ -271,6 +274,7 @@ func New(name string, o Options) (*Breaker, error) {
 			return bad("Window %v is shorter than %d buckets of 1ns", o.Window, o.Buckets)
 		}
 		ratio, min := o.FailureRatio, o.MinRequests
+		trip = fmt.Sprintf("trips when %v%% or more of the calls of the last %v fail, once %d are counted", ratio*100, o.Window, min)
 		s.Interval = o.Window
 		s.BucketPeriod = o.Window / time.Duration(o.Buckets)
 		s.ReadyToTrip = func(c gobreaker.Counts) bool {
@@ -278,13 +282,13 @@ func New(name string, o Options) (*Breaker, error) {
 			return n >= min && float64(c.TotalFailures) >= ratio*float64(n)
 		}
 	}
-	trip := s.ReadyToTrip
+	ready := s.ReadyToTrip
 	b := &Breaker{name: name, settings: s, timeout: o.OpenTimeout, jitter: o.OpenJitter, rand: policy.RandOr(o.Rand),
-		onChange:    o.OnStateChange,
+		onChange: o.OnStateChange, trip: trip,
 		halfOpenErr: &OpenError{Name: name, HalfOpen: true}, forcedErr: &OpenError{Name: name, Forced: true}}
 	// Keep the counts that trip the breaker: gobreaker clears them as it opens.
 	b.settings.ReadyToTrip = func(c gobreaker.Counts) bool {
-		if !trip(c) {
+		if !ready(c) {
 			return false
 		}
 		tc := Counts(c)
@@ -556,4 +560,17 @@ func MustNew(name string, o Options) *Breaker {
 		panic(err)
 	}
 	return b
+}
+
+// ExplainStage implements policy.StageExplainer.
+func (b *Breaker) ExplainStage() policy.Stage {
+	open := b.timeout.String()
+	if b.jitter > 0 {
+		open = fmt.Sprintf("%v to %v", b.timeout, b.timeout+time.Duration(b.jitter*float64(b.timeout)))
+	}
+	return policy.Stage{
+		Summary: fmt.Sprintf("breaker %q %s (the caller's cancellation, refusals and client faults do not count); "+
+			"stays open %s, then lets %d probe(s) through", b.name, b.trip, open, b.settings.MaxRequests),
+		Refusal: fmt.Sprintf("breaker %q, open, ends the call before any attempt (breaker.ErrOpen, with the time it reopens)", b.name),
+	}
 }

@@ -190,3 +190,13 @@ func (e *Error) Is(target error) bool {
 
 // Timeout reports true, as net.Error does for timeouts.
 func (e *Error) Timeout() bool { return true }
+
+// ExplainStage implements policy.StageExplainer.
+func (d *Deadline) ExplainStage() policy.Stage {
+	if d.perAttempt {
+		return policy.Stage{Limit: d.limit,
+			Summary: fmt.Sprintf("each attempt ends after %v; the retry above may retry a timed-out attempt", d.limit)}
+	}
+	return policy.Stage{Limit: d.limit,
+		Summary: fmt.Sprintf("the whole call, every attempt and sleep included, ends after %v (deadline.ErrExceeded)", d.limit)}
+}

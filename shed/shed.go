@@ -574,3 +574,19 @@ func MustNew(o Options) *Shedder {
 	}
 	return s
 }
+
+// ExplainStage implements policy.StageExplainer.
+func (s *Shedder) ExplainStage() policy.Stage {
+	limit := fmt.Sprintf("a fixed limit of %d in flight", s.Limit())
+	if g := s.adaptive; g != nil {
+		limit = fmt.Sprintf("an adaptive limit (now %d, within %v–%v) that follows latency", s.Limit(), g.min, g.max)
+	}
+	queue := "no queue"
+	if s.opts.MaxQueue > 0 {
+		queue = fmt.Sprintf("a queue of %d (%v, or %v under a standing queue)", s.opts.MaxQueue, s.opts.QueueInterval, s.opts.QueueTarget)
+	}
+	return policy.Stage{
+		Summary: fmt.Sprintf("shedder %q admits work up to %s, with %s; retries may fill %v%% of the limit", s.name, limit, queue, s.sheddable*100),
+		Refusal: fmt.Sprintf("shedder %q refuses work beyond its limit at once (shed.ErrShed; %d with Retry-After as middleware)", s.name, s.status),
+	}
+}

@@ -7,8 +7,8 @@ package breakerhttp
 import (
 	"encoding/json"
 	"html/template"
-	"net/http"
 	"math"
+	"net/http"
 	"strconv"
 	"strings"
 	"time"

@@ -1,0 +1,199 @@
+package policy
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// A StageExplainer is a [Policy] that can say what it does, for [Pipeline.Explain].
+// Every built-in policy is one; a third-party policy may be one too.
+//
+// Implementers: ExplainStage must be cheap, must not change the policy's state, and
+// must describe the policy as built (its options), not a moment of its state.
+type StageExplainer interface {
+	ExplainStage() Stage
+}
+
+// Stage is what one policy of a pipeline does, as [StageExplainer] says it.
+type Stage struct {
+	// Kind is the policy's kind.
+	Kind Kind `json:"-"`
+	// Summary says what the stage does, in a sentence or two.
+	Summary string `json:"summary"`
+	// Limit is the stage's time limit: an overall deadline or a per-attempt timeout;
+	// 0 for other kinds.
+	Limit time.Duration `json:"-"`
+	// Attempts is, for a retry, the most attempts a call makes, the first included.
+	Attempts int `json:"attempts,omitempty"`
+	// Sleeps are, for a retry, the sleeps before retries 1, 2, … (before attempts 2,
+	// 3, …), without server hints.
+	Sleeps []Sleep `json:"sleeps,omitempty"`
+	// MaxHint is, for a retry, the longest server hint it waits for (Retry-After,
+	// pushback), jitter included; 0 if it never waits for one.
+	MaxHint time.Duration `json:"-"`
+	// Refusal says how the stage may end a call without running it; "" if it never does.
+	Refusal string `json:"refusal,omitempty"`
+}
+
+// Sleep is the range of one backoff sleep.
+type Sleep struct {
+	Min, Mean, Max time.Duration
+}
+
+// MarshalJSON writes a Sleep in seconds.
+func (s Sleep) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		Min  float64 `json:"min_seconds"`
+		Mean float64 `json:"mean_seconds"`
+		Max  float64 `json:"max_seconds"`
+	}{s.Min.Seconds(), s.Mean.Seconds(), s.Max.Seconds()})
+}
+
+// Explanation says what a pipeline will do, worked out from its bound stack: how many
+// attempts reach the dependency, how long a call can take, when retries stop and what
+// ends a call. Build it with [Pipeline.Explain]; String gives it as text, and it
+// marshals to JSON with max_attempts and worst_case_seconds at the top.
+type Explanation struct {
+	Pipeline string
+	// Stack is each stage, outermost first.
+	Stack []Stage
+	// MaxAttempts is the most attempts one call makes: the retry's MaxAttempts, or 1.
+	MaxAttempts int
+	// MaxAttemptsPerCallPath is the most attempts a call makes when it runs under a
+	// retry that owns the call path further up: 1 (the owner rule), or MaxAttempts
+	// for a pipeline without a retry, which the owner's attempts multiply anyway.
+	MaxAttemptsPerCallPath int
+	// WorstCase is the longest a call can take, sleeps included; 0 if nothing bounds it
+	// (no overall deadline and no per-attempt timeout).
+	WorstCase time.Duration
+	// WorstCaseFrom says what bounds it: "deadline", "attempts", or "" if unbounded.
+	WorstCaseFrom string
+	// Refusals lists how stages may end a call without an attempt, outermost first.
+	Refusals []string
+	// Unexplained names the stages that cannot say what they do (third-party policies
+	// that are no StageExplainer); the figures above leave them out.
+	Unexplained []string
+}
+
+// Explain works out what p will do. A nil Pipeline explains an empty one.
+func (p *Pipeline) Explain() Explanation {
+	e := Explanation{MaxAttempts: 1}
+	if p == nil {
+		e.MaxAttemptsPerCallPath = 1
+		return e
+	}
+	e.Pipeline = p.name
+	var overall, perAttempt time.Duration
+	var sleeps time.Duration
+	for i, pol := range p.policies {
+		x, ok := pol.(StageExplainer)
+		if !ok {
+			e.Unexplained = append(e.Unexplained, fmt.Sprintf("%s at position %d (%T)", pol.Kind(), i+1, pol))
+			e.Stack = append(e.Stack, Stage{Kind: pol.Kind(), Summary: fmt.Sprintf("a %T: it does not say what it does", pol)})
+			continue
+		}
+		st := x.ExplainStage()
+		st.Kind = pol.Kind()
+		e.Stack = append(e.Stack, st)
+		switch st.Kind {
+		case KindDeadline:
+			overall = st.Limit
+		case KindAttemptTimeout:
+			perAttempt = st.Limit
+		case KindRetry:
+			e.MaxAttempts = max(st.Attempts, 1)
+			for _, s := range st.Sleeps {
+				sleeps += max(s.Max, st.MaxHint)
+			}
+		}
+		if st.Refusal != "" {
+			e.Refusals = append(e.Refusals, st.Refusal)
+		}
+	}
+	e.MaxAttemptsPerCallPath = e.MaxAttempts
+	if p.retry >= 0 {
+		e.MaxAttemptsPerCallPath = 1
+	}
+	if perAttempt > 0 {
+		e.WorstCase, e.WorstCaseFrom = time.Duration(e.MaxAttempts)*perAttempt+sleeps, "attempts"
+	}
+	if overall > 0 && (e.WorstCase == 0 || overall <= e.WorstCase) {
+		e.WorstCase, e.WorstCaseFrom = overall, "deadline"
+	}
+	return e
+}
+
+// String gives the explanation as a few lines of text.
+func (e Explanation) String() string {
+	var b strings.Builder
+	name := e.Pipeline
+	if name == "" {
+		name = "pipeline"
+	}
+	fmt.Fprintf(&b, "%s:", name)
+	if len(e.Stack) == 0 {
+		b.WriteString(" no policies: fn runs once, as it is\n")
+		return b.String()
+	}
+	for i, st := range e.Stack {
+		if i > 0 {
+			b.WriteString(" →")
+		}
+		fmt.Fprintf(&b, " %s", st.Kind)
+	}
+	b.WriteString("\n")
+	for _, st := range e.Stack {
+		fmt.Fprintf(&b, "  %-16s %s\n", st.Kind.String()+":", st.Summary)
+		for i, s := range st.Sleeps {
+			fmt.Fprintf(&b, "  %-16s before attempt %d: %v–%v, mean %v\n", "", i+2, s.Min, s.Max, s.Mean)
+		}
+	}
+	fmt.Fprintf(&b, "  attempts:        at most %d per call; %d per call when another layer owns retries on the call path\n",
+		e.MaxAttempts, e.MaxAttemptsPerCallPath)
+	switch e.WorstCaseFrom {
+	case "deadline":
+		fmt.Fprintf(&b, "  worst case:      %v, the overall deadline\n", e.WorstCase)
+	case "attempts":
+		fmt.Fprintf(&b, "  worst case:      %v: every attempt to its timeout, every sleep at its longest\n", e.WorstCase)
+	default:
+		b.WriteString("  worst case:      unbounded: no overall deadline and no per-attempt timeout\n")
+	}
+	for _, r := range e.Refusals {
+		fmt.Fprintf(&b, "  ends a call:     %s\n", r)
+	}
+	for _, u := range e.Unexplained {
+		fmt.Fprintf(&b, "  unexplained:     %s\n", u)
+	}
+	return b.String()
+}
+
+// MarshalJSON writes the explanation with durations in seconds; worst_case_seconds is
+// null when nothing bounds a call.
+func (e Explanation) MarshalJSON() ([]byte, error) {
+	type stage struct {
+		Kind         string  `json:"kind"`
+		LimitSeconds float64 `json:"limit_seconds,omitempty"`
+		Stage
+	}
+	stack := make([]stage, len(e.Stack))
+	for i, st := range e.Stack {
+		stack[i] = stage{Kind: st.Kind.String(), LimitSeconds: st.Limit.Seconds(), Stage: st}
+	}
+	var worst *float64
+	if e.WorstCaseFrom != "" {
+		v := e.WorstCase.Seconds()
+		worst = &v
+	}
+	return json.Marshal(struct {
+		Pipeline               string   `json:"pipeline"`
+		MaxAttempts            int      `json:"max_attempts"`
+		MaxAttemptsPerCallPath int      `json:"max_attempts_per_call_path"`
+		WorstCaseSeconds       *float64 `json:"worst_case_seconds"`
+		WorstCaseFrom          string   `json:"worst_case_from,omitempty"`
+		Stack                  []stage  `json:"stack"`
+		Refusals               []string `json:"refusals,omitempty"`
+		Unexplained            []string `json:"unexplained,omitempty"`
+	}{e.Pipeline, e.MaxAttempts, e.MaxAttemptsPerCallPath, worst, e.WorstCaseFrom, stack, e.Refusals, e.Unexplained})
+}

@@ -1,0 +1,126 @@
+package policy_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/backstop-go/backstop/budget"
+	"github.com/backstop-go/backstop/deadline"
+	"github.com/backstop-go/backstop/policy"
+	"github.com/backstop-go/backstop/retry"
+	"github.com/backstop-go/backstop/shed"
+)
+
+func TestExplain_WorstCase(t *testing.T) {
+	rt := func() *retry.Retry {
+		return retry.MustNew(retry.Options{MaxAttempts: 3, Strategy: retry.None{}, MaxHintDelay: time.Second})
+	}
+	// 3 attempts × 300 ms + sleeps at their longest (hints of up to 1.5 s beat the
+	// 100 and 200 ms backoffs): 0.9 + 1.5 + 1.5 = 3.9 s.
+	e := policy.MustWrap(rt(), deadline.MustPerAttempt(300*time.Millisecond)).Explain()
+	require.Equal(t, 3900*time.Millisecond, e.WorstCase)
+	require.Equal(t, "attempts", e.WorstCaseFrom)
+
+	// A deadline shorter than that bounds it.
+	e = policy.MustWrap(deadline.MustNew(time.Second), rt(), deadline.MustPerAttempt(300*time.Millisecond)).Explain()
+	require.Equal(t, time.Second, e.WorstCase)
+	require.Equal(t, "deadline", e.WorstCaseFrom)
+
+	// Nothing bounds a retry without timeouts.
+	e = policy.MustWrap(rt()).Explain()
+	require.Zero(t, e.WorstCase)
+	require.Contains(t, e.String(), "worst case:      unbounded")
+	require.Equal(t, 3, e.MaxAttempts)
+	require.Equal(t, 1, e.MaxAttemptsPerCallPath, "under another owner a retry makes one attempt")
+
+	e = policy.MustWrap().Explain()
+	require.Equal(t, 1, e.MaxAttempts)
+	require.Contains(t, e.String(), "no policies")
+}
+
+func TestExplain_Schedules(t *testing.T) {
+	ms := time.Millisecond
+	full := retry.Schedule(retry.Full{}, 4, 100*ms, time.Second)
+	require.Equal(t, []policy.Sleep{
+		{Min: 0, Mean: 50 * ms, Max: 100 * ms},
+		{Min: 0, Mean: 100 * ms, Max: 200 * ms},
+		{Min: 0, Mean: 200 * ms, Max: 400 * ms},
+	}, roundSleeps(full), "Full: uniform in [0, base·2^(n−1)), mean half")
+	g := retry.Schedule(retry.GRPC{Multiplier: 2}, 3, 100*ms, 150*ms)
+	require.Equal(t, 80*ms, g[0].Min)
+	require.Equal(t, 120*ms, g[0].Max.Round(ms))
+	require.Equal(t, 150*ms, g[1].Max, "the cap holds: 200 ms · 1.2 is cut to 150 ms")
+	d := retry.Schedule(retry.Decorrelated{}, 4, 100*ms, time.Second)
+	require.Equal(t, 100*ms, d[2].Min, "Decorrelated never sleeps less than base")
+	require.Equal(t, []time.Duration{300 * ms, 900 * ms, time.Second}, []time.Duration{d[0].Max.Round(ms), d[1].Max.Round(ms), d[2].Max.Round(ms)},
+		"and grows ×3 a retry at most, to the cap: 300, 900, 1000 ms")
+}
+
+func roundSleeps(ss []policy.Sleep) []policy.Sleep {
+	for i := range ss {
+		ss[i] = policy.Sleep{Min: ss[i].Min.Round(time.Millisecond), Mean: ss[i].Mean.Round(time.Millisecond), Max: ss[i].Max.Round(time.Millisecond)}
+	}
+	return ss
+}
+
+func TestExplain_EveryBuiltInPolicySaysWhatItDoes(t *testing.T) {
+	for _, tt := range []struct {
+		p    policy.Policy
+		want string
+	}{
+		{budget.MustNewRatio(budget.RatioOptions{Ratio: 0.2, MinPerSecond: 1, Window: 10 * time.Second}), "retries at most 20% of the calls of the last 10s, plus 10 retries"},
+		{budget.MustNewRate(2, 3), "at most 2 retries per second in this process, in bursts of up to 3"},
+		{budget.MustNewTokenBucket(4, 0.5), "retries stop after the 2nd failure in a row (tokens ≤ 2)"},
+		{shed.MustNew(shed.Options{Name: "api", Limit: 8, MaxQueue: -1}), `shedder "api" admits work up to a fixed limit of 8 in flight, with no queue`},
+		{shed.MustNew(shed.Options{Name: "api"}), "an adaptive limit (now 20, within 4–1000)"},
+	} {
+		x, ok := tt.p.(policy.StageExplainer)
+		require.True(t, ok, "%T is a StageExplainer", tt.p)
+		if got := x.ExplainStage().Summary; !strings.Contains(got, tt.want) {
+			t.Errorf("%T.ExplainStage().Summary = %q; want it to hold %q", tt.p, got, tt.want)
+		}
+	}
+	e := policy.MustWrap(shed.MustNew(shed.Options{Name: "api"})).Explain()
+	require.Len(t, e.Refusals, 1)
+	require.Contains(t, e.Refusals[0], "429 with Retry-After")
+}
+
+func TestExplain_ThirdPartyPoliciesAreNamed(t *testing.T) {
+	e := policy.MustWrap(ot(), retry.MustNew(retry.Options{})).Explain()
+	require.Len(t, e.Unexplained, 1)
+	require.Contains(t, e.Unexplained[0], "other at position 1 (*policy_test.fake)")
+	require.Contains(t, e.String(), "unexplained:")
+}
+
+func TestExplain_JSON(t *testing.T) {
+	e := policy.MustWrap(deadline.MustNew(2*time.Second), retry.MustNew(retry.Options{MaxAttempts: 3})).With(policy.Name("db")).Explain()
+	b, err := json.Marshal(e)
+	require.NoError(t, err)
+	var v struct {
+		Pipeline    string   `json:"pipeline"`
+		MaxAttempts int      `json:"max_attempts"`
+		WorstCase   *float64 `json:"worst_case_seconds"`
+		Stack       []struct {
+			Kind   string `json:"kind"`
+			Sleeps []struct {
+				Max float64 `json:"max_seconds"`
+			} `json:"sleeps"`
+		} `json:"stack"`
+	}
+	require.NoError(t, json.Unmarshal(b, &v))
+	require.Equal(t, "db", v.Pipeline)
+	require.Equal(t, 3, v.MaxAttempts)
+	require.NotNil(t, v.WorstCase)
+	require.Equal(t, 2.0, *v.WorstCase)
+	require.Equal(t, "retry", v.Stack[1].Kind)
+	require.Len(t, v.Stack[1].Sleeps, 2)
+	require.InDelta(t, 0.1, v.Stack[1].Sleeps[0].Max, 1e-9)
+
+	b, err = json.Marshal(policy.MustWrap(retry.MustNew(retry.Options{})).Explain())
+	require.NoError(t, err)
+	require.Contains(t, string(b), `"worst_case_seconds":null`, "unbounded is null, not 0")
+}

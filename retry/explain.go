@@ -1,0 +1,64 @@
+package retry
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/backstop-go/backstop/policy"
+)
+
+// fixedRand is a policy.Rand that always draws r, for working out a schedule.
+type fixedRand float64
+
+func (r fixedRand) Float64() float64 { return float64(r) }
+
+// Schedule returns the sleeps a retry with these settings makes before attempts 2 …
+// attempts: for each, the shortest, the mean and the longest the strategy draws,
+// without server hints. The figures come from the strategy itself — its extremes at
+// the ends of the random range and its mean over 101 evenly spaced draws (the midpoints of 101 equal slices) — so they
+// hold for any Strategy, Decorrelated's chained sleeps included.
+func Schedule(s Strategy, attempts int, base, cap time.Duration) []policy.Sleep {
+	if s == nil {
+		s = Full{}
+	}
+	var out []policy.Sleep
+	var pMin, pMean, pMax time.Duration
+	for n := 1; n < attempts; n++ {
+		clamp := func(d time.Duration) time.Duration { return min(max(d, 0), cap) }
+		lo := clamp(s.Delay(n, pMin, base, cap, fixedRand(0)))
+		hi := clamp(s.Delay(n, pMax, base, cap, fixedRand(1-1e-12)))
+		var sum float64
+		const draws = 101
+		for i := range draws {
+			sum += float64(clamp(s.Delay(n, pMean, base, cap, fixedRand((float64(i)+0.5)/draws))))
+		}
+		mean := time.Duration(sum / draws)
+		out = append(out, policy.Sleep{Min: lo, Mean: mean, Max: hi})
+		pMin, pMean, pMax = lo, mean, hi
+	}
+	return out
+}
+
+// ExplainStage implements policy.StageExplainer.
+func (r *Retry) ExplainStage() policy.Stage {
+	var b strings.Builder
+	fmt.Fprintf(&b, "up to %d attempts; ", r.max)
+	if r.should == nil {
+		b.WriteString("retries transient errors only (marked retryable, timeouts, refused or reset connections); ")
+	} else {
+		b.WriteString("retries what Options.ShouldRetry allows; ")
+	}
+	name := strings.TrimPrefix(fmt.Sprintf("%T", r.strategy), "retry.")
+	fmt.Fprintf(&b, "%s backoff from %v to at most %v; waits a server's hint up to %v (a longer one ends the call)",
+		name, r.base, r.cap, r.maxHint)
+	switch {
+	case r.minAttempt > 0:
+		fmt.Fprintf(&b, "; starts no attempt with less than %v left before the deadline", r.minAttempt)
+	case r.minAttempt == 0:
+		b.WriteString("; starts no attempt with less than its per-attempt timeout, if any, left before the deadline")
+	}
+	st := policy.Stage{Summary: b.String(), Attempts: r.max, Sleeps: Schedule(r.strategy, r.max, r.base, r.cap)}
+	st.MaxHint = addSat(r.maxHint, r.maxHint/2) // a hint plus its upward jitter
+	return st
+}
