@@ -3,6 +3,7 @@ package policy
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 )
@@ -30,6 +31,9 @@ type Stage struct {
 	// Sleeps are, for a retry, the sleeps before retries 1, 2, … (before attempts 2,
 	// 3, …), without server hints.
 	Sleeps []Sleep `json:"sleeps,omitempty"`
+	// MoreSleeps is, for a retry, how many more sleeps follow those listed, each like
+	// the last listed.
+	MoreSleeps int `json:"more_sleeps,omitempty"`
 	// MaxHint is, for a retry, the longest server hint it waits for (Retry-After,
 	// pushback), jitter included; 0 if it never waits for one.
 	MaxHint time.Duration `json:"-"`
@@ -105,7 +109,10 @@ func (p *Pipeline) Explain() Explanation {
 		case KindRetry:
 			e.MaxAttempts = max(st.Attempts, 1)
 			for _, s := range st.Sleeps {
-				sleeps += max(s.Max, st.MaxHint)
+				sleeps = addSat(sleeps, max(s.Max, st.MaxHint))
+			}
+			if n := len(st.Sleeps); n > 0 && st.MoreSleeps > 0 {
+				sleeps = addSat(sleeps, mulSat(max(st.Sleeps[n-1].Max, st.MaxHint), st.MoreSleeps))
 			}
 		}
 		if st.Refusal != "" {
@@ -117,7 +124,7 @@ func (p *Pipeline) Explain() Explanation {
 		e.MaxAttemptsPerCallPath = 1
 	}
 	if perAttempt > 0 {
-		e.WorstCase, e.WorstCaseFrom = time.Duration(e.MaxAttempts)*perAttempt+sleeps, "attempts"
+		e.WorstCase, e.WorstCaseFrom = addSat(mulSat(perAttempt, e.MaxAttempts), sleeps), "attempts"
 	}
 	if overall > 0 && (e.WorstCase == 0 || overall <= e.WorstCase) {
 		e.WorstCase, e.WorstCaseFrom = overall, "deadline"
@@ -148,6 +155,9 @@ func (e Explanation) String() string {
 		fmt.Fprintf(&b, "  %-16s %s\n", st.Kind.String()+":", st.Summary)
 		for i, s := range st.Sleeps {
 			fmt.Fprintf(&b, "  %-16s before attempt %d: %v–%v, mean %v\n", "", i+2, s.Min, s.Max, s.Mean)
+		}
+		if st.MoreSleeps > 0 {
+			fmt.Fprintf(&b, "  %-16s and %d more sleeps like the last\n", "", st.MoreSleeps)
 		}
 	}
 	fmt.Fprintf(&b, "  attempts:        at most %d per call; %d per call when another layer owns retries on the call path\n",
@@ -196,4 +206,20 @@ func (e Explanation) MarshalJSON() ([]byte, error) {
 		Refusals               []string `json:"refusals,omitempty"`
 		Unexplained            []string `json:"unexplained,omitempty"`
 	}{e.Pipeline, e.MaxAttempts, e.MaxAttemptsPerCallPath, worst, e.WorstCaseFrom, stack, e.Refusals, e.Unexplained})
+}
+
+// addSat and mulSat add and multiply non-negative durations, saturating instead of
+// overflowing.
+func addSat(a, b time.Duration) time.Duration {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}
+
+func mulSat(d time.Duration, n int) time.Duration {
+	if n > 0 && d > math.MaxInt64/time.Duration(n) {
+		return math.MaxInt64
+	}
+	return d * time.Duration(n)
 }

@@ -8,6 +8,9 @@ import (
 	"github.com/backstop-go/backstop/policy"
 )
 
+// MaxScheduled is the most sleeps [Schedule] lists.
+const MaxScheduled = 64
+
 // fixedRand is a policy.Rand that always draws r, for working out a schedule.
 type fixedRand float64
 
@@ -18,13 +21,16 @@ func (r fixedRand) Float64() float64 { return float64(r) }
 // without server hints. The figures come from the strategy itself — its extremes at
 // the ends of the random range and its mean over 101 evenly spaced draws (the midpoints of 101 equal slices) — so they
 // hold for any Strategy, Decorrelated's chained sleeps included.
+//
+// It lists at most MaxScheduled sleeps; a retry with more attempts repeats the last
+// range listed (every built-in strategy has reached its cap by then).
 func Schedule(s Strategy, attempts int, base, cap time.Duration) []policy.Sleep {
 	if s == nil {
 		s = Full{}
 	}
 	var out []policy.Sleep
 	var pMin, pMean, pMax time.Duration
-	for n := 1; n < attempts; n++ {
+	for n := 1; n < attempts && n <= MaxScheduled; n++ {
 		clamp := func(d time.Duration) time.Duration { return min(max(d, 0), cap) }
 		lo := clamp(s.Delay(n, pMin, base, cap, fixedRand(0)))
 		hi := clamp(s.Delay(n, pMax, base, cap, fixedRand(1-1e-12)))
@@ -59,6 +65,7 @@ func (r *Retry) ExplainStage() policy.Stage {
 		b.WriteString("; starts no attempt with less than its per-attempt timeout, if any, left before the deadline")
 	}
 	st := policy.Stage{Summary: b.String(), Attempts: r.max, Sleeps: Schedule(r.strategy, r.max, r.base, r.cap)}
+	st.MoreSleeps = max(r.max-1-len(st.Sleeps), 0)
 	st.MaxHint = addSat(r.maxHint, r.maxHint/2) // a hint plus its upward jitter
 	return st
 }
