@@ -177,9 +177,9 @@ retry_policy:
 		want time.Duration
 	}{
 		{[]string{"Retry-After", "1"}, time.Second},
-		{[]string{"Retry-After", "100"}, 2 * time.Second}, // capped
+		{[]string{"Retry-After", "100"}, 2 * time.Second},                                                          // capped
 		{[]string{"X-RateLimit-Reset", strconv.FormatInt(now.Add(1500*time.Millisecond).Unix(), 10)}, time.Second}, // whole seconds
-		{[]string{"X-RateLimit-Reset", strconv.FormatInt(now.Add(-time.Hour).Unix(), 10)}, 0},                       // past
+		{[]string{"X-RateLimit-Reset", strconv.FormatInt(now.Add(-time.Hour).Unix(), 10)}, 0},                      // past
 	} {
 		err := r.Classifier(res(tt.hdr...), now)
 		d, ok := retry.Hint(err)
