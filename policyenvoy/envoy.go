@@ -264,7 +264,10 @@ func build(name string, ra *routev3.RouteAction, vh *routev3.VirtualHost) (*Rout
 	}
 	r.Classifier = c.classify
 	if r.Retrying {
-		maxHint := max(c.maxReset, time.Nanosecond)
+		maxHint := c.maxReset // only rate_limited_retry_back_off gives hints
+		if maxHint <= 0 {
+			maxHint = retry.DefaultMaxHintDelay
+		}
 		rt, err := retry.New(retry.Options{
 			MaxAttempts:  r.NumRetries + 1,
 			Base:         r.BaseInterval,

@@ -39,7 +39,29 @@ type ServiceConfig struct {
 	services map[string]*methodPolicy // "service"
 	fallback *methodPolicy            // the default entry; nil if none
 	bucket   *budget.TokenBucket      // retryThrottling; nil if none
+	entries  []Entry
 }
+
+// Entry is one methodConfig entry of a service config, as read, for tools that
+// explain or lint a config.
+type Entry struct {
+	// Names are the entry's names as paths: "/pkg.Service/Method", "/pkg.Service/", or
+	// "/" for the default entry.
+	Names []string
+	// Pipeline runs the entry's calls.
+	Pipeline *policy.Pipeline
+	// Timeout is the entry's timeout; 0 if none.
+	Timeout time.Duration
+	// Retrying reports whether the entry has a retryPolicy.
+	Retrying bool
+	// MaxAttempts is the retryPolicy's maxAttempts as written, before the cap of 5.
+	MaxAttempts int
+	// RetryableCodes are the retryPolicy's retryableStatusCodes.
+	RetryableCodes []codes.Code
+}
+
+// Entries returns the config's methodConfig entries, in order.
+func (c *ServiceConfig) Entries() []Entry { return append([]Entry(nil), c.entries...) }
 
 type methodPolicy struct {
 	p *policy.Pipeline
@@ -180,6 +202,13 @@ func ParseServiceConfig(data []byte) (*ServiceConfig, error) {
 		if len(mc.Name) == 0 {
 			return bad("%s.name is empty; want at least one name ({} for the default)", field)
 		}
+		entry := Entry{Pipeline: m.p, Retrying: mc.RetryPolicy != nil}
+		if mc.Timeout != nil {
+			entry.Timeout, _ = parseDuration(*mc.Timeout)
+		}
+		if rp := mc.RetryPolicy; rp != nil {
+			entry.MaxAttempts, entry.RetryableCodes = *rp.MaxAttempts, rp.RetryableStatusCodes
+		}
 		for j, n := range mc.Name {
 			nf := fmt.Sprintf("%s.name[%d]", field, j)
 			svc, meth := deref(n.Service), deref(n.Method)
@@ -193,12 +222,17 @@ func ParseServiceConfig(data []byte) (*ServiceConfig, error) {
 				return bad("%s has method %q but no service; want a service with a method", nf, meth)
 			case svc == "":
 				c.fallback = m
+				entry.Names = append(entry.Names, "/")
 			case meth == "":
 				c.services[svc] = m
+				entry.Names = append(entry.Names, "/"+svc+"/")
 			default:
 				c.methods[svc+"/"+meth] = m
+				entry.Names = append(entry.Names, "/"+svc+"/"+meth)
 			}
 		}
+		entry.Pipeline = m.p.With(policy.Name(strings.Join(entry.Names, ", ")))
+		c.entries = append(c.entries, entry)
 	}
 	return c, nil
 }

@@ -40,7 +40,8 @@ func Schedule(s Strategy, attempts int, base, cap time.Duration) []policy.Sleep 
 			sum += float64(clamp(s.Delay(n, pMean, base, cap, fixedRand((float64(i)+0.5)/draws))))
 		}
 		mean := time.Duration(sum / draws)
-		out = append(out, policy.Sleep{Min: lo, Mean: mean, Max: hi})
+		// Microseconds: the top of a range drawn from [0, 1) is a hair below its bound.
+		out = append(out, policy.Sleep{Min: lo.Round(time.Microsecond), Mean: mean.Round(time.Microsecond), Max: hi.Round(time.Microsecond)})
 		pMin, pMean, pMax = lo, mean, hi
 	}
 	return out

@@ -1,0 +1,34 @@
+module github.com/backstop-go/backstop/cmd/backstop
+
+go 1.25.0
+
+replace (
+	github.com/backstop-go/backstop => ../..
+	github.com/backstop-go/backstop/policyenvoy => ../../policyenvoy
+	github.com/backstop-go/backstop/policygrpc => ../../policygrpc
+)
+
+require (
+	github.com/backstop-go/backstop v0.0.0-00010101000000-000000000000
+	github.com/backstop-go/backstop/policyenvoy v0.0.0-00010101000000-000000000000
+	github.com/backstop-go/backstop/policygrpc v0.0.0-00010101000000-000000000000
+	google.golang.org/grpc v1.83.2
+)
+
+require (
+	cel.dev/expr v0.25.2 // indirect
+	github.com/cncf/xds/go v0.0.0-20260202195803-dba9d589def2 // indirect
+	github.com/envoyproxy/go-control-plane/envoy v1.37.0 // indirect
+	github.com/envoyproxy/protoc-gen-validate v1.3.3 // indirect
+	github.com/planetscale/vtprotobuf v0.6.1-0.20240319094008-0393e58bdf10 // indirect
+	github.com/sony/gobreaker/v2 v2.4.0 // indirect
+	go.yaml.in/yaml/v2 v2.4.2 // indirect
+	golang.org/x/net v0.58.0 // indirect
+	golang.org/x/sys v0.47.0 // indirect
+	golang.org/x/text v0.41.0 // indirect
+	golang.org/x/time v0.15.0 // indirect
+	google.golang.org/genproto/googleapis/api v0.0.0-20260526163538-3dc84a4a5aaa // indirect
+	google.golang.org/genproto/googleapis/rpc v0.0.0-20260526163538-3dc84a4a5aaa // indirect
+	google.golang.org/protobuf v1.36.12 // indirect
+	sigs.k8s.io/yaml v1.6.0 // indirect
+)
