@@ -1,0 +1,286 @@
+// Package chaos injects faults on purpose, for users' own tests of how their code and
+// its Backstop pipelines behave when a dependency misbehaves: added latency, errors,
+// HTTP statuses with Retry-After, reset connections, slow or truncated bodies.
+//
+// An [Injector] is a policy (KindOther) and a net/http middleware. It affects a call
+// with Options.Probability, drawn from the one random seam (policy.Rand), and waits on
+// the one clock seam (policy.Clock), so tests are deterministic. [Injector.Enable]
+// turns it on and off at run time, safely from any goroutine; while off it costs one
+// atomic load.
+//
+// # Where it stands
+//
+// As a policy it may stand anywhere, as every KindOther policy: inside the retry it
+// fails attempts (the retry sees each fault), outside it fails whole calls (the retry
+// never runs for them), and outside a breaker it never reaches the breaker's counts.
+//
+//	inj := chaos.MustNew(chaos.Options{Probability: 0.3, Err: retry.Retryable(errors.New("injected"))})
+//	p := policy.MustWrap(deadline, breaker, budget, retry, inj) // 30 % of attempts fail
+//
+// As middleware it wraps a test server's handler: [Injector.Middleware].
+package chaos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/backstop-go/backstop/policy"
+)
+
+// ErrInvalidOptions is matched by New's errors for bad Options.
+var ErrInvalidOptions = errors.New("chaos: invalid options")
+
+// Options say which faults to inject and how often. At least one fault must be set.
+type Options struct {
+	// Probability is the share of calls affected, in (0, 1]. Required.
+	Probability float64
+
+	// Latency delays an affected call by Latency plus a uniform random share of
+	// LatencyJitter, waiting on Clock and giving up when the call's context ends.
+	Latency, LatencyJitter time.Duration
+
+	// Err ends an affected call with this error instead of running it (policy form).
+	// The middleware answers 500 for it unless Status is set. Mark it with
+	// retry.Retryable to have a retry retry it.
+	Err error
+
+	// Status answers an affected request with this HTTP status without calling the
+	// handler (middleware form), with a Retry-After of RetryAfter in whole seconds if
+	// RetryAfter > 0.
+	Status     int
+	RetryAfter time.Duration
+
+	// Reset closes an affected request's connection without an answer (middleware
+	// form): the client sees a reset or an unexpected EOF.
+	Reset bool
+
+	// SlowBody delays every write of the handler's response body by this much
+	// (middleware form).
+	SlowBody time.Duration
+	// TruncateBody cuts the handler's response body after this many bytes and aborts
+	// the response (middleware form): the client reads an unexpected EOF. 0 means no
+	// cut; negative cuts before the first byte.
+	TruncateBody int
+
+	// Clock times latencies and slow bodies; nil means policy.SystemClock().
+	Clock policy.Clock
+	// Rand draws which calls are affected and the latency jitter; nil means
+	// policy.SystemRand().
+	Rand policy.Rand
+}
+
+// Injector injects the faults of its Options into calls and requests.
+//
+// An Injector is safe for concurrent use; it starts enabled. Build it with [New].
+type Injector struct {
+	o        Options
+	clock    policy.Clock
+	rand     policy.Rand
+	on       atomic.Bool
+	injected atomic.Uint64
+}
+
+// New returns an enabled Injector, or an error matching ErrInvalidOptions that names
+// the bad field.
+func New(o Options) (*Injector, error) {
+	bad := func(format string, args ...any) (*Injector, error) {
+		return nil, fmt.Errorf("%w: "+format, append([]any{ErrInvalidOptions}, args...)...)
+	}
+	switch {
+	case !(o.Probability > 0 && o.Probability <= 1):
+		return bad("Probability is %v; want a share in (0, 1]", o.Probability)
+	case o.Latency < 0:
+		return bad("Latency is %v; want ≥ 0", o.Latency)
+	case o.LatencyJitter < 0:
+		return bad("LatencyJitter is %v; want ≥ 0", o.LatencyJitter)
+	case o.Status != 0 && (o.Status < 100 || o.Status > 599):
+		return bad("Status is %d; want an HTTP status in [100, 599]", o.Status)
+	case o.RetryAfter < 0:
+		return bad("RetryAfter is %v; want ≥ 0", o.RetryAfter)
+	case o.RetryAfter > 0 && o.Status == 0:
+		return bad("RetryAfter is %v without a Status; want a Status to send it with", o.RetryAfter)
+	case o.SlowBody < 0:
+		return bad("SlowBody is %v; want ≥ 0", o.SlowBody)
+	case o.Latency == 0 && o.LatencyJitter == 0 && o.Err == nil && o.Status == 0 && !o.Reset && o.SlowBody == 0 && o.TruncateBody == 0:
+		return bad("no fault is set; want Latency, Err, Status, Reset, SlowBody or TruncateBody")
+	}
+	i := &Injector{o: o, clock: policy.ClockOr(o.Clock), rand: policy.RandOr(o.Rand)}
+	i.on.Store(true)
+	return i, nil
+}
+
+// MustNew is like [New] but panics on bad options.
+func MustNew(o Options) *Injector {
+	i, err := New(o)
+	if err != nil {
+		panic(err)
+	}
+	return i
+}
+
+// Enable turns the injector on or off; it may be called at any time from any goroutine.
+func (i *Injector) Enable(on bool) { i.on.Store(on) }
+
+// Enabled reports whether the injector is on.
+func (i *Injector) Enabled() bool { return i.on.Load() }
+
+// Injected returns how many calls and requests it has affected.
+func (i *Injector) Injected() uint64 { return i.injected.Load() }
+
+// hit reports whether this call is affected, counting it if so.
+func (i *Injector) hit() bool {
+	if !i.on.Load() || i.rand.Float64() >= i.o.Probability {
+		return false
+	}
+	i.injected.Add(1)
+	return true
+}
+
+// delay waits the latency of an affected call; false if ctx ended first.
+func (i *Injector) delay(ctx context.Context) bool {
+	d := i.o.Latency
+	if i.o.LatencyJitter > 0 {
+		d += time.Duration(i.rand.Float64() * float64(i.o.LatencyJitter))
+	}
+	return i.sleep(ctx, d)
+}
+
+func (i *Injector) sleep(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := i.clock.NewTimer(d)
+	select {
+	case <-t.C():
+		return true
+	case <-ctx.Done():
+		t.Stop()
+		return false
+	}
+}
+
+// Kind returns policy.KindOther: an injector may stand anywhere in a pipeline.
+func (i *Injector) Kind() policy.Kind { return policy.KindOther }
+
+// Bind returns the Runner that injects latency and Err into calls.
+func (i *Injector) Bind(next policy.Runner, _ policy.Env) policy.Runner {
+	return &runner{i: i, next: next}
+}
+
+type runner struct {
+	i    *Injector
+	next policy.Runner
+}
+
+func (r *runner) Run(ctx context.Context, fn policy.Func) error {
+	if !r.i.hit() {
+		return r.next.Run(ctx, fn)
+	}
+	if !r.i.delay(ctx) {
+		return ctx.Err()
+	}
+	if r.i.o.Err != nil {
+		return r.i.o.Err
+	}
+	return r.next.Run(ctx, fn)
+}
+
+// ExplainStage implements policy.StageExplainer.
+func (i *Injector) ExplainStage() policy.Stage {
+	return policy.Stage{Summary: fmt.Sprintf("chaos: injects faults into %v%% of calls (enabled: %v)", i.o.Probability*100, i.Enabled())}
+}
+
+// Middleware returns next with faults injected into the requests it serves: latency,
+// then a reset connection, a status (with Retry-After) or Err as 500, or a slow or
+// truncated body from next.
+func (i *Injector) Middleware(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !i.hit() {
+			next.ServeHTTP(w, r)
+			return
+		}
+		if !i.delay(r.Context()) {
+			return
+		}
+		switch {
+		case i.o.Reset:
+			reset(w)
+			return
+		case i.o.Status != 0:
+			if i.o.RetryAfter > 0 {
+				w.Header().Set("Retry-After", strconv.Itoa(int((i.o.RetryAfter+time.Second-1)/time.Second)))
+			}
+			w.WriteHeader(i.o.Status)
+			return
+		case i.o.Err != nil:
+			http.Error(w, "chaos: "+i.o.Err.Error(), http.StatusInternalServerError)
+			return
+		}
+		if i.o.SlowBody > 0 || i.o.TruncateBody != 0 {
+			sw := &slowWriter{ResponseWriter: w, i: i, ctx: r.Context(), left: i.o.TruncateBody}
+			next.ServeHTTP(sw, r)
+			if sw.cut {
+				panic(http.ErrAbortHandler) // the client sees the body end early
+			}
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// reset closes the request's connection without an answer.
+func reset(w http.ResponseWriter) {
+	conn, _, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		panic(http.ErrAbortHandler) // HTTP/2: the stream is reset instead
+	}
+	if tc, ok := conn.(*net.TCPConn); ok {
+		_ = tc.SetLinger(0) // RST, not FIN
+	}
+	_ = conn.Close()
+}
+
+// slowWriter delays and cuts a response body.
+type slowWriter struct {
+	http.ResponseWriter
+	i    *Injector
+	ctx  context.Context
+	left int // bytes before the cut; ≤ 0 with cut on means cut now
+	cut  bool
+}
+
+func (w *slowWriter) Write(b []byte) (int, error) {
+	if w.cut {
+		return 0, http.ErrAbortHandler
+	}
+	if w.i.o.SlowBody > 0 && !w.i.sleep(w.ctx, w.i.o.SlowBody) {
+		return 0, w.ctx.Err()
+	}
+	if w.i.o.TruncateBody != 0 {
+		if w.left <= 0 {
+			w.cut = true
+			return 0, http.ErrAbortHandler
+		}
+		if len(b) >= w.left {
+			n, err := w.ResponseWriter.Write(b[:w.left])
+			_ = http.NewResponseController(w.ResponseWriter).Flush()
+			w.left, w.cut = 0, true
+			if err == nil {
+				err = http.ErrAbortHandler
+			}
+			return n, err
+		}
+		w.left -= len(b)
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (w *slowWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
