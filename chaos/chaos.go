@@ -283,4 +283,3 @@ func (w *slowWriter) Write(b []byte) (int, error) {
 
 // Unwrap lets http.ResponseController reach the underlying writer.
 func (w *slowWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
-
