@@ -3,7 +3,9 @@ package policyhttp_test
 import (
 	"context"
 	"net/http"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -77,4 +79,36 @@ func TestTransport_CancelDuringBackoffIsContextCanceled(t *testing.T) {
 	require.ErrorIs(t, err, context.Canceled)
 	require.Equal(t, policy.OutcomeCanceled, policy.Outcome(err))
 	require.Equal(t, 1, srv.count())
+}
+
+// TestTransport_HostileRetryAfterFromUpstream: negative, huge or garbage Retry-After
+// values from an upstream never make the client wait longer than MaxHintDelay: garbage
+// is ignored (the backoff applies), a huge value saturates and ends the call at once.
+func TestTransport_HostileRetryAfterFromUpstream(t *testing.T) {
+	for _, tt := range []struct {
+		value string
+		calls int
+		waits []time.Duration
+	}{
+		{"-5", 2, []time.Duration{0}},             // ignored: Full jitter at rand 0
+		{"garbage", 2, []time.Duration{0}},        // ignored
+		{"99999999999999999999", 1, nil},          // saturates at 24 h > MaxHintDelay: no retry
+		{"Fri, 01 Jan 9999 00:00:00 GMT", 1, nil}, // the same as a date
+		{strings.Repeat("9", 1<<16), 1, nil},      // 64 KiB of digits: still one bounded parse
+	} {
+		srv := newServer(t, status(503, "Retry-After", tt.value))
+		clock := policytest.NewClock(t0).AutoAdvance(true)
+		p := policy.MustWrap(retry.MustNew(retry.Options{MaxAttempts: 2, Clock: clock, Rand: zeroRand{}}))
+		base := &http.Transport{}
+		c := &http.Client{Transport: policyhttp.NewTransport(base, p, policyhttp.WithClock(clock))}
+		res, err := c.Get(srv.URL)
+		require.NoError(t, err)
+		res.Body.Close()
+		base.CloseIdleConnections()
+		require.Equal(t, 503, res.StatusCode)
+		require.Equal(t, tt.calls, srv.count(), "Retry-After %.40q", tt.value)
+		for _, w := range clock.Waits() {
+			require.LessOrEqual(t, w, time.Second, "Retry-After %.40q: waited %v", tt.value, w)
+		}
+	}
 }

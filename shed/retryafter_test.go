@@ -92,3 +92,20 @@ func TestAdmit_NewcomerDoesNotOvertakeTheQueue(t *testing.T) {
 		t.Fatal("a newcomer took the slot freed for the request waiting in the queue")
 	}
 }
+
+// FuzzJitterSeconds: every Retry-After generated lies in [base, base+⌈base/2⌉] for
+// any base the pressure can reach and any draw in [0, 1).
+func FuzzJitterSeconds(f *testing.F) {
+	f.Add(int64(1), 0.0)
+	f.Add(int64(30), 0.999999)
+	f.Add(int64(1<<40), 0.5)
+	f.Fuzz(func(t *testing.T, base int64, r float64) {
+		if base < 1 || base > 1<<40 || !(r >= 0 && r < 1) {
+			t.Skip()
+		}
+		got := int64(jitterSeconds(base, r))
+		if got < base || got > base+(base+1)/2 {
+			t.Fatalf("jitterSeconds(%d, %v) = %d; want in [%d, %d]", base, r, got, base, base+(base+1)/2)
+		}
+	})
+}
