@@ -16,7 +16,7 @@ import (
 func ExampleWrap_wrongOrder() {
 	d := deadline.MustNew(2 * time.Second)
 	r := retry.MustNew(retry.Options{})
-	_, err := policy.Wrap(r, d)
+	_, err := policy.Wrap(r, d) //backstopvet:ignore wraporder (the example shows the refusal)
 	fmt.Println(err)
 	fmt.Println(errors.Is(err, policy.ErrOrder))
 	// Output:

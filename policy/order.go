@@ -163,3 +163,37 @@ func samePolicy(a, b Policy) bool {
 	}
 	return false
 }
+
+// placeholder stands for a policy of a given kind in [CheckKinds].
+type placeholder struct{ k Kind }
+
+func (p *placeholder) Kind() Kind                     { return p.k }
+func (p *placeholder) Bind(next Runner, _ Env) Runner { return next }
+
+// budgetPlaceholder is a placeholder of KindBudget: budgets implement RetryBudget.
+type budgetPlaceholder struct{ placeholder }
+
+func (*budgetPlaceholder) Deposit()       {}
+func (*budgetPlaceholder) Withdraw() bool { return true }
+func (*budgetPlaceholder) OnSuccess()     {}
+func (*budgetPlaceholder) OnFailure()     {}
+
+// CheckKinds applies the ordering rules of [Wrap] to a stack known only by its kinds,
+// outermost first, and returns the [*OrderError] Wrap would return for policies of
+// those kinds (nil if the order is right). Tools that see a stack before it is built —
+// a vet check, a config linter — use it, so the rules live in one place. It cannot
+// see O6's "same object twice"; a tool that can must say so itself.
+func CheckKinds(kinds ...Kind) error {
+	ps := make([]Policy, len(kinds))
+	for i, k := range kinds {
+		if k == KindBudget {
+			ps[i] = &budgetPlaceholder{placeholder{k}}
+		} else {
+			ps[i] = &placeholder{k}
+		}
+	}
+	if _, _, err := checkOrder(ps); err != nil {
+		return err
+	}
+	return nil
+}

@@ -261,3 +261,19 @@ func TestWrap_NeverPanics(t *testing.T) {
 		t.Errorf("Wrap(policy whose Kind panics) = %v, %v; want an error saying it panicked", p, err)
 	}
 }
+
+func TestCheckKinds_TheSameRulesAsWrap(t *testing.T) {
+	for _, stack := range [][]policy.Policy{
+		{dl(), br(), rt()}, {br(), rt(), dl()}, {rt(), rt()}, {at(), rt()}, {bu(), br()}, {dl(), sh()}, {sh(), rt()}, {ot(), sh()},
+	} {
+		kinds := make([]policy.Kind, len(stack))
+		for i, p := range stack {
+			kinds[i] = p.Kind()
+		}
+		_, wrapErr := policy.Wrap(stack...)
+		kindErr := policy.CheckKinds(kinds...)
+		if (wrapErr == nil) != (kindErr == nil) || wrapErr != nil && wrapErr.Error() != kindErr.Error() {
+			t.Errorf("CheckKinds(%v) = %v; Wrap said %v", kinds, kindErr, wrapErr)
+		}
+	}
+}

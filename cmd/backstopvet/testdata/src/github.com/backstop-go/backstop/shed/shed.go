@@ -1,0 +1,6 @@
+package shed
+
+type Options struct{}
+type Shedder struct{}
+
+func MustNew(Options) *Shedder { return nil }

@@ -1,0 +1,169 @@
+// Package wraporder is a go/analysis check that refuses, at compile time, the policy
+// stacks policy.Wrap refuses at start-up: calls of policy.Wrap and policy.MustWrap whose
+// arguments come from Backstop's constructors and break the ordering rules O1–O6. The
+// rules are policy.CheckKinds's, the ones Wrap applies: they live in one place.
+//
+// A stack that is wrong on purpose (a test of Wrap's refusal) carries a comment:
+//
+//	//backstopvet:ignore wraporder (why)
+package wraporder
+
+import (
+	"go/ast"
+	"go/types"
+
+	"golang.org/x/tools/go/analysis"
+	"golang.org/x/tools/go/analysis/passes/inspect"
+	"golang.org/x/tools/go/ast/inspector"
+
+	"github.com/backstop-go/backstop/cmd/backstopvet/internal/ignore"
+	"github.com/backstop-go/backstop/policy"
+)
+
+// Analyzer is the wraporder check.
+var Analyzer = &analysis.Analyzer{
+	Name:     "wraporder",
+	Doc:      "reports policy.Wrap and policy.MustWrap calls whose stack breaks Backstop's ordering rules O1–O6",
+	Requires: []*analysis.Analyzer{inspect.Analyzer},
+	Run:      run,
+}
+
+const module = "github.com/backstop-go/backstop/"
+
+// constructors maps Backstop's constructors to the kind of policy they return.
+var constructors = map[string]policy.Kind{
+	module + "deadline.New": policy.KindDeadline, module + "deadline.MustNew": policy.KindDeadline,
+	module + "deadline.PerAttempt": policy.KindAttemptTimeout, module + "deadline.MustPerAttempt": policy.KindAttemptTimeout,
+	module + "retry.New": policy.KindRetry, module + "retry.MustNew": policy.KindRetry,
+	module + "breaker.New": policy.KindBreaker, module + "breaker.MustNew": policy.KindBreaker,
+	module + "shed.New": policy.KindShed, module + "shed.MustNew": policy.KindShed,
+	module + "budget.NewTokenBucket": policy.KindBudget, module + "budget.MustNewTokenBucket": policy.KindBudget,
+	module + "budget.ParseTokenBucket": policy.KindBudget,
+	module + "budget.NewRatio": policy.KindBudget, module + "budget.MustNewRatio": policy.KindBudget,
+	module + "budget.NewRate": policy.KindBudget, module + "budget.MustNewRate": policy.KindBudget,
+	module + "budget.NewRateWith": policy.KindBudget,
+	module + "chaos.New": policy.KindOther, module + "chaos.MustNew": policy.KindOther,
+}
+
+// calleeName returns "pkgpath.Name" of a call to a package-level function, or "".
+func calleeName(info *types.Info, call *ast.CallExpr) string {
+	var id *ast.Ident
+	switch fn := ast.Unparen(call.Fun).(type) {
+	case *ast.Ident:
+		id = fn
+	case *ast.SelectorExpr:
+		id = fn.Sel
+	default:
+		return ""
+	}
+	f, ok := info.Uses[id].(*types.Func)
+	if !ok || f.Pkg() == nil || f.Type().(*types.Signature).Recv() != nil {
+		return ""
+	}
+	return f.Pkg().Path() + "." + f.Name()
+}
+
+func run(pass *analysis.Pass) (any, error) {
+	ins := pass.ResultOf[inspect.Analyzer].(*inspector.Inspector)
+
+	// Variables assigned once from a constructor, with the kind they hold. A variable
+	// assigned more than once, or from anything else, is unknown.
+	kinds := map[types.Object]policy.Kind{}
+	unknown := map[types.Object]bool{}
+	note := func(lhs ast.Expr, rhs ast.Expr) {
+		id, ok := lhs.(*ast.Ident)
+		if !ok || id.Name == "_" {
+			return
+		}
+		obj := pass.TypesInfo.ObjectOf(id)
+		if obj == nil {
+			return
+		}
+		call, ok := ast.Unparen(rhs).(*ast.CallExpr)
+		k, known := policy.Kind(0), false
+		if ok {
+			k, known = constructors[calleeName(pass.TypesInfo, call)]
+		}
+		if _, seen := kinds[obj]; seen || !known {
+			unknown[obj] = true
+			return
+		}
+		kinds[obj] = k
+	}
+	ins.Preorder([]ast.Node{(*ast.AssignStmt)(nil), (*ast.ValueSpec)(nil)}, func(n ast.Node) {
+		switch n := n.(type) {
+		case *ast.AssignStmt:
+			switch {
+			case len(n.Lhs) == len(n.Rhs):
+				for i := range n.Lhs {
+					note(n.Lhs[i], n.Rhs[i])
+				}
+			case len(n.Rhs) == 1: // x, err := deadline.New(…)
+				note(n.Lhs[0], n.Rhs[0])
+				for _, l := range n.Lhs[1:] {
+					if id, ok := l.(*ast.Ident); ok {
+						if obj := pass.TypesInfo.ObjectOf(id); obj != nil {
+							unknown[obj] = true
+						}
+					}
+				}
+			}
+		case *ast.ValueSpec:
+			switch {
+			case len(n.Names) == len(n.Values):
+				for i := range n.Names {
+					note(n.Names[i], n.Values[i])
+				}
+			case len(n.Values) == 1:
+				note(n.Names[0], n.Values[0])
+			}
+		}
+	})
+
+	ignored := ignore.Lines(pass, "wraporder")
+	ins.Preorder([]ast.Node{(*ast.CallExpr)(nil)}, func(n ast.Node) {
+		call := n.(*ast.CallExpr)
+		if ignored(call.Pos()) {
+			return
+		}
+		switch calleeName(pass.TypesInfo, call) {
+		case module + "policy.Wrap", module + "policy.MustWrap":
+		default:
+			return
+		}
+		if call.Ellipsis.IsValid() {
+			return // Wrap(stack...): not known statically
+		}
+		stack := make([]policy.Kind, 0, len(call.Args))
+		seen := map[types.Object]int{}
+		for i, arg := range call.Args {
+			switch a := ast.Unparen(arg).(type) {
+			case *ast.CallExpr:
+				k, ok := constructors[calleeName(pass.TypesInfo, a)]
+				if !ok {
+					return
+				}
+				stack = append(stack, k)
+			case *ast.Ident:
+				obj := pass.TypesInfo.ObjectOf(a)
+				k, ok := kinds[obj]
+				if !ok || unknown[obj] {
+					return
+				}
+				if j, dup := seen[obj]; dup {
+					pass.Reportf(call.Pos(), "policy: O6: the same %s policy (%s) stands at positions %d and %d; use it once, or create a second one",
+						k, a.Name, j+1, i+1)
+					return
+				}
+				seen[obj] = i
+				stack = append(stack, k)
+			default:
+				return // not known statically
+			}
+		}
+		if err := policy.CheckKinds(stack...); err != nil {
+			pass.Reportf(call.Pos(), "%v", err)
+		}
+	})
+	return nil, nil
+}
