@@ -39,10 +39,10 @@ var constructors = map[string]policy.Kind{
 	module + "shed.New": policy.KindShed, module + "shed.MustNew": policy.KindShed,
 	module + "budget.NewTokenBucket": policy.KindBudget, module + "budget.MustNewTokenBucket": policy.KindBudget,
 	module + "budget.ParseTokenBucket": policy.KindBudget,
-	module + "budget.NewRatio": policy.KindBudget, module + "budget.MustNewRatio": policy.KindBudget,
+	module + "budget.NewRatio":         policy.KindBudget, module + "budget.MustNewRatio": policy.KindBudget,
 	module + "budget.NewRate": policy.KindBudget, module + "budget.MustNewRate": policy.KindBudget,
 	module + "budget.NewRateWith": policy.KindBudget,
-	module + "chaos.New": policy.KindOther, module + "chaos.MustNew": policy.KindOther,
+	module + "chaos.New":          policy.KindOther, module + "chaos.MustNew": policy.KindOther,
 }
 
 // calleeName returns "pkgpath.Name" of a call to a package-level function, or "".

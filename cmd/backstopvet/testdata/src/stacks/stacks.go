@@ -25,12 +25,12 @@ func wrong() {
 	d, err := deadline.New(2 * time.Second)
 	_ = err
 	r := retry.MustNew(retry.Options{})
-	_, _ = policy.Wrap(r, d) // want `policy: O1: deadline at position 2 is inside retry at position 1; move the deadline outward or use deadline.PerAttempt`
+	_, _ = policy.Wrap(r, d)                                                                                                     // want `policy: O1: deadline at position 2 is inside retry at position 1; move the deadline outward or use deadline.PerAttempt`
 	_ = policy.MustWrap(retry.MustNew(retry.Options{}), breaker.MustNew("x", breaker.Options{}), retry.MustNew(retry.Options{})) // want `policy: O2: retries at positions 1 and 3`
 	_ = policy.MustWrap(deadline.MustPerAttempt(time.Second), retry.MustNew(retry.Options{}))                                    // want `policy: O3: attempt-timeout at position 1 is outside retry`
-	_ = policy.MustWrap(budget.MustNewTokenBucket(10, 0.1), breaker.MustNew("x", breaker.Options{}))                           // want `policy: O4: budget at position 1 has no retry inside it`
-	_ = policy.MustWrap(deadline.MustNew(time.Second), shed.MustNew(shed.Options{}))                                           // want `policy: O5: shed at position 2 is not outermost`
-	_ = policy.MustWrap(r, breaker.MustNew("x", breaker.Options{}), r)                                                       // want `policy: O6: the same retry policy \(r\) stands at positions 1 and 3`
+	_ = policy.MustWrap(budget.MustNewTokenBucket(10, 0.1), breaker.MustNew("x", breaker.Options{}))                             // want `policy: O4: budget at position 1 has no retry inside it`
+	_ = policy.MustWrap(deadline.MustNew(time.Second), shed.MustNew(shed.Options{}))                                             // want `policy: O5: shed at position 2 is not outermost`
+	_ = policy.MustWrap(r, breaker.MustNew("x", breaker.Options{}), r)                                                           // want `policy: O6: the same retry policy \(r\) stands at positions 1 and 3`
 }
 
 // Stacks it cannot know statically are left alone.
