@@ -83,6 +83,12 @@ func Permanent(err error) error {
 	return &permanent{err: err}
 }
 
+// IsPermanent reports whether err is marked with [Permanent], through any wrapping.
+func IsPermanent(err error) bool {
+	var p *permanent
+	return errors.As(err, &p)
+}
+
 // Hint returns the delay a server asked for through [After] or [Pushback], if err
 // carries one.
 func Hint(err error) (time.Duration, bool) {

@@ -1,0 +1,177 @@
+// Package redeliver decides what a queue consumer or background worker does with a
+// message or job that failed: redeliver it after a growing, jittered delay worked out
+// from its delivery count, or send it to a dead-letter queue — at once for a
+// permanent error, after MaxDeliveries otherwise. Queues give no exponential backoff of
+// their own (an SQS visibility timeout, a JetStream redelivery, are fixed): the
+// consumer must ask for each delay, and this package says which.
+//
+// It is pure logic, with no broker: adapters (redeliver/jetstream) apply its
+// [Decision]s. It is deterministic given its random source.
+//
+// # Defaults
+//
+// Jobs can wait far longer than interactive calls, so the defaults are job-sized:
+//
+//	| setting       | default | meaning                                             |
+//	|---------------|---------|-----------------------------------------------------|
+//	| Base          | 10 s    | the first redelivery's backoff window               |
+//	| Cap           | 15 min  | no redelivery waits longer (before a server's hint) |
+//	| Strategy      | Full    | uniform in [0, min(Cap, Base·2^(n−1))), as retry    |
+//	| MaxDeliveries | 5       | the fifth failed delivery dead-letters the message  |
+//	| MaxDelay      | none    | SQSMaxDelay (12 h) when the target is SQS           |
+//
+// Unlike package retry's allow-list, which suits interactive calls, a job is retried
+// whatever its error unless the error is marked retry.Permanent (or Options.ShouldRetry
+// says no): a job that fails for an unknown reason is worth another try later. A
+// retry.After or retry.Pushback hint sets the least delay.
+package redeliver
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/backstop-go/backstop/policy"
+	"github.com/backstop-go/backstop/retry"
+)
+
+// Defaults for zero Options fields.
+const (
+	DefaultBase          = 10 * time.Second
+	DefaultCap           = 15 * time.Minute
+	DefaultMaxDeliveries = 5
+	// SQSMaxDelay is the longest SQS lets a message stay invisible (the visibility
+	// timeout's limit): set it as MaxDelay for SQS.
+	SQSMaxDelay = 12 * time.Hour
+)
+
+// ErrInvalidOptions is matched by New's errors for bad Options.
+var ErrInvalidOptions = errors.New("redeliver: invalid options")
+
+// Reasons a Decision gives.
+const (
+	ReasonSuccess   = "success"   // the delivery succeeded: acknowledge it
+	ReasonRetry     = "retry"     // redeliver after Delay
+	ReasonPermanent = "permanent" // the error is permanent: dead-letter at once
+	ReasonExhausted = "exhausted" // MaxDeliveries failed: dead-letter
+)
+
+// Decision is what to do with a delivery.
+type Decision struct {
+	// Retry: redeliver the message after Delay (negative-acknowledge it with a delay,
+	// extend its visibility).
+	Retry bool
+	Delay time.Duration
+	// DeadLetter: move the message to the dead-letter queue and stop delivering it.
+	DeadLetter bool
+	// Reason is one of the Reason constants.
+	Reason string
+}
+
+// Options configure a [Policy]. The zero value is valid: see the package defaults.
+type Options struct {
+	// Base and Cap bound the backoff as in package retry; 0 means DefaultBase (10 s)
+	// and DefaultCap (15 min).
+	Base, Cap time.Duration
+	// Strategy computes each delay from the delivery count; nil means retry.Full. A
+	// strategy that chains on the previous delay (Decorrelated) gets the largest delay
+	// of the previous delivery, as no state travels with a message.
+	Strategy retry.Strategy
+	// MaxDeliveries is how many deliveries may fail before the message is
+	// dead-lettered; 0 means DefaultMaxDeliveries (5).
+	MaxDeliveries int
+	// MaxDelay bounds every delay, server hints included (a broker's limit, e.g.
+	// SQSMaxDelay); 0 means no bound.
+	MaxDelay time.Duration
+	// ShouldRetry says whether an error may be retried; nil means every error not
+	// marked retry.Permanent.
+	ShouldRetry func(error) bool
+	// Rand draws the jitter; nil means policy.SystemRand().
+	Rand policy.Rand
+}
+
+// Policy decides redeliveries. It holds only its options: it is safe for concurrent
+// use. Build it with [New].
+type Policy struct {
+	o Options
+	r policy.Rand
+}
+
+// New returns a Policy, or an error matching ErrInvalidOptions that names the field.
+func New(o Options) (*Policy, error) {
+	bad := func(format string, args ...any) (*Policy, error) {
+		return nil, fmt.Errorf("%w: "+format, append([]any{ErrInvalidOptions}, args...)...)
+	}
+	switch {
+	case o.Base < 0:
+		return bad("Base is %v; want > 0, or 0 for the default %v", o.Base, DefaultBase)
+	case o.Cap < 0:
+		return bad("Cap is %v; want > 0, or 0 for the default %v", o.Cap, DefaultCap)
+	case o.MaxDeliveries < 0:
+		return bad("MaxDeliveries is %d; want ≥ 1, or 0 for the default %d", o.MaxDeliveries, DefaultMaxDeliveries)
+	case o.MaxDelay < 0:
+		return bad("MaxDelay is %v; want ≥ 0", o.MaxDelay)
+	}
+	if o.Base == 0 {
+		o.Base = DefaultBase
+	}
+	if o.Cap == 0 {
+		o.Cap = max(DefaultCap, o.Base)
+	}
+	if o.Cap < o.Base {
+		return bad("Cap is %v, below Base %v; want Cap ≥ Base", o.Cap, o.Base)
+	}
+	if o.MaxDeliveries == 0 {
+		o.MaxDeliveries = DefaultMaxDeliveries
+	}
+	if o.Strategy == nil {
+		o.Strategy = retry.Full{}
+	}
+	return &Policy{o: o, r: policy.RandOr(o.Rand)}, nil
+}
+
+// MustNew is like [New] but panics on bad options.
+func MustNew(o Options) *Policy {
+	p, err := New(o)
+	if err != nil {
+		panic(err)
+	}
+	return p
+}
+
+// MaxDeliveries returns how many deliveries may fail before a message is dead-lettered.
+func (p *Policy) MaxDeliveries() int { return p.o.MaxDeliveries }
+
+// Decide says what to do with delivery number deliveries (1-based: the first delivery
+// is 1) that ended with err.
+func (p *Policy) Decide(deliveries int, err error) Decision {
+	if err == nil {
+		return Decision{Reason: ReasonSuccess}
+	}
+	if p.permanent(err) {
+		return Decision{DeadLetter: true, Reason: ReasonPermanent}
+	}
+	if deliveries >= p.o.MaxDeliveries {
+		return Decision{DeadLetter: true, Reason: ReasonExhausted}
+	}
+	n := max(deliveries, 1)
+	var last time.Duration // the previous delivery's largest delay, for chaining strategies
+	if n > 1 {
+		last = retry.None{}.Delay(n-1, 0, p.o.Base, p.o.Cap, nil)
+	}
+	d := min(max(p.o.Strategy.Delay(n, last, p.o.Base, p.o.Cap, p.r), 0), p.o.Cap)
+	if hint, ok := retry.Hint(err); ok {
+		d = max(d, hint)
+	}
+	if p.o.MaxDelay > 0 {
+		d = min(d, p.o.MaxDelay)
+	}
+	return Decision{Retry: true, Delay: d, Reason: ReasonRetry}
+}
+
+func (p *Policy) permanent(err error) bool {
+	if p.o.ShouldRetry != nil {
+		return !p.o.ShouldRetry(err)
+	}
+	return retry.IsPermanent(err)
+}

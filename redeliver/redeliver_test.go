@@ -1,0 +1,63 @@
+package redeliver_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/backstop-go/backstop/policy/policytest"
+	"github.com/backstop-go/backstop/redeliver"
+	"github.com/backstop-go/backstop/retry"
+)
+
+var errJob = errors.New("job failed")
+
+func TestDecide(t *testing.T) {
+	p := redeliver.MustNew(redeliver.Options{Rand: policytest.NewRand(0.5)})
+	require.Equal(t, redeliver.Decision{Reason: redeliver.ReasonSuccess}, p.Decide(3, nil))
+	// Full jitter at rand 0.5: half of min(15 min, 10 s · 2^(n−1)).
+	for n, want := range map[int]time.Duration{1: 5 * time.Second, 2: 10 * time.Second, 3: 20 * time.Second, 4: 40 * time.Second} {
+		require.Equal(t, redeliver.Decision{Retry: true, Delay: want, Reason: redeliver.ReasonRetry}, p.Decide(n, errJob), "delivery %d", n)
+	}
+	require.Equal(t, redeliver.Decision{DeadLetter: true, Reason: redeliver.ReasonExhausted}, p.Decide(5, errJob), "the fifth failure")
+	require.Equal(t, redeliver.Decision{DeadLetter: true, Reason: redeliver.ReasonPermanent}, p.Decide(1, retry.Permanent(errJob)),
+		"a permanent error dead-letters at once")
+	d := p.Decide(1, retry.After(errJob, time.Minute))
+	require.Equal(t, time.Minute, d.Delay, "a server's hint sets the least delay")
+}
+
+func TestDecide_SQSLimitAndCap(t *testing.T) {
+	p := redeliver.MustNew(redeliver.Options{Base: time.Hour, Cap: 24 * time.Hour, MaxDeliveries: 100, MaxDelay: redeliver.SQSMaxDelay,
+		Strategy: retry.None{}})
+	require.Equal(t, 4*time.Hour, p.Decide(3, errJob).Delay)
+	require.Equal(t, redeliver.SQSMaxDelay, p.Decide(10, errJob).Delay, "never past SQS's 12 h visibility limit")
+	require.Equal(t, redeliver.SQSMaxDelay, p.Decide(1, retry.After(errJob, 48*time.Hour)).Delay, "hints too")
+}
+
+func TestDecide_DecorrelatedChainsOnThePreviousWindow(t *testing.T) {
+	p := redeliver.MustNew(redeliver.Options{Base: time.Second, Cap: time.Hour, Strategy: retry.Decorrelated{}, Rand: policytest.NewRand(0.999999)})
+	// delivery 3: the previous window is 2 s, so the delay tops out at 3 × 2 s.
+	require.InDelta(t, float64(6*time.Second), float64(p.Decide(3, errJob).Delay), float64(time.Millisecond))
+}
+
+func TestNew_RefusesBadOptions(t *testing.T) {
+	for _, tt := range []struct {
+		o    redeliver.Options
+		want string
+	}{
+		{redeliver.Options{Base: -1}, "Base is -1ns"},
+		{redeliver.Options{Base: time.Hour, Cap: time.Minute}, "Cap is 1m0s, below Base 1h0m0s"},
+		{redeliver.Options{MaxDeliveries: -2}, "MaxDeliveries is -2"},
+		{redeliver.Options{MaxDelay: -time.Second}, "MaxDelay is -1s"},
+	} {
+		_, err := redeliver.New(tt.o)
+		if !errors.Is(err, redeliver.ErrInvalidOptions) || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("New(%+v) = %v; want ErrInvalidOptions saying %q", tt.o, err, tt.want)
+		}
+	}
+	p := redeliver.MustNew(redeliver.Options{ShouldRetry: func(err error) bool { return !errors.Is(err, errJob) }})
+	require.True(t, p.Decide(1, errJob).DeadLetter, "ShouldRetry replaces the default")
+}
