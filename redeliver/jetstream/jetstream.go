@@ -1,0 +1,141 @@
+// Package jetstream applies redeliver's decisions to NATS JetStream messages: a
+// handler wrapper that reads the delivery count from the message's metadata, acks a
+// success, negatively acknowledges a retryable failure with the decided delay
+// (NakWithDelay), and dead-letters the rest — publishes the message, with headers that
+// tell its history, to a dead-letter subject, then terminates it.
+//
+// The consumer's MaxDeliver must be unlimited (-1) or larger than the policy's
+// MaxDeliveries, and its AckWait longer than a handler runs, so that JetStream neither
+// gives up nor redelivers before the policy decides.
+package jetstream
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/backstop-go/backstop/redeliver"
+)
+
+// Headers of a dead-lettered message.
+const (
+	HeaderError         = "Backstop-Error"          // the last delivery's error text
+	HeaderReason        = "Backstop-Reason"         // redeliver.ReasonPermanent or ReasonExhausted
+	HeaderDeliveries    = "Backstop-Deliveries"     // how many times it was delivered
+	HeaderFirstDelivery = "Backstop-First-Delivery" // when it was stored in the stream (RFC 3339)
+	HeaderLastDelivery  = "Backstop-Last-Delivery"  // when it was last delivered (RFC 3339)
+	HeaderOrigSubject   = "Backstop-Subject"        // the subject it was published on
+)
+
+// Handler processes one message's payload; its error decides the message's fate.
+type Handler func(ctx context.Context, msg jetstream.Msg) error
+
+// Stats count what the Consumer did.
+type Stats struct {
+	Deliveries, Acked, Retried, DeadLettered uint64
+}
+
+// Consumer wraps a Handler with a redeliver.Policy.
+//
+// A Consumer is safe for concurrent use. Build it with [New].
+type Consumer struct {
+	js       jetstream.JetStream
+	p        *redeliver.Policy
+	dlq      string
+	h        Handler
+	now      func() time.Time
+	onDecide func(msg jetstream.Msg, deliveries int, d redeliver.Decision)
+
+	deliveries, acked, retried, dead atomic.Uint64
+}
+
+// Options configure [New]. DeadLetter is required.
+type Options struct {
+	// DeadLetter is the subject dead-lettered messages are published on; a stream
+	// must capture it for them to be kept.
+	DeadLetter string
+	// OnDecide, if set, is called with every decision, after it is applied (for logs,
+	// metrics and tests).
+	OnDecide func(msg jetstream.Msg, deliveries int, d redeliver.Decision)
+}
+
+// New returns a Consumer that runs h under p and dead-letters to o.DeadLetter.
+func New(js jetstream.JetStream, p *redeliver.Policy, h Handler, o Options) (*Consumer, error) {
+	switch {
+	case js == nil:
+		return nil, fmt.Errorf("redeliver/jetstream: the JetStream is nil")
+	case p == nil:
+		return nil, fmt.Errorf("redeliver/jetstream: the Policy is nil")
+	case h == nil:
+		return nil, fmt.Errorf("redeliver/jetstream: the Handler is nil")
+	case o.DeadLetter == "":
+		return nil, fmt.Errorf("redeliver/jetstream: Options.DeadLetter is empty; want the dead-letter subject")
+	}
+	return &Consumer{js: js, p: p, dlq: o.DeadLetter, h: h, now: time.Now, onDecide: o.OnDecide}, nil
+}
+
+// Stats returns the counts so far.
+func (c *Consumer) Stats() Stats {
+	return Stats{Deliveries: c.deliveries.Load(), Acked: c.acked.Load(), Retried: c.retried.Load(), DeadLettered: c.dead.Load()}
+}
+
+// Handle processes one delivery: it runs the Handler and applies the policy's
+// decision. Use it as a jetstream.MessageHandler with consumer.Consume.
+func (c *Consumer) Handle(msg jetstream.Msg) {
+	_ = c.Process(context.Background(), msg)
+}
+
+// Process is Handle with a context and the error of applying the decision (an ack, a
+// nak or the dead-letter publish that failed); the message is then redelivered by
+// JetStream after AckWait, so nothing is lost.
+func (c *Consumer) Process(ctx context.Context, msg jetstream.Msg) error {
+	c.deliveries.Add(1)
+	meta, err := msg.Metadata()
+	if err != nil {
+		return fmt.Errorf("redeliver/jetstream: reading the delivery count: %w", err)
+	}
+	n := int(meta.NumDelivered)
+	herr := c.h(ctx, msg)
+	d := c.p.Decide(n, herr)
+	switch {
+	case !d.Retry && !d.DeadLetter:
+		err = msg.Ack()
+		c.acked.Add(1)
+	case d.Retry:
+		err = msg.NakWithDelay(d.Delay)
+		c.retried.Add(1)
+	default:
+		err = c.deadLetter(ctx, msg, meta, n, herr, d)
+	}
+	if c.onDecide != nil {
+		c.onDecide(msg, n, d)
+	}
+	return err
+}
+
+func (c *Consumer) deadLetter(ctx context.Context, msg jetstream.Msg, meta *jetstream.MsgMetadata, n int, herr error, d redeliver.Decision) error {
+	out := nats.NewMsg(c.dlq)
+	out.Data = msg.Data()
+	for k, vs := range msg.Headers() {
+		for _, v := range vs {
+			out.Header.Add(k, v)
+		}
+	}
+	out.Header.Set(HeaderError, herr.Error())
+	out.Header.Set(HeaderReason, d.Reason)
+	out.Header.Set(HeaderDeliveries, strconv.Itoa(n))
+	out.Header.Set(HeaderFirstDelivery, meta.Timestamp.UTC().Format(time.RFC3339Nano))
+	out.Header.Set(HeaderLastDelivery, c.now().UTC().Format(time.RFC3339Nano))
+	out.Header.Set(HeaderOrigSubject, msg.Subject())
+	if _, err := c.js.PublishMsg(ctx, out); err != nil {
+		_ = msg.Nak() // keep it: it will be dead-lettered on its next delivery
+		return fmt.Errorf("redeliver/jetstream: publishing to the dead-letter subject %s: %w", c.dlq, err)
+	}
+	c.dead.Add(1)
+	return msg.Term()
+}
