@@ -33,6 +33,11 @@ type BreakerGauge interface {
 	StateValue() float64
 }
 
+// CacheCounters is what the cache series read: coalesce.Cache has it.
+type CacheCounters interface {
+	CacheCounts() (hits, misses, coalesced, refreshes, stale, loadErrors uint64)
+}
+
 // Options configure an [Observer]. The zero value is valid.
 type Options struct {
 	// Buckets are the call-duration histogram's buckets in seconds; nil means
@@ -359,4 +364,32 @@ func MustNew(reg prometheus.Registerer, o Options) *Observer {
 		panic(err)
 	}
 	return obs
+}
+
+// AddCache exports c's counters as backstop_cache_requests_total{cache, result} with
+// result hit, miss, coalesced (a miss that waited for another caller's load) and stale
+// (a stale value served), backstop_cache_refreshes_total{cache} and
+// backstop_cache_load_errors_total{cache}, read at every scrape. A name already
+// exported is an error.
+func (m *Observer) AddCache(name string, c CacheCounters) error {
+	if c == nil {
+		return fmt.Errorf("%w: AddCache(%q, nil)", ErrInvalidOptions, name)
+	}
+	pick := func(i int) func() float64 {
+		return func() float64 {
+			var v [6]uint64
+			v[0], v[1], v[2], v[3], v[4], v[5] = c.CacheCounts()
+			return float64(v[i])
+		}
+	}
+	counter := func(metric, help string, labels prometheus.Labels, i int) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: Namespace, Name: metric, Help: help, ConstLabels: labels}, pick(i))
+	}
+	const reqHelp = "Gets of a coalescing cache, by result (hit, miss, coalesced, stale)."
+	req := func(result string, i int) prometheus.Collector {
+		return counter("cache_requests_total", reqHelp, prometheus.Labels{"cache": name, "result": result}, i)
+	}
+	return m.register(req("hit", 0), req("miss", 1), req("coalesced", 2), req("stale", 4),
+		counter("cache_refreshes_total", "Origin loads of a coalescing cache.", prometheus.Labels{"cache": name}, 3),
+		counter("cache_load_errors_total", "Origin loads of a coalescing cache that failed.", prometheus.Labels{"cache": name}, 5))
 }

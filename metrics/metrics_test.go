@@ -335,3 +335,28 @@ func gaugeOf(t *testing.T, g prometheus.Gatherer, name, label, value string) pro
 	t.Fatalf("no series %s{%s=%q}", name, label, value)
 	return nil
 }
+
+type fakeCache struct{}
+
+func (fakeCache) CacheCounts() (hits, misses, coalesced, refreshes, stale, loadErrors uint64) {
+	return 10, 3, 2, 4, 1, 1
+}
+
+func TestObserver_AddCache(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	obs := metrics.MustNew(reg, metrics.Options{})
+	require.NoError(t, obs.AddCache("users", fakeCache{}))
+	require.Error(t, obs.AddCache("users", fakeCache{}), "a name exported twice")
+	err := testutil.GatherAndCompare(reg, strings.NewReader(`
+# HELP backstop_cache_requests_total Gets of a coalescing cache, by result (hit, miss, coalesced, stale).
+# TYPE backstop_cache_requests_total counter
+backstop_cache_requests_total{cache="users",result="coalesced"} 2
+backstop_cache_requests_total{cache="users",result="hit"} 10
+backstop_cache_requests_total{cache="users",result="miss"} 3
+backstop_cache_requests_total{cache="users",result="stale"} 1
+# HELP backstop_cache_refreshes_total Origin loads of a coalescing cache.
+# TYPE backstop_cache_refreshes_total counter
+backstop_cache_refreshes_total{cache="users"} 4
+`), "backstop_cache_requests_total", "backstop_cache_refreshes_total")
+	require.NoError(t, err)
+}

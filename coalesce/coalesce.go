@@ -1,0 +1,343 @@
+// Package coalesce is a cache in front of a dependency that never stampedes: when a
+// hot key expires, one request rebuilds the value while the others wait for it
+// (single flight, golang.org/x/sync/singleflight), the stale value is served while it
+// is refreshed in the background, the last good value is served for a while when the
+// origin fails, failures are cached briefly so a failing origin is not hammered, and
+// TTLs are jittered so keys written together do not expire together. An optional
+// early, probabilistic refresh (XFetch) refreshes a hot key before it expires.
+//
+// Origin calls run through a *policy.Pipeline, so the deadline, breaker and budget of
+// the dependency apply to them; with the breaker open, a stale value is served rather
+// than the refusal. Storage is size-bounded (github.com/hashicorp/golang-lru/v2).
+//
+// # Freshness
+//
+//	| age of the entry                  | Get returns                   | origin call                |
+//	|-----------------------------------|-------------------------------|----------------------------|
+//	| < TTL (jittered)                  | the value                     | none (XFetch: maybe early) |
+//	| TTL … TTL + StaleWhileRefresh     | the stale value, at once      | one refresh, in background |
+//	| later                             | a fresh value, waited for     | one load for all callers   |
+//	| load failed, < TTL + StaleIfError | the last good value           | retried after NegativeTTL  |
+package coalesce
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+	"golang.org/x/sync/singleflight"
+
+	"github.com/backstop-go/backstop/policy"
+)
+
+// Defaults for zero Options fields.
+const (
+	DefaultMaxEntries        = 10_000
+	DefaultTTL               = time.Minute
+	DefaultJitter            = 0.1 // TTLs uniform in [0.9·TTL, 1.1·TTL]
+	DefaultStaleWhileRefresh = 10 * time.Second
+	DefaultStaleIfError      = 5 * time.Minute
+	DefaultNegativeTTL       = time.Second
+	DefaultMaxNegativeTTL    = 30 * time.Second
+)
+
+// ErrInvalidOptions is matched by New's errors for bad Options.
+var ErrInvalidOptions = errors.New("coalesce: invalid options")
+
+// Options configure a [Cache]. Only Load is required.
+type Options[K comparable, V any] struct {
+	// Load fetches a key's value from the origin. Required.
+	Load func(ctx context.Context, key K) (V, error)
+	// Pipeline runs every origin call; nil means none.
+	Pipeline *policy.Pipeline
+	// MaxEntries bounds the entries kept, least recently used first out; 0 means
+	// DefaultMaxEntries.
+	MaxEntries int
+	// TTL is how long a value is fresh, before Jitter; 0 means DefaultTTL (1 min).
+	TTL time.Duration
+	// Jitter spreads TTLs uniformly over [TTL·(1−Jitter), TTL·(1+Jitter)]; 0 means
+	// DefaultJitter (0.1), negative means none, above 1 is refused.
+	Jitter float64
+	// StaleWhileRefresh is how long after its TTL a value is still served, at once,
+	// while one background refresh runs; 0 means DefaultStaleWhileRefresh (10 s),
+	// negative means none.
+	StaleWhileRefresh time.Duration
+	// StaleIfError is how long after its TTL the last good value is served when the
+	// origin fails; 0 means DefaultStaleIfError (5 min), negative means never.
+	StaleIfError time.Duration
+	// NegativeTTL is how long a failed load is remembered (and returned) before the
+	// origin is asked again; it doubles with each failure in a row up to
+	// MaxNegativeTTL. 0 means DefaultNegativeTTL (1 s) and DefaultMaxNegativeTTL
+	// (30 s); negative NegativeTTL means failures are not remembered.
+	NegativeTTL, MaxNegativeTTL time.Duration
+	// XFetchBeta, if > 0, refreshes a fresh value early with the probability of
+	// Vattani, Chierichetti and Lowenstein's XFetch ("Optimal Probabilistic Cache
+	// Stampede Prevention", VLDB 2015): a Get at time now refreshes when
+	// now − δ·β·ln(rand) ≥ expiry, δ being how long the last load took. 1 is the
+	// paper's default; 0 turns it off.
+	XFetchBeta float64
+	// Clock and Rand are the seams for tests; nil means policy.SystemClock() and
+	// policy.SystemRand().
+	Clock policy.Clock
+	Rand  policy.Rand
+}
+
+// Stats count what a Cache did.
+type Stats struct {
+	Hits, Misses, CoalescedWaits, Refreshes, StaleServed, LoadErrors uint64
+}
+
+// Cache is a coalescing cache. It is safe for concurrent use. Build it with [New];
+// call Close to wait for background refreshes when done. Loads of one key are shared
+// by the key's %#v form, so keys must print distinctly (strings, numbers and structs of
+// them do).
+type Cache[K comparable, V any] struct {
+	o          Options[K, V]
+	clock      policy.Clock
+	rand       policy.Rand
+	store      *lru.Cache[K, *entry[V]]
+	group      singleflight.Group
+	keys       func(K) string
+	bg         sync.WaitGroup // waiters and refreshes under way, for Close
+	refreshing sync.Map       // keys with a background refresh under way
+
+	hits, misses, waits, refreshes, stale, loadErrs atomic.Uint64
+}
+
+// entry is one key's state. It is replaced, never changed, once stored.
+type entry[V any] struct {
+	value    V
+	ok       bool          // value is a good value
+	err      error         // the last load's error, if it failed
+	fresh    time.Time     // the value is fresh until then
+	errUntil time.Time     // err is remembered until then
+	failures int           // loads failed in a row
+	took     time.Duration // how long the last good load took, for XFetch
+}
+
+// New returns a Cache, or an error matching ErrInvalidOptions that names the field.
+func New[K comparable, V any](o Options[K, V]) (*Cache[K, V], error) {
+	bad := func(format string, args ...any) (*Cache[K, V], error) {
+		return nil, fmt.Errorf("%w: "+format, append([]any{ErrInvalidOptions}, args...)...)
+	}
+	switch {
+	case o.Load == nil:
+		return bad("Load is nil; want the function that fetches a value from the origin")
+	case o.MaxEntries < 0:
+		return bad("MaxEntries is %d; want ≥ 1, or 0 for the default %d", o.MaxEntries, DefaultMaxEntries)
+	case o.TTL < 0:
+		return bad("TTL is %v; want > 0, or 0 for the default %v", o.TTL, DefaultTTL)
+	case o.Jitter > 1 || math.IsNaN(o.Jitter):
+		return bad("Jitter is %v; want a fraction in [0, 1], or negative for none", o.Jitter)
+	case o.XFetchBeta < 0 || math.IsNaN(o.XFetchBeta) || math.IsInf(o.XFetchBeta, 0):
+		return bad("XFetchBeta is %v; want ≥ 0", o.XFetchBeta)
+	case o.MaxNegativeTTL < 0:
+		return bad("MaxNegativeTTL is %v; want ≥ 0", o.MaxNegativeTTL)
+	}
+	def := func(v *time.Duration, d time.Duration) {
+		switch {
+		case *v == 0:
+			*v = d
+		case *v < 0:
+			*v = 0
+		}
+	}
+	if o.MaxEntries == 0 {
+		o.MaxEntries = DefaultMaxEntries
+	}
+	def(&o.TTL, DefaultTTL)
+	switch {
+	case o.Jitter == 0:
+		o.Jitter = DefaultJitter
+	case o.Jitter < 0:
+		o.Jitter = 0
+	}
+	def(&o.StaleWhileRefresh, DefaultStaleWhileRefresh)
+	def(&o.StaleIfError, DefaultStaleIfError)
+	if o.NegativeTTL == 0 && o.MaxNegativeTTL == 0 {
+		o.MaxNegativeTTL = DefaultMaxNegativeTTL
+	}
+	def(&o.NegativeTTL, DefaultNegativeTTL)
+	o.MaxNegativeTTL = max(o.MaxNegativeTTL, o.NegativeTTL)
+	store, err := lru.New[K, *entry[V]](o.MaxEntries)
+	if err != nil {
+		return bad("%v", err)
+	}
+	keys := func(k K) string { return fmt.Sprintf("%#v", k) }
+	if _, ok := any(*new(K)).(string); ok {
+		keys = func(k K) string { return any(k).(string) }
+	}
+	return &Cache[K, V]{o: o, clock: policy.ClockOr(o.Clock), rand: policy.RandOr(o.Rand), store: store, keys: keys}, nil
+}
+
+// MustNew is like [New] but panics on bad options.
+func MustNew[K comparable, V any](o Options[K, V]) *Cache[K, V] {
+	c, err := New(o)
+	if err != nil {
+		panic(err)
+	}
+	return c
+}
+
+// Stats returns the counts so far.
+func (c *Cache[K, V]) Stats() Stats {
+	return Stats{Hits: c.hits.Load(), Misses: c.misses.Load(), CoalescedWaits: c.waits.Load(),
+		Refreshes: c.refreshes.Load(), StaleServed: c.stale.Load(), LoadErrors: c.loadErrs.Load()}
+}
+
+// Len returns the number of entries held.
+func (c *Cache[K, V]) Len() int { return c.store.Len() }
+
+// Close waits for the background refreshes under way.
+func (c *Cache[K, V]) Close() { c.bg.Wait() }
+
+// Get returns key's value: from the cache while fresh (or stale within its windows),
+// else from one origin call shared by every caller that asks meanwhile. A caller whose
+// ctx ends stops waiting with ctx's error; the shared call goes on for the others.
+func (c *Cache[K, V]) Get(ctx context.Context, key K) (V, error) {
+	now := c.clock.Now()
+	e, found := c.store.Get(key)
+	if found && e.ok {
+		switch {
+		case now.Before(e.fresh):
+			c.hits.Add(1)
+			if c.early(now, e) {
+				c.refresh(ctx, key)
+			}
+			return e.value, nil
+		case now.Before(e.fresh.Add(c.o.StaleWhileRefresh)):
+			c.stale.Add(1)
+			c.refresh(ctx, key)
+			return e.value, nil
+		}
+	}
+	if found && e.err != nil && now.Before(e.errUntil) {
+		if e.ok && now.Before(e.fresh.Add(c.o.StaleIfError)) {
+			c.stale.Add(1)
+			return e.value, nil
+		}
+		var zero V
+		return zero, e.err
+	}
+	c.misses.Add(1)
+	return c.wait(ctx, key)
+}
+
+// early reports whether XFetch says to refresh a fresh entry now.
+func (c *Cache[K, V]) early(now time.Time, e *entry[V]) bool {
+	if c.o.XFetchBeta == 0 || e.took <= 0 {
+		return false
+	}
+	r := c.rand.Float64()
+	if r <= 0 {
+		return false
+	}
+	gap := time.Duration(-float64(e.took) * c.o.XFetchBeta * math.Log(r))
+	return !now.Add(gap).Before(e.fresh)
+}
+
+// wait joins (or starts) the key's shared load and waits for it or for ctx. Each
+// waiter counts for Close until the load it joined is over, even if it stops waiting.
+func (c *Cache[K, V]) wait(ctx context.Context, key K) (V, error) {
+	started := false // set by our fn, which runs only if we start the load
+	detached := context.WithoutCancel(ctx)
+	c.bg.Add(1)
+	ch := c.group.DoChan(c.keys(key), func() (any, error) {
+		started = true
+		return c.load(detached, key)
+	})
+	select {
+	case r := <-ch:
+		c.bg.Done()
+		if !started { // read after the result: its send follows fn's return
+			c.waits.Add(1)
+		}
+		if r.Err != nil {
+			var zero V
+			return zero, r.Err
+		}
+		return r.Val.(V), nil
+	case <-ctx.Done():
+		go func() { <-ch; c.bg.Done() }() // the shared load goes on for the others
+		var zero V
+		return zero, ctx.Err()
+	}
+}
+
+// refresh starts one background load of key unless one is under way; the load outlives
+// ctx, and Close waits for it.
+func (c *Cache[K, V]) refresh(ctx context.Context, key K) {
+	if _, busy := c.refreshing.LoadOrStore(key, struct{}{}); busy {
+		return
+	}
+	detached := context.WithoutCancel(ctx)
+	c.bg.Add(1)
+	go func() {
+		defer c.bg.Done()
+		defer c.refreshing.Delete(key)
+		_, _, _ = c.group.Do(c.keys(key), func() (any, error) { return c.load(detached, key) })
+	}()
+}
+
+// load calls the origin through the pipeline and stores what it got. It runs once per
+// key at a time, detached from the callers' contexts.
+func (c *Cache[K, V]) load(ctx context.Context, key K) (V, error) {
+	start := c.clock.Now()
+	if e, ok := c.store.Peek(key); ok && e.ok && start.Before(e.fresh) && !c.early(start, e) {
+		return e.value, nil // a load that finished just before this one began
+	}
+	c.refreshes.Add(1)
+	var v V
+	err := c.o.Pipeline.Do(ctx, func(ctx context.Context) error {
+		got, err := c.o.Load(ctx, key)
+		if err == nil {
+			v = got
+		}
+		return err
+	})
+	now := c.clock.Now()
+	prev, _ := c.store.Peek(key)
+	if err == nil {
+		c.store.Add(key, &entry[V]{value: v, ok: true, fresh: now.Add(c.ttl()), took: now.Sub(start)})
+		return v, nil
+	}
+	c.loadErrs.Add(1)
+	e := &entry[V]{err: err, failures: 1}
+	if prev != nil {
+		e.value, e.ok, e.fresh, e.took = prev.value, prev.ok, prev.fresh, prev.took
+		e.failures = prev.failures + 1
+	}
+	neg := c.o.NegativeTTL
+	for i := 1; i < e.failures && neg < c.o.MaxNegativeTTL; i++ {
+		neg *= 2
+	}
+	e.errUntil = now.Add(min(neg, c.o.MaxNegativeTTL))
+	c.store.Add(key, e)
+	if e.ok && now.Before(e.fresh.Add(c.o.StaleIfError)) {
+		c.stale.Add(1)
+		return e.value, nil // stale if error (an open breaker included)
+	}
+	var zero V
+	return zero, err
+}
+
+// ttl returns the TTL with its jitter.
+func (c *Cache[K, V]) ttl() time.Duration {
+	if c.o.Jitter == 0 {
+		return c.o.TTL
+	}
+	f := 1 + c.o.Jitter*(2*c.rand.Float64()-1)
+	return time.Duration(float64(c.o.TTL) * f)
+}
+
+// CacheCounts returns the counters of [Stats] in order — hits, misses, coalesced
+// waits, refreshes, stale values served, load errors — for package metrics.
+func (c *Cache[K, V]) CacheCounts() (hits, misses, coalesced, refreshes, stale, loadErrors uint64) {
+	s := c.Stats()
+	return s.Hits, s.Misses, s.CoalescedWaits, s.Refreshes, s.StaleServed, s.LoadErrors
+}
