@@ -3,7 +3,7 @@ module github.com/backstop-go/backstop
 go 1.25.0
 
 require (
-	github.com/hashicorp/golang-lru/v2 v2.0.7
+	github.com/maypok86/otter/v2 v2.4.0
 	github.com/prometheus/client_golang v1.24.1
 	github.com/sony/gobreaker/v2 v2.4.0
 	github.com/stretchr/testify v1.12.1

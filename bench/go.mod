@@ -9,6 +9,7 @@ require (
 	github.com/backstop-go/backstop/policygrpc v0.0.0-00010101000000-000000000000
 	github.com/cenkalti/backoff/v5 v5.0.3
 	github.com/failsafe-go/failsafe-go v0.9.8
+	github.com/maypok86/otter/v2 v2.4.0
 	github.com/sony/gobreaker/v2 v2.4.0
 	google.golang.org/grpc v1.83.2
 )
@@ -17,6 +18,7 @@ require (
 	github.com/bits-and-blooms/bitset v1.24.4 // indirect
 	github.com/influxdata/tdigest v0.0.1 // indirect
 	golang.org/x/net v0.58.0 // indirect
+	golang.org/x/sync v0.22.0 // indirect
 	golang.org/x/sys v0.47.0 // indirect
 	golang.org/x/text v0.41.0 // indirect
 	golang.org/x/time v0.15.0 // indirect

@@ -8,7 +8,8 @@
 //
 // Origin calls run through a *policy.Pipeline, so the deadline, breaker and budget of
 // the dependency apply to them; with the breaker open, a stale value is served rather
-// than the refusal. Storage is size-bounded (github.com/hashicorp/golang-lru/v2).
+// than the refusal. Storage is size-bounded by github.com/maypok86/otter/v2, whose reads
+// take no lock.
 //
 // # Freshness
 //
@@ -25,11 +26,12 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	lru "github.com/hashicorp/golang-lru/v2"
+	"github.com/maypok86/otter/v2"
 	"golang.org/x/sync/singleflight"
 
 	"github.com/backstop-go/backstop/policy"
@@ -55,8 +57,8 @@ type Options[K comparable, V any] struct {
 	Load func(ctx context.Context, key K) (V, error)
 	// Pipeline runs every origin call; nil means none.
 	Pipeline *policy.Pipeline
-	// MaxEntries bounds the entries kept, least recently used first out; 0 means
-	// DefaultMaxEntries.
+	// MaxEntries bounds the entries kept (otter's eviction: the least likely to be used
+	// again go first); 0 means DefaultMaxEntries.
 	MaxEntries int
 	// TTL is how long a value is fresh, before Jitter; 0 means DefaultTTL (1 min).
 	TTL time.Duration
@@ -100,13 +102,32 @@ type Cache[K comparable, V any] struct {
 	o          Options[K, V]
 	clock      policy.Clock
 	rand       policy.Rand
-	store      *lru.Cache[K, *entry[V]]
+	store      *otter.Cache[K, *entry[V]]
 	group      singleflight.Group
 	keys       func(K) string
 	bg         sync.WaitGroup // waiters and refreshes under way, for Close
 	refreshing sync.Map       // keys with a background refresh under way
 
-	hits, misses, waits, refreshes, stale, loadErrs atomic.Uint64
+	hits                                      striped // the hot path: no shared cache line
+	misses, waits, refreshes, stale, loadErrs atomic.Uint64
+}
+
+// striped is a counter spread over cache lines, so that concurrent hits on many cores
+// do not contend on one word; a cell is picked with the runtime's per-P random source.
+type striped struct {
+	cells [16]struct {
+		n atomic.Uint64
+		_ [56]byte
+	}
+}
+
+func (s *striped) Add(n uint64) { s.cells[rand.Uint32()&15].n.Add(n) }
+
+func (s *striped) Load() (sum uint64) {
+	for i := range s.cells {
+		sum += s.cells[i].n.Load()
+	}
+	return sum
 }
 
 // entry is one key's state. It is replaced, never changed, once stored.
@@ -164,7 +185,7 @@ func New[K comparable, V any](o Options[K, V]) (*Cache[K, V], error) {
 	}
 	def(&o.NegativeTTL, DefaultNegativeTTL)
 	o.MaxNegativeTTL = max(o.MaxNegativeTTL, o.NegativeTTL)
-	store, err := lru.New[K, *entry[V]](o.MaxEntries)
+	store, err := otter.New(&otter.Options[K, *entry[V]]{MaximumSize: o.MaxEntries})
 	if err != nil {
 		return bad("%v", err)
 	}
@@ -190,8 +211,12 @@ func (c *Cache[K, V]) Stats() Stats {
 		Refreshes: c.refreshes.Load(), StaleServed: c.stale.Load(), LoadErrors: c.loadErrs.Load()}
 }
 
-// Len returns the number of entries held.
-func (c *Cache[K, V]) Len() int { return c.store.Len() }
+// Len returns how many entries are held, after otter's pending evictions (they are
+// applied in batches) have run.
+func (c *Cache[K, V]) Len() int {
+	c.store.CleanUp()
+	return c.store.EstimatedSize()
+}
 
 // Close waits for the background refreshes under way.
 func (c *Cache[K, V]) Close() { c.bg.Wait() }
@@ -201,7 +226,7 @@ func (c *Cache[K, V]) Close() { c.bg.Wait() }
 // ctx ends stops waiting with ctx's error; the shared call goes on for the others.
 func (c *Cache[K, V]) Get(ctx context.Context, key K) (V, error) {
 	now := c.clock.Now()
-	e, found := c.store.Get(key)
+	e, found := c.store.GetIfPresent(key)
 	if found && e.ok {
 		switch {
 		case now.Before(e.fresh):
@@ -288,7 +313,7 @@ func (c *Cache[K, V]) refresh(ctx context.Context, key K) {
 // key at a time, detached from the callers' contexts.
 func (c *Cache[K, V]) load(ctx context.Context, key K) (V, error) {
 	start := c.clock.Now()
-	if e, ok := c.store.Peek(key); ok && e.ok && start.Before(e.fresh) && !c.early(start, e) {
+	if e, ok := c.store.GetIfPresent(key); ok && e.ok && start.Before(e.fresh) && !c.early(start, e) {
 		return e.value, nil // a load that finished just before this one began
 	}
 	c.refreshes.Add(1)
@@ -301,9 +326,9 @@ func (c *Cache[K, V]) load(ctx context.Context, key K) (V, error) {
 		return err
 	})
 	now := c.clock.Now()
-	prev, _ := c.store.Peek(key)
+	prev, _ := c.store.GetIfPresent(key)
 	if err == nil {
-		c.store.Add(key, &entry[V]{value: v, ok: true, fresh: now.Add(c.ttl()), took: now.Sub(start)})
+		c.store.Set(key, &entry[V]{value: v, ok: true, fresh: now.Add(c.ttl()), took: now.Sub(start)})
 		return v, nil
 	}
 	c.loadErrs.Add(1)
@@ -317,7 +342,7 @@ func (c *Cache[K, V]) load(ctx context.Context, key K) (V, error) {
 		neg *= 2
 	}
 	e.errUntil = now.Add(min(neg, c.o.MaxNegativeTTL))
-	c.store.Add(key, e)
+	c.store.Set(key, e)
 	if e.ok && now.Before(e.fresh.Add(c.o.StaleIfError)) {
 		c.stale.Add(1)
 		return e.value, nil // stale if error (an open breaker included)
