@@ -2,24 +2,31 @@
 // sends steady load through two caches in turn: a plain TTL cache, whose every reader
 // that finds the key expired goes to the origin (the stampede), and Backstop's
 // coalesce, which serves the stale value while one request refreshes it. It prints the
-// origin's requests per second around each expiry and how fast the readers were
-// answered.
+// origin's requests per expiry and how fast the readers were answered, and charts the
+// origin's requests per 100 ms for both (stampede-report/origin.png).
 package main
 
 import (
 	"context"
 	"flag"
 	"fmt"
+	"image/color"
 	"io"
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+
 	"github.com/backstop-go/backstop/coalesce"
+	"github.com/backstop-go/backstop/examples/internal/plotticks"
 )
 
 const (
@@ -31,8 +38,9 @@ const (
 func main() {
 	duration := flag.Duration("duration", 5*time.Second, "how long each cache is loaded")
 	readers := flag.Int("readers", 50, "concurrent readers of the hot key")
+	out := flag.String("out", "stampede-report", "folder for the chart")
 	flag.Parse()
-	if err := run(*duration, *readers); err != nil {
+	if err := run(*duration, *readers, *out); err != nil {
 		fmt.Fprintln(os.Stderr, "stampede:", err)
 		os.Exit(1)
 	}
@@ -103,6 +111,7 @@ type result struct {
 	p50, p99        time.Duration
 	errors          int64
 	perExpiryOrigin float64
+	series          []float64 // origin requests per second, per 100 ms of the run
 }
 
 func load(name string, d time.Duration, readers int, get func(context.Context) (string, error), o *origin) result {
@@ -154,10 +163,14 @@ func load(name string, d time.Duration, readers int, get func(context.Context) (
 		r.p50, r.p99 = lat[len(lat)/2], lat[len(lat)*99/100]
 	}
 	r.perExpiryOrigin = float64(len(arrivals)) / (d.Seconds() / ttl.Seconds())
+	r.series = make([]float64, int(d/(100*time.Millisecond))+1)
+	for i := range r.series {
+		r.series[i] = float64(buckets[int64(i)]) * 10
+	}
 	return r
 }
 
-func run(d time.Duration, readers int) error {
+func run(d time.Duration, readers int, out string) error {
 	o, err := startOrigin()
 	if err != nil {
 		return err
@@ -193,9 +206,54 @@ func run(d time.Duration, readers int) error {
 		fmt.Printf("%-12s %16d %18.1f %20d %10d %18s %7d\n", r.name, r.originRequests, r.perExpiryOrigin, r.peak, r.reads,
 			r.p50.Round(time.Microsecond).String()+" / "+r.p99.Round(time.Microsecond).String(), r.errors)
 	}
-	fmt.Printf("\nstampede: origin requests per expiry: plain %.1f, coalesce %.1f\n", naive.perExpiryOrigin, co.perExpiryOrigin)
+	if err := chart(out, []result{naive, co}); err != nil {
+		return err
+	}
+	fmt.Printf("\nchart: %s/origin.png\n", out)
+	fmt.Printf("stampede: origin requests per expiry: plain %.1f, coalesce %.1f\n", naive.perExpiryOrigin, co.perExpiryOrigin)
 	if co.originRequests > naive.originRequests {
 		return fmt.Errorf("coalesce sent the origin %d requests, the plain cache %d", co.originRequests, naive.originRequests)
 	}
 	return nil
+}
+
+// chart draws the origin's requests per second over each run, with its capacity.
+func chart(dir string, rs []result) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	p := plot.New()
+	p.Title.Text = "Origin requests per second (100 ms buckets), one hot key with a 1 s TTL"
+	p.X.Label.Text = "time since the run started (s)"
+	p.Y.Label.Text = "origin requests per second"
+	p.X.Tick.Marker = plotticks.Plain(plot.DefaultTicks{})
+	p.Y.Tick.Marker = plotticks.Plain(plot.DefaultTicks{})
+	p.Add(plotter.NewGrid())
+	capacity := float64(originWorkers * int(time.Second/originWork))
+	top := capacity
+	colors := []color.Color{color.RGBA{R: 200, G: 40, B: 40, A: 255}, color.RGBA{R: 30, G: 90, B: 200, A: 255}}
+	for k, r := range rs {
+		pts := make(plotter.XYs, len(r.series))
+		for i, v := range r.series {
+			pts[i].X, pts[i].Y = float64(i)/10, v
+			top = max(top, v)
+		}
+		l, err := plotter.NewLine(pts)
+		if err != nil {
+			return err
+		}
+		l.Color, l.Width = colors[k%len(colors)], vg.Points(1.5)
+		p.Add(l)
+		p.Legend.Add(r.name, l)
+	}
+	c, err := plotter.NewLine(plotter.XYs{{X: 0, Y: capacity}, {X: float64(len(rs[0].series)) / 10, Y: capacity}})
+	if err != nil {
+		return err
+	}
+	c.Color, c.Dashes = color.Black, []vg.Length{vg.Points(2), vg.Points(3)}
+	p.Add(c)
+	p.Legend.Add(fmt.Sprintf("origin capacity (%.0f/s)", capacity), c)
+	p.Y.Min, p.Y.Max = 0, top*1.4
+	p.Legend.Top = true
+	return p.Save(9*vg.Inch, 4*vg.Inch, filepath.Join(dir, "origin.png"))
 }
