@@ -111,7 +111,7 @@ func (r *runner) Run(ctx context.Context, fn policy.Func) error {
 			now := time.Now()
 			r.obs.Observe(policy.Event{
 				Kind: policy.EventDeadlineExceeded, Pipeline: r.pipeline, Source: r.d.Kind().String(),
-				Time: now, Elapsed: now.Sub(start), Err: err,
+				Time: now, Elapsed: now.Sub(start), Err: err, Context: ctx,
 			})
 		}
 	}

@@ -1,6 +1,9 @@
 package policy
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // An Observer receives the events of a pipeline's stages: call start and end, attempt
 // start and end, retries scheduled and suppressed, breaker state changes, deadlines
@@ -145,4 +148,9 @@ type Event struct {
 	From, To string  // breaker states: "closed", "half-open", "open"
 	Priority string  // shed: "critical", "default", "sheddable"
 	Level    float64 // shed: the concurrency limit when the request was refused
+	// Context is the context of the call (of the attempt, for attempt events) where the
+	// reporting stage has one — call, attempt, retry, suppression, deadline and
+	// policy-form shed events — so an observer can reach the call's trace span; nil for
+	// breaker transitions, which are not any one call's. Observers must not keep it.
+	Context context.Context
 }

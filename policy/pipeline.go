@@ -122,10 +122,10 @@ func (p *Pipeline) Do(ctx context.Context, fn Func) error {
 		return p.runner.Run(ctx, fn)
 	}
 	start := p.clock.Now()
-	p.bound.Observe(Event{Kind: EventCallStart, Pipeline: p.name, Time: start})
+	p.bound.Observe(Event{Kind: EventCallStart, Pipeline: p.name, Time: start, Context: ctx})
 	err := p.runner.Run(ctx, fn)
 	end := p.clock.Now()
-	p.bound.Observe(Event{Kind: EventCallEnd, Pipeline: p.name, Time: end, Elapsed: end.Sub(start), Err: err})
+	p.bound.Observe(Event{Kind: EventCallEnd, Pipeline: p.name, Time: end, Elapsed: end.Sub(start), Err: err, Context: ctx})
 	return err
 }
 

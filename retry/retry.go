@@ -196,23 +196,23 @@ func (l *runner) Run(ctx context.Context, fn policy.Func) error {
 			return nil
 		}
 		if ctx.Err() != nil {
-			return l.giveUp(n, ctxCause(ctx), err, "")
+			return l.giveUp(ctx, n, ctxCause(ctx), err, "")
 		}
 		why := l.reason(err)
 		if why == "" {
 			if _, stop, _ := pushback(err); stop && budget != nil {
 				budget.OnFailure() // a server's "do not retry" still counts as a failure (A6)
 			}
-			return l.giveUp(n, ErrNotRetryable, err, "")
+			return l.giveUp(ctx, n, ErrNotRetryable, err, "")
 		}
 		if budget != nil {
 			budget.OnFailure() // every retryable failure pays, the last one too (gRFC A6)
 		}
 		if n >= l.r.max {
-			return l.giveUp(n, ErrExhausted, err, "")
+			return l.giveUp(ctx, n, ErrExhausted, err, "")
 		}
 		if !owner {
-			return l.giveUp(n, ErrOwner, err, policy.SuppressedOwner)
+			return l.giveUp(ctx, n, ErrOwner, err, policy.SuppressedOwner)
 		}
 
 		delay := min(max(l.r.strategy.Delay(n, prev, l.r.base, l.r.cap, l.r.rand), 0), l.r.cap)
@@ -220,7 +220,7 @@ func (l *runner) Run(ctx context.Context, fn policy.Func) error {
 		if hint, ok := Hint(err); ok {
 			if hint > l.r.maxHint {
 				// Coming back before the server asked would only be refused again.
-				return l.giveUp(n, ErrHintTooLong, err, policy.SuppressedHint)
+				return l.giveUp(ctx, n, ErrHintTooLong, err, policy.SuppressedHint)
 			}
 			if _, _, exact := pushback(err); exact {
 				delay = hint // gRPC pushback: exactly the server's delay
@@ -229,17 +229,17 @@ func (l *runner) Run(ctx context.Context, fn policy.Func) error {
 			}
 		}
 		if dl, ok := ctx.Deadline(); ok && !l.r.clock.Now().Add(addSat(delay, l.minAttempt)).Before(dl) {
-			return l.giveUp(n, ErrDeadline, err, policy.SuppressedDeadline)
+			return l.giveUp(ctx, n, ErrDeadline, err, policy.SuppressedDeadline)
 		}
 		if budget != nil && !budget.Withdraw() {
-			return l.giveUp(n, ErrBudget, err, policy.SuppressedBudget)
+			return l.giveUp(ctx, n, ErrBudget, err, policy.SuppressedBudget)
 		}
 		if l.obs != nil {
 			l.obs.Observe(policy.Event{Kind: policy.EventRetryScheduled, Pipeline: l.pipeline, Time: l.r.clock.Now(),
-				Attempt: n + 1, Delay: delay, Reason: why, Err: err})
+				Attempt: n + 1, Delay: delay, Reason: why, Err: err, Context: ctx})
 		}
 		if !l.sleep(ctx, delay) {
-			return l.giveUp(n, ctxCause(ctx), err, "")
+			return l.giveUp(ctx, n, ctxCause(ctx), err, "")
 		}
 	}
 }
@@ -259,11 +259,11 @@ func (l *runner) attempt(ctx context.Context, fn policy.Func, n int) error {
 		return l.next.Run(ctx, fn)
 	}
 	start := l.r.clock.Now()
-	l.obs.Observe(policy.Event{Kind: policy.EventAttemptStart, Pipeline: l.pipeline, Time: start, Attempt: n})
+	l.obs.Observe(policy.Event{Kind: policy.EventAttemptStart, Pipeline: l.pipeline, Time: start, Attempt: n, Context: ctx})
 	err := l.next.Run(ctx, fn)
 	end := l.r.clock.Now()
 	l.obs.Observe(policy.Event{Kind: policy.EventAttemptEnd, Pipeline: l.pipeline, Time: end, Attempt: n,
-		Elapsed: end.Sub(start), Err: err})
+		Elapsed: end.Sub(start), Err: err, Context: ctx})
 	return err
 }
 
@@ -293,11 +293,11 @@ func ctxCause(ctx context.Context) error {
 
 // giveUp builds the error of a call that ends after n attempts, reporting a suppressed
 // retry if suppressed names why one was.
-func (l *runner) giveUp(n int, cause, last error, suppressed string) error {
+func (l *runner) giveUp(ctx context.Context, n int, cause, last error, suppressed string) error {
 	err := &Error{Attempts: n, Cause: cause, Last: last}
 	if suppressed != "" && l.obs != nil {
 		l.obs.Observe(policy.Event{Kind: policy.EventRetrySuppressed, Pipeline: l.pipeline, Time: l.r.clock.Now(),
-			Attempt: n, Reason: suppressed, Err: last})
+			Attempt: n, Reason: suppressed, Err: last, Context: ctx})
 	}
 	return err
 }

@@ -48,7 +48,7 @@ func Middleware(next http.Handler, s *Shedder) http.Handler {
 				secs := max(1, int(math.Ceil(ra.Seconds())))
 				s.pressure.reject(s.clock.Now())
 				s.reject(ReasonBreaker)
-				s.report(s.opts.Observer, "", ReasonBreaker, p, secs)
+				s.report(r.Context(), s.opts.Observer, "", ReasonBreaker, p, secs)
 				s.write(w, ReasonBreaker, secs)
 				return
 			}
@@ -58,7 +58,7 @@ func Middleware(next http.Handler, s *Shedder) http.Handler {
 				if d, ok := s.quota.allow(key, s.clock.Now()); !ok {
 					secs := max(1, int(math.Ceil(d.Seconds())))
 					s.reject(ReasonQuota)
-					s.report(s.opts.Observer, "", ReasonQuota, p, secs)
+					s.report(r.Context(), s.opts.Observer, "", ReasonQuota, p, secs)
 					s.write(w, ReasonQuota, secs)
 					return
 				}
@@ -66,7 +66,7 @@ func Middleware(next http.Handler, s *Shedder) http.Handler {
 		}
 		permit, why, ra := s.tryAdmit(r.Context(), p)
 		if why != ReasonNone {
-			s.report(s.opts.Observer, "", why, p, ra)
+			s.report(r.Context(), s.opts.Observer, "", why, p, ra)
 			s.write(w, why, ra)
 			return
 		}

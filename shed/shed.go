@@ -352,7 +352,7 @@ type Permit struct {
 func (s *Shedder) Admit(ctx context.Context, p Priority) (Permit, Reason) {
 	permit, why, ra := s.tryAdmit(ctx, p)
 	if why != ReasonNone {
-		s.report(s.opts.Observer, "", why, p, ra)
+		s.report(ctx, s.opts.Observer, "", why, p, ra)
 	}
 	return permit, why
 }
@@ -449,10 +449,10 @@ func (s *Shedder) reject(r Reason) Reason {
 // report sends the EventShed of a refusal to obs, the one place this refusal's events
 // go: the pipeline's Observer for a call through a pipeline, Options.Observer for a
 // request through the middleware.
-func (s *Shedder) report(obs policy.Observer, pipeline string, r Reason, p Priority, ra int) {
+func (s *Shedder) report(ctx context.Context, obs policy.Observer, pipeline string, r Reason, p Priority, ra int) {
 	if obs != nil {
 		obs.Observe(policy.Event{Kind: policy.EventShed, Pipeline: pipeline, Source: s.name, Time: s.clock.Now(),
-			Reason: r.String(), Priority: p.String(), Delay: time.Duration(ra) * time.Second, Level: float64(s.limit.Load())})
+			Reason: r.String(), Priority: p.String(), Delay: time.Duration(ra) * time.Second, Level: float64(s.limit.Load()), Context: ctx})
 	}
 }
 
@@ -541,7 +541,7 @@ func (r *runner) Run(ctx context.Context, fn policy.Func) error {
 	p := priorityOf(ctx)
 	permit, why, ra := r.s.tryAdmit(ctx, p)
 	if why != ReasonNone {
-		r.s.report(r.obs, r.pipeline, why, p, ra)
+		r.s.report(ctx, r.obs, r.pipeline, why, p, ra)
 		if why == ReasonCanceled {
 			return fmt.Errorf("shed: %w", ctx.Err())
 		}
