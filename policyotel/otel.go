@@ -49,8 +49,8 @@ const Scope = "github.com/backstop-go/backstop/policyotel"
 // use. Build it with [New].
 type Observer struct {
 	calls, attempts, retries, suppressed, deadlines, transitions, shed metric.Int64Counter
-	duration, retryAfter                                             metric.Float64Histogram
-	state                                                            metric.Int64Gauge
+	duration, retryAfter                                               metric.Float64Histogram
+	state                                                              metric.Int64Gauge
 }
 
 // New returns an Observer recording on mp's meter. mp is required: the global
