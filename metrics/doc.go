@@ -36,6 +36,7 @@
 //	| backstop_shed_inflight               | gauge     | shedder                  | admitted requests in flight                          |
 //	| backstop_shed_limit                  | gauge     | shedder                  | current concurrency limit                            |
 //	| backstop_shed_queue_length           | gauge     | shedder                  | requests waiting for a slot                          |
+//	| backstop_shed_admitted_total         | counter   | shedder                  | requests admitted (shed.Shedder registered)          |
 //	| backstop_cache_requests_total        | counter   | cache, result            | coalesce gets: hit, miss, coalesced, stale (AddCache) |
 //	| backstop_cache_refreshes_total       | counter   | cache                    | origin loads of a coalescing cache                   |
 //	| backstop_cache_load_errors_total     | counter   | cache                    | origin loads that failed                             |

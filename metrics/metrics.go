@@ -265,11 +265,16 @@ func budgetGauge(name string, b Leveler) prometheus.Collector {
 
 func shedGauges(name string, s ShedGauges) []prometheus.Collector {
 	labels := prometheus.Labels{"shedder": name}
-	return []prometheus.Collector{
+	var cs []prometheus.Collector
+	if a, ok := s.(interface{ Admitted() uint64 }); ok { // shed.Shedder: the share shed needs it
+		cs = append(cs, prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: Namespace, Name: "shed_admitted_total",
+			Help: "Requests a shedder admitted.", ConstLabels: labels}, func() float64 { return float64(a.Admitted()) }))
+	}
+	return append(cs,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: Namespace, Name: "shed_inflight", Help: "Requests a shedder has admitted and not yet released.", ConstLabels: labels}, func() float64 { return float64(s.InFlight()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: Namespace, Name: "shed_limit", Help: "A shedder's current concurrency limit.", ConstLabels: labels}, func() float64 { return float64(s.Limit()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: Namespace, Name: "shed_queue_length", Help: "Requests waiting in a shedder's queue.", ConstLabels: labels}, func() float64 { return float64(s.QueueLen()) }),
-	}
+	)
 }
 
 func (m *Observer) pipeline(name string) *pipelineSeries {

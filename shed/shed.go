@@ -318,6 +318,9 @@ func (s *Shedder) InFlight() int { return int(s.inflight.Load()) }
 // QueueLen returns the requests waiting for a slot.
 func (s *Shedder) QueueLen() int { return int(s.waiting.Load()) }
 
+// Admitted returns how much work the shedder has admitted since it was built.
+func (s *Shedder) Admitted() uint64 { return s.admitted.Load() }
+
 // Stats are a shedder's counters since it was built.
 type Stats struct {
 	Admitted uint64
