@@ -26,8 +26,10 @@
 // client's) it adds an event per attempt (backstop.attempt, with
 // http.request.resend_count for every attempt after the first, the HTTP semantic
 // convention for a resend), per scheduled retry (backstop.retry: delay, reason), per
-// suppressed retry (backstop.retry.suppressed: reason), per deadline exceeded and per
-// refusal by a shedder (backstop.shed). A span that is not recording costs nothing.
+// suppressed retry (backstop.retry.suppressed: reason), per deadline exceeded, per
+// refusal by a shedder (backstop.shed) and per call a policy refused — a breaker open,
+// a request shed (backstop.call.rejected, with error.type the refusal's Go type). A
+// span that is not recording costs nothing.
 package policyotel
 
 import (
@@ -103,8 +105,14 @@ func (o *Observer) Observe(e policy.Event) {
 	recording := span.IsRecording()
 	switch e.Kind {
 	case policy.EventCallEnd:
-		o.calls.Add(ctx, 1, metric.WithAttributes(pipeline, attribute.String("outcome", policy.Outcome(e.Err))))
+		outcome := policy.Outcome(e.Err)
+		o.calls.Add(ctx, 1, metric.WithAttributes(pipeline, attribute.String("outcome", outcome)))
 		o.duration.Record(ctx, e.Elapsed.Seconds(), metric.WithAttributes(pipeline))
+		if recording && outcome == policy.OutcomeRejected {
+			// error.type is the refusal's Go type (a breaker open, a shed): bounded, unlike its text.
+			span.AddEvent("backstop.call.rejected", trace.WithTimestamp(e.Time), trace.WithAttributes(pipeline,
+				attribute.String("error.type", fmt.Sprintf("%T", e.Err))))
+		}
 	case policy.EventAttemptStart:
 		if recording {
 			attrs := []attribute.KeyValue{pipeline, attribute.Int("backstop.attempt", e.Attempt)}

@@ -121,6 +121,7 @@ func TestObserver_SuppressionBreakerAndShed(t *testing.T) {
 	brk := breaker.MustNew("db", breaker.Options{ConsecutiveFailures: 1})
 	bp := policy.MustWrap(brk).With(policy.Name("db-breaker"), policy.Observe(obs))
 	_ = bp.Do(ctx, func(context.Context) error { return errDown })
+	require.ErrorIs(t, bp.Do(ctx, func(context.Context) error { return nil }), policy.ErrRejected)
 
 	s := shed.MustNew(shed.Options{Name: "api", Limit: 1, MaxQueue: -1, Rand: policytest.NewRand(0)})
 	held, _ := s.Admit(context.Background(), shed.PriorityDefault)
@@ -138,12 +139,20 @@ func TestObserver_SuppressionBreakerAndShed(t *testing.T) {
 	require.Equal(t, int64(2), g[0].Value)
 	require.Equal(t, int64(1), sum(t, ms["backstop.shed.requests"], attribute.String("shedder", "api"),
 		attribute.String("reason", "limit"), attribute.String("priority", "default")))
-	var names []string
+	var names, refused []string
 	for _, ev := range rec.Ended()[0].Events() {
 		names = append(names, ev.Name)
+		if ev.Name == "backstop.call.rejected" {
+			for _, kv := range ev.Attributes {
+				if kv.Key == "pipeline" {
+					refused = append(refused, kv.Value.AsString())
+				}
+			}
+		}
 	}
 	require.Contains(t, names, "backstop.retry.suppressed")
 	require.Contains(t, names, "backstop.shed")
+	require.Equal(t, []string{"db-breaker", "consumer"}, refused, "the open breaker's refusal and the shed, one event each")
 	for _, m := range ms {
 		for _, kv := range attrsOf(m) {
 			require.NotEqual(t, "error", string(kv.Key), "no error text as an attribute")
