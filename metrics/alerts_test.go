@@ -27,6 +27,7 @@ func TestDashboards_NameSeriesThatExist(t *testing.T) {
 	obs := metrics.MustNew(reg, metrics.Options{Breakers: []metrics.BreakerGauge{brk},
 		Shedders: map[string]metrics.ShedGauges{"api": s},
 		Budgets:  map[string]metrics.Leveler{"orders": budget.MustNewTokenBucket(10, 0.1)}})
+	require.NoError(t, obs.AddCache("users", fakeCache{}))
 	p := policy.MustWrap(retry.MustNew(retry.Options{MaxAttempts: 2})).With(policy.Name("orders"), policy.Observe(obs))
 	_ = p.Do(context.Background(), func(context.Context) error { return nil })
 	s2 := shed.MustNew(shed.Options{Name: "api2", Limit: 1, MaxQueue: -1, Observer: obs})

@@ -70,7 +70,7 @@ var ids uint32
 func id() uint32 { ids++; return ids }
 
 // Dashboard builds the dashboard: calls and retries per pipeline, why retries
-// were refused, breaker states, shedding, budgets and latency.
+// were refused, breaker states, shedding, budgets, latency and coalescing caches.
 func Dashboard() *dashboard.DashboardBuilder {
 	const pipe = `pipeline=~"$pipeline"`
 	ids = 0
@@ -129,5 +129,11 @@ func Dashboard() *dashboard.DashboardBuilder {
 			query(`backstop_shed_queue_length`, "{{shedder}} queued"))).
 		WithPanel(series("Retry-After sent p50 / p99", "The Retry-After refusals carried, so clients spread their return.", "s",
 			query(`histogram_quantile(0.5, sum by (shedder, le) (rate(backstop_shed_retry_after_seconds_bucket[$__rate_interval])))`, "{{shedder}} p50"),
-			query(`histogram_quantile(0.99, sum by (shedder, le) (rate(backstop_shed_retry_after_seconds_bucket[$__rate_interval])))`, "{{shedder}} p99")))
+			query(`histogram_quantile(0.99, sum by (shedder, le) (rate(backstop_shed_retry_after_seconds_bucket[$__rate_interval])))`, "{{shedder}} p99"))).
+		WithRow(dashboard.NewRowBuilder("Coalescing caches").Id(id())).
+		WithPanel(series("Cache gets by result", "Gets of each coalescing cache: hit, miss, coalesced (waited for another caller's load), stale (a stale value served).", "reqps",
+			query(`sum by (cache, result) (rate(backstop_cache_requests_total[$__rate_interval]))`, "{{cache}} {{result}}"))).
+		WithPanel(series("Origin loads and failures", "Loads each cache sent to its origin, and those that failed: one per key per expiry when coalescing works.", "reqps",
+			query(`sum by (cache) (rate(backstop_cache_refreshes_total[$__rate_interval]))`, "{{cache}} loads"),
+			query(`sum by (cache) (rate(backstop_cache_load_errors_total[$__rate_interval]))`, "{{cache}} failed")))
 }
