@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
-	"sync"
 
 	"github.com/backstop-go/backstop/chaos"
 	"github.com/backstop-go/backstop/policy"
@@ -13,24 +11,12 @@ import (
 	"github.com/backstop-go/backstop/retry"
 )
 
-// lockedRand is a seeded source safe for concurrent use.
-type lockedRand struct {
-	mu sync.Mutex
-	r  *rand.Rand
-}
-
-func (l *lockedRand) Float64() float64 {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.r.Float64()
-}
-
 // A test's dependency fails 30 % of the time: what does the code under test do? Here,
 // a retry of 3 attempts turns 30 % failed attempts into about 0.3³ = 2.7 % failed calls
 // (1.7 % in this seeded run).
 func Example() {
 	errFlaky := retry.Retryable(errors.New("dependency failed"))
-	inj := chaos.MustNew(chaos.Options{Probability: 0.3, Err: errFlaky, Rand: &lockedRand{r: rand.New(rand.NewPCG(1, 2))}})
+	inj := chaos.MustNew(chaos.Options{Probability: 0.3, Err: errFlaky, Rand: policy.SeededRand(1, 2)})
 	clock := policytest.NewClock(policytest.NewClock(t0).Now()).AutoAdvance(true) // no real sleeping in a test
 	withRetry := policy.MustWrap(retry.MustNew(retry.Options{MaxAttempts: 3, Clock: clock}), inj)
 	without := policy.MustWrap(inj)

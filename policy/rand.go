@@ -1,6 +1,9 @@
 package policy
 
-import "math/rand/v2"
+import (
+	"math/rand/v2"
+	"sync"
+)
 
 // Rand is the library's one seam for randomness: every package that draws jitter takes a
 // Rand in its Options, where nil means [SystemRand]. Tests use a fixed source (package
@@ -14,6 +17,25 @@ type Rand interface {
 
 // SystemRand returns math/rand/v2's global source, which is safe for concurrent use.
 func SystemRand() Rand { return systemRand{} }
+
+// SeededRand returns a Rand drawing from a PCG generator seeded with seed1 and seed2,
+// safe for concurrent use: the same seeds give the same sequence, so a simulation,
+// a chaos run or a replay is reproducible (concurrent callers still interleave in the
+// order they arrive).
+func SeededRand(seed1, seed2 uint64) Rand {
+	return &seededRand{r: rand.New(rand.NewPCG(seed1, seed2))}
+}
+
+type seededRand struct {
+	mu sync.Mutex // guards r
+	r  *rand.Rand
+}
+
+func (s *seededRand) Float64() float64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.r.Float64()
+}
 
 // RandOr returns r, or [SystemRand] if r is nil. Packages call it once in New.
 func RandOr(r Rand) Rand {

@@ -9,7 +9,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"sort"
 	"strings"
@@ -20,6 +19,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/backstop-go/backstop/policy"
 	"github.com/backstop-go/backstop/redeliver"
 	rjs "github.com/backstop-go/backstop/redeliver/jetstream"
 	"github.com/backstop-go/backstop/retry"
@@ -39,18 +39,6 @@ func main() {
 		fmt.Fprintln(os.Stderr, "jobs:", err)
 		os.Exit(1)
 	}
-}
-
-// lockedRand is a seeded source safe for concurrent use.
-type lockedRand struct {
-	mu sync.Mutex
-	r  *rand.Rand
-}
-
-func (l *lockedRand) Float64() float64 {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.r.Float64()
 }
 
 type event struct {
@@ -93,7 +81,7 @@ func run() error {
 
 	// Job-sized defaults would wait minutes; the demo scales them down to 100 ms.
 	p := redeliver.MustNew(redeliver.Options{Base: 100 * time.Millisecond, Cap: 2 * time.Second, MaxDeliveries: 4,
-		Rand: &lockedRand{r: rand.New(rand.NewPCG(1, 2))}})
+		Rand: policy.SeededRand(1, 2)})
 	behaviour := map[string]int{}
 	for _, j := range jobs {
 		behaviour[j.id] = j.failures

@@ -62,18 +62,6 @@ func main() {
 	fmt.Println("soak: ok")
 }
 
-// lockedRand is a seeded source safe for concurrent use.
-type lockedRand struct {
-	mu sync.Mutex
-	r  *rand.Rand
-}
-
-func (l *lockedRand) Float64() float64 {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.r.Float64()
-}
-
 // bodies counts the response bodies a transport hands out and those closed.
 type bodies struct {
 	next           http.RoundTripper
@@ -236,7 +224,7 @@ func soak(total time.Duration, seed uint64) (bool, error) {
 	per := total / time.Duration(len(phases))
 	runtime.GC()
 	baseline := runtime.NumGoroutine()
-	rnd := &lockedRand{r: rand.New(rand.NewPCG(seed, 7))}
+	rnd := policy.SeededRand(seed, 7)
 	t, err := build(rnd)
 	if err != nil {
 		return false, err

@@ -149,18 +149,6 @@ func (s *series) call(start time.Time, outcome int, latency time.Duration) {
 	s.lat = append(s.lat, latency)
 }
 
-// lockedRand makes a seeded source safe for concurrent use.
-type lockedRand struct {
-	mu sync.Mutex
-	r  *rand.Rand
-}
-
-func (l *lockedRand) Float64() float64 {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.r.Float64()
-}
-
 // hop is a service's client for the service below it.
 type hop interface {
 	get(ctx context.Context, url string) (status int, retryAfter string, err error)
@@ -263,7 +251,7 @@ func listen(h http.Handler) (*http.Server, string, error) {
 // start builds edge → api → data → db for one run.
 func start(cfg config, s *series) (*stack, error) {
 	st := &stack{stop: make(chan struct{})}
-	rnd := &lockedRand{r: rand.New(rand.NewPCG(cfg.seed, 1))}
+	rnd := policy.SeededRand(cfg.seed, 1)
 
 	sem := make(chan struct{}, dbWorkers)
 	var db http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
