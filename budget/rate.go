@@ -10,8 +10,10 @@ import (
 )
 
 // Rate is a fixed retry rate per process: at most r retries per second with bursts of
-// burst, on golang.org/x/time/rate's token bucket (the AWS SDKs' retry quota works this
-// way). Calls and outcomes don't change it.
+// burst, on golang.org/x/time/rate's token bucket, refilled by time alone. Calls and
+// outcomes don't change it. (The AWS SDKs' retry quota is not this: their bucket of 500
+// tokens is refilled by outcomes — 5 taken per retry, 10 per timeout retry, given back
+// when the retry succeeds, 1 added per call that succeeds at once — not by the clock.)
 //
 // A Rate is safe for concurrent use; share one by every pipeline the rate should cover.
 // Build it with [NewRate].
