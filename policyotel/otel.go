@@ -19,6 +19,9 @@
 //	| backstop.breaker.state         | gauge     | 1          | breaker (0 closed, 1 half-open, 2 open) |
 //	| backstop.shed.requests         | counter   | {request}  | shedder, reason, priority   |
 //	| backstop.shed.retry_after      | histogram | s          | shedder                     |
+//	| backstop.shed.admitted         | async counter | {request} | shedder (AddShedder)     |
+//	| backstop.shed.inflight, .limit, .queue_length | async gauge | {request} | shedder (AddShedder) |
+//	| backstop.budget.level          | async gauge | {retry}  | budget (AddBudget)          |
 //
 // # Traces
 //
@@ -36,6 +39,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -53,6 +57,25 @@ type Observer struct {
 	calls, attempts, retries, suppressed, deadlines, transitions, shed metric.Int64Counter
 	duration, retryAfter                                               metric.Float64Histogram
 	state                                                              metric.Int64Gauge
+
+	// Read at every collection: the budgets and shedders added with AddBudget and AddShedder.
+	budgetLevel            metric.Float64ObservableGauge
+	inFlight, limit, queue metric.Int64ObservableGauge
+	admitted               metric.Int64ObservableCounter
+	mu                     sync.Mutex // guards budgets and shedders
+	budgets                map[string]Leveler
+	shedders               map[string]ShedGauges
+}
+
+// Leveler is what the budget gauge reads: every budget in package budget has it.
+type Leveler interface{ Level() float64 }
+
+// ShedGauges is what the shedder instruments read: shed.Shedder has it.
+type ShedGauges interface {
+	InFlight() int
+	Limit() int
+	QueueLen() int
+	Admitted() uint64
 }
 
 // New returns an Observer recording on mp's meter. mp is required: the global
@@ -86,10 +109,76 @@ func New(mp metric.MeterProvider) (*Observer, error) {
 	o.state, err = m.Int64Gauge("backstop.breaker.state", metric.WithUnit("1"),
 		metric.WithDescription("A breaker's state after its last transition: 0 closed, 1 half-open, 2 open."))
 	errs = append(errs, err)
+	o.budgetLevel, err = m.Float64ObservableGauge("backstop.budget.level", metric.WithUnit("{retry}"),
+		metric.WithDescription("What a retry budget holds now: tokens, or retries that may start now."))
+	errs = append(errs, err)
+	gauge := func(name, desc string) metric.Int64ObservableGauge {
+		g, err := m.Int64ObservableGauge(name, metric.WithUnit("{request}"), metric.WithDescription(desc))
+		errs = append(errs, err)
+		return g
+	}
+	o.inFlight = gauge("backstop.shed.inflight", "Requests a shedder has admitted and not yet released.")
+	o.limit = gauge("backstop.shed.limit", "A shedder's current concurrency limit.")
+	o.queue = gauge("backstop.shed.queue_length", "Requests waiting in a shedder's queue.")
+	o.admitted, err = m.Int64ObservableCounter("backstop.shed.admitted", metric.WithUnit("{request}"),
+		metric.WithDescription("Requests a shedder admitted."))
+	errs = append(errs, err)
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("policyotel: creating instruments: %w", err)
 	}
+	o.budgets, o.shedders = map[string]Leveler{}, map[string]ShedGauges{}
+	// The registration lives as long as mp: shut mp down to stop the reads.
+	if _, err := m.RegisterCallback(o.observe, o.budgetLevel, o.inFlight, o.limit, o.queue, o.admitted); err != nil {
+		return nil, fmt.Errorf("policyotel: registering the gauges' callback: %w", err)
+	}
 	return o, nil
+}
+
+// AddBudget exports b's level as backstop.budget.level{budget=name}, read at every
+// collection. A nil b, or a name already added, is an error.
+func (o *Observer) AddBudget(name string, b Leveler) error {
+	if b == nil {
+		return fmt.Errorf("policyotel: AddBudget(%q, nil)", name)
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if _, dup := o.budgets[name]; dup {
+		return fmt.Errorf("policyotel: budget %q is already added", name)
+	}
+	o.budgets[name] = b
+	return nil
+}
+
+// AddShedder exports s as backstop.shed.inflight, backstop.shed.limit,
+// backstop.shed.queue_length and backstop.shed.admitted, each {shedder=name}, read at
+// every collection. A nil s, or a name already added, is an error.
+func (o *Observer) AddShedder(name string, s ShedGauges) error {
+	if s == nil {
+		return fmt.Errorf("policyotel: AddShedder(%q, nil)", name)
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if _, dup := o.shedders[name]; dup {
+		return fmt.Errorf("policyotel: shedder %q is already added", name)
+	}
+	o.shedders[name] = s
+	return nil
+}
+
+func (o *Observer) observe(_ context.Context, obs metric.Observer) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for name, b := range o.budgets {
+		obs.ObserveFloat64(o.budgetLevel, b.Level(), metric.WithAttributes(attribute.String("budget", name)))
+	}
+	for name, s := range o.shedders {
+		attrs := metric.WithAttributes(attribute.String("shedder", name))
+		obs.ObserveInt64(o.inFlight, int64(s.InFlight()), attrs)
+		obs.ObserveInt64(o.limit, int64(s.Limit()), attrs)
+		obs.ObserveInt64(o.queue, int64(s.QueueLen()), attrs)
+		obs.ObserveInt64(o.admitted, int64(s.Admitted()), attrs)
+	}
+	return nil
 }
 
 var states = map[string]int64{"closed": 0, "half-open": 1, "open": 2}

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/backstop-go/backstop/breaker"
+	"github.com/backstop-go/backstop/budget"
 	"github.com/backstop-go/backstop/policy"
 	"github.com/backstop-go/backstop/policy/policytest"
 	"github.com/backstop-go/backstop/policyotel"
@@ -174,4 +175,46 @@ func attrsOf(m metricdata.Metrics) []attribute.KeyValue {
 func TestNew_NeedsAMeterProvider(t *testing.T) {
 	_, err := policyotel.New(nil)
 	require.ErrorContains(t, err, "MeterProvider is nil")
+}
+
+// TestObserver_BudgetAndShedderGauges: added budgets and shedders are read at every
+// collection, by name; a name added twice or a nil source is refused.
+func TestObserver_BudgetAndShedderGauges(t *testing.T) {
+	obs, reader, _, _ := setup(t)
+	b := budget.MustNewTokenBucket(10, 0.1)
+	s := shed.MustNew(shed.Options{Name: "api", Limit: 4, MaxQueue: -1})
+	require.NoError(t, obs.AddBudget("orders", b))
+	require.NoError(t, obs.AddShedder("api", s))
+	require.Error(t, obs.AddBudget("orders", b), "a name added twice")
+	require.Error(t, obs.AddShedder("api", s), "a name added twice")
+	require.Error(t, obs.AddBudget("x", nil))
+	require.Error(t, obs.AddShedder("x", nil))
+
+	held, why := s.Admit(context.Background(), shed.PriorityDefault)
+	require.Equal(t, shed.ReasonNone, why)
+	b.OnFailure()
+	ms := collect(t, reader)
+	held.Release()
+
+	level := ms["backstop.budget.level"].Data.(metricdata.Gauge[float64]).DataPoints
+	require.Len(t, level, 1)
+	require.Equal(t, 9.0, level[0].Value)
+	require.Equal(t, "{retry}", ms["backstop.budget.level"].Unit)
+	require.Equal(t, int64(1), shedGauge(t, ms, "backstop.shed.inflight"))
+	require.Equal(t, int64(4), shedGauge(t, ms, "backstop.shed.limit"))
+	require.Equal(t, int64(0), shedGauge(t, ms, "backstop.shed.queue_length"))
+	require.Equal(t, int64(1), sum(t, ms["backstop.shed.admitted"], attribute.String("shedder", "api")))
+
+	require.Equal(t, int64(0), shedGauge(t, collect(t, reader), "backstop.shed.inflight"), "read again at the next collection")
+}
+
+// shedGauge returns the one point of an int gauge, which must be shedder "api"'s.
+func shedGauge(t *testing.T, ms map[string]metricdata.Metrics, name string) int64 {
+	t.Helper()
+	dps := ms[name].Data.(metricdata.Gauge[int64]).DataPoints
+	require.Len(t, dps, 1, name)
+	v, _ := dps[0].Attributes.Value("shedder")
+	require.Equal(t, "api", v.AsString(), name)
+	require.Equal(t, "{request}", ms[name].Unit, name)
+	return dps[0].Value
 }
