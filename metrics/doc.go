@@ -40,6 +40,9 @@
 //	| backstop_cache_requests_total        | counter   | cache, result            | coalesce gets: hit, miss, coalesced, stale (AddCache) |
 //	| backstop_cache_refreshes_total       | counter   | cache                    | origin loads of a coalescing cache                   |
 //	| backstop_cache_load_errors_total     | counter   | cache                    | origin loads that failed                             |
+//	| backstop_redeliver_deliveries_total  | counter   | queue                    | deliveries a redelivery policy decided (AddRedeliver) |
+//	| backstop_redeliver_delay_seconds     | histogram | queue                    | delays of redeliveries; _count is the redeliveries   |
+//	| backstop_redeliver_dead_lettered_total | counter | queue, reason            | dead-lettered: permanent, exhausted                  |
 //
 // outcome is one of success, failure, rejected, canceled, deadline (policy.Outcome).
 // No label ever holds error text, a URL or request data.

@@ -29,6 +29,7 @@ package redeliver
 import (
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/backstop-go/backstop/policy"
@@ -90,11 +91,50 @@ type Options struct {
 	Rand policy.Rand
 }
 
-// Policy decides redeliveries. It holds only its options: it is safe for concurrent
-// use. Build it with [New].
+// Policy decides redeliveries. It holds its options and counts its decisions: it is
+// safe for concurrent use. Build it with [New].
 type Policy struct {
 	o Options
 	r policy.Rand
+
+	deliveries, permanent, exhausted atomic.Uint64
+	delays                           [len(delayBounds) + 1]atomic.Uint64 // retries by delay, per bucket; the last is beyond every bound
+	delaySum                         atomic.Int64                        // nanoseconds
+}
+
+// delayBounds are the upper bounds of the buckets [Counts] sorts redelivery delays
+// into: job-sized, from a second to SQS's 12 h.
+var delayBounds = [...]time.Duration{time.Second, 10 * time.Second, time.Minute,
+	5 * time.Minute, 15 * time.Minute, time.Hour, 12 * time.Hour}
+
+// DelayBounds returns the upper bounds of the delay buckets of [Counts]: 1 s, 10 s,
+// 1 min, 5 min, 15 min, 1 h, 12 h.
+func DelayBounds() []time.Duration { return delayBounds[:] }
+
+// Counts are a Policy's decisions so far, for metrics (package metrics exports them
+// with AddRedeliver).
+type Counts struct {
+	Deliveries uint64 // every delivery decided: succeeded, redelivered or dead-lettered
+	Permanent  uint64 // dead-lettered at once: a permanent error
+	Exhausted  uint64 // dead-lettered after MaxDeliveries
+	// Retries[i] counts the redeliveries whose delay was at most DelayBounds()[i]
+	// (cumulative, as a histogram's buckets are); Retries[len(DelayBounds())] counts
+	// them all.
+	Retries  []uint64
+	DelaySum time.Duration // the sum of the redeliveries' delays
+}
+
+// Counts returns the Policy's decisions so far. The fields are read one by one, so a
+// decision made meanwhile may show in some and not yet in others.
+func (p *Policy) Counts() Counts {
+	c := Counts{Deliveries: p.deliveries.Load(), Permanent: p.permanent.Load(), Exhausted: p.exhausted.Load(),
+		Retries: make([]uint64, len(p.delays)), DelaySum: time.Duration(p.delaySum.Load())}
+	var total uint64
+	for i := range p.delays {
+		total += p.delays[i].Load()
+		c.Retries[i] = total
+	}
+	return c
 }
 
 // New returns a Policy, or an error matching ErrInvalidOptions that names the field.
@@ -145,13 +185,16 @@ func (p *Policy) MaxDeliveries() int { return p.o.MaxDeliveries }
 // Decide says what to do with delivery number deliveries (1-based: the first delivery
 // is 1) that ended with err.
 func (p *Policy) Decide(deliveries int, err error) Decision {
+	p.deliveries.Add(1)
 	if err == nil {
 		return Decision{Reason: ReasonSuccess}
 	}
-	if p.permanent(err) {
+	if p.isPermanent(err) {
+		p.permanent.Add(1)
 		return Decision{DeadLetter: true, Reason: ReasonPermanent}
 	}
 	if deliveries >= p.o.MaxDeliveries {
+		p.exhausted.Add(1)
 		return Decision{DeadLetter: true, Reason: ReasonExhausted}
 	}
 	n := max(deliveries, 1)
@@ -166,10 +209,19 @@ func (p *Policy) Decide(deliveries int, err error) Decision {
 	if p.o.MaxDelay > 0 {
 		d = min(d, p.o.MaxDelay)
 	}
+	bucket := len(delayBounds)
+	for i, b := range delayBounds {
+		if d <= b {
+			bucket = i
+			break
+		}
+	}
+	p.delays[bucket].Add(1)
+	p.delaySum.Add(int64(d))
 	return Decision{Retry: true, Delay: d, Reason: ReasonRetry}
 }
 
-func (p *Policy) permanent(err error) bool {
+func (p *Policy) isPermanent(err error) bool {
 	if p.o.ShouldRetry != nil {
 		return !p.o.ShouldRetry(err)
 	}

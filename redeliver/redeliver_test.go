@@ -61,3 +61,24 @@ func TestNew_RefusesBadOptions(t *testing.T) {
 	p := redeliver.MustNew(redeliver.Options{ShouldRetry: func(err error) bool { return !errors.Is(err, errJob) }})
 	require.True(t, p.Decide(1, errJob).DeadLetter, "ShouldRetry replaces the default")
 }
+
+// TestCounts: every decision is counted once: deliveries, dead-letters by reason, and
+// redeliveries by delay bucket (cumulative) with their sum.
+func TestCounts(t *testing.T) {
+	p := redeliver.MustNew(redeliver.Options{Rand: policytest.NewRand(0.5), MaxDeliveries: 4})
+	require.Len(t, redeliver.DelayBounds(), 7)
+	p.Decide(1, nil)
+	p.Decide(1, errJob)                           // 5 s
+	p.Decide(2, errJob)                           // 10 s
+	p.Decide(3, errJob)                           // 20 s
+	p.Decide(1, retry.After(errJob, 2*time.Hour)) // a hint of 2 h
+	p.Decide(4, errJob)                           // exhausted
+	p.Decide(1, retry.Permanent(errJob))          // permanent
+	c := p.Counts()
+	require.Equal(t, uint64(7), c.Deliveries)
+	require.Equal(t, uint64(1), c.Permanent)
+	require.Equal(t, uint64(1), c.Exhausted)
+	//                    ≤1s ≤10s ≤1m ≤5m ≤15m ≤1h ≤12h all
+	require.Equal(t, []uint64{0, 2, 3, 3, 3, 3, 4, 4}, c.Retries)
+	require.Equal(t, 35*time.Second+2*time.Hour, c.DelaySum)
+}

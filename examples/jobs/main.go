@@ -178,6 +178,14 @@ func run() error {
 	if st.Acked != 4 || st.DeadLettered != 2 || dead != 2 {
 		return fmt.Errorf("want 4 acked and 2 dead-lettered; got %+v with %d in the dead-letter stream", st, dead)
 	}
+	// What metrics.AddRedeliver exports: the policy's own count of its decisions.
+	c := p.Counts()
+	redelivered := c.Retries[len(c.Retries)-1]
+	fmt.Printf("jobs: the policy decided %d deliveries: %d redelivered (%v of delay in all), %d dead-lettered permanent, %d exhausted\n",
+		c.Deliveries, redelivered, c.DelaySum.Round(time.Millisecond), c.Permanent, c.Exhausted)
+	if c.Deliveries != st.Deliveries || redelivered != st.Retried || c.Permanent+c.Exhausted != st.DeadLettered {
+		return fmt.Errorf("the policy's counts %+v disagree with the worker's %+v", c, st)
+	}
 	fmt.Println("jobs: ok")
 	return nil
 }
