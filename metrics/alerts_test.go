@@ -13,6 +13,7 @@ import (
 	"github.com/backstop-go/backstop/budget"
 	"github.com/backstop-go/backstop/metrics"
 	"github.com/backstop-go/backstop/policy"
+	"github.com/backstop-go/backstop/redeliver"
 	"github.com/backstop-go/backstop/retry"
 	"github.com/backstop-go/backstop/shed"
 )
@@ -28,6 +29,7 @@ func TestDashboards_NameSeriesThatExist(t *testing.T) {
 		Shedders: map[string]metrics.ShedGauges{"api": s},
 		Budgets:  map[string]metrics.Leveler{"orders": budget.MustNewTokenBucket(10, 0.1)}})
 	require.NoError(t, obs.AddCache("users", fakeCache{}))
+	require.NoError(t, obs.AddRedeliver("jobs", redeliver.MustNew(redeliver.Options{})))
 	p := policy.MustWrap(retry.MustNew(retry.Options{MaxAttempts: 2})).With(policy.Name("orders"), policy.Observe(obs))
 	_ = p.Do(context.Background(), func(context.Context) error { return nil })
 	s2 := shed.MustNew(shed.Options{Name: "api2", Limit: 1, MaxQueue: -1, Observer: obs})

@@ -70,7 +70,7 @@ var ids uint32
 func id() uint32 { ids++; return ids }
 
 // Dashboard builds the dashboard: calls and retries per pipeline, why retries
-// were refused, breaker states, shedding, budgets, latency and coalescing caches.
+// were refused, breaker states, shedding, budgets, latency, coalescing caches and redelivery.
 func Dashboard() *dashboard.DashboardBuilder {
 	const pipe = `pipeline=~"$pipeline"`
 	ids = 0
@@ -135,5 +135,13 @@ func Dashboard() *dashboard.DashboardBuilder {
 			query(`sum by (cache, result) (rate(backstop_cache_requests_total[$__rate_interval]))`, "{{cache}} {{result}}"))).
 		WithPanel(series("Origin loads and failures", "Loads each cache sent to its origin, and those that failed: one per key per expiry when coalescing works.", "reqps",
 			query(`sum by (cache) (rate(backstop_cache_refreshes_total[$__rate_interval]))`, "{{cache}} loads"),
-			query(`sum by (cache) (rate(backstop_cache_load_errors_total[$__rate_interval]))`, "{{cache}} failed")))
+			query(`sum by (cache) (rate(backstop_cache_load_errors_total[$__rate_interval]))`, "{{cache}} failed"))).
+		WithRow(dashboard.NewRowBuilder("Queues and jobs").Id(id())).
+		WithPanel(series("Deliveries, redeliveries and dead-letters", "What each redelivery policy decided per second: every delivery, those redelivered, those dead-lettered by reason.", "reqps",
+			query(`sum by (queue) (rate(backstop_redeliver_deliveries_total[$__rate_interval]))`, "{{queue}} deliveries"),
+			query(`sum by (queue) (rate(backstop_redeliver_delay_seconds_count[$__rate_interval]))`, "{{queue}} redelivered"),
+			query(`sum by (queue, reason) (rate(backstop_redeliver_dead_lettered_total[$__rate_interval]))`, "{{queue}} dead-lettered {{reason}}"))).
+		WithPanel(series("Redelivery delay p50 / p99", "The delays redeliveries were asked to wait: growing delays mean jobs keep failing.", "s",
+			query(`histogram_quantile(0.5, sum by (queue, le) (rate(backstop_redeliver_delay_seconds_bucket[$__rate_interval])))`, "{{queue}} p50"),
+			query(`histogram_quantile(0.99, sum by (queue, le) (rate(backstop_redeliver_delay_seconds_bucket[$__rate_interval])))`, "{{queue}} p99")))
 }

@@ -70,7 +70,7 @@ func TestEveryPanelQueriesBackstop(t *testing.T) {
 			}
 		}
 	}
-	if graphs < 16 {
-		t.Fatalf("%d panels, want at least 16", graphs)
+	if graphs < 18 {
+		t.Fatalf("%d panels, want at least 18", graphs)
 	}
 }
