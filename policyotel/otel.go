@@ -137,31 +137,27 @@ func New(mp metric.MeterProvider) (*Observer, error) {
 // AddBudget exports b's level as backstop.budget.level{budget=name}, read at every
 // collection. A nil b, or a name already added, is an error.
 func (o *Observer) AddBudget(name string, b Leveler) error {
-	if b == nil {
-		return fmt.Errorf("policyotel: AddBudget(%q, nil)", name)
-	}
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if _, dup := o.budgets[name]; dup {
-		return fmt.Errorf("policyotel: budget %q is already added", name)
-	}
-	o.budgets[name] = b
-	return nil
+	return add(o, o.budgets, "budget", name, b)
 }
 
 // AddShedder exports s as backstop.shed.inflight, backstop.shed.limit,
 // backstop.shed.queue_length and backstop.shed.admitted, each {shedder=name}, read at
 // every collection. A nil s, or a name already added, is an error.
 func (o *Observer) AddShedder(name string, s ShedGauges) error {
-	if s == nil {
-		return fmt.Errorf("policyotel: AddShedder(%q, nil)", name)
+	return add(o, o.shedders, "shedder", name, s)
+}
+
+// add puts v in sources under name, once.
+func add[T any](o *Observer, sources map[string]T, what, name string, v T) error {
+	if any(v) == nil {
+		return fmt.Errorf("policyotel: the %s %q is nil", what, name)
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if _, dup := o.shedders[name]; dup {
-		return fmt.Errorf("policyotel: shedder %q is already added", name)
+	if _, dup := sources[name]; dup {
+		return fmt.Errorf("policyotel: a %s named %q is already added", what, name)
 	}
-	o.shedders[name] = s
+	sources[name] = v
 	return nil
 }
 
