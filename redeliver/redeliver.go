@@ -108,8 +108,8 @@ var delayBounds = [...]time.Duration{time.Second, 10 * time.Second, time.Minute,
 	5 * time.Minute, 15 * time.Minute, time.Hour, 12 * time.Hour}
 
 // DelayBounds returns the upper bounds of the delay buckets of [Counts]: 1 s, 10 s,
-// 1 min, 5 min, 15 min, 1 h, 12 h.
-func DelayBounds() []time.Duration { return delayBounds[:] }
+// 1 min, 5 min, 15 min, 1 h, 12 h. The slice is a copy.
+func DelayBounds() []time.Duration { return append([]time.Duration(nil), delayBounds[:]...) }
 
 // Counts are a Policy's decisions so far, for metrics (package metrics exports them
 // with AddRedeliver).

@@ -67,6 +67,8 @@ func TestNew_RefusesBadOptions(t *testing.T) {
 func TestCounts(t *testing.T) {
 	p := redeliver.MustNew(redeliver.Options{Rand: policytest.NewRand(0.5), MaxDeliveries: 4})
 	require.Len(t, redeliver.DelayBounds(), 7)
+	redeliver.DelayBounds()[0] = time.Hour // a copy: changing it changes nothing
+	require.Equal(t, time.Second, redeliver.DelayBounds()[0])
 	p.Decide(1, nil)
 	p.Decide(1, errJob)                           // 5 s
 	p.Decide(2, errJob)                           // 10 s
