@@ -80,38 +80,11 @@ func status(code int, hdr ...string) func(http.ResponseWriter, *http.Request, in
 	}
 }
 
-// countingBodies is a RoundTripper that counts the response bodies it hands out and
-// those closed.
-type countingBodies struct {
-	next           http.RoundTripper
-	opened, closed atomic.Int64
-}
-
-func (c *countingBodies) RoundTrip(r *http.Request) (*http.Response, error) {
-	res, err := c.next.RoundTrip(r)
-	if err == nil {
-		c.opened.Add(1)
-		res.Body = &closeCounter{ReadCloser: res.Body, n: &c.closed}
-	}
-	return res, err
-}
-
-type closeCounter struct {
-	io.ReadCloser
-	n    *atomic.Int64
-	once sync.Once
-}
-
-func (c *closeCounter) Close() error {
-	c.once.Do(func() { c.n.Add(1) })
-	return c.ReadCloser.Close()
-}
-
 // rig is a client whose transport runs a retrying pipeline on a fake clock.
 type rig struct {
 	client *http.Client
 	clock  *policytest.Clock
-	bodies *countingBodies
+	bodies *policytest.Bodies
 }
 
 func newRig(t *testing.T, maxAttempts int, opts ...policyhttp.Option) *rig {
@@ -120,7 +93,7 @@ func newRig(t *testing.T, maxAttempts int, opts ...policyhttp.Option) *rig {
 	t.Cleanup(base.CloseIdleConnections)
 	clock := policytest.NewClock(t0).AutoAdvance(true)
 	p := policy.MustWrap(retry.MustNew(retry.Options{MaxAttempts: maxAttempts, Clock: clock, Rand: zeroRand{}}))
-	bodies := &countingBodies{next: base}
+	bodies := &policytest.Bodies{Next: base}
 	opts = append([]policyhttp.Option{policyhttp.WithClock(clock)}, opts...)
 	return &rig{client: &http.Client{Transport: policyhttp.NewTransport(bodies, p, opts...)}, clock: clock, bodies: bodies}
 }
@@ -259,10 +232,10 @@ func TestTransport_ClosesDiscardedBodies(t *testing.T) {
 	srv := newServer(t, status(503))
 	r := newRig(t, 4)
 	res := r.do(t, get(t, srv.URL))
-	require.Equal(t, int64(4), r.bodies.opened.Load())
-	require.Equal(t, int64(3), r.bodies.closed.Load(), "the 3 discarded attempts' bodies are closed")
+	require.Equal(t, int64(4), r.bodies.Opened())
+	require.Equal(t, int64(3), r.bodies.Closed(), "the 3 discarded attempts' bodies are closed")
 	res.Body.Close()
-	require.Equal(t, int64(4), r.bodies.closed.Load())
+	require.Equal(t, int64(4), r.bodies.Closed())
 }
 
 func TestTransport_AttemptHeaderAndCallerRequestUntouched(t *testing.T) {
@@ -294,13 +267,14 @@ func TestTransport_OpenBreakerSendsNothing(t *testing.T) {
 	base := &http.Transport{}
 	defer base.CloseIdleConnections()
 	c := &http.Client{Transport: policyhttp.NewTransport(base, policy.MustWrap(b, retry.MustNew(retry.Options{})))}
-	body := &closeCounter{ReadCloser: io.NopCloser(strings.NewReader("x")), n: new(atomic.Int64)}
+	closes := new(atomic.Int64)
+	body := policytest.CountCloses(io.NopCloser(strings.NewReader("x")), closes)
 	req, _ := http.NewRequest("PUT", srv.URL, body)
 	_, err = c.Do(req)
 	require.ErrorIs(t, err, breaker.ErrOpen)
 	require.ErrorIs(t, err, policy.ErrRejected)
 	require.Zero(t, srv.count(), "no request sent")
-	require.Equal(t, int64(1), body.n.Load(), "the request body is closed all the same")
+	require.Equal(t, int64(1), closes.Load(), "the request body is closed all the same")
 }
 
 func TestTransport_BreakerCountsServerFailuresNotClientFaults(t *testing.T) {
@@ -448,5 +422,5 @@ func TestTransport_MaxDrain(t *testing.T) {
 	r := newRig(t, 2, policyhttp.WithMaxDrain(-1))
 	res := r.do(t, get(t, srv.URL))
 	require.Equal(t, 503, res.StatusCode)
-	require.Equal(t, int64(1), r.bodies.closed.Load(), "the discarded body is closed without being read")
+	require.Equal(t, int64(1), r.bodies.Closed(), "the discarded body is closed without being read")
 }

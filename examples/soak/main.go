@@ -29,6 +29,7 @@ import (
 	"github.com/backstop-go/backstop/chaos"
 	"github.com/backstop-go/backstop/deadline"
 	"github.com/backstop-go/backstop/policy"
+	"github.com/backstop-go/backstop/policy/policytest"
 	"github.com/backstop-go/backstop/policyhttp"
 	"github.com/backstop-go/backstop/retry"
 	"github.com/backstop-go/backstop/shed"
@@ -62,37 +63,11 @@ func main() {
 	fmt.Println("soak: ok")
 }
 
-// bodies counts the response bodies a transport hands out and those closed.
-type bodies struct {
-	next           http.RoundTripper
-	opened, closed atomic.Int64
-}
-
-func (b *bodies) RoundTrip(r *http.Request) (*http.Response, error) {
-	res, err := b.next.RoundTrip(r)
-	if err == nil {
-		b.opened.Add(1)
-		res.Body = &closeCounter{ReadCloser: res.Body, n: &b.closed}
-	}
-	return res, err
-}
-
-type closeCounter struct {
-	io.ReadCloser
-	n    *atomic.Int64
-	once sync.Once
-}
-
-func (c *closeCounter) Close() error {
-	c.once.Do(func() { c.n.Add(1) })
-	return c.ReadCloser.Close()
-}
-
 // topology is the call path and its fault injectors.
 type topology struct {
 	servers   []*http.Server
 	bases     []*http.Transport
-	counters  []*bodies
+	counters  []*policytest.Bodies
 	edge      string
 	faults    map[string]*chaos.Injector
 	postRetry atomic.Int64 // POSTs that arrived as a retry (attempt > 1): must stay 0
@@ -154,7 +129,7 @@ func build(rnd policy.Rand) (*topology, error) {
 	}
 	for _, name := range []string{"data", "api", "edge"} {
 		base := &http.Transport{MaxIdleConnsPerHost: 256}
-		counter := &bodies{next: base}
+		counter := &policytest.Bodies{Next: base}
 		t.bases, t.counters = append(t.bases, base), append(t.counters, counter)
 		brk := breaker.MustNew(name, breaker.Options{OpenTimeout: time.Second, Rand: rnd})
 		p := policy.MustWrap(deadline.MustNew(2500*time.Millisecond), brk, budget.MustNewTokenBucket(10, 0.1),
@@ -229,7 +204,7 @@ func soak(total time.Duration, seed uint64) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	user := &bodies{next: &http.Transport{MaxIdleConnsPerHost: 1024}}
+	user := &policytest.Bodies{Next: &http.Transport{MaxIdleConnsPerHost: 1024}}
 	client := &http.Client{Transport: user}
 	arrivals := rand.New(rand.NewPCG(seed, 8))
 
@@ -248,7 +223,7 @@ func soak(total time.Duration, seed uint64) (bool, error) {
 		results = append(results, r)
 	}
 	t.close()
-	user.next.(*http.Transport).CloseIdleConnections()
+	user.Next.(*http.Transport).CloseIdleConnections()
 
 	// Goroutines return to the baseline once servers and connections are gone.
 	after := runtime.NumGoroutine()
@@ -284,7 +259,7 @@ func soak(total time.Duration, seed uint64) (bool, error) {
 	check(t.postRetry.Load() == 0, "no non-idempotent request retried: %d POSTs arrived as a retry", t.postRetry.Load())
 	open := int64(0)
 	for _, c := range append(t.counters, user) {
-		open += c.opened.Load() - c.closed.Load()
+		open += c.Opened() - c.Closed()
 	}
 	check(open == 0, "every response body closed: %d left open", open)
 	check(after <= baseline+2, "goroutines back to the baseline after the run: %d before, %d after", baseline, after)

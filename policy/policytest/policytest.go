@@ -1,6 +1,7 @@
 // Package policytest checks that a [policy.Policy] keeps the contract every stage of a
 // pipeline relies on, and provides the library's one fake [Clock] and one fake [Rand]
-// for tests, in the manner of testing/slogtest.
+// for tests, in the manner of testing/slogtest, and [Bodies], which counts the HTTP
+// response bodies a client leaves open.
 //
 // # Conformance
 //
