@@ -174,6 +174,7 @@ type Breaker struct {
 	trip     string // when it trips, for ExplainStage
 
 	cb      atomic.Pointer[gobreaker.CircuitBreaker[struct{}]]
+	gens    atomic.Uint64 // the last generation handed out
 	forced  atomic.Bool
 	pending atomic.Bool // transitions wait in queue
 
@@ -299,15 +300,78 @@ func New(name string, o Options) (*Breaker, error) {
 	return b, nil
 }
 
-// newCircuit returns a fresh gobreaker instance whose state changes are queued for
-// this generation only. mu must be held, or b not yet shared.
+// newCircuit returns a fresh gobreaker instance, made the current generation. mu must
+// be held, or b not yet shared.
 func (b *Breaker) newCircuit() *gobreaker.CircuitBreaker[struct{}] {
-	b.gen++
-	gen := b.gen
-	s := b.settings
+	b.gen = b.gens.Add(1)
+	return b.circuit(b.gen, b.settings)
+}
+
+// circuit returns a gobreaker instance on s whose state changes are queued for
+// generation gen only.
+func (b *Breaker) circuit(gen uint64, s gobreaker.Settings) *gobreaker.CircuitBreaker[struct{}] {
 	// gobreaker calls OnStateChange under its own mutex: only queue here.
 	s.OnStateChange = func(_ string, from, to gobreaker.State) { b.record(gen, State(from), State(to)) }
 	return gobreaker.NewCircuitBreaker[struct{}](s)
+}
+
+// errAdopted is the one failure that trips the fresh circuit of [Breaker.OpenUntil].
+var errAdopted = errors.New("breaker: opened elsewhere")
+
+// OpenUntil opens the breaker until until, as if it had tripped then, with fresh
+// counts: calls are refused with an [*OpenError] whose Until is until, and after it the
+// breaker is half-open and lets its probes through, as after a trip of its own. It is
+// how a breaker adopts a state decided elsewhere, by the breakers of other processes
+// that share it (the fleet module). A breaker forced open, or already open until
+// until or later, is left as it is; an until not after now does nothing. An open
+// breaker whose until is earlier is held open longer without a new transition;
+// otherwise the change is reported like any other.
+func (b *Breaker) OpenUntil(until time.Time) {
+	now := time.Now()
+	if b.forced.Load() || !now.Before(until) {
+		return
+	}
+	if e := b.openErr.Load(); e != nil && !e.Until.Before(until) {
+		return
+	}
+	// A fresh circuit, tripped by one failure before it is installed: its own report
+	// of that trip is dropped, its generation not being current yet. gobreaker
+	// half-opens it at until; the refusals before then are this breaker's own.
+	gen := b.gens.Add(1)
+	s := b.settings
+	s.Timeout = until.Sub(now)
+	adopting := true
+	ready, excluded, successful := s.ReadyToTrip, s.IsExcluded, s.IsSuccessful
+	s.ReadyToTrip = func(c gobreaker.Counts) bool { return adopting || ready(c) }
+	s.IsExcluded = func(err error) bool { return !adopting && excluded(err) }
+	s.IsSuccessful = func(err error) bool {
+		if adopting || successful == nil {
+			return err == nil && !adopting
+		}
+		return successful(err)
+	}
+	cb := b.circuit(gen, s)
+	_, _ = cb.Execute(func() (struct{}, error) { return struct{}{}, errAdopted })
+	adopting = false
+
+	b.mu.Lock()
+	if e := b.openErr.Load(); b.forced.Load() || (e != nil && !e.Until.Before(until)) {
+		b.mu.Unlock()
+		return // forced or opened longer meanwhile
+	}
+	if b.state == StateOpen && now.Before(b.until) {
+		b.until = until // already open: only held longer
+		b.openErr.Store(&OpenError{Name: b.name, Until: until})
+	} else {
+		from := b.stateLocked(now)
+		b.transitionLocked(from, StateOpen, now)
+		b.until = until
+		b.openErr.Store(&OpenError{Name: b.name, Until: until})
+	}
+	b.gen = gen
+	b.cb.Store(cb)
+	b.mu.Unlock()
+	b.deliver()
 }
 
 // record queues a transition reported by gobreaker instance gen.

@@ -377,3 +377,55 @@ func TestRegistry(t *testing.T) {
 	require.Len(t, list, 2)
 	require.Equal(t, "a", list[0].Name(), "sorted by name")
 }
+
+func TestBreaker_OpenUntilAdoptsAnOpenDecidedElsewhere(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var changes []string
+		b := must(breaker.New("db", breaker.Options{OpenJitter: -1, IsSuccessful: func(err error) bool { return true },
+			OnStateChange: func(_ string, from, to breaker.State) { changes = append(changes, from.String()+"→"+to.String()) },
+		}))
+		r := policy.MustWrap(b)
+		until := time.Now().Add(7 * time.Second)
+
+		b.OpenUntil(until)
+		var oe *breaker.OpenError
+		require.ErrorAs(t, r.Do(context.Background(), ok), &oe)
+		require.True(t, oe.Until.Equal(until), "refused until the adopted time, not the breaker's own 30 s")
+		require.Equal(t, breaker.StateOpen, b.State())
+		require.Equal(t, []string{"closed→open"}, changes)
+
+		b.OpenUntil(until.Add(-time.Second)) // shorter: nothing changes
+		require.ErrorAs(t, r.Do(context.Background(), ok), &oe)
+		require.True(t, oe.Until.Equal(until))
+
+		// At until it is half-open, and one probe's success closes it, as after a trip of its own
+		// (the user's IsSuccessful, which calls every error a success, did not keep the adopted trip from counting).
+		time.Sleep(time.Until(until) + time.Nanosecond)
+		require.Equal(t, breaker.StateHalfOpen, b.State())
+		require.NoError(t, r.Do(context.Background(), ok))
+		require.Equal(t, breaker.StateClosed, b.State())
+		require.Equal(t, []string{"closed→open", "open→half-open", "half-open→closed"}, changes)
+
+		// A forced breaker is left as it is; an until in the past does nothing.
+		b.OpenUntil(time.Now())
+		require.Equal(t, breaker.StateClosed, b.State())
+		b.ForceOpen()
+		b.OpenUntil(time.Now().Add(time.Second))
+		require.ErrorAs(t, r.Do(context.Background(), ok), &oe)
+		require.True(t, oe.Forced)
+	})
+}
+
+func TestBreaker_OpenUntilThenAFailedProbeReopensForTheBreakersOwnTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := must(breaker.New("db", breaker.Options{OpenJitter: -1, OpenTimeout: 10 * time.Second}))
+		r := policy.MustWrap(b)
+		until := time.Now().Add(time.Second)
+		b.OpenUntil(until)
+		time.Sleep(time.Second + time.Nanosecond)
+		require.ErrorIs(t, r.Do(context.Background(), fail), errDown)
+		var oe *breaker.OpenError
+		require.ErrorAs(t, r.Do(context.Background(), ok), &oe)
+		require.Equal(t, 10*time.Second, oe.Until.Sub(time.Now()))
+	})
+}

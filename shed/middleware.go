@@ -55,7 +55,7 @@ func Middleware(next http.Handler, s *Shedder) http.Handler {
 		}
 		if s.quota != nil {
 			if key := s.quota.key(r); key != "" {
-				if d, ok := s.quota.allow(key, s.clock.Now()); !ok {
+				if d, ok := s.quota.allow(r.Context(), key, s.clock.Now()); !ok {
 					secs := max(1, int(math.Ceil(d.Seconds())))
 					s.reject(ReasonQuota)
 					s.report(r.Context(), s.opts.Observer, "", ReasonQuota, p, secs)

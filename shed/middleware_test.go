@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"golang.org/x/time/rate"
 
 	"github.com/backstop-go/backstop/breaker"
 	"github.com/backstop-go/backstop/internal/race"
@@ -154,6 +155,49 @@ func TestMiddleware_Quota(t *testing.T) {
 	require.Equal(t, 204, do("a").Code)
 	require.Equal(t, uint64(1), s.Stats().Rejected[shed.ReasonQuota])
 }
+
+// storeFunc is a QuotaStore on a function.
+type storeFunc func(ctx context.Context, key string, r rate.Limit, burst int) (time.Duration, bool)
+
+func (f storeFunc) Allow(ctx context.Context, key string, r rate.Limit, burst int) (time.Duration, bool) {
+	return f(ctx, key, r, burst)
+}
+
+func TestMiddleware_QuotaStoreDecides(t *testing.T) {
+	type ask struct {
+		key   string
+		r     rate.Limit
+		burst int
+		hdr   string
+	}
+	var asked []ask
+	store := storeFunc(func(ctx context.Context, key string, r rate.Limit, burst int) (time.Duration, bool) {
+		asked = append(asked, ask{key, r, burst, ctx.Value(ctxKey{}).(string)})
+		return 2500 * time.Millisecond, key != "spent"
+	})
+	s := shed.MustNew(shed.Options{Quota: &shed.Quota{
+		Key:  func(r *http.Request) string { return r.Header.Get("X-Client") },
+		Rate: 5, Burst: 7, Store: store,
+	}})
+	h := shed.Middleware(okHandler, s)
+	do := func(client string) *httptest.ResponseRecorder {
+		w := httptest.NewRecorder()
+		req := httptest.NewRequest("GET", "/", nil)
+		req = req.WithContext(context.WithValue(req.Context(), ctxKey{}, "req-"+client))
+		req.Header.Set("X-Client", client)
+		h.ServeHTTP(w, req)
+		return w
+	}
+	require.Equal(t, 204, do("a").Code)
+	w := do("spent")
+	require.Equal(t, 429, w.Code)
+	require.Equal(t, "3", w.Header().Get("Retry-After"), "the store's wait, rounded up")
+	require.Equal(t, 204, do("").Code, "no key: the store is not asked")
+	require.Equal(t, []ask{{"a", 5, 7, "req-a"}, {"spent", 5, 7, "req-spent"}}, asked,
+		"the store is asked with the request's context and the quota's rate and burst")
+}
+
+type ctxKey struct{}
 
 func TestMiddleware_OpenBreakerAnswers503WithItsOpenTime(t *testing.T) {
 	b := breaker.MustNew("db", breaker.Options{ConsecutiveFailures: 1, OpenTimeout: 20 * time.Second, OpenJitter: -1})

@@ -1,6 +1,7 @@
 package shed
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"net/http"
@@ -22,6 +23,7 @@ type quotas struct {
 	r     rate.Limit
 	burst int
 	max   int
+	store QuotaStore // nil: the buckets below
 
 	m       sync.Map     // client key → *rate.Limiter
 	n       atomic.Int64 // clients in m
@@ -39,12 +41,15 @@ func newQuotas(q Quota) (*quotas, error) {
 	case q.MaxClients < 0:
 		return nil, fmt.Errorf("%w: Quota.MaxClients is %d; want ≥ 0", ErrInvalidOptions, q.MaxClients)
 	}
-	return &quotas{key: q.Key, r: q.Rate, burst: q.Burst, max: orDefault(q.MaxClients, DefaultMaxClients)}, nil
+	return &quotas{key: q.Key, r: q.Rate, burst: q.Burst, max: orDefault(q.MaxClients, DefaultMaxClients), store: q.Store}, nil
 }
 
-// allow takes a token from key's bucket; if there is none it returns how long until
-// there is.
-func (q *quotas) allow(key string, now time.Time) (time.Duration, bool) {
+// allow takes a token from key's bucket, in the Store if there is one; if there is
+// none it returns how long until there is.
+func (q *quotas) allow(ctx context.Context, key string, now time.Time) (time.Duration, bool) {
+	if q.store != nil {
+		return q.store.Allow(ctx, key, q.r, q.burst)
+	}
 	v, ok := q.m.Load(key)
 	if !ok {
 		if q.n.Load() >= int64(q.max) {

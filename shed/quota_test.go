@@ -1,6 +1,7 @@
 package shed
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -20,18 +21,18 @@ func TestQuotas_EvictIdleClientsFirst(t *testing.T) {
 	}
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for i := range 10 {
-		if _, ok := q.allow(fmt.Sprint("idle", i), t0); !ok {
+		if _, ok := q.allow(context.Background(), fmt.Sprint("idle", i), t0); !ok {
 			t.Fatalf("client idle%d refused its first request", i)
 		}
 	}
 	t1 := t0.Add(10 * time.Second) // every bucket has refilled: all idle
-	if _, ok := q.allow("busy", t1); !ok {
+	if _, ok := q.allow(context.Background(), "busy", t1); !ok {
 		t.Fatal("a new client refused on a full table")
 	}
 	if n := q.n.Load(); n != 1 {
 		t.Errorf("after eviction the table holds %d clients; want 1 (the idle ones forgotten)", n)
 	}
-	if _, ok := q.allow("busy", t1); ok {
+	if _, ok := q.allow(context.Background(), "busy", t1); ok {
 		t.Error("busy's second request within its second was allowed; want its own bucket kept")
 	}
 }
@@ -50,7 +51,7 @@ func TestQuotas_AMillionClientsStayBounded(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	most := int64(0)
 	for i := range n {
-		if _, ok := q.allow("client-"+strconv.Itoa(i), now); !ok {
+		if _, ok := q.allow(context.Background(), "client-"+strconv.Itoa(i), now); !ok {
 			t.Fatalf("client %d refused its first request", i)
 		}
 		most = max(most, q.n.Load())

@@ -45,8 +45,25 @@ type Quota struct {
 	Rate  rate.Limit
 	Burst int
 	// MaxClients bounds the clients tracked at once; 0 means 10 000. When full, idle
-	// clients (whose bucket has refilled) are forgotten first.
+	// clients (whose bucket has refilled) are forgotten first. It bounds this
+	// process's buckets, not a Store's.
 	MaxClients int
+	// Store, if non-nil, keeps the clients' buckets outside this process, so that a
+	// fleet of servers shares one quota per client (the fleet module keeps them in
+	// Redis): Rate and Burst are then each client's limit across the fleet. nil means
+	// the buckets of this process.
+	Store QuotaStore
+}
+
+// QuotaStore keeps per-client token buckets outside the process, for [Quota].Store.
+//
+// Allow takes one token from key's bucket of rate r and burst burst, or reports how
+// long until one is there. It is asked once per request that names a client, so it
+// must answer within a small bound of its own and, when its store cannot answer in
+// time, answer from a bucket of its own (fail open): a quota store that is down must
+// not take the server down with it. It must be safe for concurrent use.
+type QuotaStore interface {
+	Allow(ctx context.Context, key string, r rate.Limit, burst int) (wait time.Duration, ok bool)
 }
 
 // Options configure a [Shedder]. The zero value is valid: an adaptive limit starting
