@@ -15,19 +15,14 @@ import (
 // DefaultMaxClients bounds the clients a Quota tracks at once.
 const DefaultMaxClients = 10_000
 
-// quotas keeps one token bucket per client. The admit path takes no shared lock: a
-// client's limiter is found in a sync.Map (lock-free for clients seen before) and
-// carries its own mutex; only adding a client when the table is full takes evictMu.
+// quotas is a Quota as the middleware asks it: the client's key, the limit, and
+// where the buckets are.
 type quotas struct {
 	key   func(*http.Request) string
 	r     rate.Limit
 	burst int
-	max   int
-	store QuotaStore // nil: the buckets below
-
-	m       sync.Map     // client key → *rate.Limiter
-	n       atomic.Int64 // clients in m
-	evictMu sync.Mutex   // one eviction at a time
+	store QuotaStore  // nil: local
+	local *LocalQuotas // the buckets of this process, when store is nil
 }
 
 func newQuotas(q Quota) (*quotas, error) {
@@ -41,7 +36,11 @@ func newQuotas(q Quota) (*quotas, error) {
 	case q.MaxClients < 0:
 		return nil, fmt.Errorf("%w: Quota.MaxClients is %d; want ≥ 0", ErrInvalidOptions, q.MaxClients)
 	}
-	return &quotas{key: q.Key, r: q.Rate, burst: q.Burst, max: orDefault(q.MaxClients, DefaultMaxClients), store: q.Store}, nil
+	qs := &quotas{key: q.Key, r: q.Rate, burst: q.Burst, store: q.Store}
+	if qs.store == nil {
+		qs.local = NewLocalQuotas(q.MaxClients)
+	}
+	return qs, nil
 }
 
 // allow takes a token from key's bucket, in the Store if there is one; if there is
@@ -50,13 +49,45 @@ func (q *quotas) allow(ctx context.Context, key string, now time.Time) (time.Dur
 	if q.store != nil {
 		return q.store.Allow(ctx, key, q.r, q.burst)
 	}
+	return q.local.allow(key, q.r, q.burst, now)
+}
+
+// LocalQuotas is the [QuotaStore] of a Quota without a Store: one token bucket per
+// client, in this process, on golang.org/x/time/rate. A store that shares buckets
+// across processes can fall back on it when its own store is out of reach.
+//
+// The admit path takes no shared lock: a client's limiter is found in a sync.Map
+// (lock-free for clients seen before) and carries its own mutex; only adding a client
+// when the table is full takes a lock. Build it with [NewLocalQuotas].
+type LocalQuotas struct {
+	max int
+
+	m       sync.Map     // client key → *rate.Limiter
+	n       atomic.Int64 // clients in m
+	evictMu sync.Mutex   // one eviction at a time
+}
+
+// NewLocalQuotas returns an empty LocalQuotas that tracks at most maxClients clients
+// at once; 0 means DefaultMaxClients. When full, idle clients (whose bucket has
+// refilled) are forgotten first.
+func NewLocalQuotas(maxClients int) *LocalQuotas {
+	return &LocalQuotas{max: orDefault(maxClients, DefaultMaxClients)}
+}
+
+// Allow implements QuotaStore on the system clock. A client's bucket keeps the rate
+// and burst it was first asked with.
+func (q *LocalQuotas) Allow(_ context.Context, key string, r rate.Limit, burst int) (time.Duration, bool) {
+	return q.allow(key, r, burst, time.Now())
+}
+
+func (q *LocalQuotas) allow(key string, r rate.Limit, burst int, now time.Time) (time.Duration, bool) {
 	v, ok := q.m.Load(key)
 	if !ok {
 		if q.n.Load() >= int64(q.max) {
 			q.evict(now)
 		}
 		var loaded bool
-		v, loaded = q.m.LoadOrStore(key, rate.NewLimiter(q.r, q.burst))
+		v, loaded = q.m.LoadOrStore(key, rate.NewLimiter(r, burst))
 		if !loaded {
 			q.n.Add(1)
 		}
@@ -66,19 +97,19 @@ func (q *quotas) allow(ctx context.Context, key string, now time.Time) (time.Dur
 		return 0, true
 	}
 	missing := 1 - l.TokensAt(now)
-	return time.Duration(missing / float64(q.r) * float64(time.Second)), false
+	return time.Duration(missing / float64(l.Limit()) * float64(time.Second)), false
 }
 
 // evict forgets idle clients (full buckets: forgetting them changes nothing), then,
 // if still full, any tenth of the clients.
-func (q *quotas) evict(now time.Time) {
+func (q *LocalQuotas) evict(now time.Time) {
 	q.evictMu.Lock()
 	defer q.evictMu.Unlock()
 	if q.n.Load() < int64(q.max) {
 		return // another eviction made room
 	}
 	q.m.Range(func(k, v any) bool {
-		if v.(*rate.Limiter).TokensAt(now) >= float64(q.burst) {
+		if l := v.(*rate.Limiter); l.TokensAt(now) >= float64(l.Burst()) {
 			if _, ok := q.m.LoadAndDelete(k); ok {
 				q.n.Add(-1)
 			}

@@ -29,7 +29,7 @@ func TestQuotas_EvictIdleClientsFirst(t *testing.T) {
 	if _, ok := q.allow(context.Background(), "busy", t1); !ok {
 		t.Fatal("a new client refused on a full table")
 	}
-	if n := q.n.Load(); n != 1 {
+	if n := q.local.n.Load(); n != 1 {
 		t.Errorf("after eviction the table holds %d clients; want 1 (the idle ones forgotten)", n)
 	}
 	if _, ok := q.allow(context.Background(), "busy", t1); ok {
@@ -54,14 +54,14 @@ func TestQuotas_AMillionClientsStayBounded(t *testing.T) {
 		if _, ok := q.allow(context.Background(), "client-"+strconv.Itoa(i), now); !ok {
 			t.Fatalf("client %d refused its first request", i)
 		}
-		most = max(most, q.n.Load())
+		most = max(most, q.local.n.Load())
 	}
 	if most > DefaultMaxClients {
 		t.Errorf("%d clients held at most; want ≤ %d", most, DefaultMaxClients)
 	}
 	var held int64
-	q.m.Range(func(any, any) bool { held++; return true })
-	if held != q.n.Load() || held > DefaultMaxClients {
-		t.Errorf("the table holds %d clients and counts %d; want the same, ≤ %d", held, q.n.Load(), DefaultMaxClients)
+	q.local.m.Range(func(any, any) bool { held++; return true })
+	if held != q.local.n.Load() || held > DefaultMaxClients {
+		t.Errorf("the table holds %d clients and counts %d; want the same, ≤ %d", held, q.local.n.Load(), DefaultMaxClients)
 	}
 }
