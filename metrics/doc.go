@@ -43,6 +43,7 @@
 //	| backstop_redeliver_deliveries_total  | counter   | queue                    | deliveries a redelivery policy decided (AddRedeliver) |
 //	| backstop_redeliver_delay_seconds     | histogram | queue                    | delays of redeliveries; _count is the redeliveries   |
 //	| backstop_redeliver_dead_lettered_total | counter | queue, reason            | dead-lettered: permanent, exhausted                  |
+//	| backstop_fleet_transitions_total     | counter   | policy, to               | fleet policies falling back to local state, and back (to: local, shared) |
 //
 // outcome is one of success, failure, rejected, canceled, deadline (policy.Outcome).
 // No label ever holds error text, a URL or request data.

@@ -75,6 +75,7 @@ type Observer struct {
 	transitions  *prometheus.CounterVec
 	shed         *prometheus.CounterVec
 	retryAfter   *prometheus.HistogramVec
+	fleet        *prometheus.CounterVec
 
 	pipelines sync.Map // pipeline name → *pipelineSeries
 	reg       prometheus.Registerer
@@ -138,9 +139,10 @@ func New(reg prometheus.Registerer, o Options) (*Observer, error) {
 		retryAfter: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: Namespace, Name: "shed_retry_after_seconds",
 			Help: "Retry-After sent with refusals.", Buckets: []float64{1, 2, 4, 8, 16, 32, 64},
 			NativeHistogramBucketFactor: o.NativeHistograms}, []string{"shedder"}),
+		fleet: counter("fleet_transitions_total", "Fleet policies moving between deciding on shared state (shared) and on their own when the store is out of reach (local).", "policy", "to"),
 	}
 	cs := []prometheus.Collector{m.calls, m.callDuration, m.attempts, m.retries, m.suppressed, m.deadlines,
-		m.breakerState, m.transitions, m.shed, m.retryAfter}
+		m.breakerState, m.transitions, m.shed, m.retryAfter, m.fleet}
 	for name, b := range o.Budgets {
 		cs = append(cs, budgetGauge(name, b))
 	}
@@ -359,6 +361,8 @@ func (m *Observer) Observe(e policy.Event) {
 		if e.Delay > 0 {
 			m.retryAfter.WithLabelValues(e.Source).Observe(e.Delay.Seconds())
 		}
+	case policy.EventFleet:
+		m.fleet.WithLabelValues(e.Source, e.To).Inc()
 	}
 }
 

@@ -102,6 +102,13 @@ const (
 	EventBreakerState               // a breaker changed state: Source (breaker name), From, To
 	EventDeadlineExceeded           // an overall deadline or a per-attempt timeout ran out: Source ("deadline" or "attempt-timeout"), Elapsed
 	EventShed                       // a shedder refused work: Source (shedder name), Reason, Priority, Delay (the Retry-After sent)
+	EventFleet                      // a policy sharing state across processes lost or regained its store: Source (its name), From, To ("shared" or "local": what decides), Err (why it fell back)
+)
+
+// The states an [EventFleet] moves between.
+const (
+	FleetShared = "shared" // the policy decides on the state it shares with the fleet
+	FleetLocal  = "local"  // its store is out of reach: it decides on its own, in this process
 )
 
 var eventNames = [...]string{
@@ -114,6 +121,7 @@ var eventNames = [...]string{
 	EventBreakerState:     "breaker_state",
 	EventDeadlineExceeded: "deadline_exceeded",
 	EventShed:             "shed",
+	EventFleet:            "fleet_state",
 }
 
 // String returns the event's snake_case name, e.g. "retry_suppressed".

@@ -22,6 +22,7 @@
 //	| backstop.shed.admitted         | async counter | {request} | shedder (AddShedder)     |
 //	| backstop.shed.inflight, .limit, .queue_length | async gauge | {request} | shedder (AddShedder) |
 //	| backstop.budget.level          | async gauge | {retry}  | budget (AddBudget)          |
+//	| backstop.fleet.transitions     | counter   | {transition} | policy, to (local, shared) |
 //
 // # Traces
 //
@@ -54,9 +55,9 @@ const Scope = "github.com/backstop-go/backstop/policyotel"
 // Observer records events as OTel metrics and span events. It is safe for concurrent
 // use. Build it with [New].
 type Observer struct {
-	calls, attempts, retries, suppressed, deadlines, transitions, shed metric.Int64Counter
-	duration, retryAfter                                               metric.Float64Histogram
-	state                                                              metric.Int64Gauge
+	calls, attempts, retries, suppressed, deadlines, transitions, shed, fleet metric.Int64Counter
+	duration, retryAfter                                                      metric.Float64Histogram
+	state                                                                     metric.Int64Gauge
 
 	// Read at every collection: the budgets and shedders added with AddBudget and AddShedder.
 	budgetLevel            metric.Float64ObservableGauge
@@ -105,6 +106,9 @@ func New(mp metric.MeterProvider) (*Observer, error) {
 	errs = append(errs, err)
 	o.retryAfter, err = m.Float64Histogram("backstop.shed.retry_after", metric.WithUnit("s"),
 		metric.WithDescription("Retry-After sent with refusals."))
+	errs = append(errs, err)
+	o.fleet, err = m.Int64Counter("backstop.fleet.transitions", metric.WithUnit("{transition}"),
+		metric.WithDescription("Fleet policies falling back to local state when their store is out of reach (to=local), and back (to=shared)."))
 	errs = append(errs, err)
 	o.state, err = m.Int64Gauge("backstop.breaker.state", metric.WithUnit("1"),
 		metric.WithDescription("A breaker's state after its last transition: 0 closed, 1 half-open, 2 open."))
@@ -241,5 +245,7 @@ func (o *Observer) Observe(e policy.Event) {
 			span.AddEvent("backstop.shed", trace.WithTimestamp(e.Time), trace.WithAttributes(s,
 				attribute.String("backstop.reason", e.Reason), attribute.String("backstop.priority", e.Priority)))
 		}
+	case policy.EventFleet:
+		o.fleet.Add(ctx, 1, metric.WithAttributes(attribute.String("policy", e.Source), attribute.String("to", e.To)))
 	}
 }
