@@ -1,0 +1,301 @@
+package fleet
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/backstop-go/backstop/breaker"
+	"github.com/backstop-go/backstop/policy"
+)
+
+// syncBreaker brings a breaker's shared state up to date and, when ARGV[1] asks,
+// changes it, in one round trip. Times are the Redis server's, so the clocks of the
+// fleet's hosts need not agree; the reply's third value is the time left open.
+//
+// KEYS[1] the state (hash: s 0 closed / 2 open, g generation, u open until, ms)
+// KEYS[2] the probe lease
+// ARGV[1] "" (read), "open" (this process's breaker tripped, or its probe failed),
+// "closed" (its probe succeeded); ARGV[2] the generation it knew; ARGV[3] how long
+// to stay open, ms.
+var syncBreaker = redis.NewScript(`
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local v = redis.call('HMGET', KEYS[1], 's', 'g', 'u')
+local s, g, u = tonumber(v[1]) or 0, tonumber(v[2]) or 0, tonumber(v[3]) or 0
+if ARGV[1] == 'open' and (s == 0 or now >= u) then
+  s, g, u = 2, g + 1, now + tonumber(ARGV[3])
+elseif ARGV[1] == 'closed' and s == 2 and g == tonumber(ARGV[2]) and now >= u then
+  s, g, u = 0, g + 1, 0
+else
+  if s == 2 then return {s, g, u - now} end
+  return {s, g, 0}
+end
+redis.call('HSET', KEYS[1], 's', s, 'g', g, 'u', u)
+redis.call('PEXPIRE', KEYS[1], 86400000)
+redis.call('DEL', KEYS[2])
+if s == 2 then return {s, g, u - now} end
+return {s, g, 0}
+`)
+
+// leaseProbe grants the probe lease of a half-open breaker to one process, and only
+// for the open episode it asks about: a process that missed a reopen is refused and
+// told the state. The reply is {granted 0/1, s, g, time left open ms}.
+//
+// KEYS as for syncBreaker; ARGV[1] the generation, ARGV[2] the process, ARGV[3] the
+// lease's length, ms.
+var leaseProbe = redis.NewScript(`
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local v = redis.call('HMGET', KEYS[1], 's', 'g', 'u')
+local s, g, u = tonumber(v[1]) or 0, tonumber(v[2]) or 0, tonumber(v[3]) or 0
+if s ~= 2 then return {0, s, g, 0} end
+if g == tonumber(ARGV[1]) and now >= u and redis.call('SET', KEYS[2], ARGV[2], 'NX', 'PX', ARGV[3]) then
+  return {1, s, g, u - now}
+end
+return {0, s, g, u - now}
+`)
+
+// Breaker is a circuit breaker (policy.KindBreaker) whose state the processes of a
+// fleet share through Redis: when one process's breaker trips, every process refuses
+// calls until the same moment; when that moment comes, one process in the fleet —
+// the one that takes the probe lease — lets its probes through, and their outcome
+// closes or reopens the breaker everywhere.
+//
+// Each process counts its own calls with a local [breaker.Breaker] (so a trip needs
+// no round trip on the call path) and shares only transitions. A call makes no Redis
+// request at all, except while the fleet's breaker is half-open: then the first call
+// in a process asks for the probe lease, once per open episode. A background loop
+// refreshes the shared state every SyncInterval and publishes this process's
+// transitions at once.
+//
+// When Redis is out of reach or slower than Timeout, the local breaker decides alone
+// (it is a whole breaker: it trips, refuses and probes by itself), an
+// [policy.EventFleet] says so, and on Redis's return the local state is published
+// again. Events, OpenError.Until, the inspection page and metrics work as for any
+// breaker: register [Breaker.Local].
+//
+// ForceOpen and Reset on the local breaker act on this process only.
+//
+// The breaker of gobreaker v2 for a distributed store (DistributedCircuitBreaker)
+// holds a fleet-wide lock for the whole of every call and waits up to 5 s for it;
+// this one shares transitions instead, so no call waits on another process.
+type Breaker struct {
+	s     *Store
+	local *breaker.Breaker
+	link  link
+	state, probe string // keys
+	lease        time.Duration
+
+	view    atomic.Pointer[view]
+	pending atomic.Bool // a local transition waits to be published
+	wake    chan struct{}
+	done    chan struct{}
+	stopped sync.WaitGroup
+	close   sync.Once
+
+	probeMu     sync.Mutex    // one lease request at a time
+	leased      atomic.Uint64 // the open generation this process holds the probe lease of
+	refused     atomic.Uint64 // the open generation whose lease another process holds
+	halfOpenErr *breaker.OpenError
+}
+
+// view is the fleet's state as last read.
+type view struct {
+	open  bool
+	gen   uint64
+	until time.Time // by this process's clock
+}
+
+// NewBreaker returns a breaker named name, shared through s by every process that
+// builds one of the same name, with o for the local breaker (see [breaker.New]). It
+// reads the shared state once before it returns (at most Timeout) and keeps it up to
+// date until [Breaker.Close].
+func NewBreaker(s *Store, name string, o breaker.Options) (*Breaker, error) {
+	if s == nil {
+		return nil, fmt.Errorf("%w: %s: the Store is nil", ErrInvalidOptions, name)
+	}
+	f := &Breaker{s: s, state: s.key("breaker", name), probe: s.key("breaker", name, "probe"),
+		lease: orDefault(o.OpenTimeout, breaker.DefaultOpenTimeout),
+		wake:  make(chan struct{}, 1), done: make(chan struct{}),
+		halfOpenErr: &breaker.OpenError{Name: name, HalfOpen: true}}
+	f.link = link{s: s, name: name}
+	user := o.OnStateChange
+	o.OnStateChange = func(name string, from, to breaker.State) {
+		f.pending.Store(true)
+		select {
+		case f.wake <- struct{}{}:
+		default:
+		}
+		if user != nil {
+			user(name, from, to)
+		}
+	}
+	local, err := breaker.New(name, o)
+	if err != nil {
+		return nil, err
+	}
+	f.local = local
+	f.view.Store(&view{})
+	f.sync()
+	if !s.manual {
+		f.stopped.Add(1)
+		go f.loop()
+	}
+	return f, nil
+}
+
+// Local returns the breaker of this process, to register for inspection and
+// metrics, or to hand to a shedder.
+func (f *Breaker) Local() *breaker.Breaker { return f.local }
+
+// Name returns the breaker's name.
+func (f *Breaker) Name() string { return f.local.Name() }
+
+// Kind returns policy.KindBreaker.
+func (f *Breaker) Kind() policy.Kind { return policy.KindBreaker }
+
+// Bind returns the Runner that runs each call through the fleet's breaker.
+func (f *Breaker) Bind(next policy.Runner, env policy.Env) policy.Runner {
+	return &runner{f: f, local: f.local.Bind(next, env)}
+}
+
+// ExplainStage implements policy.StageExplainer.
+func (f *Breaker) ExplainStage() policy.Stage {
+	st := f.local.ExplainStage()
+	st.Summary += fmt.Sprintf("; shared by the fleet on Redis (refreshed every %v; one process probes; local if Redis is out of reach for %v)",
+		f.s.interval, f.s.timeout)
+	return st
+}
+
+// Shared reports whether the breaker decides on the fleet's state now; false while
+// Redis is out of reach.
+func (f *Breaker) Shared() bool { return !f.link.Local() }
+
+// Close stops the background refresh. The breaker still works, on its own.
+func (f *Breaker) Close() error {
+	f.close.Do(func() { close(f.done) })
+	f.stopped.Wait()
+	return nil
+}
+
+type runner struct {
+	f     *Breaker
+	local policy.Runner
+}
+
+func (r *runner) Run(ctx context.Context, fn policy.Func) error {
+	f := r.f
+	// Closed: nothing but this load. Open: the local breaker, which adopted the
+	// fleet's open time, refuses. Half-open: one process of the fleet probes.
+	if v := f.view.Load(); v.open && !time.Now().Before(v.until) && !f.mayProbe(ctx, v.gen) {
+		return f.halfOpenErr
+	}
+	return r.local.Run(ctx, fn)
+}
+
+// mayProbe reports whether this process may send probes while the fleet's breaker,
+// open in generation gen, is half-open: whether it holds the probe lease or, Redis
+// out of reach, decides on its own.
+func (f *Breaker) mayProbe(ctx context.Context, gen uint64) bool {
+	if f.link.Local() || f.leased.Load() == gen {
+		return true
+	}
+	if f.refused.Load() == gen {
+		return false
+	}
+	f.probeMu.Lock()
+	defer f.probeMu.Unlock()
+	if f.leased.Load() == gen {
+		return true
+	}
+	if f.refused.Load() == gen {
+		return false
+	}
+	ctx, cancel := f.s.bounded(context.WithoutCancel(ctx))
+	defer cancel()
+	res, err := leaseProbe.Run(ctx, f.s.rdb, []string{f.state, f.probe}, gen, f.s.id, f.lease.Milliseconds()).Int64Slice()
+	if err == nil && len(res) != 4 {
+		err = fmt.Errorf("fleet: the probe lease script answered %v", res)
+	}
+	f.link.result(err)
+	switch {
+	case err != nil:
+		return true // fail open: the local breaker's half-open state decides
+	case res[0] == 1:
+		f.leased.Store(gen)
+		return true
+	}
+	f.refused.Store(gen)
+	if uint64(res[2]) != gen {
+		f.adopt(res[1] == 2, uint64(res[2]), time.Duration(res[3])*time.Millisecond) // it moved on
+	}
+	return false
+}
+
+func (f *Breaker) loop() {
+	defer f.stopped.Done()
+	t := time.NewTicker(f.s.interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-f.done:
+			return
+		case <-t.C:
+			f.refused.Store(0) // ask for the lease again: its holder may be gone
+		case <-f.wake:
+		}
+		f.sync()
+	}
+}
+
+// sync publishes this process's latest transition, if one waits (or Redis has just
+// come back), reads the fleet's state and adopts it.
+func (f *Breaker) sync() {
+	publish := f.pending.Swap(false) || f.link.Local()
+	want, openFor := "", time.Duration(0)
+	if publish {
+		now := time.Now()
+		switch snap := f.local.Snapshot(now); {
+		case snap.Forced: // forced open is this process's own business
+		case snap.State == breaker.StateOpen:
+			want, openFor = "open", snap.Until.Sub(now)
+		case snap.State == breaker.StateClosed:
+			want = "closed"
+		}
+	}
+	known := f.view.Load().gen
+	ctx, cancel := f.s.bounded(context.Background())
+	defer cancel()
+	res, err := syncBreaker.Run(ctx, f.s.rdb, []string{f.state, f.probe}, want, known, openFor.Milliseconds()).Int64Slice()
+	f.link.result(err)
+	if err != nil {
+		if publish {
+			f.pending.Store(true)
+		}
+		return
+	}
+	if len(res) != 3 {
+		f.link.result(fmt.Errorf("fleet: the breaker script answered %v", res))
+		return
+	}
+	f.adopt(res[0] == 2, uint64(res[1]), time.Duration(res[2])*time.Millisecond)
+}
+
+// adopt makes the fleet's state this process's.
+func (f *Breaker) adopt(open bool, gen uint64, left time.Duration) {
+	now := time.Now()
+	prev := f.view.Swap(&view{open: open, gen: gen, until: now.Add(left)})
+	switch {
+	case open && left > 0:
+		f.local.OpenUntil(now.Add(left))
+	case !open && gen != prev.gen && prev.gen != 0:
+		if snap := f.local.Snapshot(now); !snap.Forced && snap.State != breaker.StateClosed {
+			f.local.Reset() // another process's probe closed it
+		}
+	}
+}

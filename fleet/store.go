@@ -1,0 +1,188 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/backstop-go/backstop/policy"
+)
+
+// Defaults for zero Options fields.
+const (
+	// DefaultPrefix begins every key the fleet policies keep in Redis.
+	DefaultPrefix = "backstop:"
+	// DefaultTimeout bounds every Redis call a fleet policy makes, on a call's path or
+	// in the background: 50 ms, well above a loopback or same-zone round trip (under
+	// 1 ms) and well below what a caller notices. A call never waits on Redis longer.
+	DefaultTimeout = 50 * time.Millisecond
+	// DefaultSyncInterval is how often a fleet policy brings its shared state up to
+	// date in the background: 100 ms, so a breaker opened in one process is open in
+	// every other within about that, and a fleet of 50 makes 500 small requests a
+	// second per policy.
+	DefaultSyncInterval = 100 * time.Millisecond
+)
+
+// ErrInvalidOptions is matched by the constructors' errors for bad options.
+var ErrInvalidOptions = errors.New("fleet: invalid options")
+
+// Options configure a [Store].
+type Options struct {
+	// Prefix begins every key; "" means DefaultPrefix. Fleets sharing one Redis for
+	// different services set their own.
+	Prefix string
+	// Timeout bounds every Redis call; 0 means DefaultTimeout. A call that takes
+	// longer counts as a failure of the store: the policy decides locally (fail open).
+	Timeout time.Duration
+	// SyncInterval is how often policies refresh their shared state; 0 means
+	// DefaultSyncInterval.
+	SyncInterval time.Duration
+	// ID names this process in the fleet (the budget counts the fleet's members by
+	// it); "" means hostname-pid-random.
+	ID string
+	// Observer hears every fleet policy's [policy.EventFleet]: when it falls back to
+	// local state and when it returns to the shared one. nil means none.
+	Observer policy.Observer
+}
+
+// Store is the Redis the fleet policies of a process share, with the bounds every
+// call to it keeps. One per process (per Redis) is enough; it is safe for concurrent
+// use. Build it with [New].
+type Store struct {
+	rdb      redis.UniversalClient
+	prefix   string
+	timeout  time.Duration
+	interval time.Duration
+	id       string
+	obs      policy.Observer
+	manual   bool // tests: no background loops; they sync when the test says
+}
+
+// New returns a Store on rdb. The client must have ContextTimeoutEnabled set, so that
+// Timeout bounds every call (go-redis otherwise waits out its own read timeout, 3 s
+// by default, on a Redis that stopped answering); New refuses a client without it.
+func New(rdb redis.UniversalClient, o Options) (*Store, error) {
+	bad := func(format string, args ...any) (*Store, error) {
+		return nil, fmt.Errorf("%w: "+format, append([]any{ErrInvalidOptions}, args...)...)
+	}
+	switch {
+	case rdb == nil:
+		return bad("the redis client is nil")
+	case o.Timeout < 0:
+		return bad("Timeout is %v; want > 0, or 0 for the default %v", o.Timeout, DefaultTimeout)
+	case o.SyncInterval < 0:
+		return bad("SyncInterval is %v; want > 0, or 0 for the default %v", o.SyncInterval, DefaultSyncInterval)
+	}
+	if !contextTimeouts(rdb) {
+		return bad("the redis client's ContextTimeoutEnabled is false; set it so that Timeout (%v) bounds every call", orDefault(o.Timeout, DefaultTimeout))
+	}
+	s := &Store{rdb: rdb, prefix: o.Prefix, timeout: orDefault(o.Timeout, DefaultTimeout),
+		interval: orDefault(o.SyncInterval, DefaultSyncInterval), id: o.ID, obs: o.Observer}
+	if s.prefix == "" {
+		s.prefix = DefaultPrefix
+	}
+	if s.id == "" {
+		host, _ := os.Hostname()
+		s.id = fmt.Sprintf("%s-%d-%08x", host, os.Getpid(), rand.Uint32())
+	}
+	return s, nil
+}
+
+// MustNew is like [New] but panics on bad options.
+func MustNew(rdb redis.UniversalClient, o Options) *Store {
+	s, err := New(rdb, o)
+	if err != nil {
+		panic(err)
+	}
+	return s
+}
+
+// ID returns the name of this process in the fleet.
+func (s *Store) ID() string { return s.id }
+
+func contextTimeouts(rdb redis.UniversalClient) bool {
+	switch c := rdb.(type) {
+	case *redis.Client:
+		return c.Options().ContextTimeoutEnabled
+	case *redis.ClusterClient:
+		return c.Options().ContextTimeoutEnabled
+	case *redis.Ring:
+		return c.Options().ContextTimeoutEnabled
+	}
+	return true // another implementation: its own business
+}
+
+func orDefault[T comparable](v, d T) T {
+	var zero T
+	if v == zero {
+		return d
+	}
+	return v
+}
+
+// bounded returns ctx limited to the store's Timeout.
+func (s *Store) bounded(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, s.timeout)
+}
+
+// key returns the key of a policy's state; the braces keep a policy's keys in one
+// Redis Cluster slot, as its scripts need.
+func (s *Store) key(kind, name string, parts ...string) string {
+	k := s.prefix + "{" + kind + ":" + name + "}"
+	for _, p := range parts {
+		k += ":" + p
+	}
+	return k
+}
+
+// link is whether one policy decides on shared state or, its store out of reach, on
+// its own; it reports each change once as a policy.EventFleet.
+type link struct {
+	s     *Store
+	name  string
+	local atomic.Bool
+	last  atomic.Pointer[error] // the error that made it local
+}
+
+// lastErr returns the error that last made the policy decide locally, or nil.
+func (l *link) lastErr() error {
+	if p := l.last.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// result records how the last call to the store went and reports a change.
+func (l *link) result(err error) {
+	if err != nil && errors.Is(err, redis.Nil) {
+		err = nil
+	}
+	down := err != nil
+	if down {
+		l.last.Store(&err)
+	}
+	if l.local.Swap(down) == down {
+		return
+	}
+	if l.s.obs == nil {
+		return
+	}
+	e := policy.Event{Kind: policy.EventFleet, Source: l.name, Time: time.Now(), From: policy.FleetShared, To: policy.FleetLocal, Err: err}
+	if !down {
+		e.From, e.To = policy.FleetLocal, policy.FleetShared
+	}
+	l.s.obs.Observe(e)
+}
+
+// Local reports whether the policy decides on its own now, its store out of reach.
+func (l *link) Local() bool { return l.local.Load() }
+
+// ms is d in whole milliseconds, at least 1.
+func ms(d time.Duration) string { return strconv.FormatInt(max(1, d.Milliseconds()), 10) }
