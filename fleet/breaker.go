@@ -85,9 +85,9 @@ return {0, s, g, u - now}
 // holds a fleet-wide lock for the whole of every call and waits up to 5 s for it;
 // this one shares transitions instead, so no call waits on another process.
 type Breaker struct {
-	s     *Store
-	local *breaker.Breaker
-	link  link
+	s            *Store
+	local        *breaker.Breaker
+	link         link
 	state, probe string // keys
 	lease        time.Duration
 
