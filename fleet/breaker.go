@@ -94,9 +94,7 @@ type Breaker struct {
 	view    atomic.Pointer[view]
 	pending atomic.Bool // a local transition waits to be published
 	wake    chan struct{}
-	done    chan struct{}
-	stopped sync.WaitGroup
-	close   sync.Once
+	bg      background
 
 	probeMu     sync.Mutex    // one lease request at a time
 	leased      atomic.Uint64 // the open generation this process holds the probe lease of
@@ -120,8 +118,8 @@ func NewBreaker(s *Store, name string, o breaker.Options) (*Breaker, error) {
 		return nil, fmt.Errorf("%w: %s: the Store is nil", ErrInvalidOptions, name)
 	}
 	f := &Breaker{s: s, state: s.key("breaker", name), probe: s.key("breaker", name, "probe"),
-		lease: orDefault(o.OpenTimeout, breaker.DefaultOpenTimeout),
-		wake:  make(chan struct{}, 1), done: make(chan struct{}),
+		lease:       orDefault(o.OpenTimeout, breaker.DefaultOpenTimeout),
+		wake:        make(chan struct{}, 1),
 		halfOpenErr: &breaker.OpenError{Name: name, HalfOpen: true}}
 	f.link = link{s: s, name: name}
 	user := o.OnStateChange
@@ -142,10 +140,12 @@ func NewBreaker(s *Store, name string, o breaker.Options) (*Breaker, error) {
 	f.local = local
 	f.view.Store(&view{})
 	f.sync()
-	if !s.manual {
-		f.stopped.Add(1)
-		go f.loop()
-	}
+	f.bg.start(s, f.wake, func(ticked bool) {
+		if ticked {
+			f.refused.Store(0) // ask for the probe lease again: its holder may be gone
+		}
+		f.sync()
+	})
 	return f, nil
 }
 
@@ -177,11 +177,7 @@ func (f *Breaker) ExplainStage() policy.Stage {
 func (f *Breaker) Shared() bool { return !f.link.Local() }
 
 // Close stops the background refresh. The breaker still works, on its own.
-func (f *Breaker) Close() error {
-	f.close.Do(func() { close(f.done) })
-	f.stopped.Wait()
-	return nil
-}
+func (f *Breaker) Close() error { return f.bg.stop() }
 
 type runner struct {
 	f     *Breaker
@@ -235,22 +231,6 @@ func (f *Breaker) mayProbe(ctx context.Context, gen uint64) bool {
 		f.adopt(res[1] == 2, uint64(res[2]), time.Duration(res[3])*time.Millisecond) // it moved on
 	}
 	return false
-}
-
-func (f *Breaker) loop() {
-	defer f.stopped.Done()
-	t := time.NewTicker(f.s.interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-f.done:
-			return
-		case <-t.C:
-			f.refused.Store(0) // ask for the lease again: its holder may be gone
-		case <-f.wake:
-		}
-		f.sync()
-	}
 }
 
 // sync publishes this process's latest transition, if one waits (or Redis has just

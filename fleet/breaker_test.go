@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
@@ -15,7 +16,10 @@ import (
 	"github.com/backstop-go/backstop/policy"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	redis.SetLogger(quiet{}) // the dial failures the tests cause on purpose
+	goleak.VerifyTestMain(m)
+}
 
 var errDown = errors.New("db down")
 

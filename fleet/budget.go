@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -79,9 +78,7 @@ type Ratio struct {
 	allowance        atomic.Int64  // thousandths of a retry this process may start before the next sync
 	allowed, refused atomic.Uint64 // retries decided so far
 
-	done    chan struct{}
-	stopped sync.WaitGroup
-	close   sync.Once
+	bg background
 }
 
 // NewRatio returns a fleet budget named name, shared through s by every process
@@ -114,13 +111,10 @@ func NewRatio(s *Store, name string, o budget.RatioOptions) (*Ratio, error) {
 	}
 	r := &Ratio{s: s, name: name, local: local, ratio: orDefault(o.Ratio, budget.DefaultRatio),
 		floor: perSecond * window.Seconds(), width: window / ratioBuckets,
-		keys: []string{s.key("budget", name), s.key("budget", name, "members")}, done: make(chan struct{})}
+		keys: []string{s.key("budget", name), s.key("budget", name, "members")}}
 	r.link = link{s: s, name: name}
 	r.sync()
-	if !s.manual {
-		r.stopped.Add(1)
-		go r.loop()
-	}
+	r.bg.start(s, nil, func(bool) { r.sync() })
 	return r, nil
 }
 
@@ -196,25 +190,7 @@ func (r *Ratio) ExplainStage() policy.Stage {
 }
 
 // Close stops the background sync. The budget still works, on this process's counts.
-func (r *Ratio) Close() error {
-	r.close.Do(func() { close(r.done) })
-	r.stopped.Wait()
-	return nil
-}
-
-func (r *Ratio) loop() {
-	defer r.stopped.Done()
-	t := time.NewTicker(r.s.interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-r.done:
-			return
-		case <-t.C:
-			r.sync()
-		}
-	}
-}
+func (r *Ratio) Close() error { return r.bg.stop() }
 
 // sync sends this process's counts since the last sync and sets its share of what
 // the fleet's budget allows.

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -186,3 +187,43 @@ func (l *link) Local() bool { return l.local.Load() }
 
 // ms is d in whole milliseconds, at least 1.
 func ms(d time.Duration) string { return strconv.FormatInt(max(1, d.Milliseconds()), 10) }
+
+// background runs a policy's sync every SyncInterval, and at once when woken, until
+// stop.
+type background struct {
+	done    chan struct{}
+	stopped sync.WaitGroup
+	once    sync.Once
+}
+
+// start runs sync in the background; ticked says whether the interval, rather than
+// wake, brought it. A Store of the tests' (manual) runs nothing.
+func (b *background) start(s *Store, wake <-chan struct{}, sync func(ticked bool)) {
+	b.done = make(chan struct{})
+	if s.manual {
+		return
+	}
+	b.stopped.Add(1)
+	go func() {
+		defer b.stopped.Done()
+		t := time.NewTicker(s.interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-b.done:
+				return
+			case <-t.C:
+				sync(true)
+			case <-wake:
+				sync(false)
+			}
+		}
+	}()
+}
+
+// stop ends the background sync and waits for it.
+func (b *background) stop() error {
+	b.once.Do(func() { close(b.done) })
+	b.stopped.Wait()
+	return nil
+}

@@ -40,5 +40,3 @@ func TestNew_RefusesBadOptions(t *testing.T) {
 type quiet struct{}
 
 func (quiet) Printf(context.Context, string, ...any) {}
-
-func init() { redis.SetLogger(quiet{}) }
