@@ -149,4 +149,3 @@ func BenchmarkQuota_Fleet(b *testing.B) {
 	}
 	report(b, rt, start)
 }
-

@@ -1,0 +1,90 @@
+// Package fleettest starts a real redis-server for tests and examples of the fleet
+// policies: on a free 127.0.0.1 port, without persistence, stopped by its caller.
+package fleettest
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"net"
+	"os/exec"
+	"strconv"
+	"strings"
+)
+
+// ErrNoRedis is returned by Start when redis-server is not on the PATH.
+var ErrNoRedis = errors.New("fleettest: redis-server is not installed (Debian: apt-get install -y redis-server)")
+
+// Server is a redis-server process. It is not safe for concurrent use.
+type Server struct {
+	port int
+	cmd  *exec.Cmd
+}
+
+// Start starts a redis-server on a free loopback port and returns once it accepts
+// connections.
+func Start() (*Server, error) {
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		return nil, ErrNoRedis
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	s := &Server{port: port}
+	return s, s.Restart()
+}
+
+// Addr returns the server's host:port; it stays the same across Stop and Restart.
+func (s *Server) Addr() string { return "127.0.0.1:" + strconv.Itoa(s.port) }
+
+// Restart starts the server again on its port, empty, after Stop.
+func (s *Server) Restart() error {
+	if s.cmd != nil {
+		return errors.New("fleettest: the server is running")
+	}
+	cmd := exec.Command("redis-server", "--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
+		"--save", "", "--appendonly", "no", "--loglevel", "notice")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	// It says on stdout when it is ready; the rest of its log is drained.
+	ready := make(chan error, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		var log []string
+		for sc.Scan() {
+			log = append(log, sc.Text())
+			if strings.Contains(sc.Text(), "Ready to accept connections") {
+				ready <- nil
+				for sc.Scan() {
+				}
+				return
+			}
+		}
+		ready <- fmt.Errorf("fleettest: redis-server on port %d exited before it was ready:\n%s", s.port, strings.Join(log, "\n"))
+	}()
+	if err := <-ready; err != nil {
+		_ = cmd.Wait()
+		return err
+	}
+	s.cmd = cmd
+	return nil
+}
+
+// Stop kills the server and waits for it to exit. Stopping a stopped server does
+// nothing.
+func (s *Server) Stop() {
+	if s.cmd == nil {
+		return
+	}
+	_ = s.cmd.Process.Kill()
+	_ = s.cmd.Wait()
+	s.cmd = nil
+}
