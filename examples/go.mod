@@ -6,8 +6,10 @@ replace github.com/backstop-go/backstop => ../
 
 require (
 	github.com/backstop-go/backstop v0.0.0-00010101000000-000000000000
+	github.com/backstop-go/backstop/fleet v0.0.0-00010101000000-000000000000
 	github.com/backstop-go/backstop/policygrpc v0.0.0-00010101000000-000000000000
 	github.com/prometheus/client_golang v1.24.1
+	github.com/redis/go-redis/v9 v9.23.0
 	github.com/schollz/progressbar/v3 v3.19.1
 	golang.org/x/term v0.47.0
 	gonum.org/v1/plot v0.17.0
@@ -16,13 +18,18 @@ require (
 
 require (
 	github.com/antithesishq/antithesis-sdk-go v0.9.0-default-no-op // indirect
+	github.com/go-redis/redis_rate/v10 v10.0.1 // indirect
 	github.com/google/go-tpm v0.9.8 // indirect
 	github.com/klauspost/compress v1.20.4 // indirect
+	github.com/maypok86/otter/v2 v2.4.0 // indirect
 	github.com/minio/highwayhash v1.0.4 // indirect
 	github.com/nats-io/jwt/v2 v2.8.3 // indirect
 	github.com/nats-io/nkeys v0.4.17 // indirect
 	github.com/nats-io/nuid v1.0.1 // indirect
+	go.uber.org/atomic v1.12.0 // indirect
+	go.uber.org/goleak v1.3.0 // indirect
 	golang.org/x/crypto v0.58.0 // indirect
+	golang.org/x/sync v0.24.0 // indirect
 )
 
 require (
@@ -54,5 +61,7 @@ require (
 )
 
 replace github.com/backstop-go/backstop/policygrpc => ../policygrpc
+
+replace github.com/backstop-go/backstop/fleet => ../fleet
 
 replace github.com/backstop-go/backstop/redeliver/jetstream => ../redeliver/jetstream
