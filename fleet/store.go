@@ -199,10 +199,10 @@ type background struct {
 // start runs sync in the background; ticked says whether the interval, rather than
 // wake, brought it. A Store of the tests' (manual) runs nothing.
 func (b *background) start(s *Store, wake <-chan struct{}, sync func(ticked bool)) {
-	b.done = make(chan struct{})
 	if s.manual {
 		return
 	}
+	b.done = make(chan struct{})
 	b.stopped.Add(1)
 	go func() {
 		defer b.stopped.Done()
@@ -223,7 +223,11 @@ func (b *background) start(s *Store, wake <-chan struct{}, sync func(ticked bool
 
 // stop ends the background sync and waits for it.
 func (b *background) stop() error {
-	b.once.Do(func() { close(b.done) })
+	b.once.Do(func() {
+		if b.done != nil {
+			close(b.done)
+		}
+	})
 	b.stopped.Wait()
 	return nil
 }
