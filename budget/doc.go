@@ -1,13 +1,18 @@
 // Package budget limits retries as a whole, so that during a broad outage retry load
 // fades out instead of multiplying the load on a dependency that is already down.
 //
-// # Three budgets
+// # Four budgets, and a cap
 //
 //	| budget           | allows a retry while                                  | model                    |
 //	|------------------|-------------------------------------------------------|--------------------------|
 //	| [TokenBucket]    | tokens > maxTokens/2; failures cost 1, successes refill | gRPC retryThrottling (A6) |
 //	| [Ratio]          | retries ≤ Ratio × calls + MinPerSecond, over a window | Finagle RetryBudget      |
-//	| [Rate]           | a token bucket of r retries/s has a token             | AWS retry quota          |
+//	| [Quota]          | 500 tokens hold the retry's 5 (10 after a timeout); refunded on success | AWS SDKs' standard retry quota |
+//	| [Rate]           | a token bucket of r retries/s has a token             | a retry rate per process (x/time/rate) |
+//	| [InFlight]       | fewer than Max retries are in flight, and the budget it wraps allows | Envoy's max_retries circuit |
+//
+// Quota and InFlight implement policy.RetryLease: the retry tells them why each retry
+// is made and when it has ended.
 //
 // # Placement
 //

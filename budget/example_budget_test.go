@@ -35,3 +35,31 @@ func ExampleNewTokenBucket() {
 	// call 2: 1 attempts, tokens 5, budget refused: true
 	// call 3: 1 attempts, tokens 4, budget refused: true
 }
+
+// The AWS SDKs' retry quota: 500 tokens pay for 100 retries of 5 against a service
+// that stays down; then calls make one attempt each until successes refill it.
+func ExampleNewQuota() {
+	q := budget.MustNewQuota(budget.QuotaOptions{}) // 500 tokens, 5 a retry, 10 after a timeout
+	clock := policytest.NewClock(time.Unix(0, 0)).AutoAdvance(true)
+	p := policy.MustWrap(q, retry.MustNew(retry.Options{MaxAttempts: 3, Clock: clock}))
+	attempts := 0
+	for range 100 {
+		_ = p.Do(context.Background(), func(context.Context) error {
+			attempts++
+			return retry.Retryable(errors.New("unavailable"))
+		})
+	}
+	fmt.Printf("100 calls, %d attempts, %d tokens left, %d retries refused\n", attempts, q.Tokens(), q.Refused())
+	// Output:
+	// 100 calls, 200 attempts, 0 tokens left, 50 retries refused
+}
+
+// A cap on retries in flight, around any budget: a burst of failures adds at most 2
+// requests at a time to a struggling dependency.
+func ExampleNewInFlight() {
+	b := budget.MustNewInFlight(budget.MustNewRatio(budget.RatioOptions{}), 2)
+	p := policy.MustWrap(b, retry.MustNew(retry.Options{}))
+	fmt.Println(p.Explain().Stack[0].Summary)
+	// Output:
+	// retries at most 10% of the calls of the last 10s, plus 100 retries over that window; at most 2 retries in flight at once
+}

@@ -29,6 +29,12 @@ func TestConformance(t *testing.T) {
 	t.Run("Rate", func(t *testing.T) {
 		policytest.Run(t, func() policy.Policy { b := budget.MustNewRate(10, 1); return b })
 	})
+	t.Run("Quota", func(t *testing.T) {
+		policytest.Run(t, func() policy.Policy { return budget.MustNewQuota(budget.QuotaOptions{}) })
+	})
+	t.Run("InFlight", func(t *testing.T) {
+		policytest.Run(t, func() policy.Policy { return budget.MustNewInFlight(budget.MustNewQuota(budget.QuotaOptions{}), 1) })
+	})
 }
 
 // TestTokenBucket_Sequences drives buckets through failures (F), successes (S) and

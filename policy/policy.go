@@ -114,3 +114,22 @@ type RetryBudget interface {
 	OnSuccess()
 	OnFailure()
 }
+
+// RetryLease is what a [RetryBudget] implements, beyond it, to price each retry by
+// why it is made and to hear when it is over: the AWS SDKs' retry quota (a timeout
+// costs more, a retry that succeeds is refunded) and a cap on retries in flight
+// (Envoy's max_retries) need both. A retry standing inside a budget that implements
+// it calls, instead of Withdraw:
+//   - Take before each retry, with why the last error was retryable (the retry
+//     package's Reason…: "timeout", "network", "hint", "retryable", "custom"); false
+//     refuses the retry; taken is what the budget took, handed back to End;
+//   - End exactly once for every Take that allowed a retry, when that retry's attempt
+//     has ended (ok: it succeeded) or the call ended before it was made (ok false).
+//
+// Deposit, OnFailure and OnSuccess are called as for any RetryBudget. The same rules
+// hold: safe for concurrent use, no allocation.
+type RetryLease interface {
+	RetryBudget
+	Take(reason string) (taken int64, ok bool)
+	End(taken int64, ok bool)
+}

@@ -139,6 +139,7 @@ func (r *Retry) Kind() policy.Kind { return policy.KindRetry }
 // has a budget outside the retry.
 func (r *Retry) Bind(next policy.Runner, env policy.Env) policy.Runner {
 	l := &runner{r: r, next: next, budget: env.Budget, obs: env.Observer, pipeline: env.Pipeline}
+	l.lease, _ = env.Budget.(policy.RetryLease)
 	switch {
 	case r.minAttempt > 0:
 		l.minAttempt = r.minAttempt
@@ -152,6 +153,7 @@ type runner struct {
 	r          *Retry
 	next       policy.Runner
 	budget     policy.RetryBudget // nil: no budget
+	lease      policy.RetryLease  // budget, if it prices and hears the end of each retry
 	obs        policy.Observer    // nil: no events
 	pipeline   string
 	minAttempt time.Duration // the least time a retry needs before the deadline
@@ -175,20 +177,32 @@ func (l *runner) Run(ctx context.Context, fn policy.Func) error {
 	// A retry that can never retry does not claim the call path, and only the owner
 	// talks to the budget: a suppressed retry below it must not charge it again.
 	owner := l.r.max > 1 && !policy.Owned(ctx)
-	budget := l.budget
+	budget, lease := l.budget, l.lease
 	if !owner {
-		budget = nil
+		budget, lease = nil, nil
 	}
 	if budget != nil {
 		budget.Deposit()
 	}
 	var prev time.Duration
+	taken, leased := int64(0), false // what the lease took for the retry under way
+	if lease != nil {
+		defer func() {
+			if leased {
+				lease.End(taken, false) // the call ended before the retry was made, or panicked
+			}
+		}()
+	}
 	for n := 1; ; n++ {
 		actx := ctx
 		if owner {
 			actx = policy.WithAttempt(ctx, n)
 		}
 		err := l.attempt(actx, fn, n)
+		if leased {
+			leased = false
+			lease.End(taken, err == nil)
+		}
 		if err == nil {
 			if budget != nil {
 				budget.OnSuccess()
@@ -231,7 +245,11 @@ func (l *runner) Run(ctx context.Context, fn policy.Func) error {
 		if dl, ok := ctx.Deadline(); ok && !l.r.clock.Now().Add(addSat(delay, l.minAttempt)).Before(dl) {
 			return l.giveUp(ctx, n, ErrDeadline, err, policy.SuppressedDeadline)
 		}
-		if budget != nil && !budget.Withdraw() {
+		if lease != nil {
+			if taken, leased = lease.Take(why); !leased {
+				return l.giveUp(ctx, n, ErrBudget, err, policy.SuppressedBudget)
+			}
+		} else if budget != nil && !budget.Withdraw() {
 			return l.giveUp(ctx, n, ErrBudget, err, policy.SuppressedBudget)
 		}
 		if l.obs != nil {

@@ -1,6 +1,7 @@
 package retry_test
 
 import (
+	"fmt"
 	"context"
 	"errors"
 	"strings"
@@ -362,6 +363,58 @@ func TestRetry_AsksTheBudgetBeforeEveryRetry(t *testing.T) {
 	h2 := newHarness(t, retry.Options{MaxAttempts: 2}, b)
 	_ = h2.p.Do(context.Background(), failing(&calls, retry.Retryable(errDown)))
 	require.Equal(t, []string{"deposit", "failure", "withdraw", "failure"}, b.log)
+}
+
+// timeoutError is a timeout as net.Error reports one.
+type timeoutError struct{}
+
+func (timeoutError) Error() string { return "i/o timeout" }
+func (timeoutError) Timeout() bool { return true }
+
+// leaseLog is a budget that implements policy.RetryLease and logs what it is told.
+type leaseLog struct {
+	budgetLog
+	taken int64
+}
+
+func (b *leaseLog) Take(reason string) (int64, bool) {
+	ok := b.allow > 0
+	b.allow--
+	if !ok {
+		b.log = append(b.log, "refuse "+reason)
+		return 0, false
+	}
+	b.taken++
+	b.log = append(b.log, fmt.Sprintf("take %s %d", reason, b.taken))
+	return b.taken, true
+}
+
+func (b *leaseLog) End(taken int64, ok bool) { b.log = append(b.log, fmt.Sprintf("end %d %v", taken, ok)) }
+
+func TestRetry_TellsALeaseWhyAndHowEachRetryEnded(t *testing.T) {
+	b := &leaseLog{budgetLog: budgetLog{allow: 2}}
+	h := newHarness(t, retry.Options{MaxAttempts: 5}, b)
+	calls := 0
+	timeout := timeoutError{}
+	require.NoError(t, h.p.Do(context.Background(), failing(&calls, timeout, retry.Retryable(errDown), nil)))
+	require.Equal(t, []string{"deposit", "failure", "take timeout 1", "end 1 false", "failure", "take retryable 2", "end 2 true", "success"}, b.log,
+		"Take with each retry's reason instead of Withdraw; End once per Take, after its attempt")
+
+	// Refused: no End. Cancelled while the retry waits: End(…, false).
+	b.log, b.allow, calls = nil, 0, 0
+	_ = h.p.Do(context.Background(), failing(&calls, retry.Retryable(errDown)))
+	require.Equal(t, []string{"deposit", "failure", "refuse retryable"}, b.log)
+
+	b.log, b.allow, b.taken = nil, 1, 0
+	clock := policytest.NewClock(t0)
+	p := policy.MustWrap(b, retry.MustNew(retry.Options{MaxAttempts: 3, Clock: clock, Rand: pinned(0.5)}))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- p.Do(ctx, func(context.Context) error { return retry.Retryable(errDown) }) }()
+	clock.BlockUntil(1) // the retry sleeps
+	cancel()
+	require.ErrorIs(t, <-done, context.Canceled)
+	require.Equal(t, []string{"deposit", "failure", "take retryable 1", "end 1 false"}, b.log)
 }
 
 func TestRetry_AttemptTimeoutIsRetried(t *testing.T) {

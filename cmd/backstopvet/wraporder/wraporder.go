@@ -42,7 +42,11 @@ var constructors = map[string]policy.Kind{
 	module + "budget.NewRatio":         policy.KindBudget, module + "budget.MustNewRatio": policy.KindBudget,
 	module + "budget.NewRate": policy.KindBudget, module + "budget.MustNewRate": policy.KindBudget,
 	module + "budget.NewRateWith": policy.KindBudget,
-	module + "chaos.New":          policy.KindOther, module + "chaos.MustNew": policy.KindOther,
+	module + "budget.NewQuota":    policy.KindBudget, module + "budget.MustNewQuota": policy.KindBudget,
+	module + "budget.NewInFlight": policy.KindBudget, module + "budget.MustNewInFlight": policy.KindBudget,
+	module + "fleet.NewBreaker": policy.KindBreaker,
+	module + "fleet.NewRatio":   policy.KindBudget, module + "fleet.NewTokenBucket": policy.KindBudget,
+	module + "chaos.New": policy.KindOther, module + "chaos.MustNew": policy.KindOther,
 }
 
 // calleeName returns "pkgpath.Name" of a call to a package-level function, or "".

@@ -1,0 +1,181 @@
+package budget_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/backstop-go/backstop/budget"
+	"github.com/backstop-go/backstop/policy"
+	"github.com/backstop-go/backstop/policy/policytest"
+	"github.com/backstop-go/backstop/retry"
+)
+
+var errDown = errors.New("down")
+
+func TestQuota_TheAWSStandardMode(t *testing.T) {
+	q := budget.MustNewQuota(budget.QuotaOptions{})
+	require.Equal(t, 500, q.Tokens(), "starts full at 500")
+
+	// 100 retries of 5 empty it; the 101st is refused.
+	for i := range 100 {
+		taken, ok := q.Take("retryable")
+		require.True(t, ok, "retry %d", i+1)
+		require.Equal(t, int64(5), taken)
+	}
+	_, ok := q.Take("retryable")
+	require.False(t, ok)
+	require.Equal(t, 0, q.Tokens())
+
+	// A successful call adds 1; a retry whose attempt succeeds gives its 5 back.
+	q.OnSuccess()
+	require.Equal(t, 1, q.Tokens())
+	for range 9 {
+		q.OnSuccess()
+	}
+	taken, ok := q.Take("network")
+	require.True(t, ok)
+	q.End(taken, true)
+	require.Equal(t, 10, q.Tokens(), "refunded")
+	taken, ok = q.Take("timeout")
+	require.True(t, ok)
+	require.Equal(t, int64(10), taken, "a timeout costs 10")
+	q.End(taken, false)
+	require.Equal(t, 0, q.Tokens(), "a failed retry is not refunded")
+
+	// Never above the capacity.
+	full := budget.MustNewQuota(budget.QuotaOptions{})
+	full.OnSuccess()
+	full.End(5, true)
+	require.Equal(t, 500, full.Tokens())
+	require.Equal(t, uint64(102), q.Allowed())
+	require.Equal(t, uint64(1), q.Refused())
+}
+
+func TestQuota_ThroughARetryAnOutageCostsAboutAHundredRetries(t *testing.T) {
+	q := budget.MustNewQuota(budget.QuotaOptions{})
+	p := policy.MustWrap(q, retry.MustNew(retry.Options{MaxAttempts: 3, Clock: policytest.NewClock(t0).AutoAdvance(true)}))
+	attempts := 0
+	down := func(context.Context) error { attempts++; return retry.Retryable(errDown) }
+	for range 200 {
+		_ = p.Do(context.Background(), down)
+	}
+	require.Equal(t, 200+100, attempts, "200 first attempts and the 100 retries 500 tokens pay for")
+	require.Equal(t, uint64(100), q.Allowed())
+
+	// The service is back. The empty bucket allows no retry until successes refill it:
+	// each successful call adds 1.
+	ok := func(context.Context) error { return nil }
+	for range 10 {
+		require.NoError(t, p.Do(context.Background(), ok))
+	}
+	require.Equal(t, 10, q.Tokens())
+	// A retry that succeeds is refunded: a call that fails once then succeeds leaves 1 more.
+	n := 0
+	flaky := func(context.Context) error {
+		n++
+		if n%2 == 1 {
+			return retry.Retryable(errDown)
+		}
+		return nil
+	}
+	for range 10 {
+		require.NoError(t, p.Do(context.Background(), flaky))
+	}
+	require.Equal(t, 20, q.Tokens(), "10 more successes × 1; the retries that made them were refunded")
+}
+
+func TestNewQuota_RefusesBadOptions(t *testing.T) {
+	for _, c := range []struct {
+		o    budget.QuotaOptions
+		want string
+	}{
+		{budget.QuotaOptions{Tokens: -1}, "Tokens is -1"},
+		{budget.QuotaOptions{RetryCost: -5}, "RetryCost is -5"},
+		{budget.QuotaOptions{TimeoutCost: -1}, "TimeoutCost is -1"},
+		{budget.QuotaOptions{Tokens: 8}, "no retry could ever be made"},
+	} {
+		_, err := budget.NewQuota(c.o)
+		require.ErrorIs(t, err, budget.ErrInvalidOptions)
+		require.ErrorContains(t, err, c.want)
+	}
+	q := budget.MustNewQuota(budget.QuotaOptions{SuccessGain: -1})
+	_, _ = q.Take("")
+	q.OnSuccess()
+	require.Equal(t, 495, q.Tokens(), "a negative SuccessGain adds nothing")
+}
+
+func TestInFlight_CapsRetriesInFlight(t *testing.T) {
+	inner := budget.MustNewQuota(budget.QuotaOptions{})
+	f := budget.MustNewInFlight(inner, 2)
+	a, ok := f.Take("retryable")
+	require.True(t, ok)
+	_, ok = f.Take("timeout")
+	require.True(t, ok)
+	_, ok = f.Take("retryable")
+	require.False(t, ok, "two in flight: the third waits for none, it is refused")
+	require.Equal(t, 2, f.InFlight())
+	require.Equal(t, uint64(1), f.Capped())
+	require.Equal(t, 0.0, f.Level())
+	f.End(a, true)
+	require.Equal(t, 1, f.InFlight())
+	require.Equal(t, 490, inner.Tokens(), "the wrapped quota was told: 5 refunded of 15 taken")
+	_, ok = f.Take("retryable")
+	require.True(t, ok)
+	require.Equal(t, uint64(1), f.Refused())
+}
+
+func TestInFlight_ThroughARetryUnderConcurrentCalls(t *testing.T) {
+	// Ten calls fail once and retry; a retry's attempt holds until the test lets it
+	// go. Three retries take the three places; the other seven are refused.
+	f := budget.MustNewInFlight(budget.MustNewRatio(budget.RatioOptions{Ratio: 1}), 3)
+	p := policy.MustWrap(f, retry.MustNew(retry.Options{MaxAttempts: 2, Base: 1}))
+	release := make(chan struct{})
+	started := make(chan struct{}, 10)
+	results := make(chan error, 10)
+	var wg sync.WaitGroup
+	for range 10 {
+		wg.Go(func() {
+			first := true
+			results <- p.Do(context.Background(), func(context.Context) error {
+				if first {
+					first = false
+					return retry.Retryable(errDown)
+				}
+				started <- struct{}{}
+				<-release
+				return nil
+			})
+		})
+	}
+	inFlight, refused := 0, 0
+	for inFlight < 3 || refused < 7 {
+		select {
+		case <-started:
+			if inFlight++; inFlight > 3 {
+				t.Fatalf("a fourth retry started (%d capped)", f.Capped())
+			}
+		case err := <-results:
+			require.ErrorIs(t, err, retry.ErrBudget)
+			refused++
+		}
+	}
+	require.Equal(t, 3, f.InFlight())
+	require.Equal(t, uint64(7), f.Capped())
+	close(release)
+	wg.Wait()
+	for range 3 {
+		require.NoError(t, <-results)
+	}
+	require.Equal(t, 0, f.InFlight(), "every place freed")
+}
+
+func TestNewInFlight_RefusesBadInput(t *testing.T) {
+	_, err := budget.NewInFlight(nil, 1)
+	require.ErrorIs(t, err, budget.ErrInvalidOptions)
+	_, err = budget.NewInFlight(budget.MustNewQuota(budget.QuotaOptions{}), 0)
+	require.ErrorContains(t, err, "max is 0")
+}
