@@ -1,9 +1,9 @@
 package retry_test
 
 import (
-	"fmt"
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -389,7 +389,9 @@ func (b *leaseLog) Take(reason string) (int64, bool) {
 	return b.taken, true
 }
 
-func (b *leaseLog) End(taken int64, ok bool) { b.log = append(b.log, fmt.Sprintf("end %d %v", taken, ok)) }
+func (b *leaseLog) End(taken int64, ok bool) {
+	b.log = append(b.log, fmt.Sprintf("end %d %v", taken, ok))
+}
 
 func TestRetry_TellsALeaseWhyAndHowEachRetryEnded(t *testing.T) {
 	b := &leaseLog{budgetLog: budgetLog{allow: 2}}

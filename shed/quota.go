@@ -21,7 +21,7 @@ type quotas struct {
 	key   func(*http.Request) string
 	r     rate.Limit
 	burst int
-	store QuotaStore  // nil: local
+	store QuotaStore   // nil: local
 	local *LocalQuotas // the buckets of this process, when store is nil
 }
 
