@@ -80,6 +80,12 @@ type Options struct {
 	// HalfOpenProbes is how many calls the half-open breaker lets through; that many
 	// successes in a row close it, one failure opens it again. 0 means 1.
 	HalfOpenProbes uint32
+	// SlowCall, if > 0, counts a call (inside a retry: an attempt) that succeeded but
+	// took longer than SlowCall as a failure, as resilience4j's slowCallDurationThreshold
+	// does: a dependency that answers too slowly trips the breaker like one that fails
+	// (in ratio mode, slow calls count toward FailureRatio). The caller still gets its
+	// success. 0 means off; negative is refused.
+	SlowCall time.Duration
 	// IsSuccessful says whether a call's error counts as a success; nil means only a
 	// nil error does.
 	IsSuccessful func(error) bool
@@ -172,6 +178,7 @@ type Breaker struct {
 	rand     policy.Rand
 	onChange func(name string, from, to State)
 	trip     string // when it trips, for ExplainStage
+	slow     time.Duration
 
 	cb      atomic.Pointer[gobreaker.CircuitBreaker[struct{}]]
 	gens    atomic.Uint64 // the last generation handed out
@@ -208,6 +215,9 @@ func New(name string, o Options) (*Breaker, error) {
 	if name == "" {
 		return bad("name is empty; want the dependency's name")
 	}
+	if o.SlowCall < 0 {
+		return bad("SlowCall is %v; want > 0, or 0 for none", o.SlowCall)
+	}
 	if o.OpenTimeout < 0 {
 		return bad("OpenTimeout is %v; want > 0, or 0 for the default %v", o.OpenTimeout, DefaultOpenTimeout)
 	}
@@ -234,6 +244,20 @@ func New(name string, o Options) (*Breaker, error) {
 	}
 	if s.IsExcluded == nil {
 		s.IsExcluded = DefaultIsExcluded
+	}
+	if o.SlowCall > 0 {
+		// A slow success is a failure, whatever the user's functions say of errors.
+		excluded, successful := s.IsExcluded, s.IsSuccessful
+		s.IsExcluded = func(err error) bool { return err != errSlow && excluded(err) }
+		s.IsSuccessful = func(err error) bool {
+			if err == errSlow {
+				return false
+			}
+			if successful == nil {
+				return err == nil
+			}
+			return successful(err)
+		}
 	}
 	var trip string
 	if o.FailureRatio == 0 {
@@ -285,7 +309,7 @@ func New(name string, o Options) (*Breaker, error) {
 	}
 	ready := s.ReadyToTrip
 	b := &Breaker{name: name, settings: s, timeout: o.OpenTimeout, jitter: o.OpenJitter, rand: policy.RandOr(o.Rand),
-		onChange: o.OnStateChange, trip: trip,
+		onChange: o.OnStateChange, trip: trip, slow: o.SlowCall,
 		halfOpenErr: &OpenError{Name: name, HalfOpen: true}, forcedErr: &OpenError{Name: name, Forced: true}}
 	// Keep the counts that trip the breaker: gobreaker clears them as it opens.
 	b.settings.ReadyToTrip = func(c gobreaker.Counts) bool {
@@ -314,6 +338,9 @@ func (b *Breaker) circuit(gen uint64, s gobreaker.Settings) *gobreaker.CircuitBr
 	s.OnStateChange = func(_ string, from, to gobreaker.State) { b.record(gen, State(from), State(to)) }
 	return gobreaker.NewCircuitBreaker[struct{}](s)
 }
+
+// errSlow is what gobreaker is told of a call that succeeded slower than SlowCall.
+var errSlow = errors.New("breaker: slow call")
 
 // errAdopted is the one failure that trips the fresh circuit of [Breaker.OpenUntil].
 var errAdopted = errors.New("breaker: opened elsewhere")
@@ -474,11 +501,18 @@ func (r *runner) Run(ctx context.Context, fn policy.Func) error {
 		return e // open: refused without gobreaker's lock, until the jittered time
 	}
 	_, err := b.cb.Load().Execute(func() (struct{}, error) {
+		var start time.Time
+		if b.slow > 0 {
+			start = time.Now()
+		}
 		err := r.next.Run(ctx, fn)
 		if err == gobreaker.ErrOpenState || err == gobreaker.ErrTooManyRequests {
 			// gobreaker's own sentinels from a breaker further down: keep them apart
 			// from this breaker's refusals.
 			err = &passthrough{err}
+		}
+		if b.slow > 0 && err == nil && time.Since(start) > b.slow {
+			err = errSlow // a failure to the breaker; a success to the caller
 		}
 		return struct{}{}, err
 	})
@@ -490,6 +524,8 @@ func (r *runner) Run(ctx context.Context, fn policy.Func) error {
 		return b.refusal(false)
 	case gobreaker.ErrTooManyRequests:
 		return b.refusal(true)
+	case errSlow:
+		return nil
 	}
 	if p, ok := err.(*passthrough); ok {
 		return p.err
@@ -632,9 +668,13 @@ func (b *Breaker) ExplainStage() policy.Stage {
 	if b.jitter > 0 {
 		open = fmt.Sprintf("%v to %v", b.timeout, b.timeout+time.Duration(b.jitter*float64(b.timeout)))
 	}
+	slow := ""
+	if b.slow > 0 {
+		slow = fmt.Sprintf("; a success slower than %v counts as a failure", b.slow)
+	}
 	return policy.Stage{
-		Summary: fmt.Sprintf("breaker %q %s (the caller's cancellation, refusals and client faults do not count); "+
-			"stays open %s, then lets %d probe(s) through", b.name, b.trip, open, b.settings.MaxRequests),
+		Summary: fmt.Sprintf("breaker %q %s (the caller's cancellation, refusals and client faults do not count%s); "+
+			"stays open %s, then lets %d probe(s) through", b.name, b.trip, slow, open, b.settings.MaxRequests),
 		Refusal: fmt.Sprintf("breaker %q, open, ends the call before any attempt (breaker.ErrOpen, with the time it reopens)", b.name),
 	}
 }

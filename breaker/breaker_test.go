@@ -301,6 +301,7 @@ func TestNew_RefusesBadOptions(t *testing.T) {
 		{"db", breaker.Options{FailureRatio: 0.5, Window: -time.Second}, "Window is -1s"},
 		{"db", breaker.Options{FailureRatio: 0.5, Buckets: -1}, "Buckets is -1"},
 		{"db", breaker.Options{FailureRatio: 0.5, Window: 5, Buckets: 10}, "shorter than 10 buckets"},
+		{"db", breaker.Options{SlowCall: -time.Second}, "SlowCall is -1s"},
 	}
 	for _, tt := range tests {
 		_, err := breaker.New(tt.name, tt.o)
@@ -427,5 +428,40 @@ func TestBreaker_OpenUntilThenAFailedProbeReopensForTheBreakersOwnTimeout(t *tes
 		var oe *breaker.OpenError
 		require.ErrorAs(t, r.Do(context.Background(), ok), &oe)
 		require.Equal(t, 10*time.Second, oe.Until.Sub(time.Now()))
+	})
+}
+
+func TestBreaker_SlowCallsCountAsFailures(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := must(breaker.New("db", breaker.Options{ConsecutiveFailures: 3, SlowCall: time.Second, OpenJitter: -1,
+			IsSuccessful: func(error) bool { return true }})) // the user's function cannot make a slow call a success
+		r := policy.MustWrap(b)
+		slow := func(context.Context) error { time.Sleep(2 * time.Second); return nil }
+		fast := func(context.Context) error { time.Sleep(500 * time.Millisecond); return nil }
+
+		require.NoError(t, r.Do(context.Background(), slow), "the caller gets its success")
+		require.Equal(t, uint32(1), b.Counts().ConsecutiveFailures)
+		require.NoError(t, r.Do(context.Background(), fast))
+		require.Equal(t, uint32(0), b.Counts().ConsecutiveFailures, "a fast success resets the run")
+		for range 3 {
+			require.NoError(t, r.Do(context.Background(), slow))
+		}
+		require.Equal(t, breaker.StateOpen, b.State(), "three slow calls in a row trip it")
+		require.ErrorIs(t, r.Do(context.Background(), fast), breaker.ErrOpen)
+		require.Contains(t, b.ExplainStage().Summary, "a success slower than 1s counts as a failure")
+	})
+}
+
+func TestBreaker_SlowCallsInRatioMode(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := must(breaker.New("db", breaker.Options{FailureRatio: 0.5, MinRequests: 4, SlowCall: 100 * time.Millisecond}))
+		r := policy.MustWrap(b)
+		slow := func(context.Context) error { time.Sleep(time.Second); return nil }
+		require.NoError(t, r.Do(context.Background(), ok))
+		require.NoError(t, r.Do(context.Background(), slow))
+		require.NoError(t, r.Do(context.Background(), ok))
+		require.Equal(t, breaker.StateClosed, b.State())
+		require.NoError(t, r.Do(context.Background(), slow))
+		require.Equal(t, breaker.StateOpen, b.State(), "2 slow of 4: the ratio of 0.5 is reached")
 	})
 }
