@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/backstop-go/backstop/internal/window"
 	"github.com/backstop-go/backstop/policy"
 )
 
@@ -15,9 +16,6 @@ const (
 	DefaultMinPerSecond = 10
 	DefaultWindow       = 10 * time.Second
 )
-
-// ratioBuckets is the number of counters the window is split into.
-const ratioBuckets = 10
 
 // RatioOptions configure a [Ratio]. The zero value is valid: retries may be 10 % of the
 // calls of the last 10 s, plus 10 per second.
@@ -47,20 +45,12 @@ type Ratio struct {
 	stage
 	counts
 	clock  policy.Clock
-	origin time.Time // buckets count from here, on the monotonic clock where there is one
 	ratio  float64
 	floor  float64 // MinPerSecond × Window seconds
-	width  int64   // nanoseconds per bucket
 	window time.Duration
 
-	mu      sync.Mutex // guards buckets
-	buckets [ratioBuckets]ratioBucket
-}
-
-type ratioBucket struct {
-	epoch   int64 // bucket number since origin; stale buckets count nothing
-	calls   int64
-	retries int64
+	mu  sync.Mutex  // guards win
+	win window.Pair // calls, retries
 }
 
 // NewRatio returns a Ratio budget with o's zero fields set to their defaults.
@@ -82,52 +72,17 @@ func NewRatio(o RatioOptions) (*Ratio, error) {
 	switch {
 	case o.Window == 0:
 		o.Window = DefaultWindow
-	case o.Window < ratioBuckets:
+	case o.Window < window.Buckets:
 		return nil, fmt.Errorf("%w: Window is %v; want ≥ 10ns (ten buckets)", ErrInvalidOptions, o.Window)
 	}
 	clock := policy.ClockOr(o.Clock)
 	return &Ratio{
 		clock:  clock,
-		origin: clock.Now(),
+		win:    window.New(clock.Now(), o.Window),
 		ratio:  o.Ratio,
 		floor:  o.MinPerSecond * o.Window.Seconds(),
-		width:  int64(o.Window) / ratioBuckets,
 		window: o.Window,
 	}, nil
-}
-
-// epoch returns the number of the bucket now falls in. It measures from origin with
-// time.Time.Sub, which uses the monotonic clock when both times carry it, so a step of
-// the wall clock (NTP, a fake clock before 1970) neither panics nor miscounts.
-func (r *Ratio) epoch(now time.Time) int64 {
-	d := int64(now.Sub(r.origin))
-	e := d / r.width
-	if d < 0 && d%r.width != 0 {
-		e-- // floor, for a fake clock set before origin
-	}
-	return e
-}
-
-// bucket returns the current bucket, reset if it held an older period. mu must be held.
-func (r *Ratio) bucket(now time.Time) *ratioBucket {
-	epoch := r.epoch(now)
-	b := &r.buckets[(epoch%ratioBuckets+ratioBuckets)%ratioBuckets]
-	if b.epoch != epoch {
-		*b = ratioBucket{epoch: epoch}
-	}
-	return b
-}
-
-// sums returns the calls and retries of the window ending now. mu must be held.
-func (r *Ratio) sums(now time.Time) (calls, retries int64) {
-	epoch := r.epoch(now)
-	for i := range r.buckets {
-		if b := &r.buckets[i]; b.epoch <= epoch && epoch-b.epoch < ratioBuckets {
-			calls += b.calls
-			retries += b.retries
-		}
-	}
-	return calls, retries
 }
 
 // MustNewRatio is like [NewRatio] but panics on bad options.
@@ -143,7 +98,7 @@ func MustNewRatio(o RatioOptions) *Ratio {
 func (r *Ratio) Deposit() {
 	now := r.clock.Now()
 	r.mu.Lock()
-	r.bucket(now).calls++
+	r.win.Add(now, 1, 0)
 	r.mu.Unlock()
 }
 
@@ -151,10 +106,10 @@ func (r *Ratio) Deposit() {
 func (r *Ratio) Withdraw() bool {
 	now := r.clock.Now()
 	r.mu.Lock()
-	calls, retries := r.sums(now)
+	calls, retries := r.win.Sums(now)
 	ok := float64(retries+1) <= r.ratio*float64(calls)+r.floor
 	if ok {
-		r.bucket(now).retries++
+		r.win.Add(now, 0, 1)
 	}
 	r.mu.Unlock()
 	return r.count(ok)
@@ -164,7 +119,7 @@ func (r *Ratio) Withdraw() bool {
 func (r *Ratio) Level() float64 {
 	now := r.clock.Now()
 	r.mu.Lock()
-	calls, retries := r.sums(now)
+	calls, retries := r.win.Sums(now)
 	r.mu.Unlock()
 	return max(0, math.Floor(r.ratio*float64(calls)+r.floor)-float64(retries))
 }

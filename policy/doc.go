@@ -48,7 +48,7 @@
 //	| O5   | a shedder is outermost, and its pipeline holds no retry             | shedding guards a server's own work                   |
 //	| O6   | no nil policy, no policy object twice                               |                                                       |
 //
-// O4 also allows one budget per pipeline. A breaker may stand on either side of the
+// O4 also allows one budget per pipeline. A breaker, and an adaptive throttle ([KindThrottle]), may stand on either side of the
 // retry. Policies of [KindOther] stand anywhere, outside a shedder too. A nil policy,
 // or a typed nil left by a failed constructor, is refused under O6; Wrap() with no
 // policies is a pass-through.

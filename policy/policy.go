@@ -60,6 +60,7 @@ const (
 	KindRetry                      // a retry loop
 	KindAttemptTimeout             // a per-attempt timeout (deadline.PerAttempt)
 	KindShed                       // a load shedder
+	KindThrottle                   // client-side adaptive throttling: placed like a breaker
 )
 
 var kindNames = [...]string{
@@ -70,6 +71,7 @@ var kindNames = [...]string{
 	KindRetry:          "retry",
 	KindAttemptTimeout: "attempt-timeout",
 	KindShed:           "shed",
+	KindThrottle:       "throttle",
 }
 
 // String returns the kind's name as used in error messages: "deadline", "retry", …

@@ -73,7 +73,7 @@ func Run(t *testing.T, newPolicy func() policy.Policy) {
 	t.Run("Kind", func(t *testing.T) {
 		p := newPolicy()
 		k := p.Kind()
-		if k.String() == "" || k > policy.KindShed {
+		if k.String() == "" || k > policy.KindThrottle {
 			t.Errorf("%T.Kind() = %v; want one of the policy.Kind constants", p, k)
 		}
 		if k2 := p.Kind(); k2 != k {

@@ -46,6 +46,7 @@ var constructors = map[string]policy.Kind{
 	module + "budget.NewInFlight": policy.KindBudget, module + "budget.MustNewInFlight": policy.KindBudget,
 	module + "fleet.NewBreaker": policy.KindBreaker,
 	module + "fleet.NewRatio":   policy.KindBudget, module + "fleet.NewTokenBucket": policy.KindBudget,
+	module + "throttle.New": policy.KindThrottle, module + "throttle.MustNew": policy.KindThrottle,
 	module + "chaos.New": policy.KindOther, module + "chaos.MustNew": policy.KindOther,
 }
 

@@ -1,0 +1,218 @@
+// Package throttle is client-side adaptive throttling, as the Google SRE book
+// describes it ("Handling Overload", client-side throttling): each client keeps, over
+// the last Window, the requests it made and the requests its backend accepted, and
+// refuses a new request itself, without sending it, with probability
+//
+//	max(0, (requests − K × accepts) / (requests + 1))
+//
+// While the backend accepts everything, nothing is refused. When it starts refusing,
+// the client sends it about K times what it accepts and refuses the rest locally, at
+// no cost to the backend; refused requests still count as requests, so the less the
+// backend accepts the more the client refuses. K = 2 (the book's choice) lets the
+// backend see twice the load it accepts: enough to learn of its recovery at once.
+//
+// Unlike a retry budget, a throttle refuses first attempts too: a client stops
+// sending work that a backend is turning away. Its refusals match policy.ErrRejected,
+// so no retry retries them.
+//
+// # Where it stands
+//
+// A throttle is a policy of kind throttle, placed like a breaker: outside or inside a
+// retry, never outside a shedder (O5). Inside the retry — Wrap(deadline, budget,
+// retry, throttle) — it counts attempts, which is what the backend sees, and its
+// refusal ends the call at the attempt it refuses; outside, it counts calls and
+// refuses a call before any attempt. Inside is the book's model, and the default to
+// reach for.
+package throttle
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/backstop-go/backstop/internal/window"
+	"github.com/backstop-go/backstop/policy"
+)
+
+// Defaults for zero Options fields.
+const (
+	// DefaultK is the ratio of requests to accepts above which requests are refused:
+	// the SRE book's 2.
+	DefaultK = 2.0
+	// DefaultWindow is how far back requests and accepts count: the book's two minutes.
+	DefaultWindow = 2 * time.Minute
+)
+
+var (
+	// ErrThrottled is matched by every refusal of a throttle; the refusals also match
+	// policy.ErrRejected.
+	ErrThrottled = errors.New("throttle: refused locally")
+	// ErrInvalidOptions is matched by New's errors for bad options.
+	ErrInvalidOptions = errors.New("throttle: invalid options")
+)
+
+// Options configure a [Throttle]. The zero value is the SRE book's: K = 2 over the
+// last two minutes.
+type Options struct {
+	// K is how many requests per accepted request the client may send before it
+	// starts refusing; ≥ 1; 0 means DefaultK (2). Lower refuses sooner.
+	K float64
+	// Window is how far back requests and accepts count; 0 means DefaultWindow (2 min).
+	// It is kept in 10 buckets, so requests age out in steps of Window/10.
+	Window time.Duration
+	// Accepted says whether the backend accepted a request that ended with err; nil
+	// means it did unless err says it refused the work: err matches policy.ErrRejected
+	// (a 429 or 503 with Retry-After through policyhttp, RESOURCE_EXHAUSTED through
+	// policygrpc, a shedder's refusal) or context.DeadlineExceeded (it did not answer
+	// in time). Errors of the caller's own (context.Canceled) count neither way.
+	Accepted func(err error) bool
+	// Clock reads the time; nil means policy.SystemClock().
+	Clock policy.Clock
+	// Rand draws the refusals; nil means policy.SystemRand().
+	Rand policy.Rand
+}
+
+// Throttle is client-side adaptive throttling (policy.KindThrottle). It is safe for
+// concurrent use (one mutex, no allocation per call); share one among the pipelines
+// that call one backend. Build it with [New].
+type Throttle struct {
+	name     string
+	k        float64
+	window   time.Duration
+	accepted func(error) bool
+	clock    policy.Clock
+	rand     policy.Rand
+	refusal  *refusal
+
+	mu  sync.Mutex  // guards win
+	win window.Pair // requests, accepts
+}
+
+// New returns a throttle named name (it names its refusals and events) or an error
+// matching ErrInvalidOptions naming the bad field.
+func New(name string, o Options) (*Throttle, error) {
+	bad := func(format string, args ...any) (*Throttle, error) {
+		return nil, fmt.Errorf("%w: %s: "+format, append([]any{ErrInvalidOptions, name}, args...)...)
+	}
+	switch {
+	case name == "":
+		return bad("name is empty; want the backend's name")
+	case o.K == 0:
+		o.K = DefaultK
+	case !(o.K >= 1) || math.IsInf(o.K, 0):
+		return bad("K is %v; want a finite number ≥ 1, or 0 for the default %v", o.K, DefaultK)
+	}
+	switch {
+	case o.Window == 0:
+		o.Window = DefaultWindow
+	case o.Window < window.Buckets:
+		return bad("Window is %v; want ≥ 10ns (ten buckets), or 0 for the default %v", o.Window, DefaultWindow)
+	}
+	if o.Accepted == nil {
+		o.Accepted = DefaultAccepted
+	}
+	clock := policy.ClockOr(o.Clock)
+	return &Throttle{name: name, k: o.K, window: o.Window, accepted: o.Accepted, clock: clock,
+		rand: policy.RandOr(o.Rand), refusal: &refusal{name: name}, win: window.New(clock.Now(), o.Window)}, nil
+}
+
+// MustNew is like [New] but panics on bad options.
+func MustNew(name string, o Options) *Throttle {
+	t, err := New(name, o)
+	if err != nil {
+		panic(err)
+	}
+	return t
+}
+
+// DefaultAccepted is Options.Accepted's default: a request was accepted unless its
+// error matches policy.ErrRejected or context.DeadlineExceeded.
+func DefaultAccepted(err error) bool {
+	return err == nil || !(errors.Is(err, policy.ErrRejected) || errors.Is(err, context.DeadlineExceeded))
+}
+
+// Name returns the throttle's name.
+func (t *Throttle) Name() string { return t.name }
+
+// Kind returns policy.KindThrottle.
+func (t *Throttle) Kind() policy.Kind { return policy.KindThrottle }
+
+// Bind returns the Runner that throttles each call (or attempt, inside a retry).
+func (t *Throttle) Bind(next policy.Runner, _ policy.Env) policy.Runner {
+	return &runner{t: t, next: next}
+}
+
+type runner struct {
+	t    *Throttle
+	next policy.Runner
+}
+
+func (r *runner) Run(ctx context.Context, fn policy.Func) error {
+	t := r.t
+	now := t.clock.Now()
+	t.mu.Lock()
+	requests, accepts := t.win.Sums(now)
+	p := (float64(requests) - t.k*float64(accepts)) / float64(requests+1)
+	refuse := p > 0 && t.rand.Float64() < p
+	if refuse {
+		t.win.Add(now, 1, 0) // a refused request still counts as a request
+	}
+	t.mu.Unlock()
+	if refuse {
+		return t.refusal
+	}
+	err := r.next.Run(ctx, fn)
+	if err != nil && errors.Is(err, context.Canceled) {
+		return err // the caller's own: says nothing of the backend
+	}
+	var accept int64
+	if t.accepted(err) {
+		accept = 1
+	}
+	now = t.clock.Now()
+	t.mu.Lock()
+	t.win.Add(now, 1, accept)
+	t.mu.Unlock()
+	return err
+}
+
+// Probability returns the chance that a request is refused now.
+func (t *Throttle) Probability() float64 {
+	now := t.clock.Now()
+	t.mu.Lock()
+	requests, accepts := t.win.Sums(now)
+	t.mu.Unlock()
+	return max(0, (float64(requests)-t.k*float64(accepts))/float64(requests+1))
+}
+
+// Counts returns the requests and accepts of the window ending now.
+func (t *Throttle) Counts() (requests, accepts int64) {
+	now := t.clock.Now()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.win.Sums(now)
+}
+
+// Level returns Probability, for a gauge.
+func (t *Throttle) Level() float64 { return t.Probability() }
+
+// ExplainStage implements policy.StageExplainer.
+func (t *Throttle) ExplainStage() policy.Stage {
+	return policy.Stage{
+		Summary: fmt.Sprintf("adaptive throttle %q: refuses locally with probability (requests − %v × accepts) ÷ (requests + 1) over the last %v",
+			t.name, t.k, t.window),
+		Refusal: fmt.Sprintf("throttle %q refuses locally, more often the more its backend refuses (throttle.ErrThrottled)", t.name),
+	}
+}
+
+// refusal is the error of a request the throttle refused; one per throttle, shared,
+// so refusing allocates nothing.
+type refusal struct{ name string }
+
+func (e *refusal) Error() string { return "throttle: " + e.name + " refused the request locally: its backend is refusing work" }
+
+// Is matches ErrThrottled and policy.ErrRejected.
+func (e *refusal) Is(target error) bool { return target == ErrThrottled || target == policy.ErrRejected }
