@@ -25,7 +25,7 @@
 //	| backstop_calls_total                 | counter   | pipeline, outcome        | calls that left a pipeline                           |
 //	| backstop_call_duration_seconds       | histogram | pipeline                 | time in the pipeline, retries and backoff included   |
 //	| backstop_attempts_total              | counter   | pipeline, outcome        | attempts made by the pipeline's retry                |
-//	| backstop_retries_total               | counter   | pipeline, reason         | retries scheduled (retryable, hint, timeout, network, custom) |
+//	| backstop_retries_total               | counter   | pipeline, reason         | retries scheduled (retryable, hint, timeout, network, custom, hedge) |
 //	| backstop_retries_suppressed_total    | counter   | pipeline, why            | retries that did not happen (owner, budget, deadline, hint) |
 //	| backstop_deadlines_exceeded_total    | counter   | pipeline, kind           | deadlines run out (deadline, attempt-timeout)        |
 //	| backstop_budget_level                | gauge     | budget                   | tokens left, or retries that may start now           |

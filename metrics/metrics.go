@@ -332,7 +332,7 @@ var stateValues = map[string]float64{"closed": 0, "half-open": 1, "open": 2}
 
 // The label values the counters of a pipeline are created with, at 0.
 var (
-	retryReasons      = [...]string{"retryable", "hint", "timeout", "network", "custom"}
+	retryReasons      = [...]string{"retryable", "hint", "timeout", "network", "custom", "hedge"}
 	suppressedReasons = [...]string{policy.SuppressedOwner, policy.SuppressedBudget, policy.SuppressedDeadline, policy.SuppressedHint}
 	deadlineKinds     = [...]string{policy.KindDeadline.String(), policy.KindAttemptTimeout.String()}
 )

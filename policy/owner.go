@@ -144,3 +144,20 @@ func parseCount(s string) (int, bool) {
 	}
 	return n, true
 }
+
+type onceKey struct{}
+
+// WithoutRepeats returns a copy of ctx that says the work may be done at most once:
+// a request that is not idempotent. A hedge makes no extra attempt for it (a retry is
+// stopped by the work's own error, retry.Permanent, as it fails). policyhttp marks
+// every request it may not repeat.
+func WithoutRepeats(ctx context.Context) context.Context {
+	return context.WithValue(ctx, onceKey{}, true)
+}
+
+// Repeatable reports whether the work of ctx may be done more than once: false under
+// [WithoutRepeats].
+func Repeatable(ctx context.Context) bool {
+	once, _ := ctx.Value(onceKey{}).(bool)
+	return !once
+}

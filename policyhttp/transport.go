@@ -138,12 +138,17 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	repeatable := (idempotent(req.Method) || key != "") && (!hasBody || req.GetBody != nil)
 
 	ctx, rel := policy.WithReleaser(req.Context())
+	if !repeatable {
+		ctx = policy.WithoutRepeats(ctx) // never hedged
+	}
 	a := &attempts{t: t, req: req, key: key, repeatable: repeatable}
 	err := t.p.Do(ctx, a.run)
-	if !a.sent && hasBody {
+	a.mu.Lock() // the pipeline has returned: every attempt has
+	sent, res := a.sent, a.res
+	a.mu.Unlock()
+	if !sent && hasBody {
 		req.Body.Close() // refused before any attempt: RoundTrip must close it anyway
 	}
-	res := a.res
 	if err == nil && res == nil {
 		err = errors.New("policyhttp: the pipeline returned without running the request")
 	}
@@ -158,23 +163,36 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return res, nil
 }
 
-// attempts is the state of one RoundTrip across its attempts.
+// attempts is the state of one RoundTrip across its attempts. Under a hedge the
+// attempts run concurrently: the first success is kept, every other response is
+// drained and closed.
 type attempts struct {
 	t          *transport
 	req        *http.Request
 	key        string
 	repeatable bool
-	sent       bool           // the first attempt went out (it owns req.Body)
-	res        *http.Response // the last attempt's response
+
+	mu   sync.Mutex     // guards the fields below
+	sent bool           // the first attempt went out (it owns req.Body)
+	res  *http.Response // the response to return: the winner's, or the last one's
+	won  bool           // res succeeded: later responses are losers'
 }
 
 func (a *attempts) run(ctx context.Context) error {
-	if a.res != nil {
-		a.t.discard(a.res) // a retry: the previous response is discarded
-		a.res = nil
+	a.mu.Lock()
+	prev, first := a.res, !a.sent
+	if !a.won {
+		a.res = nil // a retry or a hedge: the previous failure's response is discarded
+	} else {
+		prev = nil
+	}
+	a.sent = true
+	a.mu.Unlock()
+	if prev != nil {
+		a.t.discard(prev)
 	}
 	out := a.req.Clone(ctx)
-	if a.sent && out.Body != nil && out.Body != http.NoBody {
+	if !first && out.Body != nil && out.Body != http.NoBody {
 		if a.req.GetBody == nil {
 			return retry.Permanent(errors.New("policyhttp: request body cannot be rewound (no GetBody)"))
 		}
@@ -184,7 +202,6 @@ func (a *attempts) run(ctx context.Context) error {
 		}
 		out.Body = body
 	}
-	a.sent = true
 	// The attempt header speaks for this process: the number of a retry here that owns
 	// the call path, or 1 under an owner in another process (this request is the one
 	// attempt this process makes; the header carries the ownership on). A header the
@@ -207,8 +224,23 @@ func (a *attempts) run(ctx context.Context) error {
 		}
 		return err
 	}
-	a.res = res
 	err = a.t.classify(res, a.t.clock.Now())
+	// Under a hedge, a success is kept only by the attempt that wins the race: the
+	// winner's context is the one left alive for reading the body.
+	win := err == nil && policy.Win(ctx)
+	a.mu.Lock()
+	lost := a.won || (err == nil && !win)
+	if !lost {
+		prev, a.res = a.res, res
+		a.won = win
+	}
+	a.mu.Unlock()
+	if lost {
+		prev = res // another attempt succeeded first: this response is a loser's
+	}
+	if prev != nil {
+		a.t.discard(prev)
+	}
 	if err != nil && !a.repeatable {
 		return retry.Permanent(err)
 	}

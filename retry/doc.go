@@ -59,4 +59,16 @@
 //
 // [ParseRetryAfter] reads both forms of RFC 9110's Retry-After; package policyhttp
 // turns a 429 or 503 with one into an error marked with [After].
+//
+// # Hedging
+//
+// [NewHedge] is the other way to own a call path: instead of waiting for an attempt
+// to fail, it starts another when one is slow to answer (gRFC A6's hedgingPolicy),
+// up to MaxAttempts in flight, and keeps the first success. It is a retry for the
+// ordering rules (one per pipeline, a budget outside pays for every extra attempt, a
+// per-attempt timeout inside) and for the owner rule. Its attempts run concurrently:
+// work whose result outlives the call keeps it only if policy.Win says its attempt
+// won; the hedge leaves the winner's context alive and cancels the others'. Work
+// marked policy.WithoutRepeats (policyhttp marks requests that are not idempotent)
+// gets one attempt.
 package retry

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/backstop-go/backstop/deadline"
 	"github.com/backstop-go/backstop/policy"
 	"github.com/backstop-go/backstop/policy/policytest"
 	"github.com/backstop-go/backstop/retry"
@@ -69,4 +70,24 @@ func ExampleError() {
 	// Output:
 	// 2 true
 	// retry: 2 attempts, attempts exhausted: connection reset
+}
+
+// A hedge sends a second attempt when the first is slow, and keeps whichever answers
+// first; the slow one is cancelled.
+func ExampleNewHedge() {
+	h := retry.MustNewHedge(retry.HedgeOptions{MaxAttempts: 2, Delay: 20 * time.Millisecond}) // near the p95 latency
+	p := policy.MustWrap(deadline.MustNew(time.Second), h)
+	err := p.Do(context.Background(), func(ctx context.Context) error {
+		n, _, _ := policy.Attempt(ctx)
+		if n == 1 {
+			<-ctx.Done() // the first attempt hangs: a slow replica
+			return ctx.Err()
+		}
+		fmt.Println("attempt", n, "answered")
+		return nil
+	})
+	fmt.Println("call:", err)
+	// Output:
+	// attempt 2 answered
+	// call: <nil>
 }

@@ -160,11 +160,14 @@ type runner struct {
 }
 
 // reason returns why err may be retried, or "" if it may not.
-func (l *runner) reason(err error) string {
-	if l.r.should == nil {
+func (l *runner) reason(err error) string { return reasonOf(l.r.should, err) }
+
+// reasonOf returns why err may be tried again, by should if it is set, or "".
+func reasonOf(should func(error) bool, err error) string {
+	if should == nil {
 		return classify(err)
 	}
-	if err == nil || neverRetried(err) || !l.r.should(err) {
+	if err == nil || neverRetried(err) || !should(err) {
 		return ""
 	}
 	if _, ok := Hint(err); ok {

@@ -212,7 +212,11 @@ func (t *Throttle) ExplainStage() policy.Stage {
 // so refusing allocates nothing.
 type refusal struct{ name string }
 
-func (e *refusal) Error() string { return "throttle: " + e.name + " refused the request locally: its backend is refusing work" }
+func (e *refusal) Error() string {
+	return "throttle: " + e.name + " refused the request locally: its backend is refusing work"
+}
 
 // Is matches ErrThrottled and policy.ErrRejected.
-func (e *refusal) Is(target error) bool { return target == ErrThrottled || target == policy.ErrRejected }
+func (e *refusal) Is(target error) bool {
+	return target == ErrThrottled || target == policy.ErrRejected
+}

@@ -35,6 +35,7 @@ var constructors = map[string]policy.Kind{
 	module + "deadline.New": policy.KindDeadline, module + "deadline.MustNew": policy.KindDeadline,
 	module + "deadline.PerAttempt": policy.KindAttemptTimeout, module + "deadline.MustPerAttempt": policy.KindAttemptTimeout,
 	module + "retry.New": policy.KindRetry, module + "retry.MustNew": policy.KindRetry,
+	module + "retry.NewHedge": policy.KindRetry, module + "retry.MustNewHedge": policy.KindRetry,
 	module + "breaker.New": policy.KindBreaker, module + "breaker.MustNew": policy.KindBreaker,
 	module + "shed.New": policy.KindShed, module + "shed.MustNew": policy.KindShed,
 	module + "budget.NewTokenBucket": policy.KindBudget, module + "budget.MustNewTokenBucket": policy.KindBudget,

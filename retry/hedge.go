@@ -1,0 +1,357 @@
+package retry
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/backstop-go/backstop/policy"
+)
+
+// Defaults for zero HedgeOptions fields, Polly's (v8 HedgingStrategyOptions: one
+// hedged attempt after 2 s).
+const (
+	DefaultHedgeMaxAttempts = 2
+	DefaultHedgeDelay       = 2 * time.Second
+	// MaxHedgeAttempts bounds HedgeOptions.MaxAttempts, as gRFC A6 bounds a hedging
+	// policy's maxAttempts: more attempts in flight than that only add load.
+	MaxHedgeAttempts = 5
+)
+
+// ReasonHedge is the Reason of the retry_scheduled event that reports a hedged attempt.
+const ReasonHedge = "hedge"
+
+// HedgeOptions configure a [Hedge]. The zero value is valid: one hedged attempt if
+// the first has not answered within 2 s.
+type HedgeOptions struct {
+	// MaxAttempts is how many attempts a call may have in flight, the first included,
+	// in [2, 5]; 0 means DefaultHedgeMaxAttempts (2).
+	MaxAttempts int
+	// Delay is how long an attempt may go unanswered before the next one starts
+	// (gRFC A6's hedgingDelay; set it near the dependency's p95 latency); 0 means
+	// DefaultHedgeDelay (2 s). Negative means none: all attempts start at once.
+	Delay time.Duration
+	// ShouldRetry says whether an attempt's error is non-fatal (A6's
+	// nonFatalStatusCodes): the next attempt starts at once instead of after Delay.
+	// nil means the retry classification ([Retryable], timeouts, network errors,
+	// hints). A fatal error ends the call at once, cancelling the other attempts.
+	ShouldRetry func(error) bool
+	// MaxHintDelay bounds a server's pushback: a hint (Retry-After, gRPC pushback) up
+	// to it delays the next attempt by the hint; a longer one stops hedging. 0 means
+	// DefaultMaxHintDelay.
+	MaxHintDelay time.Duration
+	// Clock times the delays; nil means policy.SystemClock().
+	Clock policy.Clock
+}
+
+// Hedge sends another attempt when an attempt is slow to answer, without waiting for
+// it to fail: after Delay with no answer, a second attempt starts; after another Delay
+// a third, up to MaxAttempts in flight. The first success wins: the other attempts
+// are cancelled, and the call returns once they have returned (so nothing outlives
+// it). A non-fatal failure starts the next attempt at once; a fatal one ends the call.
+// Anchors: gRFC A6's hedgingPolicy, Polly's hedging, Envoy's hedge_on_per_try_timeout.
+//
+// For the ordering rules a Hedge is a retry (policy.KindRetry): a pipeline has one
+// retry or one hedge (O2); a budget outside it (O4) is asked before every extra
+// attempt, and a per-attempt timeout inside it (O3) bounds each attempt. It owns the
+// call path as a retry does: each attempt's context is marked with its number, and a
+// hedge running under another owner makes one attempt. It makes one attempt, too,
+// for work that may not be repeated (policy.WithoutRepeats: policyhttp marks every
+// request that is not idempotent).
+//
+// fn runs concurrently with itself, once per attempt in flight: it must keep each
+// attempt's result apart, and keep one only if policy.Win says its attempt won the
+// race (policyhttp keeps the winner's response and closes the others'). The winner's
+// context lives on until the caller's policy.Releaser releases it.
+type Hedge struct {
+	max     int
+	delay   time.Duration
+	maxHint time.Duration
+	should  func(error) bool
+	clock   policy.Clock
+}
+
+// NewHedge returns a Hedge with o's zero fields set to their defaults, or an error
+// matching ErrInvalidOptions that names the bad field.
+func NewHedge(o HedgeOptions) (*Hedge, error) {
+	h := &Hedge{max: o.MaxAttempts, delay: o.Delay, maxHint: o.MaxHintDelay, should: o.ShouldRetry, clock: policy.ClockOr(o.Clock)}
+	switch {
+	case h.max == 0:
+		h.max = DefaultHedgeMaxAttempts
+	case h.max < 2 || h.max > MaxHedgeAttempts:
+		return nil, fmt.Errorf("%w: HedgeOptions.MaxAttempts is %d; want 2 to %d, or 0 for the default %d",
+			ErrInvalidOptions, h.max, MaxHedgeAttempts, DefaultHedgeMaxAttempts)
+	}
+	switch {
+	case h.delay == 0:
+		h.delay = DefaultHedgeDelay
+	case h.delay < 0:
+		h.delay = 0
+	}
+	switch {
+	case h.maxHint == 0:
+		h.maxHint = DefaultMaxHintDelay
+	case h.maxHint < 0:
+		return nil, fmt.Errorf("%w: HedgeOptions.MaxHintDelay is %v; want ≥ 0", ErrInvalidOptions, h.maxHint)
+	}
+	return h, nil
+}
+
+// MustNewHedge is like [NewHedge] but panics on bad options.
+func MustNewHedge(o HedgeOptions) *Hedge {
+	h, err := NewHedge(o)
+	if err != nil {
+		panic(err)
+	}
+	return h
+}
+
+// MaxAttempts returns the most attempts a call may make, the first included.
+func (h *Hedge) MaxAttempts() int { return h.max }
+
+// Kind returns policy.KindRetry: for the ordering rules a hedge is a retry.
+func (h *Hedge) Kind() policy.Kind { return policy.KindRetry }
+
+// Bind returns the Runner that hedges each call, using env.Budget if the pipeline
+// has a budget outside it.
+func (h *Hedge) Bind(next policy.Runner, env policy.Env) policy.Runner {
+	r := &hedger{h: h, next: next, budget: env.Budget, obs: env.Observer, pipeline: env.Pipeline}
+	r.lease, _ = env.Budget.(policy.RetryLease)
+	return r
+}
+
+// ExplainStage implements policy.StageExplainer.
+func (h *Hedge) ExplainStage() policy.Stage {
+	st := policy.Stage{Attempts: h.max,
+		Summary: fmt.Sprintf("hedges: up to %d attempts in flight, the next one starting after %v without an answer "+
+			"(at once after a non-fatal failure); the first success wins and the others are cancelled", h.max, h.delay)}
+	for range h.max - 1 {
+		st.Sleeps = append(st.Sleeps, policy.Sleep{Max: h.delay})
+	}
+	return st
+}
+
+type hedger struct {
+	h        *Hedge
+	next     policy.Runner
+	budget   policy.RetryBudget
+	lease    policy.RetryLease
+	obs      policy.Observer
+	pipeline string
+}
+
+// outcome is one attempt's end.
+type outcome struct {
+	n   int
+	err error
+}
+
+func (r *hedger) Run(ctx context.Context, fn policy.Func) error {
+	h := r.h
+	if policy.Owned(ctx) {
+		return r.attempt(ctx, fn, 1) // another layer owns the call path: one attempt
+	}
+	if !policy.Repeatable(ctx) {
+		return r.attempt(policy.WithAttempt(ctx, 1), fn, 1) // the owner, of work that may be done once
+	}
+	budget, lease := r.budget, r.lease
+	if budget != nil {
+		budget.Deposit()
+	}
+	results := make(chan outcome, h.max) // never blocks an attempt: nothing outlives the call
+	rctx, race := policy.WithRace(ctx)
+	var taken [MaxHedgeAttempts + 1]int64
+	var leased [MaxHedgeAttempts + 1]bool
+	// Each attempt has a context of its own: the losers' are cancelled, the winner's
+	// lives on until the caller's Releaser says (its result may be read after Run).
+	var cancels [MaxHedgeAttempts + 1]context.CancelFunc
+	winner := 0
+	defer func() {
+		for n, cancel := range cancels {
+			switch {
+			case cancel == nil:
+			case n == winner:
+				policy.DeferRelease(ctx, cancel)
+			default:
+				cancel()
+			}
+		}
+	}()
+	started, inFlight := 0, 0
+	start := func(n int) {
+		started, inFlight = n, inFlight+1
+		actx, cancel := context.WithCancel(rctx)
+		cancels[n] = cancel
+		go func() { results <- outcome{n, r.attempt(policy.WithAttempt(actx, n), fn, n)} }()
+	}
+	// more asks the budget for an extra attempt, after an error of reason why.
+	more := func(why string) bool {
+		if started >= h.max {
+			return false
+		}
+		switch {
+		case lease != nil:
+			t, ok := lease.Take(why)
+			if !ok {
+				return false
+			}
+			taken[started+1], leased[started+1] = t, true
+		case budget != nil && !budget.Withdraw():
+			return false
+		}
+		return true
+	}
+	// finish cancels the attempts still in flight, waits for them and returns the
+	// last one's error.
+	finish := func() (err error) {
+		for n, cancel := range cancels {
+			if cancel != nil && n != winner {
+				cancel()
+			}
+		}
+		for ; inFlight > 0; inFlight-- {
+			o := <-results
+			if leased[o.n] {
+				lease.End(taken[o.n], false)
+			}
+			err = o.err
+		}
+		return err
+	}
+
+	start(1)
+	var timer policy.Timer
+	var wake <-chan time.Time
+	arm := func(d time.Duration) {
+		if timer != nil {
+			timer.Stop()
+		}
+		timer = h.clock.NewTimer(d)
+		wake = timer.C()
+	}
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	if h.max > 1 {
+		arm(h.delay)
+	}
+	var last error
+	hedging := true // false once the budget, the attempts or a hint stopped further hedges
+	cause := ErrExhausted
+	for {
+		select {
+		case o := <-results:
+			inFlight--
+			if leased[o.n] {
+				leased[o.n] = false
+				lease.End(taken[o.n], o.err == nil)
+			}
+			if o.err == nil {
+				if budget != nil {
+					budget.OnSuccess()
+				}
+				// The winner is the attempt that claimed the race (policy.Win), if any
+				// did: it may not be the first to return.
+				if winner = race.Winner(); winner == 0 {
+					winner = o.n
+				}
+				_ = finish()
+				return nil
+			}
+			if ctx.Err() != nil {
+				_ = finish()
+				return r.giveUp(ctx, started, ctxCause(ctx), o.err, "")
+			}
+			why := reasonOf(h.should, o.err)
+			if why == "" {
+				_ = finish()
+				return r.giveUp(ctx, started, ErrNotRetryable, o.err, "")
+			}
+			if budget != nil {
+				budget.OnFailure()
+			}
+			last = o.err
+			if hint, ok := Hint(o.err); ok && hedging {
+				if hint > h.maxHint {
+					hedging, cause = false, ErrHintTooLong
+				} else {
+					arm(hint) // the server asked for a pause: the next attempt waits for it
+				}
+			} else if hedging {
+				if more(why) {
+					r.scheduled(ctx, started+1, 0, why)
+					start(started + 1)
+					arm(h.delay)
+				} else {
+					hedging = false
+					if started < h.max {
+						cause = ErrBudget
+					}
+				}
+			}
+			if inFlight == 0 {
+				suppressed := ""
+				if cause == ErrBudget {
+					suppressed = policy.SuppressedBudget
+				} else if cause == ErrHintTooLong {
+					suppressed = policy.SuppressedHint
+				}
+				return r.giveUp(ctx, started, cause, last, suppressed)
+			}
+		case <-wake:
+			wake = nil
+			if hedging && more(ReasonHedge) {
+				r.scheduled(ctx, started+1, h.delay, ReasonHedge)
+				start(started + 1)
+				if started < h.max {
+					arm(h.delay)
+				}
+			} else if hedging {
+				hedging = false
+				if started < h.max {
+					cause = ErrBudget
+				}
+			}
+		case <-ctx.Done():
+			if err := finish(); err != nil {
+				last = err
+			}
+			return r.giveUp(ctx, started, ctxCause(ctx), last, "")
+		}
+	}
+}
+
+// attempt runs attempt n and reports it.
+func (r *hedger) attempt(ctx context.Context, fn policy.Func, n int) error {
+	if r.obs == nil {
+		return r.next.Run(ctx, fn)
+	}
+	start := r.h.clock.Now()
+	r.obs.Observe(policy.Event{Kind: policy.EventAttemptStart, Pipeline: r.pipeline, Time: start, Attempt: n, Context: ctx})
+	err := r.next.Run(ctx, fn)
+	end := r.h.clock.Now()
+	r.obs.Observe(policy.Event{Kind: policy.EventAttemptEnd, Pipeline: r.pipeline, Time: end, Attempt: n,
+		Elapsed: end.Sub(start), Err: err, Context: ctx})
+	return err
+}
+
+// scheduled reports attempt n, started after delay for reason why.
+func (r *hedger) scheduled(ctx context.Context, n int, delay time.Duration, why string) {
+	if r.obs != nil {
+		r.obs.Observe(policy.Event{Kind: policy.EventRetryScheduled, Pipeline: r.pipeline, Time: r.h.clock.Now(),
+			Attempt: n, Delay: delay, Reason: why, Context: ctx})
+	}
+}
+
+// giveUp builds the error of a hedged call that ends after n attempts without a
+// success, reporting a suppressed attempt if suppressed names why.
+func (r *hedger) giveUp(ctx context.Context, n int, cause, last error, suppressed string) error {
+	err := &Error{Attempts: n, Cause: cause, Last: last}
+	if suppressed != "" && r.obs != nil {
+		r.obs.Observe(policy.Event{Kind: policy.EventRetrySuppressed, Pipeline: r.pipeline, Time: r.h.clock.Now(),
+			Attempt: n, Reason: suppressed, Err: last, Context: ctx})
+	}
+	return err
+}
