@@ -115,7 +115,7 @@ func (h *Hedge) Kind() policy.Kind { return policy.KindRetry }
 // Bind returns the Runner that hedges each call, using env.Budget if the pipeline
 // has a budget outside it.
 func (h *Hedge) Bind(next policy.Runner, env policy.Env) policy.Runner {
-	r := &hedger{h: h, next: next, budget: env.Budget, obs: env.Observer, pipeline: env.Pipeline}
+	r := &hedger{h: h, budget: env.Budget, reporter: reporter{next: next, obs: env.Observer, pipeline: env.Pipeline, clock: h.clock}}
 	r.lease, _ = env.Budget.(policy.RetryLease)
 	return r
 }
@@ -132,12 +132,10 @@ func (h *Hedge) ExplainStage() policy.Stage {
 }
 
 type hedger struct {
-	h        *Hedge
-	next     policy.Runner
-	budget   policy.RetryBudget
-	lease    policy.RetryLease
-	obs      policy.Observer
-	pipeline string
+	reporter
+	h      *Hedge
+	budget policy.RetryBudget
+	lease  policy.RetryLease
 }
 
 // outcome is one attempt's end.
@@ -234,12 +232,22 @@ func (r *hedger) Run(ctx context.Context, fn policy.Func) error {
 			timer.Stop()
 		}
 	}()
-	if h.max > 1 {
-		arm(h.delay)
-	}
 	var last error
 	hedging := true // false once the budget, the attempts or a hint stopped further hedges
 	cause := ErrExhausted
+	if h.delay == 0 {
+		// No delay: every attempt at once (A6's hedgingDelay of 0), as far as the budget allows.
+		for started < h.max {
+			if !more(ReasonHedge) {
+				hedging, cause = false, ErrBudget
+				break
+			}
+			r.scheduled(ctx, started+1, 0, ReasonHedge)
+			start(started + 1)
+		}
+	} else {
+		arm(h.delay)
+	}
 	for {
 		select {
 		case o := <-results:
@@ -283,7 +291,9 @@ func (r *hedger) Run(ctx context.Context, fn policy.Func) error {
 				if more(why) {
 					r.scheduled(ctx, started+1, 0, why)
 					start(started + 1)
-					arm(h.delay)
+					if h.delay > 0 {
+						arm(h.delay)
+					}
 				} else {
 					hedging = false
 					if started < h.max {
@@ -323,35 +333,10 @@ func (r *hedger) Run(ctx context.Context, fn policy.Func) error {
 	}
 }
 
-// attempt runs attempt n and reports it.
-func (r *hedger) attempt(ctx context.Context, fn policy.Func, n int) error {
-	if r.obs == nil {
-		return r.next.Run(ctx, fn)
-	}
-	start := r.h.clock.Now()
-	r.obs.Observe(policy.Event{Kind: policy.EventAttemptStart, Pipeline: r.pipeline, Time: start, Attempt: n, Context: ctx})
-	err := r.next.Run(ctx, fn)
-	end := r.h.clock.Now()
-	r.obs.Observe(policy.Event{Kind: policy.EventAttemptEnd, Pipeline: r.pipeline, Time: end, Attempt: n,
-		Elapsed: end.Sub(start), Err: err, Context: ctx})
-	return err
-}
-
 // scheduled reports attempt n, started after delay for reason why.
 func (r *hedger) scheduled(ctx context.Context, n int, delay time.Duration, why string) {
 	if r.obs != nil {
 		r.obs.Observe(policy.Event{Kind: policy.EventRetryScheduled, Pipeline: r.pipeline, Time: r.h.clock.Now(),
 			Attempt: n, Delay: delay, Reason: why, Context: ctx})
 	}
-}
-
-// giveUp builds the error of a hedged call that ends after n attempts without a
-// success, reporting a suppressed attempt if suppressed names why.
-func (r *hedger) giveUp(ctx context.Context, n int, cause, last error, suppressed string) error {
-	err := &Error{Attempts: n, Cause: cause, Last: last}
-	if suppressed != "" && r.obs != nil {
-		r.obs.Observe(policy.Event{Kind: policy.EventRetrySuppressed, Pipeline: r.pipeline, Time: r.h.clock.Now(),
-			Attempt: n, Reason: suppressed, Err: last, Context: ctx})
-	}
-	return err
 }

@@ -138,7 +138,7 @@ func (r *Retry) Kind() policy.Kind { return policy.KindRetry }
 // Bind returns the Runner that runs the retry loop, using env.Budget if the pipeline
 // has a budget outside the retry.
 func (r *Retry) Bind(next policy.Runner, env policy.Env) policy.Runner {
-	l := &runner{r: r, next: next, budget: env.Budget, obs: env.Observer, pipeline: env.Pipeline}
+	l := &runner{r: r, budget: env.Budget, reporter: reporter{next: next, obs: env.Observer, pipeline: env.Pipeline, clock: r.clock}}
 	l.lease, _ = env.Budget.(policy.RetryLease)
 	switch {
 	case r.minAttempt > 0:
@@ -150,13 +150,19 @@ func (r *Retry) Bind(next policy.Runner, env policy.Env) policy.Runner {
 }
 
 type runner struct {
+	reporter
 	r          *Retry
-	next       policy.Runner
 	budget     policy.RetryBudget // nil: no budget
 	lease      policy.RetryLease  // budget, if it prices and hears the end of each retry
-	obs        policy.Observer    // nil: no events
-	pipeline   string
-	minAttempt time.Duration // the least time a retry needs before the deadline
+	minAttempt time.Duration      // the least time a retry needs before the deadline
+}
+
+// reporter runs attempts and ends calls for a retry or a hedge, reporting both.
+type reporter struct {
+	next     policy.Runner
+	obs      policy.Observer // nil: no events
+	pipeline string
+	clock    policy.Clock
 }
 
 // reason returns why err may be retried, or "" if it may not.
@@ -274,15 +280,15 @@ func addSat(a, b time.Duration) time.Duration {
 	return a + b
 }
 
-// attempt runs one attempt and reports it.
-func (l *runner) attempt(ctx context.Context, fn policy.Func, n int) error {
+// attempt runs attempt n and reports it.
+func (l *reporter) attempt(ctx context.Context, fn policy.Func, n int) error {
 	if l.obs == nil {
 		return l.next.Run(ctx, fn)
 	}
-	start := l.r.clock.Now()
+	start := l.clock.Now()
 	l.obs.Observe(policy.Event{Kind: policy.EventAttemptStart, Pipeline: l.pipeline, Time: start, Attempt: n, Context: ctx})
 	err := l.next.Run(ctx, fn)
-	end := l.r.clock.Now()
+	end := l.clock.Now()
 	l.obs.Observe(policy.Event{Kind: policy.EventAttemptEnd, Pipeline: l.pipeline, Time: end, Attempt: n,
 		Elapsed: end.Sub(start), Err: err, Context: ctx})
 	return err
@@ -314,10 +320,10 @@ func ctxCause(ctx context.Context) error {
 
 // giveUp builds the error of a call that ends after n attempts, reporting a suppressed
 // retry if suppressed names why one was.
-func (l *runner) giveUp(ctx context.Context, n int, cause, last error, suppressed string) error {
+func (l *reporter) giveUp(ctx context.Context, n int, cause, last error, suppressed string) error {
 	err := &Error{Attempts: n, Cause: cause, Last: last}
 	if suppressed != "" && l.obs != nil {
-		l.obs.Observe(policy.Event{Kind: policy.EventRetrySuppressed, Pipeline: l.pipeline, Time: l.r.clock.Now(),
+		l.obs.Observe(policy.Event{Kind: policy.EventRetrySuppressed, Pipeline: l.pipeline, Time: l.clock.Now(),
 			Attempt: n, Reason: suppressed, Err: last, Context: ctx})
 	}
 	return err
