@@ -96,7 +96,7 @@ func TestBreaker_OneTripsItAllRefuseOneProbesAllClose(t *testing.T) {
 
 	// The open time passes: the fleet is half-open and one replica probes (the first to
 	// ask: here a); while its probe runs, the others refuse.
-	time.Sleep(time.Until(until[0]) + 20*time.Millisecond)
+	sleepPast(a.b, b.b, c.b)
 	started, release, done := make(chan struct{}), make(chan struct{}), make(chan error)
 	go func() {
 		done <- a.p.Do(bg, func(context.Context) error { close(started); <-release; return nil })
@@ -120,6 +120,18 @@ func TestBreaker_OneTripsItAllRefuseOneProbesAllClose(t *testing.T) {
 	}
 }
 
+// sleepPast waits until the open time every breaker adopted has passed: each computed
+// it from the Redis server's time left, when its own sync returned.
+func sleepPast(bs ...*Breaker) {
+	var last time.Time
+	for _, b := range bs {
+		if u := b.view.Load().until; u.After(last) {
+			last = u
+		}
+	}
+	time.Sleep(time.Until(last) + time.Millisecond)
+}
+
 func TestBreaker_AFailedProbeReopensEverywhere(t *testing.T) {
 	srv := startRedis(t)
 	o := breaker.Options{ConsecutiveFailures: 1, OpenTimeout: 200 * time.Millisecond, OpenJitter: -1}
@@ -131,7 +143,7 @@ func TestBreaker_AFailedProbeReopensEverywhere(t *testing.T) {
 	first := a.b.view.Load()
 	require.True(t, first.open)
 
-	time.Sleep(time.Until(first.until) + 20*time.Millisecond)
+	sleepPast(a.b, b.b)
 	// a asks first, so a holds the lease; its probe fails and reopens the fleet's breaker.
 	require.ErrorIs(t, a.p.Do(bg, fail), errDown)
 	var oe *breaker.OpenError
