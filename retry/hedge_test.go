@@ -185,12 +185,12 @@ func TestHedge_CancelWaitsForEveryAttempt(t *testing.T) {
 
 func TestHedge_OrderingRules(t *testing.T) {
 	h := retry.MustNewHedge(retry.HedgeOptions{})
-	_, err := policy.Wrap(h, retry.MustNew(retry.Options{}))
+	_, err := policy.Wrap(h, retry.MustNew(retry.Options{})) //backstopvet:ignore wraporder (the test checks the refusal)
 	require.ErrorIs(t, err, policy.ErrOrder)
 	require.ErrorContains(t, err, "O2")
 	_, err = policy.Wrap(deadline.MustNew(time.Second), budget.MustNewQuota(budget.QuotaOptions{}), h, deadline.MustPerAttempt(100*time.Millisecond))
 	require.NoError(t, err, "a deadline and a budget outside, a per-attempt timeout inside")
-	_, err = policy.Wrap(deadline.MustPerAttempt(time.Second), h)
+	_, err = policy.Wrap(deadline.MustPerAttempt(time.Second), h) //backstopvet:ignore wraporder (the test checks the refusal)
 	require.ErrorIs(t, err, policy.ErrOrder, "O3: the per-attempt timeout stands inside")
 }
 

@@ -128,7 +128,7 @@ func TestThrottle_InsideARetryItsRefusalIsNotRetried(t *testing.T) {
 
 func TestThrottle_OrderingRules(t *testing.T) {
 	th := throttle.MustNew("db", throttle.Options{})
-	_, err := policy.Wrap(th, shed.MustNew(shed.Options{}))
+	_, err := policy.Wrap(th, shed.MustNew(shed.Options{})) //backstopvet:ignore wraporder (the test checks the refusal)
 	require.ErrorIs(t, err, policy.ErrOrder, "a throttle never stands outside a shedder (O5)")
 	_, err = policy.Wrap(retry.MustNew(retry.Options{}), th)
 	require.NoError(t, err)
