@@ -20,6 +20,15 @@ type slogObserver struct {
 	level slog.Level
 }
 
+// Needs says the log has no line for calls and attempts, so stages skip those events.
+func (o *slogObserver) Needs(k policy.EventKind) policy.Needs {
+	switch k {
+	case policy.EventCallStart, policy.EventCallEnd, policy.EventAttemptStart, policy.EventAttemptEnd:
+		return policy.NeedsNothing
+	}
+	return policy.NeedsTiming
+}
+
 func (o *slogObserver) Observe(e policy.Event) {
 	ctx := context.Background()
 	if !o.l.Enabled(ctx, o.level) {

@@ -19,6 +19,8 @@ type Pipeline struct {
 	name          string
 	obs           Observer // as given to Observe
 	bound         Observer // obs prepared for this pipeline (PipelineObserver)
+	startNeeds    Needs    // what bound reads of call starts
+	endNeeds      Needs    // and of call ends
 	clock         Clock
 	runner        Runner
 }
@@ -86,6 +88,7 @@ func (p *Pipeline) bind() error {
 	if p.obs != nil {
 		p.bound = forPipeline(p.obs, p.name)
 	}
+	p.startNeeds, p.endNeeds = NeedsOf(p.bound, EventCallStart), NeedsOf(p.bound, EventCallEnd)
 	var r Runner = terminal{}
 	for i := len(p.policies) - 1; i >= 0; i-- {
 		env := Env{Pipeline: p.name, Observer: p.bound, Position: i + 1}
@@ -118,14 +121,25 @@ func (p *Pipeline) Do(ctx context.Context, fn Func) error {
 	if p == nil {
 		return fn(ctx)
 	}
-	if p.bound == nil {
+	if p.startNeeds|p.endNeeds == NeedsNothing {
 		return p.runner.Run(ctx, fn)
 	}
-	start := p.clock.Now()
-	p.bound.Observe(Event{Kind: EventCallStart, Pipeline: p.name, Time: start, Context: ctx})
+	var start time.Time
+	if (p.startNeeds|p.endNeeds)&NeedsTiming == NeedsTiming {
+		start = p.clock.Now()
+	}
+	if p.startNeeds != NeedsNothing {
+		p.bound.Observe(Event{Kind: EventCallStart, Pipeline: p.name, Time: start, Context: ctx})
+	}
 	err := p.runner.Run(ctx, fn)
-	end := p.clock.Now()
-	p.bound.Observe(Event{Kind: EventCallEnd, Pipeline: p.name, Time: end, Elapsed: end.Sub(start), Err: err, Context: ctx})
+	if p.endNeeds != NeedsNothing {
+		e := Event{Kind: EventCallEnd, Pipeline: p.name, Err: err, Context: ctx}
+		if p.endNeeds == NeedsTiming {
+			e.Time = p.clock.Now()
+			e.Elapsed = e.Time.Sub(start)
+		}
+		p.bound.Observe(e)
+	}
 	return err
 }
 

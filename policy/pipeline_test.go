@@ -11,6 +11,7 @@ import (
 
 	"github.com/backstop-go/backstop/policy"
 	"github.com/backstop-go/backstop/policy/policytest"
+	"github.com/backstop-go/backstop/retry"
 )
 
 var errBoom = errors.New("boom")
@@ -134,4 +135,43 @@ func TestPipelineObserver_PreparedOncePerBinding(t *testing.T) {
 	require.Len(t, plain.events, 6, "a plain observer beside it too")
 	p.With(policy.Name("orders"))
 	require.Equal(t, []string{"db", "orders"}, po.names, "prepared again when re-bound")
+}
+
+// selective needs what its map says, and records what it is handed.
+type selective struct {
+	needs  map[policy.EventKind]policy.Needs
+	events []policy.Event
+}
+
+func (s *selective) Observe(e policy.Event)                { s.events = append(s.events, e) }
+func (s *selective) Needs(k policy.EventKind) policy.Needs { return s.needs[k] }
+
+// countingClock counts its reads.
+type countingClock struct {
+	policy.Clock
+	reads int
+}
+
+func (c *countingClock) Now() time.Time { c.reads++; return c.Clock.Now() }
+
+func TestSelectiveObserver_StagesSkipWhatItDoesNotRead(t *testing.T) {
+	clock := &countingClock{Clock: policytest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)).AutoAdvance(true)}
+	obs := &selective{needs: map[policy.EventKind]policy.Needs{
+		policy.EventCallEnd:    policy.NeedsTiming,
+		policy.EventAttemptEnd: policy.NeedsEvent,
+	}}
+	p := policy.MustWrap(retry.MustNew(retry.Options{Clock: clock})).With(policy.Observe(obs), policy.UseClock(clock))
+	require.NoError(t, p.Do(context.Background(), func(context.Context) error { return nil }))
+	require.Len(t, obs.events, 2, "no call start, no attempt start")
+	require.Equal(t, policy.EventAttemptEnd, obs.events[0].Kind)
+	require.True(t, obs.events[0].Time.IsZero(), "an attempt end without its time: no clock read for it")
+	require.Equal(t, policy.EventCallEnd, obs.events[1].Kind)
+	require.False(t, obs.events[1].Time.IsZero())
+	require.Equal(t, 2, clock.reads, "the call's start and end, nothing else")
+
+	// Observers together need what any of them needs; a plain Observer needs everything, timed.
+	plain := policy.ObserverFunc(func(policy.Event) {})
+	require.Equal(t, policy.NeedsTiming, policy.NeedsOf(policy.Observers(obs, plain), policy.EventAttemptStart))
+	require.Equal(t, policy.NeedsEvent, policy.NeedsOf(policy.Observers(obs, &selective{}), policy.EventAttemptEnd))
+	require.Equal(t, policy.NeedsNothing, policy.NeedsOf(nil, policy.EventCallEnd))
 }

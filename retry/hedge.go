@@ -115,7 +115,7 @@ func (h *Hedge) Kind() policy.Kind { return policy.KindRetry }
 // Bind returns the Runner that hedges each call, using env.Budget if the pipeline
 // has a budget outside it.
 func (h *Hedge) Bind(next policy.Runner, env policy.Env) policy.Runner {
-	r := &hedger{h: h, budget: env.Budget, reporter: reporter{next: next, obs: env.Observer, pipeline: env.Pipeline, clock: h.clock}}
+	r := &hedger{h: h, budget: env.Budget, reporter: newReporter(next, env, h.clock)}
 	r.lease, _ = env.Budget.(policy.RetryLease)
 	return r
 }

@@ -138,7 +138,7 @@ func (r *Retry) Kind() policy.Kind { return policy.KindRetry }
 // Bind returns the Runner that runs the retry loop, using env.Budget if the pipeline
 // has a budget outside the retry.
 func (r *Retry) Bind(next policy.Runner, env policy.Env) policy.Runner {
-	l := &runner{r: r, budget: env.Budget, reporter: reporter{next: next, obs: env.Observer, pipeline: env.Pipeline, clock: r.clock}}
+	l := &runner{r: r, budget: env.Budget, reporter: newReporter(next, env, r.clock)}
 	l.lease, _ = env.Budget.(policy.RetryLease)
 	switch {
 	case r.minAttempt > 0:
@@ -159,10 +159,16 @@ type runner struct {
 
 // reporter runs attempts and ends calls for a retry or a hedge, reporting both.
 type reporter struct {
-	next     policy.Runner
-	obs      policy.Observer // nil: no events
-	pipeline string
-	clock    policy.Clock
+	next                 policy.Runner
+	obs                  policy.Observer // nil: no events
+	pipeline             string
+	clock                policy.Clock
+	startNeeds, endNeeds policy.Needs // what obs reads of attempt starts and ends
+}
+
+func newReporter(next policy.Runner, env policy.Env, clock policy.Clock) reporter {
+	return reporter{next: next, obs: env.Observer, pipeline: env.Pipeline, clock: clock,
+		startNeeds: policy.NeedsOf(env.Observer, policy.EventAttemptStart), endNeeds: policy.NeedsOf(env.Observer, policy.EventAttemptEnd)}
 }
 
 // reason returns why err may be retried, or "" if it may not.
@@ -282,15 +288,25 @@ func addSat(a, b time.Duration) time.Duration {
 
 // attempt runs attempt n and reports it.
 func (l *reporter) attempt(ctx context.Context, fn policy.Func, n int) error {
-	if l.obs == nil {
+	if l.startNeeds|l.endNeeds == policy.NeedsNothing {
 		return l.next.Run(ctx, fn)
 	}
-	start := l.clock.Now()
-	l.obs.Observe(policy.Event{Kind: policy.EventAttemptStart, Pipeline: l.pipeline, Time: start, Attempt: n, Context: ctx})
+	var start time.Time
+	if (l.startNeeds|l.endNeeds)&policy.NeedsTiming == policy.NeedsTiming {
+		start = l.clock.Now()
+	}
+	if l.startNeeds != policy.NeedsNothing {
+		l.obs.Observe(policy.Event{Kind: policy.EventAttemptStart, Pipeline: l.pipeline, Time: start, Attempt: n, Context: ctx})
+	}
 	err := l.next.Run(ctx, fn)
-	end := l.clock.Now()
-	l.obs.Observe(policy.Event{Kind: policy.EventAttemptEnd, Pipeline: l.pipeline, Time: end, Attempt: n,
-		Elapsed: end.Sub(start), Err: err, Context: ctx})
+	if l.endNeeds != policy.NeedsNothing {
+		e := policy.Event{Kind: policy.EventAttemptEnd, Pipeline: l.pipeline, Attempt: n, Err: err, Context: ctx}
+		if l.endNeeds == policy.NeedsTiming {
+			e.Time = l.clock.Now()
+			e.Elapsed = e.Time.Sub(start)
+		}
+		l.obs.Observe(e)
+	}
 	return err
 }
 
