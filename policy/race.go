@@ -35,3 +35,11 @@ func Win(ctx context.Context) bool {
 	n, _, _ := Attempt(ctx)
 	return r.winner.CompareAndSwap(0, int64(n)) || r.winner.Load() == int64(n)
 }
+
+// InRace reports whether ctx is the context of an attempt that may run at the same
+// time as others of its call (a hedge's): work that writes into memory the caller
+// shares must then write into its own and copy it over only if [Win] says so.
+func InRace(ctx context.Context) bool {
+	_, ok := ctx.Value(raceKey{}).(*Race)
+	return ok
+}

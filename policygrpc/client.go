@@ -3,6 +3,7 @@ package policygrpc
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"strconv"
 	"strings"
@@ -11,7 +12,9 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/backstop-go/backstop/policy"
 	"github.com/backstop-go/backstop/retry"
@@ -58,12 +61,58 @@ func UnaryClientInterceptor(p *policy.Pipeline, o Options) grpc.UnaryClientInter
 func unary(ctx context.Context, p *policy.Pipeline, c *classifier, method string, req, reply any, cc *grpc.ClientConn,
 	invoker grpc.UnaryInvoker, opts []grpc.CallOption) error {
 	err := p.Do(ctx, func(actx context.Context) error {
+		if policy.InRace(actx) {
+			return hedgedAttempt(actx, c, method, req, reply, cc, invoker, opts)
+		}
 		var trailer metadata.MD
 		callOpts := append(opts[:len(opts):len(opts)], grpc.Trailer(&trailer))
 		err := invoker(withAttemptMetadata(actx), method, req, reply, cc, callOpts...)
 		return c.classify(actx, err, trailer)
 	})
 	return statusError(err)
+}
+
+// hedgedAttempt is one of a hedge's attempts, which run at the same time: each
+// decodes into a reply of its own and gets header, trailer and peer of its own, and
+// the attempt that wins the race (policy.Win) copies them to the caller's.
+func hedgedAttempt(actx context.Context, c *classifier, method string, req, reply any, cc *grpc.ClientConn,
+	invoker grpc.UnaryInvoker, opts []grpc.CallOption) error {
+	msg, ok := reply.(proto.Message)
+	if !ok {
+		return retry.Permanent(fmt.Errorf("policygrpc: a hedged call needs a proto.Message reply; got %T", reply))
+	}
+	own := msg.ProtoReflect().New().Interface()
+	var trailer metadata.MD
+	var copies []func()
+	callOpts := make([]grpc.CallOption, 0, len(opts)+1)
+	for _, o := range opts {
+		switch o := o.(type) {
+		case grpc.HeaderCallOption:
+			mine := new(metadata.MD)
+			callOpts = append(callOpts, grpc.Header(mine))
+			copies = append(copies, func() { *o.HeaderAddr = *mine })
+		case grpc.TrailerCallOption:
+			mine := new(metadata.MD)
+			callOpts = append(callOpts, grpc.Trailer(mine))
+			copies = append(copies, func() { *o.TrailerAddr = *mine })
+		case grpc.PeerCallOption:
+			mine := new(peer.Peer)
+			callOpts = append(callOpts, grpc.Peer(mine))
+			copies = append(copies, func() { *o.PeerAddr = *mine })
+		default:
+			callOpts = append(callOpts, o)
+		}
+	}
+	callOpts = append(callOpts, grpc.Trailer(&trailer))
+	err := c.classify(actx, invoker(withAttemptMetadata(actx), method, req, own, cc, callOpts...), trailer)
+	if err == nil && policy.Win(actx) {
+		proto.Reset(msg)
+		proto.Merge(msg, own)
+		for _, cp := range copies {
+			cp()
+		}
+	}
+	return err
 }
 
 // StreamClientInterceptor carries the attempt metadata of the call path's owner on

@@ -56,16 +56,22 @@ type Entry struct {
 	Retrying bool
 	// MaxAttempts is the retryPolicy's maxAttempts as written, before the cap of 5.
 	MaxAttempts int
-	// RetryableCodes are the retryPolicy's retryableStatusCodes.
+	// RetryableCodes are the retryPolicy's retryableStatusCodes, or the
+	// hedgingPolicy's nonFatalStatusCodes.
 	RetryableCodes []codes.Code
+	// Hedging reports whether the entry has a hedgingPolicy; MaxAttempts is then its
+	// maxAttempts, and HedgingDelay its hedgingDelay.
+	Hedging      bool
+	HedgingDelay time.Duration
 }
 
 // Entries returns the config's methodConfig entries, in order.
 func (c *ServiceConfig) Entries() []Entry { return append([]Entry(nil), c.entries...) }
 
 type methodPolicy struct {
-	p *policy.Pipeline
-	c *classifier
+	p  *policy.Pipeline // unary calls
+	sp *policy.Pipeline // streams: p, but without a hedge
+	c  *classifier
 }
 
 // Budget returns the channel's retryThrottling token bucket, or nil if the config has
@@ -120,7 +126,7 @@ func (c *ServiceConfig) StreamClientInterceptor() grpc.StreamClientInterceptor {
 		if m == nil {
 			return newRetryStream(ctx, nil, none, limit, desc, cc, method, streamer, opts)
 		}
-		return newRetryStream(ctx, m.p, m.c, limit, desc, cc, method, streamer, opts)
+		return newRetryStream(ctx, m.sp, m.c, limit, desc, cc, method, streamer, opts)
 	}
 }
 
@@ -143,10 +149,15 @@ type (
 		RetryThrottling json.RawMessage    `json:"retryThrottling"`
 	}
 	methodConfigJSON struct {
-		Name          []nameJSON       `json:"name"`
-		Timeout       *string          `json:"timeout"`
-		RetryPolicy   *retryPolicyJSON `json:"retryPolicy"`
-		HedgingPolicy json.RawMessage  `json:"hedgingPolicy"`
+		Name          []nameJSON         `json:"name"`
+		Timeout       *string            `json:"timeout"`
+		RetryPolicy   *retryPolicyJSON   `json:"retryPolicy"`
+		HedgingPolicy *hedgingPolicyJSON `json:"hedgingPolicy"`
+	}
+	hedgingPolicyJSON struct {
+		MaxAttempts         *int         `json:"maxAttempts"`
+		HedgingDelay        *string      `json:"hedgingDelay"`
+		NonFatalStatusCodes []codes.Code `json:"nonFatalStatusCodes"`
 	}
 	nameJSON struct {
 		Service *string `json:"service"`
@@ -169,9 +180,15 @@ type (
 // precedence: service and method, then service, then the default entry (an empty name,
 // or an empty service).
 //
+// A hedgingPolicy becomes a retry.NewHedge for unary calls: maxAttempts (capped at 5)
+// in flight, the next after hedgingDelay (none: all at once), nonFatalStatusCodes
+// starting the next at once; an entry has a retryPolicy or a hedgingPolicy, not both.
+// The unary interceptor gives each hedged attempt a reply, header, trailer and peer of
+// its own and copies the winner's to the caller's. Streams are not hedged: they get
+// the entry's timeout alone.
+//
 // The config is validated as gRFC A6 says; an error matches ErrServiceConfig and names
 // the JSON field, e.g. "methodConfig[0].retryPolicy.maxAttempts is 1; want > 1".
-// hedgingPolicy is refused: Backstop does not hedge through a service config.
 func ParseServiceConfig(data []byte) (*ServiceConfig, error) {
 	bad := func(format string, args ...any) (*ServiceConfig, error) {
 		return nil, fmt.Errorf("%w: "+format, append([]any{ErrServiceConfig}, args...)...)
@@ -202,12 +219,18 @@ func ParseServiceConfig(data []byte) (*ServiceConfig, error) {
 		if len(mc.Name) == 0 {
 			return bad("%s.name is empty; want at least one name ({} for the default)", field)
 		}
-		entry := Entry{Pipeline: m.p, Retrying: mc.RetryPolicy != nil}
+		entry := Entry{Pipeline: m.p, Retrying: mc.RetryPolicy != nil, Hedging: mc.HedgingPolicy != nil}
 		if mc.Timeout != nil {
 			entry.Timeout, _ = parseDuration(*mc.Timeout)
 		}
 		if rp := mc.RetryPolicy; rp != nil {
 			entry.MaxAttempts, entry.RetryableCodes = *rp.MaxAttempts, rp.RetryableStatusCodes
+		}
+		if hp := mc.HedgingPolicy; hp != nil {
+			entry.MaxAttempts, entry.RetryableCodes = *hp.MaxAttempts, hp.NonFatalStatusCodes
+			if hp.HedgingDelay != nil {
+				entry.HedgingDelay, _ = parseDuration(*hp.HedgingDelay)
+			}
 		}
 		for j, n := range mc.Name {
 			nf := fmt.Sprintf("%s.name[%d]", field, j)
@@ -249,8 +272,8 @@ func (c *ServiceConfig) method(field string, mc methodConfigJSON) (*methodPolicy
 	bad := func(format string, args ...any) (*methodPolicy, error) {
 		return nil, fmt.Errorf("%w: %s."+format, append([]any{ErrServiceConfig, field}, args...)...)
 	}
-	if len(mc.HedgingPolicy) > 0 && string(mc.HedgingPolicy) != "null" {
-		return bad("hedgingPolicy is set; Backstop does not hedge through a service config (use retryPolicy)")
+	if mc.RetryPolicy != nil && mc.HedgingPolicy != nil {
+		return bad("retryPolicy and hedgingPolicy are both set; want one of them (gRFC A6)")
 	}
 	var stack []policy.Policy
 	if mc.Timeout != nil {
@@ -261,6 +284,15 @@ func (c *ServiceConfig) method(field string, mc methodConfigJSON) (*methodPolicy
 		stack = append(stack, deadline.MustNew(d))
 	}
 	m := &methodPolicy{c: newClassifier(Options{RetryableCodes: []codes.Code{}})}
+	if mc.HedgingPolicy != nil {
+		// Streams are not hedged: a stream's attempts replay its messages one after
+		// another. They get the entry's timeout alone.
+		sp, err := policy.Wrap(stack...)
+		if err != nil {
+			return bad("%v", err)
+		}
+		m.sp = sp
+	}
 	if rp := mc.RetryPolicy; rp != nil {
 		r, codes, err := retryPolicy(field+".retryPolicy", rp)
 		if err != nil {
@@ -272,11 +304,25 @@ func (c *ServiceConfig) method(field string, mc methodConfigJSON) (*methodPolicy
 		stack = append(stack, r)
 		m.c = newClassifier(Options{RetryableCodes: codes})
 	}
+	if hp := mc.HedgingPolicy; hp != nil {
+		h, codes, err := hedgingPolicy(field+".hedgingPolicy", hp)
+		if err != nil {
+			return nil, err
+		}
+		if c.bucket != nil {
+			stack = append(stack, c.bucket)
+		}
+		stack = append(stack, h)
+		m.c = newClassifier(Options{RetryableCodes: codes})
+	}
 	p, err := policy.Wrap(stack...)
 	if err != nil {
 		return bad("%v", err)
 	}
 	m.p = p
+	if m.sp == nil {
+		m.sp = p
+	}
 	return m, nil
 }
 
@@ -329,6 +375,43 @@ func retryPolicy(field string, rp *retryPolicyJSON) (*retry.Retry, []codes.Code,
 		return bad("%v", err)
 	}
 	return r, rp.RetryableStatusCodes, nil
+}
+
+// hedgingPolicy builds the hedge of a methodConfig entry's hedgingPolicy.
+func hedgingPolicy(field string, hp *hedgingPolicyJSON) (*retry.Hedge, []codes.Code, error) {
+	bad := func(format string, args ...any) (*retry.Hedge, []codes.Code, error) {
+		return nil, nil, fmt.Errorf("%w: %s."+format, append([]any{ErrServiceConfig, field}, args...)...)
+	}
+	switch {
+	case hp.MaxAttempts == nil:
+		return bad("maxAttempts is missing; want an integer > 1")
+	case *hp.MaxAttempts <= 1:
+		return bad("maxAttempts is %d; want > 1", *hp.MaxAttempts)
+	}
+	delay := time.Duration(-1) // A6's default: no delay, every attempt at once
+	if hp.HedgingDelay != nil {
+		d, err := parseDuration(*hp.HedgingDelay)
+		if err != nil || d < 0 {
+			return bad("hedgingDelay is %q; want a duration ≥ 0 such as \"0.05s\"", *hp.HedgingDelay)
+		}
+		if d > 0 {
+			delay = d
+		}
+	}
+	nonFatal := hp.NonFatalStatusCodes
+	for i, code := range nonFatal {
+		if code == codes.OK || code > codes.Unauthenticated {
+			return bad("nonFatalStatusCodes[%d] is %v; want a status code other than OK", i, code)
+		}
+	}
+	if nonFatal == nil {
+		nonFatal = []codes.Code{} // none: every failure is fatal
+	}
+	h, err := retry.NewHedge(retry.HedgeOptions{MaxAttempts: min(*hp.MaxAttempts, retry.MaxHedgeAttempts), Delay: delay})
+	if err != nil {
+		return bad("%v", err)
+	}
+	return h, nonFatal, nil
 }
 
 // protoDuration is the JSON form of google.protobuf.Duration: seconds with up to nine
