@@ -125,6 +125,7 @@ func FuzzParseServiceConfig(f *testing.F) {
 		`{"methodConfig": [{"name": [{}], "timeout": "0.000000001s"}]}`,
 		`{"methodConfig": [{"name": [{"service": "s", "method": "m"}], "timeout": "99999999999999999999s"}]}`,
 		`{"methodConfig": [{"name": [{"service": "s"}], "retryPolicy": {"maxAttempts": 1000000, "initialBackoff": "1s", "maxBackoff": "1s", "backoffMultiplier": 1e308, "retryableStatusCodes": [16]}}]}`,
+		`{"methodConfig": [{"name": [{"service": "s"}], "hedgingPolicy": {"maxAttempts": 1000000, "hedgingDelay": "0.5s", "nonFatalStatusCodes": ["UNAVAILABLE", 4]}}]}`,
 	} {
 		f.Add(s)
 	}
