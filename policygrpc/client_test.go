@@ -82,14 +82,21 @@ func (s *server) values(key string) []string {
 // when the test ends.
 func serve(t *testing.T, s *server, opts ...grpc.ServerOption) *server {
 	t.Helper()
+	s.addr = listen(t, s, opts...)
+	return s
+}
+
+// listen serves impl on a free loopback port with the server options given, until the
+// test ends, and returns its address.
+func listen(t *testing.T, impl testgrpc.TestServiceServer, opts ...grpc.ServerOption) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	g := grpc.NewServer(opts...)
-	testgrpc.RegisterTestServiceServer(g, s)
+	testgrpc.RegisterTestServiceServer(g, impl)
 	go g.Serve(ln) //nolint:errcheck // ends with Stop
 	t.Cleanup(g.Stop)
-	s.addr = ln.Addr().String()
-	return s
+	return ln.Addr().String()
 }
 
 // always answers every call with err.

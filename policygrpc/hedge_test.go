@@ -3,7 +3,6 @@ package policygrpc_test
 import (
 	"context"
 	"fmt"
-	"net"
 	"sync"
 	"testing"
 
@@ -38,16 +37,7 @@ func (s *replicas) UnaryCall(ctx context.Context, _ *testgrpc.SimpleRequest) (*t
 	return &testgrpc.SimpleResponse{Username: fmt.Sprint("replica ", n)}, nil
 }
 
-func serveReplicas(t *testing.T, s *replicas) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	g := grpc.NewServer()
-	testgrpc.RegisterTestServiceServer(g, s)
-	go g.Serve(ln) //nolint:errcheck // ends with Stop
-	t.Cleanup(g.Stop)
-	return ln.Addr().String()
-}
+func serveReplicas(t *testing.T, s *replicas) string { return listen(t, s) }
 
 func TestServiceConfig_HedgingPolicyOverARealChannel(t *testing.T) {
 	// The first call hangs, as a slow replica does; the hedge answers.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"net"
 	"sync"
 	"testing"
 
@@ -105,16 +104,7 @@ func (s *streams) FullDuplexCall(stream grpc.BidiStreamingServer[testgrpc.Stream
 	}
 }
 
-func serveStreams(t *testing.T, s *streams) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	g := grpc.NewServer()
-	testgrpc.RegisterTestServiceServer(g, s)
-	go g.Serve(ln) //nolint:errcheck // ends with Stop
-	t.Cleanup(g.Stop)
-	return ln.Addr().String()
-}
+func serveStreams(t *testing.T, s *streams) string { return listen(t, s) }
 
 func streamClient(t *testing.T, addr string, attempts int, o policygrpc.StreamOptions) testgrpc.TestServiceClient {
 	clock := policytest.NewClock(t0).AutoAdvance(true)
