@@ -157,6 +157,30 @@ func TestDeadline_SuccessPathAllocatesNoMoreThanWithTimeout(t *testing.T) {
 	}
 }
 
+// TestDeadline_AnEarlierCallerDeadlineIsLeftAlone: under a caller whose deadline comes
+// first, the stage makes no context of its own (nothing allocated), fn sees the
+// caller's deadline, and the caller's deadline running out is not called the stage's.
+func TestDeadline_AnEarlierCallerDeadlineIsLeftAlone(t *testing.T) {
+	p := policy.MustWrap(must(deadline.New(time.Hour)))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	want, _ := ctx.Deadline()
+	require.NoError(t, p.Do(ctx, func(c context.Context) error {
+		got, ok := c.Deadline()
+		require.True(t, ok)
+		require.Equal(t, want, got, "the caller's deadline, not an hour")
+		return nil
+	}))
+	if !race.Enabled {
+		require.Zero(t, testing.AllocsPerRun(1000, func() { _ = p.Do(ctx, nop) }))
+	}
+	gone, cancel2 := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+	defer cancel2()
+	err := p.Do(gone, func(c context.Context) error { return c.Err() })
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.NotErrorIs(t, err, deadline.ErrExceeded, "the caller's deadline, not the stage's")
+}
+
 func BenchmarkPipeline_Empty(b *testing.B) {
 	p := policy.MustWrap()
 	ctx := context.Background()
