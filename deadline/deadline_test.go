@@ -256,3 +256,14 @@ func TestMust_PanicOnBadDurations(t *testing.T) {
 	require.Panics(t, func() { deadline.MustPerAttempt(-time.Second) })
 	require.Equal(t, time.Second, deadline.MustNew(time.Second).Limit())
 }
+
+// A pipeline's deadline under a caller's earlier one: a nested call path's inner hops.
+func BenchmarkPipeline_DeadlineUnderEarlierCaller(b *testing.B) {
+	p := policy.MustWrap(must(deadline.New(time.Second)))
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = p.Do(ctx, nop)
+	}
+}
