@@ -126,7 +126,7 @@ func (h *Hedge) ExplainStage() policy.Stage {
 		Summary: fmt.Sprintf("hedges: up to %d attempts in flight, the next one starting after %v without an answer "+
 			"(at once after a non-fatal failure); the first success wins and the others are cancelled", h.max, h.delay)}
 	for range h.max - 1 {
-		st.Sleeps = append(st.Sleeps, policy.Sleep{Max: h.delay})
+		st.Sleeps = append(st.Sleeps, policy.Sleep{Min: h.delay, Mean: h.delay, Max: h.delay}) // the wait before each hedge, if no answer came
 	}
 	return st
 }
