@@ -188,8 +188,14 @@ func (r *runner) Run(ctx context.Context, fn policy.Func) error {
 	f := r.f
 	// Closed: nothing but this load. Open: the local breaker, which adopted the
 	// fleet's open time, refuses. Half-open: one process of the fleet probes.
-	if v := f.view.Load(); v.open && !time.Now().Before(v.until) && !f.mayProbe(ctx, v.gen) {
-		return f.halfOpenErr
+	if v := f.view.Load(); v.open {
+		// A process whose own breaker is still open (it tripped with a later open time
+		// than the fleet's) refuses by itself and leaves the probe lease to another.
+		if now := time.Now(); !now.Before(v.until) {
+			if _, open := f.local.OpenFor(now); !open && !f.mayProbe(ctx, v.gen) {
+				return f.halfOpenErr
+			}
+		}
 	}
 	return r.local.Run(ctx, fn)
 }

@@ -236,3 +236,22 @@ func TestBreaker_TheBackgroundLoopSpreadsATrip(t *testing.T) {
 	aUntil, _ := a.b.Local().OpenFor(time.Now())
 	require.Greater(t, aUntil, 59*time.Minute)
 }
+
+func TestBreaker_AProcessStillOpenByItselfLeavesTheProbeToAnother(t *testing.T) {
+	srv := startRedis(t)
+	a := newReplica(t, srv.store(t, "a"), breaker.Options{ConsecutiveFailures: 1, OpenTimeout: time.Hour, OpenJitter: -1})
+	b := newReplica(t, srv.store(t, "b"), breaker.Options{ConsecutiveFailures: 1, OpenTimeout: 200 * time.Millisecond, OpenJitter: -1})
+	require.ErrorIs(t, b.p.Do(bg, fail), errDown)
+	b.b.sync() // the fleet is open for 200 ms
+	require.ErrorIs(t, a.p.Do(bg, fail), errDown)
+	a.b.sync() // a's own trip, for an hour, changes nothing in the fleet
+	sleepPast(a.b, b.b)
+
+	var oe *breaker.OpenError
+	require.ErrorAs(t, a.p.Do(bg, ok), &oe)
+	require.False(t, oe.HalfOpen, "a refuses by itself, open for its own hour")
+	require.NoError(t, b.p.Do(bg, ok), "b took the probe lease a did not ask for, and its probe went through")
+	b.b.sync()
+	a.b.sync()
+	require.NoError(t, a.p.Do(bg, ok), "b's probe closed the breaker for a too")
+}
