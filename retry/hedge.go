@@ -202,6 +202,11 @@ func (r *hedger) Run(ctx context.Context, fn policy.Func) error {
 	// finish cancels the attempts still in flight, waits for them and returns the
 	// last one's error.
 	finish := func() (err error) {
+		if winner == 0 {
+			// An attempt that claimed the race keeps its result, and so its context, even
+			// if the call ends on another attempt's error.
+			winner = race.Winner()
+		}
 		for n, cancel := range cancels {
 			if cancel != nil && n != winner {
 				cancel()
