@@ -31,6 +31,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/backstop-go/backstop/internal/window"
@@ -86,6 +87,7 @@ type Throttle struct {
 	clock    policy.Clock
 	rand     policy.Rand
 	refusal  *refusal
+	refused  atomic.Uint64
 
 	mu  sync.Mutex  // guards win
 	win window.Pair // requests, accepts
@@ -162,6 +164,7 @@ func (r *runner) Run(ctx context.Context, fn policy.Func) error {
 	}
 	t.mu.Unlock()
 	if refuse {
+		t.refused.Add(1)
 		return t.refusal
 	}
 	err := r.next.Run(ctx, fn)
@@ -196,8 +199,8 @@ func (t *Throttle) Counts() (requests, accepts int64) {
 	return t.win.Sums(now)
 }
 
-// Level returns Probability, for a gauge.
-func (t *Throttle) Level() float64 { return t.Probability() }
+// Refused returns how many requests the throttle has refused so far.
+func (t *Throttle) Refused() uint64 { return t.refused.Load() }
 
 // ExplainStage implements policy.StageExplainer.
 func (t *Throttle) ExplainStage() policy.Stage {
