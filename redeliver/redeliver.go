@@ -5,7 +5,7 @@
 // their own (an SQS visibility timeout, a JetStream redelivery, are fixed): the
 // consumer must ask for each delay, and this package says which.
 //
-// It is pure logic, with no broker: adapters (redeliver/jetstream) apply its
+// It is pure logic, with no broker: adapters (redeliver/jetstream, redeliver/sqs) apply its
 // [Decision]s. It is deterministic given its random source.
 //
 // # Defaults

@@ -1,0 +1,171 @@
+package sqs_test
+
+import (
+	"crypto/md5"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+)
+
+// fakeSQS serves the part of SQS's JSON protocol (AWS JSON 1.0: POST /, the operation
+// in X-Amz-Target) the Consumer uses, for the tests: queues in memory, receive counts,
+// visibility timeouts on a clock the test moves. It is not SQS: ReceiveMessage waits
+// for a message only until the request ends, and message attributes carry no MD5 (the
+// tests' client skips checksum validation).
+type fakeSQS struct {
+	mu      sync.Mutex
+	now     time.Time
+	queues  map[string][]*fakeMsg
+	next    int
+	failDLQ int              // SendMessage calls to refuse
+	delays  map[string][]int // visibility timeouts set, by message id
+	arrived chan struct{}    // a message was sent
+}
+
+type fakeMsg struct {
+	id, body, receipt string
+	attrs             map[string]attrValue
+	receives          int
+	first             time.Time
+	visibleAt         time.Time
+}
+
+type attrValue struct {
+	DataType    string `json:"DataType"`
+	StringValue string `json:"StringValue,omitempty"`
+}
+
+func newFakeSQS(queues ...string) *fakeSQS {
+	f := &fakeSQS{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), queues: map[string][]*fakeMsg{},
+		delays: map[string][]int{}, arrived: make(chan struct{}, 100)}
+	for _, q := range queues {
+		f.queues[q] = nil
+	}
+	return f
+}
+
+// advance moves the fake's clock.
+func (f *fakeSQS) advance(d time.Duration) {
+	f.mu.Lock()
+	f.now = f.now.Add(d)
+	f.mu.Unlock()
+}
+
+// put adds a message to queue q and returns its id.
+func (f *fakeSQS) put(q, body string, attrs map[string]attrValue) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.next++
+	m := &fakeMsg{id: fmt.Sprintf("m-%d", f.next), body: body, attrs: attrs, visibleAt: f.now}
+	f.queues[q] = append(f.queues[q], m)
+	select {
+	case f.arrived <- struct{}{}:
+	default:
+	}
+	return m.id
+}
+
+// messages returns the bodies and attributes left in queue q.
+func (f *fakeSQS) messages(q string) []*fakeMsg {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]*fakeMsg(nil), f.queues[q]...)
+}
+
+func (f *fakeSQS) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	op := strings.TrimPrefix(r.Header.Get("X-Amz-Target"), "AmazonSQS.")
+	var in struct {
+		QueueUrl            string
+		MaxNumberOfMessages int
+		ReceiptHandle       string
+		VisibilityTimeout   int
+		MessageBody         string
+		MessageAttributes   map[string]attrValue
+	}
+	if err := json.NewDecoder(r.Body).Decode(&in); err != nil {
+		fail(w, "InvalidParameterValue", err.Error())
+		return
+	}
+	f.mu.Lock()
+	q, ok := f.queues[in.QueueUrl]
+	if !ok {
+		f.mu.Unlock()
+		fail(w, "QueueDoesNotExist", in.QueueUrl)
+		return
+	}
+	switch op {
+	case "ReceiveMessage":
+		var out []map[string]any
+		for _, m := range q {
+			if len(out) == max(in.MaxNumberOfMessages, 1) || m.visibleAt.After(f.now) {
+				continue
+			}
+			m.receives++
+			if m.receives == 1 {
+				m.first = f.now
+			}
+			m.visibleAt = f.now.Add(30 * time.Second) // the queue's visibility timeout
+			m.receipt = fmt.Sprintf("%s/%d", m.id, m.receives)
+			sum := md5.Sum([]byte(m.body))
+			out = append(out, map[string]any{"MessageId": m.id, "ReceiptHandle": m.receipt, "Body": m.body,
+				"MD5OfBody": hex.EncodeToString(sum[:]), "MessageAttributes": m.attrs,
+				"Attributes": map[string]string{"ApproximateReceiveCount": fmt.Sprint(m.receives),
+					"ApproximateFirstReceiveTimestamp": fmt.Sprint(m.first.UnixMilli())}})
+		}
+		f.mu.Unlock()
+		if len(out) == 0 { // a long poll: wait until the client gives up
+			<-r.Context().Done()
+		}
+		reply(w, map[string]any{"Messages": out})
+	case "ChangeMessageVisibility", "DeleteMessage":
+		for i, m := range q {
+			if m.receipt != in.ReceiptHandle || in.ReceiptHandle == "" {
+				continue
+			}
+			if op == "DeleteMessage" {
+				f.queues[in.QueueUrl] = append(q[:i:i], q[i+1:]...)
+			} else {
+				m.visibleAt = f.now.Add(time.Duration(in.VisibilityTimeout) * time.Second)
+				f.delays[m.id] = append(f.delays[m.id], in.VisibilityTimeout)
+			}
+			f.mu.Unlock()
+			reply(w, map[string]any{})
+			return
+		}
+		f.mu.Unlock()
+		fail(w, "ReceiptHandleIsInvalid", in.ReceiptHandle)
+	case "SendMessage":
+		if f.failDLQ > 0 {
+			f.failDLQ--
+			f.mu.Unlock()
+			fail(w, "InternalError", "try again")
+			return
+		}
+		f.mu.Unlock()
+		id := f.put(in.QueueUrl, in.MessageBody, in.MessageAttributes)
+		sum := md5.Sum([]byte(in.MessageBody))
+		reply(w, map[string]any{"MessageId": id, "MD5OfMessageBody": hex.EncodeToString(sum[:])})
+	default:
+		f.mu.Unlock()
+		fail(w, "InvalidAction", op)
+	}
+}
+
+func reply(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/x-amz-json-1.0")
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func fail(w http.ResponseWriter, code, msg string) {
+	w.Header().Set("Content-Type", "application/x-amz-json-1.0")
+	status := http.StatusBadRequest
+	if code == "InternalError" {
+		status = http.StatusInternalServerError
+	}
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]string{"__type": "com.amazonaws.sqs#" + code, "message": msg})
+}

@@ -1,0 +1,213 @@
+// Package sqs applies redeliver's decisions to Amazon SQS messages: a handler wrapper
+// that reads the receive count (ApproximateReceiveCount), deletes a message whose
+// handler succeeded, makes a retryable failure visible again after the decided delay
+// (ChangeMessageVisibility: SQS's own visibility timeout is a fixed delay, so the
+// growing one is set message by message), and dead-letters the rest — sends the
+// message, with attributes that tell its history, to a dead-letter queue, then deletes
+// it.
+//
+// Build the Policy with MaxDelay redeliver.SQSMaxDelay (12 h, the longest SQS hides a
+// message); a longer delay is cut to it. A queue's own redrive policy may stay as a
+// safety net if its maxReceiveCount is above the Policy's MaxDeliveries; below it,
+// SQS would move messages before the Policy decides.
+//
+// The adapter is tested against a fake of SQS's JSON protocol (AWS JSON 1.0) served
+// on 127.0.0.1 by the tests, not a real SQS: no SQS-compatible server that speaks the
+// protocol of current aws-sdk-go-v2 clients and counts receives runs here.
+package sqs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/backstop-go/backstop/redeliver"
+)
+
+// Attributes of a dead-lettered message (SQS message attributes, type String).
+const (
+	AttributeError      = "Backstop-Error"      // the last receive's error text
+	AttributeReason     = "Backstop-Reason"     // redeliver.ReasonPermanent or ReasonExhausted
+	AttributeDeliveries = "Backstop-Deliveries" // how many times it was received
+	AttributeFirstSeen  = "Backstop-First-Receive"
+	AttributeMessageID  = "Backstop-Message-Id" // its id in the source queue
+)
+
+// Defaults for zero Options fields.
+const (
+	DefaultWaitTime    = 20 * time.Second // the longest long poll SQS allows
+	DefaultMaxMessages = 10               // the most one ReceiveMessage returns
+)
+
+// API is what the Consumer uses of *sqs.Client.
+type API interface {
+	ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInput, opts ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error)
+	DeleteMessage(ctx context.Context, in *sqs.DeleteMessageInput, opts ...func(*sqs.Options)) (*sqs.DeleteMessageOutput, error)
+	ChangeMessageVisibility(ctx context.Context, in *sqs.ChangeMessageVisibilityInput, opts ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityOutput, error)
+	SendMessage(ctx context.Context, in *sqs.SendMessageInput, opts ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
+}
+
+// Handler processes one message; its error decides the message's fate.
+type Handler func(ctx context.Context, m types.Message) error
+
+// Stats count what the Consumer did.
+type Stats struct {
+	Deliveries, Deleted, Retried, DeadLettered uint64
+}
+
+// Options configure [New]. QueueURL and DeadLetterURL are required.
+type Options struct {
+	QueueURL      string
+	DeadLetterURL string
+	// WaitTime is Run's long poll; 0 means DefaultWaitTime (20 s).
+	WaitTime time.Duration
+	// MaxMessages is how many messages Run asks for at once, 1 to 10; 0 means
+	// DefaultMaxMessages (10).
+	MaxMessages int
+	// OnDecide, if set, is called with every decision, after it is applied.
+	OnDecide func(m types.Message, receives int, d redeliver.Decision)
+}
+
+// Consumer wraps a Handler with a redeliver.Policy. It is safe for concurrent use.
+// Build it with [New].
+type Consumer struct {
+	api API
+	p   *redeliver.Policy
+	h   Handler
+	o   Options
+
+	deliveries, deleted, retried, dead atomic.Uint64
+}
+
+// New returns a Consumer of o.QueueURL that runs h under p and dead-letters to
+// o.DeadLetterURL, or an error naming the bad input.
+func New(api API, p *redeliver.Policy, h Handler, o Options) (*Consumer, error) {
+	switch {
+	case api == nil:
+		return nil, errors.New("redeliver/sqs: the API is nil")
+	case p == nil:
+		return nil, errors.New("redeliver/sqs: the Policy is nil")
+	case h == nil:
+		return nil, errors.New("redeliver/sqs: the Handler is nil")
+	case o.QueueURL == "":
+		return nil, errors.New("redeliver/sqs: Options.QueueURL is empty; want the queue's URL")
+	case o.DeadLetterURL == "":
+		return nil, errors.New("redeliver/sqs: Options.DeadLetterURL is empty; want the dead-letter queue's URL")
+	case o.WaitTime < 0 || o.WaitTime > DefaultWaitTime:
+		return nil, fmt.Errorf("redeliver/sqs: Options.WaitTime is %v; want 0 to 20s", o.WaitTime)
+	case o.MaxMessages < 0 || o.MaxMessages > DefaultMaxMessages:
+		return nil, fmt.Errorf("redeliver/sqs: Options.MaxMessages is %d; want 1 to 10, or 0 for the default", o.MaxMessages)
+	}
+	if o.WaitTime == 0 {
+		o.WaitTime = DefaultWaitTime
+	}
+	if o.MaxMessages == 0 {
+		o.MaxMessages = DefaultMaxMessages
+	}
+	return &Consumer{api: api, p: p, h: h, o: o}, nil
+}
+
+// Stats returns the counts so far.
+func (c *Consumer) Stats() Stats {
+	return Stats{Deliveries: c.deliveries.Load(), Deleted: c.deleted.Load(), Retried: c.retried.Load(), DeadLettered: c.dead.Load()}
+}
+
+// Run receives messages and processes them one by one until ctx ends; it returns
+// ctx's error, or the error of a receive. An error applying one message's decision
+// does not stop it: that message becomes visible again and is received again.
+func (c *Consumer) Run(ctx context.Context) error {
+	for {
+		out, err := c.api.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+			QueueUrl:                    aws.String(c.o.QueueURL),
+			MaxNumberOfMessages:         int32(c.o.MaxMessages),
+			WaitTimeSeconds:             int32(c.o.WaitTime / time.Second),
+			MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameApproximateReceiveCount, types.MessageSystemAttributeNameApproximateFirstReceiveTimestamp},
+			MessageAttributeNames:       []string{"All"},
+		})
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if err != nil {
+			return fmt.Errorf("redeliver/sqs: receiving from %s: %w", c.o.QueueURL, err)
+		}
+		for _, m := range out.Messages {
+			_ = c.Process(ctx, m)
+		}
+	}
+}
+
+// Process runs the Handler on one received message and applies the policy's
+// decision. It returns the error of applying it (a delete, a visibility change, the
+// dead-letter send); the message then becomes visible again when its visibility
+// timeout ends, so nothing is lost. The message must have been received with the
+// ApproximateReceiveCount system attribute.
+func (c *Consumer) Process(ctx context.Context, m types.Message) error {
+	c.deliveries.Add(1)
+	n, err := strconv.Atoi(m.Attributes[string(types.MessageSystemAttributeNameApproximateReceiveCount)])
+	if err != nil || n < 1 {
+		return fmt.Errorf("redeliver/sqs: message %s has no ApproximateReceiveCount; receive with that system attribute", aws.ToString(m.MessageId))
+	}
+	herr := c.h(ctx, m)
+	d := c.p.Decide(n, herr)
+	switch {
+	case !d.Retry && !d.DeadLetter:
+		err = c.delete(ctx, m)
+		if err == nil {
+			c.deleted.Add(1)
+		}
+	case d.Retry:
+		secs := int32(min(math.Ceil(d.Delay.Seconds()), redeliver.SQSMaxDelay.Seconds()))
+		_, err = c.api.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{
+			QueueUrl: aws.String(c.o.QueueURL), ReceiptHandle: m.ReceiptHandle, VisibilityTimeout: secs})
+		if err == nil {
+			c.retried.Add(1)
+		} else {
+			err = fmt.Errorf("redeliver/sqs: delaying message %s: %w", aws.ToString(m.MessageId), err)
+		}
+	default:
+		err = c.deadLetter(ctx, m, n, herr, d)
+	}
+	if c.o.OnDecide != nil {
+		c.o.OnDecide(m, n, d)
+	}
+	return err
+}
+
+func (c *Consumer) delete(ctx context.Context, m types.Message) error {
+	if _, err := c.api.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(c.o.QueueURL), ReceiptHandle: m.ReceiptHandle}); err != nil {
+		return fmt.Errorf("redeliver/sqs: deleting message %s: %w", aws.ToString(m.MessageId), err)
+	}
+	return nil
+}
+
+func (c *Consumer) deadLetter(ctx context.Context, m types.Message, n int, herr error, d redeliver.Decision) error {
+	attrs := make(map[string]types.MessageAttributeValue, len(m.MessageAttributes)+5)
+	for k, v := range m.MessageAttributes {
+		attrs[k] = v
+	}
+	str := func(s string) types.MessageAttributeValue {
+		return types.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(s)}
+	}
+	attrs[AttributeError] = str(herr.Error())
+	attrs[AttributeReason] = str(d.Reason)
+	attrs[AttributeDeliveries] = str(strconv.Itoa(n))
+	attrs[AttributeMessageID] = str(aws.ToString(m.MessageId))
+	if ms, err := strconv.ParseInt(m.Attributes[string(types.MessageSystemAttributeNameApproximateFirstReceiveTimestamp)], 10, 64); err == nil {
+		attrs[AttributeFirstSeen] = str(time.UnixMilli(ms).UTC().Format(time.RFC3339Nano))
+	}
+	if _, err := c.api.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(c.o.DeadLetterURL), MessageBody: m.Body,
+		MessageAttributes: attrs}); err != nil {
+		// Left as it is: visible again after its visibility timeout, and dead-lettered then.
+		return fmt.Errorf("redeliver/sqs: sending message %s to the dead-letter queue: %w", aws.ToString(m.MessageId), err)
+	}
+	c.dead.Add(1)
+	return c.delete(ctx, m)
+}
