@@ -306,7 +306,8 @@ func (r *hedger) Run(ctx context.Context, fn policy.Func) error {
 					}
 				}
 			}
-			if inFlight == 0 {
+			if inFlight == 0 && (!hedging || wake == nil || started >= h.max) {
+				// Nothing in flight and nothing to wait for (a pushback's pause is waited out).
 				suppressed := ""
 				if cause == ErrBudget {
 					suppressed = policy.SuppressedBudget

@@ -250,3 +250,21 @@ func TestHedge_TheAttemptThatClaimsTheRaceWinsNotTheFirstToReturn(t *testing.T) 
 	require.Error(t, second.Err())
 	require.True(t, policy.Win(context.Background()), "outside a hedge every attempt wins")
 }
+
+func TestHedge_APushbackDelaysTheNextAttempt(t *testing.T) {
+	clock := policytest.NewClock(t0)
+	p := policy.MustWrap(retry.MustNewHedge(retry.HedgeOptions{MaxAttempts: 2, Delay: time.Hour, Clock: clock}))
+	b := newBackend()
+	done := make(chan error)
+	go func() { done <- p.Do(context.Background(), b.fn) }()
+	require.Equal(t, 1, <-b.started)
+	b.ch(1) <- retry.After(errDown, 3*time.Second) // the only attempt fails: come back in 3 s
+	clock.BlockUntilStarted(2)                     // the hour's timer, then the pause's
+	require.Equal(t, []time.Duration{time.Hour, 3 * time.Second}, clock.Waits())
+	clock.Advance(3*time.Second - time.Nanosecond)
+	require.Empty(t, b.started, "not before the pause the server asked for")
+	clock.Advance(time.Nanosecond)
+	require.Equal(t, 2, <-b.started)
+	b.ch(2) <- nil
+	require.NoError(t, <-done)
+}

@@ -53,6 +53,7 @@ func (c *Clock) NewTimer(d time.Duration) policy.Timer {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.waits = append(c.waits, d)
+	c.cond.Broadcast() // for BlockUntilStarted
 	t := &timer{c: c, ch: make(chan time.Time, 1), when: c.now.Add(d)}
 	switch {
 	case c.auto:
@@ -114,6 +115,17 @@ func (c *Clock) BlockUntil(n int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for len(c.timers) < n {
+		c.cond.Wait()
+	}
+}
+
+// BlockUntilStarted waits until at least n timers have been started since the clock
+// was made, fired and stopped ones included: a test that must know a timer was
+// replaced, not merely that one is pending, waits for it so.
+func (c *Clock) BlockUntilStarted(n int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for len(c.waits) < n {
 		c.cond.Wait()
 	}
 }
