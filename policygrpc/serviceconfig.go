@@ -284,7 +284,22 @@ func (c *ServiceConfig) method(field string, mc methodConfigJSON) (*methodPolicy
 		stack = append(stack, deadline.MustNew(d))
 	}
 	m := &methodPolicy{c: newClassifier(Options{RetryableCodes: []codes.Code{}})}
-	if mc.HedgingPolicy != nil {
+	// The entry's retry owner, a retry or a hedge, and the codes it tries again on.
+	var owner policy.Policy
+	var again []codes.Code
+	switch {
+	case mc.RetryPolicy != nil:
+		r, cs, err := retryPolicy(field+".retryPolicy", mc.RetryPolicy)
+		if err != nil {
+			return nil, err
+		}
+		owner, again = r, cs
+	case mc.HedgingPolicy != nil:
+		h, cs, err := hedgingPolicy(field+".hedgingPolicy", mc.HedgingPolicy)
+		if err != nil {
+			return nil, err
+		}
+		owner, again = h, cs
 		// Streams are not hedged: a stream's attempts replay its messages one after
 		// another. They get the entry's timeout alone.
 		sp, err := policy.Wrap(stack...)
@@ -293,27 +308,12 @@ func (c *ServiceConfig) method(field string, mc methodConfigJSON) (*methodPolicy
 		}
 		m.sp = sp
 	}
-	if rp := mc.RetryPolicy; rp != nil {
-		r, codes, err := retryPolicy(field+".retryPolicy", rp)
-		if err != nil {
-			return nil, err
-		}
+	if owner != nil {
 		if c.bucket != nil {
 			stack = append(stack, c.bucket)
 		}
-		stack = append(stack, r)
-		m.c = newClassifier(Options{RetryableCodes: codes})
-	}
-	if hp := mc.HedgingPolicy; hp != nil {
-		h, codes, err := hedgingPolicy(field+".hedgingPolicy", hp)
-		if err != nil {
-			return nil, err
-		}
-		if c.bucket != nil {
-			stack = append(stack, c.bucket)
-		}
-		stack = append(stack, h)
-		m.c = newClassifier(Options{RetryableCodes: codes})
+		stack = append(stack, owner)
+		m.c = newClassifier(Options{RetryableCodes: again})
 	}
 	p, err := policy.Wrap(stack...)
 	if err != nil {
