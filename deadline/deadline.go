@@ -83,7 +83,8 @@ func (d *Deadline) Kind() policy.Kind {
 
 // Bind returns the Runner that applies the limit to every call.
 func (d *Deadline) Bind(next policy.Runner, env policy.Env) policy.Runner {
-	r := &runner{d: d, next: next, obs: env.Observer, pipeline: env.Pipeline, cause: ErrExceeded}
+	r := &runner{d: d, next: next, obs: env.Observer, pipeline: env.Pipeline, cause: ErrExceeded,
+		needs: policy.NeedsOf(env.Observer, policy.EventDeadlineExceeded)}
 	if d.perAttempt {
 		r.cause = ErrAttemptTimeout
 	}
@@ -94,6 +95,7 @@ type runner struct {
 	d        *Deadline
 	next     policy.Runner
 	obs      policy.Observer
+	needs    policy.Needs // what obs reads of deadline events
 	pipeline string
 	cause    error
 }
@@ -105,19 +107,20 @@ func (r *runner) Run(ctx context.Context, fn policy.Func) error {
 		return r.next.Run(ctx, fn)
 	}
 	var start time.Time
-	if r.obs != nil {
+	if r.needs == policy.NeedsTiming {
 		start = time.Now()
 	}
 	tctx, cancel := context.WithTimeoutCause(ctx, r.d.limit, r.cause)
 	err := r.next.Run(tctx, fn)
 	if err != nil && r.ours(ctx, tctx, err) {
 		err = &Error{Limit: r.d.limit, PerAttempt: r.d.perAttempt, Err: err}
-		if r.obs != nil {
-			now := time.Now()
-			r.obs.Observe(policy.Event{
-				Kind: policy.EventDeadlineExceeded, Pipeline: r.pipeline, Source: r.d.Kind().String(),
-				Time: now, Elapsed: now.Sub(start), Err: err, Context: ctx,
-			})
+		if r.needs != policy.NeedsNothing {
+			e := policy.Event{Kind: policy.EventDeadlineExceeded, Pipeline: r.pipeline, Source: r.d.Kind().String(), Err: err, Context: ctx}
+			if r.needs == policy.NeedsTiming {
+				e.Time = time.Now()
+				e.Elapsed = e.Time.Sub(start)
+			}
+			r.obs.Observe(e)
 		}
 	}
 	// Normally this cancels now; a caller that reads the result after the call (an

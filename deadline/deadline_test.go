@@ -267,3 +267,26 @@ func BenchmarkPipeline_DeadlineUnderEarlierCaller(b *testing.B) {
 		_ = p.Do(ctx, nop)
 	}
 }
+
+// untimed reads deadline events without their times.
+type untimed struct{ events []policy.Event }
+
+func (u *untimed) Observe(e policy.Event) { u.events = append(u.events, e) }
+func (u *untimed) Needs(k policy.EventKind) policy.Needs {
+	if k == policy.EventDeadlineExceeded {
+		return policy.NeedsEvent
+	}
+	return policy.NeedsNothing
+}
+
+func TestDeadline_AnObserverThatNeedsNoTimesGetsTheEventWithoutThem(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		obs := &untimed{}
+		p := policy.MustWrap(must(deadline.New(time.Second))).With(policy.Observe(obs))
+		require.ErrorIs(t, p.Do(context.Background(), blockUntilDone), deadline.ErrExceeded)
+		require.Len(t, obs.events, 1)
+		require.Equal(t, policy.EventDeadlineExceeded, obs.events[0].Kind)
+		require.True(t, obs.events[0].Time.IsZero())
+		require.Zero(t, obs.events[0].Elapsed)
+	})
+}
