@@ -247,7 +247,7 @@ func (r *hedger) Run(ctx context.Context, fn policy.Func) error {
 				hedging, cause = false, ErrBudget
 				break
 			}
-			r.scheduled(ctx, started+1, 0, ReasonHedge)
+			r.scheduled(ctx, started+1, 0, ReasonHedge, nil)
 			start(started + 1)
 		}
 	} else {
@@ -294,7 +294,7 @@ func (r *hedger) Run(ctx context.Context, fn policy.Func) error {
 				}
 			} else if hedging {
 				if more(why) {
-					r.scheduled(ctx, started+1, 0, why)
+					r.scheduled(ctx, started+1, 0, why, o.err)
 					start(started + 1)
 					if h.delay > 0 {
 						arm(h.delay)
@@ -319,7 +319,7 @@ func (r *hedger) Run(ctx context.Context, fn policy.Func) error {
 		case <-wake:
 			wake = nil
 			if hedging && more(ReasonHedge) {
-				r.scheduled(ctx, started+1, h.delay, ReasonHedge)
+				r.scheduled(ctx, started+1, h.delay, ReasonHedge, nil)
 				start(started + 1)
 				if started < h.max {
 					arm(h.delay)
@@ -336,13 +336,5 @@ func (r *hedger) Run(ctx context.Context, fn policy.Func) error {
 			}
 			return r.giveUp(ctx, started, ctxCause(ctx), last, "")
 		}
-	}
-}
-
-// scheduled reports attempt n, started after delay for reason why.
-func (r *hedger) scheduled(ctx context.Context, n int, delay time.Duration, why string) {
-	if r.obs != nil {
-		r.obs.Observe(policy.Event{Kind: policy.EventRetryScheduled, Pipeline: r.pipeline, Time: r.h.clock.Now(),
-			Attempt: n, Delay: delay, Reason: why, Context: ctx})
 	}
 }

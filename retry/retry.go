@@ -267,10 +267,7 @@ func (l *runner) Run(ctx context.Context, fn policy.Func) error {
 		} else if budget != nil && !budget.Withdraw() {
 			return l.giveUp(ctx, n, ErrBudget, err, policy.SuppressedBudget)
 		}
-		if l.obs != nil {
-			l.obs.Observe(policy.Event{Kind: policy.EventRetryScheduled, Pipeline: l.pipeline, Time: l.r.clock.Now(),
-				Attempt: n + 1, Delay: delay, Reason: why, Err: err, Context: ctx})
-		}
+		l.scheduled(ctx, n+1, delay, why, err)
 		if !l.sleep(ctx, delay) {
 			return l.giveUp(ctx, n, ctxCause(ctx), err, "")
 		}
@@ -332,6 +329,15 @@ func ctxCause(ctx context.Context) error {
 		return ErrDeadline
 	}
 	return ErrCanceled
+}
+
+// scheduled reports that attempt n will start after delay, because of err (nil for a
+// hedge sent for want of an answer) of reason why.
+func (l *reporter) scheduled(ctx context.Context, n int, delay time.Duration, why string, err error) {
+	if l.obs != nil {
+		l.obs.Observe(policy.Event{Kind: policy.EventRetryScheduled, Pipeline: l.pipeline, Time: l.clock.Now(),
+			Attempt: n, Delay: delay, Reason: why, Err: err, Context: ctx})
+	}
 }
 
 // giveUp builds the error of a call that ends after n attempts, reporting a suppressed
