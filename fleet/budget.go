@@ -44,6 +44,25 @@ redis.call('PEXPIRE', KEYS[2], ARGV[6])
 return {calls, retries, redis.call('ZCARD', KEYS[2])}
 `)
 
+// tally counts a fleet budget's decisions.
+type tally struct{ allowed, refused atomic.Uint64 }
+
+// count records a decision and returns it.
+func (t *tally) count(ok bool) bool {
+	if ok {
+		t.allowed.Add(1)
+	} else {
+		t.refused.Add(1)
+	}
+	return ok
+}
+
+// Allowed returns the number of retries allowed so far.
+func (t *tally) Allowed() uint64 { return t.allowed.Load() }
+
+// Refused returns the number of retries refused so far.
+func (t *tally) Refused() uint64 { return t.refused.Load() }
+
 // milli is the fixed point of a Ratio's allowance: thousandths of a retry.
 const milli = 1000
 
@@ -74,9 +93,9 @@ type Ratio struct {
 	floor float64 // retries over the window, for the fleet
 	width time.Duration
 
-	calls, retries   atomic.Int64  // not yet sent
-	allowance        atomic.Int64  // thousandths of a retry this process may start before the next sync
-	allowed, refused atomic.Uint64 // retries decided so far
+	calls, retries atomic.Int64 // not yet sent
+	allowance      atomic.Int64 // thousandths of a retry this process may start before the next sync
+	tally
 
 	bg background
 }
@@ -148,15 +167,6 @@ func (r *Ratio) Withdraw() bool {
 	return r.count(true)
 }
 
-func (r *Ratio) count(ok bool) bool {
-	if ok {
-		r.allowed.Add(1)
-	} else {
-		r.refused.Add(1)
-	}
-	return ok
-}
-
 // OnSuccess does nothing: a Ratio counts traffic, not outcomes.
 func (r *Ratio) OnSuccess() {}
 
@@ -170,12 +180,6 @@ func (r *Ratio) Level() float64 {
 	}
 	return math.Floor(float64(max(0, r.allowance.Load())) / milli)
 }
-
-// Allowed returns the number of retries allowed so far.
-func (r *Ratio) Allowed() uint64 { return r.allowed.Load() }
-
-// Refused returns the number of retries refused so far.
-func (r *Ratio) Refused() uint64 { return r.refused.Load() }
 
 // Shared reports whether the budget decides on the fleet's counts now; false while
 // Redis is out of reach.

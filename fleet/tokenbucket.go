@@ -49,8 +49,8 @@ type TokenBucket struct {
 
 	tokens              atomic.Int64 // the fleet's, as of the last sync, moved by this process since
 	failures, successes atomic.Int64 // not yet sent
-	allowed, refused    atomic.Uint64
-	bg                  background
+	tally
+	bg background
 }
 
 // NewTokenBucket returns a fleet token bucket named name with A6's maxTokens and
@@ -100,12 +100,7 @@ func (b *TokenBucket) Withdraw() bool {
 	if b.link.Local() {
 		ok = b.local.Withdraw()
 	}
-	if ok {
-		b.allowed.Add(1)
-	} else {
-		b.refused.Add(1)
-	}
-	return ok
+	return b.count(ok)
 }
 
 // OnFailure takes a token for an attempt that failed with a retryable error.
@@ -144,12 +139,6 @@ func (b *TokenBucket) Tokens() float64 {
 
 // Level returns Tokens.
 func (b *TokenBucket) Level() float64 { return b.Tokens() }
-
-// Allowed returns the number of retries allowed so far.
-func (b *TokenBucket) Allowed() uint64 { return b.allowed.Load() }
-
-// Refused returns the number of retries refused so far.
-func (b *TokenBucket) Refused() uint64 { return b.refused.Load() }
 
 // Shared reports whether the bucket decides on the fleet's tokens now; false while
 // Redis is out of reach.
