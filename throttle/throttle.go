@@ -157,7 +157,7 @@ func (r *runner) Run(ctx context.Context, fn policy.Func) error {
 	now := t.clock.Now()
 	t.mu.Lock()
 	requests, accepts := t.win.Sums(now)
-	p := (float64(requests) - t.k*float64(accepts)) / float64(requests+1)
+	p := t.probability(requests, accepts)
 	refuse := p > 0 && t.rand.Float64() < p
 	if refuse {
 		t.win.Add(now, 1, 0) // a refused request still counts as a request
@@ -188,6 +188,11 @@ func (t *Throttle) Probability() float64 {
 	t.mu.Lock()
 	requests, accepts := t.win.Sums(now)
 	t.mu.Unlock()
+	return t.probability(requests, accepts)
+}
+
+// probability is the SRE book's max(0, (requests − K·accepts) / (requests + 1)).
+func (t *Throttle) probability(requests, accepts int64) float64 {
 	return max(0, (float64(requests)-t.k*float64(accepts))/float64(requests+1))
 }
 
