@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -184,9 +183,6 @@ func (l *link) result(err error) {
 
 // Local reports whether the policy decides on its own now, its store out of reach.
 func (l *link) Local() bool { return l.local.Load() }
-
-// ms is d in whole milliseconds, at least 1.
-func ms(d time.Duration) string { return strconv.FormatInt(max(1, d.Milliseconds()), 10) }
 
 // background runs a policy's sync every SyncInterval, and at once when woken, until
 // stop.
