@@ -225,6 +225,32 @@ func TestBreaker_ForceOpenAndReset(t *testing.T) {
 	require.Zero(t, b.Counts().TotalFailures, "with fresh counts")
 }
 
+// TestBreaker_OpenNowAgreesWithOpenFor: closed, tripped, forced open and reset, the
+// clock-free-when-closed OpenNow answers as OpenFor does at the present moment.
+func TestBreaker_OpenNowAgreesWithOpenFor(t *testing.T) {
+	b := must(breaker.New("db", breaker.Options{ConsecutiveFailures: 1, OpenTimeout: time.Hour}))
+	r := policy.MustWrap(b)
+	check := func(what string, open bool) {
+		t.Helper()
+		before := time.Now()
+		d, gotOpen := b.OpenNow()
+		want, wantOpen := b.OpenFor(before)
+		require.Equal(t, open, gotOpen, what)
+		require.Equal(t, wantOpen, gotOpen, what)
+		require.LessOrEqual(t, d, want, what)
+		require.Greater(t, d, want-time.Minute, what)
+	}
+	check("closed", false)
+	run(r, 1, fail)
+	check("tripped", true)
+	b.Reset()
+	check("reset", false)
+	b.ForceOpen()
+	check("forced", true)
+	d, _ := b.OpenNow()
+	require.Equal(t, time.Hour, d, "a forced breaker answers its open timeout")
+}
+
 // TestBreaker_OutsideRetryCountsCalls_InsideCountsAttempts: with 3 attempts per call,
 // a breaker outside the retry sees one failure per call, inside it sees three.
 func TestBreaker_OutsideRetryCountsCalls_InsideCountsAttempts(t *testing.T) {

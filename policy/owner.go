@@ -65,10 +65,31 @@ func Owned(ctx context.Context) bool {
 // WithAttempt returns a copy of ctx marked as attempt n (1-based) of the retry that
 // owns this call path. A retry implementation calls it for every attempt it makes as
 // the owner, that is, when [Owned] was false for the context it was given. It costs one
-// context value; for n ≤ 16 nothing else is allocated.
+// context value; for n ≤ 16 nothing else is allocated, and for a bare
+// context.Background() or context.TODO() (a job, a command, a test) not even that: the
+// marked context is the same for every call, made once.
 func WithAttempt(ctx context.Context, n int) context.Context {
+	if n >= 1 && n <= preallocated {
+		switch ctx {
+		case background:
+			return backgroundAttempts[n]
+		case todo:
+			return todoAttempts[n]
+		}
+	}
 	return context.WithValue(ctx, ownerKey{}, mark(n, false))
 }
+
+var (
+	background, todo                 = context.Background(), context.TODO()
+	backgroundAttempts, todoAttempts = func() (b, t [preallocated + 1]context.Context) {
+		for n := 1; n <= preallocated; n++ {
+			b[n] = context.WithValue(background, ownerKey{}, mark(n, false))
+			t[n] = context.WithValue(todo, ownerKey{}, mark(n, false))
+		}
+		return b, t
+	}()
+)
 
 // WithUpstreamAttempt returns a copy of ctx marked as owned by a retry in another
 // process, on attempt n (1-based). Server middleware calls it for a request whose

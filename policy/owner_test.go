@@ -90,6 +90,17 @@ func TestOwnership_Marks(t *testing.T) {
 	}
 	n, _, _ := policy.Attempt(policy.WithAttempt(ctx, 0))
 	require.Equal(t, 1, n, "attempt numbers below 1 are taken as 1")
+
+	// The marks of a bare Background or TODO are made once; they carry nothing else.
+	for _, base := range []context.Context{context.Background(), context.TODO()} {
+		c := policy.WithAttempt(base, 3)
+		require.Same(t, c, policy.WithAttempt(base, 3), "WithAttempt(%v, 3) twice", base)
+		got, upstream, ok := policy.Attempt(c)
+		require.True(t, ok && !upstream && got == 3, "Attempt(WithAttempt(%v, 3))", base)
+		require.Nil(t, c.Done(), "a mark of %v is never cancelled", base)
+		_, has := c.Deadline()
+		require.False(t, has)
+	}
 }
 
 func TestParseAttempt(t *testing.T) {

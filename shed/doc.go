@@ -23,6 +23,8 @@
 //	| Tolerance       | 1.5     | latency rise tolerated over the baseline  |
 //	| Headroom        | 4       | growth of the target per good window      |
 //	| Window          | 500 ms  | sample window (and MinSamples 10)         |
+//	| LatencySamples  | 256     | latencies timed a window; a busy server   |
+//	|                 |         | times one request in k, at random         |
 //	| baseline        | EMA over 60 windows, never above the best of the last 60 window means |
 //
 // # Queue

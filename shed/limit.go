@@ -5,6 +5,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/backstop-go/backstop/policy"
 )
 
 // Defaults of the adaptive limit, for zero Options fields.
@@ -18,6 +20,9 @@ const (
 	DefaultWindow       = 500 * time.Millisecond
 	DefaultMinSamples   = 10
 	DefaultLongWindows  = 60
+	// DefaultLatencySamples is how many latencies a window aims to hold: once a
+	// window admits more requests than this, the next times a random share of them.
+	DefaultLatencySamples = 256
 )
 
 // gradient is the adaptive concurrency limit, after Netflix concurrency-limits'
@@ -31,6 +36,15 @@ const (
 //
 // so the limit grows by up to Headroom·Smoothing per window while latency stays within
 // Tolerance of the baseline and shrinks (at most halving the target) when it does not.
+// The mean of a uniform random sample of a window's latencies estimates its mean as
+// well as all of them do, to within a few per cent for a few hundred samples, so a
+// busy server times only about LatencySamples requests a window: one in k at random,
+// where k is the window before's requests ÷ LatencySamples (at least 1). A window that
+// has timed 2, 4, 8… times LatencySamples before it ends doubles k each time, so a server starting
+// busy, or a sudden surge, is not timed in full for a whole window. Reading the clock
+// twice is most of what admitting a request costs; the in-flight high-water mark is
+// kept for every request.
+//
 // A window in which less than half the limit was in use changes nothing (the server is
 // not limited by concurrency, so latency says nothing about the limit). When the short
 // RTT falls below half the long one, the baseline decays 5 % a window to follow a
@@ -42,6 +56,9 @@ type gradient struct {
 	window         time.Duration
 	minSamples     int
 	longAlpha      float64
+	samples        int64 // LatencySamples
+
+	stride atomic.Int64 // one request in stride is timed, at random; ≥ 1
 
 	// The current window's samples, added without a lock: every release records one,
 	// so a mutex here would serialise the server. Samples that land while a window is
@@ -57,7 +74,20 @@ type gradient struct {
 	recent [DefaultLongWindows]float64
 	next   int          // where the next window mean goes in recent
 	base   atomic.Int64 // the baseline, for readers without the lock
+	seen   uint64       // requests admitted when the last window closed
 }
+
+// admitted records a request admitted with inflight in flight and reports whether to
+// time it.
+func (g *gradient) admitted(inflight int64, r policy.Rand) bool {
+	for m := g.maxInflight.Load(); inflight > m && !g.maxInflight.CompareAndSwap(m, inflight); m = g.maxInflight.Load() {
+	}
+	k := g.stride.Load()
+	return k <= 1 || r.Float64()*float64(k) < 1
+}
+
+// maxStride bounds the stride: even at millions of requests a second, some are timed.
+const maxStride = 1 << 20
 
 // baselineLocked is the latency the limit is judged against: the long EMA, but never
 // above the best window mean of the last LongWindows windows. Without that bound a
@@ -74,14 +104,19 @@ func (g *gradient) baselineLocked() float64 {
 	return best
 }
 
-// sample records one request's latency and the in-flight count when it was admitted.
-// It returns the new limit and whether it changed.
-func (g *gradient) sample(now time.Time, rtt time.Duration, inflight int64) (int64, bool) {
+// sample records the latency of a request [gradient.admitted] chose to time; admitted
+// is the count of every request admitted so far. It returns the new limit and whether
+// it changed.
+func (g *gradient) sample(now time.Time, rtt time.Duration, admitted uint64) (int64, bool) {
 	t := now.UnixNano()
 	g.start.CompareAndSwap(0, t)
 	g.sum.Add(int64(rtt))
 	n := g.n.Add(1)
-	for m := g.maxInflight.Load(); inflight > m && !g.maxInflight.CompareAndSwap(m, inflight); m = g.maxInflight.Load() {
+	if n >= 2*g.samples && n%g.samples == 0 && (n/g.samples)&(n/g.samples-1) == 0 {
+		// 2, 4, 8… times the samples wanted, before the window ends: time half as many.
+		if k := g.stride.Load(); k < maxStride {
+			g.stride.CompareAndSwap(k, 2*k)
+		}
 	}
 	if time.Duration(t-g.start.Load()) < g.window || n < int64(g.minSamples) || !g.mu.TryLock() {
 		return 0, false
@@ -93,6 +128,8 @@ func (g *gradient) sample(now time.Time, rtt time.Duration, inflight int64) (int
 	}
 	g.start.Store(t)
 	count, sum, used := g.n.Swap(0), g.sum.Swap(0), g.maxInflight.Swap(0)
+	g.stride.Store(min(max(1, int64(admitted-g.seen)/g.samples), maxStride))
+	g.seen = admitted
 	short := float64(sum) / float64(count)
 	if short <= 0 {
 		return 0, false

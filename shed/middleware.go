@@ -44,7 +44,7 @@ func Middleware(next http.Handler, s *Shedder) http.Handler {
 		if b := s.opts.Breaker; b != nil {
 			// Lock-free: the breaker keeps its open time in an atomic. The breaker reads
 			// gobreaker's clock, time.Now, so it is asked in its own time.
-			if ra, open := b.OpenFor(time.Now()); open {
+			if ra, open := b.OpenNow(); open {
 				secs := max(1, int(math.Ceil(ra.Seconds())))
 				s.pressure.reject(s.clock.Now())
 				s.reject(ReasonBreaker)

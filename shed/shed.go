@@ -91,6 +91,12 @@ type Options struct {
 	// DefaultMinSamples (10).
 	Window     time.Duration
 	MinSamples int
+	// LatencySamples is how many latencies a window of the adaptive limit aims to
+	// hold; 0 means DefaultLatencySamples (256). When a window admits more requests,
+	// the next one times one request in k at random, k = the requests of the window
+	// before ÷ LatencySamples, so a busy server does not read the clock twice per
+	// request.
+	LatencySamples int
 
 	// MaxQueue is how many requests may wait for a slot; 0 means DefaultMaxQueue (64),
 	// negative means no queue.
@@ -146,9 +152,15 @@ type Shedder struct {
 	status    int
 	bodies    [numReasons][]byte
 
+	// Every admission and release writes inflight and admitted: they share one cache
+	// line, kept apart from the fields only read on that path, so a request moves one
+	// line between cores, not two.
+	_        [64]byte
 	inflight atomic.Int64
+	admitted atomic.Uint64
 	limit    atomic.Int64
 	waiting  atomic.Int64 // queued requests, for Release's fast path
+	_        [64]byte
 
 	mu        sync.Mutex   // guards the queue and the fields below
 	queues    [2][]*waiter // [0] default, [1] critical
@@ -157,7 +169,6 @@ type Shedder struct {
 	pressure pressure
 	quota    *quotas
 
-	admitted atomic.Uint64
 	rejected [numReasons]atomic.Uint64
 }
 
@@ -229,6 +240,7 @@ func adaptiveFields(o Options) []string {
 		{"InitialLimit", o.InitialLimit != 0}, {"MinLimit", o.MinLimit != 0}, {"MaxLimit", o.MaxLimit != 0},
 		{"Smoothing", o.Smoothing != 0}, {"Tolerance", o.Tolerance != 0}, {"Headroom", o.Headroom != 0},
 		{"Window", o.Window != 0}, {"MinSamples", o.MinSamples != 0},
+		{"LatencySamples", o.LatencySamples != 0},
 	} {
 		if f.set {
 			set = append(set, f.name)
@@ -258,7 +270,8 @@ func (s *Shedder) limits(o Options) error {
 	for _, f := range []struct {
 		name string
 		v    int
-	}{{"InitialLimit", o.InitialLimit}, {"MinLimit", o.MinLimit}, {"MaxLimit", o.MaxLimit}, {"MinSamples", o.MinSamples}} {
+	}{{"InitialLimit", o.InitialLimit}, {"MinLimit", o.MinLimit}, {"MaxLimit", o.MaxLimit}, {"MinSamples", o.MinSamples},
+		{"LatencySamples", o.LatencySamples}} {
 		if f.v < 0 {
 			return bad("%s is %d; want ≥ 1, or 0 for the default", f.name, f.v)
 		}
@@ -285,7 +298,9 @@ func (s *Shedder) limits(o Options) error {
 		smoothing: orDefaultF(o.Smoothing, DefaultSmoothing), tol: orDefaultF(o.Tolerance, DefaultTolerance),
 		headroom: orDefaultF(o.Headroom, DefaultHeadroom), window: orDefaultD(o.Window, DefaultWindow),
 		minSamples: orDefault(o.MinSamples, DefaultMinSamples), longAlpha: 2.0 / (DefaultLongWindows + 1),
+		samples: int64(orDefault(o.LatencySamples, DefaultLatencySamples)),
 	}
+	g.stride.Store(1)
 	switch {
 	case !(g.smoothing > 0 && g.smoothing <= 1):
 		return bad("Smoothing is %v; want a number in (0, 1]", o.Smoothing)
@@ -361,9 +376,9 @@ func (s *Shedder) Stats() Stats {
 
 // Permit is admitted work. Call Release exactly once when the work is done.
 type Permit struct {
-	s        *Shedder
-	start    time.Time
-	inflight int64
+	s     *Shedder
+	start time.Time
+	timed bool // the adaptive limit takes this request's latency
 }
 
 // Admit asks for a slot for work of priority p. It returns a Permit and ReasonNone,
@@ -423,9 +438,9 @@ func (s *Shedder) refuse(r Reason, p Priority) (Permit, Reason, int) {
 
 func (s *Shedder) admit(inflight int64) Permit {
 	s.admitted.Add(1)
-	p := Permit{s: s, inflight: inflight}
-	if s.adaptive != nil { // only the adaptive limit needs the latency
-		p.start = s.clock.Now()
+	p := Permit{s: s}
+	if s.adaptive != nil && s.adaptive.admitted(inflight, s.rand) { // only the adaptive limit needs latencies
+		p.start, p.timed = s.clock.Now(), true
 	}
 	return p
 }
@@ -437,9 +452,9 @@ func (p Permit) Release() {
 	if s == nil {
 		return
 	}
-	if s.adaptive != nil {
+	if p.timed {
 		now := s.clock.Now()
-		if l, changed := s.adaptive.sample(now, now.Sub(p.start), p.inflight); changed {
+		if l, changed := s.adaptive.sample(now, now.Sub(p.start), s.admitted.Load()); changed {
 			s.limit.Store(l)
 		}
 	}

@@ -135,6 +135,42 @@ func TestLimit_GrowsUnderSteadyLatencyAndShrinksWhenItRises(t *testing.T) {
 	require.Equal(t, 10, s.Limit(), "the limit stops at MinLimit")
 }
 
+// countingClock counts the clock reads of the shedder.
+type countingClock struct {
+	*policytest.Clock
+	reads atomic.Int64
+}
+
+func (c *countingClock) Now() time.Time { c.reads.Add(1); return c.Clock.Now() }
+
+// TestLimit_ABusyServerTimesASampleAndStillAdapts: once a window admits more than
+// LatencySamples requests, the next ones time about LatencySamples of them (two clock
+// reads each) instead of all, and the limit reacts to latency as before.
+func TestLimit_ABusyServerTimesASampleAndStillAdapts(t *testing.T) {
+	clock := &countingClock{Clock: policytest.NewClock(t0)}
+	s := shed.MustNew(shed.Options{InitialLimit: 400, MinLimit: 100, MaxLimit: 400, Window: 100 * time.Millisecond,
+		LatencySamples: 20, Clock: clock, Rand: policy.SeededRand(1, 2)})
+	clock.reads.Store(0)
+
+	// A new shedder times every request until it has timed too many.
+	round(t, s, clock.Clock, 400, 100*time.Millisecond)
+	require.Equal(t, int64(800), clock.reads.Load(), "clock reads of the first round")
+	round(t, s, clock.Clock, 400, 100*time.Millisecond)
+	require.Less(t, clock.reads.Load(), int64(1000), "clock reads of two rounds: the second timed one request in 16")
+	clock.reads.Store(0)
+	for range 20 {
+		round(t, s, clock.Clock, 400, 100*time.Millisecond)
+	}
+	// 20 windows × 20 samples × 2 reads = 800 expected; all requests would be 16 000.
+	require.InDelta(t, 800, clock.reads.Load(), 200, "clock reads of 20 busy windows")
+	require.Equal(t, 400, s.Limit(), "steady latency keeps the limit at MaxLimit")
+
+	for range 5 {
+		round(t, s, clock.Clock, s.Limit(), 300*time.Millisecond)
+	}
+	require.Less(t, s.Limit(), 300, "limit after latency tripled, judged on samples")
+}
+
 func TestLimit_AppLimitedWindowsChangeNothing(t *testing.T) {
 	clock := policytest.NewClock(t0)
 	s := shed.MustNew(shed.Options{InitialLimit: 20, Window: 100 * time.Millisecond, Clock: clock})
