@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -178,6 +179,46 @@ func BenchmarkRetry_Failsafe(b *testing.B) {
 	})
 }
 
+// RequestRetry is Retry under a caller's context that can be cancelled, as an HTTP
+// handler's request context is: the owner mark is then one context value per call.
+func BenchmarkRequestRetry_Backstop(b *testing.B) {
+	both(b, func(b *testing.B, parallel bool) {
+		p := policy.MustWrap(retry.MustNew(retry.Options{MaxAttempts: maxAttempts, Base: base, Cap: maxDelay}))
+		runUnder(b, parallel, func(ctx context.Context) { _ = p.Do(ctx, nop) })
+	})
+}
+
+func BenchmarkRequestRetry_CenkaltiBackoff(b *testing.B) {
+	both(b, func(b *testing.B, parallel bool) {
+		runUnder(b, parallel, func(ctx context.Context) {
+			eb := backoff.NewExponentialBackOff()
+			eb.InitialInterval, eb.MaxInterval = base, maxDelay
+			_, _ = backoff.Retry(ctx, func() (struct{}, error) { return struct{}{}, nop(ctx) },
+				backoff.WithBackOff(eb), backoff.WithMaxTries(maxAttempts))
+		})
+	})
+}
+
+// runUnder is run with a cancellable context per goroutine, like a request's.
+func runUnder(b *testing.B, parallel bool, do func(ctx context.Context)) {
+	b.ReportAllocs()
+	if !parallel {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		for b.Loop() {
+			do(ctx)
+		}
+		return
+	}
+	b.RunParallel(func(pb *testing.PB) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		for pb.Next() {
+			do(ctx)
+		}
+	})
+}
+
 // --- 4. admission ---------------------------------------------------------------------
 
 var okHandler = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
@@ -215,6 +256,19 @@ func BenchmarkAdmit_BackstopShed(b *testing.B) {
 	both(b, func(b *testing.B, parallel bool) {
 		s := shed.MustNew(shed.Options{})
 		serveHTTP(b, parallel, shed.Middleware(okHandler, s))
+	})
+}
+
+// BenchmarkAdmit_InFlightCounter is the floor of any exact concurrency limit: one
+// shared count, incremented and decremented around the handler.
+func BenchmarkAdmit_InFlightCounter(b *testing.B) {
+	both(b, func(b *testing.B, parallel bool) {
+		var inflight atomic.Int64
+		serveHTTP(b, parallel, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			inflight.Add(1)
+			okHandler.ServeHTTP(w, r)
+			inflight.Add(-1)
+		}))
 	})
 }
 
