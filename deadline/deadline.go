@@ -106,20 +106,14 @@ func (r *runner) Run(ctx context.Context, fn policy.Func) error {
 		// our own (four allocations and a timer) would buy nothing.
 		return r.next.Run(ctx, fn)
 	}
-	var start time.Time
-	if r.needs == policy.NeedsTiming {
-		start = time.Now()
-	}
+	w := policy.StartStopwatch(policy.SystemClock(), r.needs)
 	tctx, cancel := context.WithTimeoutCause(ctx, r.d.limit, r.cause)
 	err := r.next.Run(tctx, fn)
 	if err != nil && r.ours(ctx, tctx, err) {
 		err = &Error{Limit: r.d.limit, PerAttempt: r.d.perAttempt, Err: err}
 		if r.needs != policy.NeedsNothing {
 			e := policy.Event{Kind: policy.EventDeadlineExceeded, Pipeline: r.pipeline, Source: r.d.Kind().String(), Err: err, Context: ctx}
-			if r.needs == policy.NeedsTiming {
-				e.Time = time.Now()
-				e.Elapsed = e.Time.Sub(start)
-			}
+			e.Time, e.Elapsed = w.Stop()
 			r.obs.Observe(e)
 		}
 	}

@@ -329,6 +329,8 @@ func needs(k policy.EventKind) policy.Needs {
 		return policy.NeedsNothing
 	case policy.EventAttemptEnd, policy.EventDeadlineExceeded:
 		return policy.NeedsEvent
+	case policy.EventCallEnd:
+		return policy.NeedsElapsed // the duration histogram; no wall time
 	}
 	return policy.NeedsTiming
 }

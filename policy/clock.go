@@ -40,3 +40,53 @@ type systemTimer struct{ t *time.Timer }
 
 func (t systemTimer) C() <-chan time.Time { return t.t.C }
 func (t systemTimer) Stop() bool          { return t.t.Stop() }
+
+// A Stopwatch times one interval on a Clock for an event, reading no more of the clock
+// than the event needs: nothing for [NeedsNothing] and [NeedsEvent]; on the system
+// clock, for [NeedsElapsed], the monotonic clock alone (time.Since of a reading taken
+// once, which skips the wall clock time.Now also reads); otherwise Clock.Now at both
+// ends. Stages start one where an interval begins and Stop it where it ends.
+type Stopwatch struct {
+	clock Clock
+	needs Needs
+	start time.Time     // Clock.Now at the start, when read
+	mono  time.Duration // monotonic time since epoch at the start, for NeedsElapsed on the system clock
+}
+
+// epoch is the reading monotonic stopwatch times are measured from.
+var epoch = time.Now()
+
+// StartStopwatch starts timing an interval on c for an event that needs needs.
+func StartStopwatch(c Clock, needs Needs) Stopwatch {
+	w := Stopwatch{clock: c, needs: needs}
+	switch {
+	case needs&(needsTime|needsElapsed) == 0:
+	case needs&needsTime == 0 && isSystem(c):
+		w.mono = time.Since(epoch)
+	default:
+		w.start = c.Now()
+	}
+	return w
+}
+
+// Started returns the time the stopwatch started, zero unless its needs include the
+// time.
+func (w Stopwatch) Started() time.Time { return w.start }
+
+// Stop returns the time now and the time elapsed since the start, each zero if the
+// needs do not include it (the time is also given whenever the clock was read anyway).
+func (w Stopwatch) Stop() (now time.Time, elapsed time.Duration) {
+	switch {
+	case w.needs&(needsTime|needsElapsed) == 0:
+		return time.Time{}, 0
+	case w.needs&needsTime == 0 && isSystem(w.clock):
+		return time.Time{}, time.Since(epoch) - w.mono
+	}
+	now = w.clock.Now()
+	return now, now.Sub(w.start)
+}
+
+func isSystem(c Clock) bool {
+	_, ok := c.(systemClock)
+	return ok
+}

@@ -39,7 +39,16 @@ type Needs uint8
 const (
 	NeedsNothing Needs = 0 // it ignores the kind: stages do not report it
 	NeedsEvent   Needs = 1 // the event, but not its Time and Elapsed: stages do not read the clock for it
-	NeedsTiming  Needs = 3 // the event with its Time and Elapsed
+	// NeedsElapsed is the event with its Elapsed; its Time may be zero. On the system
+	// clock, stages then time the interval on the monotonic clock alone (see
+	// [Stopwatch]), which costs half of what time.Now does.
+	NeedsElapsed Needs = NeedsEvent | needsElapsed
+	NeedsTiming  Needs = NeedsEvent | needsTime | needsElapsed // the event with its Time and Elapsed
+)
+
+const (
+	needsTime    Needs = 2
+	needsElapsed Needs = 4
 )
 
 // A SelectiveObserver says which events it reads, so that stages skip the work of the

@@ -124,20 +124,14 @@ func (p *Pipeline) Do(ctx context.Context, fn Func) error {
 	if p.startNeeds|p.endNeeds == NeedsNothing {
 		return p.runner.Run(ctx, fn)
 	}
-	var start time.Time
-	if (p.startNeeds|p.endNeeds)&NeedsTiming == NeedsTiming {
-		start = p.clock.Now()
-	}
+	w := StartStopwatch(p.clock, p.startNeeds|p.endNeeds)
 	if p.startNeeds != NeedsNothing {
-		p.bound.Observe(Event{Kind: EventCallStart, Pipeline: p.name, Time: start, Context: ctx})
+		p.bound.Observe(Event{Kind: EventCallStart, Pipeline: p.name, Time: w.Started(), Context: ctx})
 	}
 	err := p.runner.Run(ctx, fn)
 	if p.endNeeds != NeedsNothing {
 		e := Event{Kind: EventCallEnd, Pipeline: p.name, Err: err, Context: ctx}
-		if p.endNeeds == NeedsTiming {
-			e.Time = p.clock.Now()
-			e.Elapsed = e.Time.Sub(start)
-		}
+		e.Time, e.Elapsed = w.Stop()
 		p.bound.Observe(e)
 	}
 	return err

@@ -288,20 +288,14 @@ func (l *reporter) attempt(ctx context.Context, fn policy.Func, n int) error {
 	if l.startNeeds|l.endNeeds == policy.NeedsNothing {
 		return l.next.Run(ctx, fn)
 	}
-	var start time.Time
-	if (l.startNeeds|l.endNeeds)&policy.NeedsTiming == policy.NeedsTiming {
-		start = l.clock.Now()
-	}
+	w := policy.StartStopwatch(l.clock, l.startNeeds|l.endNeeds)
 	if l.startNeeds != policy.NeedsNothing {
-		l.obs.Observe(policy.Event{Kind: policy.EventAttemptStart, Pipeline: l.pipeline, Time: start, Attempt: n, Context: ctx})
+		l.obs.Observe(policy.Event{Kind: policy.EventAttemptStart, Pipeline: l.pipeline, Time: w.Started(), Attempt: n, Context: ctx})
 	}
 	err := l.next.Run(ctx, fn)
 	if l.endNeeds != policy.NeedsNothing {
 		e := policy.Event{Kind: policy.EventAttemptEnd, Pipeline: l.pipeline, Attempt: n, Err: err, Context: ctx}
-		if l.endNeeds == policy.NeedsTiming {
-			e.Time = l.clock.Now()
-			e.Elapsed = e.Time.Sub(start)
-		}
+		e.Time, e.Elapsed = w.Stop()
 		l.obs.Observe(e)
 	}
 	return err

@@ -1,0 +1,54 @@
+package policy_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/backstop-go/backstop/policy"
+	"github.com/backstop-go/backstop/policy/policytest"
+)
+
+func TestStopwatch_ReadsOnlyWhatTheEventNeeds(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, tt := range []struct {
+		needs   policy.Needs
+		reads   int
+		now     time.Time
+		elapsed time.Duration
+	}{
+		{policy.NeedsNothing, 0, time.Time{}, 0},
+		{policy.NeedsEvent, 0, time.Time{}, 0},
+		{policy.NeedsElapsed, 2, t0.Add(3 * time.Second), 3 * time.Second}, // a fake clock is read as it is
+		{policy.NeedsTiming, 2, t0.Add(3 * time.Second), 3 * time.Second},
+	} {
+		fake := policytest.NewClock(t0)
+		c := &countingClock{Clock: fake}
+		w := policy.StartStopwatch(c, tt.needs)
+		fake.Advance(3 * time.Second)
+		now, elapsed := w.Stop()
+		require.Equal(t, tt.reads, c.reads, "clock reads for needs %d", tt.needs)
+		require.Equal(t, tt.now, now, "time for needs %d", tt.needs)
+		require.Equal(t, tt.elapsed, elapsed, "elapsed for needs %d", tt.needs)
+	}
+}
+
+func TestStopwatch_OnTheSystemClockElapsedAloneSkipsTheWallClock(t *testing.T) {
+	before := time.Now()
+	w := policy.StartStopwatch(policy.SystemClock(), policy.NeedsElapsed)
+	inner := time.Now()
+	for time.Since(inner) <= 0 { // let the monotonic clock move
+	}
+	now, elapsed := w.Stop()
+	outer := time.Since(before)
+	require.True(t, now.IsZero(), "no wall time is read for NeedsElapsed: %v", now)
+	require.Positive(t, elapsed)
+	require.LessOrEqual(t, elapsed, outer, "the interval lies within the one measured around it")
+	require.True(t, w.Started().IsZero())
+
+	w = policy.StartStopwatch(policy.SystemClock(), policy.NeedsTiming)
+	require.False(t, w.Started().Before(before), "NeedsTiming reads the wall clock at the start")
+	now, _ = w.Stop()
+	require.False(t, now.Before(w.Started()))
+}
