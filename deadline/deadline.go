@@ -106,7 +106,10 @@ func (r *runner) Run(ctx context.Context, fn policy.Func) error {
 		// our own (four allocations and a timer) would buy nothing.
 		return r.next.Run(ctx, fn)
 	}
-	w := policy.StartStopwatch(policy.SystemClock(), r.needs)
+	var w policy.Stopwatch
+	if r.needs != policy.NeedsNothing {
+		w = policy.StartStopwatch(policy.SystemClock(), r.needs)
+	}
 	tctx, cancel := context.WithTimeoutCause(ctx, r.d.limit, r.cause)
 	err := r.next.Run(tctx, fn)
 	if err != nil && r.ours(ctx, tctx, err) {
