@@ -39,22 +39,36 @@ func nop(context.Context) error { return nil }
 
 var errDown = errors.New("down")
 
-// run benchmarks do serially, or in parallel when parallel is set.
+// run benchmarks do serially, or in parallel when parallel is set, under
+// context.Background().
 func run(b *testing.B, parallel bool, do func(ctx context.Context)) {
+	runUnder(b, parallel, func() (context.Context, context.CancelFunc) { return context.Background(), func() {} }, do)
+}
+
+// runUnder is run with a context from newCtx per goroutine.
+func runUnder(b *testing.B, parallel bool, newCtx func() (context.Context, context.CancelFunc), do func(ctx context.Context)) {
 	b.ReportAllocs()
 	if !parallel {
-		ctx := context.Background()
+		ctx, cancel := newCtx()
+		defer cancel()
 		for b.Loop() {
 			do(ctx)
 		}
 		return
 	}
 	b.RunParallel(func(pb *testing.PB) {
-		ctx := context.Background()
+		ctx, cancel := newCtx()
+		defer cancel()
 		for pb.Next() {
 			do(ctx)
 		}
 	})
+}
+
+// requestCtx is a context that can be cancelled, as an HTTP handler's request
+// context is.
+func requestCtx() (context.Context, context.CancelFunc) {
+	return context.WithCancel(context.Background())
 }
 
 func both(b *testing.B, bench func(b *testing.B, parallel bool)) {
@@ -154,22 +168,26 @@ func BenchmarkBreakerBudgetRetry_Failsafe(b *testing.B) {
 
 // --- 3. retry alone ------------------------------------------------------------------
 
+func backstopRetry() *policy.Pipeline {
+	return policy.MustWrap(retry.MustNew(retry.Options{MaxAttempts: maxAttempts, Base: base, Cap: maxDelay}))
+}
+
+func cenkaltiRetry(ctx context.Context) {
+	eb := backoff.NewExponentialBackOff()
+	eb.InitialInterval, eb.MaxInterval = base, maxDelay
+	_, _ = backoff.Retry(ctx, func() (struct{}, error) { return struct{}{}, nop(ctx) },
+		backoff.WithBackOff(eb), backoff.WithMaxTries(maxAttempts))
+}
+
 func BenchmarkRetry_Backstop(b *testing.B) {
 	both(b, func(b *testing.B, parallel bool) {
-		p := policy.MustWrap(retry.MustNew(retry.Options{MaxAttempts: maxAttempts, Base: base, Cap: maxDelay}))
+		p := backstopRetry()
 		run(b, parallel, func(ctx context.Context) { _ = p.Do(ctx, nop) })
 	})
 }
 
 func BenchmarkRetry_CenkaltiBackoff(b *testing.B) {
-	both(b, func(b *testing.B, parallel bool) {
-		run(b, parallel, func(ctx context.Context) {
-			eb := backoff.NewExponentialBackOff()
-			eb.InitialInterval, eb.MaxInterval = base, maxDelay
-			_, _ = backoff.Retry(ctx, func() (struct{}, error) { return struct{}{}, nop(ctx) },
-				backoff.WithBackOff(eb), backoff.WithMaxTries(maxAttempts))
-		})
-	})
+	both(b, func(b *testing.B, parallel bool) { run(b, parallel, cenkaltiRetry) })
 }
 
 func BenchmarkRetry_Failsafe(b *testing.B) {
@@ -183,40 +201,13 @@ func BenchmarkRetry_Failsafe(b *testing.B) {
 // handler's request context is: the owner mark is then one context value per call.
 func BenchmarkRequestRetry_Backstop(b *testing.B) {
 	both(b, func(b *testing.B, parallel bool) {
-		p := policy.MustWrap(retry.MustNew(retry.Options{MaxAttempts: maxAttempts, Base: base, Cap: maxDelay}))
-		runUnder(b, parallel, func(ctx context.Context) { _ = p.Do(ctx, nop) })
+		p := backstopRetry()
+		runUnder(b, parallel, requestCtx, func(ctx context.Context) { _ = p.Do(ctx, nop) })
 	})
 }
 
 func BenchmarkRequestRetry_CenkaltiBackoff(b *testing.B) {
-	both(b, func(b *testing.B, parallel bool) {
-		runUnder(b, parallel, func(ctx context.Context) {
-			eb := backoff.NewExponentialBackOff()
-			eb.InitialInterval, eb.MaxInterval = base, maxDelay
-			_, _ = backoff.Retry(ctx, func() (struct{}, error) { return struct{}{}, nop(ctx) },
-				backoff.WithBackOff(eb), backoff.WithMaxTries(maxAttempts))
-		})
-	})
-}
-
-// runUnder is run with a cancellable context per goroutine, like a request's.
-func runUnder(b *testing.B, parallel bool, do func(ctx context.Context)) {
-	b.ReportAllocs()
-	if !parallel {
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		for b.Loop() {
-			do(ctx)
-		}
-		return
-	}
-	b.RunParallel(func(pb *testing.PB) {
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		for pb.Next() {
-			do(ctx)
-		}
-	})
+	both(b, func(b *testing.B, parallel bool) { runUnder(b, parallel, requestCtx, cenkaltiRetry) })
 }
 
 // --- 4. admission ---------------------------------------------------------------------
