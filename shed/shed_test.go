@@ -43,6 +43,8 @@ func TestNew_RefusesBadOptions(t *testing.T) {
 		{shed.Options{Limit: 8, MinLimit: 2}, "Limit is 8 (a fixed limit) and MinLimit is set"},
 		{shed.Options{Limit: 8, Smoothing: 0.5, Window: time.Second}, "Smoothing, Window is set"},
 		{shed.Options{MinLimit: -1}, "MinLimit is -1"},
+		{shed.Options{LatencySamples: -5}, "LatencySamples is -5"},
+		{shed.Options{Limit: 8, LatencySamples: 64}, "Limit is 8 (a fixed limit) and LatencySamples is set"},
 		{shed.Options{QueueTarget: -time.Second}, "QueueTarget is -1s"},
 		{shed.Options{Smoothing: 1.5}, "Smoothing is 1.5"},
 		{shed.Options{Tolerance: 0.5}, "Tolerance is 0.5"},
