@@ -46,6 +46,9 @@ func (t systemTimer) Stop() bool          { return t.t.Stop() }
 // clock, for [NeedsElapsed], the monotonic clock alone (time.Since of a reading taken
 // once, which skips the wall clock time.Now also reads); otherwise Clock.Now at both
 // ends. Stages start one where an interval begins and Stop it where it ends.
+//
+// A Stopwatch is a small value kept in the stage's locals; it holds no lock and may be
+// copied. The zero value reads nothing and stops at zero.
 type Stopwatch struct {
 	clock Clock
 	needs Needs
