@@ -39,9 +39,11 @@ const (
 // The mean of a uniform random sample of a window's latencies estimates its mean as
 // well as all of them do, to within a few per cent for a few hundred samples, so a
 // busy server times only about LatencySamples requests a window: one in k at random,
-// where k is the window before's requests ÷ LatencySamples (at least 1). A window that
-// has timed 2, 4, 8… times LatencySamples before it ends doubles k each time, so a server starting
-// busy, or a sudden surge, is not timed in full for a whole window. Reading the clock
+// where k is the requests a window admitted at the rate of the window before ÷
+// LatencySamples (at least 1). A window that has timed 2, 4, 8… times LatencySamples
+// before it ends doubles k each time, so a server starting busy, or a sudden surge, is
+// not timed in full for a whole window; one that has ended short of MinSamples lowers k
+// to the rate since it began, so a fall in traffic does not leave the limit waiting. Reading the clock
 // twice is most of what admitting a request costs; the in-flight high-water mark is
 // kept for every request.
 //
@@ -72,9 +74,19 @@ type gradient struct {
 	limit  float64
 	long   float64 // EMA of window means, ns; 0 until the first window
 	recent [DefaultLongWindows]float64
-	next   int          // where the next window mean goes in recent
-	base   atomic.Int64 // the baseline, for readers without the lock
-	seen   uint64       // requests admitted when the last window closed
+	next   int           // where the next window mean goes in recent
+	base   atomic.Int64  // the baseline, for readers without the lock
+	seen   atomic.Uint64 // requests admitted when the last window closed
+}
+
+// strideFor returns the stride that times about LatencySamples requests a window when
+// requests were admitted over age.
+func (g *gradient) strideFor(requests uint64, age time.Duration) int64 {
+	if age <= 0 {
+		return 1
+	}
+	perWindow := float64(requests) * float64(g.window) / float64(age)
+	return min(max(1, int64(perWindow)/g.samples), maxStride)
 }
 
 // admitted records a request admitted with inflight in flight and reports whether to
@@ -112,13 +124,21 @@ func (g *gradient) sample(now time.Time, rtt time.Duration, admitted uint64) (in
 	g.start.CompareAndSwap(0, t)
 	g.sum.Add(int64(rtt))
 	n := g.n.Add(1)
-	if n >= 2*g.samples && n%g.samples == 0 && (n/g.samples)&(n/g.samples-1) == 0 {
+	age := time.Duration(t - g.start.Load())
+	switch {
+	case n >= 2*g.samples && n%g.samples == 0 && (n/g.samples)&(n/g.samples-1) == 0:
 		// 2, 4, 8… times the samples wanted, before the window ends: time half as many.
 		if k := g.stride.Load(); k < maxStride {
 			g.stride.CompareAndSwap(k, 2*k)
 		}
+	case age >= g.window && n < int64(g.minSamples):
+		// The window is over but short of samples: traffic fell since the stride was
+		// set. Time as many as the rate since the window began allows.
+		if k := g.strideFor(admitted-g.seen.Load(), age); k < g.stride.Load() {
+			g.stride.Store(k)
+		}
 	}
-	if time.Duration(t-g.start.Load()) < g.window || n < int64(g.minSamples) || !g.mu.TryLock() {
+	if age < g.window || n < int64(g.minSamples) || !g.mu.TryLock() {
 		return 0, false
 	}
 	defer g.mu.Unlock()
@@ -126,10 +146,10 @@ func (g *gradient) sample(now time.Time, rtt time.Duration, admitted uint64) (in
 	if time.Duration(t-g.start.Load()) < g.window || g.n.Load() < int64(g.minSamples) {
 		return 0, false
 	}
+	g.stride.Store(g.strideFor(admitted-g.seen.Load(), time.Duration(t-g.start.Load())))
+	g.seen.Store(admitted)
 	g.start.Store(t)
 	count, sum, used := g.n.Swap(0), g.sum.Swap(0), g.maxInflight.Swap(0)
-	g.stride.Store(min(max(1, int64(admitted-g.seen)/g.samples), maxStride))
-	g.seen = admitted
 	short := float64(sum) / float64(count)
 	if short <= 0 {
 		return 0, false

@@ -173,6 +173,30 @@ func TestLimit_ABusyServerTimesASampleAndStillAdapts(t *testing.T) {
 	require.Less(t, s.Limit(), 300, "limit after latency tripled, judged on samples")
 }
 
+// TestLimit_AFallInTrafficTimesMoreAgain: busy windows set a stride of about one
+// request in 100; traffic falls to 10 requests a window. The first request timed after
+// the fall finds its window over and short of MinSamples and lowers the stride to the
+// rate since, instead of waiting ~1 000 requests for ten samples at the old stride.
+func TestLimit_AFallInTrafficTimesMoreAgain(t *testing.T) {
+	clock := &countingClock{Clock: policytest.NewClock(t0)}
+	s := shed.MustNew(shed.Options{InitialLimit: 400, MinLimit: 100, MaxLimit: 400, Window: 100 * time.Millisecond,
+		LatencySamples: 4, Clock: clock, Rand: policy.SeededRand(1, 2)})
+	for range 10 {
+		round(t, s, clock.Clock, 400, 100*time.Millisecond)
+	}
+	clock.reads.Store(0)
+	round(t, s, clock.Clock, 400, 100*time.Millisecond)
+	require.Less(t, clock.reads.Load(), int64(40), "a busy round of 400 times ~4")
+
+	clock.reads.Store(0)
+	for range 60 {
+		round(t, s, clock.Clock, 10, 100*time.Millisecond)
+	}
+	// At the old stride 600 requests would be timed ~6 times (12 reads); at the
+	// stride of 10 a window (2) about 300 times.
+	require.Greater(t, clock.reads.Load(), int64(300), "clock reads of 60 rounds of 10 requests after the fall")
+}
+
 func TestLimit_AppLimitedWindowsChangeNothing(t *testing.T) {
 	clock := policytest.NewClock(t0)
 	s := shed.MustNew(shed.Options{InitialLimit: 20, Window: 100 * time.Millisecond, Clock: clock})
