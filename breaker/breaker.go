@@ -618,15 +618,10 @@ func (b *Breaker) OpenFor(now time.Time) (time.Duration, bool) {
 // OpenNow is [Breaker.OpenFor] at the present moment. It reads the clock only while
 // the breaker has an open time, so a closed breaker answers in a few nanoseconds.
 func (b *Breaker) OpenNow() (time.Duration, bool) {
-	if b.forced.Load() {
-		return b.timeout, true
+	if !b.forced.Load() && b.openErr.Load() == nil {
+		return 0, false // no open time: nothing to read the clock for
 	}
-	if e := b.openErr.Load(); e != nil {
-		if now := time.Now(); now.Before(e.Until) {
-			return e.Until.Sub(now), true
-		}
-	}
-	return 0, false
+	return b.OpenFor(time.Now())
 }
 
 // StateValue returns the breaker's state now as the value of the

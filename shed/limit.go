@@ -143,10 +143,10 @@ func (g *gradient) sample(now time.Time, rtt time.Duration, admitted uint64) (in
 	}
 	defer g.mu.Unlock()
 	// Re-check under the lock: another goroutine may have closed this window.
-	if time.Duration(t-g.start.Load()) < g.window || g.n.Load() < int64(g.minSamples) {
+	if age = time.Duration(t - g.start.Load()); age < g.window || g.n.Load() < int64(g.minSamples) {
 		return 0, false
 	}
-	g.stride.Store(g.strideFor(admitted-g.seen.Load(), time.Duration(t-g.start.Load())))
+	g.stride.Store(g.strideFor(admitted-g.seen.Load(), age))
 	g.seen.Store(admitted)
 	g.start.Store(t)
 	count, sum, used := g.n.Swap(0), g.sum.Swap(0), g.maxInflight.Swap(0)

@@ -93,9 +93,9 @@ type Options struct {
 	MinSamples int
 	// LatencySamples is how many latencies a window of the adaptive limit aims to
 	// hold; 0 means DefaultLatencySamples (256). When a window admits more requests,
-	// the next one times one request in k at random, k = the requests of the window
-	// before ÷ LatencySamples, so a busy server does not read the clock twice per
-	// request.
+	// the next one times one request in k at random, k = the requests a window admits
+	// at the rate of the one before ÷ LatencySamples, so a busy server does not read
+	// the clock twice per request.
 	LatencySamples int
 
 	// MaxQueue is how many requests may wait for a slot; 0 means DefaultMaxQueue (64),
@@ -155,8 +155,8 @@ type Shedder struct {
 	// Every admission and release writes inflight and admitted: they share one cache
 	// line, so a request moves one line between cores, not two. limit and waiting,
 	// read by every request and seldom written, have a line of their own that stays
-	// in every core's cache.
-	// (64 bytes apart, however the struct falls on cache lines.)
+	// in every core's cache: the padding keeps the groups 64 bytes apart however the
+	// struct falls on cache lines.
 	_        [64]byte
 	inflight atomic.Int64
 	admitted atomic.Uint64

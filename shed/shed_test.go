@@ -192,8 +192,8 @@ func TestLimit_AFallInTrafficTimesMoreAgain(t *testing.T) {
 	for range 60 {
 		round(t, s, clock.Clock, 10, 100*time.Millisecond)
 	}
-	// At the old stride 600 requests would be timed ~6 times (12 reads); at the
-	// stride of 10 a window (2) about 300 times.
+	// At a stride of ~100, ten samples take ~1 000 requests; lowered to the rate of
+	// 10 a window, the stride is 2 and about 300 of the 600 requests are timed.
 	require.Greater(t, clock.reads.Load(), int64(300), "clock reads of 60 rounds of 10 requests after the fall")
 }
 
