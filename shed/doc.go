@@ -6,26 +6,38 @@
 // # Admission
 //
 // Each request takes a slot if fewer than the limit are in flight (an atomic
-// compare-and-swap, no lock). The limit is adaptive by default, after Netflix
-// concurrency-limits' Gradient2: every sample window (500 ms and 10 requests) the
-// window's mean latency is compared with a slow-moving baseline; while latency stays
-// within Tolerance (1.5×) of it the limit grows by about Headroom × Smoothing (0.8)
-// a window, and when it rises beyond, the limit shrinks towards limit × baseline ×
-// 1.5 / latency (at most halving the target each window). A window that used less than
-// half the limit changes nothing. Options.Limit fixes the limit instead.
+// compare-and-swap, no lock). The limit is adaptive by default, in the gradient
+// family of Netflix concurrency-limits and Envoy's adaptive concurrency filter: every
+// sample window (100 ms and 10 requests) the mean latency of the work that succeeded
+// is compared with a baseline, the best window of the last 100.
+//
+//   - Latency within Tolerance (1.5×) and the limit full: the limit grows to what
+//     Little's law says the load needs (arrival rate × latency, plus 25 %), at most
+//     doubling a window — from 20 to the 100 in flight of 5 000 requests/s at 20 ms
+//     within half a second — and more gently as latency nears the tolerance.
+//   - Latency beyond it: the limit moves Smoothing (70 %) of the way to
+//     limit × 1.5 × baseline / latency, at most halving a window.
+//   - A slow-down that a lower limit does not cure (a slower dependency) becomes the
+//     new baseline within a few windows and the limit returns; a latency that sits near
+//     the tolerance is checked by a probe at half the limit for two windows.
+//   - Failures are not timed (a handler answering 5xx because its dependency is down
+//     says nothing about this server's load), and a window that used less than half
+//     the limit, or did not fill it, changes nothing.
+//
+// Options.Limit fixes the limit instead.
 //
 //	| setting         | default | meaning                                   |
 //	|-----------------|---------|-------------------------------------------|
 //	| InitialLimit    | 20      | limit before any measurement              |
 //	| MinLimit        | 4       | never below                               |
 //	| MaxLimit        | 1000    | never above                               |
-//	| Smoothing       | 0.2     | weight of each window's target            |
+//	| Smoothing       | 0.7     | how far a congested window moves the limit|
 //	| Tolerance       | 1.5     | latency rise tolerated over the baseline  |
-//	| Headroom        | 4       | growth of the target per good window      |
-//	| Window          | 500 ms  | sample window (and MinSamples 10)         |
+//	| Headroom        | 4       | least growth of a full window             |
+//	| Window          | 100 ms  | sample window (and MinSamples 10)         |
 //	| LatencySamples  | 256     | latencies timed a window; a busy server   |
 //	|                 |         | times one request in k, at random         |
-//	| baseline        | EMA over 60 windows, never above the best of the last 60 window means |
+//	| baseline        | the best of the last 100 window means     |
 //
 // # Queue
 //
@@ -59,12 +71,15 @@
 //
 // [Middleware] answers a refused request with status 429 (or 503), Retry-After in
 // whole seconds and an application/problem+json body, without reading the request
-// body and without allocating. The Retry-After starts at 1 s, doubles for each second
-// rejections go on, halves for each calm second (capped at MaxRetryAfter, 30 s), and
-// is sent as a whole number of seconds drawn uniformly from [base, base + ⌈base/2⌉]
-// (1 or 2 at base 1 s; 16…24 at 16 s), so that rejected clients do not return
-// together: 1 000 clients refused over one second come back with a peak of about 1.2×
-// the mean per 100 ms (BenchmarkRetryAfterSpread).
+// body and without allocating. The Retry-After is the shedder's estimate of when a
+// refused client will be admitted: with a share ρ of requests refused over the last
+// second, a client that comes back each second waits 1 / (1 − ρ) s on average — 1 s
+// while under a third are refused, 2 s at half, 10 s at 90 % — back to 1 s after a
+// calm second. It is sent as a whole number of seconds drawn uniformly from
+// [base, base + ⌈base/2⌉], never above MaxRetryAfter (30 s) jitter included (1 or 2
+// at base 1 s; 16…24 at 16 s), so that rejected clients do not return together:
+// 1 000 clients refused over one second come back with a peak of about 1.2× the mean
+// per 100 ms (BenchmarkRetryAfterSpread).
 // Per-client quotas (Options.Quota, on golang.org/x/time/rate) answer 429 with the
 // time until the client's next token; an open Options.Breaker answers 503 with the
 // breaker's remaining open time.

@@ -14,28 +14,82 @@ const (
 	DefaultInitialLimit = 20
 	DefaultMinLimit     = 4
 	DefaultMaxLimit     = 1000
-	DefaultSmoothing    = 0.2
-	DefaultTolerance    = 1.5
-	DefaultHeadroom     = 4
-	DefaultWindow       = 500 * time.Millisecond
-	DefaultMinSamples   = 10
-	DefaultLongWindows  = 60
+	// DefaultSmoothing is the weight of a congested window's target in the new
+	// limit: the limit moves 70 % of the way to limit × Tolerance · baseline / latency.
+	DefaultSmoothing = 0.7
+	DefaultTolerance = 1.5
+	// DefaultHeadroom is the least a saturated window with good latency adds to the
+	// limit.
+	DefaultHeadroom = 4
+	// DefaultWindow is the sample window: short enough that a limit doubling each
+	// window reaches 20 × 2⁵ = 640 in half a second.
+	DefaultWindow     = 100 * time.Millisecond
+	DefaultMinSamples = 10
+	// DefaultLongWindows is how many window means the baseline remembers: the
+	// baseline is the least of them, so a slow-down is learnt after this many windows
+	// at the latest (10 s at the default Window) and an improvement at once.
+	DefaultLongWindows = 100
 	// DefaultLatencySamples is how many latencies a window aims to hold: once a
 	// window admits more requests than this, the next times a random share of them.
 	DefaultLatencySamples = 256
 )
 
-// gradient is the adaptive concurrency limit, after Netflix concurrency-limits'
-// Gradient2. Latencies are averaged over a sample window; each window's average is the
-// short RTT; the baseline is an exponential average over LongWindows windows, bounded
-// above by the best window of the last LongWindows (see baselineLocked). Then
+// Growth and the test for a latency that fewer requests in flight do not lower.
+const (
+	// growMargin is the share of spare slots the limit keeps above the in-flight
+	// count Little's law asks for.
+	growMargin = 0.25
+	// An episode of congestion in which the limit has fallen to at most
+	// insensitiveFall of where it began, over at least insensitiveWindows windows,
+	// while the latency has stayed above insensitiveLatency of where it began, is a
+	// slow-down that concurrency does not cause: the baseline becomes the new latency
+	// and the limit returns to where it was.
+	insensitiveFall    = 0.6
+	insensitiveWindows = 3
+	insensitiveLatency = 0.85
+	// After probeAfter saturated windows in a row whose latency is within Tolerance
+	// of the baseline but above probeAbove of it, one window runs at half the limit
+	// to measure the latency of less concurrency (as Envoy's adaptive concurrency
+	// filter re-measures its minimum RTT).
+	probeAbove = 1.2
+	probeAfter = 5
+)
+
+// gradient is the adaptive concurrency limit. Each sample window (Window old and
+// MinSamples latencies) closes with the mean latency of the work that succeeded in it
+// (short), the baseline (the least window mean of the last LongWindows windows), the
+// most requests in flight at once (used) and the requests that arrived (admitted or
+// refused at the limit). With r = short / baseline:
 //
-//	gradient = clamp(Tolerance · baseline / short, 0.5, 1)
-//	target   = limit · gradient + Headroom
-//	limit    = limit · (1 − Smoothing) + target · Smoothing, within [MinLimit, MaxLimit]
+//   - r ≤ Tolerance and the limit was the bound (a request found it full, or used
+//     reached it): the limit grows to what Little's law asks for — arrival rate ×
+//     short, plus 25 % — at least by Headroom, and by at most a factor that falls from
+//     2 at r ≤ 1 to 1 at r = Tolerance. A server whose latency stays flat as
+//     concurrency grows is followed within a few windows; one nearing its knee is
+//     approached gently, so the limit does not oscillate about it.
+//   - r > Tolerance and at least half the limit in use: the limit moves Smoothing of
+//     the way to limit × Tolerance / r (at most halving it a window).
+//   - otherwise the limit holds: a server not bound by its limit says nothing of it.
 //
-// so the limit grows by up to Headroom·Smoothing per window while latency stays within
-// Tolerance of the baseline and shrinks (at most halving the target) when it does not.
+// A slow-down that fewer requests in flight do not cure (a dependency, not this
+// server's own queue, is slower) is recognised within a few windows: when an episode
+// of shrinking windows has cut the limit to 60 % of where it began and the latency
+// has not fallen below 85 % of where it began, the baseline becomes the latency of now
+// and the limit returns to where the episode began. A concurrency-bound server's
+// latency falls as its limit does, and it keeps shrinking. The converse — a baseline
+// learnt while the server already queued, which would let the limit sit well past the
+// knee — is found by a probe: after 5 saturated windows in a row whose latency is
+// within Tolerance of the baseline but above 1.2× it, the limit is halved for two
+// windows (the first still holds work admitted before) and then restored; what the
+// probe measured enters the baseline, and the next windows bring the limit to it.
+// Envoy's adaptive concurrency filter re-measures its minimum RTT the same way, on a
+// timer; here only a latency that sits near the tolerance starts a probe, so a server
+// with room never pays for one.
+//
+// Only successes are timed: a fast failure (a 5xx of a handler whose dependency is
+// down) says nothing about this server's load, and a baseline learnt from it would
+// make every success after the dependency returns look slow.
+//
 // The mean of a uniform random sample of a window's latencies estimates its mean as
 // well as all of them do, to within a few per cent for a few hundred samples, so a
 // busy server times only about LatencySamples requests a window: one in k at random,
@@ -43,21 +97,15 @@ const (
 // LatencySamples (at least 1). A window that has timed 2, 4, 8… times LatencySamples
 // before it ends doubles k each time, so a server starting busy, or a sudden surge, is
 // not timed in full for a whole window; one that has ended short of MinSamples lowers k
-// to the rate since it began, so a fall in traffic does not leave the limit waiting. Reading the clock
-// twice is most of what admitting a request costs; the in-flight high-water mark is
-// kept for every request.
-//
-// A window in which less than half the limit was in use changes nothing (the server is
-// not limited by concurrency, so latency says nothing about the limit). When the short
-// RTT falls below half the long one, the baseline decays 5 % a window to follow a
-// latency that has improved for good.
+// to the rate since it began, so a fall in traffic does not leave the limit waiting.
+// Reading the clock twice is most of what admitting a request costs; the in-flight
+// high-water mark is kept for every request.
 type gradient struct {
 	min, max       float64
 	smoothing, tol float64
 	headroom       float64
 	window         time.Duration
 	minSamples     int
-	longAlpha      float64
 	samples        int64 // LatencySamples
 
 	stride atomic.Int64 // one request in stride is timed, at random; ≥ 1
@@ -69,14 +117,36 @@ type gradient struct {
 	sum         atomic.Int64 // ns
 	n           atomic.Int64
 	maxInflight atomic.Int64
+	full        atomic.Int64 // requests that found the limit full (queued or refused), ever
 
 	mu     sync.Mutex // guards the fields below; held only to close a window
 	limit  float64
-	long   float64 // EMA of window means, ns; 0 until the first window
-	recent [DefaultLongWindows]float64
-	next   int           // where the next window mean goes in recent
-	base   atomic.Int64  // the baseline, for readers without the lock
-	seen   atomic.Uint64 // requests admitted when the last window closed
+	recent [DefaultLongWindows]float64 // window means, ns; 0: none yet
+	next   int                         // where the next window mean goes in recent
+	// The episode of congestion under way: the limit and latency it began with and
+	// its windows so far; episodeWindows 0 means none.
+	episodeLimit, episodeShort float64
+	episodeWindows             int
+	// elevated counts the saturated windows in a row with a latency above probeAbove
+	// of the baseline; probeLimit is the limit to return to after a probe window, 0
+	// when none is under way.
+	elevated    int
+	probeLimit  float64
+	probing     int           // windows of the probe closed so far
+	base        atomic.Int64  // the baseline, for readers without the lock
+	seen        atomic.Uint64 // requests admitted when the last window closed
+	seenFull    int64         // full when the last window closed
+	seenRefused uint64        // refused at the limit when the last window closed
+}
+
+// window is what a closing sample window saw.
+type window struct {
+	age   time.Duration
+	short float64 // mean latency of the successes timed, ns
+	used  int64   // most in flight at once
+	// arrivals is the requests that arrived: admitted, or refused for want of a slot.
+	arrivals uint64
+	full     int64 // requests that found the limit full
 }
 
 // strideFor returns the stride that times about LatencySamples requests a window when
@@ -101,13 +171,12 @@ func (g *gradient) admitted(inflight int64, r policy.Rand) bool {
 // maxStride bounds the stride: even at millions of requests a second, some are timed.
 const maxStride = 1 << 20
 
-// baselineLocked is the latency the limit is judged against: the long EMA, but never
-// above the best window mean of the last LongWindows windows. Without that bound a
-// baseline learnt while the server was already queueing would drift upwards with the
-// queue it tolerates; with it the baseline follows real improvements at once and real
-// slow-downs after LongWindows windows. mu must be held.
+// baselineLocked is the latency the limit is judged against: the best window mean of
+// the last LongWindows windows. A baseline that averaged them would drift upwards with
+// the queue it tolerates; the least of them follows real improvements at once and real
+// slow-downs after LongWindows windows (or sooner, see [gradient]). mu must be held.
 func (g *gradient) baselineLocked() float64 {
-	best := g.long
+	best := math.Inf(1)
 	for _, m := range g.recent {
 		if m > 0 && m < best {
 			best = m
@@ -117,9 +186,9 @@ func (g *gradient) baselineLocked() float64 {
 }
 
 // sample records the latency of a request [gradient.admitted] chose to time; admitted
-// is the count of every request admitted so far. It returns the new limit and whether
-// it changed.
-func (g *gradient) sample(now time.Time, rtt time.Duration, admitted uint64) (int64, bool) {
+// and refused count every request admitted, and refused for want of a slot, so far. It
+// returns the new limit and whether it changed.
+func (g *gradient) sample(now time.Time, rtt time.Duration, admitted, refused uint64) (int64, bool) {
 	t := now.UnixNano()
 	g.start.CompareAndSwap(0, t)
 	g.sum.Add(int64(rtt))
@@ -147,34 +216,85 @@ func (g *gradient) sample(now time.Time, rtt time.Duration, admitted uint64) (in
 		return 0, false
 	}
 	g.stride.Store(g.strideFor(admitted-g.seen.Load(), age))
+	full := g.full.Load()
+	w := window{age: age, arrivals: admitted - g.seen.Load() + refused - g.seenRefused, full: full - g.seenFull}
 	g.seen.Store(admitted)
+	g.seenFull, g.seenRefused = full, refused
 	g.start.Store(t)
-	count, sum, used := g.n.Swap(0), g.sum.Swap(0), g.maxInflight.Swap(0)
-	short := float64(sum) / float64(count)
-	if short <= 0 {
+	count, sum := g.n.Swap(0), g.sum.Swap(0)
+	w.used = g.maxInflight.Swap(0)
+	w.short = float64(sum) / float64(count)
+	if w.short <= 0 {
 		return 0, false
 	}
-	if g.long == 0 {
-		g.long = short
-	} else {
-		g.long += g.longAlpha * (short - g.long)
-	}
-	if g.long/short > 2 {
-		g.long *= 0.95
-	}
-	g.recent[g.next] = short
-	g.next = (g.next + 1) % len(g.recent)
-	base := g.baselineLocked()
-	g.base.Store(int64(base))
-	if float64(used) < g.limit/2 {
-		return 0, false
-	}
-	grad := math.Max(0.5, math.Min(1, g.tol*base/short))
-	target := g.limit*grad + g.headroom
 	old := int64(g.limit)
-	g.limit = math.Max(g.min, math.Min(g.max, g.limit*(1-g.smoothing)+target*g.smoothing))
+	g.closeLocked(w)
 	return int64(g.limit), int64(g.limit) != old
 }
 
-// baseline returns the long RTT, 0 until known.
+// closeLocked moves the limit on what window w saw; see [gradient]. mu must be held.
+func (g *gradient) closeLocked(w window) {
+	g.recent[g.next] = w.short
+	g.next = (g.next + 1) % len(g.recent)
+	base := g.baselineLocked()
+	g.base.Store(int64(base))
+	if g.probeLimit > 0 {
+		// A probe lasts two windows, the first holding work admitted before it began.
+		// When it ends its latency is in the baseline; the limit returns and the next
+		// window is judged against what the probe found.
+		if g.probing++; g.probing >= 2 {
+			g.limit, g.probeLimit, g.probing = g.probeLimit, 0, 0
+		}
+		return
+	}
+	r := w.short / base
+	switch {
+	case r <= g.tol:
+		g.episodeWindows = 0
+		if w.full == 0 && float64(w.used) < g.limit {
+			g.elevated = 0
+			return // the limit was not what bound the server
+		}
+		if g.elevated++; r <= probeAbove {
+			g.elevated = 0
+		} else if g.elevated >= probeAfter && g.limit/2 >= g.min {
+			// Latency sits near the tolerance: is the baseline still the latency of
+			// an unloaded server? Measure it at half the limit for one window.
+			g.elevated = 0
+			g.probeLimit, g.limit = g.limit, g.limit/2
+			return
+		}
+		// Little's law: in flight = arrival rate × latency.
+		need := float64(w.arrivals) / w.age.Seconds() * w.short / 1e9 * (1 + growMargin)
+		factor := 2.0
+		if r > 1 {
+			factor = 1 + (g.tol-r)/(g.tol-1)
+		}
+		target := math.Min(g.limit*factor, math.Max(need, g.limit+g.headroom))
+		g.limit = math.Max(g.min, math.Min(g.max, math.Max(g.limit, target)))
+	case float64(w.used) >= g.limit/2:
+		if g.episodeWindows == 0 {
+			g.episodeLimit, g.episodeShort = g.limit, w.short
+		}
+		g.episodeWindows++
+		// The window's latency is that of the limit it ran under, the one set when
+		// the window before it closed.
+		ranUnder := g.limit
+		grad := math.Max(0.5, g.tol/r)
+		g.limit = math.Max(g.min, g.limit*(1-g.smoothing)+g.limit*grad*g.smoothing)
+		if g.episodeWindows >= insensitiveWindows && ranUnder <= insensitiveFall*g.episodeLimit &&
+			w.short >= insensitiveLatency*g.episodeShort {
+			// Fewer in flight did not bring the latency down: not this server's queue.
+			for i := range g.recent {
+				g.recent[i] = 0
+			}
+			g.recent[0], g.next = w.short, 1
+			g.base.Store(int64(w.short))
+			g.limit = math.Min(g.max, g.episodeLimit)
+			g.episodeWindows = 0
+		}
+	}
+}
+
+// baseline returns the baseline latency, 0 until known.
 func (g *gradient) baseline() time.Duration { return time.Duration(g.base.Load()) }

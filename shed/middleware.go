@@ -1,7 +1,9 @@
 package shed
 
 import (
+	"bufio"
 	"math"
+	"net"
 	"net/http"
 	"strconv"
 	"time"
@@ -46,7 +48,7 @@ func Middleware(next http.Handler, s *Shedder) http.Handler {
 			// gobreaker's clock, time.Now, so it is asked in its own time.
 			if ra, open := b.OpenNow(); open {
 				secs := max(1, int(math.Ceil(ra.Seconds())))
-				s.pressure.reject(s.clock.Now())
+				s.pressure.reject(s.clock.Now(), s.admitted.Load())
 				s.reject(ReasonBreaker)
 				s.report(r.Context(), s.opts.Observer, "", ReasonBreaker, p, secs)
 				s.write(w, ReasonBreaker, secs)
@@ -70,13 +72,58 @@ func Middleware(next http.Handler, s *Shedder) http.Handler {
 			s.write(w, why, ra)
 			return
 		}
-		defer permit.Release()
 		if hasAttempt {
 			r = r.WithContext(policy.WithUpstreamAttempt(r.Context(), attempt))
 		}
-		next.ServeHTTP(w, r)
+		if !permit.timed {
+			defer permit.Release() // its latency is not taken: its status does not matter
+			next.ServeHTTP(w, r)
+			return
+		}
+		// A timed request's latency counts only if it succeeded (see Permit.ReleaseFailed).
+		sw := &statusWriter{ResponseWriter: w}
+		ok := false
+		defer func() { permit.release(ok) }()
+		next.ServeHTTP(sw, r)
+		ok = sw.status < 500
 	})
 }
+
+// statusWriter keeps the status a handler answered with. It passes on Flush, Hijack
+// and Unwrap (for http.ResponseController), so a handler sees the writer it would
+// without the shedder.
+type statusWriter struct {
+	http.ResponseWriter
+	status int // 0 until written; a hijacked connection counts as 200
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 && code >= 200 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *statusWriter) Flush() {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	_ = http.NewResponseController(w.ResponseWriter).Flush()
+}
+
+func (w *statusWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	w.status = http.StatusOK
+	return http.NewResponseController(w.ResponseWriter).Hijack()
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // write answers a rejected request.
 func (s *Shedder) write(w http.ResponseWriter, r Reason, retryAfter int) {

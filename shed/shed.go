@@ -24,7 +24,7 @@ const (
 	DefaultQueueInterval = 100 * time.Millisecond
 	// DefaultSheddableShare is the share of the limit sheddable work may fill.
 	DefaultSheddableShare = 0.75
-	// DefaultMaxRetryAfter caps the Retry-After the shedder sends, before jitter.
+	// DefaultMaxRetryAfter caps the Retry-After the shedder sends, jitter included.
 	DefaultMaxRetryAfter = 30 * time.Second
 )
 
@@ -77,17 +77,18 @@ type Options struct {
 	// InitialLimit, MinLimit and MaxLimit bound the adaptive limit; 0 means
 	// DefaultInitialLimit (20), DefaultMinLimit (4), DefaultMaxLimit (1000).
 	InitialLimit, MinLimit, MaxLimit int
-	// Smoothing is the weight of each window's target in the new limit, in (0, 1];
-	// 0 means DefaultSmoothing (0.2).
+	// Smoothing is how far the limit moves towards its target in a window whose
+	// latency is above Tolerance, in (0, 1]; 0 means DefaultSmoothing (0.7).
 	Smoothing float64
 	// Tolerance is how much latency may rise over the baseline before the limit
 	// shrinks, ≥ 1; 0 means DefaultTolerance (1.5).
 	Tolerance float64
-	// Headroom is the growth of the target per window while latency is fine; 0 means
-	// DefaultHeadroom (4).
+	// Headroom is the least a window adds to the limit when the limit was full and
+	// latency fine (it grows to what the load needs by Little's law, at most doubling);
+	// 0 means DefaultHeadroom (4).
 	Headroom float64
 	// Window is the sampling window of the adaptive limit; a window closes when it is
-	// this old and holds MinSamples latencies. 0 means DefaultWindow (500 ms) and
+	// this old and holds MinSamples latencies. 0 means DefaultWindow (100 ms) and
 	// DefaultMinSamples (10).
 	Window     time.Duration
 	MinSamples int
@@ -121,9 +122,9 @@ type Options struct {
 
 	// RejectStatus is the status of a rejection: 429 (the zero value) or 503.
 	RejectStatus int
-	// MaxRetryAfter caps the Retry-After sent, before jitter; 0 means 30 s. The value
-	// starts at 1 s, doubles for each second rejections go on and halves for each calm
-	// second, and is sent with up to +50 % upward jitter in whole seconds.
+	// MaxRetryAfter caps the Retry-After sent, jitter included; 0 means 30 s. The
+	// value follows the share of requests refused (see [Shedder.RetryAfter]) and is
+	// sent with up to +50 % upward jitter in whole seconds.
 	MaxRetryAfter time.Duration
 
 	// Observer receives an EventShed for every rejection by [Middleware] and by
@@ -300,8 +301,8 @@ func (s *Shedder) limits(o Options) error {
 		min: float64(lo), max: float64(hi),
 		smoothing: orDefaultF(o.Smoothing, DefaultSmoothing), tol: orDefaultF(o.Tolerance, DefaultTolerance),
 		headroom: orDefaultF(o.Headroom, DefaultHeadroom), window: orDefaultD(o.Window, DefaultWindow),
-		minSamples: orDefault(o.MinSamples, DefaultMinSamples), longAlpha: 2.0 / (DefaultLongWindows + 1),
-		samples: int64(orDefault(o.LatencySamples, DefaultLatencySamples)),
+		minSamples: orDefault(o.MinSamples, DefaultMinSamples),
+		samples:    int64(orDefault(o.LatencySamples, DefaultLatencySamples)),
 	}
 	g.stride.Store(1)
 	switch {
@@ -409,6 +410,9 @@ func (s *Shedder) tryAdmit(ctx context.Context, p Priority) (Permit, Reason, int
 		if p < 0 {
 			return s.refuse(ReasonPriority, p)
 		}
+		if s.adaptive != nil {
+			s.adaptive.full.Add(1)
+		}
 		if s.opts.MaxQueue < 0 {
 			return s.refuse(ReasonLimit, p)
 		}
@@ -423,6 +427,9 @@ func (s *Shedder) tryAdmit(ctx context.Context, p Priority) (Permit, Reason, int
 			return s.admit(n + 1), ReasonNone, 0
 		}
 	}
+	if s.adaptive != nil {
+		s.adaptive.full.Add(1) // the limit bound this request: evidence for growing it
+	}
 	if p < 0 {
 		return s.refuse(ReasonPriority, p)
 	}
@@ -434,7 +441,7 @@ func (s *Shedder) tryAdmit(ctx context.Context, p Priority) (Permit, Reason, int
 
 // refuse is reject with the pressure-adapted Retry-After.
 func (s *Shedder) refuse(r Reason, p Priority) (Permit, Reason, int) {
-	s.pressure.reject(s.clock.Now())
+	s.pressure.reject(s.clock.Now(), s.admitted.Load())
 	ra := s.RetryAfter()
 	return Permit{}, s.reject(r), ra
 }
@@ -448,16 +455,24 @@ func (s *Shedder) admit(inflight int64) Permit {
 	return p
 }
 
-// Release returns the permit's slot and, for an adaptive limit, records the work's
-// latency. Releasing a zero Permit does nothing.
-func (p Permit) Release() {
+// Release returns the permit's slot of work that succeeded and, for an adaptive
+// limit, records its latency. Releasing a zero Permit does nothing.
+func (p Permit) Release() { p.release(true) }
+
+// ReleaseFailed returns the permit's slot of work that failed. Its latency is not
+// recorded: a fast failure (a handler whose own dependency is down) says nothing about
+// this server's load, and learning from it would make every success afterwards look
+// slow. Releasing a zero Permit does nothing.
+func (p Permit) ReleaseFailed() { p.release(false) }
+
+func (p Permit) release(ok bool) {
 	s := p.s
 	if s == nil {
 		return
 	}
-	if p.timed {
+	if p.timed && ok {
 		now := s.clock.Now()
-		if l, changed := s.adaptive.sample(now, now.Sub(p.start), s.admitted.Load()); changed {
+		if l, changed := s.adaptive.sample(now, now.Sub(p.start), s.admitted.Load(), s.refusedAtLimit()); changed {
 			s.limit.Store(l)
 		}
 	}
@@ -478,6 +493,12 @@ func (p Permit) Release() {
 	}
 }
 
+// refusedAtLimit counts the refusals of work that found no slot.
+func (s *Shedder) refusedAtLimit() uint64 {
+	return s.rejected[ReasonLimit].Load() + s.rejected[ReasonPriority].Load() + s.rejected[ReasonQueueFull].Load() +
+		s.rejected[ReasonQueue].Load() + s.rejected[ReasonDeadline].Load()
+}
+
 // reject counts a refusal answered with a Retry-After of ra seconds.
 func (s *Shedder) reject(r Reason) Reason {
 	s.rejected[r].Add(1)
@@ -495,13 +516,19 @@ func (s *Shedder) report(ctx context.Context, obs policy.Observer, pipeline stri
 }
 
 // RetryAfter returns the Retry-After to send with a rejection now, in whole seconds:
-// the pressure-adapted base plus upward jitter, a whole number drawn uniformly from
-// [base, base + ⌈base/2⌉]. At base 1 s half the clients are told 1 and half 2; at
-// 16 s the values 16…24 are equally likely. Whole seconds are what RFC 9110's
-// delay-seconds can say; clients that arrive over time then return spread over the
-// whole range.
+// the shedder's estimate of when a client refused now will be admitted, with upward
+// jitter. The estimate comes from the share ρ of requests refused over the last second
+// (admitted requests and refusals for want of a slot or an open breaker): a client
+// that comes back every T is admitted with probability 1 − ρ each time, so it waits
+// T / (1 − ρ) on average; the base is that for T = 1 s, rounded to whole seconds — 1 s
+// while under a third of the requests are refused, 2 s at half, 10 s at 90 % — and it falls back
+// to 1 s after a second without refusals. The value sent is drawn uniformly from
+// [base, base + ⌈base/2⌉] and never exceeds MaxRetryAfter: at base 1 s half the
+// clients are told 1 and half 2; at 16 s the values 16…24 are equally likely. Whole
+// seconds are what RFC 9110's delay-seconds can say; clients that arrive over time
+// then return spread over the whole range.
 func (s *Shedder) RetryAfter() int {
-	return jitterSeconds(s.pressure.current(s.clock.Now()), s.rand.Float64())
+	return min(jitterSeconds(s.pressure.current(s.clock.Now(), s.admitted.Load()), s.rand.Float64()), int(s.pressure.max))
 }
 
 // jitterSeconds draws a whole number of seconds uniformly from [base, base+⌈base/2⌉]
@@ -512,44 +539,65 @@ func jitterSeconds(base int64, r float64) int {
 	return int(base + min(extra, span))
 }
 
-// pressure adapts the Retry-After base to how long rejections have gone on.
+// pressure estimates the Retry-After base from the share of requests refused.
 type pressure struct {
-	mu         sync.Mutex // guards the fields below
-	base, max  int64      // seconds
-	lastReject time.Time
-	lastGrow   time.Time
+	max int64 // MaxRetryAfter, whole seconds
+
+	mu       sync.Mutex // guards the fields below
+	base     int64      // seconds, ≥ 1
+	since    time.Time  // start of the span being counted; zero: none
+	admitted uint64     // the shedder's admitted count at since
+	refused  uint64     // refusals since
 }
 
-// reject notes a rejection: the base doubles for each second rejections go on.
-func (p *pressure) reject(now time.Time) {
+// reject notes a refusal at now; admitted is the shedder's admitted count.
+func (p *pressure) reject(now time.Time, admitted uint64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.calmLocked(now)
-	if p.lastGrow.IsZero() || now.Sub(p.lastReject) > time.Second {
-		p.lastGrow = now // a new episode
-	} else if now.Sub(p.lastGrow) >= time.Second {
-		p.base = min(p.base*2, p.max)
-		p.lastGrow = now
-	}
-	p.lastReject = now
+	p.rollLocked(now, admitted)
+	p.refused++
 }
 
-// calmLocked halves the base for each whole calm second since the last rejection; a
-// gap of up to a second between rejections is still the same episode.
-func (p *pressure) calmLocked(now time.Time) {
-	if p.lastReject.IsZero() {
+// rollLocked closes the span being counted once it is a second old, setting the base
+// from its refused share; a span with no refusals starts nothing. mu must be held.
+func (p *pressure) rollLocked(now time.Time, admitted uint64) {
+	if p.since.IsZero() {
+		p.since, p.admitted, p.refused = now, admitted, 0
 		return
 	}
-	for calm := now.Sub(p.lastReject) - time.Second; calm >= time.Second && p.base > 1; calm -= time.Second {
-		p.base /= 2
-		p.lastReject = p.lastReject.Add(time.Second)
+	age := now.Sub(p.since)
+	if age < time.Second {
+		return
 	}
+	if age >= 2*time.Second || p.refused == 0 {
+		p.base = 1 // a calm second (or more) since the refusals counted
+	} else {
+		share := float64(p.refused) / float64(p.refused+admitted-p.admitted)
+		p.base = baseFor(share, p.max)
+	}
+	p.since, p.admitted, p.refused = now, admitted, 0
 }
 
-func (p *pressure) current(now time.Time) int64 {
+// baseFor returns 1 / (1 − share) seconds, rounded, at most the largest base whose jitter
+// stays within ceiling: b + ⌈b/2⌉ ≤ ceiling.
+func baseFor(share float64, ceiling int64) int64 {
+	top := max(1, (2*ceiling)/3)
+	for top > 1 && top+(top+1)/2 > ceiling {
+		top--
+	}
+	if share >= 1 {
+		return top
+	}
+	return min(top, max(1, int64(math.Round(1/(1-share)))))
+}
+
+func (p *pressure) current(now time.Time, admitted uint64) int64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.calmLocked(now)
+	p.rollLocked(now, admitted)
+	if p.base < 1 {
+		p.base = 1
+	}
 	return p.base
 }
 
@@ -585,8 +633,9 @@ func (r *runner) Run(ctx context.Context, fn policy.Func) error {
 		}
 		return &RejectError{Shedder: r.s.name, Reason: why, RetryAfter: time.Duration(ra) * time.Second}
 	}
-	defer permit.Release()
-	return r.next.Run(ctx, fn)
+	err := r.next.Run(ctx, fn)
+	permit.release(err == nil)
+	return err
 }
 
 // RejectError is the error of work the Shedder refused as a policy. It matches

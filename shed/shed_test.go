@@ -108,7 +108,7 @@ func round(t *testing.T, s *shed.Shedder, clock *policytest.Clock, n int, latenc
 	}
 }
 
-func TestLimit_GrowsUnderSteadyLatencyAndShrinksWhenItRises(t *testing.T) {
+func TestLimit_GrowsUnderSteadyLatencyAndShrinksWhenItRisesWithConcurrency(t *testing.T) {
 	clock := policytest.NewClock(t0)
 	s, err := shed.New(shed.Options{InitialLimit: 20, MinLimit: 10, MaxLimit: 40, Window: 100 * time.Millisecond, Clock: clock})
 	require.NoError(t, err)
@@ -124,15 +124,11 @@ func TestLimit_GrowsUnderSteadyLatencyAndShrinksWhenItRises(t *testing.T) {
 	}
 	require.Equal(t, 40, s.Limit(), "the limit stops at MaxLimit")
 
-	// Latency triples: the limit shrinks, down to MinLimit, never below.
-	for range 3 {
-		round(t, s, clock, s.Limit(), 300*time.Millisecond)
-	}
-	require.Less(t, s.Limit(), 40, "limit after latency rose")
-	latency := 300 * time.Millisecond
-	for range 30 { // latency keeps rising, 60 % a window
-		latency = latency * 16 / 10
-		round(t, s, clock, s.Limit(), latency)
+	// Latency now rises with the work in flight, as a server of 2 workers of 25 ms:
+	// the limit shrinks, down to MinLimit, never below.
+	for range 60 {
+		n := s.Limit()
+		round(t, s, clock, n, 25*time.Millisecond*time.Duration(max(n, 2))/2)
 	}
 	require.Equal(t, 10, s.Limit(), "the limit stops at MinLimit")
 }
@@ -167,10 +163,11 @@ func TestLimit_ABusyServerTimesASampleAndStillAdapts(t *testing.T) {
 	require.InDelta(t, 800, clock.reads.Load(), 200, "clock reads of 20 busy windows")
 	require.Equal(t, 400, s.Limit(), "steady latency keeps the limit at MaxLimit")
 
-	for range 5 {
-		round(t, s, clock.Clock, s.Limit(), 300*time.Millisecond)
+	for range 5 { // a server whose latency is 100 ms per 133 in flight: 300 ms at 400
+		n := s.Limit()
+		round(t, s, clock.Clock, n, 100*time.Millisecond*time.Duration(n)/133)
 	}
-	require.Less(t, s.Limit(), 300, "limit after latency tripled, judged on samples")
+	require.Less(t, s.Limit(), 300, "limit after latency tripled with the work in flight, judged on samples")
 }
 
 // TestLimit_AFallInTrafficTimesMoreAgain: busy windows set a stride of about one
@@ -389,45 +386,71 @@ func TestShedder_IdleServerAdmitsARetry(t *testing.T) {
 	}
 }
 
-func TestRetryAfter_AdaptsToPressureWithUpwardJitter(t *testing.T) {
+// TestRetryAfter_FollowsTheShareRefused: the base is the mean wait until admission
+// of a client that comes back every second, 1 / (1 − share refused), from the second
+// before; jitter never takes it above MaxRetryAfter; a calm second brings it back.
+func TestRetryAfter_FollowsTheShareRefused(t *testing.T) {
 	clock := policytest.NewClock(t0)
-	lo := shed.MustNew(shed.Options{Limit: 1, MaxQueue: -1, Clock: clock, Rand: pinned(0), MaxRetryAfter: 8 * time.Second})
-	require.Equal(t, 1, lo.RetryAfter(), "calm: 1s")
-	holder, _ := lo.Admit(context.Background(), shed.PriorityDefault)
-	defer holder.Release()
-	reject := func() { _, _ = lo.Admit(context.Background(), shed.PriorityDefault) }
-
-	var got []int
-	for range 6 { // rejections every second for 5 seconds
-		reject()
-		got = append(got, lo.RetryAfter())
+	s := shed.MustNew(shed.Options{Limit: 1, MaxQueue: -1, Clock: clock, Rand: pinned(0), MaxRetryAfter: 8 * time.Second})
+	require.Equal(t, 1, s.RetryAfter(), "calm: 1s")
+	// second plays one second of admitted requests and refusals.
+	second := func(admitted, refused int) {
+		holder, _ := s.Admit(context.Background(), shed.PriorityDefault)
+		for range refused {
+			_, why := s.Admit(context.Background(), shed.PriorityDefault)
+			require.Equal(t, shed.ReasonLimit, why)
+		}
+		holder.Release()
+		for range admitted {
+			p, why := s.Admit(context.Background(), shed.PriorityDefault)
+			require.Equal(t, shed.ReasonNone, why)
+			p.Release()
+		}
 		clock.Advance(time.Second)
 	}
-	require.Equal(t, []int{1, 2, 4, 8, 8, 8}, got, "doubles each second of rejections, capped at 8s")
-	clock.Advance(time.Second) // 2s since the last rejection: the second one was calm
-	require.Equal(t, 4, lo.RetryAfter(), "halves each calm second")
-	clock.Advance(10 * time.Second)
-	require.Equal(t, 1, lo.RetryAfter())
+	for _, tt := range []struct {
+		admitted, refused int
+		want              int
+	}{
+		{99, 1, 1},  // 1 % refused (+ the holder admitted): 1 / 0.99 → 1 s
+		{50, 49, 2}, // half: 2 s
+		{10, 89, 5}, // 90 %: 10 s, but base + ⌈base/2⌉ must fit in 8 s: 5
+		{99, 1, 1},  // pressure gone: 1 s at once
+		{0, 0, 1},   // calm
+		{0, 100, 5}, // all refused: the highest base that fits
+		{100, 0, 1}, // a second without refusals
+	} {
+		second(tt.admitted, tt.refused)
+		require.Equal(t, tt.want, s.RetryAfter(), "after a second of %d admitted and %d refused", tt.admitted, tt.refused)
+	}
+
+	top := shed.MustNew(shed.Options{Limit: 1, MaxQueue: -1, Clock: clock, Rand: pinned(0.9999), MaxRetryAfter: 8 * time.Second})
+	held, _ := top.Admit(context.Background(), shed.PriorityDefault)
+	for range 3 {
+		_, _ = top.Admit(context.Background(), shed.PriorityDefault)
+		clock.Advance(time.Second)
+	}
+	require.Equal(t, 8, top.RetryAfter(), "base 5 with the most jitter: 5 + 3 = MaxRetryAfter, never above")
+	held.Release()
 
 	hi := shed.MustNew(shed.Options{Rand: pinned(0.9999)})
 	require.Equal(t, 2, hi.RetryAfter(), "base 1s, the top of [1, 2]")
 
 	// With a real random source the values spread over [base, ⌈1.5·base⌉].
 	clock2 := policytest.NewClock(t0)
-	s := shed.MustNew(shed.Options{Limit: 1, MaxQueue: -1, Clock: clock2, Rand: rand.New(rand.NewPCG(1, 2))})
-	held, _ := s.Admit(context.Background(), shed.PriorityDefault)
-	defer held.Release()
-	for range 4 { // rejections at 0, 1, 2, 3 and 4 s: base 1 → 16
-		_, _ = s.Admit(context.Background(), shed.PriorityDefault)
+	busy := shed.MustNew(shed.Options{Limit: 1, MaxQueue: -1, Clock: clock2, Rand: rand.New(rand.NewPCG(1, 2))})
+	held2, _ := busy.Admit(context.Background(), shed.PriorityDefault)
+	defer held2.Release()
+	for range 2 { // everything refused for a second: base 20 (20 + 10 = MaxRetryAfter 30 s)
+		_, _ = busy.Admit(context.Background(), shed.PriorityDefault)
 		clock2.Advance(time.Second)
 	}
-	_, _ = s.Admit(context.Background(), shed.PriorityDefault)
 	seen := map[int]int{}
 	for range 1000 {
-		seen[s.RetryAfter()]++
+		seen[busy.RetryAfter()]++
 	}
 	for v := range seen {
-		require.True(t, v >= 16 && v <= 24, "Retry-After %d outside [16, 24] for base 16", v)
+		require.True(t, v >= 20 && v <= 30, "Retry-After %d outside [20, 30] for base 20", v)
 	}
 	require.GreaterOrEqual(t, len(seen), 4, "the jitter spreads clients: %v", seen)
 }

@@ -1,0 +1,176 @@
+package shed_test
+
+import (
+	"context"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/backstop-go/backstop/policy/policytest"
+	"github.com/backstop-go/backstop/shed"
+)
+
+// server is a synthetic server on the fake clock: each round, demand requests arrive
+// at once; those the shedder admits run together and take latency(admitted).
+type server struct {
+	t       *testing.T
+	s       *shed.Shedder
+	clock   *policytest.Clock
+	latency func(inflight int) time.Duration
+
+	// Per-round history, for the assertions.
+	at       []time.Duration // since the start
+	limits   []int
+	admitted []int
+	refused  []int
+	took     []time.Duration
+	start    time.Time
+}
+
+func newServer(t *testing.T, o shed.Options, latency func(int) time.Duration) *server {
+	clock := policytest.NewClock(t0)
+	o.Clock, o.MaxQueue = clock, -1
+	return &server{t: t, s: shed.MustNew(o), clock: clock, latency: latency, start: clock.Now()}
+}
+
+// round offers demand requests at once and runs the admitted ones.
+func (v *server) round(demand int) {
+	v.t.Helper()
+	permits := make([]shed.Permit, 0, demand)
+	for range demand {
+		if p, why := v.s.Admit(context.Background(), shed.PriorityDefault); why == shed.ReasonNone {
+			permits = append(permits, p)
+		}
+	}
+	took := v.latency(len(permits))
+	v.at = append(v.at, v.clock.Now().Sub(v.start))
+	v.limits = append(v.limits, v.s.Limit())
+	v.admitted = append(v.admitted, len(permits))
+	v.refused = append(v.refused, demand-len(permits))
+	v.took = append(v.took, took)
+	v.clock.Advance(took)
+	for _, p := range permits {
+		p.Release()
+	}
+}
+
+// runRate offers requests at rate per second for d: the demand of a round is the
+// concurrency Little's law gives at the latency of the round before.
+func (v *server) runRate(rate float64, d time.Duration) {
+	v.t.Helper()
+	end := v.clock.Now().Add(d)
+	for v.clock.Now().Before(end) {
+		prev := v.latency(v.s.Limit())
+		if n := len(v.took); n > 0 {
+			prev = v.took[n-1]
+		}
+		v.round(max(1, int(rate*prev.Seconds()+0.5)))
+	}
+}
+
+// since returns the index of the first round at or after d.
+func (v *server) since(d time.Duration) int {
+	i, _ := slices.BinarySearch(v.at, d)
+	return i
+}
+
+func sum(xs []int) (n int) {
+	for _, x := range xs {
+		n += x
+	}
+	return n
+}
+
+func flat(d time.Duration) func(int) time.Duration { return func(int) time.Duration { return d } }
+
+// knee is a server of workers that each take service: beyond workers in flight,
+// requests queue and latency grows with them.
+func knee(workers int, service time.Duration) func(int) time.Duration {
+	return func(n int) time.Duration {
+		return service * time.Duration(max(n, workers)) / time.Duration(workers)
+	}
+}
+
+// TestLimit_FlatLatencyFollowsDemandUpFast: latency that stays flat as concurrency
+// grows is a server with room. From the initial 20 the limit reaches the 100 in
+// flight that 5 000 requests/s of 20 ms need within a second, and then refuses
+// nothing.
+func TestLimit_FlatLatencyFollowsDemandUpFast(t *testing.T) {
+	v := newServer(t, shed.Options{}, flat(20*time.Millisecond))
+	v.runRate(5000, 10*time.Second)
+	first := v.since(time.Second)
+	require.GreaterOrEqual(t, v.limits[first], 100, "limit 1s into 5000/s of 20ms (need 100 in flight); limits %v", v.limits[:first+1])
+	require.Zero(t, sum(v.refused[first:]), "refusals after the first second")
+	require.LessOrEqual(t, slices.Max(v.limits), 250, "the limit stays near what the load needs (125 with its margin)")
+}
+
+// TestLimit_KneeConvergesNearTheWorkersAndHoldsGoodput: a server of 8 workers of 10 ms
+// offered 200 in flight (25× what it serves). The limit comes down to near 8 — the
+// latency of admitted work within 2× of an unloaded server's — and stays there, while
+// the workers stay busy.
+func TestLimit_KneeConvergesNearTheWorkersAndHoldsGoodput(t *testing.T) {
+	v := newServer(t, shed.Options{}, knee(8, 10*time.Millisecond))
+	for v.clock.Now().Sub(v.start) < 10*time.Second {
+		v.round(200)
+	}
+	from := v.since(5 * time.Second)
+	limits := slices.Clone(v.limits[from:])
+	slices.Sort(limits)
+	require.GreaterOrEqual(t, limits[len(limits)/2], 8, "median limit of the last 5 s")
+	require.LessOrEqual(t, limits[len(limits)/2], 16, "median limit of the last 5 s")
+	require.LessOrEqual(t, limits[len(limits)*9/10], 24, "90th percentile of the limit in the last 5 s: no oscillation")
+
+	var busy, took time.Duration
+	var served int
+	for i := from; i < len(v.took); i++ {
+		took += v.took[i]
+		served += v.admitted[i]
+		busy += time.Duration(min(v.admitted[i], 8)) * v.took[i] / 8
+	}
+	mean := took / time.Duration(len(v.took)-from)
+	require.LessOrEqual(t, mean, 20*time.Millisecond, "mean latency of admitted work in the last 5 s (unloaded: 10ms)")
+	require.GreaterOrEqual(t, float64(busy)/float64(took), 0.9, "share of the workers kept busy in the last 5 s")
+}
+
+// TestLimit_AStepTheLimitDoesNotCauseIsFollowedBothWays: at 2 500 requests/s the
+// handler goes from 20 ms to 40 ms for 5 s and back — a slower dependency, which
+// fewer requests in flight do not speed up. Little's law now asks for 100 in flight
+// instead of 50: within 2 s of each step the shedder refuses nothing.
+func TestLimit_AStepTheLimitDoesNotCauseIsFollowedBothWays(t *testing.T) {
+	slow := false
+	v := newServer(t, shed.Options{}, func(int) time.Duration {
+		if slow {
+			return 40 * time.Millisecond
+		}
+		return 20 * time.Millisecond
+	})
+	v.runRate(2500, 5*time.Second)
+	slow = true
+	v.runRate(2500, 5*time.Second)
+	slow = false
+	v.runRate(2500, 5*time.Second)
+	for _, phase := range []struct {
+		name     string
+		from, to time.Duration
+	}{{"before", 2 * time.Second, 5 * time.Second}, {"slow", 7 * time.Second, 10 * time.Second}, {"after", 12 * time.Second, 15 * time.Second}} {
+		got := sum(v.refused[v.since(phase.from):v.since(phase.to)])
+		require.Zero(t, got, "refusals %s the step, %v–%v; limits %v", phase.name, phase.from, phase.to,
+			v.limits[v.since(phase.from-2*time.Second):v.since(phase.to)])
+	}
+}
+
+// TestLimit_NoisyFlatLatencyDoesNotCollapse: the same flat server with latency that
+// varies ±30 % round to round keeps its limit above the load's need.
+func TestLimit_NoisyFlatLatencyDoesNotCollapse(t *testing.T) {
+	noise := rand.New(rand.NewPCG(7, 7))
+	v := newServer(t, shed.Options{}, func(int) time.Duration {
+		return time.Duration(float64(20*time.Millisecond) * (0.7 + 0.6*noise.Float64()))
+	})
+	v.runRate(3000, 10*time.Second)
+	from := v.since(2 * time.Second)
+	refused, offered := sum(v.refused[from:]), sum(v.refused[from:])+sum(v.admitted[from:])
+	require.LessOrEqual(t, float64(refused), 0.01*float64(offered), "refused %d of %d after the first 2 s", refused, offered)
+}
