@@ -19,11 +19,16 @@ const (
 	// DefaultConsecutiveFailures trips the breaker after 5 failures in a row.
 	// (gobreaker's own default trips after more than 5, that is 6.)
 	DefaultConsecutiveFailures = 5
-	// DefaultOpenTimeout is how long the breaker stays open before it lets probes
-	// through: 30 s, half gobreaker's 60 s. A dependency that recovers is found again
-	// sooner, and the cost of finding out is one probe request; Envoy's outlier
-	// detection ejects a host for the same 30 s.
-	DefaultOpenTimeout = 30 * time.Second
+	// DefaultOpenTimeout is how long the breaker stays open the first time before it
+	// lets a probe through: 1 s. Each probe that fails doubles the next open time, up
+	// to DefaultMaxOpenTimeout; a probe that succeeds closes the breaker and the next
+	// trip starts again at 1 s. A short outage is found over within about a second at
+	// the cost of one probe; a long one is probed ever more rarely, as Envoy's outlier
+	// detection lengthens an ejection each time a host is ejected again.
+	DefaultOpenTimeout = time.Second
+	// DefaultMaxOpenTimeout bounds the growing open time: 30 s, as long as Envoy's
+	// base ejection time.
+	DefaultMaxOpenTimeout = 30 * time.Second
 	// DefaultMinRequests is the calls a window needs before FailureRatio can trip it.
 	DefaultMinRequests = 20
 	// DefaultWindow is the rolling window of ratio mode.
@@ -47,7 +52,8 @@ var (
 )
 
 // Options configure a [Breaker]. The zero value is valid: trip after 5 consecutive
-// failures, stay open 30 s, then let 1 probe through.
+// failures, stay open 1 s (doubling after each failed probe, up to 30 s), then let 1
+// probe through.
 //
 // Two ways to trip, one at a time: consecutive failures (the default), or, when
 // FailureRatio is set, a failure ratio over a rolling Window once MinRequests calls
@@ -68,10 +74,16 @@ type Options struct {
 	// Buckets is how many steps the window rolls by (gobreaker's BucketPeriod is
 	// Window/Buckets); 0 means DefaultBuckets (10). Ratio mode only.
 	Buckets int
-	// OpenTimeout is how long the breaker stays open; 0 means DefaultOpenTimeout (30 s).
+	// OpenTimeout is how long the breaker stays open when it trips from closed; 0
+	// means DefaultOpenTimeout (1 s). Each failed probe doubles the open time that
+	// follows, up to MaxOpenTimeout; closing starts it again at OpenTimeout.
 	OpenTimeout time.Duration
-	// OpenJitter lengthens each open period by a random share of OpenTimeout in
-	// [0, OpenJitter): with the defaults a breaker stays open 30 to 33 s. It is drawn
+	// MaxOpenTimeout bounds the growing open time; 0 means DefaultMaxOpenTimeout
+	// (30 s), or OpenTimeout if that is longer. Set it to OpenTimeout for an open time
+	// that never grows. Below OpenTimeout is refused.
+	MaxOpenTimeout time.Duration
+	// OpenJitter lengthens each open period by a random share of it in
+	// [0, OpenJitter): with the defaults a breaker first stays open 1 to 1.1 s. It is drawn
 	// once per open, so OpenError.Until and Retry-After say the real time. 0 means
 	// DefaultOpenJitter (0.1); negative means none; above 1 is refused.
 	OpenJitter float64
@@ -171,9 +183,10 @@ type Transition struct {
 // its state. gobreaker reads time.Now, so tests of timing use testing/synctest. Build
 // it with [New]; the zero value is not usable.
 type Breaker struct {
-	name     string
-	settings gobreaker.Settings
-	timeout  time.Duration
+	name       string
+	settings   gobreaker.Settings
+	timeout    time.Duration // the first open time
+	maxTimeout time.Duration // the longest
 	jitter   float64
 	rand     policy.Rand
 	onChange func(name string, from, to State)
@@ -198,6 +211,7 @@ type Breaker struct {
 	mu         sync.Mutex // guards the fields below
 	gen        uint64     // which gobreaker instance is current (Reset makes a new one)
 	state      State      // as of the last transition
+	reopens    int        // failed probes since the breaker last closed
 	openedAt   time.Time
 	until      time.Time // when an open breaker lets probes through (jitter included)
 	last       Transition
@@ -223,6 +237,14 @@ func New(name string, o Options) (*Breaker, error) {
 	}
 	if o.OpenTimeout == 0 {
 		o.OpenTimeout = DefaultOpenTimeout
+	}
+	switch {
+	case o.MaxOpenTimeout < 0:
+		return bad("MaxOpenTimeout is %v; want ≥ OpenTimeout, or 0 for the default %v", o.MaxOpenTimeout, DefaultMaxOpenTimeout)
+	case o.MaxOpenTimeout == 0:
+		o.MaxOpenTimeout = max(DefaultMaxOpenTimeout, o.OpenTimeout)
+	case o.MaxOpenTimeout < o.OpenTimeout:
+		return bad("MaxOpenTimeout is %v, below OpenTimeout %v; want MaxOpenTimeout ≥ OpenTimeout", o.MaxOpenTimeout, o.OpenTimeout)
 	}
 	if o.HalfOpenProbes == 0 {
 		o.HalfOpenProbes = DefaultHalfOpenProbes
@@ -308,7 +330,7 @@ func New(name string, o Options) (*Breaker, error) {
 		}
 	}
 	ready := s.ReadyToTrip
-	b := &Breaker{name: name, settings: s, timeout: o.OpenTimeout, jitter: o.OpenJitter, rand: policy.RandOr(o.Rand),
+	b := &Breaker{name: name, settings: s, timeout: o.OpenTimeout, maxTimeout: o.MaxOpenTimeout, jitter: o.OpenJitter, rand: policy.RandOr(o.Rand),
 		onChange: o.OnStateChange, trip: trip, slow: o.SlowCall,
 		halfOpenErr: &OpenError{Name: name, HalfOpen: true}, forcedErr: &OpenError{Name: name, Forced: true}}
 	// Keep the counts that trip the breaker: gobreaker clears them as it opens.
@@ -416,19 +438,38 @@ func (b *Breaker) transitionLocked(from, to State, now time.Time) {
 	b.state = to
 	switch {
 	case to == StateOpen && !b.forced.Load():
+		if from == StateHalfOpen {
+			b.reopens++ // a probe failed: the dependency is still down
+		} else {
+			b.reopens = 0
+		}
+		d := b.openTime(b.reopens)
 		b.openedAt = now
-		b.until = now.Add(b.timeout + time.Duration(b.jitter*b.rand.Float64()*float64(b.timeout)))
+		b.until = now.Add(d + time.Duration(b.jitter*b.rand.Float64()*float64(d)))
 		b.openErr.Store(&OpenError{Name: b.name, Until: b.until})
 	case to == StateOpen:
 		b.openedAt, b.until = now, time.Time{}
 		b.openErr.Store(nil)
 	default:
+		if to == StateClosed {
+			b.reopens = 0
+		}
 		b.until = time.Time{}
 		b.openErr.Store(nil)
 	}
 	b.last = Transition{From: from, To: to, At: now}
 	b.queue = append(b.queue, b.last)
 	b.pending.Store(true)
+}
+
+// openTime returns the open time after n failed probes in a row: OpenTimeout doubled
+// n times, at most MaxOpenTimeout.
+func (b *Breaker) openTime(n int) time.Duration {
+	d := b.timeout
+	for ; n > 0 && d < b.maxTimeout; n-- {
+		d *= 2
+	}
+	return min(d, b.maxTimeout)
 }
 
 // deliver hands queued transitions, outside every lock, once to the observer of every
@@ -676,6 +717,9 @@ func (b *Breaker) ExplainStage() policy.Stage {
 	open := b.timeout.String()
 	if b.jitter > 0 {
 		open = fmt.Sprintf("%v to %v", b.timeout, b.timeout+time.Duration(b.jitter*float64(b.timeout)))
+	}
+	if b.maxTimeout > b.timeout {
+		open += fmt.Sprintf(" (doubling after each failed probe, up to %v)", b.maxTimeout)
 	}
 	slow := ""
 	if b.slow > 0 {

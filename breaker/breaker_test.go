@@ -76,23 +76,23 @@ func TestBreaker_StateMachine(t *testing.T) {
 		require.ErrorAs(t, err, &oe)
 		require.Equal(t, "db", oe.Name)
 		require.Equal(t, start.Add(breaker.DefaultOpenTimeout), oe.Until)
-		require.Equal(t, "breaker: db is open until 2000-01-01T00:00:30Z", err.Error())
+		require.Equal(t, "breaker: db is open until 2000-01-01T00:00:01Z", err.Error())
 
-		time.Sleep(10 * time.Second)
-		require.Equal(t, 20*time.Second, b.RetryAfter(time.Now()))
+		time.Sleep(breaker.DefaultOpenTimeout / 4)
+		require.Equal(t, breaker.DefaultOpenTimeout*3/4, b.RetryAfter(time.Now()))
 
 		// half-open once the timeout has passed.
-		time.Sleep(20*time.Second + time.Nanosecond)
+		time.Sleep(breaker.DefaultOpenTimeout*3/4 + time.Nanosecond)
 		require.Equal(t, breaker.StateHalfOpen, b.State())
 		require.Zero(t, b.RetryAfter(time.Now()))
 
-		// a failed probe opens it again, for a new timeout.
+		// a failed probe opens it again, for twice the timeout.
 		require.ErrorIs(t, r.Do(context.Background(), fail), errDown)
 		require.Equal(t, breaker.StateOpen, b.State())
-		require.Equal(t, breaker.DefaultOpenTimeout, b.RetryAfter(time.Now()))
+		require.Equal(t, 2*breaker.DefaultOpenTimeout, b.RetryAfter(time.Now()))
 
 		// a successful probe closes it.
-		time.Sleep(breaker.DefaultOpenTimeout + time.Nanosecond)
+		time.Sleep(2*breaker.DefaultOpenTimeout + time.Nanosecond)
 		require.NoError(t, r.Do(context.Background(), ok))
 		require.Equal(t, breaker.StateClosed, b.State())
 
@@ -319,6 +319,8 @@ func TestNew_RefusesBadOptions(t *testing.T) {
 	}{
 		{"", breaker.Options{}, "name is empty"},
 		{"db", breaker.Options{OpenTimeout: -time.Second}, "OpenTimeout is -1s"},
+		{"db", breaker.Options{MaxOpenTimeout: -time.Second}, "MaxOpenTimeout is -1s"},
+		{"db", breaker.Options{OpenTimeout: 2 * time.Second, MaxOpenTimeout: time.Second}, "MaxOpenTimeout is 1s, below OpenTimeout 2s"},
 		{"db", breaker.Options{FailureRatio: 1.5}, "FailureRatio is 1.5"},
 		{"db", breaker.Options{FailureRatio: -0.5}, "FailureRatio is -0.5"},
 		{"db", breaker.Options{FailureRatio: 0.5, ConsecutiveFailures: 3}, "choose one way to trip"},
@@ -453,7 +455,40 @@ func TestBreaker_OpenUntilThenAFailedProbeReopensForTheBreakersOwnTimeout(t *tes
 		require.ErrorIs(t, r.Do(context.Background(), fail), errDown)
 		var oe *breaker.OpenError
 		require.ErrorAs(t, r.Do(context.Background(), ok), &oe)
-		require.Equal(t, 10*time.Second, oe.Until.Sub(time.Now()))
+		require.Equal(t, 20*time.Second, oe.Until.Sub(time.Now()), "a failed probe doubles the breaker's own open time, as after a trip of its own")
+	})
+}
+
+// TestBreaker_OpenTimeTracksTheOutage: while the dependency stays down each failed
+// probe doubles the open time, up to MaxOpenTimeout; once a probe succeeds the breaker
+// closes and its next trip is short again.
+func TestBreaker_OpenTimeTracksTheOutage(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := must(breaker.New("db", breaker.Options{ConsecutiveFailures: 1, OpenTimeout: 100 * time.Millisecond,
+			MaxOpenTimeout: 500 * time.Millisecond, OpenJitter: -1}))
+		r := policy.MustWrap(b)
+		openFor := func() time.Duration {
+			t.Helper()
+			var oe *breaker.OpenError
+			require.ErrorAs(t, r.Do(context.Background(), ok), &oe)
+			return oe.Until.Sub(time.Now())
+		}
+		require.ErrorIs(t, r.Do(context.Background(), fail), errDown)
+		var got []time.Duration
+		for range 5 { // the dependency stays down: every probe fails
+			d := openFor()
+			got = append(got, d)
+			time.Sleep(d + time.Nanosecond)
+			require.ErrorIs(t, r.Do(context.Background(), fail), errDown, "the probe")
+		}
+		require.Equal(t, []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond,
+			500 * time.Millisecond, 500 * time.Millisecond}, got, "open times while the outage lasts")
+
+		time.Sleep(openFor() + time.Nanosecond)
+		require.NoError(t, r.Do(context.Background(), ok), "the probe after the dependency returned")
+		require.Equal(t, breaker.StateClosed, b.State())
+		require.ErrorIs(t, r.Do(context.Background(), fail), errDown)
+		require.Equal(t, 100*time.Millisecond, openFor(), "the next trip starts short again")
 	})
 }
 

@@ -65,7 +65,7 @@ func TestBreaker_EveryTransitionReachesEveryObserverOnce(t *testing.T) {
 }
 
 // TestBreaker_OpenJitterSpreadsReprobes: 100 breakers opened by one outage at the
-// same instant let their probes through spread over [30 s, 33 s), each at the very
+// same instant let their probes through spread over [1 s, 1.1 s), each at the very
 // time its OpenError.Until says.
 func TestBreaker_OpenJitterSpreadsReprobes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -83,10 +83,10 @@ func TestBreaker_OpenJitterSpreadsReprobes(t *testing.T) {
 			pipelines = append(pipelines, p)
 		}
 		lo, hi := breaker.DefaultOpenTimeout, breaker.DefaultOpenTimeout+breaker.DefaultOpenTimeout/10
-		seconds := map[time.Duration]int{} // re-probes per 300 ms slot of the window
+		seconds := map[time.Duration]int{} // re-probes per tenth of the jitter
 		for _, u := range untils {
 			require.True(t, u >= lo && u < hi, "re-probe at %v; want in [%v, %v)", u, lo, hi)
-			seconds[(u-lo)/(300*time.Millisecond)]++
+			seconds[(u-lo)/(breaker.DefaultOpenTimeout/100)]++
 		}
 		require.Len(t, seconds, 10, "re-probes fall in every tenth of the window: %v", seconds)
 		for slot, n := range seconds {

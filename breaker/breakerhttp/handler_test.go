@@ -36,7 +36,7 @@ func ok(context.Context) error   { return nil }
 func fixture(t *testing.T) *breaker.Registry {
 	t.Helper()
 	var reg breaker.Registry
-	db := breaker.MustNew("db", breaker.Options{ConsecutiveFailures: 2, OpenJitter: -1})
+	db := breaker.MustNew("db", breaker.Options{ConsecutiveFailures: 2, OpenTimeout: 30 * time.Second, MaxOpenTimeout: 30 * time.Second, OpenJitter: -1})
 	cache := breaker.MustNew("cache", breaker.Options{})
 	require.NoError(t, reg.Add(db, cache))
 	p := policy.MustWrap(db)
