@@ -187,11 +187,11 @@ type Breaker struct {
 	settings   gobreaker.Settings
 	timeout    time.Duration // the first open time
 	maxTimeout time.Duration // the longest
-	jitter   float64
-	rand     policy.Rand
-	onChange func(name string, from, to State)
-	trip     string // when it trips, for ExplainStage
-	slow     time.Duration
+	jitter     float64
+	rand       policy.Rand
+	onChange   func(name string, from, to State)
+	trip       string // when it trips, for ExplainStage
+	slow       time.Duration
 
 	cb      atomic.Pointer[gobreaker.CircuitBreaker[struct{}]]
 	gens    atomic.Uint64 // the last generation handed out
