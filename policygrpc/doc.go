@@ -18,9 +18,11 @@
 //	conn, err := grpc.NewClient(target, policygrpc.DialOptions(p)...)
 //
 // [RetryStreamClientInterceptor] retries streams as A6 says: only until the stream
-// commits (a response header or message received, or more sent than the replay buffer
-// holds), replaying the messages sent on each new attempt. After the commit, errors
-// are the caller's.
+// commits (the server's response headers or a message received, or more sent than the
+// replay buffer holds), replaying the messages sent on each new attempt. After the
+// commit, errors are the caller's: a server that sends its headers and then fails is
+// not retried, whether or not the caller read the headers, as with grpc-go's own
+// retry.
 //
 // # Server
 //

@@ -28,11 +28,16 @@ type StreamOptions struct {
 }
 
 // RetryStreamClientInterceptor runs every stream through p, retried as gRFC A6 says:
-// only until the stream commits — the first response header or message received, or
-// the messages sent exceeding o.MaxReplayBytes. Until then the messages sent are kept
-// and replayed, in order, on each new attempt (with CloseSend if it was called), and a
-// failed attempt's status is classified as for unary calls (codes, pushback). After
-// the commit, errors reach the caller untouched.
+// only until the stream commits — the server's response headers or first message
+// received, or the messages sent exceeding o.MaxReplayBytes. Until then the messages
+// sent are kept and replayed, in order, on each new attempt (with CloseSend if it was
+// called), and a failed attempt's status is classified as for unary calls (codes,
+// pushback). After the commit, errors reach the caller untouched: an attempt whose
+// server sent headers and then failed is never retried, whether or not the caller
+// read the headers, and neither is one that failed after a message. An attempt that
+// failed in trailers only, before any header, has not committed: Header returns nil
+// metadata for it, as grpc.ClientStream documents, and RecvMsg retries it. p's call
+// ends at the commit, and counts as a success for the policies in it.
 //
 // The pipeline's deadlines bound the whole stream, as the caller's context does; the
 // stream's resources are released when RecvMsg returns an error (io.EOF included) or
@@ -198,16 +203,30 @@ func (s *retryStream) Header() (md metadata.MD, err error) {
 	for {
 		cs, gen, committed := s.current()
 		md, err = cs.Header()
-		if err == nil {
+		switch {
+		case err == nil && md != nil:
+			// Response headers arrived: the stream commits (gRFC A6).
 			s.mu.Lock()
 			s.commitLocked()
 			s.mu.Unlock()
 			return md, nil
+		case err == nil:
+			// The attempt ended without headers (trailers only): RecvMsg tells how,
+			// and retries it if it may, as grpc.ClientStream's Header documents.
+			return nil, nil
 		}
 		if committed || !s.failed(gen, err) {
 			return nil, s.finalOr(err)
 		}
 	}
+}
+
+// headersArrived reports whether the server sent cs's response headers: asked after
+// cs failed, Header no longer blocks, and it returns nil metadata for an attempt
+// that ended in trailers only, before any header.
+func headersArrived(cs grpc.ClientStream) bool {
+	md, err := cs.Header()
+	return err == nil && md != nil
 }
 
 func (s *retryStream) Trailer() metadata.MD {
@@ -269,6 +288,14 @@ func (s *retryStream) RecvMsg(m any) error {
 			s.release()
 			return err
 		case committed:
+			s.release()
+			return err
+		case headersArrived(cs):
+			// The server answered with headers and then failed: the headers
+			// committed the stream, and its failure is the caller's (gRFC A6).
+			s.mu.Lock()
+			s.commitLocked()
+			s.mu.Unlock()
 			s.release()
 			return err
 		}
