@@ -295,3 +295,13 @@ func (s *streamServer) StreamingInputCall(stream grpc.ClientStreamingServer[test
 	}
 	return stream.SendAndClose(&testgrpc.StreamingInputCallResponse{})
 }
+
+// TestUnary_CodeNoStatusHas: a server that answers with a code gRPC does not define
+// gets it back, unretried, and cannot make the client index past its table of codes.
+func TestUnary_CodeNoStatusHas(t *testing.T) {
+	s := serve(t, &server{answer: always(status.Error(codes.Code(100), "odd"))})
+	c := dial(t, s.addr, policygrpc.DialOptions(retrying(3, policytest.NewClock(t0).AutoAdvance(true)), policygrpc.Options{})...)
+	_, err := c.EmptyCall(context.Background(), &testgrpc.Empty{})
+	require.Equal(t, codes.Code(100), status.Code(err))
+	require.Equal(t, 1, s.calls())
+}

@@ -64,17 +64,22 @@ func replayLimit(n int) int {
 func newRetryStream(ctx context.Context, p *policy.Pipeline, c *classifier, limit int, desc *grpc.StreamDesc,
 	cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts []grpc.CallOption) (grpc.ClientStream, error) {
 	rctx, rel := policy.WithReleaser(ctx)
-	s := &retryStream{ctx: ctx, limit: limit, release: rel.Release}
+	s := &retryStream{ctx: ctx, limit: limit, release: rel.Release, serverStreams: desc.ServerStreams}
+	if c.counts(ctx) {
+		s.c = c
+	}
 	s.cond = sync.NewCond(&s.mu)
 	open := func(actx context.Context) error {
 		cs, err := streamer(withAttemptMetadata(actx), desc, cc, method, opts...)
 		if err != nil {
+			s.record(err, nil)
 			return c.classify(actx, err, nil)
 		}
 		failed := s.attempt(cs)
 		if failed == nil {
-			return nil // committed
+			return nil // committed: RecvMsg counts how the stream ends
 		}
+		s.record(failed, cs.Trailer())
 		return c.classify(actx, failed, cs.Trailer())
 	}
 	go func() {
@@ -101,9 +106,11 @@ func newRetryStream(ctx context.Context, p *policy.Pipeline, c *classifier, limi
 
 // retryStream is a grpc.ClientStream whose attempts a pipeline makes.
 type retryStream struct {
-	ctx     context.Context
-	limit   int
-	release func()
+	ctx           context.Context
+	limit         int
+	release       func()
+	serverStreams bool
+	c             *classifier // counts the stream's RPCs into the channel's bucket; nil: not counted
 
 	mu         sync.Mutex // guards the fields below
 	cond       *sync.Cond
@@ -117,6 +124,33 @@ type retryStream struct {
 	failErr    error // and how
 	done       bool  // the pipeline returned
 	final      error // what it returned, as a status error
+	ended      bool  // the committed stream's outcome was counted
+}
+
+// record counts a failed attempt, or the outcome of the stream, into the channel's
+// bucket (see classifier.record).
+func (s *retryStream) record(err error, trailer metadata.MD) {
+	if s.c != nil {
+		s.c.record(s.ctx, err, trailer)
+	}
+}
+
+// recordEnd counts the end of the committed stream once: err nil for a success.
+func (s *retryStream) recordEnd(cs grpc.ClientStream, err error) {
+	if s.c == nil {
+		return
+	}
+	s.mu.Lock()
+	first := !s.ended
+	s.ended = true
+	s.mu.Unlock()
+	if first {
+		var trailer metadata.MD
+		if err != nil {
+			trailer = cs.Trailer()
+		}
+		s.record(err, trailer)
+	}
 }
 
 // attempt runs on the pipeline's goroutine: it replays what was sent on cs, makes cs
@@ -279,15 +313,21 @@ func (s *retryStream) RecvMsg(m any) error {
 			s.mu.Lock()
 			s.commitLocked()
 			s.mu.Unlock()
+			if !s.serverStreams {
+				// A single response received is the end of the RPC, with OK.
+				s.recordEnd(cs, nil)
+			}
 			return nil
 		case errors.Is(err, io.EOF):
 			// The server ended the stream with OK: commit, the call succeeded.
 			s.mu.Lock()
 			s.commitLocked()
 			s.mu.Unlock()
+			s.recordEnd(cs, nil)
 			s.release()
 			return err
 		case committed:
+			s.recordEnd(cs, err)
 			s.release()
 			return err
 		case headersArrived(cs):
@@ -296,6 +336,7 @@ func (s *retryStream) RecvMsg(m any) error {
 			s.mu.Lock()
 			s.commitLocked()
 			s.mu.Unlock()
+			s.recordEnd(cs, err)
 			s.release()
 			return err
 		}
