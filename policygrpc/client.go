@@ -49,7 +49,11 @@ type Options struct {
 // The error returned carries a gRPC status for status.FromError and status.Code: the
 // caller's CANCELLED or DEADLINE_EXCEEDED when its context ended the call, else the
 // last attempt's status, else UNAVAILABLE for a refusal by a policy (errors.Is finds
-// breaker.ErrOpen, policy.ErrRejected, retry's causes through it).
+// breaker.ErrOpen, policy.ErrRejected, retry's causes through it). A call whose
+// server's pushback does not leave time for another attempt before the deadline ends
+// at once with DEADLINE_EXCEEDED, and its message says so ("policygrpc: server
+// pushback 5s exceeds the 2s left before the deadline; last attempt: Unavailable:
+// overloaded").
 //
 // p may be nil: the interceptor then only carries the attempt metadata.
 func UnaryClientInterceptor(p *policy.Pipeline, o Options) grpc.UnaryClientInterceptor {
@@ -187,9 +191,47 @@ func (c *classifier) classify(actx context.Context, err error, trailer metadata.
 	case int(code) >= len(c.retryable) || !c.retryable[code]:
 		return err // a code no status has, too: a hostile server's cannot index past the table
 	case pushed:
-		return retry.Pushback(err, d)
+		err = retry.Pushback(err, d)
+		if dl, ok := actx.Deadline(); ok {
+			return &pushedBack{err: err, delay: d, deadline: dl, left: time.Until(dl)}
+		}
+		return err
 	}
 	return retry.Retryable(err)
+}
+
+// pushedBack is a retryable attempt's error whose server asked for a delay, with the
+// deadline the attempt ran under and the time it had left: if the retry gives up
+// because the delay does not fit, the caller is told so.
+type pushedBack struct {
+	err         error
+	delay, left time.Duration
+	deadline    time.Time
+}
+
+func (e *pushedBack) Error() string { return e.err.Error() }
+func (e *pushedBack) Unwrap() error { return e.err }
+
+// deadlineMessage is the status message of a call that ended with DEADLINE_EXCEEDED:
+// the pipeline's error, unless the retry gave up before the deadline because the
+// server's pushback would not leave time for another attempt; then it says that.
+func deadlineMessage(err error) string {
+	var pb *pushedBack
+	if !errors.Is(err, retry.ErrDeadline) || !errors.As(err, &pb) || !time.Now().Before(pb.deadline) {
+		return err.Error()
+	}
+	left := pb.left.Round(10 * time.Millisecond)
+	last := status.New(codes.Unknown, pb.err.Error())
+	var carrier interface{ GRPCStatus() *status.Status }
+	if errors.As(pb.err, &carrier) && carrier.GRPCStatus() != nil {
+		last = carrier.GRPCStatus()
+	}
+	if pb.delay >= pb.left {
+		return fmt.Sprintf("policygrpc: server pushback %v exceeds the %v left before the deadline; last attempt: %v: %s",
+			pb.delay, left, last.Code(), last.Message())
+	}
+	return fmt.Sprintf("policygrpc: server pushback %v leaves too little of the %v left before the deadline for another attempt; last attempt: %v: %s",
+		pb.delay, left, last.Code(), last.Message())
 }
 
 // pushbackOf reads the server's pushback trailer: the delay it asks for, or −1 for do
@@ -249,7 +291,14 @@ type Error struct {
 	Err    error
 }
 
-func (e *Error) Error() string { return e.Err.Error() }
+// Error returns the status's message: what the pipeline returned, or, for a call a
+// server's pushback ended before its deadline, what happened.
+func (e *Error) Error() string {
+	if e.Status != nil {
+		return e.Status.Message()
+	}
+	return e.Err.Error()
+}
 
 // Unwrap returns the pipeline's error.
 func (e *Error) Unwrap() error { return e.Err }
@@ -268,7 +317,7 @@ func statusError(err error) error {
 	case errors.Is(err, context.Canceled):
 		st = status.New(codes.Canceled, err.Error())
 	case errors.Is(err, context.DeadlineExceeded):
-		st = status.New(codes.DeadlineExceeded, err.Error())
+		st = status.New(codes.DeadlineExceeded, deadlineMessage(err))
 	case errors.As(err, &carrier) && carrier.GRPCStatus() != nil:
 		return err // the last attempt's status, found by status.FromError through the wrapping
 	case errors.Is(err, policy.ErrRejected):
