@@ -326,7 +326,9 @@ func TestUnary_PushbackPastTheDeadlineSaysSo(t *testing.T) {
 			return context.Background(), func() {}
 		}},
 		{"caller's deadline", policygrpc.DialOptions(policy.MustWrap(retry.MustNew(retry.Options{MaxAttempts: 3})), policygrpc.Options{}),
-			func() (context.Context, context.CancelFunc) { return context.WithTimeout(context.Background(), 2*time.Second) }},
+			func() (context.Context, context.CancelFunc) {
+				return context.WithTimeout(context.Background(), 2*time.Second)
+			}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			s := serve(t, &server{answer: pushingBack(status.Error(codes.Unavailable, "overloaded"), "5000")})
