@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/backstop-go/backstop/budget"
 	"github.com/backstop-go/backstop/policy"
 	"github.com/backstop-go/backstop/retry"
 )
@@ -41,13 +42,18 @@ type Options struct {
 // invocation, carrying the attempt metadata of the call path's owner
 // ([MetadataAttempt], [MetadataPreviousAttempts]). An attempt's error is retryable if
 // its code is in o.RetryableCodes; a server's pushback trailer ([MetadataPushback])
-// then sets the delay exactly, or, negative or malformed, forbids the retry; either
-// way it counts as a failure for a budget (gRFC A6).
+// then sets the delay exactly. A pushback that is negative, malformed or given more
+// than once forbids the retry whatever the code, and counts as a failure for a budget
+// outside the retry even on a code that is not retried (gRFC A6).
 //
 // The error returned carries a gRPC status for status.FromError and status.Code: the
 // caller's CANCELLED or DEADLINE_EXCEEDED when its context ended the call, else the
 // last attempt's status, else UNAVAILABLE for a refusal by a policy (errors.Is finds
-// breaker.ErrOpen, policy.ErrRejected, retry's causes through it).
+// breaker.ErrOpen, policy.ErrRejected, retry's causes through it). A call whose
+// server's pushback does not leave time for another attempt before the deadline ends
+// at once with DEADLINE_EXCEEDED, and its message says so ("policygrpc: server
+// pushback 5s exceeds the 2s left before the deadline; last attempt: Unavailable:
+// overloaded").
 //
 // p may be nil: the interceptor then only carries the attempt metadata.
 func UnaryClientInterceptor(p *policy.Pipeline, o Options) grpc.UnaryClientInterceptor {
@@ -60,13 +66,17 @@ func UnaryClientInterceptor(p *policy.Pipeline, o Options) grpc.UnaryClientInter
 // unary runs one unary RPC through p, classifying each attempt with c.
 func unary(ctx context.Context, p *policy.Pipeline, c *classifier, method string, req, reply any, cc *grpc.ClientConn,
 	invoker grpc.UnaryInvoker, opts []grpc.CallOption) error {
+	counted := c.counts(ctx)
 	err := p.Do(ctx, func(actx context.Context) error {
 		if policy.InRace(actx) {
-			return hedgedAttempt(actx, c, method, req, reply, cc, invoker, opts)
+			return hedgedAttempt(actx, c, counted, method, req, reply, cc, invoker, opts)
 		}
 		var trailer metadata.MD
 		callOpts := append(opts[:len(opts):len(opts)], grpc.Trailer(&trailer))
 		err := invoker(withAttemptMetadata(actx), method, req, reply, cc, callOpts...)
+		if counted {
+			c.record(actx, err, trailer)
+		}
 		return c.classify(actx, err, trailer)
 	})
 	return statusError(err)
@@ -75,7 +85,7 @@ func unary(ctx context.Context, p *policy.Pipeline, c *classifier, method string
 // hedgedAttempt is one of a hedge's attempts, which run at the same time: each
 // decodes into a reply of its own and gets header, trailer and peer of its own, and
 // the attempt that wins the race (policy.Win) copies them to the caller's.
-func hedgedAttempt(actx context.Context, c *classifier, method string, req, reply any, cc *grpc.ClientConn,
+func hedgedAttempt(actx context.Context, c *classifier, counted bool, method string, req, reply any, cc *grpc.ClientConn,
 	invoker grpc.UnaryInvoker, opts []grpc.CallOption) error {
 	msg, ok := reply.(proto.Message)
 	if !ok {
@@ -104,7 +114,11 @@ func hedgedAttempt(actx context.Context, c *classifier, method string, req, repl
 		}
 	}
 	callOpts = append(callOpts, grpc.Trailer(&trailer))
-	err := c.classify(actx, invoker(withAttemptMetadata(actx), method, req, own, cc, callOpts...), trailer)
+	err := invoker(withAttemptMetadata(actx), method, req, own, cc, callOpts...)
+	if counted {
+		c.record(actx, err, trailer)
+	}
+	err = c.classify(actx, err, trailer)
 	if err == nil && policy.Win(actx) {
 		proto.Reset(msg)
 		proto.Merge(msg, own)
@@ -138,9 +152,11 @@ func DialOptions(p *policy.Pipeline, o Options) []grpc.DialOption {
 	}
 }
 
-// classifier turns an attempt's outcome into an error the retry can judge.
+// classifier turns an attempt's outcome into an error the retry can judge, and
+// counts it into the channel's throttling bucket if there is one.
 type classifier struct {
-	retryable [32]bool // by code; codes are below 17
+	retryable [32]bool            // by code; codes are below 17
+	bucket    *budget.TokenBucket // a service config's retryThrottling; nil if none
 }
 
 func newClassifier(o Options) *classifier {
@@ -166,13 +182,69 @@ func (c *classifier) classify(actx context.Context, err error, trailer metadata.
 		// let the deadline stage that set it claim it.
 		return &attemptTimeout{err: err, ctxErr: context.DeadlineExceeded}
 	}
-	if !c.retryable[code] {
+	d, pushed := pushbackOf(trailer)
+	switch {
+	case pushed && d < 0:
+		// The server said not to retry: whatever the code, the call ends here, and a
+		// budget outside the retry counts the failure (gRFC A6).
+		return retry.Pushback(err, d)
+	case int(code) >= len(c.retryable) || !c.retryable[code]:
+		return err // a code no status has, too: a hostile server's cannot index past the table
+	case pushed:
+		err = retry.Pushback(err, d)
+		if dl, ok := actx.Deadline(); ok {
+			return &pushedBack{err: err, delay: d, deadline: dl, left: time.Until(dl)}
+		}
 		return err
 	}
-	if v := trailer.Get(MetadataPushback); len(v) > 0 {
-		return retry.Pushback(err, parsePushback(v[0]))
-	}
 	return retry.Retryable(err)
+}
+
+// pushedBack is a retryable attempt's error whose server asked for a delay, with the
+// deadline the attempt ran under and the time it had left: if the retry gives up
+// because the delay does not fit, the caller is told so.
+type pushedBack struct {
+	err         error
+	delay, left time.Duration
+	deadline    time.Time
+}
+
+func (e *pushedBack) Error() string { return e.err.Error() }
+func (e *pushedBack) Unwrap() error { return e.err }
+
+// deadlineMessage is the status message of a call that ended with DEADLINE_EXCEEDED:
+// the pipeline's error, unless the retry gave up before the deadline because the
+// server's pushback would not leave time for another attempt; then it says that.
+func deadlineMessage(err error) string {
+	var pb *pushedBack
+	if !errors.Is(err, retry.ErrDeadline) || !errors.As(err, &pb) || !time.Now().Before(pb.deadline) {
+		return err.Error()
+	}
+	left := pb.left.Round(10 * time.Millisecond)
+	last := status.New(codes.Unknown, pb.err.Error())
+	var carrier interface{ GRPCStatus() *status.Status }
+	if errors.As(pb.err, &carrier) && carrier.GRPCStatus() != nil {
+		last = carrier.GRPCStatus()
+	}
+	if pb.delay >= pb.left {
+		return fmt.Sprintf("policygrpc: server pushback %v exceeds the %v left before the deadline; last attempt: %v: %s",
+			pb.delay, left, last.Code(), last.Message())
+	}
+	return fmt.Sprintf("policygrpc: server pushback %v leaves too little of the %v left before the deadline for another attempt; last attempt: %v: %s",
+		pb.delay, left, last.Code(), last.Message())
+}
+
+// pushbackOf reads the server's pushback trailer: the delay it asks for, or −1 for do
+// not retry (a negative or malformed value, or more than one value); ok is false if
+// there is none.
+func pushbackOf(trailer metadata.MD) (d time.Duration, ok bool) {
+	switch v := trailer.Get(MetadataPushback); len(v) {
+	case 0:
+		return 0, false
+	case 1:
+		return parsePushback(v[0]), true
+	}
+	return -1, true
 }
 
 // past reports whether ctx is done or its deadline has passed.
@@ -219,7 +291,14 @@ type Error struct {
 	Err    error
 }
 
-func (e *Error) Error() string { return e.Err.Error() }
+// Error returns the status's message: what the pipeline returned, or, for a call a
+// server's pushback ended before its deadline, what happened.
+func (e *Error) Error() string {
+	if e.Status != nil {
+		return e.Status.Message()
+	}
+	return e.Err.Error()
+}
 
 // Unwrap returns the pipeline's error.
 func (e *Error) Unwrap() error { return e.Err }
@@ -238,7 +317,7 @@ func statusError(err error) error {
 	case errors.Is(err, context.Canceled):
 		st = status.New(codes.Canceled, err.Error())
 	case errors.Is(err, context.DeadlineExceeded):
-		st = status.New(codes.DeadlineExceeded, err.Error())
+		st = status.New(codes.DeadlineExceeded, deadlineMessage(err))
 	case errors.As(err, &carrier) && carrier.GRPCStatus() != nil:
 		return err // the last attempt's status, found by status.FromError through the wrapping
 	case errors.Is(err, policy.ErrRejected):

@@ -18,6 +18,7 @@ import (
 
 	"github.com/backstop-go/backstop/breaker"
 	"github.com/backstop-go/backstop/budget"
+	"github.com/backstop-go/backstop/deadline"
 	"github.com/backstop-go/backstop/policy"
 	"github.com/backstop-go/backstop/policy/policytest"
 	"github.com/backstop-go/backstop/policygrpc"
@@ -294,4 +295,53 @@ func (s *streamServer) StreamingInputCall(stream grpc.ClientStreamingServer[test
 		s.attempt = v[0]
 	}
 	return stream.SendAndClose(&testgrpc.StreamingInputCallResponse{})
+}
+
+// TestUnary_CodeNoStatusHas: a server that answers with a code gRPC does not define
+// gets it back, unretried, and cannot make the client index past its table of codes.
+func TestUnary_CodeNoStatusHas(t *testing.T) {
+	s := serve(t, &server{answer: always(status.Error(codes.Code(100), "odd"))})
+	c := dial(t, s.addr, policygrpc.DialOptions(retrying(3, policytest.NewClock(t0).AutoAdvance(true)), policygrpc.Options{})...)
+	_, err := c.EmptyCall(context.Background(), &testgrpc.Empty{})
+	require.Equal(t, codes.Code(100), status.Code(err))
+	require.Equal(t, 1, s.calls())
+}
+
+// TestUnary_PushbackPastTheDeadlineSaysSo: a pushback longer than the time left ends
+// the call at once with DEADLINE_EXCEEDED, and the message says why, whether the
+// deadline is a service config's timeout, a pipeline's deadline or the caller's.
+func TestUnary_PushbackPastTheDeadlineSaysSo(t *testing.T) {
+	const cfg = `{"methodConfig": [{"name": [{"service": "grpc.testing.TestService"}], "timeout": "2s",
+		"retryPolicy": {"maxAttempts": 3, "initialBackoff": "0.1s", "maxBackoff": "1s", "backoffMultiplier": 2, "retryableStatusCodes": ["UNAVAILABLE"]}}]}`
+	sc, err := policygrpc.ParseServiceConfig([]byte(cfg))
+	require.NoError(t, err)
+	pipeline := policy.MustWrap(deadline.MustNew(2*time.Second), retry.MustNew(retry.Options{MaxAttempts: 3}))
+	for _, tt := range []struct {
+		name string
+		dial []grpc.DialOption
+		ctx  func() (context.Context, context.CancelFunc)
+	}{
+		{"service config timeout", sc.DialOptions(), func() (context.Context, context.CancelFunc) { return context.Background(), func() {} }},
+		{"pipeline deadline", policygrpc.DialOptions(pipeline, policygrpc.Options{}), func() (context.Context, context.CancelFunc) {
+			return context.Background(), func() {}
+		}},
+		{"caller's deadline", policygrpc.DialOptions(policy.MustWrap(retry.MustNew(retry.Options{MaxAttempts: 3})), policygrpc.Options{}),
+			func() (context.Context, context.CancelFunc) {
+				return context.WithTimeout(context.Background(), 2*time.Second)
+			}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s := serve(t, &server{answer: pushingBack(status.Error(codes.Unavailable, "overloaded"), "5000")})
+			c := dial(t, s.addr, tt.dial...)
+			ctx, cancel := tt.ctx()
+			defer cancel()
+			_, err := c.EmptyCall(ctx, &testgrpc.Empty{})
+			require.Equal(t, codes.DeadlineExceeded, status.Code(err), "%v", err)
+			require.ErrorIs(t, err, retry.ErrDeadline, "the retry gave up at once")
+			require.Equal(t, 1, s.calls())
+			msg := status.Convert(err).Message()
+			require.Regexp(t, `^policygrpc: server pushback 5s exceeds the (1\.9\d*|2)s left before the deadline; last attempt: Unavailable: overloaded$`, msg)
+			require.Equal(t, msg, err.Error())
+		})
+	}
 }

@@ -6,21 +6,27 @@
 // [UnaryClientInterceptor] runs each unary RPC through a *policy.Pipeline: every
 // attempt is one invocation, classified by its status code ([Options].RetryableCodes,
 // by default UNAVAILABLE) and by the server's pushback (gRFC A6's
-// grpc-retry-pushback-ms trailer: a delay waited exactly, or a refusal to be retried).
-// Attempts carry Backstop's attempt metadata and grpc-previous-rpc-attempts, so that
-// servers below fail fast instead of retrying again. The caller's context deadline
-// bounds every attempt and every sleep.
+// grpc-retry-pushback-ms trailer: a delay waited exactly on a retryable code, or — a
+// negative, malformed or repeated value — a refusal to be retried whatever the code,
+// which a budget outside the retry counts as a failure). Attempts carry Backstop's
+// attempt metadata and grpc-previous-rpc-attempts, so that servers below fail fast
+// instead of retrying again. The caller's context deadline bounds every attempt and
+// every sleep; a pushback that leaves no time for another attempt ends the call at
+// once with DEADLINE_EXCEEDED, whose message names the pushback and the time that was
+// left.
 //
 // A channel must have one retry owner: Backstop's or grpc-go's built-in retry, never
 // both. [DialOptions] returns the interceptors together with grpc.WithDisableRetry().
 //
 //	p, err := policy.Wrap(deadline, breaker, budget, retry, perAttempt)
-//	conn, err := grpc.NewClient(target, policygrpc.DialOptions(p)...)
+//	conn, err := grpc.NewClient(target, policygrpc.DialOptions(p, policygrpc.Options{})...)
 //
 // [RetryStreamClientInterceptor] retries streams as A6 says: only until the stream
-// commits (a response header or message received, or more sent than the replay buffer
-// holds), replaying the messages sent on each new attempt. After the commit, errors
-// are the caller's.
+// commits (the server's response headers or a message received, or more sent than the
+// replay buffer holds), replaying the messages sent on each new attempt. After the
+// commit, errors are the caller's: a server that sends its headers and then fails is
+// not retried, whether or not the caller read the headers, as with grpc-go's own
+// retry.
 //
 // # Server
 //
@@ -37,4 +43,16 @@
 // [ParseServiceConfig] reads a gRPC service config (methodConfig with timeout and
 // retryPolicy, retryThrottling) into pipelines, validated as gRFC A6 says, so a
 // channel configured for grpc-go's retry can move to Backstop unchanged.
+//
+// Its retryThrottling bucket ([ServiceConfig.Budget]) counts every RPC of the
+// channel, as A6 says, whatever its method: a success refills tokenRatio; a failure
+// with a code its method retries, or with a pushback that says not to retry, costs a
+// token — methods without a retryPolicy included, and calls whose retries a caller in
+// another process owns (they make one attempt here, and it still counts). A call
+// under a retry owner in this process is counted by that owner, in the budget its
+// pipeline holds, once per failed attempt.
+//
+// One departure from A6 remains: after a retry made on a server's pushback, the next
+// backoff goes on from the retry's count instead of starting again from
+// initialBackoff.
 package policygrpc

@@ -75,7 +75,14 @@ type methodPolicy struct {
 }
 
 // Budget returns the channel's retryThrottling token bucket, or nil if the config has
-// none. It is shared by every method's pipeline, as A6 says.
+// none. It is shared by every method's pipeline, and the config's interceptors count
+// every RPC of the channel into it, as A6 says ("regardless of service or method"):
+// each success refills tokenRatio, and each failure with a code its method retries
+// (or a hedge's non-fatal code), or with a pushback that says not to retry, costs a
+// token — for methods without a retryPolicy, and for calls whose retries an owner in
+// another process makes, too. A call under a retry owner in this process (an outer
+// pipeline with a retry) is counted by that owner, in the budget its pipeline holds:
+// give it this bucket to count those calls once per failed attempt.
 func (c *ServiceConfig) Budget() *budget.TokenBucket { return c.bucket }
 
 // Pipeline returns the pipeline for a full method name ("/pkg.Service/Method"): the
@@ -105,7 +112,7 @@ func (c *ServiceConfig) lookup(fullMethod string) *methodPolicy {
 // ([ServiceConfig.Pipeline]), retrying the retryableStatusCodes of that method's
 // retryPolicy; it is [UnaryClientInterceptor] with the config's pipelines.
 func (c *ServiceConfig) UnaryClientInterceptor() grpc.UnaryClientInterceptor {
-	none := newClassifier(Options{RetryableCodes: []codes.Code{}})
+	none := c.unconfigured()
 	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 		m := c.lookup(method)
 		p, cl := (*policy.Pipeline)(nil), none
@@ -119,7 +126,7 @@ func (c *ServiceConfig) UnaryClientInterceptor() grpc.UnaryClientInterceptor {
 // StreamClientInterceptor runs every stream through the pipeline of its method, as
 // [RetryStreamClientInterceptor] does, with the default replay buffer.
 func (c *ServiceConfig) StreamClientInterceptor() grpc.StreamClientInterceptor {
-	none := newClassifier(Options{RetryableCodes: []codes.Code{}})
+	none := c.unconfigured()
 	limit := replayLimit(0)
 	return func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
 		m := c.lookup(method)
@@ -128,6 +135,14 @@ func (c *ServiceConfig) StreamClientInterceptor() grpc.StreamClientInterceptor {
 		}
 		return newRetryStream(ctx, m.sp, m.c, limit, desc, cc, method, streamer, opts)
 	}
+}
+
+// unconfigured is the classifier of the methods no entry names: nothing is retried,
+// and the RPCs still count into the channel's bucket.
+func (c *ServiceConfig) unconfigured() *classifier {
+	none := newClassifier(Options{RetryableCodes: []codes.Code{}})
+	none.bucket = c.bucket
+	return none
 }
 
 // DialOptions returns the dial options of a channel whose retries Backstop owns with
@@ -310,11 +325,12 @@ func (c *ServiceConfig) method(field string, mc methodConfigJSON) (*methodPolicy
 	}
 	if owner != nil {
 		if c.bucket != nil {
-			stack = append(stack, c.bucket)
+			stack = append(stack, channelBudget{c.bucket})
 		}
 		stack = append(stack, owner)
 		m.c = newClassifier(Options{RetryableCodes: again})
 	}
+	m.c.bucket = c.bucket
 	p, err := policy.Wrap(stack...)
 	if err != nil {
 		return bad("%v", err)

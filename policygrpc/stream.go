@@ -28,11 +28,16 @@ type StreamOptions struct {
 }
 
 // RetryStreamClientInterceptor runs every stream through p, retried as gRFC A6 says:
-// only until the stream commits — the first response header or message received, or
-// the messages sent exceeding o.MaxReplayBytes. Until then the messages sent are kept
-// and replayed, in order, on each new attempt (with CloseSend if it was called), and a
-// failed attempt's status is classified as for unary calls (codes, pushback). After
-// the commit, errors reach the caller untouched.
+// only until the stream commits — the server's response headers or first message
+// received, or the messages sent exceeding o.MaxReplayBytes. Until then the messages
+// sent are kept and replayed, in order, on each new attempt (with CloseSend if it was
+// called), and a failed attempt's status is classified as for unary calls (codes,
+// pushback). After the commit, errors reach the caller untouched: an attempt whose
+// server sent headers and then failed is never retried, whether or not the caller
+// read the headers, and neither is one that failed after a message. An attempt that
+// failed in trailers only, before any header, has not committed: Header returns nil
+// metadata for it, as grpc.ClientStream documents, and RecvMsg retries it. p's call
+// ends at the commit, and counts as a success for the policies in it.
 //
 // The pipeline's deadlines bound the whole stream, as the caller's context does; the
 // stream's resources are released when RecvMsg returns an error (io.EOF included) or
@@ -59,17 +64,22 @@ func replayLimit(n int) int {
 func newRetryStream(ctx context.Context, p *policy.Pipeline, c *classifier, limit int, desc *grpc.StreamDesc,
 	cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts []grpc.CallOption) (grpc.ClientStream, error) {
 	rctx, rel := policy.WithReleaser(ctx)
-	s := &retryStream{ctx: ctx, limit: limit, release: rel.Release}
+	s := &retryStream{ctx: ctx, limit: limit, release: rel.Release, serverStreams: desc.ServerStreams}
+	if c.counts(ctx) {
+		s.c = c
+	}
 	s.cond = sync.NewCond(&s.mu)
 	open := func(actx context.Context) error {
 		cs, err := streamer(withAttemptMetadata(actx), desc, cc, method, opts...)
 		if err != nil {
+			s.record(err, nil)
 			return c.classify(actx, err, nil)
 		}
 		failed := s.attempt(cs)
 		if failed == nil {
-			return nil // committed
+			return nil // committed: RecvMsg counts how the stream ends
 		}
+		s.record(failed, cs.Trailer())
 		return c.classify(actx, failed, cs.Trailer())
 	}
 	go func() {
@@ -96,9 +106,11 @@ func newRetryStream(ctx context.Context, p *policy.Pipeline, c *classifier, limi
 
 // retryStream is a grpc.ClientStream whose attempts a pipeline makes.
 type retryStream struct {
-	ctx     context.Context
-	limit   int
-	release func()
+	ctx           context.Context
+	limit         int
+	release       func()
+	serverStreams bool
+	c             *classifier // counts the stream's RPCs into the channel's bucket; nil: not counted
 
 	mu         sync.Mutex // guards the fields below
 	cond       *sync.Cond
@@ -112,6 +124,33 @@ type retryStream struct {
 	failErr    error // and how
 	done       bool  // the pipeline returned
 	final      error // what it returned, as a status error
+	ended      bool  // the committed stream's outcome was counted
+}
+
+// record counts a failed attempt, or the outcome of the stream, into the channel's
+// bucket (see classifier.record).
+func (s *retryStream) record(err error, trailer metadata.MD) {
+	if s.c != nil {
+		s.c.record(s.ctx, err, trailer)
+	}
+}
+
+// recordEnd counts the end of the committed stream once: err nil for a success.
+func (s *retryStream) recordEnd(cs grpc.ClientStream, err error) {
+	if s.c == nil {
+		return
+	}
+	s.mu.Lock()
+	first := !s.ended
+	s.ended = true
+	s.mu.Unlock()
+	if first {
+		var trailer metadata.MD
+		if err != nil {
+			trailer = cs.Trailer()
+		}
+		s.record(err, trailer)
+	}
 }
 
 // attempt runs on the pipeline's goroutine: it replays what was sent on cs, makes cs
@@ -198,16 +237,30 @@ func (s *retryStream) Header() (md metadata.MD, err error) {
 	for {
 		cs, gen, committed := s.current()
 		md, err = cs.Header()
-		if err == nil {
+		switch {
+		case err == nil && md != nil:
+			// Response headers arrived: the stream commits (gRFC A6).
 			s.mu.Lock()
 			s.commitLocked()
 			s.mu.Unlock()
 			return md, nil
+		case err == nil:
+			// The attempt ended without headers (trailers only): RecvMsg tells how,
+			// and retries it if it may, as grpc.ClientStream's Header documents.
+			return nil, nil
 		}
 		if committed || !s.failed(gen, err) {
 			return nil, s.finalOr(err)
 		}
 	}
+}
+
+// headersArrived reports whether the server sent cs's response headers: asked after
+// cs failed, Header no longer blocks, and it returns nil metadata for an attempt
+// that ended in trailers only, before any header.
+func headersArrived(cs grpc.ClientStream) bool {
+	md, err := cs.Header()
+	return err == nil && md != nil
 }
 
 func (s *retryStream) Trailer() metadata.MD {
@@ -260,15 +313,30 @@ func (s *retryStream) RecvMsg(m any) error {
 			s.mu.Lock()
 			s.commitLocked()
 			s.mu.Unlock()
+			if !s.serverStreams {
+				// A single response received is the end of the RPC, with OK.
+				s.recordEnd(cs, nil)
+			}
 			return nil
 		case errors.Is(err, io.EOF):
 			// The server ended the stream with OK: commit, the call succeeded.
 			s.mu.Lock()
 			s.commitLocked()
 			s.mu.Unlock()
+			s.recordEnd(cs, nil)
 			s.release()
 			return err
 		case committed:
+			s.recordEnd(cs, err)
+			s.release()
+			return err
+		case headersArrived(cs):
+			// The server answered with headers and then failed: the headers
+			// committed the stream, and its failure is the caller's (gRFC A6).
+			s.mu.Lock()
+			s.commitLocked()
+			s.mu.Unlock()
+			s.recordEnd(cs, err)
 			s.release()
 			return err
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"strconv"
 	"sync"
 	"testing"
 
@@ -11,6 +12,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	testgrpc "google.golang.org/grpc/interop/grpc_testing"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	"github.com/backstop-go/backstop/policy/policytest"
@@ -23,6 +25,7 @@ type streams struct {
 	testgrpc.UnimplementedTestServiceServer
 	failFirst    int  // attempts that fail
 	afterMessage bool // fail after sending one response (the client has committed)
+	afterHeader  bool // fail after sending the response headers, before any message
 	mu           sync.Mutex
 	attempts     int
 	received     [][]int32 // per attempt, the payload sizes received
@@ -69,6 +72,12 @@ func (s *streams) StreamingInputCall(stream grpc.ClientStreamingServer[testgrpc.
 
 func (s *streams) StreamingOutputCall(req *testgrpc.StreamingOutputCallRequest, stream grpc.ServerStreamingServer[testgrpc.StreamingOutputCallResponse]) error {
 	n := s.begin()
+	if s.fails(n) && s.afterHeader {
+		if err := stream.SendHeader(metadata.Pairs("attempt", strconv.Itoa(n))); err != nil {
+			return err
+		}
+		return errDown // headers sent: the client has committed
+	}
 	if s.fails(n) && !s.afterMessage {
 		return errDown
 	}
@@ -95,6 +104,12 @@ func (s *streams) FullDuplexCall(stream grpc.BidiStreamingServer[testgrpc.Stream
 		}
 		size := req.GetResponseParameters()[0].GetSize()
 		s.got(n, size)
+		if s.fails(n) && s.afterHeader {
+			if err := stream.SendHeader(metadata.Pairs("attempt", strconv.Itoa(n))); err != nil {
+				return err
+			}
+			return errDown // headers sent: the client has committed
+		}
 		if s.fails(n) {
 			return errDown // having read one message, before answering any
 		}
@@ -210,4 +225,112 @@ func TestStream_GivesUpWithTheLastStatus(t *testing.T) {
 	_, err = stream.CloseAndRecv()
 	require.Equal(t, codes.Unavailable, status.Code(err))
 	require.Equal(t, 3, s.attempts)
+}
+
+// grpcGoRetry is a service config that has grpc-go's own retry make up to 3 attempts
+// of every TestService method on UNAVAILABLE, to compare Backstop with.
+const grpcGoRetry = `{"methodConfig": [{"name": [{"service": "grpc.testing.TestService"}],
+	"retryPolicy": {"maxAttempts": 3, "initialBackoff": "0.001s", "maxBackoff": "0.001s", "backoffMultiplier": 1, "retryableStatusCodes": ["UNAVAILABLE"]}}]}`
+
+// TestStream_CommitsAtResponseHeaders: a server that sends its response headers and
+// then fails has committed the stream (gRFC A6): the failure is the caller's, after
+// one attempt, whether the caller read the headers first or not, on server-streaming
+// and bidi streams alike, as with grpc-go's own retry. A failure after a message is
+// the caller's too.
+func TestStream_CommitsAtResponseHeaders(t *testing.T) {
+	outReq := &testgrpc.StreamingOutputCallRequest{ResponseParameters: []*testgrpc.ResponseParameters{{Size: 1}, {Size: 2}}}
+	serverStreaming := func(t *testing.T, c testgrpc.TestServiceClient, readHeader bool) ([]int, metadata.MD, error) {
+		stream, err := c.StreamingOutputCall(context.Background(), outReq)
+		require.NoError(t, err)
+		var md metadata.MD
+		if readHeader {
+			md, err = stream.Header()
+			require.NoError(t, err)
+		}
+		var sizes []int
+		for {
+			res, err := stream.Recv()
+			if err != nil {
+				return sizes, md, err
+			}
+			sizes = append(sizes, len(res.GetPayload().GetBody()))
+		}
+	}
+	bidi := func(t *testing.T, c testgrpc.TestServiceClient, readHeader bool) ([]int, metadata.MD, error) {
+		stream, err := c.FullDuplexCall(context.Background())
+		require.NoError(t, err)
+		require.NoError(t, stream.Send(&testgrpc.StreamingOutputCallRequest{ResponseParameters: []*testgrpc.ResponseParameters{{Size: 4}}}))
+		var md metadata.MD
+		if readHeader {
+			md, err = stream.Header()
+			require.NoError(t, err)
+		}
+		res, err := stream.Recv()
+		if err != nil {
+			return nil, md, err
+		}
+		return []int{len(res.GetPayload().GetBody())}, md, stream.CloseSend()
+	}
+	afterHeader := func() *streams { return &streams{failFirst: 1, afterHeader: true} }
+	afterMessage := func() *streams { return &streams{failFirst: 1, afterMessage: true} }
+	for _, tt := range []struct {
+		name       string
+		server     func() *streams
+		call       func(*testing.T, testgrpc.TestServiceClient, bool) ([]int, metadata.MD, error)
+		readHeader bool
+		sizes      []int // what the caller received before the failure
+	}{
+		{"server streaming: headers, then UNAVAILABLE", afterHeader, serverStreaming, false, nil},
+		{"server streaming: headers read, then UNAVAILABLE", afterHeader, serverStreaming, true, nil},
+		{"server streaming: a message, then UNAVAILABLE", afterMessage, serverStreaming, false, []int{1}},
+		{"bidi: headers, then UNAVAILABLE", afterHeader, bidi, false, nil},
+		{"bidi: headers read, then UNAVAILABLE", afterHeader, bidi, true, nil},
+	} {
+		for _, client := range []struct {
+			name string
+			dial func(t *testing.T, addr string) testgrpc.TestServiceClient
+		}{
+			{"backstop", func(t *testing.T, addr string) testgrpc.TestServiceClient {
+				return streamClient(t, addr, 3, policygrpc.StreamOptions{})
+			}},
+			{"grpc-go", func(t *testing.T, addr string) testgrpc.TestServiceClient {
+				return dial(t, addr, grpc.WithDefaultServiceConfig(grpcGoRetry))
+			}},
+		} {
+			t.Run(tt.name+"/"+client.name, func(t *testing.T) {
+				s := tt.server()
+				sizes, md, err := tt.call(t, client.dial(t, serveStreams(t, s)), tt.readHeader)
+				require.Equal(t, codes.Unavailable, status.Code(err), "the committed attempt's failure reaches the caller: %v", err)
+				require.Equal(t, tt.sizes, sizes)
+				require.Equal(t, 1, s.attempts, "a stream is not retried once the server's headers (or a message) arrived")
+				if tt.readHeader {
+					require.Equal(t, []string{"1"}, md.Get("attempt"), "the headers are the first attempt's")
+				}
+			})
+		}
+	}
+}
+
+// TestStream_TrailersOnlyFailureDoesNotCommit: a first attempt that fails before any
+// header (trailers only) has not committed the stream, even if the caller asked for
+// the headers first: Header says there were none, and Recv retries.
+func TestStream_TrailersOnlyFailureDoesNotCommit(t *testing.T) {
+	s := &streams{failFirst: 1}
+	stream, err := streamClient(t, serveStreams(t, s), 3, policygrpc.StreamOptions{}).StreamingOutputCall(context.Background(),
+		&testgrpc.StreamingOutputCallRequest{ResponseParameters: []*testgrpc.ResponseParameters{{Size: 1}, {Size: 2}}})
+	require.NoError(t, err)
+	md, err := stream.Header()
+	require.NoError(t, err)
+	require.Nil(t, md, "the first attempt ended without headers")
+	var sizes []int
+	for {
+		res, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		require.NoError(t, err)
+		sizes = append(sizes, len(res.GetPayload().GetBody()))
+	}
+	require.Equal(t, []int{1, 2}, sizes)
+	require.Equal(t, 2, s.attempts, "the trailers-only failure was retried")
 }
