@@ -159,7 +159,7 @@ func NewRatio(s *Store, name string, o budget.RatioOptions) (*Ratio, error) {
 	r := &Ratio{s: s, name: name, local: local, ratio: orDefault(o.Ratio, budget.DefaultRatio),
 		floor: perSecond * window.Seconds(), width: window / ratioBuckets,
 		keys: []string{s.key("budget", name), s.key("budget", name, "members"), s.key("budget", name, "grants")}}
-	r.link = link{s: s, name: name}
+	r.link = link{s: s, name: name, kind: KindBudget}
 	r.sync()
 	r.bg.start(s, nil, func(bool) { r.sync() })
 	return r, nil

@@ -75,7 +75,7 @@ func NewTokenBucket(s *Store, name string, maxTokens, tokenRatio float64) (*Toke
 		b.ratio = int64(math.Floor(tokenRatio*milli + 1e-6))
 	}
 	b.tokens.Store(b.max)
-	b.link = link{s: s, name: name}
+	b.link = link{s: s, name: name, kind: KindBudget}
 	b.sync()
 	b.bg.start(s, nil, func(bool) { b.sync() })
 	return b, nil
