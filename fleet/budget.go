@@ -17,16 +17,27 @@ import (
 const ratioBuckets = 10
 
 // syncRatio adds a process's calls and retries since its last sync to the fleet's
-// window and returns the window's totals and how many processes share the budget, in
-// one round trip, by the Redis server's clock.
+// window and grants the process its share of the fleet's headroom, in one round trip,
+// by the Redis server's clock.
 //
-// KEYS[1] the window's buckets (one hash per bucket, KEYS[1]:n), KEYS[2] the members
+// The headroom is Ratio × the window's calls + the floor − its retries. A process's
+// grant is at most its fair share of it (headroom ÷ live members) and at most what the
+// other members' grants leave of it: each grant is held, in KEYS[3], until its member
+// syncs again (its retries then are in the window; the rest is given back) or is gone.
+// So members that sync one after another — replicas started together — do not each
+// take a share of the same headroom.
+//
+// KEYS[1] the window's buckets (one hash per bucket, KEYS[1]:n), KEYS[2] the members,
+// KEYS[3] the grants held (hash: member → thousandths of a retry)
 // ARGV[1] calls, ARGV[2] retries, ARGV[3] a bucket's width ms, ARGV[4] the buckets,
-// ARGV[5] this process, ARGV[6] how long a silent member still counts, ms
+// ARGV[5] this process, ARGV[6] how long a silent member still counts, ms, ARGV[7]
+// Ratio, ARGV[8] the floor (retries per window)
+//
+// The reply is {calls, retries, members, this process's grant in thousandths}.
 var syncRatio = redis.NewScript(`
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local width, n = tonumber(ARGV[3]), tonumber(ARGV[4])
+local width, n, ttl = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[6])
 local epoch = math.floor(now / width)
 local cur = KEYS[1] .. ':' .. epoch
 if tonumber(ARGV[1]) > 0 then redis.call('HINCRBY', cur, 'c', ARGV[1]) end
@@ -39,9 +50,21 @@ for e = epoch - n + 1, epoch do
   retries = retries + (tonumber(v[2]) or 0)
 end
 redis.call('ZADD', KEYS[2], now, ARGV[5])
-redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now - tonumber(ARGV[6]))
-redis.call('PEXPIRE', KEYS[2], ARGV[6])
-return {calls, retries, redis.call('ZCARD', KEYS[2])}
+local gone = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now - ttl)
+for _, m in ipairs(gone) do
+  redis.call('ZREM', KEYS[2], m)
+  redis.call('HDEL', KEYS[3], m)
+end
+redis.call('PEXPIRE', KEYS[2], ttl)
+local members = redis.call('ZCARD', KEYS[2])
+redis.call('HDEL', KEYS[3], ARGV[5])
+local held = 0
+for _, v in ipairs(redis.call('HVALS', KEYS[3])) do held = held + math.max(0, tonumber(v) or 0) end
+local headroom = tonumber(ARGV[7]) * calls + tonumber(ARGV[8]) - retries
+local grant = math.floor(math.max(0, math.min(headroom / members, headroom - held / 1000)) * 1000)
+if grant > 0 then redis.call('HSET', KEYS[3], ARGV[5], grant) end
+redis.call('PEXPIRE', KEYS[3], ttl)
+return {calls, retries, members, grant}
 `)
 
 // tally counts a fleet budget's decisions.
@@ -73,11 +96,16 @@ const milli = 1000
 // against a dead dependency send 10 % of the fleet's calls, not fifty times that.
 //
 // No decision waits on Redis. Each process counts its calls and retries in memory
-// and, every SyncInterval, adds them to the fleet's window and reads the window's
-// totals and the number of live processes, in one round trip. Until the next sync it
-// may start its share of the fleet's headroom, (Ratio × calls + floor − retries) ÷
-// processes, plus Ratio for each call it has made since. The fleet may so exceed its
-// budget by at most what its processes earn within one SyncInterval.
+// and, every SyncInterval, adds them to the fleet's window and takes a grant, in one
+// round trip. Until the next sync it may start its grant, plus Ratio for each call
+// it has made since. A grant is at most the process's share of the fleet's headroom,
+// (Ratio × calls + floor − retries) ÷ processes, and at most what the grants other
+// processes hold leave of the headroom; a grant is held until its process syncs
+// again. So processes that start together, or sync one after another, never grant
+// the same headroom twice: the first to sync may take a whole share, the next ones
+// what it leaves, and at their next syncs the shares even out. The fleet may so
+// exceed its budget by at most what its processes earn within one SyncInterval (the
+// calls they make between syncs, and a window's buckets rolling on).
 //
 // When Redis is out of reach or slower than Timeout, a budget.Ratio with the same
 // options, which has seen every call of this process, decides alone (fail open to
@@ -130,8 +158,8 @@ func NewRatio(s *Store, name string, o budget.RatioOptions) (*Ratio, error) {
 	}
 	r := &Ratio{s: s, name: name, local: local, ratio: orDefault(o.Ratio, budget.DefaultRatio),
 		floor: perSecond * window.Seconds(), width: window / ratioBuckets,
-		keys: []string{s.key("budget", name), s.key("budget", name, "members")}}
-	r.link = link{s: s, name: name}
+		keys: []string{s.key("budget", name), s.key("budget", name, "members"), s.key("budget", name, "grants")}}
+	r.link = link{s: s, name: name, kind: KindBudget}
 	r.sync()
 	r.bg.start(s, nil, func(bool) { r.sync() })
 	return r, nil
@@ -193,8 +221,16 @@ func (r *Ratio) ExplainStage() policy.Stage {
 	return st
 }
 
-// Close stops the background sync. The budget still works, on this process's counts.
-func (r *Ratio) Close() error { return r.bg.stop() }
+// Close stops the background sync and gives this process's grant back to the fleet
+// (within Timeout; a grant not given back lapses when the process stops counting as
+// a member). The budget still works, on this process's counts.
+func (r *Ratio) Close() error {
+	err := r.bg.stop()
+	ctx, cancel := r.s.bounded(context.Background())
+	defer cancel()
+	_ = r.s.rdb.HDel(ctx, r.keys[2], r.s.id).Err() // best effort: it lapses anyway
+	return err
+}
 
 // sync sends this process's counts since the last sync and sets its share of what
 // the fleet's budget allows.
@@ -204,8 +240,8 @@ func (r *Ratio) sync() {
 	defer cancel()
 	ttl := 3 * max(r.s.interval, time.Second)
 	res, err := syncRatio.Run(ctx, r.s.rdb, r.keys, calls, retries, r.width.Milliseconds(), ratioBuckets,
-		r.s.id, ttl.Milliseconds()).Int64Slice()
-	if err == nil && len(res) != 3 {
+		r.s.id, ttl.Milliseconds(), r.ratio, r.floor).Int64Slice()
+	if err == nil && len(res) != 4 {
 		err = fmt.Errorf("fleet: the budget script answered %v", res)
 	}
 	r.link.result(err)
@@ -216,9 +252,9 @@ func (r *Ratio) sync() {
 		r.retries.Add(retries)
 		return
 	}
-	fleetCalls, fleetRetries, members := float64(res[0]), float64(res[1]), float64(max(1, res[2]))
-	share := (r.ratio*fleetCalls + r.floor - fleetRetries) / members
-	r.allowance.Store(int64(max(0, share) * milli))
+	// The grant leaves out what happened here while the script ran: the retries then
+	// spend it, the calls then earn on top of it (both are sent at the next sync).
+	r.allowance.Store(res[3] - milli*r.retries.Load() + int64(r.ratio*milli)*r.calls.Load())
 }
 
 var _ budget.Budget = (*Ratio)(nil)

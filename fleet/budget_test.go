@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -125,4 +126,54 @@ func TestNewRatio_RefusesBadInput(t *testing.T) {
 	require.ErrorIs(t, err, budget.ErrInvalidOptions)
 	_, err = NewRatio(s, "db", budget.RatioOptions{Window: time.Millisecond})
 	require.ErrorContains(t, err, "Window is 1ms")
+}
+
+func TestRatio_ReplicasThatStartTogetherShareOneFloor(t *testing.T) {
+	srv := startRedis(t)
+	o := budget.RatioOptions{Ratio: 0.1, MinPerSecond: 10, Window: 10 * time.Second} // a floor of 100 retries per window
+	stores := []*Store{srv.store(t, "a"), srv.store(t, "b"), srv.store(t, "c")}
+	fleet := make([]*Ratio, len(stores))
+	var started sync.WaitGroup
+	for i, s := range stores {
+		started.Go(func() { fleet[i] = newRatio(t, s, o) }) // each syncs once as it starts
+	}
+	started.Wait()
+	spent := 0
+	for _, r := range fleet {
+		spent += spend(r)
+	}
+	require.Equal(t, 100, spent, "three replicas started at once share the floor of 100, not 100 + 50 + 33")
+
+	// Round after round of syncs in every order, the floor is granted once.
+	for round := range 6 {
+		for i := range fleet {
+			r := fleet[(i+round)%len(fleet)]
+			r.sync()
+			spent += spend(r)
+		}
+		require.Equal(t, 100, spent, "round %d", round)
+	}
+
+	// Calls earn retries at Ratio, wherever they are made; the fleet spends what its
+	// calls earned, no more: 0.1 × (3 × 4 × 250) = 300 on top of the floor.
+	calls := 0
+	for round := range 4 {
+		for i := range fleet {
+			r := fleet[(i+round)%len(fleet)]
+			for range 250 {
+				r.Deposit()
+			}
+			calls += 250
+			r.sync()
+			spent += spend(r)
+			require.LessOrEqual(t, spent, 100+calls/10, "round %d: %d retries for %d calls", round, spent, calls)
+		}
+	}
+	for _, r := range fleet {
+		r.sync()
+		spent += spend(r)
+	}
+	// The last retry or two may stay split in thirds among the three shares.
+	require.GreaterOrEqual(t, spent, 100+calls/10-2, "the whole floor and every retry the calls earned, but for fractions")
+	require.LessOrEqual(t, spent, 100+calls/10)
 }

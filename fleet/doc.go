@@ -10,8 +10,9 @@
 // on Redis (the breaker and budgets count locally and sync in the background every
 // SyncInterval; only the quota and a half-open breaker's probe lease ask Redis on a
 // call's path, within Timeout). When Redis is down, slow or cut off, each policy
-// decides on its local twin, reports a policy.EventFleet, and shares again when Redis
-// answers.
+// decides on its local twin, reports a policy.EventFleet (Source: its name; Reason:
+// its kind, [KindBreaker], [KindBudget] or [KindQuota], so a breaker and a budget
+// named for the same dependency stay apart), and shares again when Redis answers.
 //
 //	rdb := redis.NewClient(&redis.Options{Addr: "redis:6379", ContextTimeoutEnabled: true})
 //	s := fleet.MustNew(rdb, fleet.Options{Observer: obs})
@@ -21,6 +22,23 @@
 //	...
 //	p := policy.MustWrap(deadline.MustNew(2*time.Second), br, bu, retry.MustNew(retry.Options{}))
 //	// register br.Local() with breaker.Registry and metrics as any breaker
+//
+// # State in Redis that no fleet policy wrote
+//
+// Redis is shared, and keys outlive processes. A policy never obeys what it could not
+// have written: a probe lease always carries an expiry (the breaker's OpenTimeout),
+// and a lease without one, with a longer one, or of another open episode is treated
+// as absent; a breaker's open time is at most OpenTimeout × (1 + OpenJitter) ahead;
+// a key of another type or a field that is not a finite number is treated as
+// absent. The script that meets such state repairs it, and the policy reports a
+// policy.EventFleet to local whose Err matches [ErrBadState], deciding on its own
+// until its next sync finds the repaired state.
+//
+// # Budgets shared fairly
+//
+// A [Ratio] grants each process a share of the fleet's headroom at every sync and
+// holds the grant in Redis until that process syncs again, so processes that start
+// together do not each take a share of the same floor.
 //
 // Times that every process must agree on — when a breaker reopens, which bucket of
 // the window a count falls in — are the Redis server's, so the hosts' clocks need not

@@ -48,7 +48,9 @@ type Options struct {
 	// it); "" means hostname-pid-random.
 	ID string
 	// Observer hears every fleet policy's [policy.EventFleet]: when it falls back to
-	// local state and when it returns to the shared one. nil means none.
+	// local state and when it returns to the shared one. The event's Source is the
+	// policy's name and its Reason the policy's kind ([KindBreaker], [KindBudget],
+	// [KindQuota]). nil means none.
 	Observer policy.Observer
 }
 
@@ -142,11 +144,20 @@ func (s *Store) key(kind, name string, parts ...string) string {
 	return k
 }
 
+// The kinds of fleet policy, as a policy.EventFleet's Reason gives them: a breaker
+// and a budget may share a name (the dependency's), and their events stay apart.
+const (
+	KindBreaker = "breaker" // a [Breaker]: policy.KindBreaker's name
+	KindBudget  = "budget"  // a [Ratio] or a [TokenBucket]: policy.KindBudget's name
+	KindQuota   = "quota"   // a [Quota]
+)
+
 // link is whether one policy decides on shared state or, its store out of reach, on
 // its own; it reports each change once as a policy.EventFleet.
 type link struct {
 	s     *Store
 	name  string
+	kind  string // KindBreaker, KindBudget or KindQuota: the events' Reason
 	local atomic.Bool
 	last  atomic.Pointer[error] // the error that made it local
 }
@@ -174,7 +185,8 @@ func (l *link) result(err error) {
 	if l.s.obs == nil {
 		return
 	}
-	e := policy.Event{Kind: policy.EventFleet, Source: l.name, Time: time.Now(), From: policy.FleetShared, To: policy.FleetLocal, Err: err}
+	e := policy.Event{Kind: policy.EventFleet, Source: l.name, Reason: l.kind, Time: time.Now(),
+		From: policy.FleetShared, To: policy.FleetLocal, Err: err}
 	if !down {
 		e.From, e.To = policy.FleetLocal, policy.FleetShared
 	}

@@ -2,11 +2,16 @@ package fleet
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
+
+	"github.com/backstop-go/backstop/breaker"
+	"github.com/backstop-go/backstop/budget"
+	"github.com/backstop-go/backstop/policy"
 )
 
 func TestNew_RefusesBadOptions(t *testing.T) {
@@ -40,3 +45,35 @@ func TestNew_RefusesBadOptions(t *testing.T) {
 type quiet struct{}
 
 func (quiet) Printf(context.Context, string, ...any) {}
+
+func TestEvents_SayThePolicysKind(t *testing.T) {
+	srv := startRedis(t)
+	var mu sync.Mutex
+	var got []string
+	st := MustNew(srv.client(t), Options{ID: "a", SyncInterval: time.Hour, Observer: policy.ObserverFunc(func(e policy.Event) {
+		if e.Kind == policy.EventFleet {
+			mu.Lock()
+			got = append(got, e.Source+"/"+e.Reason+"→"+e.To)
+			mu.Unlock()
+		}
+	})})
+	st.manual = true
+	// The README's way: each policy named for the dependency it guards.
+	br, err := NewBreaker(st, "payments", breaker.Options{})
+	require.NoError(t, err)
+	defer br.Close()
+	bu, err := NewRatio(st, "payments", budget.RatioOptions{})
+	require.NoError(t, err)
+	defer bu.Close()
+	q, err := NewQuota(st, "payments", 0)
+	require.NoError(t, err)
+
+	srv.stop()
+	br.sync()
+	bu.sync()
+	q.Allow(bg, "alice", 10, 10)
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, []string{"payments/breaker→local", "payments/budget→local", "payments/quota→local"}, got,
+		"a breaker's, a budget's and a quota's events of one name stay apart by their kind")
+}

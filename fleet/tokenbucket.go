@@ -14,17 +14,26 @@ import (
 
 // syncTokens applies a process's failures and successes since its last sync to the
 // fleet's bucket and returns its tokens, in thousandths, in one round trip. A bucket
-// not seen yet starts full.
+// not seen yet starts full, and so does one that holds what no bucket writes (another
+// type, or no finite number), which the reply's second value (1) reports.
 //
 // KEYS[1] the bucket; ARGV[1] failures, ARGV[2] successes, ARGV[3] the capacity,
 // ARGV[4] what a success refunds (both in thousandths)
 var syncTokens = redis.NewScript(`
 local max = tonumber(ARGV[3])
-local v = tonumber(redis.call('GET', KEYS[1]) or max)
+local v, bad = max, 0
+local kind = redis.call('TYPE', KEYS[1])['ok']
+if kind == 'string' then
+  local n = tonumber(redis.call('GET', KEYS[1]))
+  if n and n == n and n > -math.huge and n < math.huge then v = math.floor(n) else bad = 1 end
+elseif kind ~= 'none' then
+  redis.call('DEL', KEYS[1])
+  bad = 1
+end
 v = math.max(0, v - tonumber(ARGV[1]) * 1000)
 v = math.min(max, v + tonumber(ARGV[2]) * tonumber(ARGV[4]))
 redis.call('SET', KEYS[1], v, 'PX', 86400000)
-return v
+return {v, bad}
 `)
 
 // TokenBucket is gRFC A6's retry throttling (budget.TokenBucket) with one bucket for
@@ -37,7 +46,9 @@ return v
 // moved by its own failures and successes since, and sends those every SyncInterval
 // (one round trip, which returns the fleet's count). Other processes' failures so
 // reach it within one SyncInterval. When Redis is out of reach, a budget.TokenBucket
-// of the same settings, fed by this process all along, decides alone.
+// of the same settings, fed by this process all along, decides alone. A bucket key
+// holding what no bucket writes is refilled, reported as for a breaker
+// ([ErrBadState]).
 type TokenBucket struct {
 	s     *Store
 	name  string
@@ -75,7 +86,7 @@ func NewTokenBucket(s *Store, name string, maxTokens, tokenRatio float64) (*Toke
 		b.ratio = int64(math.Floor(tokenRatio*milli + 1e-6))
 	}
 	b.tokens.Store(b.max)
-	b.link = link{s: s, name: name}
+	b.link = link{s: s, name: name, kind: KindBudget}
 	b.sync()
 	b.bg.start(s, nil, func(bool) { b.sync() })
 	return b, nil
@@ -161,7 +172,16 @@ func (b *TokenBucket) sync() {
 	failures, successes := b.failures.Swap(0), b.successes.Swap(0)
 	ctx, cancel := b.s.bounded(context.Background())
 	defer cancel()
-	v, err := syncTokens.Run(ctx, b.s.rdb, b.key, failures, successes, b.max, b.ratio).Int64()
+	res, err := syncTokens.Run(ctx, b.s.rdb, b.key, failures, successes, b.max, b.ratio).Int64Slice()
+	if err == nil && len(res) != 2 {
+		err = fmt.Errorf("fleet: the token bucket script answered %v", res)
+	}
+	if err == nil && res[1] != 0 {
+		// Repaired, and this sync counted: the next one shares again.
+		b.link.result(fmt.Errorf("%w: %s held no token count: refilled", ErrBadState, b.key[0]))
+		b.tokens.Store(min(max(res[0], 0), b.max))
+		return
+	}
 	b.link.result(err)
 	if err != nil {
 		b.failures.Add(failures) // lose nothing: sent on the next sync
@@ -170,7 +190,7 @@ func (b *TokenBucket) sync() {
 	}
 	// What happened here while the script ran is counted again at the next sync;
 	// until then the fleet's count stands.
-	b.tokens.Store(min(max(v, 0), b.max))
+	b.tokens.Store(min(max(res[0], 0), b.max))
 }
 
 var _ budget.Budget = (*TokenBucket)(nil)

@@ -87,3 +87,34 @@ func TestNewTokenBucket_RefusesBadInput(t *testing.T) {
 	defer b.Close()
 	require.Equal(t, b.max, b.ratio, "a huge ratio saturates")
 }
+
+func TestTokenBucket_AJunkBucketIsRefilled(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		write func(srv *redisServer) error
+	}{
+		{"no number", func(srv *redisServer) error { return srv.admin(t).Set(bg, "backstop:{tokens:db}", "junk", 0).Err() }},
+		{"infinite", func(srv *redisServer) error { return srv.admin(t).Set(bg, "backstop:{tokens:db}", "inf", 0).Err() }},
+		{"a hash", func(srv *redisServer) error {
+			if err := srv.admin(t).Del(bg, "backstop:{tokens:db}").Err(); err != nil {
+				return err
+			}
+			return srv.admin(t).HSet(bg, "backstop:{tokens:db}", "v", 1).Err()
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := startRedis(t)
+			var ev fleetErrs
+			a := newTokenBucket(t, observedStore(t, srv, "a", &ev))
+			require.NoError(t, tt.write(srv))
+			a.OnFailure()
+			a.sync()
+			_, errs := ev.seen()
+			require.Len(t, errs, 1, "an event says the bucket was bad")
+			require.ErrorIs(t, errs[0], ErrBadState)
+			require.Equal(t, 9.0, a.Tokens(), "a full bucket, less this sync's failure")
+			a.sync()
+			require.True(t, a.Shared(), "repaired: shared again, not failing every sync")
+		})
+	}
+}

@@ -43,7 +43,7 @@
 //	| backstop_redeliver_deliveries_total  | counter   | queue                    | deliveries a redelivery policy decided (AddRedeliver) |
 //	| backstop_redeliver_delay_seconds     | histogram | queue                    | delays of redeliveries; _count is the redeliveries   |
 //	| backstop_redeliver_dead_lettered_total | counter | queue, reason            | dead-lettered: permanent, exhausted                  |
-//	| backstop_fleet_transitions_total     | counter   | policy, to               | fleet policies falling back to local state, and back (to: local, shared) |
+//	| backstop_fleet_transitions_total     | counter   | policy, kind, to         | fleet policies falling back to local state, and back (kind: breaker, budget, quota; to: local, shared) |
 //	| backstop_throttle_probability        | gauge     | throttle                 | the chance an adaptive throttle refuses a request now (AddThrottle) |
 //	| backstop_throttle_refused_total      | counter   | throttle                 | requests an adaptive throttle refused locally (AddThrottle) |
 //

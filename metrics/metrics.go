@@ -139,7 +139,7 @@ func New(reg prometheus.Registerer, o Options) (*Observer, error) {
 		retryAfter: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: Namespace, Name: "shed_retry_after_seconds",
 			Help: "Retry-After sent with refusals.", Buckets: []float64{1, 2, 4, 8, 16, 32, 64},
 			NativeHistogramBucketFactor: o.NativeHistograms}, []string{"shedder"}),
-		fleet: counter("fleet_transitions_total", "Fleet policies moving between deciding on shared state (shared) and on their own when the store is out of reach (local).", "policy", "to"),
+		fleet: counter("fleet_transitions_total", "Fleet policies moving between deciding on shared state (shared) and on their own when the store is out of reach (local).", "policy", "kind", "to"),
 	}
 	cs := []prometheus.Collector{m.calls, m.callDuration, m.attempts, m.retries, m.suppressed, m.deadlines,
 		m.breakerState, m.transitions, m.shed, m.retryAfter, m.fleet}
@@ -382,7 +382,7 @@ func (m *Observer) Observe(e policy.Event) {
 			m.retryAfter.WithLabelValues(e.Source).Observe(e.Delay.Seconds())
 		}
 	case policy.EventFleet:
-		m.fleet.WithLabelValues(e.Source, e.To).Inc()
+		m.fleet.WithLabelValues(e.Source, e.Reason, e.To).Inc()
 	}
 }
 

@@ -361,3 +361,25 @@ backstop_cache_refreshes_total{cache="users"} 4
 `), "backstop_cache_requests_total", "backstop_cache_refreshes_total")
 	require.NoError(t, err)
 }
+
+func TestObserver_FleetSeriesOfABreakerAndABudgetOfOneNameStayApart(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	obs := metrics.MustNew(reg, metrics.Options{})
+	// A fleet breaker and a fleet budget, both named for their dependency, lose Redis;
+	// the budget comes back first.
+	for _, e := range []policy.Event{
+		{Kind: policy.EventFleet, Source: "payments", Reason: "breaker", From: policy.FleetShared, To: policy.FleetLocal},
+		{Kind: policy.EventFleet, Source: "payments", Reason: "budget", From: policy.FleetShared, To: policy.FleetLocal},
+		{Kind: policy.EventFleet, Source: "payments", Reason: "budget", From: policy.FleetLocal, To: policy.FleetShared},
+	} {
+		obs.Observe(e)
+	}
+	want := `
+# HELP backstop_fleet_transitions_total Fleet policies moving between deciding on shared state (shared) and on their own when the store is out of reach (local).
+# TYPE backstop_fleet_transitions_total counter
+backstop_fleet_transitions_total{kind="breaker",policy="payments",to="local"} 1
+backstop_fleet_transitions_total{kind="budget",policy="payments",to="local"} 1
+backstop_fleet_transitions_total{kind="budget",policy="payments",to="shared"} 1
+`
+	require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(want), "backstop_fleet_transitions_total"))
+}

@@ -51,7 +51,7 @@ func (o *slogObserver) Observe(e policy.Event) {
 		o.l.LogAttrs(ctx, o.level, "request shed", slog.String("shedder", e.Source), slog.String("reason", e.Reason),
 			slog.String("priority", e.Priority), slog.Duration("retry_after", e.Delay))
 	case policy.EventFleet:
-		o.l.LogAttrs(ctx, o.level, "fleet policy changed what decides", slog.String("policy", e.Source), slog.String("from", e.From),
+		o.l.LogAttrs(ctx, o.level, "fleet policy changed what decides", slog.String("policy", e.Source), slog.String("kind", e.Reason), slog.String("from", e.From),
 			slog.String("to", e.To), errAttr(e.Err))
 	}
 }

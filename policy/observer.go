@@ -152,7 +152,7 @@ const (
 	EventBreakerState               // a breaker changed state: Source (breaker name), From, To
 	EventDeadlineExceeded           // an overall deadline or a per-attempt timeout ran out: Source ("deadline" or "attempt-timeout"), Elapsed
 	EventShed                       // a shedder refused work: Source (shedder name), Reason, Priority, Delay (the Retry-After sent)
-	EventFleet                      // a policy sharing state across processes lost or regained its store: Source (its name), From, To ("shared" or "local": what decides), Err (why it fell back)
+	EventFleet                      // a policy sharing state across processes lost or regained its store: Source (its name), Reason (its kind: "breaker", "budget", "quota"), From, To ("shared" or "local": what decides), Err (why it fell back)
 )
 
 // The states an [EventFleet] moves between.

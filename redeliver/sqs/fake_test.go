@@ -9,16 +9,20 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/backstop-go/backstop/policy/policytest"
 )
 
 // fakeSQS serves the part of SQS's JSON protocol (AWS JSON 1.0: POST /, the operation
 // in X-Amz-Target) the Consumer uses, for the tests: queues in memory, receive counts,
-// visibility timeouts on a clock the test moves. It is not SQS: ReceiveMessage waits
+// visibility timeouts on a clock the test moves, and SQS's limit on them: a message is
+// hidden at most 12 hours from its latest receive, and a ChangeMessageVisibility that
+// would hide it longer is refused with InvalidParameterValue. It is not SQS: ReceiveMessage waits
 // for a message only until the request ends, and message attributes carry no MD5 (the
 // tests' client skips checksum validation).
 type fakeSQS struct {
 	mu      sync.Mutex
-	now     time.Time
+	clock   *policytest.Clock // the time; the tests' Consumers read it too
 	queues  map[string][]*fakeMsg
 	next    int
 	failDLQ int              // SendMessage calls to refuse
@@ -31,6 +35,7 @@ type fakeMsg struct {
 	attrs             map[string]attrValue
 	receives          int
 	first             time.Time
+	received          time.Time // the latest receive
 	visibleAt         time.Time
 }
 
@@ -40,7 +45,7 @@ type attrValue struct {
 }
 
 func newFakeSQS(queues ...string) *fakeSQS {
-	f := &fakeSQS{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), queues: map[string][]*fakeMsg{},
+	f := &fakeSQS{clock: policytest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), queues: map[string][]*fakeMsg{},
 		delays: map[string][]int{}, arrived: make(chan struct{}, 100)}
 	for _, q := range queues {
 		f.queues[q] = nil
@@ -49,18 +54,17 @@ func newFakeSQS(queues ...string) *fakeSQS {
 }
 
 // advance moves the fake's clock.
-func (f *fakeSQS) advance(d time.Duration) {
-	f.mu.Lock()
-	f.now = f.now.Add(d)
-	f.mu.Unlock()
-}
+func (f *fakeSQS) advance(d time.Duration) { f.clock.Advance(d) }
+
+// maxVisibility is SQS's limit: 12 hours from the receive.
+const maxVisibility = 43200 * time.Second
 
 // put adds a message to queue q and returns its id.
 func (f *fakeSQS) put(q, body string, attrs map[string]attrValue) string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.next++
-	m := &fakeMsg{id: fmt.Sprintf("m-%d", f.next), body: body, attrs: attrs, visibleAt: f.now}
+	m := &fakeMsg{id: fmt.Sprintf("m-%d", f.next), body: body, attrs: attrs, visibleAt: f.clock.Now()}
 	f.queues[q] = append(f.queues[q], m)
 	select {
 	case f.arrived <- struct{}{}:
@@ -91,6 +95,7 @@ func (f *fakeSQS) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f.mu.Lock()
+	now := f.clock.Now()
 	q, ok := f.queues[in.QueueUrl]
 	if !ok {
 		f.mu.Unlock()
@@ -101,14 +106,15 @@ func (f *fakeSQS) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "ReceiveMessage":
 		var out []map[string]any
 		for _, m := range q {
-			if len(out) == max(in.MaxNumberOfMessages, 1) || m.visibleAt.After(f.now) {
+			if len(out) == max(in.MaxNumberOfMessages, 1) || m.visibleAt.After(now) {
 				continue
 			}
 			m.receives++
 			if m.receives == 1 {
-				m.first = f.now
+				m.first = now
 			}
-			m.visibleAt = f.now.Add(30 * time.Second) // the queue's visibility timeout
+			m.received = now
+			m.visibleAt = now.Add(30 * time.Second) // the queue's visibility timeout
 			m.receipt = fmt.Sprintf("%s/%d", m.id, m.receives)
 			sum := md5.Sum([]byte(m.body))
 			out = append(out, map[string]any{"MessageId": m.id, "ReceiptHandle": m.receipt, "Body": m.body,
@@ -126,10 +132,17 @@ func (f *fakeSQS) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			if m.receipt != in.ReceiptHandle || in.ReceiptHandle == "" {
 				continue
 			}
+			timeout := time.Duration(in.VisibilityTimeout) * time.Second
+			if op == "ChangeMessageVisibility" && (timeout < 0 || now.Sub(m.received)+timeout > maxVisibility) {
+				f.mu.Unlock()
+				fail(w, "InvalidParameterValue", fmt.Sprintf("Value %d for parameter VisibilityTimeout is invalid. "+
+					"Reason: Total VisibilityTimeout for the message is beyond the limit [43200 seconds]", in.VisibilityTimeout))
+				return
+			}
 			if op == "DeleteMessage" {
 				f.queues[in.QueueUrl] = append(q[:i:i], q[i+1:]...)
 			} else {
-				m.visibleAt = f.now.Add(time.Duration(in.VisibilityTimeout) * time.Second)
+				m.visibleAt = now.Add(timeout)
 				f.delays[m.id] = append(f.delays[m.id], in.VisibilityTimeout)
 			}
 			f.mu.Unlock()

@@ -7,7 +7,22 @@
 // it.
 //
 // Build the Policy with MaxDelay redeliver.SQSMaxDelay (12 h, the longest SQS hides a
-// message); a longer delay is cut to it. A queue's own redrive policy may stay as a
+// message); a longer delay is cut to it.
+//
+// # The 12-hour limit counts from the receive
+//
+// SQS refuses a visibility timeout that would keep a message hidden longer than 12
+// hours after it was received (ChangeMessageVisibility: "If you attempt to set the
+// VisibilityTimeout to an amount more than the maximum time left, Amazon SQS returns
+// an error"); the time the handler ran is spent from those 12 hours. The Consumer
+// therefore asks for at most the time left since the receive, less [LimitMargin],
+// and the Decision it hands to Options.OnDecide carries the delay it asked for, so a
+// long delay is honoured as far as SQS allows (Stats.Shortened counts the delays so
+// cut). [Consumer.Run] counts from the moment before its ReceiveMessage request;
+// [Consumer.ProcessReceived] takes that moment from the caller, and
+// [Consumer.Process] counts from its own start.
+//
+// A queue's own redrive policy may stay as a
 // safety net if its maxReceiveCount is above the Policy's MaxDeliveries; below it,
 // SQS would move messages before the Policy decides.
 //
@@ -29,6 +44,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/backstop-go/backstop/policy"
 	"github.com/backstop-go/backstop/redeliver"
 )
 
@@ -47,6 +63,12 @@ const (
 	DefaultMaxMessages = 10               // the most one ReceiveMessage returns
 )
 
+// LimitMargin is what the Consumer keeps below SQS's limit of 12 hours from the
+// receive when it sets a visibility timeout: a minute, for the request's time on the
+// way and the SDK's own retries of it, and for the receive's moment being known only
+// from this side.
+const LimitMargin = time.Minute
+
 // API is what the Consumer uses of *sqs.Client.
 type API interface {
 	ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInput, opts ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error)
@@ -58,9 +80,11 @@ type API interface {
 // Handler processes one message; its error decides the message's fate.
 type Handler func(ctx context.Context, m types.Message) error
 
-// Stats count what the Consumer did.
+// Stats count what the Consumer did. Shortened counts the retries whose delay was cut
+// to the time left of SQS's 12 hours from the receive (they are counted in Retried
+// too).
 type Stats struct {
-	Deliveries, Deleted, Retried, DeadLettered uint64
+	Deliveries, Deleted, Retried, DeadLettered, Shortened uint64
 }
 
 // Options configure [New]. QueueURL and DeadLetterURL are required.
@@ -72,8 +96,13 @@ type Options struct {
 	// MaxMessages is how many messages Run asks for at once, 1 to 10; 0 means
 	// DefaultMaxMessages (10).
 	MaxMessages int
-	// OnDecide, if set, is called with every decision, after it is applied.
+	// OnDecide, if set, is called with every decision, after it is applied; a retry's
+	// Delay is the visibility timeout asked of SQS, which may be shorter than the
+	// Policy's (see the package doc).
 	OnDecide func(m types.Message, receives int, d redeliver.Decision)
+	// Clock reads the time the 12 hours from a receive are counted on; nil means the
+	// system clock.
+	Clock policy.Clock
 }
 
 // Consumer wraps a Handler with a redeliver.Policy. It is safe for concurrent use.
@@ -83,8 +112,9 @@ type Consumer struct {
 	p   *redeliver.Policy
 	h   Handler
 	o   Options
+	clk policy.Clock
 
-	deliveries, deleted, retried, dead atomic.Uint64
+	deliveries, deleted, retried, dead, shortened atomic.Uint64
 }
 
 // New returns a Consumer of o.QueueURL that runs h under p and dead-letters to
@@ -112,12 +142,13 @@ func New(api API, p *redeliver.Policy, h Handler, o Options) (*Consumer, error) 
 	if o.MaxMessages == 0 {
 		o.MaxMessages = DefaultMaxMessages
 	}
-	return &Consumer{api: api, p: p, h: h, o: o}, nil
+	return &Consumer{api: api, p: p, h: h, o: o, clk: policy.ClockOr(o.Clock)}, nil
 }
 
 // Stats returns the counts so far.
 func (c *Consumer) Stats() Stats {
-	return Stats{Deliveries: c.deliveries.Load(), Deleted: c.deleted.Load(), Retried: c.retried.Load(), DeadLettered: c.dead.Load()}
+	return Stats{Deliveries: c.deliveries.Load(), Deleted: c.deleted.Load(), Retried: c.retried.Load(), DeadLettered: c.dead.Load(),
+		Shortened: c.shortened.Load()}
 }
 
 // Run receives messages and processes them one by one until ctx ends; it returns
@@ -125,6 +156,7 @@ func (c *Consumer) Stats() Stats {
 // does not stop it: that message becomes visible again and is received again.
 func (c *Consumer) Run(ctx context.Context) error {
 	for {
+		received := c.clk.Now() // SQS receives after this: its 12 hours end later
 		out, err := c.api.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
 			QueueUrl:                    aws.String(c.o.QueueURL),
 			MaxNumberOfMessages:         int32(c.o.MaxMessages),
@@ -139,7 +171,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 			return fmt.Errorf("redeliver/sqs: receiving from %s: %w", c.o.QueueURL, err)
 		}
 		for _, m := range out.Messages {
-			_ = c.Process(ctx, m)
+			_ = c.ProcessReceived(ctx, m, received)
 		}
 	}
 }
@@ -149,7 +181,17 @@ func (c *Consumer) Run(ctx context.Context) error {
 // dead-letter send); the message then becomes visible again when its visibility
 // timeout ends, so nothing is lost. The message must have been received with the
 // ApproximateReceiveCount system attribute.
+//
+// Process counts SQS's 12 hours from its own start; a message that waited after its
+// receive (the rest of a batch) is better processed with [Consumer.ProcessReceived].
 func (c *Consumer) Process(ctx context.Context, m types.Message) error {
+	return c.ProcessReceived(ctx, m, c.clk.Now())
+}
+
+// ProcessReceived is [Consumer.Process] for a message received at received (by
+// Options.Clock; a moment before the ReceiveMessage request was sent is safe): a
+// retry's visibility timeout ends at most 12 hours, less [LimitMargin], after it.
+func (c *Consumer) ProcessReceived(ctx context.Context, m types.Message, received time.Time) error {
 	c.deliveries.Add(1)
 	n, err := strconv.Atoi(m.Attributes[string(types.MessageSystemAttributeNameApproximateReceiveCount)])
 	if err != nil || n < 1 {
@@ -164,11 +206,15 @@ func (c *Consumer) Process(ctx context.Context, m types.Message) error {
 			c.deleted.Add(1)
 		}
 	case d.Retry:
-		secs := int32(min(math.Ceil(d.Delay.Seconds()), redeliver.SQSMaxDelay.Seconds()))
+		secs, cut := visibility(d.Delay, c.clk.Now().Sub(received))
+		d.Delay = time.Duration(secs) * time.Second
 		_, err = c.api.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{
 			QueueUrl: aws.String(c.o.QueueURL), ReceiptHandle: m.ReceiptHandle, VisibilityTimeout: secs})
 		if err == nil {
 			c.retried.Add(1)
+			if cut {
+				c.shortened.Add(1)
+			}
 		} else {
 			err = fmt.Errorf("redeliver/sqs: delaying message %s: %w", aws.ToString(m.MessageId), err)
 		}
@@ -179,6 +225,19 @@ func (c *Consumer) Process(ctx context.Context, m types.Message) error {
 		c.o.OnDecide(m, n, d)
 	}
 	return err
+}
+
+// visibility returns the visibility timeout, in whole seconds, that hides a message
+// received held ago for delay, or as long as SQS allows: at most the time left of its
+// 12 hours from the receive, less LimitMargin (0, visible at once, when none is
+// left). cut says whether that is shorter than delay.
+func visibility(delay, held time.Duration) (secs int32, cut bool) {
+	want := min(math.Ceil(delay.Seconds()), redeliver.SQSMaxDelay.Seconds())
+	left := math.Floor((redeliver.SQSMaxDelay - LimitMargin - held).Seconds())
+	if want <= left {
+		return int32(want), false
+	}
+	return int32(max(0, left)), true
 }
 
 func (c *Consumer) delete(ctx context.Context, m types.Message) error {
