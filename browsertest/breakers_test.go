@@ -92,6 +92,11 @@ func TestBreakersPage(t *testing.T) {
 	if got := rowText("payments"); strings.Contains(got, "open → open") && !strings.Contains(got, "half-open → open") {
 		t.Errorf("row payments reads %q; a forced breaker must not say open → open", got)
 	}
+	// The page's Content-Security-Policy allows its stylesheet (by its hash): the
+	// states are coloured.
+	if color, err := chromedp.Run(ctx, chromedp.Evaluate[string](`getComputedStyle(document.querySelector('#breaker-db td.open')).color`)); err != nil || color != "rgb(204, 0, 0)" {
+		t.Errorf("the open state is coloured %q (%v); want rgb(204, 0, 0): the policy blocks the stylesheet", color, err)
+	}
 	if generated, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#generated"))); err != nil || generated == "" {
 		t.Errorf("the page does not say when it was generated: %q, %v", generated, err)
 	}

@@ -15,6 +15,17 @@
 // (408/429/502/503/504 retried, Retry-After honoured, 500 and other 4xx not); an open
 // breaker is an error matching breaker.ErrOpen with no request sent.
 //
+// A failed attempt's response body is drained so its connection can be reused, but
+// never for long: at most [DefaultMaxDrain] (2 KiB) and [DefaultDrainTimeout], and
+// never past the call's end; a body that does not end within them is closed with its
+// connection, and the retry goes out. A 503 whose body trickles in cannot stall it.
+//
+// Upgrades work through a pipeline: a 101 Switching Protocols response is final (never
+// retried, never drained) and its Body is the switched connection, an
+// io.ReadWriteCloser, as with net/http's own transport, so WebSockets and h2c can be
+// dialled through a client that retries. A request asking for an upgrade is never
+// hedged.
+//
 // # Server
 //
 //	http.ListenAndServe(addr, policyhttp.Middleware(mux))

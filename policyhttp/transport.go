@@ -5,10 +5,13 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
+	"time"
 
 	"github.com/backstop-go/backstop/internal/httpattempt"
 	"github.com/backstop-go/backstop/policy"
@@ -20,8 +23,16 @@ import (
 const HeaderIdempotencyKey = "Idempotency-Key"
 
 // DefaultMaxDrain is how much of a discarded attempt's response body the transport
-// reads before closing it, so the connection can be reused.
-const DefaultMaxDrain = 64 << 10
+// reads before closing it, so that its connection can be reused: 2 KiB, what net/http's
+// client reads of a redirect's body. A longer body is not read to its end: the body is
+// closed, and its connection with it.
+const DefaultMaxDrain = 2 << 10
+
+// DefaultDrainTimeout bounds the time the transport spends draining a discarded
+// attempt's response body. A body that has not ended within it (a 503 whose body
+// trickles in) is closed, and its connection with it, and the call moves on: a retry
+// never waits on a failed attempt's body for longer than this.
+const DefaultDrainTimeout = 50 * time.Millisecond
 
 // An Option configures [NewTransport].
 type Option interface{ apply(*transport) }
@@ -60,8 +71,19 @@ func WithMaxDrain(n int64) Option {
 	})
 }
 
-// WithClock sets the clock that stamps responses for Retry-After dates; nil means
-// policy.SystemClock().
+// WithDrainTimeout sets how long the transport may spend draining a discarded
+// response body before it closes it; 0 means DefaultDrainTimeout, negative means no
+// draining at all (every discarded body is closed at once).
+func WithDrainTimeout(d time.Duration) Option {
+	return optionFunc(func(t *transport) {
+		if d != 0 {
+			t.drainTimeout = max(d, 0)
+		}
+	})
+}
+
+// WithClock sets the clock that stamps responses for Retry-After dates and times the
+// draining of discarded bodies; nil means policy.SystemClock().
 func WithClock(c policy.Clock) Option {
 	return optionFunc(func(t *transport) { t.clock = policy.ClockOr(c) })
 }
@@ -79,6 +101,8 @@ type transport struct {
 	genKey   func() string
 	maxDrain int64
 	clock    policy.Clock
+
+	drainTimeout time.Duration
 }
 
 // NewTransport returns an http.RoundTripper that runs every request through p: each
@@ -92,8 +116,16 @@ type transport struct {
 //     with errors.Is(err, breaker.ErrOpen)).
 //   - The request body is closed, even on errors. It is sent again on a retry only if
 //     req.GetBody can rewind it; a request with a body and no GetBody gets one attempt.
-//   - Every discarded attempt's response body is drained (up to 64 KiB, see
-//     [WithMaxDrain]) and closed.
+//   - Every discarded attempt's response body is drained and closed. The drain is
+//     bounded in bytes ([DefaultMaxDrain], see [WithMaxDrain]), in time
+//     ([DefaultDrainTimeout], see [WithDrainTimeout]) and by the call's context: a body
+//     that does not end within them is closed with its connection, and the call goes on.
+//   - A 101 Switching Protocols response (a WebSocket or other upgrade) is final: it is
+//     never retried, whatever the classifier says, and its Body is the connection, an
+//     io.ReadWriteCloser when next returns one (net/http's transport does). The
+//     pipeline's deadlines bound the handshake; the connection lives until the Body is
+//     closed. A request asking for an upgrade is never hedged; a handshake refused
+//     before any switch (a 503) is retried as any GET.
 //
 // Only idempotent requests are retried: GET, HEAD, OPTIONS, TRACE, PUT, DELETE, and
 // any request carrying an Idempotency-Key header (see [WithIdempotencyKeys]). Others
@@ -111,7 +143,8 @@ func NewTransport(next http.RoundTripper, p *policy.Pipeline, opts ...Option) ht
 	if next == nil {
 		next = http.DefaultTransport
 	}
-	t := &transport{next: next, p: p, classify: DefaultClassifier, maxDrain: DefaultMaxDrain, clock: policy.SystemClock()}
+	t := &transport{next: next, p: p, classify: DefaultClassifier, maxDrain: DefaultMaxDrain,
+		drainTimeout: DefaultDrainTimeout, clock: policy.SystemClock()}
 	for _, o := range opts {
 		if o != nil {
 			o.apply(t)
@@ -138,7 +171,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	repeatable := (idempotent(req.Method) || key != "") && (!hasBody || req.GetBody != nil)
 
 	ctx, rel := policy.WithReleaser(req.Context())
-	if !repeatable {
+	if !repeatable || upgrading(req.Header) {
 		ctx = policy.WithoutRepeats(ctx) // never hedged
 	}
 	a := &attempts{t: t, req: req, key: key, repeatable: repeatable}
@@ -154,13 +187,33 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	if err != nil && (res == nil || req.Context().Err() != nil) {
 		if res != nil {
-			t.discard(res)
+			t.discard(req.Context(), res)
 		}
 		rel.Release()
 		return nil, err
 	}
+	if rw, ok := res.Body.(io.ReadWriteCloser); ok && res.StatusCode == http.StatusSwitchingProtocols {
+		res.Body = &upgradedBody{releasingBody: releasingBody{ReadCloser: rw, release: rel.Release}, w: rw}
+		return res, nil
+	}
 	res.Body = &releasingBody{ReadCloser: res.Body, release: rel.Release}
 	return res, nil
+}
+
+// upgrading reports whether h asks the server to switch protocols (RFC 9110 §7.8): an
+// Upgrade header, and "upgrade" among the Connection header's options.
+func upgrading(h http.Header) bool {
+	if h.Get("Upgrade") == "" {
+		return false
+	}
+	for _, v := range h["Connection"] {
+		for opt := range strings.SplitSeq(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(opt), "upgrade") {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // attempts is the state of one RoundTrip across its attempts. Under a hedge the
@@ -189,7 +242,7 @@ func (a *attempts) run(ctx context.Context) error {
 	a.sent = true
 	a.mu.Unlock()
 	if prev != nil {
-		a.t.discard(prev)
+		a.t.discard(ctx, prev)
 	}
 	out := a.req.Clone(ctx)
 	if !first && out.Body != nil && out.Body != http.NoBody {
@@ -239,20 +292,44 @@ func (a *attempts) run(ctx context.Context) error {
 		prev = res // another attempt succeeded first: this response is a loser's
 	}
 	if prev != nil {
-		a.t.discard(prev)
+		a.t.discard(ctx, prev)
 	}
-	if err != nil && !a.repeatable {
+	// A switched connection speaks another protocol now: the call cannot be made again
+	// on it, and a new handshake would open a second connection.
+	if err != nil && (!a.repeatable || res.StatusCode == http.StatusSwitchingProtocols) {
 		return retry.Permanent(err)
 	}
 	return err
 }
 
-// discard drains (bounded) and closes a response body nobody will read.
-func (t *transport) discard(res *http.Response) {
-	if t.maxDrain > 0 {
-		_, _ = io.CopyN(io.Discard, res.Body, t.maxDrain)
+// discard drains and closes a response body nobody will read. The drain, which lets
+// the connection be reused, stops at t.maxDrain bytes, at t.drainTimeout, or when ctx
+// is done, whichever comes first: the body is then closed with its connection. A
+// switched connection is never drained: it would wait for the other side to speak.
+func (t *transport) discard(ctx context.Context, res *http.Response) {
+	if t.maxDrain <= 0 || t.drainTimeout <= 0 || ctx.Err() != nil || res.StatusCode == http.StatusSwitchingProtocols {
+		res.Body.Close()
+		return
 	}
-	res.Body.Close()
+	var once sync.Once
+	closeBody := func() { once.Do(func() { res.Body.Close() }) }
+	timer := t.clock.NewTimer(t.drainTimeout)
+	stop, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		select {
+		case <-timer.C():
+		case <-ctx.Done():
+		case <-stop:
+			return
+		}
+		closeBody() // unblocks the drain's Read: a closed body ends its connection
+	}()
+	_, _ = io.CopyN(io.Discard, res.Body, t.maxDrain)
+	close(stop)
+	timer.Stop()
+	<-stopped
+	closeBody()
 }
 
 // releasingBody releases the pipeline's deadlines when the body is closed.
@@ -266,6 +343,24 @@ func (b *releasingBody) Close() error {
 	err := b.ReadCloser.Close()
 	b.once.Do(b.release)
 	return err
+}
+
+// upgradedBody is the Body of a 101 Switching Protocols response: the connection,
+// readable and writable, whose Close releases the pipeline's deadlines.
+type upgradedBody struct {
+	releasingBody
+	w io.Writer
+}
+
+func (b *upgradedBody) Write(p []byte) (int, error) { return b.w.Write(p) }
+
+// CloseWrite shuts down the writing side of the connection, as the Body of net/http's
+// own 101 responses does, when the connection supports it.
+func (b *upgradedBody) CloseWrite() error {
+	if cw, ok := b.w.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return fmt.Errorf("policyhttp: CloseWrite: %w", http.ErrNotSupported)
 }
 
 // Middleware marks the context of a request that carries an attempt header

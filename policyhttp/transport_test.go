@@ -80,10 +80,14 @@ func status(code int, hdr ...string) func(http.ResponseWriter, *http.Request, in
 	}
 }
 
-// rig is a client whose transport runs a retrying pipeline on a fake clock.
+// rig is a client whose transport runs a retrying pipeline on a fake clock. The
+// transport has a clock of its own, manual, reading the same time when a first
+// response arrives: its drain timers never fire unless a test moves it, and they are
+// not among the retry's waits.
 type rig struct {
 	client *http.Client
-	clock  *policytest.Clock
+	clock  *policytest.Clock // the retry's, auto-advancing
+	drains *policytest.Clock // the transport's, manual
 	bodies *policytest.Bodies
 }
 
@@ -94,8 +98,9 @@ func newRig(t *testing.T, maxAttempts int, opts ...policyhttp.Option) *rig {
 	clock := policytest.NewClock(t0).AutoAdvance(true)
 	p := policy.MustWrap(retry.MustNew(retry.Options{MaxAttempts: maxAttempts, Clock: clock, Rand: zeroRand{}}))
 	bodies := &policytest.Bodies{Next: base}
-	opts = append([]policyhttp.Option{policyhttp.WithClock(clock)}, opts...)
-	return &rig{client: &http.Client{Transport: policyhttp.NewTransport(bodies, p, opts...)}, clock: clock, bodies: bodies}
+	drains := policytest.NewClock(t0)
+	opts = append([]policyhttp.Option{policyhttp.WithClock(drains)}, opts...)
+	return &rig{client: &http.Client{Transport: policyhttp.NewTransport(bodies, p, opts...)}, clock: clock, drains: drains, bodies: bodies}
 }
 
 type zeroRand struct{}

@@ -2,13 +2,29 @@
 // for tools, and a small self-contained HTML page for people, from which an operator
 // may force a breaker open or reset it. It lives apart from package breaker so that a
 // breaker's users link neither net/http nor html/template.
+//
+// # Security
+//
+// The handler defends its buttons against other sites: cross-origin POSTs are refused
+// (http.CrossOriginProtection, against CSRF); every response forbids framing
+// (X-Frame-Options: DENY and a Content-Security-Policy with frame-ancestors 'none',
+// against clickjacking, where a page on another origin frames
+// this one under a decoy and a real click presses "force open"); the policy lets the
+// page load nothing but its own stylesheet, run no script and post its form only to
+// its own origin; and after an action the browser is sent back to the page it posted
+// from by a reference relative to the request's own URL, which can never name another
+// host (no open redirect, however the handler is mounted). Authentication is yours to
+// add: see [AllowControl].
 package breakerhttp
 
 import (
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"html/template"
 	"math"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -19,6 +35,33 @@ import (
 
 // DefaultRefresh is how often the HTML page reloads itself.
 const DefaultRefresh = 5 * time.Second
+
+// style is the page's stylesheet, allowed by its hash in contentSecurityPolicy.
+const style = `
+body{font:14px system-ui,sans-serif;margin:2em}table{border-collapse:collapse}
+th,td{padding:.3em .8em;border-bottom:1px solid #ddd;text-align:left}
+.closed{color:#070}.half-open{color:#a60}.open{color:#c00;font-weight:bold}
+.meta{color:#555}td.t{white-space:nowrap}form{display:inline}
+`
+
+// contentSecurityPolicy is the Content-Security-Policy header of every response:
+// nothing may be loaded or run but the page's own stylesheet (named by its SHA-256),
+// the form posts only to the page's own origin, and no page may frame it.
+var contentSecurityPolicy = "default-src 'none'; style-src '" + styleHash() + "'; " +
+	"form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+
+func styleHash() string {
+	sum := sha256.Sum256([]byte(style))
+	return "sha256-" + base64.StdEncoding.EncodeToString(sum[:])
+}
+
+// secure sets the headers every response carries.
+func secure(h http.Header) {
+	h.Set("Content-Security-Policy", contentSecurityPolicy)
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "no-referrer")
+}
 
 // An Option configures [Handler].
 type Option interface{ apply(*handler) }
@@ -118,6 +161,7 @@ func wire(s breaker.Snapshot) jsonSnapshot {
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	secure(w.Header())
 	switch r.Method {
 	case http.MethodGet, http.MethodHead:
 	case http.MethodPost:
@@ -176,7 +220,22 @@ func (h *handler) control1(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// Post/redirect/get: a browser reload does not repeat the action.
-	http.Redirect(w, r, r.URL.Path, http.StatusSeeOther)
+	w.Header().Set("Location", back(r))
+	w.WriteHeader(http.StatusSeeOther)
+}
+
+// back returns a reference to the page a form was posted from, relative to the
+// request's own URL: "./" and the last segment of the path the client asked for. It
+// keeps whatever prefix the handler is mounted under (http.StripPrefix shortens
+// r.URL.Path, not r.RequestURI), and it can never name another host, as the path
+// itself would: a handler mounted without a ServeMux gets a path such as
+// //evil.example/x as it was sent, and as a Location that is a URL on evil.example.
+func back(r *http.Request) string {
+	p := r.URL.EscapedPath()
+	if u, err := url.ParseRequestURI(r.RequestURI); err == nil {
+		p = u.EscapedPath()
+	}
+	return "./" + p[strings.LastIndexByte(p, '/')+1:]
 }
 
 var page = template.Must(template.New("breakers").Funcs(template.FuncMap{
@@ -196,12 +255,7 @@ var page = template.Must(template.New("breakers").Funcs(template.FuncMap{
 <html lang="en"><head><meta charset="utf-8">
 {{- if .Refresh}}<meta http-equiv="refresh" content="{{.Refresh}}">{{end}}
 <title>Breakers</title>
-<style>
-body{font:14px system-ui,sans-serif;margin:2em}table{border-collapse:collapse}
-th,td{padding:.3em .8em;border-bottom:1px solid #ddd;text-align:left}
-.closed{color:#070}.half-open{color:#a60}.open{color:#c00;font-weight:bold}
-.meta{color:#555}td.t{white-space:nowrap}
-</style></head><body>
+<style>` + style + `</style></head><body>
 <h1>Breakers</h1>
 <p class="meta">Generated at <time id="generated">{{.Generated.Format "2006-01-02T15:04:05Z07:00"}}</time>.
 {{- if .Refresh}} This page refreshes every {{.Refresh}} s.{{else}} This page does not refresh by itself.{{end}}</p>
@@ -209,7 +263,7 @@ th,td{padding:.3em .8em;border-bottom:1px solid #ddd;text-align:left}
 <table><tr><th>name</th><th>state</th><th>requests</th><th>successes</th><th>failures</th><th>excluded</th><th>tripped with</th><th>opened at</th><th>until</th><th>retry after</th><th>last transition</th>{{if .Control}}<th></th>{{end}}</tr>
 {{- range .Breakers}}
 <tr id="breaker-{{.Name}}"><td>{{.Name}}</td><td class="{{.State}}">{{.State}}{{if .Forced}} (forced){{end}}</td><td>{{.Counts.Requests}}</td><td>{{.Counts.TotalSuccesses}}</td><td>{{.Counts.TotalFailures}}</td><td>{{.Counts.TotalExclusions}}</td><td>{{with .Tripped}}{{.TotalFailures}} of {{.Requests}} failed, {{.ConsecutiveFailures}} in a row{{else}}—{{end}}</td><td class="t">{{ts .OpenedAt}}</td><td class="t">{{ts .Until}}</td><td>{{secs .RetryAfter}}</td><td>{{with .Last}}{{.From}} → {{.To}} at {{.At.Format "2006-01-02T15:04:05Z07:00"}}{{else}}—{{end}}</td>
-{{- if $.Control}}<td><form method="post" style="display:inline"><input type="hidden" name="name" value="{{.Name}}"><button name="action" value="open">force open</button> <button name="action" value="reset">reset</button></form></td>{{end}}</tr>
+{{- if $.Control}}<td><form method="post"><input type="hidden" name="name" value="{{.Name}}"><button name="action" value="open">force open</button> <button name="action" value="reset">reset</button></form></td>{{end}}</tr>
 {{- end}}
 </table>{{end}}
 </body></html>

@@ -2,6 +2,8 @@ package breakerhttp_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -199,5 +201,95 @@ func TestHandler_RefusesCrossSiteControl(t *testing.T) {
 		require.Equal(t, http.StatusForbidden, post(h, "cache", "open", "Sec-Fetch-Site", "cross-site"))
 		require.Equal(t, http.StatusForbidden, post(h, "cache", "open", "Origin", "https://evil.test"))
 		require.Equal(t, breaker.StateClosed, reg.Get("cache").State(), "the breaker stays closed")
+	})
+}
+
+// TestHandler_ForbidsFraming: every response — the page, its JSON, an action's
+// redirect, a refusal — tells the browser that no page may frame it, and the page's
+// policy lets it load nothing but its own stylesheet, named by its hash.
+func TestHandler_ForbidsFraming(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := breakerhttp.Handler(fixture(t), breakerhttp.AllowControl())
+		responses := map[string]*httptest.ResponseRecorder{}
+		serve := func(name string, req *http.Request) {
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, req)
+			responses[name] = w
+		}
+		serve("page", httptest.NewRequest("GET", "/debug/breakers", nil))
+		serve("json", httptest.NewRequest("GET", "/debug/breakers?format=json", nil))
+		form := func(hdr ...string) *http.Request {
+			req := httptest.NewRequest("POST", "http://example.test/debug/breakers", strings.NewReader("name=cache&action=reset"))
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			for i := 0; i+1 < len(hdr); i += 2 {
+				req.Header.Set(hdr[i], hdr[i+1])
+			}
+			return req
+		}
+		serve("action", form("Sec-Fetch-Site", "same-origin"))
+		serve("cross-site action", form("Sec-Fetch-Site", "cross-site"))
+		serve("wrong method", httptest.NewRequest("PUT", "/debug/breakers", nil))
+		require.Equal(t, http.StatusSeeOther, responses["action"].Code)
+		require.Equal(t, http.StatusForbidden, responses["cross-site action"].Code)
+
+		for name, w := range responses {
+			require.Equal(t, "DENY", w.Header().Get("X-Frame-Options"), "%s: X-Frame-Options", name)
+			require.Equal(t, "nosniff", w.Header().Get("X-Content-Type-Options"), "%s: X-Content-Type-Options", name)
+			csp := w.Header().Get("Content-Security-Policy")
+			for _, want := range []string{"default-src 'none'", "frame-ancestors 'none'", "form-action 'self'", "base-uri 'none'"} {
+				require.Contains(t, csp, want, "%s: Content-Security-Policy", name)
+			}
+		}
+
+		page := responses["page"].Body.String()
+		require.NotContains(t, page, "<script", "the policy runs no script")
+		require.NotContains(t, page, " style=", "the policy blocks style attributes")
+		i, j := strings.Index(page, "<style>"), strings.Index(page, "</style>")
+		require.True(t, i >= 0 && j > i, "the page has its stylesheet")
+		sum := sha256.Sum256([]byte(page[i+len("<style>") : j]))
+		hash := "'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'"
+		require.Contains(t, responses["page"].Header().Get("Content-Security-Policy"), "style-src "+hash,
+			"the policy allows the page's stylesheet by its hash")
+	})
+}
+
+// TestHandler_NoOpenRedirect: after an action the browser goes back to the page it
+// posted from, on the same host, however the handler is mounted. Mounted without a
+// ServeMux, a POST to //evil.example/x must not send it to evil.example.
+func TestHandler_NoOpenRedirect(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := breakerhttp.Handler(fixture(t), breakerhttp.AllowControl())
+		mux := http.NewServeMux()
+		mux.Handle("/debug/breakers/", h)
+		for _, tt := range []struct {
+			name   string
+			h      http.Handler
+			target string // the request-target the client sends
+			want   string // where the browser lands
+		}{
+			{"bare, scheme-relative path", h, "//evil.example/x", "http://example.test//evil.example/x"},
+			{"bare, scheme-relative, trailing slash", h, "//evil.example/", "http://example.test//evil.example/"},
+			{"bare, backslashes", h, `/\evil.example/x`, `http://example.test/%5Cevil.example/x`},
+			{"bare, a colon in the last segment", h, "/javascript:alert(1)", "http://example.test/javascript:alert(1)"},
+			{"bare", h, "/debug/breakers", "http://example.test/debug/breakers"},
+			{"under a ServeMux", mux, "/debug/breakers/", "http://example.test/debug/breakers/"},
+			{"under StripPrefix", http.StripPrefix("/debug/breakers", h), "/debug/breakers", "http://example.test/debug/breakers"},
+			{"under StripPrefix, trailing slash", http.StripPrefix("/debug/breakers", h), "/debug/breakers/", "http://example.test/debug/breakers/"},
+		} {
+			req := httptest.NewRequest("POST", tt.target, strings.NewReader("name=cache&action=reset"))
+			req.Host = "example.test"
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			req.Header.Set("Sec-Fetch-Site", "same-origin")
+			w := httptest.NewRecorder()
+			tt.h.ServeHTTP(w, req)
+			require.Equal(t, http.StatusSeeOther, w.Code, tt.name)
+			loc, err := url.Parse(w.Header().Get("Location"))
+			require.NoError(t, err, tt.name)
+			base, err := url.Parse("http://example.test" + tt.target)
+			require.NoError(t, err, tt.name)
+			got := base.ResolveReference(loc)
+			require.Equal(t, "example.test", got.Host, "%s: POST %s redirects to %q", tt.name, tt.target, w.Header().Get("Location"))
+			require.Equal(t, tt.want, got.String(), "%s: POST %s redirects to %q", tt.name, tt.target, w.Header().Get("Location"))
+		}
 	})
 }
