@@ -112,7 +112,7 @@ func TestBreaker_AJunkProbeLeaseIsTreatedAsAbsent(t *testing.T) {
 func TestBreaker_AnAbsurdOpenTimeIsCutToTheLongestOpen(t *testing.T) {
 	srv := startRedis(t)
 	var ev fleetErrs
-	o := breaker.Options{OpenTimeout: 200 * time.Millisecond, OpenJitter: 0.5} // open at most 300 ms
+	o := breaker.Options{OpenTimeout: 100 * time.Millisecond, MaxOpenTimeout: 200 * time.Millisecond, OpenJitter: 0.5} // open at most 300 ms
 	a := newReplica(t, observedStore(t, srv, "a", &ev), o)
 	require.NoError(t, srv.admin(t).HSet(bg, "backstop:{breaker:db}", "s", 2, "g", 7, "u", "1e300").Err())
 

@@ -165,7 +165,7 @@ func (f *Breaker) badStateError(bad int64) error {
 // lease with no expiry, with one longer than the breaker's longest open time, or of
 // another open episode — is treated as absent and removed by the first script that
 // meets it; an open time further ahead than the breaker's longest open time,
-// OpenTimeout × (1 + OpenJitter), is cut to it. Either way a policy.EventFleet to
+// MaxOpenTimeout × (1 + OpenJitter), is cut to it. Either way a policy.EventFleet to
 // local whose Err matches [ErrBadState] says what was repaired, and the next sync
 // shares the repaired state again. Processes that share a breaker should share its
 // Options: one with a shorter OpenTimeout cuts the others' longer open times.
@@ -179,7 +179,7 @@ type Breaker struct {
 	link         link
 	state, probe string // keys
 	lease        time.Duration
-	maxOpen      time.Duration // OpenTimeout × (1 + OpenJitter): the longest this breaker opens
+	maxOpen      time.Duration // MaxOpenTimeout × (1 + OpenJitter): the longest this breaker opens
 
 	view    atomic.Pointer[view]
 	pending atomic.Bool // a local transition waits to be published
@@ -240,10 +240,10 @@ func NewBreaker(s *Store, name string, o breaker.Options) (*Breaker, error) {
 	return f, nil
 }
 
-// longestOpen returns the longest time a breaker of o stays open: OpenTimeout
-// lengthened by the whole of OpenJitter.
+// longestOpen returns the longest time a breaker of o stays open: MaxOpenTimeout (the
+// open time grows to it while probes fail) lengthened by the whole of OpenJitter.
 func longestOpen(o breaker.Options) time.Duration {
-	open := orDefault(o.OpenTimeout, breaker.DefaultOpenTimeout)
+	open := orDefault(o.MaxOpenTimeout, max(breaker.DefaultMaxOpenTimeout, orDefault(o.OpenTimeout, breaker.DefaultOpenTimeout)))
 	jitter := orDefault(o.OpenJitter, breaker.DefaultOpenJitter)
 	if jitter < 0 || jitter > 1 {
 		jitter = 0 // none, or refused by breaker.New

@@ -28,7 +28,7 @@
 // Redis is shared, and keys outlive processes. A policy never obeys what it could not
 // have written: a probe lease always carries an expiry (the breaker's OpenTimeout),
 // and a lease without one, with a longer one, or of another open episode is treated
-// as absent; a breaker's open time is at most OpenTimeout × (1 + OpenJitter) ahead;
+// as absent; a breaker's open time is at most MaxOpenTimeout × (1 + OpenJitter) ahead;
 // a key of another type or a field that is not a finite number is treated as
 // absent. The script that meets such state repairs it, and the policy reports a
 // policy.EventFleet to local whose Err matches [ErrBadState], deciding on its own

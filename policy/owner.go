@@ -16,6 +16,15 @@ const (
 	HeaderGRPCPreviousAttempts = "Grpc-Previous-Rpc-Attempts"
 )
 
+// HeaderRefused is on every refusal of a Backstop server's shedder (shed.Middleware),
+// its value the reason ("limit", "breaker", …). It tells the caller's transport that
+// the server answered to protect itself or its dependency, which counts for itself:
+// the caller's breaker does not count the refusal as a failure of the server, so the
+// breakers of a call path do not all open on one outage at its end and then reclose
+// one after another. The caller's retry still honours the Retry-After. A server that
+// sends it without cause only keeps callers' breakers from counting its own refusals.
+const HeaderRefused = "Backstop-Refused"
+
 // MaxAttemptHeader is the largest attempt number [ParseAttempt] returns; larger values
 // are clamped to it. No real retry policy comes near it; the bound keeps hostile
 // values harmless.

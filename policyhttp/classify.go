@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/backstop-go/backstop/breaker"
+	"github.com/backstop-go/backstop/policy"
 	"github.com/backstop-go/backstop/retry"
 )
 
@@ -37,9 +38,13 @@ type Classifier func(res *http.Response, now time.Time) error
 //	|---------------------|-----------------------------------|---------|--------------------------|
 //	| 1xx, 2xx, 3xx       | none: the response is returned    | —       | success                  |
 //	| 408, 429            | retryable (429 with Retry-After)  | yes     | no (client side)         |
-//	| 502, 503, 504       | retryable (503 with Retry-After)  | yes     | yes                      |
+//	| 502, 503, 504       | retryable (503 with Retry-After)  | yes     | yes (*)                  |
 //	| 500, other 5xx      | failure                           | no      | yes                      |
 //	| other 4xx           | client fault                      | no      | no                       |
+//
+// (*) except a refusal of a Backstop server's shedder or breaker (policy.HeaderRefused
+// on the response): the server below protects itself and counts its dependency's
+// failures itself, so breakers above it do not open on it too.
 //
 // 500 is not retried by default: it usually reports a bug that a retry hits again,
 // while 502/503/504 report a dependency or proxy that may recover. Retry-After, in
@@ -56,7 +61,7 @@ func DefaultClassifier(res *http.Response, now time.Time) error {
 		if d, ok := retry.ParseRetryAfter(res.Header.Get("Retry-After"), now); ok {
 			marked = retry.After(err, d)
 		}
-		if code == http.StatusTooManyRequests {
+		if code == http.StatusTooManyRequests || res.Header.Get(policy.HeaderRefused) != "" {
 			return breaker.ClientFault(marked)
 		}
 		return marked

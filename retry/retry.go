@@ -302,11 +302,14 @@ func (l *reporter) attempt(ctx context.Context, fn policy.Func, n int) error {
 }
 
 // sleep waits d on the retry's clock; it returns false if ctx ended first, and never
-// leaves the timer running.
+// leaves the timer running. A server's shedder that admitted the call is told the
+// call is paused meanwhile (policy.Pause): a sleeping retry holds no slot.
 func (l *runner) sleep(ctx context.Context, d time.Duration) bool {
 	if d <= 0 {
 		return ctx.Err() == nil
 	}
+	resume := policy.Pause(ctx)
+	defer resume()
 	t := l.r.clock.NewTimer(d)
 	select {
 	case <-t.C():

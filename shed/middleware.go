@@ -25,6 +25,14 @@ var (
 	}()
 )
 
+// reasonValues[r] is the HeaderRefused value for reason r.
+var reasonValues = func() (v [numReasons][]string) {
+	for r := range numReasons {
+		v[r] = []string{Reason(r).String()}
+	}
+	return v
+}()
+
 func retryAfterValue(secs int) []string {
 	if secs < len(retryAfterValues) {
 		return retryAfterValues[secs]
@@ -39,7 +47,9 @@ func retryAfterValue(secs int) []string {
 //
 // Like policyhttp.Middleware it reads the attempt headers of Backstop, Envoy and gRPC:
 // a retry (attempt above 1) is sheddable, and the handler's context is marked as owned
-// upstream so its own retrying pipelines fail fast.
+// upstream so its own retrying pipelines fail fast. The handler's context also carries
+// the shedder as a policy.Pauser: while a retry in the handler waits out its backoff,
+// the request holds no slot.
 func Middleware(next http.Handler, s *Shedder) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p, attempt, hasAttempt := s.requestPriority(r)
@@ -47,8 +57,9 @@ func Middleware(next http.Handler, s *Shedder) http.Handler {
 			// Lock-free: the breaker keeps its open time in an atomic. The breaker reads
 			// gobreaker's clock, time.Now, so it is asked in its own time.
 			if ra, open := b.OpenNow(); open {
+				// The breaker's own open time is the Retry-After: it is not the
+				// shedder's pressure, and does not raise the Retry-After of its refusals.
 				secs := max(1, int(math.Ceil(ra.Seconds())))
-				s.pressure.reject(s.clock.Now(), s.admitted.Load())
 				s.reject(ReasonBreaker)
 				s.report(r.Context(), s.opts.Observer, "", ReasonBreaker, p, secs)
 				s.write(w, ReasonBreaker, secs)
@@ -72,9 +83,11 @@ func Middleware(next http.Handler, s *Shedder) http.Handler {
 			s.write(w, why, ra)
 			return
 		}
+		ctx := policy.WithPauser(r.Context(), s) // a retry's backoff in next holds no slot
 		if hasAttempt {
-			r = r.WithContext(policy.WithUpstreamAttempt(r.Context(), attempt))
+			ctx = policy.WithUpstreamAttempt(ctx, attempt)
 		}
+		r = r.WithContext(ctx)
 		if !permit.timed {
 			defer permit.Release() // its latency is not taken: its status does not matter
 			next.ServeHTTP(w, r)
@@ -131,6 +144,7 @@ func (s *Shedder) write(w http.ResponseWriter, r Reason, retryAfter int) {
 	h["Retry-After"] = retryAfterValue(retryAfter)
 	h["Content-Type"] = problemJSON
 	h["Cache-Control"] = noStore
+	h[policy.HeaderRefused] = reasonValues[r]
 	w.WriteHeader(s.statusFor(r))
 	_, _ = w.Write(s.bodies[r])
 }

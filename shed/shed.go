@@ -493,6 +493,23 @@ func (p Permit) release(ok bool) {
 	}
 }
 
+// Pause implements policy.Pauser: admitted work that waits (a retry's backoff) gives
+// its slot back until [Shedder.Resume], and a request waiting in the queue may take it.
+// [Middleware] and the shedder as a policy put the shedder in the context of the work
+// they admit, so a retry finds it there.
+func (s *Shedder) Pause() {
+	s.inflight.Add(-1)
+	if s.waiting.Load() > 0 {
+		s.mu.Lock()
+		s.dispatchLocked(s.clock.Now())
+		s.mu.Unlock()
+	}
+}
+
+// Resume implements policy.Pauser: paused work takes a slot again, whatever the limit
+// (it was admitted).
+func (s *Shedder) Resume() { s.inflight.Add(1) }
+
 // refusedAtLimit counts the refusals of work that found no slot.
 func (s *Shedder) refusedAtLimit() uint64 {
 	return s.rejected[ReasonLimit].Load() + s.rejected[ReasonPriority].Load() + s.rejected[ReasonQueueFull].Load() +
@@ -633,7 +650,7 @@ func (r *runner) Run(ctx context.Context, fn policy.Func) error {
 		}
 		return &RejectError{Shedder: r.s.name, Reason: why, RetryAfter: time.Duration(ra) * time.Second}
 	}
-	err := r.next.Run(ctx, fn)
+	err := r.next.Run(policy.WithPauser(ctx, r.s), fn)
 	permit.release(err == nil)
 	return err
 }
