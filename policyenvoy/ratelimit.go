@@ -93,10 +93,16 @@ type routeRetry struct {
 // ExplainStage implements policy.StageExplainer.
 func (r *routeRetry) ExplainStage() policy.Stage {
 	st := r.Retry.ExplainStage()
+	var conds []string
+	for _, c := range r.route.RetryOn {
+		if honoured[c] {
+			conds = append(conds, c)
+		}
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "up to %d attempts (num_retries %d); retries what retry_on allows (%s); "+
 		"Envoy's back-off, fully jittered from %v to at most %v",
-		r.MaxAttempts(), r.route.NumRetries, strings.Join(r.route.RetryOn, ", "), r.route.BaseInterval, r.route.MaxInterval)
+		r.MaxAttempts(), r.route.NumRetries, strings.Join(conds, ", "), r.route.BaseInterval, r.route.MaxInterval)
 	st.MaxHint = 0 // only rate_limited_retry_back_off gives hints
 	if r.reset != nil && len(r.reset.headers) > 0 {
 		fmt.Fprintf(&b, "; rate_limited_retry_back_off: on a retried response, the first of %s whose interval is 1s to %v "+
