@@ -353,7 +353,7 @@ func yamlError(err error, data []byte) *ConfigError {
 	if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
 		line, _ := strconv.Atoi(m[1])
 		// At the end of the input the reader counts one line more than there is.
-		line = min(line, bytes.Count(data, []byte("\n"))+1)
+		line = min(line, yamlLines(data))
 		return &ConfigError{Line: line, Msg: "YAML: " + m[2]}
 	}
 	msg := strings.TrimPrefix(err.Error(), "error converting YAML to JSON: ")
@@ -396,4 +396,18 @@ func position(b []byte, off int) (line, col int) {
 		b = b[i+1:]
 	}
 	return line, utf8.RuneCount(b) + 1
+}
+
+// yamlLines counts the lines of data as YAML does: CR LF, CR, LF, NEL, LS and PS each
+// end one.
+func yamlLines(data []byte) int {
+	s := strings.ReplaceAll(string(data), "\r\n", "\n")
+	n := 1
+	for _, r := range s {
+		switch r {
+		case '\n', '\r', '\u0085', '\u2028', '\u2029':
+			n++
+		}
+	}
+	return n
 }

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -393,6 +394,7 @@ func FuzzParse(f *testing.F) {
 	} {
 		f.Add(s)
 	}
+	lineBreak := regexp.MustCompile("\r\n|[\r\n\u0085\u2028\u2029]")
 	f.Fuzz(func(t *testing.T, s string) {
 		rs, err := policyenvoy.Parse([]byte(s))
 		if err != nil {
@@ -400,7 +402,9 @@ func FuzzParse(f *testing.F) {
 			if !errors.Is(err, policyenvoy.ErrInvalid) || !errors.As(err, &ce) {
 				t.Fatalf("Parse(%q) = %v; want a ConfigError matching ErrInvalid", s, err)
 			}
-			if lines := strings.Count(s, "\n") + 1; ce.Line < 0 || ce.Line > lines || ce.Column < 0 || (ce.Column > 0 && ce.Line == 0) {
+			// Lines as YAML counts them: CR LF, CR, LF, NEL, LS and PS each end one.
+			lines := 1 + len(lineBreak.FindAllString(s, -1))
+			if ce.Line < 0 || ce.Line > lines || ce.Column < 0 || (ce.Column > 0 && ce.Line == 0) {
 				t.Fatalf("Parse(%q) = %v: line %d, column %d is not in the input's %d lines", s, err, ce.Line, ce.Column, lines)
 			}
 			return
