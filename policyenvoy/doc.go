@@ -11,7 +11,8 @@
 // RouteAction. A refusal is a [*ConfigError] matching [ErrInvalid] that names the line
 // and column in the input and the field's path as the input spells it
 // ("line 8, column 5: route.retry_policy.num_retrys: unknown field …"), never
-// positions in the JSON the YAML is converted to.
+// positions in the JSON the YAML is converted to. Malformed JSON is named by line and
+// column too; a YAML syntax error by its line only (the YAML reader gives no column).
 //
 // # What is honoured
 //

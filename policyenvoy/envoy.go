@@ -29,12 +29,14 @@ const (
 	defaultMaxIntervalFactor = 10
 )
 
-// ErrInvalid is matched by every error of [Parse].
+// ErrInvalid is matched by every error of [Parse] and [ParseWith]; each is a
+// [*ConfigError].
 var ErrInvalid = errors.New("policyenvoy: invalid route config")
 
 // Route is one Envoy route's retry behaviour as Backstop pipeline and classifier.
 type Route struct {
-	// Name is the route's name, or its match ("prefix /api"), or "route N".
+	// Name is the route's name, or its match ("prefix /api"), or "route N"; "route"
+	// for a Route without match or a bare RouteAction.
 	Name string
 	// Timeout is the route's timeout (0: none); PerTryTimeout each attempt's (0: none).
 	Timeout, PerTryTimeout time.Duration
