@@ -1,26 +1,3 @@
-// Package policyenvoy reads an Envoy route's retry policy — from YAML or JSON, into
-// Envoy's own types (go-control-plane) and through Envoy's own validation — and builds
-// the Backstop pipeline and policyhttp classifier that do the same, so that a retry
-// policy can move between the mesh and the application, and [Route.Explain] can say
-// what it will do before production finds out.
-//
-// # What is honoured
-//
-// The route's timeout (Envoy's default 15 s; 0 turns it off) becomes an overall
-// deadline; retry_policy.num_retries (default 1) the attempts; per_try_timeout a
-// per-attempt timeout; retry_back_off Envoy's fully jittered backoff (base 25 ms, max
-// 10 × base); retry_on the conditions 5xx, gateway-error, reset, connect-failure,
-// retriable-4xx, refused-stream and retriable-status-codes (with
-// retriable_status_codes); rate_limited_retry_back_off's reset headers (seconds or a
-// Unix timestamp, capped at max_interval) the delay of a rate-limited retry; and a
-// response carrying x-envoy-ratelimited is retried only under envoy-ratelimited, as
-// in Envoy.
-//
-// A field or condition Backstop cannot honour — retriable_headers,
-// retriable_request_headers, retry_priority, retry_host_predicate,
-// host_selection_retry_max_attempts, retry_options_predicates, per_try_idle_timeout,
-// hedge_policy, and gRPC's retry conditions on an HTTP route — is listed by name in
-// [Route.Unsupported], never silently dropped.
 package policyenvoy
 
 import (
@@ -30,15 +7,11 @@ import (
 	"net"
 	"net/http"
 	"sort"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
-	"google.golang.org/protobuf/encoding/protojson"
-	"google.golang.org/protobuf/proto"
-	"sigs.k8s.io/yaml"
 
 	"github.com/backstop-go/backstop/breaker"
 	"github.com/backstop-go/backstop/deadline"
@@ -56,12 +29,14 @@ const (
 	defaultMaxIntervalFactor = 10
 )
 
-// ErrInvalid is matched by every error of [Parse].
+// ErrInvalid is matched by every error of [Parse] and [ParseWith]; each is a
+// [*ConfigError].
 var ErrInvalid = errors.New("policyenvoy: invalid route config")
 
 // Route is one Envoy route's retry behaviour as Backstop pipeline and classifier.
 type Route struct {
-	// Name is the route's name, or its match ("prefix /api"), or "route N".
+	// Name is the route's name, or its match ("prefix /api"), or "route N"; "route"
+	// for a Route without match or a bare RouteAction.
 	Name string
 	// Timeout is the route's timeout (0: none); PerTryTimeout each attempt's (0: none).
 	Timeout, PerTryTimeout time.Duration
@@ -71,6 +46,11 @@ type Route struct {
 	RetryOn []string
 	// BaseInterval and MaxInterval are the backoff's.
 	BaseInterval, MaxInterval time.Duration
+	// ResetHeaders are rate_limited_retry_back_off's reset headers, in the order they
+	// are tried, each as "name (format)"; ResetMaxInterval is its max_interval (Envoy's
+	// default DefaultRateLimitedMaxInterval). Both are zero without one.
+	ResetHeaders     []string
+	ResetMaxInterval time.Duration
 	// Retrying reports whether the route retries at all (a retry_policy with
 	// num_retries ≥ 1 and a condition).
 	Retrying bool
@@ -86,89 +66,6 @@ type Route struct {
 // Explain says what the route's pipeline will do, under the route's name.
 func (r *Route) Explain() policy.Explanation {
 	return r.Pipeline.With(policy.Name(r.Name)).Explain()
-}
-
-// Parse reads Envoy route configuration from YAML or JSON: a RouteConfiguration
-// (virtual_hosts), a VirtualHost (routes), a Route (match and route), or a RouteAction
-// (cluster, timeout, retry_policy). It decodes into go-control-plane's types with
-// protojson, runs Envoy's validation, and returns each route that forwards to a
-// cluster, with its virtual host's retry_policy where the route has none.
-func Parse(data []byte) ([]*Route, error) {
-	js, err := yaml.YAMLToJSON(data)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
-	}
-	var probe map[string]any
-	if err := yaml.Unmarshal(js, &probe); err != nil || probe == nil {
-		return nil, fmt.Errorf("%w: want an object (a RouteConfiguration, VirtualHost, Route or RouteAction)", ErrInvalid)
-	}
-	has := func(keys ...string) bool {
-		for _, k := range keys {
-			if _, ok := probe[k]; ok {
-				return true
-			}
-		}
-		return false
-	}
-	var vhosts []*routev3.VirtualHost
-	switch {
-	case has("virtual_hosts", "virtualHosts"):
-		rc := &routev3.RouteConfiguration{}
-		if err := decode(js, rc, "RouteConfiguration"); err != nil {
-			return nil, err
-		}
-		vhosts = rc.GetVirtualHosts()
-	case has("routes", "domains"):
-		vh := &routev3.VirtualHost{}
-		if err := decode(js, vh, "VirtualHost"); err != nil {
-			return nil, err
-		}
-		vhosts = []*routev3.VirtualHost{vh}
-	case has("match"):
-		rt := &routev3.Route{}
-		if err := decode(js, rt, "Route"); err != nil {
-			return nil, err
-		}
-		vhosts = []*routev3.VirtualHost{{Routes: []*routev3.Route{rt}}}
-	default:
-		ra := &routev3.RouteAction{}
-		if err := decode(js, ra, "RouteAction"); err != nil {
-			return nil, err
-		}
-		vhosts = []*routev3.VirtualHost{{Routes: []*routev3.Route{{Name: "route", Action: &routev3.Route_Route{Route: ra}}}}}
-	}
-	var out []*Route
-	for _, vh := range vhosts {
-		for i, rt := range vh.GetRoutes() {
-			ra := rt.GetRoute()
-			if ra == nil {
-				continue // a redirect or direct response: no upstream, no retry
-			}
-			r, err := build(routeName(rt, i), ra, vh)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, r)
-		}
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("%w: no route forwards to a cluster", ErrInvalid)
-	}
-	return out, nil
-}
-
-// decode unmarshals js into m with protojson and validates it as Envoy does.
-func decode(js []byte, m interface {
-	proto.Message
-	ValidateAll() error
-}, what string) error {
-	if err := protojson.Unmarshal(js, m); err != nil {
-		return fmt.Errorf("%w: as an Envoy %s: %v", ErrInvalid, what, err)
-	}
-	if err := m.ValidateAll(); err != nil {
-		return fmt.Errorf("%w: Envoy's validation of the %s: %v", ErrInvalid, what, err)
-	}
-	return nil
 }
 
 func routeName(rt *routev3.Route, i int) string {
@@ -197,7 +94,7 @@ var (
 		"resource-exhausted": true, "unavailable": true}
 )
 
-func build(name string, ra *routev3.RouteAction, vh *routev3.VirtualHost) (*Route, error) {
+func build(name string, ra *routev3.RouteAction, vh *routev3.VirtualHost, o Options) (*Route, error) {
 	r := &Route{Name: name, Timeout: DefaultRouteTimeout}
 	if ra.Timeout != nil {
 		r.Timeout = ra.GetTimeout().AsDuration()
@@ -252,34 +149,41 @@ func build(name string, ra *routev3.RouteAction, vh *routev3.VirtualHost) (*Rout
 		}
 	}
 	r.Retrying = r.NumRetries > 0 && len(cond) > 0
-	c := &classifier{cond: cond, codes: map[int]bool{}}
+	c := &classifier{cond: cond, codes: map[int]bool{}, rand: policy.RandOr(o.Rand)}
 	if rp != nil {
 		for _, code := range rp.GetRetriableStatusCodes() {
 			c.codes[int(code)] = true
 		}
 		if rl := rp.GetRateLimitedRetryBackOff(); rl != nil {
-			c.resetHeaders = rl.GetResetHeaders()
-			c.maxReset = rl.GetMaxInterval().AsDuration()
+			c.reset = &resetBackOff{headers: rl.GetResetHeaders(), max: DefaultRateLimitedMaxInterval}
+			if rl.GetMaxInterval() != nil {
+				c.reset.max = rl.GetMaxInterval().AsDuration()
+			}
+			r.ResetHeaders = c.reset.names()
+			r.ResetMaxInterval = c.reset.max
 		}
 	}
 	r.Classifier = c.classify
 	if r.Retrying {
-		maxHint := c.maxReset // only rate_limited_retry_back_off gives hints
-		if maxHint <= 0 {
-			maxHint = retry.DefaultMaxHintDelay
+		ro := retry.Options{
+			MaxAttempts: r.NumRetries + 1,
+			Base:        r.BaseInterval,
+			Cap:         r.MaxInterval,
+			Strategy:    Backoff{},
+			ShouldRetry: c.shouldRetry,
+			Clock:       o.Clock,
+			Rand:        o.Rand,
 		}
-		rt, err := retry.New(retry.Options{
-			MaxAttempts:  r.NumRetries + 1,
-			Base:         r.BaseInterval,
-			Cap:          r.MaxInterval,
-			Strategy:     Backoff{},
-			ShouldRetry:  c.shouldRetry,
-			MaxHintDelay: maxHint,
-		})
+		if c.reset != nil && c.reset.max > 0 {
+			// The classifier never hints more than this: the retry must never end a
+			// call for a hint it gave.
+			ro.MaxHintDelay = c.reset.maxDelay()
+		}
+		rt, err := retry.New(ro)
 		if err != nil {
-			return nil, fmt.Errorf("%w: route %s: %v", ErrInvalid, name, err)
+			return nil, &ConfigError{Msg: fmt.Sprintf("route %s: %v", name, err)}
 		}
-		stack = append(stack, rt)
+		stack = append(stack, &routeRetry{Retry: rt, route: r, reset: c.reset})
 		if r.PerTryTimeout > 0 {
 			stack = append(stack, deadline.MustPerAttempt(r.PerTryTimeout))
 		}
@@ -289,7 +193,7 @@ func build(name string, ra *routev3.RouteAction, vh *routev3.VirtualHost) (*Rout
 	}
 	p, err := policy.Wrap(stack...)
 	if err != nil {
-		return nil, fmt.Errorf("%w: route %s: %v", ErrInvalid, name, err)
+		return nil, &ConfigError{Msg: fmt.Sprintf("route %s: %v", name, err)}
 	}
 	r.Pipeline = p.With(policy.Name(name))
 	sort.Strings(r.Unsupported)
@@ -334,10 +238,10 @@ func (Backoff) Delay(n int, _, base, cap time.Duration, r policy.Rand) time.Dura
 
 // classifier judges responses and errors as a route's retry_on says.
 type classifier struct {
-	cond         map[string]bool
-	codes        map[int]bool
-	resetHeaders []*routev3.RetryPolicy_ResetHeader
-	maxReset     time.Duration
+	cond  map[string]bool
+	codes map[int]bool
+	reset *resetBackOff // nil: no rate_limited_retry_back_off
+	rand  policy.Rand
 }
 
 func (c *classifier) classify(res *http.Response, now time.Time) error {
@@ -362,36 +266,12 @@ func (c *classifier) classify(res *http.Response, now time.Time) error {
 	if !retryable {
 		return fault
 	}
-	if d, ok := c.reset(res, now); ok {
-		return retry.Pushback(fault, d)
+	if d, ok := c.reset.interval(res.Header, now); ok {
+		// Envoy's rate-limited back-off: exactly random(interval, 1.5 × interval), in
+		// place of the route's back-off.
+		return retry.Pushback(fault, d+time.Duration(c.rand.Float64()*float64(d/2)))
 	}
 	return retry.Retryable(fault)
-}
-
-// reset reads the first rate_limited_retry_back_off reset header present.
-func (c *classifier) reset(res *http.Response, now time.Time) (time.Duration, bool) {
-	for _, h := range c.resetHeaders {
-		v := strings.TrimSpace(res.Header.Get(h.GetName()))
-		if v == "" {
-			continue
-		}
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n < 0 {
-			continue
-		}
-		var d time.Duration
-		switch h.GetFormat() {
-		case routev3.RetryPolicy_UNIX_TIMESTAMP:
-			d = time.Unix(n, 0).Sub(now)
-		default:
-			if n > int64(c.maxReset/time.Second)+1 {
-				n = int64(c.maxReset/time.Second) + 1
-			}
-			d = time.Duration(n) * time.Second
-		}
-		return min(max(d, 0), c.maxReset), true
-	}
-	return 0, false
 }
 
 // shouldRetry is the retry's classifier: responses as classify marked them, network

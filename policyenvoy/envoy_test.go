@@ -2,9 +2,11 @@ package policyenvoy_test
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -14,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/backstop-go/backstop/policy/policytest"
 	"github.com/backstop-go/backstop/policyenvoy"
 	"github.com/backstop-go/backstop/policyhttp"
 	"github.com/backstop-go/backstop/retry"
@@ -85,8 +88,8 @@ retry_policy:
 
 func TestParse_RefusesInvalidConfigs(t *testing.T) {
 	for _, tt := range []struct{ src, want string }{
-		{"cluster: api\nretry_policy: {retry_back_off: {base_interval: 0s}}", "BaseInterval"},
-		{"cluster: [unclosed", "yaml"},
+		{"cluster: api\nretry_policy: {retry_back_off: {base_interval: 0s}}", "retry_policy.retry_back_off.base_interval: value must be greater than 0s"},
+		{"cluster: [unclosed", "line 1: YAML: "},
 		{`{"cluster": "api", "timeout": "soon"}`, "RouteAction"},
 		{`{"cluster": "api", "no_such_field": 1}`, "no_such_field"},
 		{`42`, "want an object"},
@@ -97,6 +100,83 @@ func TestParse_RefusesInvalidConfigs(t *testing.T) {
 		if !errors.Is(err, policyenvoy.ErrInvalid) || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("Parse(%q) = %v; want ErrInvalid mentioning %q", tt.src, err, tt.want)
 		}
+	}
+}
+
+// TestParse_TheSeedsRouteBlock: a route: block with no match — the snippet Envoy users
+// paste — loads as a Route matching every path, named "route".
+func TestParse_TheSeedsRouteBlock(t *testing.T) {
+	src, err := os.ReadFile("testdata/seed-envoy-route.yaml")
+	require.NoError(t, err)
+	r := parseOne(t, string(src))
+	require.Equal(t, "route", r.Name)
+	require.Equal(t, 3*time.Second, r.Timeout)
+	require.Equal(t, time.Second, r.PerTryTimeout)
+	require.Equal(t, 2, r.NumRetries)
+	require.Equal(t, []string{"connect-failure", "reset", "retriable-status-codes"}, r.RetryOn)
+	require.Equal(t, 100*time.Millisecond, r.BaseInterval)
+	require.Equal(t, time.Second, r.MaxInterval)
+	require.Empty(t, r.Unsupported)
+	e := r.Explain()
+	require.Equal(t, 3, e.MaxAttempts)
+	require.Equal(t, 3*time.Second, e.WorstCase)
+
+	n, code := roundTrip(t, fast(t, string(src)), status(503))
+	require.Equal(t, 3, n, "503 is in retriable_status_codes: 3 attempts")
+	require.Equal(t, 503, code)
+	n, _ = roundTrip(t, fast(t, string(src)), status(500))
+	require.Equal(t, 1, n, "500 is not")
+
+	// The Route form with a match still names the route by its match.
+	withMatch := parseOne(t, "match: {prefix: /api}\n"+string(src))
+	require.Equal(t, "prefix /api", withMatch.Name)
+}
+
+// fast parses src with its back-off shrunk to 1 ms, for tests on a real server.
+func fast(t *testing.T, src string) *policyenvoy.Route {
+	t.Helper()
+	return parseOne(t, strings.NewReplacer("base_interval: 0.1s", "base_interval: 0.001s", "max_interval: 1s", "max_interval: 0.001s").Replace(src))
+}
+
+// TestParse_ErrorsNameTheInputsLineColumnAndPath: an error points into the YAML or
+// JSON as written — never into the JSON the YAML was converted to.
+func TestParse_ErrorsNameTheInputsLineColumnAndPath(t *testing.T) {
+	seed, err := os.ReadFile("testdata/seed-envoy-route.yaml")
+	require.NoError(t, err)
+	typo := strings.Replace(string(seed), "num_retries", "num_retrys", 1)
+	for _, tt := range []struct {
+		name, src  string
+		line, col  int
+		path, want string
+	}{
+		{"unknown field in the seed", typo, 7, 5, "route.retry_policy.num_retrys", `unknown field "num_retrys"`},
+		{"bad value", "route:\n  cluster: a\n  timeout: soon\n", 3, 3, "route.timeout", `invalid google.protobuf.Duration value "soon"`},
+		{"bad enum in a list", "route:\n  cluster: a\n  retry_policy:\n    rate_limited_retry_back_off:\n      reset_headers:\n      - {name: x, format: NOPE}\n",
+			6, 19, "route.retry_policy.rate_limited_retry_back_off.reset_headers[0].format", `"NOPE"`},
+		{"Envoy's validation, deep", "virtual_hosts:\n- name: v\n  domains: ['*']\n  routes:\n  - match: {prefix: /}\n    route: {cluster: a}\n" +
+			"  - match: {prefix: /x}\n    route:\n      cluster: a\n      retry_policy:\n        retry_back_off: {base_interval: 0s}\n",
+			11, 26, "virtual_hosts[0].routes[1].route.retry_policy.retry_back_off.base_interval", "value must be greater than 0s"},
+		{"validation, spelled in camelCase", "route:\n  cluster: a\n  retryPolicy:\n    retryBackOff: {baseInterval: 0s}\n",
+			4, 20, "route.retryPolicy.retryBackOff.baseInterval", "value must be greater than 0s"},
+		{"JSON value", "{\n  \"cluster\": \"api\",\n  \"timeout\": \"soon\"\n}", 3, 3, "timeout", "invalid google.protobuf.Duration"},
+		{"malformed JSON", "{\n  \"cluster\": \"api\"\n  \"timeout\": \"3s\"\n}", 3, 3, "", "JSON: invalid character"},
+		{"truncated JSON", "{\"cluster\": \"api\",", 1, 19, "", "JSON: unexpected end"},
+		{"JSON with tabs", "{\n\t\"cluster\": \"api\",\n\t\"timeout\": \"soon\"\n}", 3, 2, "timeout", "invalid google.protobuf.Duration"},
+		{"YAML syntax: its line", "virtual_hosts:\n- name: v\n  routes: [\n", 3, 0, "", "YAML: "},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := policyenvoy.Parse([]byte(tt.src))
+			var ce *policyenvoy.ConfigError
+			require.ErrorAs(t, err, &ce, "Parse(%q)", tt.src)
+			require.ErrorIs(t, err, policyenvoy.ErrInvalid)
+			require.Equal(t, tt.line, ce.Line, "line: %v", err)
+			require.Equal(t, tt.col, ce.Column, "column: %v", err)
+			require.Equal(t, tt.path, ce.Path, "%v", err)
+			require.Contains(t, ce.Msg, tt.want)
+			if tt.col > 0 {
+				require.Contains(t, err.Error(), fmt.Sprintf("line %d, column %d: %s", tt.line, tt.col, tt.path))
+			}
+		})
 	}
 }
 
@@ -152,19 +232,21 @@ func TestClassifier_RetryOn(t *testing.T) {
 	}
 }
 
-// TestClassifier_ResetHeaders: rate_limited_retry_back_off reads a reset header in
-// seconds or as a Unix timestamp, and caps it at max_interval.
+// TestClassifier_ResetHeaders: rate_limited_retry_back_off as Envoy documents it. The
+// reset headers are tried in order; one whose interval is unreadable, in the past or
+// above max_interval is passed over for the next; the wait is random(interval, 1.5 ×
+// interval); with no header left, or an interval of 0, the route's back-off applies.
 func TestClassifier_ResetHeaders(t *testing.T) {
-	r := parseOne(t, `
+	const cfg = `
 cluster: api
 retry_policy:
   retry_on: retriable-status-codes
   retriable_status_codes: [429]
   rate_limited_retry_back_off:
     reset_headers: [{name: Retry-After, format: SECONDS}, {name: X-RateLimit-Reset, format: UNIX_TIMESTAMP}]
-    max_interval: 2s
-`)
+`
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	unix := func(d time.Duration) string { return strconv.FormatInt(now.Add(d).Unix(), 10) }
 	res := func(hdr ...string) *http.Response {
 		h := http.Header{}
 		for i := 0; i+1 < len(hdr); i += 2 {
@@ -173,21 +255,111 @@ retry_policy:
 		return &http.Response{StatusCode: 429, Status: "429 Too Many Requests", Header: h}
 	}
 	for _, tt := range []struct {
-		hdr  []string
-		want time.Duration
+		name    string
+		maxInt  string // max_interval, "" for Envoy's default 300 s
+		rand    float64
+		hdr     []string
+		want    time.Duration
+		backOff bool // no hint: the route's back-off
 	}{
-		{[]string{"Retry-After", "1"}, time.Second},
-		{[]string{"Retry-After", "100"}, 2 * time.Second},                                                          // capped
-		{[]string{"X-RateLimit-Reset", strconv.FormatInt(now.Add(1500*time.Millisecond).Unix(), 10)}, time.Second}, // whole seconds
-		{[]string{"X-RateLimit-Reset", strconv.FormatInt(now.Add(-time.Hour).Unix(), 10)}, 0},                      // past
+		{"seconds", "", 0, []string{"Retry-After", "60"}, 60 * time.Second, false},
+		{"jitter up to 1.5 ×", "", 0.5, []string{"Retry-After", "60"}, 75 * time.Second, false}, // 60 s + 0.5 · 30 s
+		{"the default max_interval is 300 s", "", 0, []string{"Retry-After", "300"}, 300 * time.Second, false},
+		{"above it: passed over", "", 0, []string{"Retry-After", "301"}, 0, true},
+		{"above it: the next header", "", 0, []string{"Retry-After", "301", "X-RateLimit-Reset", unix(5 * time.Second)}, 5 * time.Second, false},
+		{"above a set max_interval", "2s", 0, []string{"Retry-After", "100"}, 0, true},
+		{"within it", "2s", 0.999, []string{"Retry-After", "2"}, 2999 * time.Millisecond, false}, // 2 s + 0.999 · 1 s
+		{"unreadable: the next header", "", 0, []string{"Retry-After", "soon", "X-RateLimit-Reset", unix(7 * time.Second)}, 7 * time.Second, false},
+		{"an HTTP-date is not SECONDS", "", 0, []string{"Retry-After", "Sun, 01 Mar 2026 12:01:00 GMT"}, 0, true},
+		{"a timestamp, in whole seconds", "", 0, []string{"X-RateLimit-Reset", unix(1500 * time.Millisecond)}, time.Second, false},
+		{"a timestamp in the past is passed over", "", 0, []string{"X-RateLimit-Reset", unix(-time.Hour)}, 0, true},
+		{"an interval of 0: the back-off", "", 0, []string{"Retry-After", "0", "X-RateLimit-Reset", unix(5 * time.Second)}, 0, true},
+		{"no header", "", 0, nil, 0, true},
 	} {
-		err := r.Classifier(res(tt.hdr...), now)
-		d, ok := retry.Hint(err)
-		require.True(t, ok, "%v: %v carries a delay", tt.hdr, err)
-		require.Equal(t, tt.want, d, "%v", tt.hdr)
+		t.Run(tt.name, func(t *testing.T) {
+			src := cfg
+			if tt.maxInt != "" {
+				src += "    max_interval: " + tt.maxInt + "\n"
+			}
+			rs, err := policyenvoy.ParseWith([]byte(src), policyenvoy.Options{Rand: policytest.NewRand(tt.rand)})
+			require.NoError(t, err)
+			err = rs[0].Classifier(res(tt.hdr...), now)
+			require.True(t, retry.DefaultShouldRetry(err), "%v is retried", err)
+			d, ok := retry.Hint(err)
+			if tt.backOff {
+				require.False(t, ok, "%v: want the route's back-off, got a wait of %v", tt.hdr, d)
+				return
+			}
+			require.True(t, ok, "%v: %v carries a wait", tt.hdr, err)
+			require.Equal(t, tt.want, d, "%v", tt.hdr)
+		})
 	}
-	_, ok := retry.Hint(r.Classifier(res(), now))
-	require.False(t, ok, "no reset header: Envoy's back-off")
+}
+
+// rateLimited is the route of the attack: 429 with Retry-After: 60, five retries, and a
+// rate_limited_retry_back_off without max_interval.
+const rateLimited = `
+cluster: api
+timeout: %s
+retry_policy:
+  retry_on: retriable-status-codes
+  retriable_status_codes: [429]
+  num_retries: 5
+  rate_limited_retry_back_off:
+    reset_headers: [{name: Retry-After, format: SECONDS}]
+`
+
+// TestRateLimitedBackOff_WaitsWhatTheServerAsks: without max_interval, Retry-After: 60
+// is honoured (Envoy's default max_interval is 300 s): each retry waits
+// random(60 s, 90 s), not 0.
+func TestRateLimitedBackOff_WaitsWhatTheServerAsks(t *testing.T) {
+	clock := policytest.NewClock(time.Now()).AutoAdvance(true)
+	rs, err := policyenvoy.ParseWith([]byte(fmt.Sprintf(rateLimited, "0s")),
+		policyenvoy.Options{Clock: clock, Rand: policytest.NewRand(0.5)})
+	require.NoError(t, err)
+	n, code := roundTrip(t, rs[0], status(429, "Retry-After", "60"))
+	require.Equal(t, 6, n, "num_retries 5: 6 attempts")
+	require.Equal(t, 429, code)
+	require.Equal(t, []time.Duration{75 * time.Second, 75 * time.Second, 75 * time.Second, 75 * time.Second, 75 * time.Second},
+		clock.Waits(), "random(60 s, 90 s) drawn at 0.5: 60 s + 0.5 · 30 s")
+}
+
+// TestRateLimitedBackOff_AWaitPastTheTimeoutEndsTheCall: with the route's default 15 s
+// timeout, a 60 s wait cannot end in time: the call ends at once with the 429, after
+// one request.
+func TestRateLimitedBackOff_AWaitPastTheTimeoutEndsTheCall(t *testing.T) {
+	r := parseOne(t, fmt.Sprintf(rateLimited, "15s"))
+	n, code := roundTrip(t, r, status(429, "Retry-After", "60"))
+	require.Equal(t, 1, n, "no retry can wait 60 s within 15 s")
+	require.Equal(t, 429, code)
+}
+
+// TestRateLimitedBackOff_AboveMaxIntervalUsesTheBackOff: Retry-After: 400 is above the
+// default 300 s: it is passed over, and the route's back-off (25 ms base) applies.
+func TestRateLimitedBackOff_AboveMaxIntervalUsesTheBackOff(t *testing.T) {
+	clock := policytest.NewClock(time.Now()).AutoAdvance(true)
+	rs, err := policyenvoy.ParseWith([]byte(fmt.Sprintf(rateLimited, "0s")), policyenvoy.Options{Clock: clock, Rand: policytest.NewRand(0.999)})
+	require.NoError(t, err)
+	n, _ := roundTrip(t, rs[0], status(429, "Retry-After", "400"))
+	require.Equal(t, 6, n)
+	for i, w := range clock.Waits() {
+		require.LessOrEqual(t, w, 250*time.Millisecond, "wait %d: Envoy's back-off, at most 10 × 25 ms", i+1)
+	}
+}
+
+// TestRateLimitedBackOff_Explained: explain says what rate_limited_retry_back_off does.
+func TestRateLimitedBackOff_Explained(t *testing.T) {
+	e := parseOne(t, fmt.Sprintf(rateLimited, "0s")).Explain()
+	s := e.String()
+	for _, want := range []string{"Retry-After (seconds)", "1s to 5m0s", "random(interval, 1.5 × interval), at most 7m30s",
+		"above 5m0s is passed over for the next", "with none left the back-off above applies"} {
+		require.Contains(t, s, want)
+	}
+	require.Equal(t, 450*time.Second, e.Stack[0].MaxHint)
+
+	plain := parseOne(t, `{"cluster": "api", "retry_policy": {"retry_on": "5xx"}}`).Explain()
+	require.Zero(t, plain.Stack[1].MaxHint, "no reset headers: no server waits")
+	require.NotContains(t, plain.String(), "rate_limited_retry_back_off")
 }
 
 func TestBackoff_EnvoysFormula(t *testing.T) {
@@ -202,19 +374,38 @@ type one struct{}
 
 func (one) Float64() float64 { return 1 - 1e-12 }
 
-// FuzzParse: any input either fails with ErrInvalid or gives routes with a pipeline
-// and a classifier.
+// FuzzParse: any input either fails with a ConfigError matching ErrInvalid, placed
+// within the input, or gives routes with a pipeline and a classifier.
 func FuzzParse(f *testing.F) {
 	src, _ := os.ReadFile("testdata/route.yaml")
-	for _, s := range []string{string(src), `{"cluster": "a"}`, `{"cluster": "a", "retry_policy": {"retry_on": "5xx", "num_retries": 4294967295}}`,
-		"routes: []\ndomains: ['*']\nname: v", `{"match": {"prefix": "/"}, "route": {"cluster": "a", "timeout": "315576000000s"}}`} {
+	seed, _ := os.ReadFile("testdata/seed-envoy-route.yaml")
+	for _, s := range []string{
+		string(src),  // a RouteConfiguration
+		string(seed), // a Route without match
+		strings.Replace(string(seed), "num_retries", "num_retrys", 1), // an unknown field
+		`{"cluster": "a"}`, // a RouteAction
+		`{"cluster": "a", "retry_policy": {"retry_on": "5xx", "num_retries": 4294967295}}`,
+		"routes: []\ndomains: ['*']\nname: v", // a VirtualHost
+		`{"match": {"prefix": "/"}, "route": {"cluster": "a", "timeout": "315576000000s"}}`,
+		"{\n\t\"cluster\": \"a\",\n\t\"timeout\": 1\n}", // JSON with tabs, a bad value
+		"{\"cluster\": \"a\",",     // truncated JSON
+		"a: &x {b: *x}\nroute: *x", // aliases
+		"route:\n  cluster: a\n  retry_policy:\n    rate_limited_retry_back_off: {reset_headers: [{name: r, format: UNIX_TIMESTAMP}], max_interval: 1s}",
+	} {
 		f.Add(s)
 	}
+	lineBreak := regexp.MustCompile("\r\n|[\r\n\u0085\u2028\u2029]")
 	f.Fuzz(func(t *testing.T, s string) {
 		rs, err := policyenvoy.Parse([]byte(s))
 		if err != nil {
-			if !errors.Is(err, policyenvoy.ErrInvalid) {
-				t.Fatalf("Parse(%q) = %v; want ErrInvalid", s, err)
+			var ce *policyenvoy.ConfigError
+			if !errors.Is(err, policyenvoy.ErrInvalid) || !errors.As(err, &ce) {
+				t.Fatalf("Parse(%q) = %v; want a ConfigError matching ErrInvalid", s, err)
+			}
+			// Lines as YAML counts them: CR LF, CR, LF, NEL, LS and PS each end one.
+			lines := 1 + len(lineBreak.FindAllString(s, -1))
+			if ce.Line < 0 || ce.Line > lines || ce.Column < 0 || (ce.Column > 0 && ce.Line == 0) {
+				t.Fatalf("Parse(%q) = %v: line %d, column %d is not in the input's %d lines", s, err, ce.Line, ce.Column, lines)
 			}
 			return
 		}
@@ -223,6 +414,77 @@ func FuzzParse(f *testing.F) {
 				t.Fatalf("Parse(%q): route %q without a pipeline or classifier", s, r.Name)
 			}
 			_ = r.Explain().String()
+		}
+	})
+}
+
+// FuzzResetHeaders: whatever the reset headers say, a rate-limited response either
+// leaves the route's back-off or waits random(interval, 1.5 × interval) for a whole
+// number of seconds from 1 s to max_interval — never less, never more; and the
+// interval is the one a plain reading of the first usable header gives (the oracle).
+func FuzzResetHeaders(f *testing.F) {
+	for _, tt := range []struct {
+		retryAfter, reset string
+		now               int64
+	}{
+		{"60", "", 1772366400},                 // seconds
+		{"301", "1772366405", 1772366400},      // above 300 s: the timestamp
+		{"soon", "1772366407", 1772366400},     // unreadable: the timestamp
+		{"0", "1772366405", 1772366400},        // 0: the back-off
+		{"", "1772366300", 1772366400},         // in the past
+		{" +7 ", "", 1772366400},               // spaces and a sign
+		{"18446744073709551615", "", 0},        // the largest uint64
+		{"99999999999999999999", "1", -1},      // overflow; a time before 1970
+		{"-5", "9223372036854775807", 1 << 40}, // negative; far future
+	} {
+		f.Add(tt.retryAfter, tt.reset, tt.now)
+	}
+	rs, err := policyenvoy.Parse([]byte(`
+cluster: api
+retry_policy:
+  retry_on: retriable-status-codes
+  retriable_status_codes: [429]
+  rate_limited_retry_back_off:
+    reset_headers: [{name: Retry-After, format: SECONDS}, {name: X-RateLimit-Reset, format: UNIX_TIMESTAMP}]
+`))
+	if err != nil {
+		f.Fatal(err)
+	}
+	classify := rs[0].Classifier
+	const maxInterval = policyenvoy.DefaultRateLimitedMaxInterval
+	oracle := func(retryAfter, reset string, now int64) time.Duration {
+		read := func(v string) (uint64, bool) {
+			v = strings.TrimPrefix(strings.TrimSpace(v), "+")
+			n, err := strconv.ParseUint(v, 10, 64)
+			return n, err == nil
+		}
+		if n, ok := read(retryAfter); ok && n <= uint64(maxInterval/time.Second) {
+			return time.Duration(n) * time.Second
+		}
+		if n, ok := read(reset); ok && now >= 0 && n >= uint64(now) && n-uint64(now) <= uint64(maxInterval/time.Second) {
+			return time.Duration(n-uint64(now)) * time.Second
+		}
+		return 0
+	}
+	f.Fuzz(func(t *testing.T, retryAfter, reset string, now int64) {
+		h := http.Header{}
+		if retryAfter != "" {
+			h["Retry-After"] = []string{retryAfter}
+		}
+		if reset != "" {
+			h["X-Ratelimit-Reset"] = []string{reset}
+		}
+		err := classify(&http.Response{StatusCode: 429, Header: h}, time.Unix(now, 0))
+		want := oracle(retryAfter, reset, now)
+		d, ok := retry.Hint(err)
+		if !ok {
+			if want != 0 {
+				t.Fatalf("Retry-After %q, X-RateLimit-Reset %q at %d: the back-off; want a wait from %v", retryAfter, reset, now, want)
+			}
+			return
+		}
+		if want == 0 || d < want || d >= want+want/2+time.Nanosecond {
+			t.Fatalf("Retry-After %q, X-RateLimit-Reset %q at %d: wait %v; want random(%v, 1.5 × %v)", retryAfter, reset, now, d, want, want)
 		}
 	})
 }

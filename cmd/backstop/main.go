@@ -10,6 +10,10 @@
 //	backstop explain [-json] [-envoy route.yaml] [-grpc service_config.json]
 //	backstop lint [-json] [-envoy route.yaml] [-grpc service_config.json]
 //
+// -envoy takes a RouteConfiguration, a VirtualHost, a Route (with or without match: a
+// pasted route: block loads as it is) or a RouteAction; a file it refuses is named
+// with the line, column and field path of the fault.
+//
 // lint exits 1 when it finds an error, 2 on bad input or usage, 0 otherwise.
 package main
 

@@ -109,7 +109,7 @@ func TestBadInput_ClearErrors(t *testing.T) {
 		{[]string{"frobnicate"}, "usage:"},
 		{[]string{"explain"}, "give -envoy FILE, -grpc FILE or both"},
 		{[]string{"explain", "-envoy", filepath.Join(dir, "missing.yaml")}, "no such file"},
-		{[]string{"lint", "-envoy", bad}, bad + ": policyenvoy: invalid route config: yaml: line"},
+		{[]string{"lint", "-envoy", bad}, bad + ": policyenvoy: invalid route config: line 3: YAML: "},
 		{[]string{"explain", "-grpc", badJSON}, "methodConfig[0].retryPolicy.maxAttempts is 1; want > 1"},
 		{[]string{"explain", "-envoy", "testdata/route.yaml", "extra"}, `unexpected argument "extra"`},
 		{[]string{"lint", "-nope"}, "flag provided but not defined"},
@@ -117,6 +117,99 @@ func TestBadInput_ClearErrors(t *testing.T) {
 		code, _, errs := runCLI(tt.args...)
 		if code != exitUsage || !strings.Contains(errs, tt.want) || strings.Contains(errs, "goroutine ") {
 			t.Errorf("backstop %q = %d, stderr %q; want %d and a message holding %q", tt.args, code, errs, exitUsage, tt.want)
+		}
+	}
+}
+
+// TestSeedConfigs: the configs as users paste them — an Envoy route: block with no
+// match, a gRPC service config — load verbatim; explain says 3 attempts, 1 s per try,
+// 3 s overall; lint finds that 3 tries cannot fit in 3 s.
+func TestSeedConfigs(t *testing.T) {
+	args := []string{"-envoy", "testdata/seed-envoy-route.yaml", "-grpc", "testdata/seed-grpc-service-config.json"}
+	code, out, errs := runCLI(append([]string{"explain"}, args...)...)
+	if code != exitOK || errs != "" {
+		t.Fatalf("explain of the seeds = %d, stderr %q; want 0 and nothing", code, errs)
+	}
+	for _, want := range []string{"route: deadline → retry → attempt-timeout", "ends after 3s", "up to 3 attempts (num_retries 2)",
+		"each attempt ends after 1s", "at most 3 per call", "worst case:      3s, the overall deadline",
+		"/orders.v1.OrderService/: budget → retry", "at most 4 per call"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("explain output lacks %q:\n%s", want, out)
+		}
+	}
+
+	code, out, _ = runCLI(append([]string{"explain", "-json"}, args...)...)
+	var got []struct {
+		Pipeline    string   `json:"pipeline"`
+		MaxAttempts int      `json:"max_attempts"`
+		WorstCase   *float64 `json:"worst_case_seconds"`
+		Stack       []struct {
+			Kind  string  `json:"kind"`
+			Limit float64 `json:"limit_seconds"`
+		} `json:"stack"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil || code != exitOK || len(got) != 2 {
+		t.Fatalf("explain -json of the seeds = %d, %v:\n%s", code, err, out)
+	}
+	r := got[0]
+	if r.Pipeline != "route" || r.MaxAttempts != 3 || r.WorstCase == nil || *r.WorstCase != 3 || len(r.Stack) != 3 ||
+		r.Stack[0].Kind != "deadline" || r.Stack[0].Limit != 3 || r.Stack[2].Kind != "attempt-timeout" || r.Stack[2].Limit != 1 {
+		t.Errorf("the seed route explained as %+v; want 3 attempts, 1 s per try, 3 s overall", r)
+	}
+
+	code, out, _ = runCLI(append([]string{"lint"}, args...)...)
+	if code != exitFindings {
+		t.Errorf("lint of the seeds = %d; want %d", code, exitFindings)
+	}
+	for _, want := range []string{"testdata/seed-envoy-route.yaml: route: error: 3 attempts × 1s per try plus back-off do not fit in the 3s timeout: " +
+		"when attempts time out, only 2 of 3 can run [attempts-fit]", "[two-owners]", "3 findings, 2 errors"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("lint output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// TestBadInput_NamesTheLineColumnAndField: a typo in the seed is reported where it is
+// in the YAML, by its path.
+func TestBadInput_NamesTheLineColumnAndField(t *testing.T) {
+	seed, err := os.ReadFile("testdata/seed-envoy-route.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := filepath.Join(t.TempDir(), "route.yaml")
+	if err := os.WriteFile(bad, bytes.Replace(seed, []byte("num_retries"), []byte("num_retrys"), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errs := runCLI("lint", "-envoy", bad)
+	want := bad + `: policyenvoy: invalid route config: line 7, column 5: route.retry_policy.num_retrys: unknown field "num_retrys"`
+	if code != exitUsage || !strings.Contains(errs, want) {
+		t.Errorf("lint of a typo = %d, stderr %q; want %d and %q", code, errs, exitUsage, want)
+	}
+}
+
+// TestExplain_RateLimitedBackOff: explain says what rate_limited_retry_back_off does,
+// with Envoy's default max_interval.
+func TestExplain_RateLimitedBackOff(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "route.yaml")
+	if err := os.WriteFile(f, []byte(`route:
+  cluster: api
+  retry_policy:
+    retry_on: retriable-status-codes
+    retriable_status_codes: [429]
+    num_retries: 5
+    rate_limited_retry_back_off:
+      reset_headers: [{name: Retry-After, format: SECONDS}, {name: X-RateLimit-Reset, format: UNIX_TIMESTAMP}]
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := runCLI("explain", "-envoy", f)
+	if code != exitOK {
+		t.Fatalf("explain = %d, stderr %q", code, errs)
+	}
+	for _, want := range []string{"the first of Retry-After (seconds), X-RateLimit-Reset (a Unix timestamp) whose interval is 1s to 5m0s",
+		"random(interval, 1.5 × interval), at most 7m30s", "above 5m0s is passed over for the next", "with none left the back-off above applies"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("explain output lacks %q:\n%s", want, out)
 		}
 	}
 }

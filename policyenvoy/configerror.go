@@ -1,0 +1,413 @@
+package policyenvoy
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	yaml3 "go.yaml.in/yaml/v3"
+	"google.golang.org/protobuf/reflect/protoreflect"
+)
+
+// A ConfigError is a route configuration [Parse] refuses, with where in the input it
+// went wrong. It matches [ErrInvalid].
+type ConfigError struct {
+	// Line and Column are the 1-based position in the input (YAML or JSON) of the
+	// field or token at fault; 0 when the parser does not know it (Column alone is 0
+	// for a YAML syntax error, which names its line only).
+	Line, Column int
+	// Path is the field at fault as the input spells it, e.g.
+	// "route.retry_policy.num_retrys" or "virtual_hosts[0].routes[1].route.timeout";
+	// "" when the error is not about one field.
+	Path string
+	// Msg says what is wrong.
+	Msg string
+}
+
+func (e *ConfigError) Error() string {
+	var b strings.Builder
+	b.WriteString(ErrInvalid.Error())
+	b.WriteString(": ")
+	switch {
+	case e.Line > 0 && e.Column > 0:
+		fmt.Fprintf(&b, "line %d, column %d: ", e.Line, e.Column)
+	case e.Line > 0:
+		fmt.Fprintf(&b, "line %d: ", e.Line)
+	}
+	if e.Path != "" {
+		b.WriteString(e.Path)
+		b.WriteString(": ")
+	}
+	b.WriteString(e.Msg)
+	return b.String()
+}
+
+// Is reports whether target is ErrInvalid.
+func (e *ConfigError) Is(target error) bool { return target == ErrInvalid }
+
+// pathElem is one step of a field path: a key, or an index when key is "".
+type pathElem struct {
+	key   string
+	index int
+}
+
+// source is the input as read: its bytes, the YAML node tree (nil if the YAML
+// parser could not read it) and the JSON it was converted to.
+type source struct {
+	root *yaml3.Node
+	js   []byte
+}
+
+func newSource(data, js []byte) *source {
+	s := &source{js: js}
+	var doc yaml3.Node
+	if yaml3.Unmarshal(data, &doc) == nil && doc.Kind == yaml3.DocumentNode && len(doc.Content) == 1 {
+		s.root = doc.Content[0]
+	}
+	return s
+}
+
+// errAt returns a ConfigError for path, placed at the input's node for it: the deepest
+// node of path that the input has, and the path as the input spells it, with the
+// steps it lacks appended as given.
+func (s *source) errAt(path []pathElem, msg string) *ConfigError {
+	e := &ConfigError{Msg: msg}
+	n := s.root
+	if n != nil {
+		e.Line, e.Column = n.Line, n.Column
+	}
+	var spelled []pathElem
+	for i, p := range path {
+		n = deref(n)
+		next, key := step(n, p)
+		if next == nil {
+			spelled = append(spelled, path[i:]...)
+			break
+		}
+		if key != nil {
+			spelled = append(spelled, pathElem{key: key.Value})
+			e.Line, e.Column = key.Line, key.Column
+		} else {
+			spelled = append(spelled, p)
+			e.Line, e.Column = next.Line, next.Column
+		}
+		n = next
+	}
+	e.Path = formatPath(spelled)
+	return e
+}
+
+// deref follows YAML aliases.
+func deref(n *yaml3.Node) *yaml3.Node {
+	for i := 0; n != nil && n.Kind == yaml3.AliasNode && i < 100; i++ {
+		n = n.Alias
+	}
+	return n
+}
+
+// step returns the child of n that p names (and its key node, in a mapping), or nil.
+// Keys match with case and underscores ignored, so "retryPolicy" finds retry_policy.
+func step(n *yaml3.Node, p pathElem) (child, key *yaml3.Node) {
+	if n == nil {
+		return nil, nil
+	}
+	switch {
+	case n.Kind == yaml3.MappingNode && p.key != "":
+		want := normKey(p.key)
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if k := n.Content[i]; k.Kind == yaml3.ScalarNode && normKey(k.Value) == want {
+				return n.Content[i+1], k
+			}
+		}
+	case n.Kind == yaml3.SequenceNode && p.key == "" && p.index >= 0 && p.index < len(n.Content):
+		return n.Content[p.index], nil
+	}
+	return nil, nil
+}
+
+func normKey(k string) string { return strings.ToLower(strings.ReplaceAll(k, "_", "")) }
+
+func formatPath(path []pathElem) string {
+	var b strings.Builder
+	for _, p := range path {
+		if p.key == "" {
+			fmt.Fprintf(&b, "[%d]", p.index)
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(p.key)
+	}
+	return b.String()
+}
+
+// protojsonPos finds the "(line L:C): message" protojson puts in its errors.
+var protojsonPos = regexp.MustCompile(`\(line (\d+):(\d+)\): (.*)$`)
+
+// decodeError turns a protojson error about s.js into a ConfigError placed in the input.
+func (s *source) decodeError(err error, what string) *ConfigError {
+	m := protojsonPos.FindStringSubmatch(err.Error())
+	if m == nil {
+		return &ConfigError{Msg: fmt.Sprintf("as an Envoy %s: %v", what, err)}
+	}
+	line, _ := strconv.Atoi(m[1])
+	col, _ := strconv.Atoi(m[2])
+	msg := fmt.Sprintf("%s (as an Envoy %s)", m[3], what)
+	off, ok := offsetOf(s.js, line, col)
+	if !ok {
+		return &ConfigError{Msg: msg}
+	}
+	return s.errAt(jsonPathAt(s.js, off), msg)
+}
+
+// offsetOf returns the byte offset of 1-based line and rune column in b.
+func offsetOf(b []byte, line, col int) (int, bool) {
+	off := 0
+	for l := 1; l < line; l++ {
+		i := bytes.IndexByte(b[off:], '\n')
+		if i < 0 {
+			return 0, false
+		}
+		off += i + 1
+	}
+	for c := 1; c < col; c++ {
+		if off >= len(b) {
+			return 0, false
+		}
+		_, size := utf8.DecodeRune(b[off:])
+		off += size
+	}
+	return off, off <= len(b)
+}
+
+// jsonPathAt returns the path of the key or value of js that spans byte offset off:
+// the path of the innermost field holding it.
+func jsonPathAt(js []byte, off int) []pathElem {
+	type frame struct {
+		obj     bool
+		key     string
+		index   int
+		wantKey bool
+	}
+	var stack []frame
+	path := func() []pathElem {
+		var p []pathElem
+		for _, f := range stack {
+			if f.obj {
+				if !f.wantKey {
+					p = append(p, pathElem{key: f.key})
+				}
+			} else {
+				p = append(p, pathElem{index: f.index})
+			}
+		}
+		return p
+	}
+	valueDone := func() {
+		if len(stack) == 0 {
+			return
+		}
+		top := &stack[len(stack)-1]
+		if top.obj {
+			top.wantKey = true
+		} else {
+			top.index++
+		}
+	}
+	dec := json.NewDecoder(bytes.NewReader(js))
+	dec.UseNumber()
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return path() // io.EOF or a syntax error: the innermost place reached
+		}
+		past := int(dec.InputOffset()) > off
+		if d, ok := tok.(json.Delim); ok && (d == '}' || d == ']') {
+			if past {
+				return path()
+			}
+			stack = stack[:len(stack)-1]
+			valueDone()
+			continue
+		}
+		if n := len(stack); n > 0 && stack[n-1].obj && stack[n-1].wantKey {
+			k, _ := tok.(string)
+			stack[n-1].key, stack[n-1].wantKey = k, false
+			if past {
+				return path()
+			}
+			continue
+		}
+		if past {
+			return path()
+		}
+		switch tok {
+		case json.Delim('{'):
+			stack = append(stack, frame{obj: true, wantKey: true})
+		case json.Delim('['):
+			stack = append(stack, frame{})
+		default:
+			valueDone()
+		}
+	}
+}
+
+// validationError turns an error of Envoy's validation (protoc-gen-validate) of the
+// message described by md into a ConfigError placed in the input: the chain of
+// "embedded message failed validation" errors gives the path, the innermost its reason.
+func (s *source) validationError(err error, md protoreflect.MessageDescriptor, what string) *ConfigError {
+	type fieldError interface {
+		Field() string
+		Reason() string
+		Cause() error
+	}
+	type multi interface{ AllErrors() []error }
+	var path []pathElem
+	reason := err.Error()
+	for range 64 { // bounded: the chain is as deep as the message nesting
+		if m, ok := err.(multi); ok && len(m.AllErrors()) > 0 {
+			err = m.AllErrors()[0]
+			continue
+		}
+		fe, ok := err.(fieldError)
+		if !ok {
+			break
+		}
+		name, index, hasIndex := splitIndex(fe.Field())
+		var fd protoreflect.FieldDescriptor
+		if md != nil {
+			fd = fieldByGoName(md, name)
+		}
+		key := name
+		if fd != nil {
+			key = string(fd.Name())
+		} else if od := oneofByGoName(md, name); od != "" {
+			key = od
+		}
+		path = append(path, pathElem{key: key})
+		if hasIndex {
+			path = append(path, pathElem{index: index})
+		}
+		reason = fe.Reason()
+		if fe.Cause() == nil {
+			break
+		}
+		err = fe.Cause()
+		md = nil
+		if fd != nil {
+			md = fd.Message()
+			if fd.IsMap() {
+				md = fd.MapValue().Message()
+			}
+		}
+	}
+	return s.errAt(path, fmt.Sprintf("%s (Envoy's validation of the %s)", reason, what))
+}
+
+// splitIndex splits "Routes[3]" into "Routes", 3; a map key ("Map[\"k\"]") is dropped.
+func splitIndex(f string) (name string, index int, ok bool) {
+	i := strings.IndexByte(f, '[')
+	if i < 0 || !strings.HasSuffix(f, "]") {
+		return f, 0, false
+	}
+	n, err := strconv.Atoi(f[i+1 : len(f)-1])
+	return f[:i], n, err == nil && n >= 0
+}
+
+// fieldByGoName finds md's field whose generated Go name is goName.
+func fieldByGoName(md protoreflect.MessageDescriptor, goName string) protoreflect.FieldDescriptor {
+	fs := md.Fields()
+	for i := range fs.Len() {
+		if fd := fs.Get(i); normKey(string(fd.Name())) == normKey(goName) {
+			return fd
+		}
+	}
+	return nil
+}
+
+// oneofByGoName finds the name of md's oneof whose generated Go name is goName.
+func oneofByGoName(md protoreflect.MessageDescriptor, goName string) string {
+	if md == nil {
+		return ""
+	}
+	os := md.Oneofs()
+	for i := range os.Len() {
+		if od := os.Get(i); normKey(string(od.Name())) == normKey(goName) {
+			return string(od.Name())
+		}
+	}
+	return ""
+}
+
+// yamlError turns an error of the YAML reader into a ConfigError: "yaml: line 3: …".
+var yamlLine = regexp.MustCompile(`yaml: line (\d+): (.*)$`)
+
+func yamlError(err error, data []byte) *ConfigError {
+	if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
+		line, _ := strconv.Atoi(m[1])
+		// At the end of the input the reader counts one line more than there is.
+		line = min(line, yamlLines(data))
+		return &ConfigError{Line: line, Msg: "YAML: " + m[2]}
+	}
+	msg := strings.TrimPrefix(err.Error(), "error converting YAML to JSON: ")
+	return &ConfigError{Msg: "YAML: " + strings.TrimPrefix(msg, "yaml: ")}
+}
+
+// jsonSyntaxError reports where data, which looks like JSON, stops being JSON; nil if
+// it is JSON.
+func jsonSyntaxError(data []byte) *ConfigError {
+	var v any
+	dec := json.NewDecoder(bytes.NewReader(data))
+	err := dec.Decode(&v)
+	if err == nil {
+		if _, err = dec.Token(); err == io.EOF {
+			return nil
+		}
+		if err == nil {
+			err = errors.New("data after the top-level value")
+		}
+	}
+	off := int(dec.InputOffset())
+	var se *json.SyntaxError
+	if errors.As(err, &se) && se.Offset > 0 {
+		off = int(se.Offset) - 1 // the offending byte
+	}
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		off = len(data)
+		err = errors.New("unexpected end of JSON input")
+	}
+	line, col := position(data, off)
+	return &ConfigError{Line: line, Column: col, Msg: "JSON: " + err.Error()}
+}
+
+// position returns the 1-based line and rune column of byte offset off in b.
+func position(b []byte, off int) (line, col int) {
+	off = min(max(off, 0), len(b))
+	b = b[:off]
+	line = bytes.Count(b, []byte("\n")) + 1
+	if i := bytes.LastIndexByte(b, '\n'); i >= 0 {
+		b = b[i+1:]
+	}
+	return line, utf8.RuneCount(b) + 1
+}
+
+// yamlLines counts the lines of data as YAML does: CR LF, CR, LF, NEL, LS and PS each
+// end one.
+func yamlLines(data []byte) int {
+	s := strings.ReplaceAll(string(data), "\r\n", "\n")
+	n := 1
+	for _, r := range s {
+		switch r {
+		case '\n', '\r', '\u0085', '\u2028', '\u2029':
+			n++
+		}
+	}
+	return n
+}

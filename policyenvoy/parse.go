@@ -1,0 +1,174 @@
+package policyenvoy
+
+import (
+	"bytes"
+	"encoding/json"
+
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+	"sigs.k8s.io/yaml"
+
+	"github.com/backstop-go/backstop/policy"
+)
+
+// Options configure [ParseWith]. The zero value is what [Parse] uses.
+type Options struct {
+	// Clock times the retries' sleeps; nil means policy.SystemClock().
+	Clock policy.Clock
+	// Rand draws the back-off's jitter and the rate-limited back-off's; nil means
+	// policy.SystemRand().
+	Rand policy.Rand
+}
+
+// The keys that tell the forms Parse reads apart, in both spellings protojson reads.
+var (
+	routeConfigKeys = []string{"virtual_hosts", "virtualHosts"}
+	virtualHostKeys = []string{"routes", "domains"}
+	// A Route's keys that a RouteAction does not have: its match and its actions.
+	routeKeys = []string{"match", "route", "redirect", "direct_response", "directResponse",
+		"filter_action", "filterAction", "non_forwarding_action", "nonForwardingAction"}
+)
+
+// Parse reads Envoy route configuration from YAML or JSON with the zero [Options]; see
+// [ParseWith].
+func Parse(data []byte) ([]*Route, error) { return ParseWith(data, Options{}) }
+
+// ParseWith reads Envoy route configuration from YAML or JSON, in any of these forms:
+//   - a RouteConfiguration (virtual_hosts);
+//   - a VirtualHost (routes, domains);
+//   - a Route (match, and route or another action);
+//   - a Route without match — the snippet Envoy users paste, a top-level route: block
+//     with cluster, timeout and retry_policy — read as a Route that matches every
+//     path, named "route";
+//   - a RouteAction (cluster, timeout, retry_policy), also named "route".
+//
+// It decodes into go-control-plane's types with protojson, runs Envoy's validation,
+// and returns each route that forwards to a cluster, with its virtual host's
+// retry_policy where the route has none.
+//
+// Every error matches [ErrInvalid] and is a [*ConfigError] that names the line and
+// column in data and the field's path as data spells it
+// ("route.retry_policy.num_retrys"); a YAML syntax error names its line, malformed
+// JSON its line and column.
+func ParseWith(data []byte, o Options) ([]*Route, error) {
+	js, err := yaml.YAMLToJSON(data)
+	if err != nil {
+		if !looksJSON(data) {
+			return nil, yamlError(err, data)
+		}
+		if jerr := jsonSyntaxError(data); jerr != nil {
+			return nil, jerr
+		}
+		// JSON that the YAML reader refuses (a tab where YAML wants spaces): read as JSON.
+		var b bytes.Buffer
+		if err := json.Compact(&b, data); err != nil {
+			return nil, &ConfigError{Msg: "JSON: " + err.Error()}
+		}
+		js = b.Bytes()
+	}
+	src := newSource(data, js)
+	var probe map[string]any
+	if err := json.Unmarshal(js, &probe); err != nil || probe == nil {
+		return nil, &ConfigError{Line: lineOf(src), Column: columnOf(src),
+			Msg: "want an object (a RouteConfiguration, VirtualHost, Route or RouteAction)"}
+	}
+	has := func(keys []string) bool {
+		for _, k := range keys {
+			if _, ok := probe[k]; ok {
+				return true
+			}
+		}
+		return false
+	}
+	var vhosts []*routev3.VirtualHost
+	switch {
+	case has(routeConfigKeys):
+		rc := &routev3.RouteConfiguration{}
+		if err := src.decode(rc, "RouteConfiguration", nil); err != nil {
+			return nil, err
+		}
+		vhosts = rc.GetVirtualHosts()
+	case has(virtualHostKeys):
+		vh := &routev3.VirtualHost{}
+		if err := src.decode(vh, "VirtualHost", nil); err != nil {
+			return nil, err
+		}
+		vhosts = []*routev3.VirtualHost{vh}
+	case has(routeKeys):
+		rt := &routev3.Route{}
+		if err := src.decode(rt, "Route", func() {
+			if rt.Match == nil { // a pasted snippet: it matches whatever its route matches
+				rt.Match = &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/"}}
+				if rt.Name == "" {
+					rt.Name = "route"
+				}
+			}
+		}); err != nil {
+			return nil, err
+		}
+		vhosts = []*routev3.VirtualHost{{Routes: []*routev3.Route{rt}}}
+	default:
+		ra := &routev3.RouteAction{}
+		if err := src.decode(ra, "RouteAction", nil); err != nil {
+			return nil, err
+		}
+		vhosts = []*routev3.VirtualHost{{Routes: []*routev3.Route{{Name: "route", Action: &routev3.Route_Route{Route: ra}}}}}
+	}
+	var out []*Route
+	for _, vh := range vhosts {
+		for i, rt := range vh.GetRoutes() {
+			ra := rt.GetRoute()
+			if ra == nil {
+				continue // a redirect or direct response: no upstream, no retry
+			}
+			r, err := build(routeName(rt, i), ra, vh, o)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, r)
+		}
+	}
+	if len(out) == 0 {
+		return nil, &ConfigError{Line: lineOf(src), Column: columnOf(src), Msg: "no route forwards to a cluster"}
+	}
+	return out, nil
+}
+
+// looksJSON reports whether data starts, after white space, as a JSON object or array.
+func looksJSON(data []byte) bool {
+	t := bytes.TrimLeft(data, " \t\r\n")
+	return len(t) > 0 && (t[0] == '{' || t[0] == '[')
+}
+
+func lineOf(s *source) int {
+	if s.root == nil {
+		return 0
+	}
+	return s.root.Line
+}
+
+func columnOf(s *source) int {
+	if s.root == nil {
+		return 0
+	}
+	return s.root.Column
+}
+
+// decode unmarshals the source's JSON into m with protojson, lets fix complete it,
+// and validates it as Envoy does.
+func (s *source) decode(m interface {
+	proto.Message
+	ValidateAll() error
+}, what string, fix func()) error {
+	if err := protojson.Unmarshal(s.js, m); err != nil {
+		return s.decodeError(err, what)
+	}
+	if fix != nil {
+		fix()
+	}
+	if err := m.ValidateAll(); err != nil {
+		return s.validationError(err, m.ProtoReflect().Descriptor(), what)
+	}
+	return nil
+}
