@@ -232,21 +232,24 @@ func (c *Cache[K, V]) Close() { c.bg.Wait() }
 func (c *Cache[K, V]) Get(ctx context.Context, key K) (V, error) {
 	now := c.clock.Now()
 	e, found := c.store.GetIfPresent(key)
+	failed := found && e.err != nil && now.Before(e.errUntil) // the last load failed: the origin is not asked again yet
 	if found && e.ok {
 		switch {
 		case now.Before(e.fresh):
 			c.hits.Add(1)
-			if c.early(now, e) {
+			if !failed && c.early(now, e) {
 				c.refresh(ctx, key)
 			}
 			return e.value, nil
 		case now.Before(e.fresh.Add(c.o.StaleWhileRefresh)):
 			c.stale.Add(1)
-			c.refresh(ctx, key)
+			if !failed {
+				c.refresh(ctx, key)
+			}
 			return e.value, nil
 		}
 	}
-	if found && e.err != nil && now.Before(e.errUntil) {
+	if failed {
 		if e.ok && now.Before(e.fresh.Add(c.o.StaleIfError)) {
 			c.stale.Add(1)
 			return e.value, nil

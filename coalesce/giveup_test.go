@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -40,6 +41,25 @@ func giveUp(t *testing.T, c *coalesce.Cache[string, string], keys []string) {
 	wg.Wait()
 }
 
+// inCache counts the goroutines running the cache's code (its loads, and whatever a
+// caller left behind), from a dump of every goroutine's stack.
+func inCache() (n int) {
+	buf := make([]byte, 1<<20)
+	for {
+		if k := runtime.Stack(buf, true); k < len(buf) {
+			buf = buf[:k]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, "backstop/coalesce.(*Cache") {
+			n++
+		}
+	}
+	return n
+}
+
 // TestGet_CallersWhoGiveUpLeaveNoGoroutine: 20 000 callers (5 000 under the race
 // detector) of one key whose origin hangs give up after 1 ms; the one load goroutine
 // is all that is left, and DefaultLoadTimeout ends it.
@@ -51,20 +71,19 @@ func TestGet_CallersWhoGiveUpLeaveNoGoroutine(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := coalesce.MustNew(coalesce.Options[string, string]{Load: hanging})
 		defer c.Close()
-		before := runtime.NumGoroutine()
 		keys := make([]string, n)
 		for i := range keys {
 			keys[i] = "hot"
 		}
 		giveUp(t, c, keys)
 		synctest.Wait()
-		left := runtime.NumGoroutine() - before
+		left := inCache()
 		t.Logf("%d callers gave up: %d goroutines left", n, left)
 		require.LessOrEqual(t, left, 1, "goroutines left after %d callers of one key gave up; want the one load at most", n)
 
 		time.Sleep(coalesce.DefaultLoadTimeout) // the load's own timeout
 		synctest.Wait()
-		require.Equal(t, 0, runtime.NumGoroutine()-before, "goroutines left after DefaultLoadTimeout")
+		require.Equal(t, 0, inCache(), "goroutines left after DefaultLoadTimeout")
 		require.Equal(t, uint64(1), c.Stats().Refreshes, "origin calls for %d callers", n)
 	})
 }
@@ -80,20 +99,19 @@ func TestGet_DistinctKeysGivenUpLeaveOneLoadEach(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := coalesce.MustNew(coalesce.Options[string, string]{Load: hanging, MaxEntries: 10})
 		defer c.Close()
-		before := runtime.NumGoroutine()
 		keys := make([]string, n)
 		for i := range keys {
 			keys[i] = fmt.Sprint("key-", i)
 		}
 		giveUp(t, c, keys)
 		synctest.Wait()
-		left := runtime.NumGoroutine() - before
+		left := inCache()
 		t.Logf("%d callers of distinct keys gave up: %d goroutines left", n, left)
 		require.LessOrEqual(t, left, n, "goroutines left after %d callers of distinct keys gave up; want one load per key at most", n)
 
 		time.Sleep(coalesce.DefaultLoadTimeout)
 		synctest.Wait()
-		require.Equal(t, 0, runtime.NumGoroutine()-before, "goroutines left after DefaultLoadTimeout")
+		require.Equal(t, 0, inCache(), "goroutines left after DefaultLoadTimeout")
 		require.LessOrEqual(t, c.Len(), 10, "entries held with MaxEntries 10")
 	})
 }
