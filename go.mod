@@ -8,7 +8,6 @@ require (
 	github.com/sony/gobreaker/v2 v2.4.0
 	github.com/stretchr/testify v1.12.1
 	go.uber.org/goleak v1.3.0
-	golang.org/x/sync v0.22.0
 	golang.org/x/time v0.15.0
 )
 

@@ -1,24 +1,3 @@
-// Package coalesce is a cache in front of a dependency that never stampedes: when a
-// hot key expires, one request rebuilds the value while the others wait for it
-// (single flight, golang.org/x/sync/singleflight), the stale value is served while it
-// is refreshed in the background, the last good value is served for a while when the
-// origin fails, failures are cached briefly so a failing origin is not hammered, and
-// TTLs are jittered so keys written together do not expire together. An optional
-// early, probabilistic refresh (XFetch) refreshes a hot key before it expires.
-//
-// Origin calls run through a *policy.Pipeline, so the deadline, breaker and budget of
-// the dependency apply to them; with the breaker open, a stale value is served rather
-// than the refusal. Storage is size-bounded by github.com/maypok86/otter/v2, whose reads
-// take no lock.
-//
-// # Freshness
-//
-//	| age of the entry                  | Get returns                   | origin call                |
-//	|-----------------------------------|-------------------------------|----------------------------|
-//	| < TTL (jittered)                  | the value                     | none (XFetch: maybe early) |
-//	| TTL … TTL + StaleWhileRefresh     | the stale value, at once      | one refresh, in background |
-//	| later                             | a fresh value, waited for     | one load for all callers   |
-//	| load failed, < TTL + StaleIfError | the last good value           | retried after NegativeTTL  |
 package coalesce
 
 import (
@@ -32,7 +11,6 @@ import (
 	"time"
 
 	"github.com/maypok86/otter/v2"
-	"golang.org/x/sync/singleflight"
 
 	"github.com/backstop-go/backstop/policy"
 )
@@ -46,7 +24,17 @@ const (
 	DefaultStaleIfError      = 5 * time.Minute
 	DefaultNegativeTTL       = time.Second
 	DefaultMaxNegativeTTL    = 30 * time.Second
+	// DefaultLoadTimeout bounds an origin call that nothing else bounds: a cache with
+	// no Pipeline, or one whose Pipeline has neither a deadline nor a per-attempt
+	// timeout (policy.Explanation.WorstCase is 0).
+	DefaultLoadTimeout = 10 * time.Second
 )
+
+// PanicSource is the Source of the policy.EventPanic a Cache reports.
+const PanicSource = "coalesce"
+
+// errGoexit is the error of a load whose Load called runtime.Goexit.
+var errGoexit = errors.New("coalesce: Load called runtime.Goexit")
 
 // ErrInvalidOptions is matched by New's errors for bad Options.
 var ErrInvalidOptions = errors.New("coalesce: invalid options")
@@ -57,6 +45,15 @@ type Options[K comparable, V any] struct {
 	Load func(ctx context.Context, key K) (V, error)
 	// Pipeline runs every origin call; nil means none.
 	Pipeline *policy.Pipeline
+	// LoadTimeout bounds each origin call. 0 means DefaultLoadTimeout (10 s) when
+	// nothing else bounds the call — no Pipeline, or a Pipeline with neither a deadline
+	// nor a per-attempt timeout — and no bound of the cache's own otherwise; negative
+	// means none at all. A load runs detached from its callers' contexts (it is
+	// shared), so this is what ends a load of an origin that hangs.
+	LoadTimeout time.Duration
+	// Observer hears the cache's own events: a policy.EventPanic (Source
+	// PanicSource) for each panic recovered in a load or refresh. nil means none.
+	Observer policy.Observer
 	// MaxEntries bounds the entries kept (otter's eviction: the least likely to be used
 	// again go first); 0 means DefaultMaxEntries.
 	MaxEntries int
@@ -92,24 +89,30 @@ type Options[K comparable, V any] struct {
 // Stats count what a Cache did.
 type Stats struct {
 	Hits, Misses, CoalescedWaits, Refreshes, StaleServed, LoadErrors uint64
+	Panics                                                           uint64 // loads that panicked (counted in LoadErrors too)
 }
 
 // Cache is a coalescing cache. It is safe for concurrent use. Build it with [New];
-// call Close to wait for background refreshes when done. Loads of one key are shared
-// by the key's %#v form, so keys must print distinctly (strings, numbers and structs of
-// them do).
+// call Close to wait for the loads under way when done. Keys are compared with ==, as
+// map keys are: two keys share a load and an entry only if they are equal.
 type Cache[K comparable, V any] struct {
-	o          Options[K, V]
-	clock      policy.Clock
-	rand       policy.Rand
-	store      *otter.Cache[K, *entry[V]]
-	group      singleflight.Group
-	keys       func(K) string
-	bg         sync.WaitGroup // waiters and refreshes under way, for Close
-	refreshing sync.Map       // keys with a background refresh under way
+	o       Options[K, V]
+	clock   policy.Clock
+	rand    policy.Rand
+	timeout time.Duration // bounds each origin call; 0 for none
+	store   *otter.Cache[K, *entry[V]]
+	flights sync.Map       // K → *flight[V]: the load under way for each key
+	bg      sync.WaitGroup // loads under way, for Close
 
-	hits                                      striped // the hot path: no shared cache line
-	misses, waits, refreshes, stale, loadErrs atomic.Uint64
+	hits                                              striped // the hot path: no shared cache line
+	misses, waits, refreshes, stale, loadErrs, panics atomic.Uint64
+}
+
+// flight is one load under way, shared by every caller of its key meanwhile.
+type flight[V any] struct {
+	done chan struct{} // closed when val and err are set
+	val  V
+	err  error
 }
 
 // striped is a counter spread over cache lines, so that concurrent hits on many cores
@@ -189,11 +192,11 @@ func New[K comparable, V any](o Options[K, V]) (*Cache[K, V], error) {
 	if err != nil {
 		return bad("%v", err)
 	}
-	keys := func(k K) string { return fmt.Sprintf("%#v", k) }
-	if _, ok := any(*new(K)).(string); ok {
-		keys = func(k K) string { return any(k).(string) }
+	timeout := o.LoadTimeout
+	if timeout == 0 && (o.Pipeline == nil || o.Pipeline.Explain().WorstCase == 0) {
+		timeout = DefaultLoadTimeout
 	}
-	return &Cache[K, V]{o: o, clock: policy.ClockOr(o.Clock), rand: policy.RandOr(o.Rand), store: store, keys: keys}, nil
+	return &Cache[K, V]{o: o, clock: policy.ClockOr(o.Clock), rand: policy.RandOr(o.Rand), timeout: max(timeout, 0), store: store}, nil
 }
 
 // MustNew is like [New] but panics on bad options.
@@ -208,7 +211,7 @@ func MustNew[K comparable, V any](o Options[K, V]) *Cache[K, V] {
 // Stats returns the counts so far.
 func (c *Cache[K, V]) Stats() Stats {
 	return Stats{Hits: c.hits.Load(), Misses: c.misses.Load(), CoalescedWaits: c.waits.Load(),
-		Refreshes: c.refreshes.Load(), StaleServed: c.stale.Load(), LoadErrors: c.loadErrs.Load()}
+		Refreshes: c.refreshes.Load(), StaleServed: c.stale.Load(), LoadErrors: c.loadErrs.Load(), Panics: c.panics.Load()}
 }
 
 // Len returns how many entries are held, after otter's pending evictions (they are
@@ -218,30 +221,35 @@ func (c *Cache[K, V]) Len() int {
 	return c.store.EstimatedSize()
 }
 
-// Close waits for the background refreshes under way.
+// Close waits for the loads under way, background refreshes included.
 func (c *Cache[K, V]) Close() { c.bg.Wait() }
 
 // Get returns key's value: from the cache while fresh (or stale within its windows),
 // else from one origin call shared by every caller that asks meanwhile. A caller whose
-// ctx ends stops waiting with ctx's error; the shared call goes on for the others.
+// ctx ends stops waiting with ctx's error and leaves nothing behind; the shared call
+// goes on for the others (bounded by LoadTimeout). A panic in Load reaches every
+// caller of that load as a *policy.PanicError (see the package documentation).
 func (c *Cache[K, V]) Get(ctx context.Context, key K) (V, error) {
 	now := c.clock.Now()
 	e, found := c.store.GetIfPresent(key)
+	failed := found && e.err != nil && now.Before(e.errUntil) // the last load failed: the origin is not asked again yet
 	if found && e.ok {
 		switch {
 		case now.Before(e.fresh):
 			c.hits.Add(1)
-			if c.early(now, e) {
+			if !failed && c.early(now, e) {
 				c.refresh(ctx, key)
 			}
 			return e.value, nil
 		case now.Before(e.fresh.Add(c.o.StaleWhileRefresh)):
 			c.stale.Add(1)
-			c.refresh(ctx, key)
+			if !failed {
+				c.refresh(ctx, key)
+			}
 			return e.value, nil
 		}
 	}
-	if found && e.err != nil && now.Before(e.errUntil) {
+	if failed {
 		if e.ok && now.Before(e.fresh.Add(c.o.StaleIfError)) {
 			c.stale.Add(1)
 			return e.value, nil
@@ -266,29 +274,18 @@ func (c *Cache[K, V]) early(now time.Time, e *entry[V]) bool {
 	return !now.Add(gap).Before(e.fresh)
 }
 
-// wait joins (or starts) the key's shared load and waits for it or for ctx. Each
-// waiter counts for Close until the load it joined is over, even if it stops waiting.
+// wait joins (or starts) the key's shared load and waits for it or for ctx. A caller
+// that stops waiting leaves nothing behind: the load's goroutine publishes its result
+// to whoever is still waiting.
 func (c *Cache[K, V]) wait(ctx context.Context, key K) (V, error) {
-	started := false // set by our fn, which runs only if we start the load
-	detached := context.WithoutCancel(ctx)
-	c.bg.Add(1)
-	ch := c.group.DoChan(c.keys(key), func() (any, error) {
-		started = true
-		return c.load(detached, key)
-	})
+	f, joined := c.join(ctx, key)
+	if joined {
+		c.waits.Add(1)
+	}
 	select {
-	case r := <-ch:
-		c.bg.Done()
-		if !started { // read after the result: its send follows fn's return
-			c.waits.Add(1)
-		}
-		if r.Err != nil {
-			var zero V
-			return zero, r.Err
-		}
-		return r.Val.(V), nil
+	case <-f.done:
+		return f.val, f.err
 	case <-ctx.Done():
-		go func() { <-ch; c.bg.Done() }() // the shared load goes on for the others
 		var zero V
 		return zero, ctx.Err()
 	}
@@ -296,17 +293,41 @@ func (c *Cache[K, V]) wait(ctx context.Context, key K) (V, error) {
 
 // refresh starts one background load of key unless one is under way; the load outlives
 // ctx, and Close waits for it.
-func (c *Cache[K, V]) refresh(ctx context.Context, key K) {
-	if _, busy := c.refreshing.LoadOrStore(key, struct{}{}); busy {
-		return
+func (c *Cache[K, V]) refresh(ctx context.Context, key K) { c.join(ctx, key) }
+
+// join returns the key's load under way, or starts one (detached from ctx, whose
+// values it keeps) and returns it with joined false.
+func (c *Cache[K, V]) join(ctx context.Context, key K) (f *flight[V], joined bool) {
+	shared := key == key // a key holding a NaN equals no key, itself included: nothing to share
+	if got, ok := c.flights.Load(key); ok && shared {
+		return got.(*flight[V]), true
 	}
-	detached := context.WithoutCancel(ctx)
+	f = &flight[V]{done: make(chan struct{})}
+	if shared {
+		if got, loaded := c.flights.LoadOrStore(key, f); loaded {
+			return got.(*flight[V]), true
+		}
+	}
 	c.bg.Add(1)
-	go func() {
-		defer c.bg.Done()
-		defer c.refreshing.Delete(key)
-		_, _, _ = c.group.Do(c.keys(key), func() (any, error) { return c.load(detached, key) })
+	go c.run(context.WithoutCancel(ctx), key, f)
+	return f, false
+}
+
+// run is the goroutine of one load: it loads key, publishes the result to f's waiters
+// and retires f. Nothing the load runs can end the process: a panic becomes the
+// load's error, and so does a runtime.Goexit.
+func (c *Cache[K, V]) run(ctx context.Context, key K, f *flight[V]) {
+	defer c.bg.Done()
+	f.err = errGoexit // replaced unless Load calls runtime.Goexit
+	defer func() {
+		if r := recover(); r != nil { // the cache's own bookkeeping: never expected
+			var zero V
+			f.val, f.err = zero, policy.NewPanicError(r)
+		}
+		c.flights.CompareAndDelete(key, f)
+		close(f.done)
 	}()
+	f.val, f.err = c.load(ctx, key)
 }
 
 // load calls the origin through the pipeline and stores what it got. It runs once per
@@ -317,18 +338,14 @@ func (c *Cache[K, V]) load(ctx context.Context, key K) (V, error) {
 		return e.value, nil // a load that finished just before this one began
 	}
 	c.refreshes.Add(1)
-	var v V
-	err := c.o.Pipeline.Do(ctx, func(ctx context.Context) error {
-		got, err := c.o.Load(ctx, key)
-		if err == nil {
-			v = got
-		}
-		return err
-	})
+	v, err := c.call(ctx, key)
 	now := c.clock.Now()
 	prev, _ := c.store.GetIfPresent(key)
+	keep := key == key // a key holding a NaN could never be found again: it is not stored
 	if err == nil {
-		c.store.Set(key, &entry[V]{value: v, ok: true, fresh: now.Add(c.ttl()), took: now.Sub(start)})
+		if keep {
+			c.store.Set(key, &entry[V]{value: v, ok: true, fresh: now.Add(c.ttl()), took: now.Sub(start)})
+		}
 		return v, nil
 	}
 	c.loadErrs.Add(1)
@@ -342,13 +359,57 @@ func (c *Cache[K, V]) load(ctx context.Context, key K) (V, error) {
 		neg *= 2
 	}
 	e.errUntil = now.Add(min(neg, c.o.MaxNegativeTTL))
-	c.store.Set(key, e)
+	if keep {
+		c.store.Set(key, e)
+	}
 	if e.ok && now.Before(e.fresh.Add(c.o.StaleIfError)) {
 		c.stale.Add(1)
 		return e.value, nil // stale if error (an open breaker included)
 	}
 	var zero V
 	return zero, err
+}
+
+// call runs Load through the pipeline, within the cache's timeout. A panic in Load, or
+// in a stage or observer of the pipeline, is recovered, reported and returned as a
+// *policy.PanicError; recovered inside the pipeline, a panic in Load is a failed
+// attempt to its stages (a breaker counts it, a retry does not retry it).
+func (c *Cache[K, V]) call(ctx context.Context, key K) (v V, err error) {
+	if c.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.timeout)
+		defer cancel()
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			var zero V
+			v, err = zero, c.panicked(ctx, r)
+		}
+	}()
+	err = c.o.Pipeline.Do(ctx, func(ctx context.Context) (err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				err = c.panicked(ctx, r)
+			}
+		}()
+		got, err := c.o.Load(ctx, key)
+		if err == nil {
+			v = got
+		}
+		return err
+	})
+	return v, err
+}
+
+// panicked turns a recovered panic into the load's error and reports it.
+func (c *Cache[K, V]) panicked(ctx context.Context, r any) *policy.PanicError {
+	pe := policy.NewPanicError(r)
+	c.panics.Add(1)
+	if c.o.Observer != nil {
+		c.o.Observer.Observe(policy.Event{Kind: policy.EventPanic, Pipeline: c.o.Pipeline.Name(), Source: PanicSource,
+			Time: c.clock.Now(), Err: pe, Context: ctx})
+	}
+	return pe
 }
 
 // ttl returns the TTL with its jitter.

@@ -44,6 +44,7 @@
 //	| backstop_redeliver_delay_seconds     | histogram | queue                    | delays of redeliveries; _count is the redeliveries   |
 //	| backstop_redeliver_dead_lettered_total | counter | queue, reason            | dead-lettered: permanent, exhausted                  |
 //	| backstop_fleet_transitions_total     | counter   | policy, kind, to         | fleet policies falling back to local state, and back (kind: breaker, budget, quota; to: local, shared) |
+//	| backstop_panics_total                | counter   | pipeline, source         | panics recovered on goroutines Backstop started (source: coalesce, hedge, redeliver/jetstream) |
 //	| backstop_throttle_probability        | gauge     | throttle                 | the chance an adaptive throttle refuses a request now (AddThrottle) |
 //	| backstop_throttle_refused_total      | counter   | throttle                 | requests an adaptive throttle refused locally (AddThrottle) |
 //

@@ -76,6 +76,7 @@ type Observer struct {
 	shed         *prometheus.CounterVec
 	retryAfter   *prometheus.HistogramVec
 	fleet        *prometheus.CounterVec
+	panics       *prometheus.CounterVec
 
 	pipelines sync.Map // pipeline name → *pipelineSeries
 	reg       prometheus.Registerer
@@ -139,10 +140,11 @@ func New(reg prometheus.Registerer, o Options) (*Observer, error) {
 		retryAfter: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: Namespace, Name: "shed_retry_after_seconds",
 			Help: "Retry-After sent with refusals.", Buckets: []float64{1, 2, 4, 8, 16, 32, 64},
 			NativeHistogramBucketFactor: o.NativeHistograms}, []string{"shedder"}),
-		fleet: counter("fleet_transitions_total", "Fleet policies moving between deciding on shared state (shared) and on their own when the store is out of reach (local).", "policy", "kind", "to"),
+		fleet:  counter("fleet_transitions_total", "Fleet policies moving between deciding on shared state (shared) and on their own when the store is out of reach (local).", "policy", "kind", "to"),
+		panics: counter("panics_total", "Panics in user code recovered on goroutines Backstop started, by what started them (coalesce, hedge, redeliver/jetstream).", "pipeline", "source"),
 	}
 	cs := []prometheus.Collector{m.calls, m.callDuration, m.attempts, m.retries, m.suppressed, m.deadlines,
-		m.breakerState, m.transitions, m.shed, m.retryAfter, m.fleet}
+		m.breakerState, m.transitions, m.shed, m.retryAfter, m.fleet, m.panics}
 	for name, b := range o.Budgets {
 		cs = append(cs, budgetGauge(name, b))
 	}
@@ -383,6 +385,8 @@ func (m *Observer) Observe(e policy.Event) {
 		}
 	case policy.EventFleet:
 		m.fleet.WithLabelValues(e.Source, e.Reason, e.To).Inc()
+	case policy.EventPanic:
+		m.panics.WithLabelValues(e.Pipeline, e.Source).Inc()
 	}
 }
 

@@ -8,9 +8,10 @@ import (
 )
 
 // Slog returns an Observer that logs, at level, the events an operator wants to read:
-// retries scheduled and suppressed, deadlines exceeded, breaker transitions and
-// refusals by a shedder. Calls and attempts are left to metrics. Attribute names match
-// the metric labels: pipeline, reason, why, breaker, from, to, shedder, priority.
+// retries scheduled and suppressed, deadlines exceeded, breaker transitions, refusals
+// by a shedder and panics recovered (the error attribute holds the stack). Calls and
+// attempts are left to metrics. Attribute names match the metric labels: pipeline,
+// reason, why, breaker, from, to, shedder, priority, source.
 func Slog(logger *slog.Logger, level slog.Level) policy.Observer {
 	return &slogObserver{l: logger, level: level}
 }
@@ -53,6 +54,9 @@ func (o *slogObserver) Observe(e policy.Event) {
 	case policy.EventFleet:
 		o.l.LogAttrs(ctx, o.level, "fleet policy changed what decides", slog.String("policy", e.Source), slog.String("kind", e.Reason), slog.String("from", e.From),
 			slog.String("to", e.To), errAttr(e.Err))
+	case policy.EventPanic:
+		o.l.LogAttrs(ctx, o.level, "panic recovered", slog.String("pipeline", e.Pipeline), slog.String("source", e.Source),
+			slog.Int("attempt", e.Attempt), errAttr(e.Err))
 	}
 }
 

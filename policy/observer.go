@@ -153,6 +153,7 @@ const (
 	EventDeadlineExceeded           // an overall deadline or a per-attempt timeout ran out: Source ("deadline" or "attempt-timeout"), Elapsed
 	EventShed                       // a shedder refused work: Source (shedder name), Reason, Priority, Delay (the Retry-After sent)
 	EventFleet                      // a policy sharing state across processes lost or regained its store: Source (its name), Reason (its kind: "breaker", "budget", "quota"), From, To ("shared" or "local": what decides), Err (why it fell back)
+	EventPanic                      // user code panicked on a goroutine Backstop started and the panic became an error: Source (what started it: "coalesce", "hedge"), Attempt (a hedge's), Err (the *PanicError)
 )
 
 // The states an [EventFleet] moves between.
@@ -172,6 +173,7 @@ var eventNames = [...]string{
 	EventDeadlineExceeded: "deadline_exceeded",
 	EventShed:             "shed",
 	EventFleet:            "fleet_state",
+	EventPanic:            "panic",
 }
 
 // String returns the event's snake_case name, e.g. "retry_suppressed".

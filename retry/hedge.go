@@ -2,6 +2,7 @@ package retry
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -20,6 +21,12 @@ const (
 
 // ReasonHedge is the Reason of the retry_scheduled event that reports a hedged attempt.
 const ReasonHedge = "hedge"
+
+// HedgePanicSource is the Source of the policy.EventPanic a Hedge reports.
+const HedgePanicSource = "hedge"
+
+// errHedgeGoexit is the error of a hedged attempt that called runtime.Goexit.
+var errHedgeGoexit = errors.New("retry: a hedged attempt called runtime.Goexit")
 
 // HedgeOptions configure a [Hedge]. The zero value is valid: one hedged attempt if
 // the first has not answered within 2 s.
@@ -58,6 +65,13 @@ type HedgeOptions struct {
 // hedge running under another owner makes one attempt. It makes one attempt, too,
 // for work that may not be repeated (policy.WithoutRepeats: policyhttp marks every
 // request that is not idempotent).
+//
+// Attempts run on goroutines of their own, where no caller could recover a panic: a
+// panic in an attempt (fn, a stage below the hedge or its observer) is recovered and
+// becomes that attempt's error, a *policy.PanicError with the panic's value and stack,
+// reported as a policy.EventPanic (Source HedgePanicSource); it is not retryable, so
+// the call ends with it (a *Error that unwraps to it). A call that makes one attempt
+// runs it on the caller's goroutine, where a panic propagates unchanged.
 //
 // fn runs concurrently with itself, once per attempt in flight: it must keep each
 // attempt's result apart, and keep one only if policy.Win says its attempt won the
@@ -180,7 +194,16 @@ func (r *hedger) Run(ctx context.Context, fn policy.Func) error {
 		started, inFlight = n, inFlight+1
 		actx, cancel := context.WithCancel(rctx)
 		cancels[n] = cancel
-		go func() { results <- outcome{n, r.attempt(policy.WithAttempt(actx, n), fn, n)} }()
+		go func() {
+			err := errHedgeGoexit // replaced unless the attempt calls runtime.Goexit
+			defer func() {
+				if v := recover(); v != nil {
+					err = r.panicked(actx, n, v)
+				}
+				results <- outcome{n, err}
+			}()
+			err = r.attempt(policy.WithAttempt(actx, n), fn, n)
+		}()
 	}
 	// more asks the budget for an extra attempt, after an error of reason why.
 	more := func(why string) bool {
@@ -337,4 +360,14 @@ func (r *hedger) Run(ctx context.Context, fn policy.Func) error {
 			return r.giveUp(ctx, started, ctxCause(ctx), last, "")
 		}
 	}
+}
+
+// panicked turns a panic recovered in attempt n into the attempt's error and reports it.
+func (r *hedger) panicked(ctx context.Context, n int, v any) error {
+	pe := policy.NewPanicError(v)
+	if policy.NeedsOf(r.obs, policy.EventPanic) != policy.NeedsNothing {
+		r.obs.Observe(policy.Event{Kind: policy.EventPanic, Pipeline: r.pipeline, Source: HedgePanicSource, Time: r.clock.Now(),
+			Attempt: n, Err: pe, Context: ctx})
+	}
+	return pe
 }

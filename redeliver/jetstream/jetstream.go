@@ -7,6 +7,16 @@
 // The consumer's MaxDeliver must be unlimited (-1) or larger than the policy's
 // MaxDeliveries, and its AckWait longer than a handler runs, so that JetStream neither
 // gives up nor redelivers before the policy decides.
+//
+// # Panics
+//
+// [Consumer.Handle] runs on the NATS client's goroutine, where no caller could recover a
+// panic: a panic in the Handler there is recovered and becomes the delivery's error, a
+// *policy.PanicError with the panic's value and stack, decided like any other failure
+// (redelivered after its delay, dead-lettered after MaxDeliveries), and reported as a
+// policy.EventPanic (Source [PanicSource]) to Options.Observer. [Consumer.Process] runs
+// on its caller's goroutine, where a panic propagates unchanged (the message, neither
+// acked nor naked, is redelivered after AckWait).
 package jetstream
 
 import (
@@ -19,8 +29,12 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/backstop-go/backstop/policy"
 	"github.com/backstop-go/backstop/redeliver"
 )
+
+// PanicSource is the Source of the policy.EventPanic a Consumer reports.
+const PanicSource = "redeliver/jetstream"
 
 // Headers of a dead-lettered message.
 const (
@@ -50,6 +64,7 @@ type Consumer struct {
 	h        Handler
 	now      func() time.Time
 	onDecide func(msg jetstream.Msg, deliveries int, d redeliver.Decision)
+	obs      policy.Observer
 
 	deliveries, acked, retried, dead atomic.Uint64
 }
@@ -62,6 +77,9 @@ type Options struct {
 	// OnDecide, if set, is called with every decision, after it is applied (for logs,
 	// metrics and tests).
 	OnDecide func(msg jetstream.Msg, deliveries int, d redeliver.Decision)
+	// Observer, if set, hears a policy.EventPanic for each panic of the Handler that
+	// Handle recovered.
+	Observer policy.Observer
 }
 
 // New returns a Consumer that runs h under p and dead-letters to o.DeadLetter.
@@ -76,7 +94,7 @@ func New(js jetstream.JetStream, p *redeliver.Policy, h Handler, o Options) (*Co
 	case o.DeadLetter == "":
 		return nil, fmt.Errorf("redeliver/jetstream: Options.DeadLetter is empty; want the dead-letter subject")
 	}
-	return &Consumer{js: js, p: p, dlq: o.DeadLetter, h: h, now: time.Now, onDecide: o.OnDecide}, nil
+	return &Consumer{js: js, p: p, dlq: o.DeadLetter, h: h, now: time.Now, onDecide: o.OnDecide, obs: o.Observer}, nil
 }
 
 // Stats returns the counts so far.
@@ -85,22 +103,28 @@ func (c *Consumer) Stats() Stats {
 }
 
 // Handle processes one delivery: it runs the Handler and applies the policy's
-// decision. Use it as a jetstream.MessageHandler with consumer.Consume.
+// decision. Use it as a jetstream.MessageHandler with consumer.Consume. A panic in the
+// Handler is the delivery's failure (see the package documentation).
 func (c *Consumer) Handle(msg jetstream.Msg) {
-	_ = c.Process(context.Background(), msg)
+	_ = c.process(context.Background(), msg, true)
 }
 
 // Process is Handle with a context and the error of applying the decision (an ack, a
 // nak or the dead-letter publish that failed); the message is then redelivered by
-// JetStream after AckWait, so nothing is lost.
+// JetStream after AckWait, so nothing is lost. A panic in the Handler propagates.
 func (c *Consumer) Process(ctx context.Context, msg jetstream.Msg) error {
+	return c.process(ctx, msg, false)
+}
+
+// process is Process; with contain, a panic in the Handler is the delivery's error.
+func (c *Consumer) process(ctx context.Context, msg jetstream.Msg, contain bool) error {
 	c.deliveries.Add(1)
 	meta, err := msg.Metadata()
 	if err != nil {
 		return fmt.Errorf("redeliver/jetstream: reading the delivery count: %w", err)
 	}
 	n := int(meta.NumDelivered)
-	herr := c.h(ctx, msg)
+	herr := c.handle(ctx, msg, contain)
 	d := c.p.Decide(n, herr)
 	switch {
 	case !d.Retry && !d.DeadLetter:
@@ -138,4 +162,20 @@ func (c *Consumer) deadLetter(ctx context.Context, msg jetstream.Msg, meta *jets
 	}
 	c.dead.Add(1)
 	return msg.Term()
+}
+
+// handle runs the Handler; with contain, a panic becomes its error and is reported.
+func (c *Consumer) handle(ctx context.Context, msg jetstream.Msg, contain bool) (err error) {
+	if contain {
+		defer func() {
+			if v := recover(); v != nil {
+				pe := policy.NewPanicError(v)
+				if c.obs != nil {
+					c.obs.Observe(policy.Event{Kind: policy.EventPanic, Source: PanicSource, Time: c.now(), Err: pe, Context: ctx})
+				}
+				err = pe
+			}
+		}()
+	}
+	return c.h(ctx, msg)
 }

@@ -1,0 +1,33 @@
+package policy
+
+import (
+	"fmt"
+	"runtime/debug"
+)
+
+// PanicError is what a panic in user code becomes when it happens on a goroutine
+// Backstop started — a coalesce load or refresh, a hedged attempt — where no caller
+// could recover it and it would end the process. Every caller waiting for that work
+// receives it as the error, and the stage that recovered it reports an [EventPanic].
+// A panic on the caller's own goroutine is never recovered: it propagates unchanged.
+//
+// Error gives the value and the stack, as the runtime prints an unrecovered panic.
+// Unwrap returns Value if it is an error. Build one with [NewPanicError].
+type PanicError struct {
+	Value any    // what panic was called with
+	Stack []byte // the panicking goroutine's stack (runtime/debug.Stack)
+}
+
+// NewPanicError returns a PanicError for v with the current goroutine's stack. Call it
+// in the deferred function that recovered v, so the stack shows where the panic was.
+func NewPanicError(v any) *PanicError { return &PanicError{Value: v, Stack: debug.Stack()} }
+
+func (e *PanicError) Error() string {
+	return fmt.Sprintf("panic: %v [recovered]\n\n%s", e.Value, e.Stack)
+}
+
+// Unwrap returns Value if it is an error, else nil.
+func (e *PanicError) Unwrap() error {
+	err, _ := e.Value.(error)
+	return err
+}
