@@ -17,13 +17,22 @@ const (
 )
 
 // HeaderRefused is on every refusal of a Backstop server's shedder (shed.Middleware),
-// its value the reason ("limit", "breaker", …). It tells the caller's transport that
-// the server answered to protect itself or its dependency, which counts for itself:
-// the caller's breaker does not count the refusal as a failure of the server, so the
-// breakers of a call path do not all open on one outage at its end and then reclose
-// one after another. The caller's retry still honours the Retry-After. A server that
-// sends it without cause only keeps callers' breakers from counting its own refusals.
+// its value the reason ("limit", "breaker", …); a server may also send it on a failure
+// it answers for a dependency whose failures its own breaker counts ("dependency").
+// It tells the caller's transport that the server protects itself or its dependency
+// and counts for itself: the caller's breaker and budget do not count the answer as a
+// failure (policyhttp's classifier marks it retry.Refused), so the breakers of a call
+// path do not all open on one outage at its end and then reclose one after another.
+// The caller's retry still waits the Retry-After. A server that sends it without cause
+// only keeps its callers' breakers and budgets from counting its own failures.
 const HeaderRefused = "Backstop-Refused"
+
+// HeaderRetryAfterMillis goes with [HeaderRefused] when the server knows when it will
+// admit again more finely than Retry-After's whole seconds can say — an open breaker
+// that probes in 100 ms: the wait in milliseconds, a non-negative integer, as gRPC's
+// grpc-retry-pushback-ms. Retry-After is still sent for every other client; a caller
+// reads this header only beside HeaderRefused, and Retry-After otherwise.
+const HeaderRetryAfterMillis = "Backstop-Retry-After-Ms"
 
 // MaxAttemptHeader is the largest attempt number [ParseAttempt] returns; larger values
 // are clamped to it. No real retry policy comes near it; the bound keeps hostile

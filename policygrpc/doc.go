@@ -52,7 +52,6 @@
 // under a retry owner in this process is counted by that owner, in the budget its
 // pipeline holds, once per failed attempt.
 //
-// One departure from A6 remains: after a retry made on a server's pushback, the next
-// backoff goes on from the retry's count instead of starting again from
-// initialBackoff.
+// After a retry made on a server's pushback, the next backoff starts again from
+// initialBackoff, as A6 says (TestUnary_BackoffRestartsAfterPushback).
 package policygrpc

@@ -42,9 +42,12 @@ type Classifier func(res *http.Response, now time.Time) error
 //	| 500, other 5xx      | failure                           | no      | yes                      |
 //	| other 4xx           | client fault                      | no      | no                       |
 //
-// (*) except a refusal of a Backstop server's shedder or breaker (policy.HeaderRefused
-// on the response): the server below protects itself and counts its dependency's
-// failures itself, so breakers above it do not open on it too.
+// (*) except a 429 or 503 with policy.HeaderRefused — a Backstop server's shedder or
+// breaker refused, or the server answers for a dependency whose failures its own
+// breaker counts: it is retried after its Retry-After, or policy.HeaderRetryAfterMillis
+// when the server sends it (retry.Refused), and counted
+// against neither a breaker nor a budget, so the breakers and budgets above it do not
+// all trip on one outage at the end of the call path.
 //
 // 500 is not retried by default: it usually reports a bug that a retry hits again,
 // while 502/503/504 report a dependency or proxy that may recover. Retry-After, in
@@ -57,11 +60,20 @@ func DefaultClassifier(res *http.Response, now time.Time) error {
 	err := &StatusError{StatusCode: code, Status: res.Status}
 	switch code {
 	case http.StatusTooManyRequests, http.StatusServiceUnavailable:
+		d, hinted := retry.ParseRetryAfter(res.Header.Get("Retry-After"), now)
+		if res.Header.Get(policy.HeaderRefused) != "" {
+			if ms, ok := parseMillis(res.Header.Get(policy.HeaderRetryAfterMillis)); ok {
+				d = ms
+			}
+			// A Backstop server's protection refused: wait as it asks, and count it
+			// against neither a breaker nor a budget (the server's own breaker counts).
+			return breaker.ClientFault(retry.Refused(err, d))
+		}
 		var marked error = retry.Retryable(err)
-		if d, ok := retry.ParseRetryAfter(res.Header.Get("Retry-After"), now); ok {
+		if hinted {
 			marked = retry.After(err, d)
 		}
-		if code == http.StatusTooManyRequests || res.Header.Get(policy.HeaderRefused) != "" {
+		if code == http.StatusTooManyRequests {
 			return breaker.ClientFault(marked)
 		}
 		return marked
@@ -74,4 +86,21 @@ func DefaultClassifier(res *http.Response, now time.Time) error {
 		return breaker.ClientFault(err)
 	}
 	return err
+}
+
+// maxRetryAfterMillis bounds policy.HeaderRetryAfterMillis as retry.ParseRetryAfter
+// bounds Retry-After: a day.
+const maxRetryAfterMillis = 24 * time.Hour
+
+// parseMillis reads policy.HeaderRetryAfterMillis: a non-negative integer of
+// milliseconds, at most a day (larger values saturate); anything else is false.
+func parseMillis(v string) (time.Duration, bool) {
+	if v == "" || len(v) > 12 {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(v, 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	return min(time.Duration(n)*time.Millisecond, maxRetryAfterMillis), true
 }

@@ -16,6 +16,9 @@ type marked struct {
 	hint  time.Duration // 0: no hint
 	exact bool          // Pushback: wait exactly hint, no backoff, no jitter
 	stop  bool          // Pushback with a negative delay: the server said do not retry
+	// Refused: the server's own protection refused the attempt, which cost its
+	// dependency nothing; a budget outside the retry is not told of the failure.
+	refused bool
 }
 
 func (m *marked) Error() string { return m.err.Error() }
@@ -45,8 +48,9 @@ func After(err error, d time.Duration) error {
 // grpc-retry-pushback-ms): for d ≥ 0 the next attempt comes after exactly d — no
 // backoff, no jitter, still refused if it would pass the deadline or MaxHintDelay; for
 // d < 0 the server asked not to retry, and the call ends with this error. Either way
-// the failure counts against a budget outside the retry, as A6's throttling says. It
-// returns nil for nil.
+// the failure counts against a budget outside the retry, as A6's throttling says. The
+// backoff of a retry after the one a pushback timed starts again from Base (A6: the
+// retry attempt after a pushback resets the backoff). It returns nil for nil.
 func Pushback(err error, d time.Duration) error {
 	if err == nil {
 		return nil
@@ -55,6 +59,27 @@ func Pushback(err error, d time.Duration) error {
 		return &marked{err: err, stop: true}
 	}
 	return &marked{err: err, hint: d, exact: true}
+}
+
+// Refused marks err as a refusal by a server's own protection — a shedder or an open
+// breaker in front of its dependency, which says so (Backstop servers send
+// policy.HeaderRefused) — retryable after at least d, as [After]. The retry waits as
+// for After, but does not report the failure to a budget outside it: the refused
+// attempt did no work at the dependency the budget guards, and the server's own breaker
+// counts that dependency's failures. A retry budget is then spent by failures that
+// reached the dependency, not by the refusals that keep it from being reached. It
+// returns nil for nil.
+func Refused(err error, d time.Duration) error {
+	if err == nil {
+		return nil
+	}
+	return &marked{err: err, hint: max(d, 0), refused: true}
+}
+
+// isRefused reports whether err is marked with [Refused].
+func isRefused(err error) bool {
+	var m *marked
+	return errors.As(err, &m) && m.refused
 }
 
 // pushback reports the pushback err carries: the delay, whether it said stop, and

@@ -200,6 +200,7 @@ func (l *runner) Run(ctx context.Context, fn policy.Func) error {
 		budget.Deposit()
 	}
 	var prev time.Duration
+	sincePush := 0 // retries since the last pushback, for the backoff
 	taken, leased := int64(0), false // what the lease took for the retry under way
 	if lease != nil {
 		defer func() {
@@ -234,7 +235,7 @@ func (l *runner) Run(ctx context.Context, fn policy.Func) error {
 			}
 			return l.giveUp(ctx, n, ErrNotRetryable, err, "")
 		}
-		if budget != nil {
+		if budget != nil && !isRefused(err) {
 			budget.OnFailure() // every retryable failure pays, the last one too (gRFC A6)
 		}
 		if n >= l.r.max {
@@ -244,7 +245,10 @@ func (l *runner) Run(ctx context.Context, fn policy.Func) error {
 			return l.giveUp(ctx, n, ErrOwner, err, policy.SuppressedOwner)
 		}
 
-		delay := min(max(l.r.strategy.Delay(n, prev, l.r.base, l.r.cap, l.r.rand), 0), l.r.cap)
+		// The backoff counts the retries since the last pushback: after a retry made on
+		// a server's pushback the next starts again from Base (gRFC A6).
+		sincePush++
+		delay := min(max(l.r.strategy.Delay(sincePush, prev, l.r.base, l.r.cap, l.r.rand), 0), l.r.cap)
 		prev = delay
 		if hint, ok := Hint(err); ok {
 			if hint > l.r.maxHint {
@@ -253,8 +257,15 @@ func (l *runner) Run(ctx context.Context, fn policy.Func) error {
 			}
 			if _, _, exact := pushback(err); exact {
 				delay = hint // gRPC pushback: exactly the server's delay
+				sincePush, prev = 0, 0
 			} else {
-				delay = max(delay, addSat(hint, time.Duration(l.r.rand.Float64()*float64(hint/2))))
+				spread := hint / 2
+				if isRefused(err) {
+					// Every caller a server refused in one episode is told the same
+					// time: spread them over twice as wide.
+					spread = hint
+				}
+				delay = max(delay, addSat(hint, time.Duration(l.r.rand.Float64()*float64(spread))))
 			}
 		}
 		if dl, ok := ctx.Deadline(); ok && !l.r.clock.Now().Add(addSat(delay, l.minAttempt)).Before(dl) {

@@ -42,8 +42,10 @@ func retryAfterValue(secs int) []string {
 
 // Middleware admits requests to next through s and answers the rest at once, never
 // reading their bodies: status 429 (or Options.RejectStatus 503; 503 for an open
-// Options.Breaker), a Retry-After in whole seconds, and a small
-// application/problem+json body. Every request is either served or answered.
+// Options.Breaker), a Retry-After in whole seconds, policy.HeaderRefused with the
+// reason (and, for an open breaker, policy.HeaderRetryAfterMillis with its remaining
+// open time), and a small application/problem+json body. Every request is either
+// served or answered.
 //
 // Like policyhttp.Middleware it reads the attempt headers of Backstop, Envoy and gRPC:
 // a retry (attempt above 1) is sheddable, and the handler's context is marked as owned
@@ -62,6 +64,9 @@ func Middleware(next http.Handler, s *Shedder) http.Handler {
 				secs := max(1, int(math.Ceil(ra.Seconds())))
 				s.reject(ReasonBreaker)
 				s.report(r.Context(), s.opts.Observer, "", ReasonBreaker, p, secs)
+				// The breaker probes sooner than whole seconds say: a Backstop caller
+				// waits the real time.
+				w.Header()[policy.HeaderRetryAfterMillis] = []string{strconv.FormatInt(max(ra.Milliseconds(), 1), 10)}
 				s.write(w, ReasonBreaker, secs)
 				return
 			}
