@@ -200,7 +200,7 @@ func (l *runner) Run(ctx context.Context, fn policy.Func) error {
 		budget.Deposit()
 	}
 	var prev time.Duration
-	sincePush := 0 // retries since the last pushback, for the backoff
+	sincePush := 0                   // retries since the last pushback, for the backoff
 	taken, leased := int64(0), false // what the lease took for the retry under way
 	if lease != nil {
 		defer func() {
