@@ -81,13 +81,26 @@ func ShedUnaryServerInterceptor(s *shed.Shedder, o ShedOptions) (grpc.UnaryServe
 		if err != nil {
 			return nil, err
 		}
-		defer permit.Release()
-		return handler(ctx, req)
+		resp, err := handler(policy.WithPauser(ctx, a.s), req)
+		release(permit, err)
+		return resp, err
 	}, nil
 }
 
+// release returns a permit; the latency of a failed RPC is not learnt from (see
+// shed.Permit.ReleaseFailed).
+func release(p shed.Permit, err error) {
+	if err != nil {
+		p.ReleaseFailed()
+		return
+	}
+	p.Release()
+}
+
 // ShedStreamServerInterceptor is [ShedUnaryServerInterceptor] for streams: a stream
-// holds its slot until its handler returns.
+// holds its slot until its handler returns, except while the handler waits for the
+// client's next message (RecvMsg) or a retry in it waits out its backoff: a client
+// that sends its stream slowly cannot fill the limit.
 func ShedStreamServerInterceptor(s *shed.Shedder, o ShedOptions) (grpc.StreamServerInterceptor, error) {
 	a, err := newAdmitter(s, o)
 	if err != nil {
@@ -98,9 +111,22 @@ func ShedStreamServerInterceptor(s *shed.Shedder, o ShedOptions) (grpc.StreamSer
 		if err != nil {
 			return err
 		}
-		defer permit.Release()
-		return handler(srv, &ctxStream{ServerStream: ss, ctx: ctx})
+		err = handler(srv, &pausingStream{ctxStream{ServerStream: ss, ctx: policy.WithPauser(ctx, a.s)}, a.s})
+		release(permit, err)
+		return err
 	}, nil
+}
+
+// pausingStream pauses the stream's slot while the handler waits for a message.
+type pausingStream struct {
+	ctxStream
+	s *shed.Shedder
+}
+
+func (p *pausingStream) RecvMsg(m any) error {
+	p.s.Pause()
+	defer p.s.Resume()
+	return p.ServerStream.RecvMsg(m)
 }
 
 // admitter is the admission shared by the shedding interceptors.

@@ -203,7 +203,12 @@ func TestUnaryServerInterceptor_EnvoyAndBackstopMetadata(t *testing.T) {
 
 // TestShedStream_HoldsItsSlotUntilTheHandlerReturns: with one slot, a second stream
 // is refused with RESOURCE_EXHAUSTED and a pushback while the first is open.
-func TestShedStream_HoldsItsSlotUntilTheHandlerReturns(t *testing.T) {
+// TestShedStream_AStreamWaitingOnItsClientHoldsNoSlot: at a limit of 1, five
+// client-streaming calls that have sent one message and gone quiet are all admitted —
+// a handler waiting in RecvMsg holds no slot, so slow uploads cannot fill the limit —
+// and all complete; while the one slot is taken by work, a new stream is refused with
+// the configured code and a pushback.
+func TestShedStream_AStreamWaitingOnItsClientHoldsNoSlot(t *testing.T) {
 	s := shed.MustNew(shed.Options{Limit: 1, MaxQueue: -1})
 	ic, err := policygrpc.ShedStreamServerInterceptor(s, policygrpc.ShedOptions{RejectCode: codes.Unavailable})
 	require.NoError(t, err)
@@ -216,16 +221,37 @@ func TestShedStream_HoldsItsSlotUntilTheHandlerReturns(t *testing.T) {
 	defer g.Stop()
 	c := dial(t, ln.Addr().String())
 
-	first, err := c.StreamingInputCall(context.Background())
+	var quiet []grpc.ClientStreamingClient[testgrpc.StreamingInputCallRequest, testgrpc.StreamingInputCallResponse]
+	for range 5 {
+		st, err := c.StreamingInputCall(context.Background())
+		require.NoError(t, err)
+		require.NoError(t, st.Send(&testgrpc.StreamingInputCallRequest{Payload: payload(1)}))
+		quiet = append(quiet, st)
+	}
+	waitFor(t, func() bool {
+		srv.mu.Lock()
+		defer srv.mu.Unlock()
+		got := 0
+		for _, r := range srv.received {
+			got += len(r)
+		}
+		return srv.attempts == 5 && got == 5
+	})
+	require.Zero(t, s.InFlight(), "five streams waiting on their clients hold no slot")
+
+	work, why := s.Admit(context.Background(), shed.PriorityDefault)
+	require.Equal(t, shed.ReasonNone, why)
+	refused, err := c.StreamingInputCall(context.Background())
 	require.NoError(t, err)
-	require.NoError(t, first.Send(&testgrpc.StreamingInputCallRequest{Payload: payload(1)}))
-	waitFor(t, func() bool { return s.InFlight() == 1 })
-	second, err := c.StreamingInputCall(context.Background())
-	require.NoError(t, err)
-	_, err = second.CloseAndRecv()
-	require.Equal(t, codes.Unavailable, status.Code(err), "the configured reject code")
-	require.NotEmpty(t, second.Trailer().Get(policygrpc.MetadataPushback))
-	_, err = first.CloseAndRecv()
-	require.NoError(t, err)
-	require.Equal(t, 1, srv.attempts, "the refused stream never reached the handler")
+	_, err = refused.CloseAndRecv()
+	require.Equal(t, codes.Unavailable, status.Code(err), "the configured reject code, while the slot does work")
+	require.NotEmpty(t, refused.Trailer().Get(policygrpc.MetadataPushback))
+	work.Release()
+
+	for _, st := range quiet {
+		_, err := st.CloseAndRecv()
+		require.NoError(t, err)
+	}
+	require.Equal(t, 5, srv.attempts, "the refused stream never reached the handler")
+	require.Zero(t, s.InFlight())
 }

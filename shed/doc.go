@@ -81,7 +81,10 @@
 // 1 000 clients refused over one second come back with a peak of about 1.2× the mean
 // per 100 ms (BenchmarkRetryAfterSpread).
 // Per-client quotas (Options.Quota, on golang.org/x/time/rate) answer 429 with the
-// time until the client's next token; an open Options.Breaker answers 503 with the
+// time until the client's next token. Requests whose Key names no client share one
+// bucket (Quota.NoKey: or are refused, or — by choice — exempt), and a key longer than
+// MaxQuotaKey is kept as its hash, so neither a missing header nor long keys get
+// around the quota or fill memory; an open Options.Breaker answers 503 with the
 // breaker's remaining open time.
 //
 // Every request is either served or answered: the shedder never drops, hangs or times

@@ -2,6 +2,7 @@ package shed
 
 import (
 	"bufio"
+	"io"
 	"math"
 	"net"
 	"net/http"
@@ -51,7 +52,11 @@ func retryAfterValue(secs int) []string {
 // a retry (attempt above 1) is sheddable, and the handler's context is marked as owned
 // upstream so its own retrying pipelines fail fast. The handler's context also carries
 // the shedder as a policy.Pauser: while a retry in the handler waits out its backoff,
-// the request holds no slot.
+// the request holds no slot; nor does it while the handler waits on a read of the
+// request's body, so clients that trickle their uploads cannot fill the limit. Bound
+// how long a body may take with the server's ReadTimeout (or a per-request
+// http.ResponseController.SetReadDeadline): the shedder bounds this server's work,
+// the server bounds its connections.
 func Middleware(next http.Handler, s *Shedder) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p, attempt, hasAttempt := s.requestPriority(r)
@@ -72,8 +77,12 @@ func Middleware(next http.Handler, s *Shedder) http.Handler {
 			}
 		}
 		if s.quota != nil {
-			if key := s.quota.key(r); key != "" {
-				if d, ok := s.quota.allow(r.Context(), key, s.clock.Now()); !ok {
+			if key, exempt, refuse := s.quota.key(r); !exempt {
+				d, ok := time.Duration(0), !refuse
+				if ok {
+					d, ok = s.quota.allow(r.Context(), key, s.clock.Now())
+				}
+				if !ok {
 					secs := max(1, int(math.Ceil(d.Seconds())))
 					s.reject(ReasonQuota)
 					s.report(r.Context(), s.opts.Observer, "", ReasonQuota, p, secs)
@@ -93,6 +102,12 @@ func Middleware(next http.Handler, s *Shedder) http.Handler {
 			ctx = policy.WithUpstreamAttempt(ctx, attempt)
 		}
 		r = r.WithContext(ctx)
+		if r.Body != nil && r.Body != http.NoBody {
+			// While the handler waits for the client's body, the request holds no slot:
+			// a client trickling its upload cannot fill the limit (a slowloris), and
+			// the time it takes says nothing of this server's load.
+			r.Body = &pausingBody{ReadCloser: r.Body, s: s}
+		}
 		if !permit.timed {
 			defer permit.Release() // its latency is not taken: its status does not matter
 			next.ServeHTTP(w, r)
@@ -105,6 +120,19 @@ func Middleware(next http.Handler, s *Shedder) http.Handler {
 		next.ServeHTTP(sw, r)
 		ok = sw.status < 500
 	})
+}
+
+// pausingBody is a request body whose reads pause the request's slot (Shedder.Pause):
+// a read waits on the client, not on this server.
+type pausingBody struct {
+	io.ReadCloser
+	s *Shedder
+}
+
+func (b *pausingBody) Read(p []byte) (int, error) {
+	b.s.Pause()
+	defer b.s.Resume()
+	return b.ReadCloser.Read(p)
 }
 
 // statusWriter keeps the status a handler answered with. It passes on Flush, Hijack

@@ -150,7 +150,7 @@ func TestMiddleware_Quota(t *testing.T) {
 	require.Equal(t, 429, w.Code, "a's burst of 2 is spent")
 	require.Equal(t, "2", w.Header().Get("Retry-After"), "ceil of the time to a's next token")
 	require.Equal(t, 204, do("b").Code, "b has a quota of its own")
-	require.Equal(t, 204, do("").Code, "no key: no quota")
+	require.Equal(t, 204, do("").Code, "no key: the shared bucket's first token")
 	clock.Advance(2 * time.Second)
 	require.Equal(t, 204, do("a").Code)
 	require.Equal(t, uint64(1), s.Stats().Rejected[shed.ReasonQuota])
@@ -192,8 +192,8 @@ func TestMiddleware_QuotaStoreDecides(t *testing.T) {
 	w := do("spent")
 	require.Equal(t, 429, w.Code)
 	require.Equal(t, "3", w.Header().Get("Retry-After"), "the store's wait, rounded up")
-	require.Equal(t, 204, do("").Code, "no key: the store is not asked")
-	require.Equal(t, []ask{{"a", 5, 7, "req-a"}, {"spent", 5, 7, "req-spent"}}, asked,
+	require.Equal(t, 204, do("").Code, "no key: the shared bucket")
+	require.Equal(t, []ask{{"a", 5, 7, "req-a"}, {"spent", 5, 7, "req-spent"}, {"\x00no key", 5, 7, "req-"}}, asked,
 		"the store is asked with the request's context and the quota's rate and burst")
 }
 

@@ -2,6 +2,8 @@ package shed
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"math"
 	"net/http"
@@ -15,10 +17,20 @@ import (
 // DefaultMaxClients bounds the clients a Quota tracks at once.
 const DefaultMaxClients = 10_000
 
+// MaxQuotaKey is the longest key a Quota keeps as it is; a longer one is replaced by
+// "sha256:" and the hex of its hash's first 16 bytes (39 bytes), so the clients a
+// Quota tracks hold at most about MaxClients × MaxQuotaKey bytes of keys.
+const MaxQuotaKey = 64
+
+// sharedKey is the bucket of the requests without a key under NoKeyShare. No key a
+// Key function returns can be it: longer keys are hashed, and it holds a NUL.
+const sharedKey = "\x00no key"
+
 // quotas is a Quota as the middleware asks it: the client's key, the limit, and
 // where the buckets are.
 type quotas struct {
-	key   func(*http.Request) string
+	keyOf func(*http.Request) string
+	noKey NoKey
 	r     rate.Limit
 	burst int
 	store QuotaStore   // nil: local
@@ -36,11 +48,33 @@ func newQuotas(q Quota) (*quotas, error) {
 	case q.MaxClients < 0:
 		return nil, fmt.Errorf("%w: Quota.MaxClients is %d; want ≥ 0", ErrInvalidOptions, q.MaxClients)
 	}
-	qs := &quotas{key: q.Key, r: q.Rate, burst: q.Burst, store: q.Store}
+	if q.NoKey > NoKeyExempt {
+		return nil, fmt.Errorf("%w: Quota.NoKey is %d; want NoKeyShare, NoKeyRefuse or NoKeyExempt", ErrInvalidOptions, q.NoKey)
+	}
+	qs := &quotas{keyOf: q.Key, noKey: q.NoKey, r: q.Rate, burst: q.Burst, store: q.Store}
 	if qs.store == nil {
 		qs.local = NewLocalQuotas(q.MaxClients)
 	}
 	return qs, nil
+}
+
+// key returns the bucket key of r's client: its Key, hashed when longer than
+// MaxQuotaKey; for a request without a key, sharedKey (NoKeyShare), or "" with exempt
+// set (NoKeyExempt) or refuse set (NoKeyRefuse).
+func (q *quotas) key(r *http.Request) (key string, exempt, refuse bool) {
+	k := q.keyOf(r)
+	switch {
+	case len(k) > MaxQuotaKey:
+		sum := sha256.Sum256([]byte(k))
+		return "sha256:" + hex.EncodeToString(sum[:16]), false, false
+	case k != "":
+		return k, false, false
+	case q.noKey == NoKeyExempt:
+		return "", true, false
+	case q.noKey == NoKeyRefuse:
+		return "", false, true
+	}
+	return sharedKey, false, false
 }
 
 // allow takes a token from key's bucket, in the Store if there is one; if there is

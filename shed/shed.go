@@ -37,10 +37,18 @@ var (
 )
 
 // Quota limits each client to a rate of requests, on golang.org/x/time/rate.
+//
+// Keys are bounded: a key longer than MaxQuotaKey bytes is replaced by a hash of it
+// (sha256, 32 bytes), so a client sending long keys cannot make the buckets hold its
+// keys' bytes — in this process or in a Store.
 type Quota struct {
-	// Key names the client of a request (an API key, a tenant, the remote address). ""
-	// exempts the request from quotas. Required.
+	// Key names the client of a request (an API key, a tenant, the remote address).
+	// Required. A request it names no client for ("") is handled as NoKey says.
 	Key func(*http.Request) string
+	// NoKey says what becomes of requests without a key; the zero value, NoKeyShare,
+	// puts them all in one bucket of Rate and Burst, so a missing header is never a
+	// way around the quota.
+	NoKey NoKey
 	// Rate and Burst are each client's token bucket. Rate must be > 0, Burst ≥ 1.
 	Rate  rate.Limit
 	Burst int
@@ -54,6 +62,21 @@ type Quota struct {
 	// the buckets of this process.
 	Store QuotaStore
 }
+
+// NoKey is what a [Quota] does with requests its Key names no client for.
+type NoKey uint8
+
+// What becomes of requests without a key.
+const (
+	// NoKeyShare puts every request without a key in one shared bucket of the
+	// Quota's Rate and Burst. The default.
+	NoKeyShare NoKey = iota
+	// NoKeyRefuse refuses every request without a key (429, ReasonQuota).
+	NoKeyRefuse
+	// NoKeyExempt lets requests without a key through unlimited: for keys that
+	// only some trusted requests lack (a health check from the load balancer).
+	NoKeyExempt
+)
 
 // QuotaStore keeps per-client token buckets outside the process, for [Quota].Store.
 //
