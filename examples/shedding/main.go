@@ -456,5 +456,3 @@ func chart(path, title string, recs []record, gauges []gauge, d time.Duration) e
 	}
 	return nil
 }
-
-

@@ -25,9 +25,16 @@
 package main
 
 import (
+	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -36,33 +43,252 @@ import (
 
 func main() {
 	var (
-		duration = flag.Duration("duration", 20*time.Second, "length of each run (three runs are made)")
+		duration = flag.Duration("duration", 20*time.Second, "length of each run (three runs are made per seed)")
 		seed     = flag.Uint64("seed", 1, "seed for arrivals and jitter")
+		seeds    = flag.String("seeds", "", `run every seed of a range or list ("1-10", "1,4,7") and print one line per seed and the worst; each seed's report goes to -out/seed-N`)
+		contend  = flag.Int("contend", 0, "goroutines kept busy beside the storm, to run it under CPU contention")
 		rate     = flag.Float64("rate", 100, "user calls per second")
 		out      = flag.String("out", "storm-report", "folder for the report")
 	)
 	flag.Parse()
-	if err := storm(*duration, *seed, *rate, *out); err != nil {
+	list := []uint64{*seed}
+	if *seeds != "" {
+		var err error
+		if list, err = parseSeeds(*seeds); err != nil {
+			fmt.Fprintln(os.Stderr, "storm: -seeds:", err)
+			os.Exit(2)
+		}
+	}
+	if *contend < 0 || *contend > 64 {
+		fmt.Fprintf(os.Stderr, "storm: -contend %d: want 0 to 64 busy goroutines\n", *contend)
+		os.Exit(2)
+	}
+	failed, err := storms(*duration, list, *seeds != "", *contend, *rate, *out)
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "storm:", err)
+		os.Exit(1)
+	}
+	if len(failed) > 0 {
+		for _, f := range failed {
+			fmt.Println("storm: claim failed:", f)
+		}
 		os.Exit(1)
 	}
 }
 
-func storm(duration time.Duration, seed uint64, rate float64, out string) error {
+// parseSeeds reads "1-10", "3" or "1,4,7".
+func parseSeeds(v string) ([]uint64, error) {
+	var list []uint64
+	for _, part := range strings.Split(v, ",") {
+		lo, hi, isRange := strings.Cut(strings.TrimSpace(part), "-")
+		a, err := strconv.ParseUint(lo, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("%q: want seeds as 1-10 or 1,4,7", v)
+		}
+		b := a
+		if isRange {
+			if b, err = strconv.ParseUint(hi, 10, 64); err != nil || b < a {
+				return nil, fmt.Errorf("%q: want a range low-high with low ≤ high", part)
+			}
+		}
+		if b-a >= 100 || len(list)+int(b-a) >= 100 {
+			return nil, fmt.Errorf("%q: at most 100 seeds", v)
+		}
+		for x := a; x <= b; x++ {
+			list = append(list, x)
+		}
+	}
+	return list, nil
+}
+
+// busy keeps n goroutines spinning until stop is called: CPU contention beside the
+// storm, as a build or a noisy neighbour would make it.
+func busy(n int) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			x := 0
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				for i := range 1 << 16 {
+					x += i
+				}
+			}
+		}()
+	}
+	return func() { close(done); wg.Wait() }
+}
+
+// The claims the README makes of the storm, checked for every seed: Backstop loses no
+// call, recovers within a second of the database's return, answers at least 99 % as
+// many calls as the owner rule alone and 95 % of its goodput after the outage, and
+// never offers the database more than its capacity.
+const (
+	claimRecovery     = time.Second
+	claimOKShare      = 0.99
+	claimGoodputShare = 0.95
+	claimPeakLoad     = 1.0
+)
+
+// claims returns the claims a seed's results break, each naming itself.
+func claims(seed uint64, rs []result) []string {
+	var owner, bs result
+	for _, r := range rs {
+		switch r.name {
+		case modeOwnerOnly.String():
+			owner = r
+		case modeBackstop.String():
+			bs = r
+		}
+	}
+	var failed []string
+	if bs.lost > 0 {
+		failed = append(failed, fmt.Sprintf("seed %d: backstop lost %d calls; want 0", seed, bs.lost))
+	}
+	if bs.recovery < 0 || bs.recovery > claimRecovery {
+		failed = append(failed, fmt.Sprintf("seed %d: backstop recovery %s; want ≤ %v", seed, recoveryText(bs.recovery), claimRecovery))
+	}
+	if float64(bs.ok) < claimOKShare*float64(owner.ok) {
+		failed = append(failed, fmt.Sprintf("seed %d: backstop answered %d calls ok, %.1f %% of owner_only's %d; want ≥ %.0f %%",
+			seed, bs.ok, 100*float64(bs.ok)/float64(owner.ok), owner.ok, 100*claimOKShare))
+	}
+	if bs.goodputAfter < claimGoodputShare*owner.goodputAfter {
+		failed = append(failed, fmt.Sprintf("seed %d: backstop goodput after the outage %.1f ok/s, %.1f %% of owner_only's %.1f; want ≥ %.0f %%",
+			seed, bs.goodputAfter, 100*bs.goodputAfter/owner.goodputAfter, owner.goodputAfter, 100*claimGoodputShare))
+	}
+	if peak := float64(bs.peakDB) / float64(dbCapacity); peak > claimPeakLoad {
+		failed = append(failed, fmt.Sprintf("seed %d: backstop's peak offered database load %.2f × capacity; want ≤ %.1f", seed, peak, claimPeakLoad))
+	}
+	return failed
+}
+
+func recoveryText(d time.Duration) string {
+	if d < 0 {
+		return "never (within the run)"
+	}
+	return d.String()
+}
+
+// seedLine is one seed's figures: Backstop against the owner rule alone.
+type seedLine struct {
+	Seed            uint64   `json:"seed"`
+	OK              int      `json:"backstop_ok"`
+	OwnerOK         int      `json:"owner_only_ok"`
+	OKShare         float64  `json:"ok_share"`
+	RecoverySeconds *float64 `json:"backstop_recovery_seconds"`
+	GoodputAfter    float64  `json:"backstop_goodput_after_outage"`
+	OwnerGoodput    float64  `json:"owner_only_goodput_after_outage"`
+	GoodputShare    float64  `json:"goodput_share"`
+	Lost            int      `json:"backstop_lost"`
+	PeakLoad        float64  `json:"backstop_peak_db_load"`
+	FailedP50ms     float64  `json:"backstop_failed_p50_ms"`
+	OwnerFailedP50  float64  `json:"owner_only_failed_p50_ms"`
+	DBPerCallOutage float64  `json:"backstop_db_requests_per_call_outage"`
+	OwnerDBOutage   float64  `json:"owner_only_db_requests_per_call_outage"`
+}
+
+func lineOf(seed uint64, rs []result) seedLine {
+	var owner, bs result
+	for _, r := range rs {
+		switch r.name {
+		case modeOwnerOnly.String():
+			owner = r
+		case modeBackstop.String():
+			bs = r
+		}
+	}
+	l := seedLine{Seed: seed, OK: bs.ok, OwnerOK: owner.ok, GoodputAfter: bs.goodputAfter, OwnerGoodput: owner.goodputAfter,
+		Lost: bs.lost, PeakLoad: float64(bs.peakDB) / float64(dbCapacity), FailedP50ms: toMS(bs.failedP50),
+		OwnerFailedP50: toMS(owner.failedP50), DBPerCallOutage: bs.amplification, OwnerDBOutage: owner.amplification}
+	if owner.ok > 0 {
+		l.OKShare = float64(bs.ok) / float64(owner.ok)
+	}
+	if owner.goodputAfter > 0 {
+		l.GoodputShare = bs.goodputAfter / owner.goodputAfter
+	}
+	if bs.recovery >= 0 {
+		v := bs.recovery.Seconds()
+		l.RecoverySeconds = &v
+	}
+	return l
+}
+
+func (l seedLine) String() string {
+	rec := "never"
+	if l.RecoverySeconds != nil {
+		rec = fmt.Sprintf("%.1fs", *l.RecoverySeconds)
+	}
+	return fmt.Sprintf("seed %2d: ok %d vs owner_only %d (%.1f %%), recovery %s, goodput after %.1f vs %.1f ok/s (%.1f %%), lost %d, peak db %.2f×, failures p50 %.0f vs %.0f ms, db requests per call in the outage %.2f vs %.2f",
+		l.Seed, l.OK, l.OwnerOK, 100*l.OKShare, rec, l.GoodputAfter, l.OwnerGoodput, 100*l.GoodputShare, l.Lost, l.PeakLoad,
+		l.FailedP50ms, l.OwnerFailedP50, l.DBPerCallOutage, l.OwnerDBOutage)
+}
+
+// storms runs the storm for every seed and returns the claims that failed.
+func storms(duration time.Duration, seeds []uint64, perSeed bool, contend int, rate float64, out string) ([]string, error) {
+	if contend > 0 {
+		fmt.Printf("storm: under CPU contention: %d busy goroutines beside the storm on %d CPUs\n", contend, runtime.NumCPU())
+		defer busy(contend)()
+	}
+	var failed []string
+	var lines []seedLine
+	for k, seed := range seeds {
+		dir := out
+		if perSeed {
+			dir = filepath.Join(out, fmt.Sprintf("seed-%d", seed))
+		}
+		rs, err := storm(duration, seed, rate, dir, k == 0, contend)
+		if err != nil {
+			return nil, fmt.Errorf("seed %d: %w", seed, err)
+		}
+		failed = append(failed, claims(seed, rs)...)
+		lines = append(lines, lineOf(seed, rs))
+	}
+	if perSeed {
+		fmt.Printf("\nstorm: Backstop against the owner rule alone, per seed (%v per mode, %d busy goroutines):\n", duration, contend)
+		worst := lines[0]
+		for _, l := range lines {
+			fmt.Println(l)
+			if l.OKShare < worst.OKShare {
+				worst = l
+			}
+		}
+		fmt.Printf("worst ok share: %s\n", worst)
+		b, err := json.MarshalIndent(lines, "", "  ")
+		if err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(filepath.Join(out, "seeds.json"), append(b, '\n'), 0o644); err != nil {
+			return nil, err
+		}
+	}
+	return failed, nil
+}
+
+var errDuration = errors.New("-duration: want between 2s and 10m")
+
+// storm runs one seed's three modes, prints its table and writes its report; probes
+// (one user action against a dead database per mode) are made when probes is set.
+func storm(duration time.Duration, seed uint64, rate float64, out string, probes bool, contend int) ([]result, error) {
 	if duration < 2*time.Second || duration > 10*time.Minute {
-		return fmt.Errorf("-duration %v: want between 2s and 10m", duration)
+		return nil, fmt.Errorf("%w (got %v)", errDuration, duration)
 	}
 	if rate <= 0 || rate > 500 {
-		return fmt.Errorf("-rate %v: want a rate in (0, 500] calls/s", rate)
+		return nil, fmt.Errorf("-rate %v: want a rate in (0, 500] calls/s", rate)
 	}
 	base := config{seed: seed, rate: rate, duration: duration, bucket: 100 * time.Millisecond,
-		down: duration / 4, up: duration * 3 / 5, hopTimeout: hopTimeout}
+		down: duration / 4, up: duration * 3 / 5, hopTimeout: hopTimeout, contend: contend}
 	modes := []mode{modeNaive, modeOwnerOnly, modeBackstop}
 	fmt.Printf("storm: edge → api → data → db on 127.0.0.1, %.0f calls/s for %v per mode, db down %v–%v, seed %d\n",
 		rate, duration, base.down, base.up, seed)
 	fmt.Printf("storm: %d runs of %v and %d probes; the whole takes about %v\n\n",
 		len(modes), duration, len(modes), time.Duration(len(modes))*(duration+userTimeout)+10*time.Second)
-
 	// One bar over every run, so it never goes backwards; a plain line per mode when
 	// stderr is not a terminal.
 	tty := term.IsTerminal(int(os.Stderr.Fd()))
@@ -85,7 +311,7 @@ func storm(duration time.Duration, seed uint64, rate float64, out string) error 
 			}
 		})
 		if err != nil {
-			return fmt.Errorf("%v run: %w", m, err)
+			return nil, fmt.Errorf("%v run: %w", m, err)
 		}
 		_ = bar.Set((k + 1) * perRun)
 		if !tty {
@@ -97,26 +323,34 @@ func storm(duration time.Duration, seed uint64, rate float64, out string) error 
 
 	rs := make([]result, len(modes))
 	for k, m := range modes {
+		rs[k] = summarize(m.String(), cfgs[k], runs[k])
+		if !probes {
+			rs[k].probe = -1
+			continue
+		}
 		began := time.Now()
 		n, err := probe(m, seed)
 		if err != nil {
-			return fmt.Errorf("%v probe: %w", m, err)
+			return nil, fmt.Errorf("%v probe: %w", m, err)
 		}
 		if !tty {
 			fmt.Fprintf(os.Stderr, "storm: %s probe done in %v\n", m, time.Since(began).Round(100*time.Millisecond))
 		}
-		rs[k] = summarize(m.String(), cfgs[k], runs[k])
 		rs[k].probe = n
 	}
 
-	text := renderLoad(base, rs) + "\n" + renderTable(rs)
+	text := renderLoad(base, rs) + "\n" + renderTable(rs) + "\n" + renderTrade(rs)
 	fmt.Print(text)
 	if err := writeReport(out, base, rs, runs, text); err != nil {
-		return fmt.Errorf("report: %w", err)
+		return nil, fmt.Errorf("report: %w", err)
 	}
 	fmt.Printf("\nreport: %s/index.html, summary.json\n", out)
 	naive, bs := rs[0], rs[len(rs)-1]
-	fmt.Printf("storm: backstop lost %d calls; database requests for one user action, database down: naive %d, owner_only %d, backstop %d\n",
-		bs.lost, naive.probe, rs[1].probe, bs.probe)
-	return nil
+	if probes {
+		fmt.Printf("storm: backstop lost %d calls; database requests for one user action, database down: naive %d, owner_only %d, backstop %d\n",
+			bs.lost, naive.probe, rs[1].probe, bs.probe)
+	} else {
+		fmt.Printf("storm: backstop lost %d calls\n", bs.lost)
+	}
+	return rs, nil
 }

@@ -117,6 +117,9 @@ func renderLoad(cfg config, rs []result) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "load: %.0f user calls/s; the database serves %d requests/s (%d at a time, %v each)\n",
 		cfg.rate, dbCapacity, dbWorkers, dbWork)
+	if cfg.contend > 0 {
+		fmt.Fprintf(&b, "      under CPU contention: %d busy goroutines beside the storm\n", cfg.contend)
+	}
 	for _, r := range rs {
 		fmt.Fprintf(&b, "      %-10s peak offered load on the database %5d requests/s = %5.1f × its capacity\n",
 			r.name, r.peakDB, float64(r.peakDB)/float64(dbCapacity))
@@ -147,7 +150,12 @@ func renderTable(rs []result) string {
 		{"  ok + error + lost = user calls", func(r result) string {
 			return map[bool]string{true: "yes", false: "NO"}[r.ok+r.failed+r.lost == r.calls]
 		}},
-		{"database requests for one user action, database down", func(r result) string { return strconv.Itoa(r.probe) }},
+		{"database requests for one user action, database down", func(r result) string {
+			if r.probe < 0 {
+				return "—"
+			}
+			return strconv.Itoa(r.probe)
+		}},
 		{"database requests per user call, during the outage", func(r result) string { return fmt.Sprintf("%.2f", r.amplification) }},
 		{"database requests per user call, whole run", func(r result) string { return fmt.Sprintf("%.2f", r.overall) }},
 		{"goodput during the outage (ok calls/s)", func(r result) string { return fmt.Sprintf("%.1f", r.goodputDuring) }},
@@ -194,6 +202,36 @@ func renderTable(rs []result) string {
 	return b.String()
 }
 
+// renderTrade says, for each mode against the owner rule alone, what its protections
+// cost and what they bought: answers, load on the database, and how fast failures are
+// answered.
+func renderTrade(rs []result) string {
+	var owner result
+	for _, r := range rs {
+		if r.name == modeOwnerOnly.String() {
+			owner = r
+		}
+	}
+	var b strings.Builder
+	b.WriteString("what each stack cost and bought, against the owner rule alone (owner_only):\n")
+	for _, r := range rs {
+		if r.name == owner.name {
+			continue
+		}
+		fmt.Fprintf(&b, "  %-9s answered ok %d vs %d (%+d, %.1f %%); database requests per call in the outage %.2f vs %.2f;\n",
+			r.name, r.ok, owner.ok, r.ok-owner.ok, 100*float64(r.ok)/math.Max(1, float64(owner.ok)), r.amplification, owner.amplification)
+		fmt.Fprintf(&b, "  %-9s failures answered in %v p50 / %v p99 vs %v / %v; %d lost (the user gave up first)",
+			"", r.failedP50.Round(time.Millisecond), r.failedP99.Round(time.Millisecond),
+			owner.failedP50.Round(time.Millisecond), owner.failedP99.Round(time.Millisecond), r.lost)
+		if r.breakerRefused+r.shedded+r.budget > 0 {
+			fmt.Fprintf(&b, ";\n  %-9s refused fast: %d calls at an open breaker, %d requests by a shedder (its breaker gate included), %d retries by a budget",
+				"", r.breakerRefused, r.shedded, r.budget)
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
 // summary is one mode's entry in summary.json.
 type summary struct {
 	UserCalls          int      `json:"user_calls"`
@@ -202,7 +240,7 @@ type summary struct {
 	Lost               int      `json:"lost"`
 	DBPerCallOutage    float64  `json:"db_requests_per_call_outage"`
 	DBPerCallRun       float64  `json:"db_requests_per_call_run"`
-	DBOneActionDown    int      `json:"db_requests_one_action_db_down"`
+	DBOneActionDown    *int     `json:"db_requests_one_action_db_down,omitempty"`
 	GoodputDuring      float64  `json:"goodput_during_outage"`
 	GoodputAfter       float64  `json:"goodput_after_outage"`
 	RecoverySeconds    *float64 `json:"recovery_seconds"`
@@ -226,7 +264,7 @@ func writeSummary(path string, cfg config, rs []result) error {
 	out := map[string]summary{}
 	for _, r := range rs {
 		s := summary{UserCalls: r.calls, OK: r.ok, Failed: r.failed, Lost: r.lost,
-			DBPerCallOutage: r.amplification, DBPerCallRun: r.overall, DBOneActionDown: r.probe,
+			DBPerCallOutage: r.amplification, DBPerCallRun: r.overall,
 			GoodputDuring: r.goodputDuring, GoodputAfter: r.goodputAfter,
 			P50ms: toMS(r.p50), P99ms: toMS(r.p99), FailedP50ms: toMS(r.failedP50), FailedP99ms: toMS(r.failedP99),
 			SuppressedOwner: r.suppressedOwner, RefusedBudget: r.budget, RefusedBreaker: r.breakerRefused, Shed: r.shedded,
@@ -234,6 +272,10 @@ func writeSummary(path string, cfg config, rs []result) error {
 		if r.recovery >= 0 {
 			v := r.recovery.Seconds()
 			s.RecoverySeconds = &v
+		}
+		if r.probe >= 0 {
+			p := r.probe
+			s.DBOneActionDown = &p
 		}
 		out[r.name] = s
 	}
@@ -306,10 +348,11 @@ func writeReport(dir string, cfg config, rs []result, ss []*series, text string)
 		Rate               float64
 		Duration, Down, Up time.Duration
 		Seed               uint64
+		Contend            int
 		Capacity           int
 		Text               string
 		Charts             []chartFile
-	}{cfg.rate, cfg.duration, cfg.down, cfg.up, cfg.seed, dbCapacity, text, charts}); err != nil {
+	}{cfg.rate, cfg.duration, cfg.down, cfg.up, cfg.seed, cfg.contend, dbCapacity, text, charts}); err != nil {
 		return err
 	}
 	return os.WriteFile(filepath.Join(dir, "index.html"), html.Bytes(), 0o644)
@@ -451,13 +494,16 @@ var page = template.Must(template.New("storm").Parse(`<!DOCTYPE html>
 </head><body>
 <h1>Retry storm: naive, owner rule only, and Backstop</h1>
 <p>edge → api → data → database on 127.0.0.1; {{printf "%.0f" .Rate}} user calls/s for {{.Duration}} in each mode;
-the database (capacity {{.Capacity}} requests/s) is down from {{.Down}} to {{.Up}}; seed {{.Seed}}.</p>
+the database (capacity {{.Capacity}} requests/s) is down from {{.Down}} to {{.Up}}; seed {{.Seed}}{{if .Contend}}; {{.Contend}} busy goroutines beside it (CPU contention){{end}}.</p>
 <h2>What to look at</h2>
 <p id="what">First the row <em>database requests for one user action, database down</em>: three layers that each
 retry 4 times turn one click into 4 × 4 × 4 = 64 requests against a database that is already down, while with one
 retry owner per call path it stays at 4. Then the database chart (log scale): the naive stack offers the database
 many times its capacity during the outage and stays above it after the database returns, so it never recovers; the
-owner rule alone removes most of that; breakers, budgets and shedding remove the rest and answer the users at once.
+owner rule alone removes most of that. Backstop's breakers probe the dead database 20 times a second instead, refuse
+the rest at once (every failure is answered within a few hundred milliseconds), tell the caller when they probe next,
+and let go within about 50 ms of the database's return: it answers as many calls as the owner rule alone at a few
+per cent of its load on the database. The paragraph under the table says what each stack cost and bought.
 Every call is accounted for: answered ok, answered with an error, or lost because the user gave up first.</p>
 <pre id="table">{{.Text}}</pre>
 {{range .Charts}}<h2>{{.Title}}</h2><img id="{{.Name}}" src="{{.Data}}" alt="{{.Alt}}">

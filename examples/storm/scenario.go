@@ -66,6 +66,7 @@ type config struct {
 	bucket   time.Duration
 	// hopTimeout bounds each naive request; 0 means none (the probe).
 	hopTimeout time.Duration
+	contend    int // busy goroutines beside the run, for the report
 }
 
 // series counts what happened in each time bucket of a run.
