@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strconv"
 	"testing"
 	"time"
 
@@ -47,4 +48,31 @@ func TestClassifier_ABackstopRefusalCountsAgainstNoBreaker(t *testing.T) {
 		require.False(t, errors.Is(err, breaker.ErrOpen), "a refusal from below opened the breaker: %v", err)
 	}
 	require.Equal(t, breaker.StateClosed, b.State())
+}
+
+// FuzzRefusedRetryAfterMillis: whatever a server sends in Backstop-Retry-After-Ms
+// beside Backstop-Refused, the classifier's hint is a non-negative wait of at most a
+// day, and it is the header's milliseconds when they are a plain number in range.
+func FuzzRefusedRetryAfterMillis(f *testing.F) {
+	for _, seed := range []string{"0", "1", "250", "86400000", "86400001", "-5", "1e3", " 7", "99999999999999999999", "", "０"} {
+		f.Add(seed)
+	}
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	f.Fuzz(func(t *testing.T, v string) {
+		res := &http.Response{StatusCode: http.StatusServiceUnavailable, Header: http.Header{
+			"Retry-After": {"3"}, policy.HeaderRefused: {"breaker"}, policy.HeaderRetryAfterMillis: {v}}}
+		hint, _ := retry.Hint(policyhttp.DefaultClassifier(res, now)) // none: retry at once
+		if hint < 0 || hint > 24*time.Hour {
+			t.Fatalf("Backstop-Retry-After-Ms %q: hint %v outside [0, 24h]", v, hint)
+		}
+		n, err := strconv.ParseUint(v, 10, 64)
+		switch {
+		case err == nil && len(v) <= 12 && n <= 86_400_000 && hint != time.Duration(n)*time.Millisecond:
+			t.Fatalf("Backstop-Retry-After-Ms %q: hint %v, want %d ms", v, hint, n)
+		case err == nil && len(v) <= 12 && n > 86_400_000 && hint != 24*time.Hour:
+			t.Fatalf("Backstop-Retry-After-Ms %q: hint %v, want a day (saturated)", v, hint)
+		case (err != nil || len(v) > 12) && hint != 3*time.Second:
+			t.Fatalf("Backstop-Retry-After-Ms %q (not a number): hint %v, want Retry-After's 3s", v, hint)
+		}
+	})
 }

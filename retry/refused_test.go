@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/backstop-go/backstop/policy"
 	"github.com/backstop-go/backstop/retry"
 )
 
@@ -26,4 +27,22 @@ func TestRetry_ARefusalIsNotABudgetFailure(t *testing.T) {
 	require.True(t, ok)
 	require.Equal(t, time.Second, hint, "a refusal's hint")
 	require.NoError(t, retry.Refused(nil, time.Second), "nil in, nil out")
+}
+
+// TestRetry_UnderAnOwnerInAnotherProcessTheBudgetStillHears: a call whose retries a
+// caller in another process owns makes one attempt, and its budget is told of the call
+// and its failure (never asked for a retry); under an owner in this process it is told
+// nothing — that owner counts.
+func TestRetry_UnderAnOwnerInAnotherProcessTheBudgetStillHears(t *testing.T) {
+	b := &budgetLog{allow: 10}
+	h := newHarness(t, retry.Options{MaxAttempts: 3}, b)
+	calls := 0
+	_ = h.p.Do(policy.WithUpstreamAttempt(context.Background(), 1), failing(&calls, retry.Retryable(errDown)))
+	require.Equal(t, 1, calls)
+	require.Equal(t, []string{"deposit", "failure"}, b.log, "budget calls under an owner in another process")
+
+	b.log, calls = nil, 0
+	_ = h.p.Do(policy.WithAttempt(context.Background(), 1), failing(&calls, retry.Retryable(errDown)))
+	require.Equal(t, 1, calls)
+	require.Empty(t, b.log, "budget calls under an owner in this process")
 }

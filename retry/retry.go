@@ -190,11 +190,18 @@ func reasonOf(should func(error) bool, err error) string {
 
 func (l *runner) Run(ctx context.Context, fn policy.Func) error {
 	// A retry that can never retry does not claim the call path, and only the owner
-	// talks to the budget: a suppressed retry below it must not charge it again.
+	// in this process talks to the budget: a suppressed retry below it must not charge
+	// it again. Under an owner in another process this retry makes one attempt, and
+	// its outcome is still told to the budget (never a withdrawal): it is evidence
+	// about the backend that no one in this process counts otherwise (gRFC A6 counts
+	// every RPC of the channel).
 	owner := l.r.max > 1 && !policy.Owned(ctx)
 	budget, lease := l.budget, l.lease
 	if !owner {
-		budget, lease = nil, nil
+		lease = nil
+		if _, upstream, ok := policy.Attempt(ctx); !ok || !upstream {
+			budget = nil
+		}
 	}
 	if budget != nil {
 		budget.Deposit()

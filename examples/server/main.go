@@ -194,7 +194,10 @@ func serve(addr, dep string, flaky float64, selftest bool, logger *slog.Logger) 
 		return err
 	}
 	svc.url = "http://" + ln.Addr().String()
-	svc.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	// The timeouts a production server needs: headers, the whole request (a client
+	// trickling its body is cut off), the response, and idle keep-alives.
+	svc.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second,
+		WriteTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute}
 	errc := make(chan error, 1)
 	go func() { errc <- svc.srv.Serve(ln) }()
 

@@ -78,7 +78,7 @@ func (t *topology) serve(h http.Handler) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second, IdleTimeout: time.Minute}
 	go srv.Serve(ln) //nolint:errcheck // ends with Close
 	t.servers = append(t.servers, srv)
 	return "http://" + ln.Addr().String(), nil

@@ -256,7 +256,7 @@ func listen(h http.Handler) (*http.Server, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second, IdleTimeout: time.Minute}
 	go srv.Serve(ln) //nolint:errcheck // ends with Close
 	return srv, "http://" + ln.Addr().String(), nil
 }
