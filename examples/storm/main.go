@@ -137,9 +137,8 @@ const (
 	claimPeakLoad     = 1.0
 )
 
-// claims returns the claims a seed's results break, each naming itself.
-func claims(seed uint64, rs []result) []string {
-	var owner, bs result
+// ownerAndBackstop returns the results of the owner_only and backstop modes.
+func ownerAndBackstop(rs []result) (owner, bs result) {
 	for _, r := range rs {
 		switch r.name {
 		case modeOwnerOnly.String():
@@ -148,6 +147,12 @@ func claims(seed uint64, rs []result) []string {
 			bs = r
 		}
 	}
+	return owner, bs
+}
+
+// claims returns the claims a seed's results break, each naming itself.
+func claims(seed uint64, rs []result) []string {
+	owner, bs := ownerAndBackstop(rs)
 	var failed []string
 	if bs.lost > 0 {
 		failed = append(failed, fmt.Sprintf("seed %d: backstop lost %d calls; want 0", seed, bs.lost))
@@ -195,15 +200,7 @@ type seedLine struct {
 }
 
 func lineOf(seed uint64, rs []result) seedLine {
-	var owner, bs result
-	for _, r := range rs {
-		switch r.name {
-		case modeOwnerOnly.String():
-			owner = r
-		case modeBackstop.String():
-			bs = r
-		}
-	}
+	owner, bs := ownerAndBackstop(rs)
 	l := seedLine{Seed: seed, OK: bs.ok, OwnerOK: owner.ok, GoodputAfter: bs.goodputAfter, OwnerGoodput: owner.goodputAfter,
 		Lost: bs.lost, PeakLoad: float64(bs.peakDB) / float64(dbCapacity), FailedP50ms: toMS(bs.failedP50),
 		OwnerFailedP50: toMS(owner.failedP50), DBPerCallOutage: bs.amplification, OwnerDBOutage: owner.amplification}
