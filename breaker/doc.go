@@ -11,6 +11,20 @@
 // policy.ErrRejected, so no retry retries it, and whose Until says when probes will be
 // let through: [Breaker.RetryAfter] turns it into a server's Retry-After.
 //
+// # Letting go
+//
+// A breaker that trips from closed stays open OpenTimeout (1 s), then lets
+// HalfOpenProbes (1) calls through; a probe that succeeds closes it, one that fails
+// opens it again for twice as long, up to MaxOpenTimeout (30 s). The open time tracks
+// the outage: a blip costs a second, a long outage is probed ever more rarely, and the
+// first trip after the breaker closed is short again. OpenJitter (10 %) lengthens each
+// open period at random so the breakers of many clients do not probe in step. A
+// breaker in front of a cheap probe may probe far more often: the storm's breakers
+// probe a down database every 50 ms (OpenTimeout = MaxOpenTimeout = 50 ms), a few per
+// cent of the load the owner rule alone sends it, and find it back within about 50 ms.
+// A probe that a refusal from below answers (an excluded error) decides nothing and
+// frees its slot for the next call.
+//
 // # What counts
 //
 // A nil error is a success; other errors are failures except those

@@ -170,7 +170,12 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	repeatable := (idempotent(req.Method) || key != "") && (!hasBody || req.GetBody != nil)
 
-	ctx, rel := policy.WithReleaser(req.Context())
+	// A server's shedder does not count a request while it waits on its dependency:
+	// the dependency sheds for itself, and the pipeline's deadline and breaker bound
+	// the wait.
+	ctx, resume := policy.Paused(req.Context())
+	defer resume()
+	ctx, rel := policy.WithReleaser(ctx)
 	if !repeatable || upgrading(req.Header) {
 		ctx = policy.WithoutRepeats(ctx) // never hedged
 	}

@@ -39,6 +39,17 @@
 //	|                 |         | times one request in k, at random         |
 //	| baseline        | the best of the last 100 window means     |
 //
+// # What holds a slot
+//
+// A request holds its slot while it does this server's work. It gives the slot back
+// while it waits on something else: a retry's backoff in the handler, a read of the
+// request's body from the client (a slow upload cannot fill the limit), a call through
+// policyhttp's transport to a dependency (which sheds for itself), and, for gRPC
+// streams, a wait for the client's next message — each through the policy.Pauser this
+// shedder puts in the request's context. Taking the slot back needs no admission (the
+// work was admitted), so in flight may pass the limit for a moment. The server's own
+// timeouts (ReadTimeout, the pipeline's deadline) bound how long such waits last.
+//
 // # Queue
 //
 // A request that finds no free slot waits in a short queue (MaxQueue 64) timed in the

@@ -237,7 +237,8 @@ func backstopPipeline(m mode, name string, r policy.Rand, obs policy.Observer) (
 	if m == modeOwnerOnly {
 		return policy.MustWrap(d, rt, per).With(policy.Name(name), policy.Observe(obs)), nil
 	}
-	b := breaker.MustNew(name, breaker.Options{OpenTimeout: 50 * time.Millisecond, MaxOpenTimeout: 50 * time.Millisecond, Rand: r})
+	b := breaker.MustNew(name, breaker.Options{OpenTimeout: 50 * time.Millisecond, MaxOpenTimeout: 50 * time.Millisecond,
+		HalfOpenProbes: 3, Rand: r})
 	bud := budget.MustNewTokenBucket(10, 0.1)
 	return policy.MustWrap(d, b, bud, rt, per).With(policy.Name(name), policy.Observe(obs)), b
 }
@@ -337,8 +338,10 @@ func forward(h hop, next string, guarded bool) http.Handler {
 		var open *breaker.OpenError
 		switch {
 		case errors.As(err, &open):
-			a = answer{status: http.StatusServiceUnavailable, refused: "breaker", retryAfter: "1", millis: "10"}
-			if !open.Until.IsZero() { // zero: half-open, its probe in flight
+			// Half-open (no Until): its probes are in flight; they take about one
+			// request to the dependency.
+			a = answer{status: http.StatusServiceUnavailable, refused: "breaker", retryAfter: "1", millis: "30"}
+			if !open.Until.IsZero() {
 				left := time.Until(open.Until)
 				a.retryAfter = strconv.Itoa(max(1, int(math.Ceil(left.Seconds()))))
 				a.millis = strconv.FormatInt(max(1, left.Milliseconds()), 10)
