@@ -46,9 +46,12 @@
 // request's body from the client (a slow upload cannot fill the limit), a call through
 // policyhttp's transport to a dependency (which sheds for itself), and, for gRPC
 // streams, a wait for the client's next message — each through the policy.Pauser this
-// shedder puts in the request's context. Taking the slot back needs no admission (the
-// work was admitted), so in flight may pass the limit for a moment. The server's own
-// timeouts (ReadTimeout, the pipeline's deadline) bound how long such waits last.
+// shedder puts in the request's context (for a request admitted while half the limit
+// or more is in use, or sent by a retry owner upstream: a new context costs a copy of
+// the request, and on a server with room a held slot costs nothing). Taking the slot
+// back needs no admission (the work was admitted), so in flight may pass the limit for
+// a moment. The server's own timeouts (ReadTimeout, the pipeline's deadline) bound how
+// long such waits last.
 //
 // # Queue
 //

@@ -50,10 +50,12 @@ func retryAfterValue(secs int) []string {
 //
 // Like policyhttp.Middleware it reads the attempt headers of Backstop, Envoy and gRPC:
 // a retry (attempt above 1) is sheddable, and the handler's context is marked as owned
-// upstream so its own retrying pipelines fail fast. The handler's context also carries
+// upstream so its own retrying pipelines fail fast. Once half the limit is in use (and
+// for every request from a retry owner upstream) the handler's context also carries
 // the shedder as a policy.Pauser: while a retry in the handler waits out its backoff,
-// the request holds no slot; nor does it while the handler waits on a read of the
-// request's body, so clients that trickle their uploads cannot fill the limit. Bound
+// or a call through policyhttp's transport waits on a dependency, the request holds no
+// slot. Nor does it while the handler waits on a read of the request's body, so
+// clients that trickle their uploads cannot fill the limit. Bound
 // how long a body may take with the server's ReadTimeout (or a per-request
 // http.ResponseController.SetReadDeadline): the shedder bounds this server's work,
 // the server bounds its connections.
@@ -97,11 +99,18 @@ func Middleware(next http.Handler, s *Shedder) http.Handler {
 			s.write(w, why, ra)
 			return
 		}
-		ctx := policy.WithPauser(r.Context(), s) // a retry's backoff in next holds no slot
-		if hasAttempt {
-			ctx = policy.WithUpstreamAttempt(ctx, attempt)
+		// The shedder rides in the handler's context as a policy.Pauser, so that a
+		// retry's backoff or a call to a dependency gives the slot back. A new context
+		// costs a copy of the request, so it is made only for a request from a retry
+		// owner upstream (whose context is made anyway) and when half the limit is in
+		// use: on a server with room a held slot costs nothing.
+		if hasAttempt || 2*s.inflight.Load() >= s.limit.Load() {
+			ctx := policy.WithPauser(r.Context(), s)
+			if hasAttempt {
+				ctx = policy.WithUpstreamAttempt(ctx, attempt)
+			}
+			r = r.WithContext(ctx)
 		}
-		r = r.WithContext(ctx)
 		if r.Body != nil && r.Body != http.NoBody {
 			// While the handler waits for the client's body, the request holds no slot:
 			// a client trickling its upload cannot fill the limit (a slowloris), and
