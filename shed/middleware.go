@@ -26,6 +26,47 @@ var (
 	}()
 )
 
+// A refusal for want of a slot on a server that refuses only briefly tells Backstop
+// callers (policy.HeaderRetryAfterMillis) to come back after about two requests' time
+// — the baseline latency doubled, in steps of millisStep, within [millisStep,
+// maxBriefMillis] — rather than Retry-After's whole second: a slot frees that soon, and
+// a caller with a short deadline can still use it.
+const (
+	millisStep     = 10
+	maxBriefMillis = 1000
+)
+
+// millisValues[i] is the header value for i × millisStep milliseconds.
+var millisValues = func() (v [maxBriefMillis/millisStep + 1][]string) {
+	for i := range v {
+		v[i] = []string{strconv.Itoa(i * millisStep)}
+	}
+	return v
+}()
+
+// briefMillis returns the milliseconds to send in policy.HeaderRetryAfterMillis with a
+// refusal for reason r, or 0 for none: only for want of a slot, and only while the
+// Retry-After base is 1 s (under a third of requests refused over the last second).
+func (s *Shedder) briefMillis(r Reason) int {
+	switch r {
+	case ReasonLimit, ReasonPriority, ReasonQueueFull, ReasonQueue:
+	default:
+		return 0
+	}
+	if s.pressure.current(s.clock.Now(), s.admitted.Load()) > 1 {
+		return 0
+	}
+	est := s.opts.QueueInterval
+	if s.adaptive != nil {
+		if b := s.adaptive.baseline(); b > 0 {
+			est = 2 * b
+		}
+	}
+	ms := int(est / time.Millisecond)
+	ms = min(max(ms, millisStep), maxBriefMillis)
+	return ms - ms%millisStep
+}
+
 // reasonValues[r] is the HeaderRefused value for reason r.
 var reasonValues = func() (v [numReasons][]string) {
 	for r := range numReasons {
@@ -72,7 +113,12 @@ func Middleware(next http.Handler, s *Shedder) http.Handler {
 				s.reject(ReasonBreaker)
 				s.report(r.Context(), s.opts.Observer, "", ReasonBreaker, p, secs)
 				// The breaker probes sooner than whole seconds say: a Backstop caller
-				// waits the real time.
+				// waits the real time, and one request's more (the baseline latency),
+				// so that it comes back when the probe has answered, not while it is
+				// in flight.
+				if s.adaptive != nil {
+					ra += s.adaptive.baseline()
+				}
 				w.Header()[policy.HeaderRetryAfterMillis] = []string{strconv.FormatInt(max(ra.Milliseconds(), 1), 10)}
 				s.write(w, ReasonBreaker, secs)
 				return
@@ -96,6 +142,9 @@ func Middleware(next http.Handler, s *Shedder) http.Handler {
 		permit, why, ra := s.tryAdmit(r.Context(), p)
 		if why != ReasonNone {
 			s.report(r.Context(), s.opts.Observer, "", why, p, ra)
+			if ms := s.briefMillis(why); ms > 0 {
+				w.Header()[policy.HeaderRetryAfterMillis] = millisValues[ms/millisStep]
+			}
 			s.write(w, why, ra)
 			return
 		}

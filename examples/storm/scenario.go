@@ -342,9 +342,10 @@ func forward(h hop, next string, guarded bool) http.Handler {
 			// request to the dependency.
 			a = answer{status: http.StatusServiceUnavailable, refused: "breaker", retryAfter: "1", millis: "30"}
 			if !open.Until.IsZero() {
+				// Until the probe, and the probe's own time (about one request).
 				left := time.Until(open.Until)
 				a.retryAfter = strconv.Itoa(max(1, int(math.Ceil(left.Seconds()))))
-				a.millis = strconv.FormatInt(max(1, left.Milliseconds()), 10)
+				a.millis = strconv.FormatInt(max(1, (left + 30*time.Millisecond).Milliseconds()), 10)
 			}
 		case err != nil:
 			a.status = http.StatusBadGateway
