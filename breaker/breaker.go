@@ -78,9 +78,10 @@ type Options struct {
 	// means DefaultOpenTimeout (1 s). Each failed probe doubles the open time that
 	// follows, up to MaxOpenTimeout; closing starts it again at OpenTimeout.
 	OpenTimeout time.Duration
-	// MaxOpenTimeout bounds the growing open time; 0 means DefaultMaxOpenTimeout
-	// (30 s), or OpenTimeout if that is longer. Set it to OpenTimeout for an open time
-	// that never grows. Below OpenTimeout is refused.
+	// MaxOpenTimeout bounds the growing open time, before OpenJitter lengthens it; 0
+	// means DefaultMaxOpenTimeout (30 s), or OpenTimeout if that is longer. Set it to
+	// OpenTimeout for an open time that never grows. Below OpenTimeout is refused. A
+	// breaker forced open reports it as its Retry-After.
 	MaxOpenTimeout time.Duration
 	// OpenJitter lengthens each open period by a random share of it in
 	// [0, OpenJitter): with the defaults a breaker first stays open 1 to 1.1 s. It is drawn
@@ -467,6 +468,9 @@ func (b *Breaker) transitionLocked(from, to State, now time.Time) {
 func (b *Breaker) openTime(n int) time.Duration {
 	d := b.timeout
 	for ; n > 0 && d < b.maxTimeout; n-- {
+		if d > b.maxTimeout/2 {
+			return b.maxTimeout // doubling would pass it (or overflow)
+		}
 		d *= 2
 	}
 	return min(d, b.maxTimeout)
@@ -636,7 +640,7 @@ func (b *Breaker) stateLocked(now time.Time) State {
 func (b *Breaker) Counts() Counts { return Counts(b.cb.Load().Counts()) }
 
 // RetryAfter returns how long from now the breaker stays open: what a server can send
-// as Retry-After. It is 0 unless the breaker is open, and the open timeout if it was
+// as Retry-After. It is 0 unless the breaker is open, and MaxOpenTimeout if it was
 // forced open. It takes no lock.
 func (b *Breaker) RetryAfter(now time.Time) time.Duration {
 	d, _ := b.OpenFor(now)
@@ -644,11 +648,11 @@ func (b *Breaker) RetryAfter(now time.Time) time.Duration {
 }
 
 // OpenFor reports whether the breaker refuses calls at now and, if so, for how much
-// longer: the time until probes may go through, or the open timeout if it was forced
+// longer: the time until probes may go through, or MaxOpenTimeout if it was forced
 // open. It takes no lock, so a server can ask it on every request.
 func (b *Breaker) OpenFor(now time.Time) (time.Duration, bool) {
 	if b.forced.Load() {
-		return b.timeout, true
+		return b.maxTimeout, true // held open by an operator: the longest it would stay open
 	}
 	if e := b.openErr.Load(); e != nil && now.Before(e.Until) {
 		return e.Until.Sub(now), true

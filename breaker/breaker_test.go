@@ -213,7 +213,7 @@ func TestBreaker_ForceOpenAndReset(t *testing.T) {
 	require.True(t, oe.Forced)
 	require.Equal(t, "breaker: db is forced open", err.Error())
 	require.Equal(t, breaker.StateOpen, b.State())
-	require.Equal(t, breaker.DefaultOpenTimeout, b.RetryAfter(time.Now()))
+	require.Equal(t, breaker.DefaultMaxOpenTimeout, b.RetryAfter(time.Now()), "forced open: the longest it would stay open")
 	b.Reset()
 	require.NoError(t, r.Do(context.Background(), ok))
 	require.Equal(t, breaker.StateClosed, b.State())

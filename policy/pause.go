@@ -43,11 +43,11 @@ func Pause(ctx context.Context) (resume func()) {
 
 func noResume() {}
 
-// Paused is [Pause] for a call that passes ctx on to work that may itself pause (a
+// PauseFor is [Pause] for a call that passes ctx on to work that may itself pause (a
 // transport's whole round trip, retries and their backoff included): it pauses the
 // Pauser ctx carries, if any, and returns a copy of ctx that carries none, so the slot
 // is given back once, and the function that takes it back.
-func Paused(ctx context.Context) (context.Context, func()) {
+func PauseFor(ctx context.Context) (context.Context, func()) {
 	p, _ := ctx.Value(pauserKey{}).(Pauser)
 	if p == nil {
 		return ctx, noResume

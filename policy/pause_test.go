@@ -12,24 +12,24 @@ type pauseCount struct{ paused, resumed int }
 func (p *pauseCount) Pause()  { p.paused++ }
 func (p *pauseCount) Resume() { p.resumed++ }
 
-// TestPaused_GivesTheSlotBackOnce: a round trip that pauses its context (Paused) and
+// TestPauseFor_GivesTheSlotBackOnce: a round trip that pauses its context (Paused) and
 // a retry's backoff within it (Pause on the context it was handed) pause the Pauser
 // once, and resume it once; without a Pauser both do nothing.
-func TestPaused_GivesTheSlotBackOnce(t *testing.T) {
+func TestPauseFor_GivesTheSlotBackOnce(t *testing.T) {
 	p := &pauseCount{}
-	ctx, resume := policy.Paused(policy.WithPauser(context.Background(), p))
+	ctx, resume := policy.PauseFor(policy.WithPauser(context.Background(), p))
 	inner := policy.Pause(ctx) // the backoff of a retry inside the round trip
 	inner()
 	resume()
 	if p.paused != 1 || p.resumed != 1 {
-		t.Fatalf("Paused then Pause within it: paused %d, resumed %d; want 1 and 1", p.paused, p.resumed)
+		t.Fatalf("PauseFor then Pause within it: paused %d, resumed %d; want 1 and 1", p.paused, p.resumed)
 	}
 	again := policy.Pause(policy.WithPauser(context.Background(), p))
 	again()
 	if p.paused != 2 || p.resumed != 2 {
 		t.Fatalf("Pause: paused %d, resumed %d; want 2 and 2", p.paused, p.resumed)
 	}
-	bare, resume := policy.Paused(context.Background())
+	bare, resume := policy.PauseFor(context.Background())
 	resume()
 	policy.Pause(bare)()
 }

@@ -81,7 +81,7 @@ func ShedUnaryServerInterceptor(s *shed.Shedder, o ShedOptions) (grpc.UnaryServe
 		if err != nil {
 			return nil, err
 		}
-		resp, err := handler(policy.WithPauser(ctx, a.s), req)
+		resp, err := handler(policy.WithPauser(ctx, permit.Pauser()), req)
 		release(permit, err)
 		return resp, err
 	}, nil
@@ -111,7 +111,8 @@ func ShedStreamServerInterceptor(s *shed.Shedder, o ShedOptions) (grpc.StreamSer
 		if err != nil {
 			return err
 		}
-		err = handler(srv, &pausingStream{ctxStream{ServerStream: ss, ctx: policy.WithPauser(ctx, a.s)}, a.s})
+		pz := permit.Pauser()
+		err = handler(srv, &pausingStream{ctxStream{ServerStream: ss, ctx: policy.WithPauser(ctx, pz)}, pz})
 		release(permit, err)
 		return err
 	}, nil
@@ -120,12 +121,12 @@ func ShedStreamServerInterceptor(s *shed.Shedder, o ShedOptions) (grpc.StreamSer
 // pausingStream pauses the stream's slot while the handler waits for a message.
 type pausingStream struct {
 	ctxStream
-	s *shed.Shedder
+	p policy.Pauser
 }
 
 func (p *pausingStream) RecvMsg(m any) error {
-	p.s.Pause()
-	defer p.s.Resume()
+	p.p.Pause()
+	defer p.p.Resume()
 	return p.ServerStream.RecvMsg(m)
 }
 

@@ -32,7 +32,7 @@
 // and its own breaker counts that dependency's failures (retry.Refused).
 //
 // A handler behind a shedder (shed.Middleware) that calls through the transport gives
-// its shedder slot back for the round trip (policy.Paused): a server's limit bounds its
+// its shedder slot back for the round trip (policy.PauseFor): a server's limit bounds its
 // own work, not the time it waits on a dependency that sheds for itself, so one slow
 // dependency does not make every server above it refuse. The pipeline's deadline,
 // per-attempt timeout and breaker (with SlowCall) bound that wait.

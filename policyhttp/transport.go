@@ -173,7 +173,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	// A server's shedder does not count a request while it waits on its dependency:
 	// the dependency sheds for itself, and the pipeline's deadline and breaker bound
 	// the wait.
-	ctx, resume := policy.Paused(req.Context())
+	ctx, resume := policy.PauseFor(req.Context())
 	defer resume()
 	ctx, rel := policy.WithReleaser(ctx)
 	if !repeatable || upgrading(req.Header) {

@@ -48,10 +48,12 @@
 // streams, a wait for the client's next message — each through the policy.Pauser this
 // shedder puts in the request's context (for a request admitted while half the limit
 // or more is in use, or sent by a retry owner upstream: a new context costs a copy of
-// the request, and on a server with room a held slot costs nothing). Taking the slot
-// back needs no admission (the work was admitted), so in flight may pass the limit for
-// a moment. The server's own timeouts (ReadTimeout, the pipeline's deadline) bound how
-// long such waits last.
+// the request, and on a server with room a held slot costs nothing). Pauses nest, and
+// a request that paused is not timed. Taking the slot back needs no admission (the
+// work was admitted), so in flight can pass the limit by as many requests as were
+// paused at once, until they finish: bound them with the server's own timeouts
+// (ReadTimeout for bodies, the pipeline's deadline for dependencies) and its
+// connection limit.
 //
 // # Queue
 //

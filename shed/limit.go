@@ -47,10 +47,11 @@ const (
 	insensitiveFall    = 0.6
 	insensitiveWindows = 3
 	insensitiveLatency = 0.85
-	// After probeAfter saturated windows in a row whose latency is within Tolerance
-	// of the baseline but above probeAbove of it, one window runs at half the limit
-	// to measure the latency of less concurrency (as Envoy's adaptive concurrency
-	// filter re-measures its minimum RTT).
+	// After probeAfter saturated windows whose latency is within Tolerance of the
+	// baseline but above probeAbove of it — windows above Tolerance between them do not
+	// break the count, one at the baseline or not saturated does — the limit is halved
+	// for two windows to measure the latency of less concurrency (as Envoy's adaptive
+	// concurrency filter re-measures its minimum RTT).
 	probeAbove = 1.2
 	probeAfter = 5
 )
@@ -78,10 +79,12 @@ const (
 // and the limit returns to where the episode began. A concurrency-bound server's
 // latency falls as its limit does, and it keeps shrinking. The converse — a baseline
 // learnt while the server already queued, which would let the limit sit well past the
-// knee — is found by a probe: after 5 saturated windows in a row whose latency is
+// knee — is found by a probe: after 5 saturated windows whose latency is
 // within Tolerance of the baseline but above 1.2× it, the limit is halved for two
 // windows (the first still holds work admitted before) and then restored; what the
 // probe measured enters the baseline, and the next windows bring the limit to it.
+// (Windows above the tolerance between those 5 do not break the count: a limit that
+// sits at the knee alternates between the two.)
 // Envoy's adaptive concurrency filter re-measures its minimum RTT the same way, on a
 // timer; here only a latency that sits near the tolerance starts a probe, so a server
 // with room never pays for one.
@@ -215,9 +218,9 @@ func (g *gradient) sample(now time.Time, rtt time.Duration, admitted, refused ui
 	if age = time.Duration(t - g.start.Load()); age < g.window || g.n.Load() < int64(g.minSamples) {
 		return 0, false
 	}
-	g.stride.Store(g.strideFor(admitted-g.seen.Load(), age))
+	g.stride.Store(g.strideFor(since(admitted, g.seen.Load()), age))
 	full := g.full.Load()
-	w := window{age: age, arrivals: admitted - g.seen.Load() + refused - g.seenRefused, full: full - g.seenFull}
+	w := window{age: age, arrivals: since(admitted, g.seen.Load()) + since(refused, g.seenRefused), full: max(0, full-g.seenFull)}
 	g.seen.Store(admitted)
 	g.seenFull, g.seenRefused = full, refused
 	g.start.Store(t)
@@ -230,6 +233,15 @@ func (g *gradient) sample(now time.Time, rtt time.Duration, admitted, refused ui
 	old := int64(g.limit)
 	g.closeLocked(w)
 	return int64(g.limit), int64(g.limit) != old
+}
+
+// since returns now − then for counters read without a lock, 0 if a stale now is
+// behind then.
+func since(now, then uint64) uint64 {
+	if now < then {
+		return 0
+	}
+	return now - then
 }
 
 // closeLocked moves the limit on what window w saw; see [gradient]. mu must be held.

@@ -154,7 +154,7 @@ func Middleware(next http.Handler, s *Shedder) http.Handler {
 		// owner upstream (whose context is made anyway) and when half the limit is in
 		// use: on a server with room a held slot costs nothing.
 		if hasAttempt || 2*s.inflight.Load() >= s.limit.Load() {
-			ctx := policy.WithPauser(r.Context(), s)
+			ctx := policy.WithPauser(r.Context(), permit.Pauser())
 			if hasAttempt {
 				ctx = policy.WithUpstreamAttempt(ctx, attempt)
 			}
@@ -163,8 +163,9 @@ func Middleware(next http.Handler, s *Shedder) http.Handler {
 		if r.Body != nil && r.Body != http.NoBody {
 			// While the handler waits for the client's body, the request holds no slot:
 			// a client trickling its upload cannot fill the limit (a slowloris), and
-			// the time it takes says nothing of this server's load.
-			r.Body = &pausingBody{ReadCloser: r.Body, s: s}
+			// the time it takes says nothing of this server's load. (Replacing the
+			// body is how http.MaxBytesReader is used, too.)
+			r.Body = &pausingBody{ReadCloser: r.Body, p: permit.Pauser()}
 		}
 		if !permit.timed {
 			defer permit.Release() // its latency is not taken: its status does not matter
@@ -184,12 +185,12 @@ func Middleware(next http.Handler, s *Shedder) http.Handler {
 // a read waits on the client, not on this server.
 type pausingBody struct {
 	io.ReadCloser
-	s *Shedder
+	p policy.Pauser
 }
 
 func (b *pausingBody) Read(p []byte) (int, error) {
-	b.s.Pause()
-	defer b.s.Resume()
+	b.p.Pause()
+	defer b.p.Resume()
 	return b.ReadCloser.Read(p)
 }
 

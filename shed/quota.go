@@ -22,8 +22,9 @@ const DefaultMaxClients = 10_000
 // Quota tracks hold at most about MaxClients × MaxQuotaKey bytes of keys.
 const MaxQuotaKey = 64
 
-// sharedKey is the bucket of the requests without a key under NoKeyShare. No key a
-// Key function returns can be it: longer keys are hashed, and it holds a NUL.
+// sharedKey is the bucket of the requests without a key under NoKeyShare. It holds a
+// NUL, which no header value can; a Key function that returns it on purpose shares
+// the bucket.
 const sharedKey = "\x00no key"
 
 // quotas is a Quota as the middleware asks it: the client's key, the limit, and

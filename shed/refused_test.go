@@ -41,3 +41,39 @@ func TestMiddleware_RefusalsTellBackstopCallersWhenToComeBack(t *testing.T) {
 	require.NotEqual(t, "1", w.Header().Get("Retry-After"), "refusals went on: the base grew")
 	require.Empty(t, w.Header().Get(policy.HeaderRetryAfterMillis), "no fine-grained wait once refusals go on")
 }
+
+// TestPermit_PausesNest: one admitted request paused five times at once (calls in
+// parallel, a body read within a proxied call) gives back one slot, not five, and takes
+// it back once; the zero Permit's Pauser does nothing.
+func TestPermit_PausesNest(t *testing.T) {
+	s := shed.MustNew(shed.Options{Limit: 2, MaxQueue: -1})
+	p, why := s.Admit(context.Background(), shed.PriorityDefault)
+	require.Equal(t, shed.ReasonNone, why)
+	pz := p.Pauser()
+	for range 5 {
+		pz.Pause()
+	}
+	require.Equal(t, 0, s.InFlight(), "in flight with one request paused five times")
+	admitted := 0
+	var others []shed.Permit
+	for range 10 {
+		if q, why := s.Admit(context.Background(), shed.PriorityDefault); why == shed.ReasonNone {
+			admitted++
+			others = append(others, q)
+		}
+	}
+	require.Equal(t, 2, admitted, "admitted beside it at a limit of 2")
+	for range 5 {
+		pz.Resume()
+	}
+	require.Equal(t, 3, s.InFlight(), "the paused request took its slot back, once")
+	p.Release()
+	for _, q := range others {
+		q.Release()
+	}
+	require.Equal(t, 0, s.InFlight())
+	var zero shed.Permit
+	zero.Pauser().Pause()
+	zero.Pauser().Resume()
+	require.Equal(t, 0, s.InFlight())
+}

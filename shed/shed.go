@@ -39,8 +39,8 @@ var (
 // Quota limits each client to a rate of requests, on golang.org/x/time/rate.
 //
 // Keys are bounded: a key longer than MaxQuotaKey bytes is replaced by a hash of it
-// (sha256, 32 bytes), so a client sending long keys cannot make the buckets hold its
-// keys' bytes — in this process or in a Store.
+// ("sha256:" and 16 bytes of it in hex, 39 bytes), so a client sending long keys cannot
+// make the buckets hold its keys' bytes — in this process or in a Store.
 type Quota struct {
 	// Key names the client of a request (an API key, a tenant, the remote address).
 	// Required. A request it names no client for ("") is handled as NoKey says.
@@ -106,9 +106,9 @@ type Options struct {
 	// Tolerance is how much latency may rise over the baseline before the limit
 	// shrinks, ≥ 1; 0 means DefaultTolerance (1.5).
 	Tolerance float64
-	// Headroom is the least a window adds to the limit when the limit was full and
-	// latency fine (it grows to what the load needs by Little's law, at most doubling);
-	// 0 means DefaultHeadroom (4).
+	// Headroom is what a window adds to the limit, at least, when the limit was full
+	// and latency at the baseline (it grows to what the load needs by Little's law, at
+	// most doubling; less as latency nears Tolerance); 0 means DefaultHeadroom (4).
 	Headroom float64
 	// Window is the sampling window of the adaptive limit; a window closes when it is
 	// this old and holds MinSamples latencies. 0 means DefaultWindow (100 ms) and
@@ -145,9 +145,11 @@ type Options struct {
 
 	// RejectStatus is the status of a rejection: 429 (the zero value) or 503.
 	RejectStatus int
-	// MaxRetryAfter caps the Retry-After sent, jitter included; 0 means 30 s. The
-	// value follows the share of requests refused (see [Shedder.RetryAfter]) and is
-	// sent with up to +50 % upward jitter in whole seconds.
+	// MaxRetryAfter caps the Retry-After of refusals for want of a slot, jitter
+	// included; 0 means 30 s. The value follows the share of requests refused (see
+	// [Shedder.RetryAfter]) and is sent with up to +50 % upward jitter in whole seconds.
+	// An open breaker's refusals say the breaker's own open time, a quota's the
+	// client's next token.
 	MaxRetryAfter time.Duration
 
 	// Observer receives an EventShed for every rejection by [Middleware] and by
@@ -405,7 +407,8 @@ func (s *Shedder) Stats() Stats {
 type Permit struct {
 	s     *Shedder
 	start time.Time
-	timed bool // the adaptive limit takes this request's latency
+	timed bool  // the adaptive limit takes this request's latency
+	hold  *hold // its Pauser, once asked for
 }
 
 // Admit asks for a slot for work of priority p. It returns a Permit and ReasonNone,
@@ -493,7 +496,7 @@ func (p Permit) release(ok bool) {
 	if s == nil {
 		return
 	}
-	if p.timed && ok {
+	if p.timed && ok && (p.hold == nil || !p.hold.paused.Load()) {
 		now := s.clock.Now()
 		if l, changed := s.adaptive.sample(now, now.Sub(p.start), s.admitted.Load(), s.refusedAtLimit()); changed {
 			s.limit.Store(l)
@@ -516,11 +519,9 @@ func (p Permit) release(ok bool) {
 	}
 }
 
-// Pause implements policy.Pauser: admitted work that waits (a retry's backoff) gives
-// its slot back until [Shedder.Resume], and a request waiting in the queue may take it.
-// [Middleware] and the shedder as a policy put the shedder in the context of the work
-// they admit, so a retry finds it there.
-func (s *Shedder) Pause() {
+// pause gives a slot back for admitted work that waits; a request waiting in the
+// queue may take it. resume takes it again.
+func (s *Shedder) pause() {
 	s.inflight.Add(-1)
 	if s.waiting.Load() > 0 {
 		s.mu.Lock()
@@ -529,9 +530,51 @@ func (s *Shedder) Pause() {
 	}
 }
 
-// Resume implements policy.Pauser: paused work takes a slot again, whatever the limit
-// (it was admitted).
-func (s *Shedder) Resume() { s.inflight.Add(1) }
+func (s *Shedder) resume() { s.inflight.Add(1) }
+
+// hold is one admitted request's hold on its slot, as the policy.Pauser of its
+// context. Pauses nest — the first gives the slot back, the last Resume takes it
+// again — so a request paused twice at once (its body read by a proxied call, calls
+// made in parallel) gives back one slot. A request that paused is not timed: its
+// latency holds waits that say nothing of this server's load.
+type hold struct {
+	s      *Shedder
+	depth  atomic.Int32
+	paused atomic.Bool
+}
+
+func (h *hold) Pause() {
+	if h.depth.Add(1) == 1 {
+		h.paused.Store(true)
+		h.s.pause()
+	}
+}
+
+func (h *hold) Resume() {
+	if h.depth.Add(-1) == 0 {
+		h.s.resume()
+	}
+}
+
+// Pauser returns the policy.Pauser of the permit's work: put it in the work's context
+// (policy.WithPauser) and the work gives its slot back while it waits — a retry's
+// backoff, a call through policyhttp's transport — and takes it again after, whatever
+// the limit (the work was admitted). Pauses nest. Work that paused is not timed. The
+// zero Permit's Pauser does nothing.
+func (p *Permit) Pauser() policy.Pauser {
+	if p.s == nil {
+		return nopPauser{}
+	}
+	if p.hold == nil {
+		p.hold = &hold{s: p.s}
+	}
+	return p.hold
+}
+
+type nopPauser struct{}
+
+func (nopPauser) Pause()  {}
+func (nopPauser) Resume() {}
 
 // refusedAtLimit counts the refusals of work that found no slot.
 func (s *Shedder) refusedAtLimit() uint64 {
@@ -558,7 +601,8 @@ func (s *Shedder) report(ctx context.Context, obs policy.Observer, pipeline stri
 // RetryAfter returns the Retry-After to send with a rejection now, in whole seconds:
 // the shedder's estimate of when a client refused now will be admitted, with upward
 // jitter. The estimate comes from the share ρ of requests refused over the last second
-// (admitted requests and refusals for want of a slot or an open breaker): a client
+// (admitted requests and refusals for want of a slot; an open breaker's refusals carry
+// the breaker's own open time instead, and a quota's the client's next token): a client
 // that comes back every T is admitted with probability 1 − ρ each time, so it waits
 // T / (1 − ρ) on average; the base is that for T = 1 s, rounded to whole seconds — 1 s
 // while under a third of the requests are refused, 2 s at half, 10 s at 90 % — and it falls back
@@ -612,7 +656,7 @@ func (p *pressure) rollLocked(now time.Time, admitted uint64) {
 	if age >= 2*time.Second || p.refused == 0 {
 		p.base = 1 // a calm second (or more) since the refusals counted
 	} else {
-		share := float64(p.refused) / float64(p.refused+admitted-p.admitted)
+		share := float64(p.refused) / float64(p.refused+since(admitted, p.admitted))
 		p.base = baseFor(share, p.max)
 	}
 	p.since, p.admitted, p.refused = now, admitted, 0
@@ -673,7 +717,12 @@ func (r *runner) Run(ctx context.Context, fn policy.Func) error {
 		}
 		return &RejectError{Shedder: r.s.name, Reason: why, RetryAfter: time.Duration(ra) * time.Second}
 	}
-	err := r.next.Run(policy.WithPauser(ctx, r.s), fn)
+	if 2*r.s.inflight.Load() >= r.s.limit.Load() {
+		// Half the limit in use: a retry's backoff in fn gives the slot back (a new
+		// context per call costs nothing a server with room needs to pay).
+		ctx = policy.WithPauser(ctx, permit.Pauser())
+	}
+	err := r.next.Run(ctx, fn)
 	permit.release(err == nil)
 	return err
 }

@@ -18,10 +18,12 @@ import (
 // a body read. At a limit of 20 the shedder still serves all 100 normal requests that
 // follow: a handler waiting on its client's body holds no slot.
 func TestMiddleware_SlowUploadsDoNotStarveTheServer(t *testing.T) {
-	s := shed.MustNew(shed.Options{Limit: 20})
+	s := shed.MustNew(shed.Options{Limit: 20, MaxQueue: 256})
 	entered := make(chan struct{}, 200)
 	h := shed.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPost {
+			var b [1]byte
+			_, _ = io.ReadFull(r.Body, b[:]) // the byte sent; the next read waits on the client
 			entered <- struct{}{}
 		}
 		_, _ = io.Copy(io.Discard, r.Body)
