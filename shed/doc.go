@@ -48,8 +48,10 @@
 // streams, a wait for the client's next message — each through the policy.Pauser this
 // shedder puts in the request's context (for a request admitted while half the limit
 // or more is in use, or sent by a retry owner upstream: a new context costs a copy of
-// the request, and on a server with room a held slot costs nothing). Pauses nest, and
-// a request that paused is not timed. Taking the slot back needs no admission (the
+// the request, and on a server with room a held slot costs nothing). Pauses nest. A
+// paused request is still timed in full, but while paused it is not in flight, and a
+// window whose in-flight peak stayed under half the limit moves nothing. Taking the
+// slot back needs no admission (the
 // work was admitted), so in flight can pass the limit by as many requests as were
 // paused at once, until they finish: bound them with the server's own timeouts
 // (ReadTimeout for bodies, the pipeline's deadline for dependencies) and its

@@ -496,7 +496,7 @@ func (p Permit) release(ok bool) {
 	if s == nil {
 		return
 	}
-	if p.timed && ok && (p.hold == nil || !p.hold.paused.Load()) {
+	if p.timed && ok {
 		now := s.clock.Now()
 		if l, changed := s.adaptive.sample(now, now.Sub(p.start), s.admitted.Load(), s.refusedAtLimit()); changed {
 			s.limit.Store(l)
@@ -535,17 +535,14 @@ func (s *Shedder) resume() { s.inflight.Add(1) }
 // hold is one admitted request's hold on its slot, as the policy.Pauser of its
 // context. Pauses nest — the first gives the slot back, the last Resume takes it
 // again — so a request paused twice at once (its body read by a proxied call, calls
-// made in parallel) gives back one slot. A request that paused is not timed: its
-// latency holds waits that say nothing of this server's load.
+// made in parallel) gives back one slot.
 type hold struct {
-	s      *Shedder
-	depth  atomic.Int32
-	paused atomic.Bool
+	s     *Shedder
+	depth atomic.Int32
 }
 
 func (h *hold) Pause() {
 	if h.depth.Add(1) == 1 {
-		h.paused.Store(true)
 		h.s.pause()
 	}
 }
@@ -559,8 +556,9 @@ func (h *hold) Resume() {
 // Pauser returns the policy.Pauser of the permit's work: put it in the work's context
 // (policy.WithPauser) and the work gives its slot back while it waits — a retry's
 // backoff, a call through policyhttp's transport — and takes it again after, whatever
-// the limit (the work was admitted). Pauses nest. Work that paused is not timed. The
-// zero Permit's Pauser does nothing.
+// the limit (the work was admitted). Pauses nest. Work that paused is timed in full:
+// its latency, waits included, is what its callers see, and the latency a breaker's
+// refusal adds to its Retry-After. The zero Permit's Pauser does nothing.
 func (p *Permit) Pauser() policy.Pauser {
 	if p.s == nil {
 		return nopPauser{}
