@@ -212,6 +212,7 @@ func (b *background) start(s *Store, wake <-chan struct{}, sync func(ticked bool
 	}
 	b.done = make(chan struct{})
 	b.stopped.Add(1)
+	sync = contained(s, sync)
 	go func() {
 		defer b.stopped.Done()
 		t := time.NewTicker(s.interval)
@@ -227,6 +228,23 @@ func (b *background) start(s *Store, wake <-chan struct{}, sync func(ticked bool
 			}
 		}
 	}()
+}
+
+// contained runs sync so that a panic in it — in an observer it calls, say — is
+// reported as a policy.EventPanic (Source "fleet", Err a *policy.PanicError) and the
+// background goes on with the next sync, instead of killing the process.
+func contained(s *Store, sync func(ticked bool)) func(bool) {
+	return func(ticked bool) {
+		defer func() {
+			v := recover()
+			if v == nil || s.obs == nil {
+				return
+			}
+			defer func() { _ = recover() }() // an observer that panics again is not heard twice
+			s.obs.Observe(policy.Event{Kind: policy.EventPanic, Source: "fleet", Time: time.Now(), Err: policy.NewPanicError(v)})
+		}()
+		sync(ticked)
+	}
 }
 
 // stop ends the background sync and waits for it.

@@ -83,7 +83,7 @@ func newRetryStream(ctx context.Context, p *policy.Pipeline, c *classifier, limi
 		return c.classify(actx, failed, cs.Trailer())
 	}
 	go func() {
-		err := p.Do(rctx, open)
+		err := doContained(rctx, p, open)
 		s.mu.Lock()
 		s.done, s.final = true, statusError(err)
 		s.cond.Broadcast()
@@ -355,4 +355,17 @@ func (s *retryStream) finalOr(err error) error {
 		return s.final
 	}
 	return err
+}
+
+// doContained runs p.Do on a goroutine the interceptor started: a panic in the
+// pipeline's policies, its observer or the streamer becomes the stream's error, a
+// *policy.PanicError with the panic's value and stack, instead of killing a process no
+// caller could recover it in.
+func doContained(ctx context.Context, p *policy.Pipeline, fn policy.Func) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = policy.NewPanicError(v)
+		}
+	}()
+	return p.Do(ctx, fn)
 }
