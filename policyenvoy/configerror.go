@@ -60,17 +60,27 @@ type pathElem struct {
 // source is the input as read: its bytes, the YAML node tree (nil if the YAML
 // parser could not read it) and the JSON it was converted to.
 type source struct {
-	root *yaml3.Node
-	js   []byte
+	root  *yaml3.Node
+	js    []byte
+	lines int // of the input, as YAML counts them
 }
 
 func newSource(data, js []byte) *source {
-	s := &source{js: js}
+	s := &source{js: js, lines: yamlLines(data)}
 	var doc yaml3.Node
 	if yaml3.Unmarshal(data, &doc) == nil && doc.Kind == yaml3.DocumentNode && len(doc.Content) == 1 {
 		s.root = doc.Content[0]
 	}
 	return s
+}
+
+// at returns n's line and column, or 0, 0 when the YAML reader placed it past the
+// input's last line (the empty document after a lone "---").
+func (s *source) at(n *yaml3.Node) (line, col int) {
+	if n.Line > s.lines {
+		return 0, 0
+	}
+	return n.Line, n.Column
 }
 
 // errAt returns a ConfigError for path, placed at the input's node for it: the deepest
@@ -80,7 +90,7 @@ func (s *source) errAt(path []pathElem, msg string) *ConfigError {
 	e := &ConfigError{Msg: msg}
 	n := s.root
 	if n != nil {
-		e.Line, e.Column = n.Line, n.Column
+		e.Line, e.Column = s.at(n)
 	}
 	var spelled []pathElem
 	for i, p := range path {
@@ -92,10 +102,10 @@ func (s *source) errAt(path []pathElem, msg string) *ConfigError {
 		}
 		if key != nil {
 			spelled = append(spelled, pathElem{key: key.Value})
-			e.Line, e.Column = key.Line, key.Column
+			e.Line, e.Column = s.at(key)
 		} else {
 			spelled = append(spelled, p)
-			e.Line, e.Column = next.Line, next.Column
+			e.Line, e.Column = s.at(next)
 		}
 		n = next
 	}

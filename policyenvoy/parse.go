@@ -145,14 +145,16 @@ func lineOf(s *source) int {
 	if s.root == nil {
 		return 0
 	}
-	return s.root.Line
+	line, _ := s.at(s.root)
+	return line
 }
 
 func columnOf(s *source) int {
 	if s.root == nil {
 		return 0
 	}
-	return s.root.Column
+	_, col := s.at(s.root)
+	return col
 }
 
 // decode unmarshals the source's JSON into m with protojson, lets fix complete it,
