@@ -221,22 +221,25 @@ func TestShedStream_AStreamWaitingOnItsClientHoldsNoSlot(t *testing.T) {
 	defer g.Stop()
 	c := dial(t, ln.Addr().String())
 
-	var quiet []grpc.ClientStreamingClient[testgrpc.StreamingInputCallRequest, testgrpc.StreamingInputCallResponse]
-	for range 5 {
-		st, err := c.StreamingInputCall(context.Background())
-		require.NoError(t, err)
-		require.NoError(t, st.Send(&testgrpc.StreamingInputCallRequest{Payload: payload(1)}))
-		quiet = append(quiet, st)
-	}
-	waitFor(t, func() bool {
+	received := func() int {
 		srv.mu.Lock()
 		defer srv.mu.Unlock()
 		got := 0
 		for _, r := range srv.received {
 			got += len(r)
 		}
-		return srv.attempts == 5 && got == 5
-	})
+		return got
+	}
+	var quiet []grpc.ClientStreamingClient[testgrpc.StreamingInputCallRequest, testgrpc.StreamingInputCallResponse]
+	for i := range 5 {
+		st, err := c.StreamingInputCall(context.Background())
+		require.NoError(t, err)
+		require.NoError(t, st.Send(&testgrpc.StreamingInputCallRequest{Payload: payload(1)}))
+		quiet = append(quiet, st)
+		// The next stream opens once this one's handler has its message and waits on
+		// its client again (it then holds no slot).
+		waitFor(t, func() bool { return received() == i+1 && s.InFlight() == 0 })
+	}
 	require.Zero(t, s.InFlight(), "five streams waiting on their clients hold no slot")
 
 	work, why := s.Admit(context.Background(), shed.PriorityDefault)
