@@ -93,7 +93,7 @@ func retryAfterValue(secs int) []string {
 // a retry (attempt above 1) is sheddable, and the handler's context is marked as owned
 // upstream so its own retrying pipelines fail fast. Once half the limit is in use (and
 // for every request from a retry owner upstream) the handler's context also carries
-// the shedder as a policy.Pauser: while a retry in the handler waits out its backoff,
+// the request's policy.Pauser (Permit.Pauser): while a retry in the handler waits out its backoff,
 // or a call through policyhttp's transport waits on a dependency, the request holds no
 // slot. Nor does it while the handler waits on a read of the request's body, so
 // clients that trickle their uploads cannot fill the limit. Bound
@@ -148,7 +148,7 @@ func Middleware(next http.Handler, s *Shedder) http.Handler {
 			s.write(w, why, ra)
 			return
 		}
-		// The shedder rides in the handler's context as a policy.Pauser, so that a
+		// The request's Pauser rides in the handler's context, so that a
 		// retry's backoff or a call to a dependency gives the slot back. A new context
 		// costs a copy of the request, so it is made only for a request from a retry
 		// owner upstream (whose context is made anyway) and when half the limit is in
@@ -162,9 +162,8 @@ func Middleware(next http.Handler, s *Shedder) http.Handler {
 		}
 		if r.Body != nil && r.Body != http.NoBody {
 			// While the handler waits for the client's body, the request holds no slot:
-			// a client trickling its upload cannot fill the limit (a slowloris), and
-			// the time it takes says nothing of this server's load. (Replacing the
-			// body is how http.MaxBytesReader is used, too.)
+			// a client trickling its upload cannot fill the limit (a slowloris).
+			// (Replacing the body is how http.MaxBytesReader is used, too.)
 			r.Body = &pausingBody{ReadCloser: r.Body, p: permit.Pauser()}
 		}
 		if !permit.timed {
@@ -181,7 +180,7 @@ func Middleware(next http.Handler, s *Shedder) http.Handler {
 	})
 }
 
-// pausingBody is a request body whose reads pause the request's slot (Shedder.Pause):
+// pausingBody is a request body whose reads pause the request's slot (Permit.Pauser):
 // a read waits on the client, not on this server.
 type pausingBody struct {
 	io.ReadCloser
