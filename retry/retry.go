@@ -242,7 +242,8 @@ func (l *runner) Run(ctx context.Context, fn policy.Func) error {
 			}
 			return l.giveUp(ctx, n, ErrNotRetryable, err, "")
 		}
-		if budget != nil && !isRefused(err) {
+		refused := isRefused(err)
+		if budget != nil && !refused {
 			budget.OnFailure() // every retryable failure pays, the last one too (gRFC A6)
 		}
 		if n >= l.r.max {
@@ -267,7 +268,7 @@ func (l *runner) Run(ctx context.Context, fn policy.Func) error {
 				sincePush, prev = 0, 0
 			} else {
 				spread := hint / 2
-				if isRefused(err) {
+				if refused {
 					// Every caller a server refused in one episode is told the same
 					// time: spread them over twice as wide.
 					spread = hint
