@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/backstop-go/backstop/callpath"
+
 	"github.com/backstop-go/backstop/policy"
 )
 
@@ -122,7 +124,7 @@ func (r *runner) Run(ctx context.Context, fn policy.Func) error {
 	}
 	// Normally this cancels now; a caller that reads the result after the call (an
 	// HTTP response body) holds the cancel until it is done, still under the limit.
-	policy.DeferRelease(ctx, cancel)
+	callpath.DeferRelease(ctx, cancel)
 	return err
 }
 

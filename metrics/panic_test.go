@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 
+	"github.com/backstop-go/backstop/callpath"
 	"github.com/backstop-go/backstop/metrics"
 	"github.com/backstop-go/backstop/policy"
 	"github.com/backstop-go/backstop/retry"
@@ -22,7 +23,7 @@ func panicInHedge(t *testing.T, obs policy.Observer) {
 	t.Helper()
 	p := policy.MustWrap(retry.MustNewHedge(retry.HedgeOptions{Delay: -1})).With(policy.Name("orders"), policy.Observe(obs))
 	err := p.Do(context.Background(), func(ctx context.Context) error {
-		if n, _, _ := policy.Attempt(ctx); n == 2 {
+		if n, _, _ := callpath.Attempt(ctx); n == 2 {
 			panic("attempt exploded")
 		}
 		<-ctx.Done()

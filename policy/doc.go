@@ -55,13 +55,13 @@
 //
 // # One retry owner per call path
 //
-// A pipeline with a retry marks the context of each attempt as owned ([WithAttempt]).
+// A pipeline with a retry marks the context of each attempt as owned (callpath.WithAttempt).
 // A retry that runs under an owned context — a repository's retrying pipeline called
 // from a handler's retrying pipeline — makes exactly one attempt and reports an
 // [EventRetrySuppressed] with Reason [SuppressedOwner]: the outermost layer owns
 // retries, so three layers of 4 attempts make 4 attempts against the database, not
 // 4 × 4 × 4 = 64.
-// [Owned] tells code with loops of its own. A retry that can never retry
+// callpath.Owned tells code with loops of its own. A retry that can never retry
 // (MaxAttempts 1) does not claim the call path: it marks nothing, so the layers below
 // it keep their own retries.
 //
@@ -69,10 +69,10 @@
 // the owner deposits, pays for failures and withdraws, so a budget shared by nested
 // pipelines is charged once per failed attempt.
 //
-// Across services, Backstop's HTTP transport sends [HeaderAttempt] on every request
+// Across services, Backstop's HTTP transport sends callpath.HeaderAttempt on every request
 // made under an owner; server middleware reads it (and Envoy's and gRPC's attempt
-// headers) with [ParseAttempt] and marks the handler's context with
-// [WithUpstreamAttempt], so the handler's outbound pipelines fail fast too. A request
+// headers) with callpath.ParseAttempt and marks the handler's context with
+// callpath.WithUpstreamAttempt, so the handler's outbound pipelines fail fast too. A request
 // made under an owner in another process is sent as attempt 1: it carries the
 // ownership on, and the number says truthfully that this process made it once.
 //

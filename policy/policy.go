@@ -40,8 +40,8 @@ func (f RunnerFunc) Run(ctx context.Context, fn Func) error { return f(ctx, fn) 
 //     the policy refused the call, in which case the error matches [ErrRejected].
 //   - The Releaser rule: a stage that derives a context for the stages below (a
 //     deadline's context.WithTimeout) must not cancel it when Run returns. It hands the
-//     cancel function to [DeferRelease], which runs it at once unless the caller's ctx
-//     carries a [Releaser]; then it runs when the caller releases, because the result
+//     cancel function to callpath.DeferRelease, which runs it at once unless the caller's ctx
+//     carries a callpath.Releaser; then it runs when the caller releases, because the result
 //     of the call is read after Run returns (an HTTP response body).
 type Policy interface {
 	Kind() Kind

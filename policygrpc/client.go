@@ -17,6 +17,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/backstop-go/backstop/budget"
+	"github.com/backstop-go/backstop/callpath"
 	"github.com/backstop-go/backstop/policy"
 	"github.com/backstop-go/backstop/retry"
 )
@@ -68,7 +69,7 @@ func unary(ctx context.Context, p *policy.Pipeline, c *classifier, method string
 	invoker grpc.UnaryInvoker, opts []grpc.CallOption) error {
 	counted := c.counts(ctx)
 	err := p.Do(ctx, func(actx context.Context) error {
-		if policy.InRace(actx) {
+		if callpath.InRace(actx) {
 			return hedgedAttempt(actx, c, counted, method, req, reply, cc, invoker, opts)
 		}
 		var trailer metadata.MD
@@ -84,7 +85,7 @@ func unary(ctx context.Context, p *policy.Pipeline, c *classifier, method string
 
 // hedgedAttempt is one of a hedge's attempts, which run at the same time: each
 // decodes into a reply of its own and gets header, trailer and peer of its own, and
-// the attempt that wins the race (policy.Win) copies them to the caller's.
+// the attempt that wins the race (callpath.Win) copies them to the caller's.
 func hedgedAttempt(actx context.Context, c *classifier, counted bool, method string, req, reply any, cc *grpc.ClientConn,
 	invoker grpc.UnaryInvoker, opts []grpc.CallOption) error {
 	msg, ok := reply.(proto.Message)
@@ -119,7 +120,7 @@ func hedgedAttempt(actx context.Context, c *classifier, counted bool, method str
 		c.record(actx, err, trailer)
 	}
 	err = c.classify(actx, err, trailer)
-	if err == nil && policy.Win(actx) {
+	if err == nil && callpath.Win(actx) {
 		proto.Reset(msg)
 		proto.Merge(msg, own)
 		for _, cp := range copies {

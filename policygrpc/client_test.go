@@ -18,6 +18,7 @@ import (
 
 	"github.com/backstop-go/backstop/breaker"
 	"github.com/backstop-go/backstop/budget"
+	"github.com/backstop-go/backstop/callpath"
 	"github.com/backstop-go/backstop/deadline"
 	"github.com/backstop-go/backstop/policy"
 	"github.com/backstop-go/backstop/policy/policytest"
@@ -276,7 +277,7 @@ func TestStreamClientInterceptor_CarriesTheOwner(t *testing.T) {
 	go g.Serve(ln) //nolint:errcheck // ends with Stop
 	defer g.Stop()
 	c := dial(t, ln.Addr().String(), grpc.WithChainStreamInterceptor(policygrpc.StreamClientInterceptor()))
-	ctx := policy.WithAttempt(context.Background(), 3)
+	ctx := callpath.WithAttempt(context.Background(), 3)
 	stream, err := c.StreamingInputCall(ctx)
 	require.NoError(t, err)
 	_, err = stream.CloseAndRecv()

@@ -32,7 +32,7 @@
 //
 // [UnaryServerInterceptor] and [StreamServerInterceptor] read the attempt metadata —
 // Backstop's, grpc-previous-rpc-attempts and x-envoy-attempt-count — with
-// policy.ParseAttempt and mark the handler's context as owned upstream: its own
+// callpath.ParseAttempt and mark the handler's context as owned upstream: its own
 // retrying pipelines then make one attempt each. [ShedUnaryServerInterceptor] and
 // [ShedStreamServerInterceptor] admit RPCs through a shed.Shedder (retries shed first)
 // and answer the rest with RESOURCE_EXHAUSTED (or UNAVAILABLE) and a jittered

@@ -6,12 +6,12 @@ import (
 
 	"google.golang.org/grpc/metadata"
 
-	"github.com/backstop-go/backstop/policy"
+	"github.com/backstop-go/backstop/callpath"
 )
 
 // Metadata keys, lower case as gRPC carries them.
 const (
-	// MetadataAttempt is Backstop's attempt number (policy.HeaderAttempt).
+	// MetadataAttempt is Backstop's attempt number (callpath.HeaderAttempt).
 	MetadataAttempt = "backstop-attempt"
 	// MetadataPreviousAttempts is gRPC's count of the attempts before this one (A6).
 	MetadataPreviousAttempts = "grpc-previous-rpc-attempts"
@@ -27,10 +27,7 @@ const (
 // once: the ownership is carried on, not the number). Under no owner the keys are
 // removed, even if the caller copied them from an incoming call.
 func withAttemptMetadata(ctx context.Context) context.Context {
-	n, upstream, owned := policy.Attempt(ctx)
-	if owned && upstream {
-		n = 1
-	}
+	n, owned := callpath.Outgoing(ctx)
 	md, ok := metadata.FromOutgoingContext(ctx)
 	if !ok {
 		// The common case: no outgoing metadata yet, nothing to remove.
@@ -69,7 +66,7 @@ func count(n int) string {
 	return strconv.Itoa(n)
 }
 
-// attemptOf reads the attempt metadata of an incoming call with policy.ParseAttempt.
+// attemptOf reads the attempt metadata of an incoming call with callpath.ParseAttempt.
 func attemptOf(ctx context.Context) (int, bool) {
 	md, ok := metadata.FromIncomingContext(ctx)
 	if !ok {
@@ -81,5 +78,5 @@ func attemptOf(ctx context.Context) (int, bool) {
 		}
 		return ""
 	}
-	return policy.ParseAttempt(first(MetadataAttempt), first(MetadataEnvoyAttempt), first(MetadataPreviousAttempts))
+	return callpath.ParseAttempt(first(MetadataAttempt), first(MetadataEnvoyAttempt), first(MetadataPreviousAttempts))
 }

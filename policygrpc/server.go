@@ -10,7 +10,8 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
-	"github.com/backstop-go/backstop/policy"
+	"github.com/backstop-go/backstop/callpath"
+
 	"github.com/backstop-go/backstop/shed"
 )
 
@@ -21,7 +22,7 @@ func owned(ctx context.Context) (context.Context, int) {
 	if !ok {
 		return ctx, 0
 	}
-	return policy.WithUpstreamAttempt(ctx, n), n
+	return callpath.WithUpstreamAttempt(ctx, n), n
 }
 
 // UnaryServerInterceptor marks the context of a call that carries attempt metadata
@@ -81,7 +82,7 @@ func ShedUnaryServerInterceptor(s *shed.Shedder, o ShedOptions) (grpc.UnaryServe
 		if err != nil {
 			return nil, err
 		}
-		resp, err := handler(policy.WithPauser(ctx, permit.Pauser()), req)
+		resp, err := handler(callpath.WithPauser(ctx, permit.Pauser()), req)
 		release(permit, err)
 		return resp, err
 	}, nil
@@ -112,7 +113,7 @@ func ShedStreamServerInterceptor(s *shed.Shedder, o ShedOptions) (grpc.StreamSer
 			return err
 		}
 		pz := permit.Pauser()
-		err = handler(srv, &pausingStream{ctxStream{ServerStream: ss, ctx: policy.WithPauser(ctx, pz)}, pz})
+		err = handler(srv, &pausingStream{ctxStream{ServerStream: ss, ctx: callpath.WithPauser(ctx, pz)}, pz})
 		release(permit, err)
 		return err
 	}, nil
@@ -121,7 +122,7 @@ func ShedStreamServerInterceptor(s *shed.Shedder, o ShedOptions) (grpc.StreamSer
 // pausingStream pauses the stream's slot while the handler waits for a message.
 type pausingStream struct {
 	ctxStream
-	p policy.Pauser
+	p callpath.Pauser
 }
 
 func (p *pausingStream) RecvMsg(m any) error {

@@ -17,7 +17,8 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
-	"github.com/backstop-go/backstop/policy"
+	"github.com/backstop-go/backstop/callpath"
+
 	"github.com/backstop-go/backstop/policy/policytest"
 	"github.com/backstop-go/backstop/policygrpc"
 	"github.com/backstop-go/backstop/policyhttp"
@@ -35,7 +36,7 @@ func TestChain_OneOwnerAcrossHTTPAndGRPC(t *testing.T) {
 	// svc: a gRPC server whose handler calls db through its own retrying pipeline.
 	var svcOwned atomic.Int64
 	svc := serve(t, &server{answer: func(ctx context.Context, _ int) error {
-		if policy.Owned(ctx) {
+		if callpath.Owned(ctx) {
 			svcOwned.Add(1)
 		}
 		_, err := dbClient.EmptyCall(ctx, &testgrpc.Empty{})
@@ -184,7 +185,7 @@ func TestUnaryServerInterceptor_EnvoyAndBackstopMetadata(t *testing.T) {
 	var mu sync.Mutex
 	var got []seen
 	srv := serve(t, &server{answer: func(ctx context.Context, _ int) error {
-		n, upstream, ok := policy.Attempt(ctx)
+		n, upstream, ok := callpath.Attempt(ctx)
 		mu.Lock()
 		got = append(got, seen{n, ok && upstream})
 		mu.Unlock()

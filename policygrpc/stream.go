@@ -10,6 +10,8 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/backstop-go/backstop/callpath"
+
 	"github.com/backstop-go/backstop/policy"
 )
 
@@ -63,7 +65,7 @@ func replayLimit(n int) int {
 // newRetryStream opens a stream whose attempts p makes, classified by c.
 func newRetryStream(ctx context.Context, p *policy.Pipeline, c *classifier, limit int, desc *grpc.StreamDesc,
 	cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts []grpc.CallOption) (grpc.ClientStream, error) {
-	rctx, rel := policy.WithReleaser(ctx)
+	rctx, rel := callpath.WithReleaser(ctx)
 	s := &retryStream{ctx: ctx, limit: limit, release: rel.Release, serverStreams: desc.ServerStreams}
 	if c.counts(ctx) {
 		s.c = c

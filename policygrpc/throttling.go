@@ -8,6 +8,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/backstop-go/backstop/budget"
+	"github.com/backstop-go/backstop/callpath"
 	"github.com/backstop-go/backstop/policy"
 )
 
@@ -44,7 +45,7 @@ func (c *classifier) counts(ctx context.Context) bool {
 	if c.bucket == nil {
 		return false
 	}
-	_, upstream, owned := policy.Attempt(ctx)
+	_, upstream, owned := callpath.Attempt(ctx)
 	return !owned || upstream
 }
 

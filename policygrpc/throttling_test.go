@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/backstop-go/backstop/budget"
+	"github.com/backstop-go/backstop/callpath"
 	"github.com/backstop-go/backstop/policy"
 	"github.com/backstop-go/backstop/policy/policytest"
 	"github.com/backstop-go/backstop/policygrpc"
@@ -136,7 +137,7 @@ func TestThrottling_UpstreamOwnerStillCounts(t *testing.T) {
 	sc := throttledConfig(t)
 	s := serve(t, &server{answer: always(down)})
 	c := dial(t, s.addr, sc.DialOptions()...)
-	_, err := c.EmptyCall(policy.WithUpstreamAttempt(context.Background(), 2), &testgrpc.Empty{})
+	_, err := c.EmptyCall(callpath.WithUpstreamAttempt(context.Background(), 2), &testgrpc.Empty{})
 	require.Equal(t, codes.Unavailable, status.Code(err))
 	require.Equal(t, 1, s.calls(), "the caller upstream owns the retries")
 	require.InDelta(t, 9.0, sc.Budget().Tokens(), 1e-9, "tokens 9 = 10 − 1 failed attempt, seen here")

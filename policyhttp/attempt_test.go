@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/backstop-go/backstop/callpath"
+
 	"github.com/backstop-go/backstop/policy"
 	"github.com/backstop-go/backstop/policy/policytest"
 	"github.com/backstop-go/backstop/policyhttp"
@@ -28,14 +30,14 @@ func TestTransport_DoesNotForwardAnUpstreamAttemptNumber(t *testing.T) {
 		policy.MustWrap(retry.MustNew(retry.Options{MaxAttempts: 3})), // suppressed by the owner rule
 	} {
 		c := &http.Client{Transport: policyhttp.NewTransport(base, p)}
-		ctx := policy.WithUpstreamAttempt(context.Background(), 3)
+		ctx := callpath.WithUpstreamAttempt(context.Background(), 3)
 		req, err := http.NewRequestWithContext(ctx, "GET", srv.URL, nil)
 		require.NoError(t, err)
 		res, err := c.Do(req)
 		require.NoError(t, err)
 		res.Body.Close()
 	}
-	require.Equal(t, []string{"1", "1"}, srv.header(policy.HeaderAttempt))
+	require.Equal(t, []string{"1", "1"}, srv.header(callpath.HeaderAttempt))
 }
 
 func TestTransport_DropsAnAttemptHeaderItDidNotMake(t *testing.T) {
@@ -44,12 +46,12 @@ func TestTransport_DropsAnAttemptHeaderItDidNotMake(t *testing.T) {
 	defer base.CloseIdleConnections()
 	c := &http.Client{Transport: policyhttp.NewTransport(base, policy.MustWrap())}
 	req := get(t, srv.URL)
-	req.Header.Set(policy.HeaderAttempt, "5") // copied from an incoming request, say
+	req.Header.Set(callpath.HeaderAttempt, "5") // copied from an incoming request, say
 	res, err := c.Do(req)
 	require.NoError(t, err)
 	res.Body.Close()
-	require.Equal(t, []string{""}, srv.header(policy.HeaderAttempt), "no owner here, no attempt header")
-	require.Equal(t, "5", req.Header.Get(policy.HeaderAttempt), "the caller's request is not modified")
+	require.Equal(t, []string{""}, srv.header(callpath.HeaderAttempt), "no owner here, no attempt header")
+	require.Equal(t, "5", req.Header.Get(callpath.HeaderAttempt), "the caller's request is not modified")
 }
 
 // TestTransport_CancelDuringBackoffIsContextCanceled: through an http.Client, a

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/backstop-go/backstop/breaker"
-	"github.com/backstop-go/backstop/policy"
+	"github.com/backstop-go/backstop/callpath"
 	"github.com/backstop-go/backstop/retry"
 )
 
@@ -42,9 +42,9 @@ type Classifier func(res *http.Response, now time.Time) error
 //	| 500, other 5xx      | failure                           | no      | yes                      |
 //	| other 4xx           | client fault                      | no      | no                       |
 //
-// (*) except a 429 or 503 with policy.HeaderRefused — a Backstop server's shedder or
+// (*) except a 429 or 503 with callpath.HeaderRefused — a Backstop server's shedder or
 // breaker refused, or the server answers for a dependency whose failures its own
-// breaker counts: it is retried after its Retry-After, or policy.HeaderRetryAfterMillis
+// breaker counts: it is retried after its Retry-After, or callpath.HeaderRetryAfterMillis
 // when the server sends it (retry.Refused), and counted
 // against neither a breaker nor a budget, so the breakers and budgets above it do not
 // all trip on one outage at the end of the call path.
@@ -61,8 +61,8 @@ func DefaultClassifier(res *http.Response, now time.Time) error {
 	switch code {
 	case http.StatusTooManyRequests, http.StatusServiceUnavailable:
 		d, hinted := retry.ParseRetryAfter(res.Header.Get("Retry-After"), now)
-		if res.Header.Get(policy.HeaderRefused) != "" {
-			if ms, ok := parseMillis(res.Header.Get(policy.HeaderRetryAfterMillis)); ok {
+		if res.Header.Get(callpath.HeaderRefused) != "" {
+			if ms, ok := parseMillis(res.Header.Get(callpath.HeaderRetryAfterMillis)); ok {
 				d = ms
 			}
 			// A Backstop server's protection refused: wait as it asks, and count it
@@ -88,11 +88,11 @@ func DefaultClassifier(res *http.Response, now time.Time) error {
 	return err
 }
 
-// maxRetryAfterMillis bounds policy.HeaderRetryAfterMillis as retry.ParseRetryAfter
+// maxRetryAfterMillis bounds callpath.HeaderRetryAfterMillis as retry.ParseRetryAfter
 // bounds Retry-After: a day.
 const maxRetryAfterMillis = 24 * time.Hour
 
-// parseMillis reads policy.HeaderRetryAfterMillis: a non-negative integer of
+// parseMillis reads callpath.HeaderRetryAfterMillis: a non-negative integer of
 // milliseconds, at most a day (larger values saturate); anything else is false.
 func parseMillis(v string) (time.Duration, bool) {
 	if v == "" || len(v) > 12 {

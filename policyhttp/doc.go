@@ -26,13 +26,13 @@
 // dialled through a client that retries. A request asking for an upgrade is never
 // hedged.
 //
-// A Backstop server's refusal — a 429 or 503 with policy.HeaderRefused — is retried
-// after its Retry-After (or policy.HeaderRetryAfterMillis, finer) and counted against
+// A Backstop server's refusal — a 429 or 503 with callpath.HeaderRefused — is retried
+// after its Retry-After (or callpath.HeaderRetryAfterMillis, finer) and counted against
 // neither a breaker nor a budget: the server below protects itself and its dependency,
 // and its own breaker counts that dependency's failures (retry.Refused).
 //
 // A handler behind a shedder (shed.Middleware) that calls through the transport gives
-// its shedder slot back for the round trip (policy.PauseFor): a server's limit bounds its
+// its shedder slot back for the round trip (callpath.PauseFor): a server's limit bounds its
 // own work, not the time it waits on a dependency that sheds for itself, so one slow
 // dependency does not make every server above it refuse. The pipeline's deadline,
 // per-attempt timeout and breaker (with SlowCall) bound that wait.

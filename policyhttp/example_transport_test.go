@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/backstop-go/backstop/callpath"
+
 	"github.com/backstop-go/backstop/policy"
 	"github.com/backstop-go/backstop/policy/policytest"
 	"github.com/backstop-go/backstop/policyhttp"
@@ -16,7 +18,7 @@ import (
 func ExampleNewTransport() {
 	var n atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		fmt.Println("server: attempt", r.Header.Get(policy.HeaderAttempt))
+		fmt.Println("server: attempt", r.Header.Get(callpath.HeaderAttempt))
 		if n.Add(1) < 3 {
 			w.Header().Set("Retry-After", "1")
 			w.WriteHeader(http.StatusServiceUnavailable)

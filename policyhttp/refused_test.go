@@ -11,20 +11,21 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/backstop-go/backstop/breaker"
+	"github.com/backstop-go/backstop/callpath"
 	"github.com/backstop-go/backstop/policy"
 	"github.com/backstop-go/backstop/policyhttp"
 	"github.com/backstop-go/backstop/retry"
 )
 
 // TestClassifier_ABackstopRefusalCountsAgainstNoBreaker: a 503 with
-// policy.HeaderRefused is retryable after its Retry-After and excluded from a breaker's
+// callpath.HeaderRefused is retryable after its Retry-After and excluded from a breaker's
 // counts; the same 503 without it counts.
 func TestClassifier_ABackstopRefusalCountsAgainstNoBreaker(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	res := func(refused string) *http.Response {
 		h := http.Header{"Retry-After": {"2"}}
 		if refused != "" {
-			h.Set(policy.HeaderRefused, refused)
+			h.Set(callpath.HeaderRefused, refused)
 		}
 		return &http.Response{StatusCode: http.StatusServiceUnavailable, Status: "503 Service Unavailable", Header: h}
 	}
@@ -33,7 +34,7 @@ func TestClassifier_ABackstopRefusalCountsAgainstNoBreaker(t *testing.T) {
 		excluded bool
 	}{{"breaker", true}, {"limit", true}, {"dependency", true}, {"", false}} {
 		err := policyhttp.DefaultClassifier(res(tt.refused), now)
-		require.Equal(t, tt.excluded, breaker.DefaultIsExcluded(err), "503 with %s=%q: excluded from a breaker", policy.HeaderRefused, tt.refused)
+		require.Equal(t, tt.excluded, breaker.DefaultIsExcluded(err), "503 with %s=%q: excluded from a breaker", callpath.HeaderRefused, tt.refused)
 		hint, ok := retry.Hint(err)
 		require.True(t, ok, "503 with %q carries its Retry-After", tt.refused)
 		require.Equal(t, 2*time.Second, hint)
@@ -60,7 +61,7 @@ func FuzzRefusedRetryAfterMillis(f *testing.F) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	f.Fuzz(func(t *testing.T, v string) {
 		res := &http.Response{StatusCode: http.StatusServiceUnavailable, Header: http.Header{
-			"Retry-After": {"3"}, policy.HeaderRefused: {"breaker"}, policy.HeaderRetryAfterMillis: {v}}}
+			"Retry-After": {"3"}, callpath.HeaderRefused: {"breaker"}, callpath.HeaderRetryAfterMillis: {v}}}
 		hint, _ := retry.Hint(policyhttp.DefaultClassifier(res, now)) // none: retry at once
 		if hint < 0 || hint > 24*time.Hour {
 			t.Fatalf("Backstop-Retry-After-Ms %q: hint %v outside [0, 24h]", v, hint)

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/backstop-go/backstop/callpath"
 	"github.com/backstop-go/backstop/internal/httpattempt"
 	"github.com/backstop-go/backstop/policy"
 	"github.com/backstop-go/backstop/retry"
@@ -132,7 +133,7 @@ type transport struct {
 // get exactly one attempt. Responses are judged by [DefaultClassifier] unless
 // [WithClassifier] replaces it.
 //
-// Every request made under a retry owner carries [policy.HeaderAttempt], so that
+// Every request made under a retry owner carries [callpath.HeaderAttempt], so that
 // servers downstream (see [Middleware]) fail fast rather than retry again: the attempt
 // number of the retry in this process that owns the call path, or 1 when the owner is
 // in another process (this process makes the request once; the number it received is
@@ -173,11 +174,11 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	// A server's shedder does not count a request while it waits on its dependency:
 	// the dependency sheds for itself, and the pipeline's deadline and breaker bound
 	// the wait.
-	ctx, resume := policy.PauseFor(req.Context())
+	ctx, resume := callpath.PauseFor(req.Context())
 	defer resume()
-	ctx, rel := policy.WithReleaser(ctx)
+	ctx, rel := callpath.WithReleaser(ctx)
 	if !repeatable || upgrading(req.Header) {
-		ctx = policy.WithoutRepeats(ctx) // never hedged
+		ctx = callpath.WithoutRepeats(ctx) // never hedged
 	}
 	a := &attempts{t: t, req: req, key: key, repeatable: repeatable}
 	err := t.p.Do(ctx, a.run)
@@ -264,13 +265,10 @@ func (a *attempts) run(ctx context.Context) error {
 	// the call path, or 1 under an owner in another process (this request is the one
 	// attempt this process makes; the header carries the ownership on). A header the
 	// caller copied from elsewhere is not forwarded.
-	if n, upstream, ok := policy.Attempt(ctx); ok {
-		if upstream {
-			n = 1
-		}
-		out.Header.Set(policy.HeaderAttempt, strconv.Itoa(n))
+	if n, ok := callpath.Outgoing(ctx); ok {
+		out.Header.Set(callpath.HeaderAttempt, strconv.Itoa(n))
 	} else {
-		out.Header.Del(policy.HeaderAttempt)
+		out.Header.Del(callpath.HeaderAttempt)
 	}
 	if a.key != "" {
 		out.Header.Set(HeaderIdempotencyKey, a.key)
@@ -285,7 +283,7 @@ func (a *attempts) run(ctx context.Context) error {
 	err = a.t.classify(res, a.t.clock.Now())
 	// Under a hedge, a success is kept only by the attempt that wins the race: the
 	// winner's context is the one left alive for reading the body.
-	win := err == nil && policy.Win(ctx)
+	win := err == nil && callpath.Win(ctx)
 	a.mu.Lock()
 	lost := a.won || (err == nil && !win)
 	if !lost {
@@ -369,7 +367,7 @@ func (b *upgradedBody) CloseWrite() error {
 }
 
 // Middleware marks the context of a request that carries an attempt header
-// ([policy.HeaderAttempt], Envoy's x-envoy-attempt-count, gRPC's
+// ([callpath.HeaderAttempt], Envoy's x-envoy-attempt-count, gRPC's
 // grpc-previous-rpc-attempts) as owned upstream: a retry in the caller's process owns
 // this call path, so the retrying pipelines the handler runs for its own outbound calls
 // make one attempt each instead of multiplying the caller's retries. Values that do
@@ -377,11 +375,11 @@ func (b *upgradedBody) CloseWrite() error {
 func Middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if n, ok := AttemptOf(r); ok {
-			r = r.WithContext(policy.WithUpstreamAttempt(r.Context(), n))
+			r = r.WithContext(callpath.WithUpstreamAttempt(r.Context(), n))
 		}
 		next.ServeHTTP(w, r)
 	})
 }
 
-// AttemptOf reads a request's attempt headers with [policy.ParseAttempt].
+// AttemptOf reads a request's attempt headers with [callpath.ParseAttempt].
 func AttemptOf(r *http.Request) (int, bool) { return httpattempt.FromHeader(r.Header) }

@@ -18,6 +18,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/backstop-go/backstop/breaker"
+	"github.com/backstop-go/backstop/callpath"
 	"github.com/backstop-go/backstop/policy"
 	"github.com/backstop-go/backstop/policy/policytest"
 	"github.com/backstop-go/backstop/policyhttp"
@@ -249,7 +250,7 @@ func TestTransport_AttemptHeaderAndCallerRequestUntouched(t *testing.T) {
 	req := get(t, srv.URL)
 	req.Header.Set("X-Mine", "1")
 	r.do(t, req)
-	require.Equal(t, []string{"1", "2", "3"}, srv.header(policy.HeaderAttempt))
+	require.Equal(t, []string{"1", "2", "3"}, srv.header(callpath.HeaderAttempt))
 	require.Equal(t, http.Header{"X-Mine": {"1"}}, req.Header, "the caller's request is not modified")
 }
 
@@ -261,7 +262,7 @@ func TestTransport_NoPipelineRetryNoAttemptHeader(t *testing.T) {
 	res, err := c.Get(srv.URL)
 	require.NoError(t, err)
 	res.Body.Close()
-	require.Equal(t, []string{""}, srv.header(policy.HeaderAttempt), "no retry owner, no header")
+	require.Equal(t, []string{""}, srv.header(callpath.HeaderAttempt), "no retry owner, no header")
 }
 
 func TestTransport_OpenBreakerSendsNothing(t *testing.T) {
@@ -372,18 +373,18 @@ func TestMiddleware_MarksOwnedUpstream(t *testing.T) {
 		owned         bool
 	}{
 		{"", "", 0, false},
-		{policy.HeaderAttempt, "2", 2, true},
-		{policy.HeaderEnvoyAttempt, "1", 1, true},
-		{policy.HeaderGRPCPreviousAttempts, "1", 2, true},
-		{policy.HeaderAttempt, "two", 0, false},
-		{policy.HeaderAttempt, strings.Repeat("9", 5000), policy.MaxAttemptHeader, true},
+		{callpath.HeaderAttempt, "2", 2, true},
+		{callpath.HeaderEnvoyAttempt, "1", 1, true},
+		{callpath.HeaderGRPCPreviousAttempts, "1", 2, true},
+		{callpath.HeaderAttempt, "two", 0, false},
+		{callpath.HeaderAttempt, strings.Repeat("9", 5000), callpath.MaxAttempt, true},
 	}
 	for _, tt := range tests {
 		var owned bool
 		var n int
 		h := policyhttp.Middleware(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
-			owned = policy.Owned(r.Context())
-			n, _, _ = policy.Attempt(r.Context())
+			owned = callpath.Owned(r.Context())
+			n, _, _ = callpath.Attempt(r.Context())
 		}))
 		req := httptest.NewRequest("GET", "/", nil)
 		if tt.header != "" {

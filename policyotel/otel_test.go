@@ -16,6 +16,7 @@ import (
 
 	"github.com/backstop-go/backstop/breaker"
 	"github.com/backstop-go/backstop/budget"
+	"github.com/backstop-go/backstop/callpath"
 	"github.com/backstop-go/backstop/policy"
 	"github.com/backstop-go/backstop/policy/policytest"
 	"github.com/backstop-go/backstop/policyotel"
@@ -117,7 +118,7 @@ func TestObserver_SuppressionBreakerAndShed(t *testing.T) {
 	obs, reader, rec, tp := setup(t)
 	ctx, span := tp.Tracer("test").Start(context.Background(), "handler")
 	inner := policy.MustWrap(retry.MustNew(retry.Options{MaxAttempts: 3})).With(policy.Name("db"), policy.Observe(obs))
-	_ = inner.Do(policy.WithUpstreamAttempt(ctx, 2), func(context.Context) error { return retry.Retryable(errDown) })
+	_ = inner.Do(callpath.WithUpstreamAttempt(ctx, 2), func(context.Context) error { return retry.Retryable(errDown) })
 
 	brk := breaker.MustNew("db", breaker.Options{ConsecutiveFailures: 1})
 	bp := policy.MustWrap(brk).With(policy.Name("db-breaker"), policy.Observe(obs))

@@ -63,7 +63,7 @@ func Pushback(err error, d time.Duration) error {
 
 // Refused marks err as a refusal by a server's own protection — a shedder or an open
 // breaker in front of its dependency, which says so (Backstop servers send
-// policy.HeaderRefused) — retryable after at least d, as [After]. The retry waits as
+// callpath.HeaderRefused) — retryable after at least d, as [After]. The retry waits as
 // for After, but does not report the failure to a budget outside it: the refused
 // attempt did no work at the dependency the budget guards, and the server's own breaker
 // counts that dependency's failures. A retry budget is then spent by failures that

@@ -9,7 +9,7 @@
 //   - the error is retryable ([Options].ShouldRetry, by default [DefaultShouldRetry]:
 //     errors marked with [Retryable] or [After], timeouts, refused or reset connections);
 //   - attempts remain (MaxAttempts counts the first one);
-//   - no other layer owns retries on the call path (policy.Owned): otherwise the call
+//   - no other layer owns retries on the call path (callpath.Owned): otherwise the call
 //     makes one attempt and reports retry_suppressed{why="owner"};
 //   - a server's hint, if any, is no longer than MaxHintDelay: otherwise the call
 //     returns at once with retry_suppressed{why="hint"}, since coming back before the
@@ -26,7 +26,7 @@
 //
 // # Who owns the call path
 //
-// A retry marks each attempt's context as owned (policy.WithAttempt), so retrying
+// A retry marks each attempt's context as owned (callpath.WithAttempt), so retrying
 // pipelines called underneath make one attempt each. A retry with MaxAttempts 1 can
 // never retry and does not claim the call path. Only the owning retry talks to its
 // budget: a suppressed retry below neither deposits nor pays, so a budget shared by
@@ -67,8 +67,8 @@
 // up to MaxAttempts in flight, and keeps the first success. It is a retry for the
 // ordering rules (one per pipeline, a budget outside pays for every extra attempt, a
 // per-attempt timeout inside) and for the owner rule. Its attempts run concurrently:
-// work whose result outlives the call keeps it only if policy.Win says its attempt
+// work whose result outlives the call keeps it only if callpath.Win says its attempt
 // won; the hedge leaves the winner's context alive and cancels the others'. Work
-// marked policy.WithoutRepeats (policyhttp marks requests that are not idempotent)
+// marked callpath.WithoutRepeats (policyhttp marks requests that are not idempotent)
 // gets one attempt.
 package retry

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/backstop-go/backstop/callpath"
 	"github.com/backstop-go/backstop/deadline"
 	"github.com/backstop-go/backstop/policy"
 	"github.com/backstop-go/backstop/policy/policytest"
@@ -78,7 +79,7 @@ func ExampleNewHedge() {
 	h := retry.MustNewHedge(retry.HedgeOptions{MaxAttempts: 2, Delay: 20 * time.Millisecond}) // near the p95 latency
 	p := policy.MustWrap(deadline.MustNew(time.Second), h)
 	err := p.Do(context.Background(), func(ctx context.Context) error {
-		n, _, _ := policy.Attempt(ctx)
+		n, _, _ := callpath.Attempt(ctx)
 		if n == 1 {
 			<-ctx.Done() // the first attempt hangs: a slow replica
 			return ctx.Err()

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/backstop-go/backstop/budget"
+	"github.com/backstop-go/backstop/callpath"
 	"github.com/backstop-go/backstop/deadline"
 	"github.com/backstop-go/backstop/policy"
 	"github.com/backstop-go/backstop/policy/policytest"
@@ -71,7 +72,7 @@ func TestRetry_OneAttemptRetryDoesNotClaimTheCallPath(t *testing.T) {
 	calls := 0
 	var owned bool
 	err := single.Do(context.Background(), func(ctx context.Context) error {
-		owned = policy.Owned(ctx)
+		owned = callpath.Owned(ctx)
 		return h.p.Do(ctx, failing(&calls, retry.Retryable(errDown)))
 	})
 	require.False(t, owned, "a retry with MaxAttempts 1 marks nothing")

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/backstop-go/backstop/callpath"
+
 	"github.com/backstop-go/backstop/policy"
 )
 
@@ -63,7 +65,7 @@ type HedgeOptions struct {
 // attempt, and a per-attempt timeout inside it (O3) bounds each attempt. It owns the
 // call path as a retry does: each attempt's context is marked with its number, and a
 // hedge running under another owner makes one attempt. It makes one attempt, too,
-// for work that may not be repeated (policy.WithoutRepeats: policyhttp marks every
+// for work that may not be repeated (callpath.WithoutRepeats: policyhttp marks every
 // request that is not idempotent).
 //
 // Attempts run on goroutines of their own, where no caller could recover a panic: a
@@ -74,9 +76,9 @@ type HedgeOptions struct {
 // runs it on the caller's goroutine, where a panic propagates unchanged.
 //
 // fn runs concurrently with itself, once per attempt in flight: it must keep each
-// attempt's result apart, and keep one only if policy.Win says its attempt won the
+// attempt's result apart, and keep one only if callpath.Win says its attempt won the
 // race (policyhttp keeps the winner's response and closes the others'). The winner's
-// context lives on until the caller's policy.Releaser releases it.
+// context lives on until the caller's callpath.Releaser releases it.
 type Hedge struct {
 	max     int
 	delay   time.Duration
@@ -160,18 +162,18 @@ type outcome struct {
 
 func (r *hedger) Run(ctx context.Context, fn policy.Func) error {
 	h := r.h
-	if policy.Owned(ctx) {
+	if callpath.Owned(ctx) {
 		return r.attempt(ctx, fn, 1) // another layer owns the call path: one attempt
 	}
-	if !policy.Repeatable(ctx) {
-		return r.attempt(policy.WithAttempt(ctx, 1), fn, 1) // the owner, of work that may be done once
+	if !callpath.Repeatable(ctx) {
+		return r.attempt(callpath.WithAttempt(ctx, 1), fn, 1) // the owner, of work that may be done once
 	}
 	budget, lease := r.budget, r.lease
 	if budget != nil {
 		budget.Deposit()
 	}
 	results := make(chan outcome, h.max) // never blocks an attempt: nothing outlives the call
-	rctx, race := policy.WithRace(ctx)
+	rctx, race := callpath.WithRace(ctx)
 	var taken [MaxHedgeAttempts + 1]int64
 	var leased [MaxHedgeAttempts + 1]bool
 	// Each attempt has a context of its own: the losers' are cancelled, the winner's
@@ -183,7 +185,7 @@ func (r *hedger) Run(ctx context.Context, fn policy.Func) error {
 			switch {
 			case cancel == nil:
 			case n == winner:
-				policy.DeferRelease(ctx, cancel)
+				callpath.DeferRelease(ctx, cancel)
 			default:
 				cancel()
 			}
@@ -202,7 +204,7 @@ func (r *hedger) Run(ctx context.Context, fn policy.Func) error {
 				}
 				results <- outcome{n, err}
 			}()
-			err = r.attempt(policy.WithAttempt(actx, n), fn, n)
+			err = r.attempt(callpath.WithAttempt(actx, n), fn, n)
 		}()
 	}
 	// more asks the budget for an extra attempt, after an error of reason why.
@@ -288,7 +290,7 @@ func (r *hedger) Run(ctx context.Context, fn policy.Func) error {
 				if budget != nil {
 					budget.OnSuccess()
 				}
-				// The winner is the attempt that claimed the race (policy.Win), if any
+				// The winner is the attempt that claimed the race (callpath.Win), if any
 				// did: it may not be the first to return.
 				if winner = race.Winner(); winner == 0 {
 					winner = o.n

@@ -10,12 +10,14 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/backstop-go/backstop/callpath"
+
 	"github.com/backstop-go/backstop/policy"
 	"github.com/backstop-go/backstop/retry"
 )
 
 func explodingAttempt(ctx context.Context) error {
-	if n, _, _ := policy.Attempt(ctx); n == 2 {
+	if n, _, _ := callpath.Attempt(ctx); n == 2 {
 		panic("attempt exploded")
 	}
 	<-ctx.Done() // the first attempt waits to be cancelled
@@ -59,7 +61,7 @@ func TestHedge_APanicInAHedgedAttemptIsReturned(t *testing.T) {
 func TestHedge_GoexitInAHedgedAttemptEndsTheCall(t *testing.T) {
 	p := policy.MustWrap(retry.MustNewHedge(retry.HedgeOptions{Delay: -1}))
 	err := p.Do(context.Background(), func(ctx context.Context) error {
-		if n, _, _ := policy.Attempt(ctx); n == 1 {
+		if n, _, _ := callpath.Attempt(ctx); n == 1 {
 			runtime.Goexit()
 		}
 		<-ctx.Done()

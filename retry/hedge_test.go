@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/backstop-go/backstop/budget"
+	"github.com/backstop-go/backstop/callpath"
 	"github.com/backstop-go/backstop/deadline"
 	"github.com/backstop-go/backstop/policy"
 	"github.com/backstop-go/backstop/policy/policytest"
@@ -38,7 +39,7 @@ func (b *backend) ch(n int) chan error {
 }
 
 func (b *backend) fn(ctx context.Context) error {
-	n, _, _ := policy.Attempt(ctx)
+	n, _, _ := callpath.Attempt(ctx)
 	b.started <- n
 	select {
 	case err := <-b.ch(n):
@@ -162,7 +163,7 @@ func TestHedge_OneAttemptUnderAnOwnerOrForWorkThatMayNotBeRepeated(t *testing.T)
 	require.Equal(t, 1, calls, "under an owner, a hedge makes one attempt")
 
 	calls = 0
-	require.NoError(t, inner.Do(policy.WithoutRepeats(context.Background()), count))
+	require.NoError(t, inner.Do(callpath.WithoutRepeats(context.Background()), count))
 	require.Equal(t, 1, calls, "work that may not be repeated is never hedged")
 }
 
@@ -221,19 +222,19 @@ func TestHedge_TheAttemptThatClaimsTheRaceWinsNotTheFirstToReturn(t *testing.T) 
 	p := policy.MustWrap(retry.MustNewHedge(retry.HedgeOptions{Delay: time.Second, Clock: clock}))
 	ctxs := make(chan context.Context, 2)
 	claimed, returnFirst := make(chan struct{}), make(chan struct{})
-	ctx, rel := policy.WithReleaser(context.Background())
+	ctx, rel := callpath.WithReleaser(context.Background())
 	done := make(chan error)
 	go func() {
 		done <- p.Do(ctx, func(ctx context.Context) error {
 			ctxs <- ctx
-			n, _, _ := policy.Attempt(ctx)
+			n, _, _ := callpath.Attempt(ctx)
 			if n == 1 {
 				<-claimed
-				require.False(t, policy.Win(ctx), "attempt 2 claimed first")
+				require.False(t, callpath.Win(ctx), "attempt 2 claimed first")
 				close(returnFirst)
 				return nil // returns first, as a loser
 			}
-			require.True(t, policy.Win(ctx))
+			require.True(t, callpath.Win(ctx))
 			close(claimed)
 			<-returnFirst
 			return nil
@@ -248,7 +249,7 @@ func TestHedge_TheAttemptThatClaimsTheRaceWinsNotTheFirstToReturn(t *testing.T) 
 	require.NoError(t, second.Err(), "the winner's context lives until the caller releases it")
 	rel.Release()
 	require.Error(t, second.Err())
-	require.True(t, policy.Win(context.Background()), "outside a hedge every attempt wins")
+	require.True(t, callpath.Win(context.Background()), "outside a hedge every attempt wins")
 }
 
 func TestHedge_APushbackDelaysTheNextAttempt(t *testing.T) {

@@ -7,7 +7,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/backstop-go/backstop/policy"
+	"github.com/backstop-go/backstop/callpath"
+
 	"github.com/backstop-go/backstop/retry"
 )
 
@@ -37,12 +38,12 @@ func TestRetry_UnderAnOwnerInAnotherProcessTheBudgetStillHears(t *testing.T) {
 	b := &budgetLog{allow: 10}
 	h := newHarness(t, retry.Options{MaxAttempts: 3}, b)
 	calls := 0
-	_ = h.p.Do(policy.WithUpstreamAttempt(context.Background(), 1), failing(&calls, retry.Retryable(errDown)))
+	_ = h.p.Do(callpath.WithUpstreamAttempt(context.Background(), 1), failing(&calls, retry.Retryable(errDown)))
 	require.Equal(t, 1, calls)
 	require.Equal(t, []string{"deposit", "failure"}, b.log, "budget calls under an owner in another process")
 
 	b.log, calls = nil, 0
-	_ = h.p.Do(policy.WithAttempt(context.Background(), 1), failing(&calls, retry.Retryable(errDown)))
+	_ = h.p.Do(callpath.WithAttempt(context.Background(), 1), failing(&calls, retry.Retryable(errDown)))
 	require.Equal(t, 1, calls)
 	require.Empty(t, b.log, "budget calls under an owner in this process")
 }

@@ -6,6 +6,8 @@ import (
 	"math"
 	"time"
 
+	"github.com/backstop-go/backstop/callpath"
+
 	"github.com/backstop-go/backstop/policy"
 )
 
@@ -195,11 +197,11 @@ func (l *runner) Run(ctx context.Context, fn policy.Func) error {
 	// its outcome is still told to the budget (never a withdrawal): it is evidence
 	// about the backend that no one in this process counts otherwise (gRFC A6 counts
 	// every RPC of the channel).
-	owner := l.r.max > 1 && !policy.Owned(ctx)
+	owner := l.r.max > 1 && !callpath.Owned(ctx)
 	budget, lease := l.budget, l.lease
 	if !owner {
 		lease = nil
-		if _, upstream, ok := policy.Attempt(ctx); !ok || !upstream {
+		if _, upstream, ok := callpath.Attempt(ctx); !ok || !upstream {
 			budget = nil
 		}
 	}
@@ -219,7 +221,7 @@ func (l *runner) Run(ctx context.Context, fn policy.Func) error {
 	for n := 1; ; n++ {
 		actx := ctx
 		if owner {
-			actx = policy.WithAttempt(ctx, n)
+			actx = callpath.WithAttempt(ctx, n)
 		}
 		err := l.attempt(actx, fn, n)
 		if leased {
@@ -322,12 +324,12 @@ func (l *reporter) attempt(ctx context.Context, fn policy.Func, n int) error {
 
 // sleep waits d on the retry's clock; it returns false if ctx ended first, and never
 // leaves the timer running. A server's shedder that admitted the call is told the
-// call is paused meanwhile (policy.Pause): a sleeping retry holds no slot.
+// call is paused meanwhile (callpath.Pause): a sleeping retry holds no slot.
 func (l *runner) sleep(ctx context.Context, d time.Duration) bool {
 	if d <= 0 {
 		return ctx.Err() == nil
 	}
-	resume := policy.Pause(ctx)
+	resume := callpath.Pause(ctx)
 	defer resume()
 	t := l.r.clock.NewTimer(d)
 	select {

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/backstop-go/backstop/callpath"
 	"github.com/backstop-go/backstop/deadline"
 	"github.com/backstop-go/backstop/internal/race"
 	"github.com/backstop-go/backstop/policy"
@@ -304,7 +305,7 @@ func TestRetry_MarksEachAttemptOwned(t *testing.T) {
 	h := newHarness(t, retry.Options{MaxAttempts: 3})
 	var seen []int
 	_ = h.p.Do(context.Background(), func(ctx context.Context) error {
-		n, upstream, ok := policy.Attempt(ctx)
+		n, upstream, ok := callpath.Attempt(ctx)
 		require.True(t, ok)
 		require.False(t, upstream)
 		seen = append(seen, n)
@@ -315,7 +316,7 @@ func TestRetry_MarksEachAttemptOwned(t *testing.T) {
 
 func TestRetry_UpstreamOwnerMeansOneAttempt(t *testing.T) {
 	h := newHarness(t, retry.Options{MaxAttempts: 3})
-	ctx := policy.WithUpstreamAttempt(context.Background(), 2)
+	ctx := callpath.WithUpstreamAttempt(context.Background(), 2)
 	calls := 0
 	err := h.p.Do(ctx, failing(&calls, retry.Retryable(errDown)))
 	require.Equal(t, 1, calls)

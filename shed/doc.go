@@ -45,7 +45,7 @@
 // while it waits on something else: a retry's backoff in the handler, a read of the
 // request's body from the client (a slow upload cannot fill the limit), a call through
 // policyhttp's transport to a dependency (which sheds for itself), and, for gRPC
-// streams, a wait for the client's next message — each through the policy.Pauser this
+// streams, a wait for the client's next message — each through the callpath.Pauser this
 // shedder puts in the request's context (for a request admitted while half the limit
 // or more is in use, or sent by a retry owner upstream: a new context costs a copy of
 // the request, and on a server with room a held slot costs nothing). Pauses nest. A

@@ -6,7 +6,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 
-	"github.com/backstop-go/backstop/policy"
+	"github.com/backstop-go/backstop/callpath"
+
 	"github.com/backstop-go/backstop/shed"
 )
 
@@ -25,7 +26,7 @@ func ExampleMiddleware() {
 
 	for _, attempt := range []string{"1", "2"} {
 		req := httptest.NewRequest("GET", "/orders", nil)
-		req.Header.Set(policy.HeaderAttempt, attempt)
+		req.Header.Set(callpath.HeaderAttempt, attempt)
 		w := httptest.NewRecorder()
 		h.ServeHTTP(w, req)
 		fmt.Printf("attempt %s: %d Retry-After=%q\n", attempt, w.Code, w.Header().Get("Retry-After"))

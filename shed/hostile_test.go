@@ -9,7 +9,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/backstop-go/backstop/policy"
+	"github.com/backstop-go/backstop/callpath"
+
 	"github.com/backstop-go/backstop/shed"
 )
 
@@ -38,20 +39,20 @@ func TestHostile_GiantAndRepeatedAttemptHeaders(t *testing.T) {
 	var seen []int
 	s := shed.MustNew(shed.Options{})
 	h := shed.Middleware(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
-		n, _, _ := policy.Attempt(r.Context())
+		n, _, _ := callpath.Attempt(r.Context())
 		seen = append(seen, n)
 	}), s)
 
 	req := httptest.NewRequest("GET", "/", nil)
-	req.Header.Set(policy.HeaderAttempt, strings.Repeat("9", 1<<20))
+	req.Header.Set(callpath.HeaderAttempt, strings.Repeat("9", 1<<20))
 	h.ServeHTTP(httptest.NewRecorder(), req)
 
 	req = httptest.NewRequest("GET", "/", nil)
 	for range 1000 {
-		req.Header.Add(policy.HeaderAttempt, "7")
+		req.Header.Add(callpath.HeaderAttempt, "7")
 	}
-	req.Header.Add(policy.HeaderEnvoyAttempt, "-3")
-	req.Header.Add(policy.HeaderGRPCPreviousAttempts, "1e9")
+	req.Header.Add(callpath.HeaderEnvoyAttempt, "-3")
+	req.Header.Add(callpath.HeaderGRPCPreviousAttempts, "1e9")
 	h.ServeHTTP(httptest.NewRecorder(), req)
-	require.Equal(t, []int{policy.MaxAttemptHeader, 7}, seen, "clamped to MaxAttemptHeader; the first of repeated values; garbage ignored")
+	require.Equal(t, []int{callpath.MaxAttempt, 7}, seen, "clamped to MaxAttemptHeader; the first of repeated values; garbage ignored")
 }

@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/backstop-go/backstop/policy"
+	"github.com/backstop-go/backstop/callpath"
 )
 
 var (
@@ -27,7 +27,7 @@ var (
 )
 
 // A refusal for want of a slot on a server that refuses only briefly tells Backstop
-// callers (policy.HeaderRetryAfterMillis) to come back after about two requests' time
+// callers (callpath.HeaderRetryAfterMillis) to come back after about two requests' time
 // — the baseline latency doubled, in steps of millisStep, within [millisStep,
 // maxBriefMillis] — rather than Retry-After's whole second: a slot frees that soon, and
 // a caller with a short deadline can still use it.
@@ -44,7 +44,7 @@ var millisValues = func() (v [maxBriefMillis/millisStep + 1][]string) {
 	return v
 }()
 
-// briefMillis returns the milliseconds to send in policy.HeaderRetryAfterMillis with a
+// briefMillis returns the milliseconds to send in callpath.HeaderRetryAfterMillis with a
 // refusal for reason r, or 0 for none: only for want of a slot, and only while the
 // Retry-After base is 1 s (under a third of requests refused over the last second).
 func (s *Shedder) briefMillis(r Reason) int {
@@ -84,8 +84,8 @@ func retryAfterValue(secs int) []string {
 
 // Middleware admits requests to next through s and answers the rest at once, never
 // reading their bodies: status 429 (or Options.RejectStatus 503; 503 for an open
-// Options.Breaker), a Retry-After in whole seconds, policy.HeaderRefused with the
-// reason (and, for an open breaker, policy.HeaderRetryAfterMillis with its remaining
+// Options.Breaker), a Retry-After in whole seconds, callpath.HeaderRefused with the
+// reason (and, for an open breaker, callpath.HeaderRetryAfterMillis with its remaining
 // open time), and a small application/problem+json body. Every request is either
 // served or answered.
 //
@@ -93,7 +93,7 @@ func retryAfterValue(secs int) []string {
 // a retry (attempt above 1) is sheddable, and the handler's context is marked as owned
 // upstream so its own retrying pipelines fail fast. Once half the limit is in use (and
 // for every request from a retry owner upstream) the handler's context also carries
-// the request's policy.Pauser (Permit.Pauser): while a retry in the handler waits out its backoff,
+// the request's callpath.Pauser (Permit.Pauser): while a retry in the handler waits out its backoff,
 // or a call through policyhttp's transport waits on a dependency, the request holds no
 // slot. Nor does it while the handler waits on a read of the request's body, so
 // clients that trickle their uploads cannot fill the limit. Bound
@@ -119,7 +119,7 @@ func Middleware(next http.Handler, s *Shedder) http.Handler {
 				if s.adaptive != nil {
 					ra += s.adaptive.baseline()
 				}
-				w.Header()[policy.HeaderRetryAfterMillis] = []string{strconv.FormatInt(max(ra.Milliseconds(), 1), 10)}
+				w.Header()[callpath.HeaderRetryAfterMillis] = []string{strconv.FormatInt(max(ra.Milliseconds(), 1), 10)}
 				s.write(w, ReasonBreaker, secs)
 				return
 			}
@@ -143,7 +143,7 @@ func Middleware(next http.Handler, s *Shedder) http.Handler {
 		if why != ReasonNone {
 			s.report(r.Context(), s.opts.Observer, "", why, p, ra)
 			if ms := s.briefMillis(why); ms > 0 {
-				w.Header()[policy.HeaderRetryAfterMillis] = millisValues[ms/millisStep]
+				w.Header()[callpath.HeaderRetryAfterMillis] = millisValues[ms/millisStep]
 			}
 			s.write(w, why, ra)
 			return
@@ -154,9 +154,9 @@ func Middleware(next http.Handler, s *Shedder) http.Handler {
 		// owner upstream (whose context is made anyway) and when half the limit is in
 		// use: on a server with room a held slot costs nothing.
 		if hasAttempt || 2*s.inflight.Load() >= s.limit.Load() {
-			ctx := policy.WithPauser(r.Context(), permit.Pauser())
+			ctx := callpath.WithPauser(r.Context(), permit.Pauser())
 			if hasAttempt {
-				ctx = policy.WithUpstreamAttempt(ctx, attempt)
+				ctx = callpath.WithUpstreamAttempt(ctx, attempt)
 			}
 			r = r.WithContext(ctx)
 		}
@@ -184,7 +184,7 @@ func Middleware(next http.Handler, s *Shedder) http.Handler {
 // a read waits on the client, not on this server.
 type pausingBody struct {
 	io.ReadCloser
-	p policy.Pauser
+	p callpath.Pauser
 }
 
 func (b *pausingBody) Read(p []byte) (int, error) {
@@ -235,7 +235,7 @@ func (s *Shedder) write(w http.ResponseWriter, r Reason, retryAfter int) {
 	h["Retry-After"] = retryAfterValue(retryAfter)
 	h["Content-Type"] = problemJSON
 	h["Cache-Control"] = noStore
-	h[policy.HeaderRefused] = reasonValues[r]
+	h[callpath.HeaderRefused] = reasonValues[r]
 	w.WriteHeader(s.statusFor(r))
 	_, _ = w.Write(s.bodies[r])
 }

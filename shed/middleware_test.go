@@ -20,6 +20,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/backstop-go/backstop/breaker"
+	"github.com/backstop-go/backstop/callpath"
 	"github.com/backstop-go/backstop/internal/race"
 	"github.com/backstop-go/backstop/policy"
 	"github.com/backstop-go/backstop/policy/policytest"
@@ -78,9 +79,9 @@ func TestMiddleware_ShedsRetriesFirstAndMarksOwnership(t *testing.T) {
 	var owned, attempt atomic.Int64
 	block := make(chan struct{})
 	h := shed.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if policy.Owned(r.Context()) {
+		if callpath.Owned(r.Context()) {
 			owned.Add(1)
-			n, _, _ := policy.Attempt(r.Context())
+			n, _, _ := callpath.Attempt(r.Context())
 			attempt.Store(int64(n))
 		}
 		<-block
@@ -104,12 +105,12 @@ func TestMiddleware_ShedsRetriesFirstAndMarksOwnership(t *testing.T) {
 	// A retry finds 3 of 4 slots taken: over its 75 % share.
 	w := httptest.NewRecorder()
 	req := httptest.NewRequest("GET", "/", nil)
-	req.Header.Set(policy.HeaderAttempt, "2")
+	req.Header.Set(callpath.HeaderAttempt, "2")
 	h.ServeHTTP(w, req)
 	require.Equal(t, 429, w.Code, "the retry is shed")
 	require.Contains(t, w.Body.String(), "(priority)")
 	// A first attempt from upstream still gets the last slot, marked as owned.
-	serve(policy.HeaderAttempt, "1")
+	serve(callpath.HeaderAttempt, "1")
 	waitFor(t, func() bool { return s.InFlight() == 4 })
 	close(block)
 	wg.Wait()
@@ -226,7 +227,7 @@ func TestMiddleware_RejectPathDoesNotAllocate(t *testing.T) {
 	defer permit.Release()
 	h := shed.Middleware(okHandler, s)
 	req := httptest.NewRequest("GET", "/", nil)
-	req.Header.Set(policy.HeaderAttempt, "3")
+	req.Header.Set(callpath.HeaderAttempt, "3")
 	w := &nopWriter{h: http.Header{}}
 	if n := testing.AllocsPerRun(1000, func() { h.ServeHTTP(w, req) }); n != 0 {
 		t.Errorf("a rejection allocates %v per request; want 0", n)

@@ -4,8 +4,8 @@ import (
 	"context"
 	"net/http"
 
+	"github.com/backstop-go/backstop/callpath"
 	"github.com/backstop-go/backstop/internal/httpattempt"
-	"github.com/backstop-go/backstop/policy"
 )
 
 // Priority orders work for shedding: sheddable work goes first, critical work last.
@@ -42,7 +42,7 @@ func WithPriority(ctx context.Context, p Priority) context.Context {
 // WithPriority, lowered to sheddable if ctx is a retry from upstream.
 func priorityOf(ctx context.Context) Priority {
 	p, _ := ctx.Value(priorityKey{}).(Priority)
-	if n, upstream, ok := policy.Attempt(ctx); ok && upstream && n > 1 {
+	if n, upstream, ok := callpath.Attempt(ctx); ok && upstream && n > 1 {
 		p = min(p, PrioritySheddable)
 	}
 	return p

@@ -9,7 +9,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/backstop-go/backstop/policy"
+	"github.com/backstop-go/backstop/callpath"
+
 	"github.com/backstop-go/backstop/policy/policytest"
 	"github.com/backstop-go/backstop/shed"
 )
@@ -28,9 +29,9 @@ func TestMiddleware_RefusalsTellBackstopCallersWhenToComeBack(t *testing.T) {
 	w := httptest.NewRecorder()
 	h.ServeHTTP(w, httptest.NewRequest("GET", "/", nil))
 	require.Equal(t, http.StatusTooManyRequests, w.Code)
-	require.Equal(t, "limit", w.Header().Get(policy.HeaderRefused))
+	require.Equal(t, "limit", w.Header().Get(callpath.HeaderRefused))
 	require.Equal(t, "1", w.Header().Get("Retry-After"))
-	require.Equal(t, "100", w.Header().Get(policy.HeaderRetryAfterMillis), "a brief refusal: the queue interval")
+	require.Equal(t, "100", w.Header().Get(callpath.HeaderRetryAfterMillis), "a brief refusal: the queue interval")
 
 	for range 2 { // a second of nothing but refusals: the base rises above 1 s
 		h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/", nil))
@@ -39,7 +40,7 @@ func TestMiddleware_RefusalsTellBackstopCallersWhenToComeBack(t *testing.T) {
 	w = httptest.NewRecorder()
 	h.ServeHTTP(w, httptest.NewRequest("GET", "/", nil))
 	require.NotEqual(t, "1", w.Header().Get("Retry-After"), "refusals went on: the base grew")
-	require.Empty(t, w.Header().Get(policy.HeaderRetryAfterMillis), "no fine-grained wait once refusals go on")
+	require.Empty(t, w.Header().Get(callpath.HeaderRetryAfterMillis), "no fine-grained wait once refusals go on")
 }
 
 // TestPermit_PausesNest: one admitted request paused five times at once (calls in

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/backstop-go/backstop/breaker"
+	"github.com/backstop-go/backstop/callpath"
 	"github.com/backstop-go/backstop/policy"
 )
 
@@ -532,7 +533,7 @@ func (s *Shedder) pause() {
 
 func (s *Shedder) resume() { s.inflight.Add(1) }
 
-// hold is one admitted request's hold on its slot, as the policy.Pauser of its
+// hold is one admitted request's hold on its slot, as the callpath.Pauser of its
 // context. Pauses nest — the first gives the slot back, the last Resume takes it
 // again — so a request paused twice at once (its body read by a proxied call, calls
 // made in parallel) gives back one slot.
@@ -553,13 +554,13 @@ func (h *hold) Resume() {
 	}
 }
 
-// Pauser returns the policy.Pauser of the permit's work: put it in the work's context
-// (policy.WithPauser) and the work gives its slot back while it waits — a retry's
+// Pauser returns the callpath.Pauser of the permit's work: put it in the work's context
+// (callpath.WithPauser) and the work gives its slot back while it waits — a retry's
 // backoff, a call through policyhttp's transport — and takes it again after, whatever
 // the limit (the work was admitted). Pauses nest. Work that paused is timed in full:
 // its latency, waits included, is what its callers see, and the latency a breaker's
 // refusal adds to its Retry-After. The zero Permit's Pauser does nothing.
-func (p *Permit) Pauser() policy.Pauser {
+func (p *Permit) Pauser() callpath.Pauser {
 	if p.s == nil {
 		return nopPauser{}
 	}
@@ -718,7 +719,7 @@ func (r *runner) Run(ctx context.Context, fn policy.Func) error {
 	if 2*r.s.inflight.Load() >= r.s.limit.Load() {
 		// Half the limit in use: a retry's backoff in fn gives the slot back (a new
 		// context per call costs nothing a server with room needs to pay).
-		ctx = policy.WithPauser(ctx, permit.Pauser())
+		ctx = callpath.WithPauser(ctx, permit.Pauser())
 	}
 	err := r.next.Run(ctx, fn)
 	permit.release(err == nil)

@@ -15,6 +15,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/backstop-go/backstop/callpath"
+
 	"github.com/backstop-go/backstop/policy"
 	"github.com/backstop-go/backstop/policy/policytest"
 	"github.com/backstop-go/backstop/shed"
@@ -368,7 +370,7 @@ func TestShedder_AsAPolicy(t *testing.T) {
 	require.Equal(t, "consumer", shedEvents[0].Pipeline)
 
 	// An idle server admits an upstream retry, even with one slot.
-	ctx := policy.WithUpstreamAttempt(context.Background(), 2)
+	ctx := callpath.WithUpstreamAttempt(context.Background(), 2)
 	require.NoError(t, p.Do(ctx, func(context.Context) error { return nil }), "an idle Limit: 1 server admits a retry")
 	err = p.Do(shed.WithPriority(context.Background(), shed.PriorityCritical), func(context.Context) error { return nil })
 	require.NoError(t, err)

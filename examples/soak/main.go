@@ -26,6 +26,7 @@ import (
 
 	"github.com/backstop-go/backstop/breaker"
 	"github.com/backstop-go/backstop/budget"
+	"github.com/backstop-go/backstop/callpath"
 	"github.com/backstop-go/backstop/chaos"
 	"github.com/backstop-go/backstop/deadline"
 	"github.com/backstop-go/backstop/policy"
@@ -88,7 +89,7 @@ func (t *topology) serve(h http.Handler) (string, error) {
 func (t *topology) watch(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPost {
-			if n, _ := strconv.Atoi(r.Header.Get(policy.HeaderAttempt)); n > 1 {
+			if n, _ := strconv.Atoi(r.Header.Get(callpath.HeaderAttempt)); n > 1 {
 				t.postRetry.Add(1)
 			}
 		}

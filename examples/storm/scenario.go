@@ -15,6 +15,7 @@ import (
 
 	"github.com/backstop-go/backstop/breaker"
 	"github.com/backstop-go/backstop/budget"
+	"github.com/backstop-go/backstop/callpath"
 	"github.com/backstop-go/backstop/deadline"
 	"github.com/backstop-go/backstop/policy"
 	"github.com/backstop-go/backstop/policyhttp"
@@ -197,7 +198,7 @@ func (h naiveHop) get(ctx context.Context, url string) (answer, error) {
 }
 
 // answer is what a hop passes up from the service below: its status, and the
-// Retry-After, policy.HeaderRefused and policy.HeaderRetryAfterMillis it sent.
+// Retry-After, callpath.HeaderRefused and callpath.HeaderRetryAfterMillis it sent.
 type answer struct {
 	status                      int
 	retryAfter, refused, millis string
@@ -214,7 +215,7 @@ func (h backstopHop) get(ctx context.Context, url string) (answer, error) {
 	}
 	drain(res)
 	return answer{status: res.StatusCode, retryAfter: res.Header.Get("Retry-After"),
-		refused: res.Header.Get(policy.HeaderRefused), millis: res.Header.Get(policy.HeaderRetryAfterMillis)}, nil
+		refused: res.Header.Get(callpath.HeaderRefused), millis: res.Header.Get(callpath.HeaderRetryAfterMillis)}, nil
 }
 
 func drain(res *http.Response) {
@@ -227,7 +228,7 @@ func drain(res *http.Response) {
 // defaults), 4 attempts with full jitter, and a per-attempt timeout. The breaker
 // probes a down dependency every 50 ms — 20 requests a second, a few per cent of what
 // owner_only sends the database — so it finds the database back within about 50 ms;
-// its refusals tell callers the real time left (policy.HeaderRetryAfterMillis). In
+// its refusals tell callers the real time left (callpath.HeaderRetryAfterMillis). In
 // owner-only mode the breaker and the budget are left out. obs counts the pipeline's
 // events.
 func backstopPipeline(m mode, name string, r policy.Rand, obs policy.Observer) (*policy.Pipeline, *breaker.Breaker) {
@@ -329,7 +330,7 @@ func (st *stack) serve(h http.Handler) (string, error) {
 // forward is a middle service: it asks the service below and answers with its status
 // and Retry-After. An open breaker is a 503 with the breaker's open time. When the
 // service guards its dependency with a breaker (guarded), the refusals and failures it
-// answers for that dependency say so in policy.HeaderRefused: that breaker counts them,
+// answers for that dependency say so in callpath.HeaderRefused: that breaker counts them,
 // so the breakers and budgets of the services above do not count them again — one
 // breaker per dependency, as there is one retry owner per call path.
 func forward(h hop, next string, guarded bool) http.Handler {
@@ -345,7 +346,7 @@ func forward(h hop, next string, guarded bool) http.Handler {
 				// Until the probe, and the probe's own time (about one request).
 				left := time.Until(open.Until)
 				a.retryAfter = strconv.Itoa(max(1, int(math.Ceil(left.Seconds()))))
-				a.millis = strconv.FormatInt(max(1, (left + 30*time.Millisecond).Milliseconds()), 10)
+				a.millis = strconv.FormatInt(max(1, (left+30*time.Millisecond).Milliseconds()), 10)
 			}
 		case err != nil:
 			a.status = http.StatusBadGateway
@@ -356,9 +357,9 @@ func forward(h hop, next string, guarded bool) http.Handler {
 			w.Header().Set("Retry-After", a.retryAfter)
 		}
 		if guarded && a.refused != "" {
-			w.Header().Set(policy.HeaderRefused, a.refused)
+			w.Header().Set(callpath.HeaderRefused, a.refused)
 			if a.millis != "" {
-				w.Header().Set(policy.HeaderRetryAfterMillis, a.millis)
+				w.Header().Set(callpath.HeaderRetryAfterMillis, a.millis)
 			}
 		}
 		w.WriteHeader(a.status)

@@ -5,17 +5,17 @@ package httpattempt
 import (
 	"net/http"
 
-	"github.com/backstop-go/backstop/policy"
+	"github.com/backstop-go/backstop/callpath"
 )
 
 // FromHeader reads Backstop's, Envoy's and gRPC's attempt headers with
-// policy.ParseAttempt. It indexes the header map with the canonical names directly,
+// callpath.ParseAttempt. It indexes the header map with the canonical names directly,
 // skipping Header.Get's canonicalisation (a third of the shedder's admit path).
 func FromHeader(h http.Header) (int, bool) {
-	return policy.ParseAttempt(
-		first(h, policy.HeaderAttempt),
-		first(h, policy.HeaderEnvoyAttempt),
-		first(h, policy.HeaderGRPCPreviousAttempts))
+	return callpath.ParseAttempt(
+		first(h, callpath.HeaderAttempt),
+		first(h, callpath.HeaderEnvoyAttempt),
+		first(h, callpath.HeaderGRPCPreviousAttempts))
 }
 
 func first(h http.Header, key string) string {

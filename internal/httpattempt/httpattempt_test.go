@@ -4,13 +4,13 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/backstop-go/backstop/callpath"
 	"github.com/backstop-go/backstop/internal/httpattempt"
-	"github.com/backstop-go/backstop/policy"
 )
 
 // TestHeadersAreCanonical guards the direct map lookups.
 func TestHeadersAreCanonical(t *testing.T) {
-	for _, k := range []string{policy.HeaderAttempt, policy.HeaderEnvoyAttempt, policy.HeaderGRPCPreviousAttempts} {
+	for _, k := range []string{callpath.HeaderAttempt, callpath.HeaderEnvoyAttempt, callpath.HeaderGRPCPreviousAttempts} {
 		if c := http.CanonicalHeaderKey(k); c != k {
 			t.Errorf("header %q is not canonical (%q)", k, c)
 		}
@@ -22,8 +22,8 @@ func TestFromHeader(t *testing.T) {
 	if _, ok := httpattempt.FromHeader(h); ok {
 		t.Error("FromHeader(no headers) ok")
 	}
-	h.Set(policy.HeaderEnvoyAttempt, "3")
-	h.Set(policy.HeaderGRPCPreviousAttempts, "junk")
+	h.Set(callpath.HeaderEnvoyAttempt, "3")
+	h.Set(callpath.HeaderGRPCPreviousAttempts, "junk")
 	if n, ok := httpattempt.FromHeader(h); !ok || n != 3 {
 		t.Errorf("FromHeader(envoy 3, grpc junk) = %d, %v; want 3, true", n, ok)
 	}

@@ -23,7 +23,7 @@
 //     bubble, so a policy that sleeps ignoring ctx is caught without real waiting;
 //     such a policy must build its timers inside the bubble, as newPolicy does);
 //   - the Releaser rule: a context the policy hands down is still live when Run
-//     returns if the caller's context carries a policy.Releaser, and ends only when
+//     returns if the caller's context carries a callpath.Releaser, and ends only when
 //     the caller releases it (an HTTP body is read after the call);
 //   - Run is safe for concurrent use from many goroutines;
 //   - events, if any, carry a valid kind and the pipeline's name;
@@ -40,6 +40,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/backstop-go/backstop/callpath"
 
 	"github.com/backstop-go/backstop/policy"
 )
@@ -155,7 +157,7 @@ func Run(t *testing.T, newPolicy func() policy.Policy) {
 
 	t.Run("ReleaserKeepsContext", func(t *testing.T) {
 		_, r := bind(t, nil)
-		ctx, rel := policy.WithReleaser(context.Background())
+		ctx, rel := callpath.WithReleaser(context.Background())
 		var handed context.Context
 		if err := r.Run(ctx, func(ctx context.Context) error { handed = ctx; return nil }); err != nil {
 			t.Fatalf("Run = %v; want nil", err)
@@ -164,8 +166,8 @@ func Run(t *testing.T, newPolicy func() policy.Policy) {
 			t.Fatal("Run returned nil without calling fn")
 		}
 		if err := handed.Err(); err != nil {
-			t.Errorf("the context handed to fn ended (%v) when Run returned, though the caller's context carries a policy.Releaser; "+
-				"the Releaser rule: hand the cancel function to policy.DeferRelease instead of cancelling at the end of Run", err)
+			t.Errorf("the context handed to fn ended (%v) when Run returned, though the caller's context carries a callpath.Releaser; "+
+				"the Releaser rule: hand the cancel function to callpath.DeferRelease instead of cancelling at the end of Run", err)
 		}
 		rel.Release()
 	})

@@ -1,12 +1,15 @@
-package policy_test
+package callpath_test
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/backstop-go/backstop/callpath"
 
 	"github.com/backstop-go/backstop/policy"
 )
@@ -20,7 +23,7 @@ func (*loop) Kind() policy.Kind { return policy.KindRetry }
 
 func (l *loop) Bind(next policy.Runner, env policy.Env) policy.Runner {
 	return policy.RunnerFunc(func(ctx context.Context, fn policy.Func) error {
-		if policy.Owned(ctx) {
+		if callpath.Owned(ctx) {
 			err := next.Run(ctx, fn)
 			if err != nil && env.Observer != nil {
 				env.Observer.Observe(policy.Event{Kind: policy.EventRetrySuppressed, Pipeline: env.Pipeline, Reason: policy.SuppressedOwner, Attempt: 1, Err: err})
@@ -29,7 +32,7 @@ func (l *loop) Bind(next policy.Runner, env policy.Env) policy.Runner {
 		}
 		var err error
 		for n := 1; n <= l.max; n++ {
-			if err = next.Run(policy.WithAttempt(ctx, n), fn); err == nil {
+			if err = next.Run(callpath.WithAttempt(ctx, n), fn); err == nil {
 				return nil
 			}
 		}
@@ -48,7 +51,7 @@ func TestOwnership_NestedRetryingPipelinesMakeOneAttemptEach(t *testing.T) {
 	_ = edge.Do(context.Background(), func(ctx context.Context) error {
 		return api.Do(ctx, func(ctx context.Context) error {
 			return db.Do(ctx, func(ctx context.Context) error {
-				n, upstream, ok := policy.Attempt(ctx)
+				n, upstream, ok := callpath.Attempt(ctx)
 				require.True(t, ok && !upstream, "the database call runs under the edge's ownership")
 				seen = append(seen, n)
 				dbCalls++
@@ -72,30 +75,30 @@ func TestOwnership_NestedRetryingPipelinesMakeOneAttemptEach(t *testing.T) {
 
 func TestOwnership_Marks(t *testing.T) {
 	ctx := context.Background()
-	require.False(t, policy.Owned(ctx))
-	_, _, ok := policy.Attempt(ctx)
+	require.False(t, callpath.Owned(ctx))
+	_, _, ok := callpath.Attempt(ctx)
 	require.False(t, ok)
 
 	for _, n := range []int{1, 16, 17, 1000} {
-		c := policy.WithAttempt(ctx, n)
-		got, upstream, ok := policy.Attempt(c)
-		require.True(t, ok && policy.Owned(c))
+		c := callpath.WithAttempt(ctx, n)
+		got, upstream, ok := callpath.Attempt(c)
+		require.True(t, ok && callpath.Owned(c))
 		require.False(t, upstream)
 		require.Equal(t, n, got, "Attempt(WithAttempt(ctx, %d))", n)
 
-		u := policy.WithUpstreamAttempt(ctx, n)
-		got, upstream, ok = policy.Attempt(u)
-		require.True(t, ok && upstream && policy.Owned(u))
+		u := callpath.WithUpstreamAttempt(ctx, n)
+		got, upstream, ok = callpath.Attempt(u)
+		require.True(t, ok && upstream && callpath.Owned(u))
 		require.Equal(t, n, got)
 	}
-	n, _, _ := policy.Attempt(policy.WithAttempt(ctx, 0))
+	n, _, _ := callpath.Attempt(callpath.WithAttempt(ctx, 0))
 	require.Equal(t, 1, n, "attempt numbers below 1 are taken as 1")
 
 	// The marks of a bare Background or TODO are made once; they carry nothing else.
 	for _, base := range []context.Context{context.Background(), context.TODO()} {
-		c := policy.WithAttempt(base, 3)
-		require.Same(t, c, policy.WithAttempt(base, 3), "WithAttempt(%v, 3) twice", base)
-		got, upstream, ok := policy.Attempt(c)
+		c := callpath.WithAttempt(base, 3)
+		require.Same(t, c, callpath.WithAttempt(base, 3), "WithAttempt(%v, 3) twice", base)
+		got, upstream, ok := callpath.Attempt(c)
 		require.True(t, ok && !upstream && got == 3, "Attempt(WithAttempt(%v, 3))", base)
 		require.Nil(t, c.Done(), "a mark of %v is never cancelled", base)
 		_, has := c.Deadline()
@@ -130,7 +133,7 @@ func TestParseAttempt(t *testing.T) {
 		{"junk", "", "1", 2, true},                     // garbage in one header ignores only it
 	}
 	for _, tt := range tests {
-		n, ok := policy.ParseAttempt(tt.backstop, tt.envoy, tt.grpc)
+		n, ok := callpath.ParseAttempt(tt.backstop, tt.envoy, tt.grpc)
 		if n != tt.want || ok != tt.ok {
 			t.Errorf("ParseAttempt(%q, %q, %q) = %d, %v; want %d, %v", tt.backstop, tt.envoy, tt.grpc, n, ok, tt.want, tt.ok)
 		}
@@ -147,9 +150,9 @@ func FuzzParseAttempt(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		n, ok := policy.ParseAttempt(s, "", "")
-		if ok && (n < 1 || n > policy.MaxAttemptHeader) {
-			t.Fatalf("ParseAttempt(%q) = %d; out of [1, %d]", s, n, policy.MaxAttemptHeader)
+		n, ok := callpath.ParseAttempt(s, "", "")
+		if ok && (n < 1 || n > callpath.MaxAttempt) {
+			t.Fatalf("ParseAttempt(%q) = %d; out of [1, %d]", s, n, callpath.MaxAttempt)
 		}
 		trimmed := strings.Trim(s, " \t")
 		digits := trimmed != "" && strings.Trim(trimmed, "0123456789") == ""
@@ -157,10 +160,37 @@ func FuzzParseAttempt(f *testing.F) {
 			t.Fatalf("ParseAttempt(%q) ok = %v; want %v", s, ok, !ok)
 		}
 		if v, err := strconv.Atoi(trimmed); err == nil && digits && v >= 1 {
-			want := min(v, policy.MaxAttemptHeader)
+			want := min(v, callpath.MaxAttempt)
 			if n != want {
 				t.Fatalf("ParseAttempt(%q) = %d; strconv says %d", s, n, want)
 			}
 		}
 	})
+}
+
+// recorder is an Observer that keeps every event.
+type recorder struct{ events []policy.Event }
+
+func (r *recorder) Observe(e policy.Event) { r.events = append(r.events, e) }
+
+var errBoom = errors.New("boom")
+
+func TestOutgoing_SendsTheLocalAttemptOrOneUnderAnUpstreamOwner(t *testing.T) {
+	ctx := context.Background()
+	if n, ok := callpath.Outgoing(ctx); ok {
+		t.Fatalf("Outgoing(unowned) = %d, true; want false", n)
+	}
+	for _, tt := range []struct {
+		ctx  context.Context
+		want int
+	}{
+		{callpath.WithAttempt(ctx, 3), 3},          // this process's retry owns the path
+		{callpath.WithUpstreamAttempt(ctx, 3), 1},  // another process's retry does: carried on as 1
+		{callpath.WithAttempt(ctx, 40), 40},        // past the preallocated marks
+		{callpath.WithUpstreamAttempt(ctx, 40), 1}, // the same
+	} {
+		if n, ok := callpath.Outgoing(tt.ctx); !ok || n != tt.want {
+			t.Errorf("Outgoing = %d, %v; want %d, true", n, ok, tt.want)
+		}
+	}
 }

@@ -1,4 +1,4 @@
-package policy_test
+package callpath_test
 
 import (
 	"context"
@@ -6,22 +6,22 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/backstop-go/backstop/policy"
+	"github.com/backstop-go/backstop/callpath"
 )
 
 func TestReleaser(t *testing.T) {
 	var log []int
-	policy.DeferRelease(context.Background(), func() { log = append(log, 0) })
+	callpath.DeferRelease(context.Background(), func() { log = append(log, 0) })
 	require.Equal(t, []int{0}, log, "without a Releaser the function runs at once")
 
-	ctx, r := policy.WithReleaser(context.Background())
-	policy.DeferRelease(ctx, func() { log = append(log, 1) })
-	policy.DeferRelease(ctx, func() { log = append(log, 2) })
+	ctx, r := callpath.WithReleaser(context.Background())
+	callpath.DeferRelease(ctx, func() { log = append(log, 1) })
+	callpath.DeferRelease(ctx, func() { log = append(log, 2) })
 	require.Equal(t, []int{0}, log, "held until Release")
 	r.Release()
 	require.Equal(t, []int{0, 2, 1}, log, "released innermost first")
 	r.Release()
 	require.Equal(t, []int{0, 2, 1}, log, "once")
-	policy.DeferRelease(ctx, func() { log = append(log, 3) })
+	callpath.DeferRelease(ctx, func() { log = append(log, 3) })
 	require.Equal(t, []int{0, 2, 1, 3}, log, "after Release, at once")
 }

@@ -1,4 +1,4 @@
-package policy
+package callpath
 
 import "context"
 
@@ -29,7 +29,7 @@ func WithPauser(ctx context.Context, p Pauser) context.Context {
 // function that tells it the call resumes (a no-op if ctx carries none). A retry
 // calls it around its backoff:
 //
-//	resume := policy.Pause(ctx)
+//	resume := callpath.Pause(ctx)
 //	<-timer
 //	resume()
 func Pause(ctx context.Context) (resume func()) {

@@ -1,4 +1,4 @@
-package policy
+package callpath
 
 import "context"
 
@@ -34,10 +34,10 @@ const HeaderRefused = "Backstop-Refused"
 // reads this header only beside HeaderRefused, and Retry-After otherwise.
 const HeaderRetryAfterMillis = "Backstop-Retry-After-Ms"
 
-// MaxAttemptHeader is the largest attempt number [ParseAttempt] returns; larger values
+// MaxAttempt is the largest attempt number [ParseAttempt] returns; larger values
 // are clamped to it. No real retry policy comes near it; the bound keeps hostile
 // values harmless.
-const MaxAttemptHeader = 100
+const MaxAttempt = 100
 
 // ownership is the value stored under ownerKey. Values for small attempt numbers are
 // preallocated so that marking a context allocates only the context itself.
@@ -135,7 +135,7 @@ func Attempt(ctx context.Context) (n int, upstream, ok bool) {
 //
 // A value is valid if it is ASCII digits with optional surrounding spaces or tabs and,
 // for the two 1-based headers, at least 1. Anything else is ignored. Values above
-// [MaxAttemptHeader] are clamped to it. The headers come from an untrusted client: they
+// [MaxAttempt] are clamped to it. The headers come from an untrusted client: they
 // can mark a request as a retry (lowering its priority), never raise it.
 func ParseAttempt(backstop, envoy, grpcPrevious string) (n int, ok bool) {
 	if v, good := parseCount(backstop); good && v >= 1 {
@@ -145,7 +145,7 @@ func ParseAttempt(backstop, envoy, grpcPrevious string) (n int, ok bool) {
 		n, ok = v, true
 	}
 	if v, good := parseCount(grpcPrevious); good {
-		if v < MaxAttemptHeader {
+		if v < MaxAttempt {
 			v++
 		}
 		if v > n {
@@ -156,7 +156,7 @@ func ParseAttempt(backstop, envoy, grpcPrevious string) (n int, ok bool) {
 }
 
 // parseCount parses optional-whitespace, decimal digits, optional-whitespace, clamping
-// at MaxAttemptHeader without ever overflowing.
+// at MaxAttempt without ever overflowing.
 func parseCount(s string) (int, bool) {
 	i, j := 0, len(s)
 	for i < j && (s[i] == ' ' || s[i] == '\t') {
@@ -174,12 +174,12 @@ func parseCount(s string) (int, bool) {
 		if c < '0' || c > '9' {
 			return 0, false
 		}
-		if n < MaxAttemptHeader {
+		if n < MaxAttempt {
 			n = n*10 + int(c-'0')
 		}
 	}
-	if n > MaxAttemptHeader {
-		n = MaxAttemptHeader
+	if n > MaxAttempt {
+		n = MaxAttempt
 	}
 	return n, true
 }
@@ -199,4 +199,21 @@ func WithoutRepeats(ctx context.Context) context.Context {
 func Repeatable(ctx context.Context) bool {
 	once, _ := ctx.Value(onceKey{}).(bool)
 	return !once
+}
+
+// Outgoing returns the attempt number a transport sends to the next process for a call
+// made under ctx: the attempt of the retry in this process that owns the call path, or
+// 1 under an owner in another process — this process makes the call once, so it carries
+// the ownership on, not the number it received. ok is false when ctx is not owned: the
+// transport then sends no attempt header, and removes one the caller copied from
+// elsewhere.
+func Outgoing(ctx context.Context) (n int, ok bool) {
+	o, ok := ctx.Value(ownerKey{}).(*ownership)
+	switch {
+	case !ok:
+		return 0, false
+	case o.upstream:
+		return 1, true
+	}
+	return o.attempt, true
 }
