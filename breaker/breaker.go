@@ -11,6 +11,8 @@ import (
 
 	"github.com/sony/gobreaker/v2"
 
+	"github.com/backstop-go/backstop/event"
+
 	"github.com/backstop-go/backstop/policy"
 )
 
@@ -206,8 +208,8 @@ type Breaker struct {
 	halfOpenErr, forcedErr *OpenError
 	tripped                atomic.Pointer[Counts] // the counts that last tripped it
 
-	subsMu sync.Mutex                 // guards subs
-	subs   map[string]policy.Observer // by pipeline name: who hears of transitions
+	subsMu sync.Mutex                // guards subs
+	subs   map[string]event.Observer // by pipeline name: who hears of transitions
 
 	mu         sync.Mutex // guards the fields below
 	gen        uint64     // which gobreaker instance is current (Reset makes a new one)
@@ -490,7 +492,7 @@ func (b *Breaker) deliver() {
 	}
 	type sub struct {
 		pipeline string
-		obs      policy.Observer
+		obs      event.Observer
 	}
 	b.subsMu.Lock()
 	subs := make([]sub, 0, len(b.subs))
@@ -500,7 +502,7 @@ func (b *Breaker) deliver() {
 	b.subsMu.Unlock()
 	for _, t := range q {
 		for _, s := range subs {
-			s.obs.Observe(policy.Event{Kind: policy.EventBreakerState, Pipeline: s.pipeline, Source: b.name,
+			s.obs.Observe(event.Event{Kind: event.BreakerState, Pipeline: s.pipeline, Source: b.name,
 				Time: t.At, From: t.From.String(), To: t.To.String()})
 		}
 		if b.onChange != nil {
@@ -524,7 +526,7 @@ func (b *Breaker) Bind(next policy.Runner, env policy.Env) policy.Runner {
 	if env.Observer != nil {
 		b.subsMu.Lock()
 		if b.subs == nil {
-			b.subs = make(map[string]policy.Observer)
+			b.subs = make(map[string]event.Observer)
 		}
 		b.subs[env.Pipeline] = env.Observer
 		b.subsMu.Unlock()

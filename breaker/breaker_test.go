@@ -15,6 +15,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/backstop-go/backstop/breaker"
+	"github.com/backstop-go/backstop/event"
 	"github.com/backstop-go/backstop/internal/race"
 	"github.com/backstop-go/backstop/policy"
 	"github.com/backstop-go/backstop/policy/policytest"
@@ -187,10 +188,10 @@ func TestBreaker_CallbackMayReadTheBreaker(t *testing.T) {
 }
 
 func TestBreaker_ObserverGetsStateChanges(t *testing.T) {
-	var events []policy.Event
+	var events []event.Event
 	b := must(breaker.New("db", breaker.Options{ConsecutiveFailures: 2}))
-	p := policy.MustWrap(b).With(policy.Name("orders"), policy.Observe(policy.ObserverFunc(func(e policy.Event) {
-		if e.Kind == policy.EventBreakerState {
+	p := policy.MustWrap(b).With(policy.Name("orders"), policy.Observe(event.ObserverFunc(func(e event.Event) {
+		if e.Kind == event.BreakerState {
 			events = append(events, e)
 		}
 	})))

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/backstop-go/backstop/breaker"
+	"github.com/backstop-go/backstop/event"
 	"github.com/backstop-go/backstop/policy"
 )
 
@@ -21,8 +22,8 @@ type transitions struct {
 	got []string
 }
 
-func (r *transitions) Observe(e policy.Event) {
-	if e.Kind == policy.EventBreakerState {
+func (r *transitions) Observe(e event.Event) {
+	if e.Kind == event.BreakerState {
 		r.mu.Lock()
 		r.got = append(r.got, e.Pipeline+": "+e.From+"→"+e.To)
 		r.mu.Unlock()

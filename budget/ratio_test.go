@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/backstop-go/backstop/budget"
+	"github.com/backstop-go/backstop/event"
 	"github.com/backstop-go/backstop/internal/race"
 	"github.com/backstop-go/backstop/policy"
 	"github.com/backstop-go/backstop/policy/policytest"
@@ -143,8 +144,8 @@ func TestBudget_ExhaustedMeansOneAttempt(t *testing.T) {
 	clock := policytest.NewClock(t0).AutoAdvance(true)
 	var suppressed []string
 	p := policy.MustWrap(b, retry.MustNew(retry.Options{MaxAttempts: 5, Clock: clock})).
-		With(policy.Observe(policy.ObserverFunc(func(e policy.Event) {
-			if e.Kind == policy.EventRetrySuppressed {
+		With(policy.Observe(event.ObserverFunc(func(e event.Event) {
+			if e.Kind == event.RetrySuppressed {
 				suppressed = append(suppressed, e.Reason)
 			}
 		})))
@@ -158,7 +159,7 @@ func TestBudget_ExhaustedMeansOneAttempt(t *testing.T) {
 	var re *retry.Error
 	require.ErrorAs(t, err, &re)
 	require.Equal(t, retry.ErrBudget, re.Cause)
-	require.Equal(t, []string{policy.SuppressedBudget}, suppressed)
+	require.Equal(t, []string{event.SuppressedBudget}, suppressed)
 	require.Equal(t, 1.0, b.Tokens(), "the failed attempt cost a token")
 }
 

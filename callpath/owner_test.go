@@ -11,6 +11,8 @@ import (
 
 	"github.com/backstop-go/backstop/callpath"
 
+	"github.com/backstop-go/backstop/event"
+
 	"github.com/backstop-go/backstop/policy"
 )
 
@@ -26,7 +28,7 @@ func (l *loop) Bind(next policy.Runner, env policy.Env) policy.Runner {
 		if callpath.Owned(ctx) {
 			err := next.Run(ctx, fn)
 			if err != nil && env.Observer != nil {
-				env.Observer.Observe(policy.Event{Kind: policy.EventRetrySuppressed, Pipeline: env.Pipeline, Reason: policy.SuppressedOwner, Attempt: 1, Err: err})
+				env.Observer.Observe(event.Event{Kind: event.RetrySuppressed, Pipeline: env.Pipeline, Reason: event.SuppressedOwner, Attempt: 1, Err: err})
 			}
 			return err
 		}
@@ -65,8 +67,8 @@ func TestOwnership_NestedRetryingPipelinesMakeOneAttemptEach(t *testing.T) {
 	require.Equal(t, []int{1, 2, 3, 4}, seen, "attempt numbers seen underneath")
 	var suppressed int
 	for _, e := range rec.events {
-		if e.Kind == policy.EventRetrySuppressed {
-			require.Equal(t, policy.SuppressedOwner, e.Reason)
+		if e.Kind == event.RetrySuppressed {
+			require.Equal(t, event.SuppressedOwner, e.Reason)
 			suppressed++
 		}
 	}
@@ -169,9 +171,9 @@ func FuzzParseAttempt(f *testing.F) {
 }
 
 // recorder is an Observer that keeps every event.
-type recorder struct{ events []policy.Event }
+type recorder struct{ events []event.Event }
 
-func (r *recorder) Observe(e policy.Event) { r.events = append(r.events, e) }
+func (r *recorder) Observe(e event.Event) { r.events = append(r.events, e) }
 
 var errBoom = errors.New("boom")
 

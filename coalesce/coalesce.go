@@ -12,6 +12,8 @@ import (
 
 	"github.com/maypok86/otter/v2"
 
+	"github.com/backstop-go/backstop/event"
+
 	"github.com/backstop-go/backstop/policy"
 )
 
@@ -30,7 +32,7 @@ const (
 	DefaultLoadTimeout = 10 * time.Second
 )
 
-// PanicSource is the Source of the policy.EventPanic a Cache reports.
+// PanicSource is the Source of the event.Panic a Cache reports.
 const PanicSource = "coalesce"
 
 // errGoexit is the error of a load whose Load called runtime.Goexit.
@@ -51,9 +53,9 @@ type Options[K comparable, V any] struct {
 	// means none at all. A load runs detached from its callers' contexts (it is
 	// shared), so this is what ends a load of an origin that hangs.
 	LoadTimeout time.Duration
-	// Observer hears the cache's own events: a policy.EventPanic (Source
+	// Observer hears the cache's own events: a event.Panic (Source
 	// PanicSource) for each panic recovered in a load or refresh. nil means none.
-	Observer policy.Observer
+	Observer event.Observer
 	// MaxEntries bounds the entries kept (otter's eviction: the least likely to be used
 	// again go first); 0 means DefaultMaxEntries.
 	MaxEntries int
@@ -406,7 +408,7 @@ func (c *Cache[K, V]) panicked(ctx context.Context, r any) *policy.PanicError {
 	pe := policy.NewPanicError(r)
 	c.panics.Add(1)
 	if c.o.Observer != nil {
-		c.o.Observer.Observe(policy.Event{Kind: policy.EventPanic, Pipeline: c.o.Pipeline.Name(), Source: PanicSource,
+		c.o.Observer.Observe(event.Event{Kind: event.Panic, Pipeline: c.o.Pipeline.Name(), Source: PanicSource,
 			Time: c.clock.Now(), Err: pe, Context: ctx})
 	}
 	return pe

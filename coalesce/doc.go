@@ -44,7 +44,7 @@
 // A panic in Load — or in a stage or observer of the Pipeline, on the load's goroutine —
 // never ends the process: it is recovered and becomes the load's error, a
 // *policy.PanicError carrying the panic's value and stack, which every caller waiting for
-// that load receives (errors.As finds it). It is reported as a policy.EventPanic (Source
+// that load receives (errors.As finds it). It is reported as a event.Panic (Source
 // [PanicSource]) to Options.Observer and counted in Stats.Panics, and it is a failed load
 // like any other: remembered for NegativeTTL, with the last good value served over it
 // within StaleIfError. Recovered inside the pipeline, it is a failed attempt to the

@@ -16,6 +16,7 @@ import (
 
 	"github.com/backstop-go/backstop/breaker"
 	"github.com/backstop-go/backstop/coalesce"
+	"github.com/backstop-go/backstop/event"
 	"github.com/backstop-go/backstop/policy"
 	"github.com/backstop-go/backstop/policy/policytest"
 )
@@ -23,21 +24,21 @@ import (
 // panics is an Observer that keeps the EventPanic it hears.
 type panics struct {
 	mu     sync.Mutex
-	events []policy.Event
+	events []event.Event
 }
 
-func (p *panics) Observe(e policy.Event) {
-	if e.Kind == policy.EventPanic {
+func (p *panics) Observe(e event.Event) {
+	if e.Kind == event.Panic {
 		p.mu.Lock()
 		p.events = append(p.events, e)
 		p.mu.Unlock()
 	}
 }
 
-func (p *panics) get() []policy.Event {
+func (p *panics) get() []event.Event {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return append([]policy.Event(nil), p.events...)
+	return append([]event.Event(nil), p.events...)
 }
 
 func explodingOrigin(context.Context, string) (string, error) { panic("origin exploded") }
@@ -127,8 +128,8 @@ func TestRefresh_PanicInBackgroundIsContained(t *testing.T) {
 // on the load's goroutine, reaches the caller as an error too.
 func TestGet_PanicInPipelineObserverIsContained(t *testing.T) {
 	boom := errors.New("observer exploded")
-	p := policy.MustWrap(breaker.MustNew("origin", breaker.Options{})).With(policy.Observe(policy.ObserverFunc(func(e policy.Event) {
-		if e.Kind == policy.EventCallEnd {
+	p := policy.MustWrap(breaker.MustNew("origin", breaker.Options{})).With(policy.Observe(event.ObserverFunc(func(e event.Event) {
+		if e.Kind == event.CallEnd {
 			panic(boom)
 		}
 	})))

@@ -8,6 +8,8 @@ import (
 
 	"github.com/backstop-go/backstop/callpath"
 
+	"github.com/backstop-go/backstop/event"
+
 	"github.com/backstop-go/backstop/policy"
 )
 
@@ -86,7 +88,7 @@ func (d *Deadline) Kind() policy.Kind {
 // Bind returns the Runner that applies the limit to every call.
 func (d *Deadline) Bind(next policy.Runner, env policy.Env) policy.Runner {
 	r := &runner{d: d, next: next, obs: env.Observer, pipeline: env.Pipeline, cause: ErrExceeded,
-		needs: policy.NeedsOf(env.Observer, policy.EventDeadlineExceeded)}
+		needs: event.NeedsOf(env.Observer, event.DeadlineExceeded)}
 	if d.perAttempt {
 		r.cause = ErrAttemptTimeout
 	}
@@ -96,8 +98,8 @@ func (d *Deadline) Bind(next policy.Runner, env policy.Env) policy.Runner {
 type runner struct {
 	d        *Deadline
 	next     policy.Runner
-	obs      policy.Observer
-	needs    policy.Needs // what obs reads of deadline events
+	obs      event.Observer
+	needs    event.Needs // what obs reads of deadline events
 	pipeline string
 	cause    error
 }
@@ -109,15 +111,15 @@ func (r *runner) Run(ctx context.Context, fn policy.Func) error {
 		return r.next.Run(ctx, fn)
 	}
 	var w policy.Stopwatch
-	if r.needs != policy.NeedsNothing {
+	if r.needs != event.NeedsNothing {
 		w = policy.StartStopwatch(policy.SystemClock(), r.needs)
 	}
 	tctx, cancel := context.WithTimeoutCause(ctx, r.d.limit, r.cause)
 	err := r.next.Run(tctx, fn)
 	if err != nil && r.ours(ctx, tctx, err) {
 		err = &Error{Limit: r.d.limit, PerAttempt: r.d.perAttempt, Err: err}
-		if r.needs != policy.NeedsNothing {
-			e := policy.Event{Kind: policy.EventDeadlineExceeded, Pipeline: r.pipeline, Source: r.d.Kind().String(), Err: err, Context: ctx}
+		if r.needs != event.NeedsNothing {
+			e := event.Event{Kind: event.DeadlineExceeded, Pipeline: r.pipeline, Source: r.d.Kind().String(), Err: err, Context: ctx}
 			e.Time, e.Elapsed = w.Stop()
 			r.obs.Observe(e)
 		}

@@ -12,6 +12,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/backstop-go/backstop/deadline"
+	"github.com/backstop-go/backstop/event"
 	"github.com/backstop-go/backstop/internal/race"
 	"github.com/backstop-go/backstop/policy"
 	"github.com/backstop-go/backstop/policy/policytest"
@@ -60,9 +61,9 @@ func blockUntilDone(ctx context.Context) error {
 
 func TestDeadline_ExceededIsDistinguishableFromCancellation(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var events []policy.Event
+		var events []event.Event
 		p := policy.MustWrap(must(deadline.New(250*time.Millisecond))).
-			With(policy.Name("db"), policy.Observe(policy.ObserverFunc(func(e policy.Event) { events = append(events, e) })))
+			With(policy.Name("db"), policy.Observe(event.ObserverFunc(func(e event.Event) { events = append(events, e) })))
 
 		start := time.Now()
 		err := p.Do(context.Background(), blockUntilDone)
@@ -76,9 +77,9 @@ func TestDeadline_ExceededIsDistinguishableFromCancellation(t *testing.T) {
 		require.Equal(t, 250*time.Millisecond, de.Limit)
 		require.Equal(t, "deadline: exceeded after 250ms", err.Error())
 
-		var exceeded []policy.Event
+		var exceeded []event.Event
 		for _, e := range events {
-			if e.Kind == policy.EventDeadlineExceeded {
+			if e.Kind == event.DeadlineExceeded {
 				exceeded = append(exceeded, e)
 			}
 		}
@@ -269,14 +270,14 @@ func BenchmarkPipeline_DeadlineUnderEarlierCaller(b *testing.B) {
 }
 
 // untimed reads deadline events without their times.
-type untimed struct{ events []policy.Event }
+type untimed struct{ events []event.Event }
 
-func (u *untimed) Observe(e policy.Event) { u.events = append(u.events, e) }
-func (u *untimed) Needs(k policy.EventKind) policy.Needs {
-	if k == policy.EventDeadlineExceeded {
-		return policy.NeedsEvent
+func (u *untimed) Observe(e event.Event) { u.events = append(u.events, e) }
+func (u *untimed) Needs(k event.Kind) event.Needs {
+	if k == event.DeadlineExceeded {
+		return event.NeedsEvent
 	}
-	return policy.NeedsNothing
+	return event.NeedsNothing
 }
 
 func TestDeadline_AnObserverThatNeedsNoTimesGetsTheEventWithoutThem(t *testing.T) {
@@ -285,7 +286,7 @@ func TestDeadline_AnObserverThatNeedsNoTimesGetsTheEventWithoutThem(t *testing.T
 		p := policy.MustWrap(must(deadline.New(time.Second))).With(policy.Observe(obs))
 		require.ErrorIs(t, p.Do(context.Background(), blockUntilDone), deadline.ErrExceeded)
 		require.Len(t, obs.events, 1)
-		require.Equal(t, policy.EventDeadlineExceeded, obs.events[0].Kind)
+		require.Equal(t, event.DeadlineExceeded, obs.events[0].Kind)
 		require.True(t, obs.events[0].Time.IsZero())
 		require.Zero(t, obs.events[0].Elapsed)
 	})

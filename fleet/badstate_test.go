@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/backstop-go/backstop/breaker"
-	"github.com/backstop-go/backstop/policy"
+	"github.com/backstop-go/backstop/event"
 )
 
 // fleetErrs is an Observer that keeps the Err of every EventFleet that fell back.
@@ -20,14 +20,14 @@ type fleetErrs struct {
 	tos  []string
 }
 
-func (f *fleetErrs) Observe(e policy.Event) {
-	if e.Kind != policy.EventFleet {
+func (f *fleetErrs) Observe(e event.Event) {
+	if e.Kind != event.Fleet {
 		return
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.tos = append(f.tos, e.To)
-	if e.To == policy.FleetLocal {
+	if e.To == event.FleetLocal {
 		f.errs = append(f.errs, e.Err)
 	}
 }
@@ -39,7 +39,7 @@ func (f *fleetErrs) seen() ([]string, []error) {
 }
 
 // observedStore is srv.store with o as its Observer.
-func observedStore(t *testing.T, srv *redisServer, id string, o policy.Observer) *Store {
+func observedStore(t *testing.T, srv *redisServer, id string, o event.Observer) *Store {
 	st := MustNew(srv.client(t), Options{ID: id, SyncInterval: time.Hour, Observer: o})
 	st.manual = true
 	return st
@@ -94,7 +94,7 @@ func TestBreaker_AJunkProbeLeaseIsTreatedAsAbsent(t *testing.T) {
 				return
 			}
 			require.NoError(t, err, "a probes: the junk lease counted as absent")
-			require.Equal(t, []string{policy.FleetLocal}, tos, "and an event says so")
+			require.Equal(t, []string{event.FleetLocal}, tos, "and an event says so")
 			require.ErrorIs(t, errs[0], ErrBadState)
 			require.ErrorContains(t, errs[0], probeKey)
 			require.False(t, a.b.Shared(), "until its next sync")
@@ -102,7 +102,7 @@ func TestBreaker_AJunkProbeLeaseIsTreatedAsAbsent(t *testing.T) {
 			a.b.sync()
 			require.True(t, a.b.Shared(), "the repaired state is shared again")
 			tos, _ = ev.seen()
-			require.Equal(t, []string{policy.FleetLocal, policy.FleetShared}, tos)
+			require.Equal(t, []string{event.FleetLocal, event.FleetShared}, tos)
 			b.b.sync()
 			require.NoError(t, b.p.Do(bg, ok), "a's probe closed the fleet's breaker")
 		})

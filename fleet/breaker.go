@@ -117,7 +117,7 @@ end
 return {0, s, g, u - now, bad}
 `)
 
-// ErrBadState is matched by the Err of a policy.EventFleet that reports shared state
+// ErrBadState is matched by the Err of a event.Fleet that reports shared state
 // in Redis that no fleet policy writes (a key of another type, fields that are not
 // numbers, a probe lease without an expiry, an open time beyond the breaker's
 // longest). The state was repaired as the error says; the policy decides on its own
@@ -154,7 +154,7 @@ func (f *Breaker) badStateError(bad int64) error {
 //
 // When Redis is out of reach or slower than Timeout, the local breaker decides alone
 // (it is a whole breaker: it trips, refuses and probes by itself), an
-// [policy.EventFleet] says so, and on Redis's return the local state is published
+// [event.Fleet] says so, and on Redis's return the local state is published
 // again. Events, OpenError.Until, the inspection page and metrics work as for any
 // breaker: register [Breaker.Local].
 //
@@ -165,7 +165,7 @@ func (f *Breaker) badStateError(bad int64) error {
 // lease with no expiry, with one longer than the breaker's longest open time, or of
 // another open episode — is treated as absent and removed by the first script that
 // meets it; an open time further ahead than the breaker's longest open time,
-// MaxOpenTimeout × (1 + OpenJitter), is cut to it. Either way a policy.EventFleet to
+// MaxOpenTimeout × (1 + OpenJitter), is cut to it. Either way a event.Fleet to
 // local whose Err matches [ErrBadState] says what was repaired, and the next sync
 // shares the repaired state again. Processes that share a breaker should share its
 // Options: one with a shorter OpenTimeout cuts the others' longer open times.

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/backstop-go/backstop/breaker"
+	"github.com/backstop-go/backstop/event"
 	"github.com/backstop-go/backstop/policy"
 )
 
@@ -29,8 +30,8 @@ func ok(context.Context) error   { return nil }
 // fleetEvents is an Observer that hands each EventFleet's Source and To to f.
 type fleetEvents func(source, to string)
 
-func (f fleetEvents) Observe(e policy.Event) {
-	if e.Kind == policy.EventFleet {
+func (f fleetEvents) Observe(e event.Event) {
+	if e.Kind == event.Fleet {
 		f(e.Source, e.To)
 	}
 }

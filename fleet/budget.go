@@ -109,7 +109,7 @@ const milli = 1000
 //
 // When Redis is out of reach or slower than Timeout, a budget.Ratio with the same
 // options, which has seen every call of this process, decides alone (fail open to
-// the local budget); a policy.EventFleet says so, and counts not yet sent are kept
+// the local budget); a event.Fleet says so, and counts not yet sent are kept
 // for the next sync.
 type Ratio struct {
 	s     *Store

@@ -10,7 +10,7 @@
 // on Redis (the breaker and budgets count locally and sync in the background every
 // SyncInterval; only the quota and a half-open breaker's probe lease ask Redis on a
 // call's path, within Timeout). When Redis is down, slow or cut off, each policy
-// decides on its local twin, reports a policy.EventFleet (Source: its name; Reason:
+// decides on its local twin, reports a event.Fleet (Source: its name; Reason:
 // its kind, [KindBreaker], [KindBudget] or [KindQuota], so a breaker and a budget
 // named for the same dependency stay apart), and shares again when Redis answers.
 //
@@ -31,7 +31,7 @@
 // as absent; a breaker's open time is at most MaxOpenTimeout × (1 + OpenJitter) ahead;
 // a key of another type or a field that is not a finite number is treated as
 // absent. The script that meets such state repairs it, and the policy reports a
-// policy.EventFleet to local whose Err matches [ErrBadState], deciding on its own
+// event.Fleet to local whose Err matches [ErrBadState], deciding on its own
 // until its next sync finds the repaired state.
 //
 // # Budgets shared fairly

@@ -5,12 +5,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/backstop-go/backstop/event"
+
 	"github.com/backstop-go/backstop/policy"
 )
 
-type panicEvents chan policy.Event
+type panicEvents chan event.Event
 
-func (c panicEvents) Observe(e policy.Event) { c <- e }
+func (c panicEvents) Observe(e event.Event) { c <- e }
 
 // TestBackground_APanicInASyncIsReportedAndTheSyncsGoOn: a sync that panics (an
 // observer it calls, say) is reported as an EventPanic with the panic's value, and the
@@ -35,7 +37,7 @@ func TestBackground_APanicInASyncIsReportedAndTheSyncsGoOn(t *testing.T) {
 	<-synced // a later sync ran: the goroutine survived
 	_ = b.stop()
 	var pe *policy.PanicError
-	if e.Kind != policy.EventPanic || e.Source != "fleet" || !errors.As(e.Err, &pe) || pe.Value != "sync bug" {
+	if e.Kind != event.Panic || e.Source != "fleet" || !errors.As(e.Err, &pe) || pe.Value != "sync bug" {
 		t.Fatalf("event %+v; want EventPanic from fleet carrying the panic's value", e)
 	}
 }

@@ -25,7 +25,7 @@ const DefaultRecheck = time.Second
 //
 // When Redis is out of reach or slower than Timeout, the decision is taken from
 // buckets of this process (shed.LocalQuotas: each client then gets its rate from each
-// replica), a policy.EventFleet says so, and Redis is asked again after
+// replica), a event.Fleet says so, and Redis is asked again after
 // DefaultRecheck.
 //
 // Set it as shed.Quota.Store.

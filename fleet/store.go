@@ -12,6 +12,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/backstop-go/backstop/event"
+
 	"github.com/backstop-go/backstop/policy"
 )
 
@@ -47,11 +49,11 @@ type Options struct {
 	// ID names this process in the fleet (the budget counts the fleet's members by
 	// it); "" means hostname-pid-random.
 	ID string
-	// Observer hears every fleet policy's [policy.EventFleet]: when it falls back to
+	// Observer hears every fleet policy's [event.Fleet]: when it falls back to
 	// local state and when it returns to the shared one. The event's Source is the
 	// policy's name and its Reason the policy's kind ([KindBreaker], [KindBudget],
 	// [KindQuota]). nil means none.
-	Observer policy.Observer
+	Observer event.Observer
 }
 
 // Store is the Redis the fleet policies of a process share, with the bounds every
@@ -63,7 +65,7 @@ type Store struct {
 	timeout  time.Duration
 	interval time.Duration
 	id       string
-	obs      policy.Observer
+	obs      event.Observer
 	manual   bool // tests: no background loops; they sync when the test says
 }
 
@@ -144,7 +146,7 @@ func (s *Store) key(kind, name string, parts ...string) string {
 	return k
 }
 
-// The kinds of fleet policy, as a policy.EventFleet's Reason gives them: a breaker
+// The kinds of fleet policy, as a event.Fleet's Reason gives them: a breaker
 // and a budget may share a name (the dependency's), and their events stay apart.
 const (
 	KindBreaker = "breaker" // a [Breaker]: policy.KindBreaker's name
@@ -153,7 +155,7 @@ const (
 )
 
 // link is whether one policy decides on shared state or, its store out of reach, on
-// its own; it reports each change once as a policy.EventFleet.
+// its own; it reports each change once as a event.Fleet.
 type link struct {
 	s     *Store
 	name  string
@@ -185,10 +187,10 @@ func (l *link) result(err error) {
 	if l.s.obs == nil {
 		return
 	}
-	e := policy.Event{Kind: policy.EventFleet, Source: l.name, Reason: l.kind, Time: time.Now(),
-		From: policy.FleetShared, To: policy.FleetLocal, Err: err}
+	e := event.Event{Kind: event.Fleet, Source: l.name, Reason: l.kind, Time: time.Now(),
+		From: event.FleetShared, To: event.FleetLocal, Err: err}
 	if !down {
-		e.From, e.To = policy.FleetLocal, policy.FleetShared
+		e.From, e.To = event.FleetLocal, event.FleetShared
 	}
 	l.s.obs.Observe(e)
 }
@@ -231,7 +233,7 @@ func (b *background) start(s *Store, wake <-chan struct{}, sync func(ticked bool
 }
 
 // contained runs sync so that a panic in it — in an observer it calls, say — is
-// reported as a policy.EventPanic (Source "fleet", Err a *policy.PanicError) and the
+// reported as a event.Panic (Source "fleet", Err a *policy.PanicError) and the
 // background goes on with the next sync, instead of killing the process.
 func contained(s *Store, sync func(ticked bool)) func(bool) {
 	return func(ticked bool) {
@@ -241,7 +243,7 @@ func contained(s *Store, sync func(ticked bool)) func(bool) {
 				return
 			}
 			defer func() { _ = recover() }() // an observer that panics again is not heard twice
-			s.obs.Observe(policy.Event{Kind: policy.EventPanic, Source: "fleet", Time: time.Now(), Err: policy.NewPanicError(v)})
+			s.obs.Observe(event.Event{Kind: event.Panic, Source: "fleet", Time: time.Now(), Err: policy.NewPanicError(v)})
 		}()
 		sync(ticked)
 	}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/backstop-go/backstop/breaker"
 	"github.com/backstop-go/backstop/budget"
-	"github.com/backstop-go/backstop/policy"
+	"github.com/backstop-go/backstop/event"
 )
 
 func TestNew_RefusesBadOptions(t *testing.T) {
@@ -50,8 +50,8 @@ func TestEvents_SayThePolicysKind(t *testing.T) {
 	srv := startRedis(t)
 	var mu sync.Mutex
 	var got []string
-	st := MustNew(srv.client(t), Options{ID: "a", SyncInterval: time.Hour, Observer: policy.ObserverFunc(func(e policy.Event) {
-		if e.Kind == policy.EventFleet {
+	st := MustNew(srv.client(t), Options{ID: "a", SyncInterval: time.Hour, Observer: event.ObserverFunc(func(e event.Event) {
+		if e.Kind == event.Fleet {
 			mu.Lock()
 			got = append(got, e.Source+"/"+e.Reason+"→"+e.To)
 			mu.Unlock()

@@ -10,7 +10,7 @@
 //		Shedders: map[string]metrics.ShedGauges{"api": shedder},
 //		Breakers: []metrics.BreakerGauge{dbBreaker},
 //	})
-//	p = p.With(policy.Name("db"), policy.Observe(policy.Observers(obs, metrics.Slog(logger, slog.LevelInfo))))
+//	p = p.With(policy.Name("db"), policy.Observe(event.Observers(obs, metrics.Slog(logger, slog.LevelInfo))))
 //	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 //
 // Use one [Observer] per registry and share it between pipelines; each pipeline's

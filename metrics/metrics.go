@@ -7,6 +7,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/backstop-go/backstop/event"
+
 	"github.com/backstop-go/backstop/policy"
 )
 
@@ -58,7 +60,7 @@ type Options struct {
 	Breakers []BreakerGauge
 }
 
-// Observer is a policy.Observer that keeps Prometheus series of every event. Its
+// Observer is a event.Observer that keeps Prometheus series of every event. Its
 // series are listed in the package documentation.
 //
 // An Observer is safe for concurrent use; use one per registry, shared by every
@@ -197,7 +199,7 @@ func (c *breakerStates) Collect(ch chan<- prometheus.Metric) {
 }
 
 // transition records a transition event, reporting false for one already recorded.
-func (c *breakerStates) transition(e policy.Event) bool {
+func (c *breakerStates) transition(e event.Event) bool {
 	key := e.Time.String() + e.From + e.To
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -306,9 +308,9 @@ func (m *Observer) pipeline(name string) *pipelineSeries {
 }
 
 // ForPipeline returns the Observer for the pipeline named name, with its series
-// resolved now: pipelines call it when they are bound (policy.PipelineObserver), so
+// resolved now: pipelines call it when they are bound (event.PipelineObserver), so
 // their calls and attempts are counted without any label lookup.
-func (m *Observer) ForPipeline(name string) policy.Observer {
+func (m *Observer) ForPipeline(name string) event.Observer {
 	return &pipelineObserver{m: m, s: m.pipeline(name)}
 }
 
@@ -320,30 +322,30 @@ type pipelineObserver struct {
 // Needs says what the pipeline's series read: nothing of call and attempt starts, and
 // no clock reading for attempt ends and deadlines (they are counted, not timed), so a
 // pipeline observed by metrics reads the clock twice per call, not six or seven times.
-func (o *pipelineObserver) Needs(k policy.EventKind) policy.Needs { return needs(k) }
+func (o *pipelineObserver) Needs(k event.Kind) event.Needs { return needs(k) }
 
 // Needs says what the Observer reads; see pipelineObserver.Needs.
-func (m *Observer) Needs(k policy.EventKind) policy.Needs { return needs(k) }
+func (m *Observer) Needs(k event.Kind) event.Needs { return needs(k) }
 
-func needs(k policy.EventKind) policy.Needs {
+func needs(k event.Kind) event.Needs {
 	switch k {
-	case policy.EventCallStart, policy.EventAttemptStart:
-		return policy.NeedsNothing
-	case policy.EventAttemptEnd, policy.EventDeadlineExceeded:
-		return policy.NeedsEvent
-	case policy.EventCallEnd:
-		return policy.NeedsElapsed // the duration histogram; no wall time
+	case event.CallStart, event.AttemptStart:
+		return event.NeedsNothing
+	case event.AttemptEnd, event.DeadlineExceeded:
+		return event.NeedsEvent
+	case event.CallEnd:
+		return event.NeedsElapsed // the duration histogram; no wall time
 	}
-	return policy.NeedsTiming
+	return event.NeedsTiming
 }
 
-func (o *pipelineObserver) Observe(e policy.Event) {
+func (o *pipelineObserver) Observe(e event.Event) {
 	switch e.Kind {
-	case policy.EventCallStart, policy.EventAttemptStart:
-	case policy.EventCallEnd:
+	case event.CallStart, event.AttemptStart:
+	case event.CallEnd:
 		o.s.calls[outcomeIndex(e.Err)].Inc()
 		o.s.duration.Observe(e.Elapsed.Seconds())
-	case policy.EventAttemptEnd:
+	case event.AttemptEnd:
 		o.s.attempts[outcomeIndex(e.Err)].Inc()
 	default:
 		o.m.Observe(e)
@@ -355,37 +357,37 @@ var stateValues = map[string]float64{"closed": 0, "half-open": 1, "open": 2}
 // The label values the counters of a pipeline are created with, at 0.
 var (
 	retryReasons      = [...]string{"retryable", "hint", "timeout", "network", "custom", "hedge"}
-	suppressedReasons = [...]string{policy.SuppressedOwner, policy.SuppressedBudget, policy.SuppressedDeadline, policy.SuppressedHint}
+	suppressedReasons = [...]string{event.SuppressedOwner, event.SuppressedBudget, event.SuppressedDeadline, event.SuppressedHint}
 	deadlineKinds     = [...]string{policy.KindDeadline.String(), policy.KindAttemptTimeout.String()}
 )
 
 // Observe records e.
-func (m *Observer) Observe(e policy.Event) {
+func (m *Observer) Observe(e event.Event) {
 	switch e.Kind {
-	case policy.EventCallEnd:
+	case event.CallEnd:
 		s := m.pipeline(e.Pipeline)
 		s.calls[outcomeIndex(e.Err)].Inc()
 		s.duration.Observe(e.Elapsed.Seconds())
-	case policy.EventAttemptEnd:
+	case event.AttemptEnd:
 		m.pipeline(e.Pipeline).attempts[outcomeIndex(e.Err)].Inc()
-	case policy.EventRetryScheduled:
+	case event.RetryScheduled:
 		m.retries.WithLabelValues(e.Pipeline, e.Reason).Inc()
-	case policy.EventRetrySuppressed:
+	case event.RetrySuppressed:
 		m.suppressed.WithLabelValues(e.Pipeline, e.Reason).Inc()
-	case policy.EventDeadlineExceeded:
+	case event.DeadlineExceeded:
 		m.deadlines.WithLabelValues(e.Pipeline, e.Source).Inc()
-	case policy.EventBreakerState:
+	case event.BreakerState:
 		if m.breakerState.transition(e) {
 			m.transitions.WithLabelValues(e.Source, e.From, e.To).Inc()
 		}
-	case policy.EventShed:
+	case event.Shed:
 		m.shed.WithLabelValues(e.Source, e.Reason, e.Priority).Inc()
 		if e.Delay > 0 {
 			m.retryAfter.WithLabelValues(e.Source).Observe(e.Delay.Seconds())
 		}
-	case policy.EventFleet:
+	case event.Fleet:
 		m.fleet.WithLabelValues(e.Source, e.Reason, e.To).Inc()
-	case policy.EventPanic:
+	case event.Panic:
 		m.panics.WithLabelValues(e.Pipeline, e.Source).Inc()
 	}
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/backstop-go/backstop/breaker"
 	"github.com/backstop-go/backstop/budget"
+	"github.com/backstop-go/backstop/event"
 	"github.com/backstop-go/backstop/metrics"
 	"github.com/backstop-go/backstop/policy"
 	"github.com/backstop-go/backstop/policy/policytest"
@@ -30,7 +31,7 @@ var errDown = errors.New("db down")
 
 // drive runs 3 calls through Wrap(breaker, budget, retry) with a fake clock: one that
 // succeeds at once, one that succeeds on its 3rd attempt, one that gives up after 3.
-func drive(t *testing.T, obs policy.Observer) (*budget.TokenBucket, *breaker.Breaker) {
+func drive(t *testing.T, obs event.Observer) (*budget.TokenBucket, *breaker.Breaker) {
 	t.Helper()
 	clock := policytest.NewClock(time.Unix(0, 0)).AutoAdvance(true)
 	bud, err := budget.NewTokenBucket(100, 1)
@@ -225,7 +226,7 @@ func BenchmarkPipeline_ObservedSerial(b *testing.B) {
 }
 
 // bench runs the success path of Wrap(breaker, budget, retry), observed by obs.
-func bench(b *testing.B, obs policy.Observer, parallel bool) {
+func bench(b *testing.B, obs event.Observer, parallel bool) {
 	brk := breaker.MustNew("db", breaker.Options{})
 	bud := budget.MustNewTokenBucket(10, 0.1)
 	p := policy.MustWrap(brk, bud, retry.MustNew(retry.Options{})).With(policy.Name("orders"), policy.Observe(obs))
@@ -367,10 +368,10 @@ func TestObserver_FleetSeriesOfABreakerAndABudgetOfOneNameStayApart(t *testing.T
 	obs := metrics.MustNew(reg, metrics.Options{})
 	// A fleet breaker and a fleet budget, both named for their dependency, lose Redis;
 	// the budget comes back first.
-	for _, e := range []policy.Event{
-		{Kind: policy.EventFleet, Source: "payments", Reason: "breaker", From: policy.FleetShared, To: policy.FleetLocal},
-		{Kind: policy.EventFleet, Source: "payments", Reason: "budget", From: policy.FleetShared, To: policy.FleetLocal},
-		{Kind: policy.EventFleet, Source: "payments", Reason: "budget", From: policy.FleetLocal, To: policy.FleetShared},
+	for _, e := range []event.Event{
+		{Kind: event.Fleet, Source: "payments", Reason: "breaker", From: event.FleetShared, To: event.FleetLocal},
+		{Kind: event.Fleet, Source: "payments", Reason: "budget", From: event.FleetShared, To: event.FleetLocal},
+		{Kind: event.Fleet, Source: "payments", Reason: "budget", From: event.FleetLocal, To: event.FleetShared},
 	} {
 		obs.Observe(e)
 	}

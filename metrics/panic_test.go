@@ -13,13 +13,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/backstop-go/backstop/callpath"
+	"github.com/backstop-go/backstop/event"
 	"github.com/backstop-go/backstop/metrics"
 	"github.com/backstop-go/backstop/policy"
 	"github.com/backstop-go/backstop/retry"
 )
 
 // panicInHedge runs a call whose hedged second attempt panics, observed by obs.
-func panicInHedge(t *testing.T, obs policy.Observer) {
+func panicInHedge(t *testing.T, obs event.Observer) {
 	t.Helper()
 	p := policy.MustWrap(retry.MustNewHedge(retry.HedgeOptions{Delay: -1})).With(policy.Name("orders"), policy.Observe(obs))
 	err := p.Do(context.Background(), func(ctx context.Context) error {

@@ -4,7 +4,7 @@ import (
 	"context"
 	"log/slog"
 
-	"github.com/backstop-go/backstop/policy"
+	"github.com/backstop-go/backstop/event"
 )
 
 // Slog returns an Observer that logs, at level, the events an operator wants to read:
@@ -12,7 +12,7 @@ import (
 // by a shedder and panics recovered (the error attribute holds the stack). Calls and
 // attempts are left to metrics. Attribute names match the metric labels: pipeline,
 // reason, why, breaker, from, to, shedder, priority, source.
-func Slog(logger *slog.Logger, level slog.Level) policy.Observer {
+func Slog(logger *slog.Logger, level slog.Level) event.Observer {
 	return &slogObserver{l: logger, level: level}
 }
 
@@ -22,39 +22,39 @@ type slogObserver struct {
 }
 
 // Needs says the log has no line for calls and attempts, so stages skip those events.
-func (o *slogObserver) Needs(k policy.EventKind) policy.Needs {
+func (o *slogObserver) Needs(k event.Kind) event.Needs {
 	switch k {
-	case policy.EventCallStart, policy.EventCallEnd, policy.EventAttemptStart, policy.EventAttemptEnd:
-		return policy.NeedsNothing
+	case event.CallStart, event.CallEnd, event.AttemptStart, event.AttemptEnd:
+		return event.NeedsNothing
 	}
-	return policy.NeedsTiming
+	return event.NeedsTiming
 }
 
-func (o *slogObserver) Observe(e policy.Event) {
+func (o *slogObserver) Observe(e event.Event) {
 	ctx := context.Background()
 	if !o.l.Enabled(ctx, o.level) {
 		return
 	}
 	switch e.Kind {
-	case policy.EventRetryScheduled:
+	case event.RetryScheduled:
 		o.l.LogAttrs(ctx, o.level, "retry scheduled", slog.String("pipeline", e.Pipeline), slog.Int("attempt", e.Attempt),
 			slog.Duration("delay", e.Delay), slog.String("reason", e.Reason), errAttr(e.Err))
-	case policy.EventRetrySuppressed:
+	case event.RetrySuppressed:
 		o.l.LogAttrs(ctx, o.level, "retry suppressed", slog.String("pipeline", e.Pipeline), slog.Int("attempts", e.Attempt),
 			slog.String("why", e.Reason), errAttr(e.Err))
-	case policy.EventDeadlineExceeded:
+	case event.DeadlineExceeded:
 		o.l.LogAttrs(ctx, o.level, "deadline exceeded", slog.String("pipeline", e.Pipeline), slog.String("kind", e.Source),
 			slog.Duration("elapsed", e.Elapsed))
-	case policy.EventBreakerState:
+	case event.BreakerState:
 		o.l.LogAttrs(ctx, o.level, "breaker state changed", slog.String("breaker", e.Source), slog.String("from", e.From),
 			slog.String("to", e.To), slog.String("pipeline", e.Pipeline))
-	case policy.EventShed:
+	case event.Shed:
 		o.l.LogAttrs(ctx, o.level, "request shed", slog.String("shedder", e.Source), slog.String("reason", e.Reason),
 			slog.String("priority", e.Priority), slog.Duration("retry_after", e.Delay))
-	case policy.EventFleet:
+	case event.Fleet:
 		o.l.LogAttrs(ctx, o.level, "fleet policy changed what decides", slog.String("policy", e.Source), slog.String("kind", e.Reason), slog.String("from", e.From),
 			slog.String("to", e.To), errAttr(e.Err))
-	case policy.EventPanic:
+	case event.Panic:
 		o.l.LogAttrs(ctx, o.level, "panic recovered", slog.String("pipeline", e.Pipeline), slog.String("source", e.Source),
 			slog.Int("attempt", e.Attempt), errAttr(e.Err))
 	}

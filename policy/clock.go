@@ -1,6 +1,10 @@
 package policy
 
-import "time"
+import (
+	"time"
+
+	"github.com/backstop-go/backstop/event"
+)
 
 // Clock is the library's one seam for time: every package that reads the time or waits
 // takes a Clock in its Options, where nil means [SystemClock]. Tests use the fake in
@@ -41,6 +45,12 @@ type systemTimer struct{ t *time.Timer }
 func (t systemTimer) C() <-chan time.Time { return t.t.C }
 func (t systemTimer) Stop() bool          { return t.t.Stop() }
 
+// The bits of event.Needs a Stopwatch reads: a wall-clock time, an elapsed time.
+const (
+	needsTime    = event.NeedsTiming &^ event.NeedsElapsed
+	needsElapsed = event.NeedsElapsed &^ event.NeedsEvent
+)
+
 // A Stopwatch times one interval on a Clock for an event, reading no more of the clock
 // than the event needs: nothing for [NeedsNothing] and [NeedsEvent]; on the system
 // clock, for [NeedsElapsed], the monotonic clock alone (time.Since of a reading taken
@@ -51,16 +61,16 @@ func (t systemTimer) Stop() bool          { return t.t.Stop() }
 // copied. The zero value reads nothing and stops at zero.
 type Stopwatch struct {
 	clock Clock
-	needs Needs
+	needs event.Needs
 	start time.Time     // Clock.Now at the start, when read
-	mono  time.Duration // monotonic time since epoch at the start, for NeedsElapsed on the system clock
+	mono  time.Duration // monotonic time since epoch at the start, for event.NeedsElapsed on the system clock
 }
 
 // epoch is the reading monotonic stopwatch times are measured from.
 var epoch = time.Now()
 
 // StartStopwatch starts timing an interval on c for an event that needs needs.
-func StartStopwatch(c Clock, needs Needs) Stopwatch {
+func StartStopwatch(c Clock, needs event.Needs) Stopwatch {
 	w := Stopwatch{clock: c, needs: needs}
 	switch {
 	case needs&(needsTime|needsElapsed) == 0:

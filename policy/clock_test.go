@@ -6,6 +6,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/backstop-go/backstop/event"
+
 	"github.com/backstop-go/backstop/policy"
 	"github.com/backstop-go/backstop/policy/policytest"
 )
@@ -13,15 +15,15 @@ import (
 func TestStopwatch_ReadsOnlyWhatTheEventNeeds(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for _, tt := range []struct {
-		needs   policy.Needs
+		needs   event.Needs
 		reads   int
 		now     time.Time
 		elapsed time.Duration
 	}{
-		{policy.NeedsNothing, 0, time.Time{}, 0},
-		{policy.NeedsEvent, 0, time.Time{}, 0},
-		{policy.NeedsElapsed, 2, t0.Add(3 * time.Second), 3 * time.Second}, // a fake clock is read as it is
-		{policy.NeedsTiming, 2, t0.Add(3 * time.Second), 3 * time.Second},
+		{event.NeedsNothing, 0, time.Time{}, 0},
+		{event.NeedsEvent, 0, time.Time{}, 0},
+		{event.NeedsElapsed, 2, t0.Add(3 * time.Second), 3 * time.Second}, // a fake clock is read as it is
+		{event.NeedsTiming, 2, t0.Add(3 * time.Second), 3 * time.Second},
 	} {
 		fake := policytest.NewClock(t0)
 		c := &countingClock{Clock: fake}
@@ -36,7 +38,7 @@ func TestStopwatch_ReadsOnlyWhatTheEventNeeds(t *testing.T) {
 
 func TestStopwatch_OnTheSystemClockElapsedAloneSkipsTheWallClock(t *testing.T) {
 	before := time.Now()
-	w := policy.StartStopwatch(policy.SystemClock(), policy.NeedsElapsed)
+	w := policy.StartStopwatch(policy.SystemClock(), event.NeedsElapsed)
 	inner := time.Now()
 	for time.Since(inner) <= 0 { // let the monotonic clock move
 	}
@@ -47,7 +49,7 @@ func TestStopwatch_OnTheSystemClockElapsedAloneSkipsTheWallClock(t *testing.T) {
 	require.LessOrEqual(t, elapsed, outer, "the interval lies within the one measured around it")
 	require.True(t, w.Started().IsZero())
 
-	w = policy.StartStopwatch(policy.SystemClock(), policy.NeedsTiming)
+	w = policy.StartStopwatch(policy.SystemClock(), event.NeedsTiming)
 	require.False(t, w.Started().Before(before), "NeedsTiming reads the wall clock at the start")
 	now, _ = w.Stop()
 	require.False(t, now.Before(w.Started()))

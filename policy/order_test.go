@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/backstop-go/backstop/event"
+
 	"github.com/backstop-go/backstop/policy"
 )
 
@@ -155,7 +157,7 @@ func TestWrap_BindsInnermostFirstWithEnv(t *testing.T) {
 	require.Equal(t, 1, d.binds[0].Position)
 	require.Equal(t, 4, a.binds[0].Position)
 
-	obs := policy.ObserverFunc(func(policy.Event) {})
+	obs := event.ObserverFunc(func(event.Event) {})
 	q := p.With(policy.Name("orders"), policy.Observe(obs))
 	require.Len(t, r.binds, 2, "With re-binds every stage")
 	require.Equal(t, "orders", r.binds[1].Pipeline)

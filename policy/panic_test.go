@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/backstop-go/backstop/event"
+
 	"github.com/backstop-go/backstop/policy"
 )
 
@@ -34,7 +36,7 @@ func TestPanicError_CarriesValueAndStack(t *testing.T) {
 	if err := recovered(func() { panic("boom") }).Unwrap(); err != nil {
 		t.Errorf("PanicError{\"boom\"}.Unwrap() = %v, want nil", err)
 	}
-	if got := policy.EventPanic.String(); got != "panic" {
+	if got := event.Panic.String(); got != "panic" {
 		t.Errorf("EventPanic.String() = %q, want \"panic\"", got)
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/backstop-go/backstop/event"
 )
 
 // Pipeline is a stack of policies bound once into a chain of Runners. Build it with
@@ -17,10 +19,10 @@ type Pipeline struct {
 	policies      []Policy
 	budget, retry int // indexes in policies, −1 if absent
 	name          string
-	obs           Observer // as given to Observe
-	bound         Observer // obs prepared for this pipeline (PipelineObserver)
-	startNeeds    Needs    // what bound reads of call starts
-	endNeeds      Needs    // and of call ends
+	obs           event.Observer // as given to Observe
+	bound         event.Observer // obs prepared for this pipeline (event.PipelineObserver)
+	startNeeds    event.Needs    // what bound reads of call starts
+	endNeeds      event.Needs    // and of call ends
 	clock         Clock
 	runner        Runner
 }
@@ -86,9 +88,12 @@ func (p *Pipeline) bind() error {
 	}
 	p.bound = nil
 	if p.obs != nil {
-		p.bound = forPipeline(p.obs, p.name)
+		p.bound = p.obs
+		if po, ok := p.obs.(event.PipelineObserver); ok {
+			p.bound = po.ForPipeline(p.name)
+		}
 	}
-	p.startNeeds, p.endNeeds = NeedsOf(p.bound, EventCallStart), NeedsOf(p.bound, EventCallEnd)
+	p.startNeeds, p.endNeeds = event.NeedsOf(p.bound, event.CallStart), event.NeedsOf(p.bound, event.CallEnd)
 	var r Runner = terminal{}
 	for i := len(p.policies) - 1; i >= 0; i-- {
 		env := Env{Pipeline: p.name, Observer: p.bound, Position: i + 1}
@@ -121,16 +126,16 @@ func (p *Pipeline) Do(ctx context.Context, fn Func) error {
 	if p == nil {
 		return fn(ctx)
 	}
-	if p.startNeeds|p.endNeeds == NeedsNothing {
+	if p.startNeeds|p.endNeeds == event.NeedsNothing {
 		return p.runner.Run(ctx, fn)
 	}
 	w := StartStopwatch(p.clock, p.startNeeds|p.endNeeds)
-	if p.startNeeds != NeedsNothing {
-		p.bound.Observe(Event{Kind: EventCallStart, Pipeline: p.name, Time: w.Started(), Context: ctx})
+	if p.startNeeds != event.NeedsNothing {
+		p.bound.Observe(event.Event{Kind: event.CallStart, Pipeline: p.name, Time: w.Started(), Context: ctx})
 	}
 	err := p.runner.Run(ctx, fn)
-	if p.endNeeds != NeedsNothing {
-		e := Event{Kind: EventCallEnd, Pipeline: p.name, Err: err, Context: ctx}
+	if p.endNeeds != event.NeedsNothing {
+		e := event.Event{Kind: event.CallEnd, Pipeline: p.name, Err: err, Context: ctx}
 		e.Time, e.Elapsed = w.Stop()
 		p.bound.Observe(e)
 	}
@@ -220,7 +225,7 @@ func Name(name string) Option { return optionFunc(func(p *Pipeline) { p.name = n
 
 // Observe sets the pipeline's [Observer], replacing any earlier one; nil removes it.
 // Use [Observers] to send events to several.
-func Observe(o Observer) Option { return optionFunc(func(p *Pipeline) { p.obs = o }) }
+func Observe(o event.Observer) Option { return optionFunc(func(p *Pipeline) { p.obs = o }) }
 
 // UseClock sets the clock the pipeline stamps call events with; nil means
 // [SystemClock]. Stages take their own clocks in their Options.

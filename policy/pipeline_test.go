@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/backstop-go/backstop/event"
+
 	"github.com/backstop-go/backstop/policy"
 	"github.com/backstop-go/backstop/policy/policytest"
 	"github.com/backstop-go/backstop/retry"
@@ -17,12 +19,12 @@ import (
 var errBoom = errors.New("boom")
 
 // recorder is an Observer that keeps every event.
-type recorder struct{ events []policy.Event }
+type recorder struct{ events []event.Event }
 
-func (r *recorder) Observe(e policy.Event) { r.events = append(r.events, e) }
+func (r *recorder) Observe(e event.Event) { r.events = append(r.events, e) }
 
-func (r *recorder) kinds() []policy.EventKind {
-	var ks []policy.EventKind
+func (r *recorder) kinds() []event.Kind {
+	var ks []event.Kind
 	for _, e := range r.events {
 		ks = append(ks, e.Kind)
 	}
@@ -38,7 +40,7 @@ func TestPipeline_DoReportsCallEvents(t *testing.T) {
 		return errBoom
 	})
 	require.ErrorIs(t, err, errBoom)
-	require.Equal(t, []policy.EventKind{policy.EventCallStart, policy.EventCallEnd}, rec.kinds())
+	require.Equal(t, []event.Kind{event.CallStart, event.CallEnd}, rec.kinds())
 	end := rec.events[1]
 	require.Equal(t, "db", end.Pipeline)
 	require.Equal(t, 30*time.Millisecond, end.Elapsed, "CallEnd.Elapsed by the pipeline's clock")
@@ -77,12 +79,12 @@ func TestGet(t *testing.T) {
 }
 
 func TestObservers(t *testing.T) {
-	require.Nil(t, policy.Observers(), "Observers() with none")
-	require.Nil(t, policy.Observers(nil, nil), "Observers(nil, nil)")
+	require.Nil(t, event.Observers(), "Observers() with none")
+	require.Nil(t, event.Observers(nil, nil), "Observers(nil, nil)")
 	var a, b recorder
-	require.Same(t, &a, policy.Observers(nil, &a), "a single observer is returned as is")
-	all := policy.Observers(&a, policy.Observers(&b, nil), nil)
-	all.Observe(policy.Event{Kind: policy.EventCallStart})
+	require.Same(t, &a, event.Observers(nil, &a), "a single observer is returned as is")
+	all := event.Observers(&a, event.Observers(&b, nil), nil)
+	all.Observe(event.Event{Kind: event.CallStart})
 	require.Len(t, a.events, 1)
 	require.Len(t, b.events, 1)
 }
@@ -108,8 +110,8 @@ func TestOutcome(t *testing.T) {
 func TestKindAndEventNames(t *testing.T) {
 	require.Equal(t, "attempt-timeout", policy.KindAttemptTimeout.String())
 	require.Equal(t, "kind(99)", policy.Kind(99).String())
-	require.Equal(t, "retry_suppressed", policy.EventRetrySuppressed.String())
-	require.Equal(t, "unknown", policy.EventKind(0).String())
+	require.Equal(t, "retry_suppressed", event.RetrySuppressed.String())
+	require.Equal(t, "unknown", event.Kind(0).String())
 }
 
 // preparing is a PipelineObserver that records the names it was prepared for.
@@ -118,7 +120,7 @@ type preparing struct {
 	names []string
 }
 
-func (p *preparing) ForPipeline(name string) policy.Observer {
+func (p *preparing) ForPipeline(name string) event.Observer {
 	p.names = append(p.names, name)
 	return &p.recorder
 }
@@ -126,7 +128,7 @@ func (p *preparing) ForPipeline(name string) policy.Observer {
 func TestPipelineObserver_PreparedOncePerBinding(t *testing.T) {
 	var po preparing
 	var plain recorder
-	p := policy.MustWrap(br()).With(policy.Name("db"), policy.Observe(policy.Observers(&po, &plain)))
+	p := policy.MustWrap(br()).With(policy.Name("db"), policy.Observe(event.Observers(&po, &plain)))
 	for range 3 {
 		_ = p.Do(context.Background(), func(context.Context) error { return nil })
 	}
@@ -139,12 +141,12 @@ func TestPipelineObserver_PreparedOncePerBinding(t *testing.T) {
 
 // selective needs what its map says, and records what it is handed.
 type selective struct {
-	needs  map[policy.EventKind]policy.Needs
-	events []policy.Event
+	needs  map[event.Kind]event.Needs
+	events []event.Event
 }
 
-func (s *selective) Observe(e policy.Event)                { s.events = append(s.events, e) }
-func (s *selective) Needs(k policy.EventKind) policy.Needs { return s.needs[k] }
+func (s *selective) Observe(e event.Event)          { s.events = append(s.events, e) }
+func (s *selective) Needs(k event.Kind) event.Needs { return s.needs[k] }
 
 // countingClock counts its reads.
 type countingClock struct {
@@ -156,22 +158,22 @@ func (c *countingClock) Now() time.Time { c.reads++; return c.Clock.Now() }
 
 func TestSelectiveObserver_StagesSkipWhatItDoesNotRead(t *testing.T) {
 	clock := &countingClock{Clock: policytest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)).AutoAdvance(true)}
-	obs := &selective{needs: map[policy.EventKind]policy.Needs{
-		policy.EventCallEnd:    policy.NeedsTiming,
-		policy.EventAttemptEnd: policy.NeedsEvent,
+	obs := &selective{needs: map[event.Kind]event.Needs{
+		event.CallEnd:    event.NeedsTiming,
+		event.AttemptEnd: event.NeedsEvent,
 	}}
 	p := policy.MustWrap(retry.MustNew(retry.Options{Clock: clock})).With(policy.Observe(obs), policy.UseClock(clock))
 	require.NoError(t, p.Do(context.Background(), func(context.Context) error { return nil }))
 	require.Len(t, obs.events, 2, "no call start, no attempt start")
-	require.Equal(t, policy.EventAttemptEnd, obs.events[0].Kind)
+	require.Equal(t, event.AttemptEnd, obs.events[0].Kind)
 	require.True(t, obs.events[0].Time.IsZero(), "an attempt end without its time: no clock read for it")
-	require.Equal(t, policy.EventCallEnd, obs.events[1].Kind)
+	require.Equal(t, event.CallEnd, obs.events[1].Kind)
 	require.False(t, obs.events[1].Time.IsZero())
 	require.Equal(t, 2, clock.reads, "the call's start and end, nothing else")
 
 	// Observers together need what any of them needs; a plain Observer needs everything, timed.
-	plain := policy.ObserverFunc(func(policy.Event) {})
-	require.Equal(t, policy.NeedsTiming, policy.NeedsOf(policy.Observers(obs, plain), policy.EventAttemptStart))
-	require.Equal(t, policy.NeedsEvent, policy.NeedsOf(policy.Observers(obs, &selective{}), policy.EventAttemptEnd))
-	require.Equal(t, policy.NeedsNothing, policy.NeedsOf(nil, policy.EventCallEnd))
+	plain := event.ObserverFunc(func(event.Event) {})
+	require.Equal(t, event.NeedsTiming, event.NeedsOf(event.Observers(obs, plain), event.AttemptStart))
+	require.Equal(t, event.NeedsEvent, event.NeedsOf(event.Observers(obs, &selective{}), event.AttemptEnd))
+	require.Equal(t, event.NeedsNothing, event.NeedsOf(nil, event.CallEnd))
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/backstop-go/backstop/event"
 )
 
 // Func is the work a pipeline protects: one call to a dependency. It must honour ctx.
@@ -89,7 +91,7 @@ type Env struct {
 	Pipeline string
 	// Observer receives the stage's events; nil means nobody listens, and a stage must
 	// then do no event work at all.
-	Observer Observer
+	Observer event.Observer
 	// Budget is, for a stage of [KindRetry], the budget standing outside it; nil if none.
 	Budget RetryBudget
 	// Position is the stage's 1-based position in the pipeline, outermost first.

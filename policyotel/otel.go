@@ -1,4 +1,4 @@
-// Package policyotel is a policy.Observer that records Backstop's events as
+// Package policyotel is a event.Observer that records Backstop's events as
 // OpenTelemetry metrics and as events on the active trace span of each call.
 //
 // # Metrics
@@ -45,6 +45,8 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/backstop-go/backstop/event"
 
 	"github.com/backstop-go/backstop/policy"
 )
@@ -184,7 +186,7 @@ func (o *Observer) observe(_ context.Context, obs metric.Observer) error {
 var states = map[string]int64{"closed": 0, "half-open": 1, "open": 2}
 
 // Observe records e.
-func (o *Observer) Observe(e policy.Event) {
+func (o *Observer) Observe(e event.Event) {
 	ctx := e.Context
 	if ctx == nil {
 		ctx = context.Background()
@@ -193,7 +195,7 @@ func (o *Observer) Observe(e policy.Event) {
 	span := trace.SpanFromContext(ctx)
 	recording := span.IsRecording()
 	switch e.Kind {
-	case policy.EventCallEnd:
+	case event.CallEnd:
 		outcome := policy.Outcome(e.Err)
 		o.calls.Add(ctx, 1, metric.WithAttributes(pipeline, attribute.String("outcome", outcome)))
 		o.duration.Record(ctx, e.Elapsed.Seconds(), metric.WithAttributes(pipeline))
@@ -202,7 +204,7 @@ func (o *Observer) Observe(e policy.Event) {
 			span.AddEvent("backstop.call.rejected", trace.WithTimestamp(e.Time), trace.WithAttributes(pipeline,
 				attribute.String("error.type", fmt.Sprintf("%T", e.Err))))
 		}
-	case policy.EventAttemptStart:
+	case event.AttemptStart:
 		if recording {
 			attrs := []attribute.KeyValue{pipeline, attribute.Int("backstop.attempt", e.Attempt)}
 			if e.Attempt > 1 {
@@ -210,32 +212,32 @@ func (o *Observer) Observe(e policy.Event) {
 			}
 			span.AddEvent("backstop.attempt", trace.WithAttributes(attrs...), trace.WithTimestamp(e.Time))
 		}
-	case policy.EventAttemptEnd:
+	case event.AttemptEnd:
 		o.attempts.Add(ctx, 1, metric.WithAttributes(pipeline, attribute.String("outcome", policy.Outcome(e.Err))))
-	case policy.EventRetryScheduled:
+	case event.RetryScheduled:
 		o.retries.Add(ctx, 1, metric.WithAttributes(pipeline, attribute.String("reason", e.Reason)))
 		if recording {
 			span.AddEvent("backstop.retry", trace.WithTimestamp(e.Time), trace.WithAttributes(pipeline,
 				attribute.Int("backstop.attempt", e.Attempt), attribute.Float64("backstop.delay_seconds", e.Delay.Seconds()),
 				attribute.String("backstop.reason", e.Reason)))
 		}
-	case policy.EventRetrySuppressed:
+	case event.RetrySuppressed:
 		o.suppressed.Add(ctx, 1, metric.WithAttributes(pipeline, attribute.String("reason", e.Reason)))
 		if recording {
 			span.AddEvent("backstop.retry.suppressed", trace.WithTimestamp(e.Time), trace.WithAttributes(pipeline,
 				attribute.String("backstop.reason", e.Reason), attribute.Int("backstop.attempts", e.Attempt)))
 		}
-	case policy.EventDeadlineExceeded:
+	case event.DeadlineExceeded:
 		o.deadlines.Add(ctx, 1, metric.WithAttributes(pipeline, attribute.String("kind", e.Source)))
 		if recording {
 			span.AddEvent("backstop.deadline.exceeded", trace.WithTimestamp(e.Time),
 				trace.WithAttributes(pipeline, attribute.String("backstop.kind", e.Source)))
 		}
-	case policy.EventBreakerState:
+	case event.BreakerState:
 		b := attribute.String("breaker", e.Source)
 		o.transitions.Add(ctx, 1, metric.WithAttributes(b, attribute.String("from", e.From), attribute.String("to", e.To)))
 		o.state.Record(ctx, states[e.To], metric.WithAttributes(b))
-	case policy.EventShed:
+	case event.Shed:
 		s := attribute.String("shedder", e.Source)
 		o.shed.Add(ctx, 1, metric.WithAttributes(s, attribute.String("reason", e.Reason), attribute.String("priority", e.Priority)))
 		if e.Delay > 0 {
@@ -245,7 +247,7 @@ func (o *Observer) Observe(e policy.Event) {
 			span.AddEvent("backstop.shed", trace.WithTimestamp(e.Time), trace.WithAttributes(s,
 				attribute.String("backstop.reason", e.Reason), attribute.String("backstop.priority", e.Priority)))
 		}
-	case policy.EventFleet:
+	case event.Fleet:
 		o.fleet.Add(ctx, 1, metric.WithAttributes(attribute.String("policy", e.Source), attribute.String("to", e.To)))
 	}
 }

@@ -124,7 +124,7 @@ func Hint(err error) (time.Duration, bool) {
 	return 0, false
 }
 
-// The reasons a retry is scheduled for, reported in policy.EventRetryScheduled.
+// The reasons a retry is scheduled for, reported in event.RetryScheduled.
 const (
 	ReasonMarked  = "retryable" // the error was marked with Retryable
 	ReasonHint    = "hint"      // the error carried a server's hint (After)

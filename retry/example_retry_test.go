@@ -8,6 +8,7 @@ import (
 
 	"github.com/backstop-go/backstop/callpath"
 	"github.com/backstop-go/backstop/deadline"
+	"github.com/backstop-go/backstop/event"
 	"github.com/backstop-go/backstop/policy"
 	"github.com/backstop-go/backstop/policy/policytest"
 	"github.com/backstop-go/backstop/retry"
@@ -23,8 +24,8 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	p := policy.MustWrap(r).With(policy.Observe(policy.ObserverFunc(func(e policy.Event) {
-		if e.Kind == policy.EventRetryScheduled {
+	p := policy.MustWrap(r).With(policy.Observe(event.ObserverFunc(func(e event.Event) {
+		if e.Kind == event.RetryScheduled {
 			fmt.Printf("attempt %d in %v (%s)\n", e.Attempt, e.Delay, e.Reason)
 		}
 	})))

@@ -14,6 +14,7 @@ import (
 	"github.com/backstop-go/backstop/budget"
 	"github.com/backstop-go/backstop/callpath"
 	"github.com/backstop-go/backstop/deadline"
+	"github.com/backstop-go/backstop/event"
 	"github.com/backstop-go/backstop/policy"
 	"github.com/backstop-go/backstop/policy/policytest"
 	"github.com/backstop-go/backstop/retry"
@@ -78,7 +79,7 @@ func TestRetry_OneAttemptRetryDoesNotClaimTheCallPath(t *testing.T) {
 	require.False(t, owned, "a retry with MaxAttempts 1 marks nothing")
 	require.Equal(t, 3, calls, "the retry below it owns the call path and retries")
 	require.ErrorIs(t, err, retry.ErrExhausted)
-	require.Empty(t, h.of(policy.EventRetrySuppressed))
+	require.Empty(t, h.of(event.RetrySuppressed))
 }
 
 // TestRetry_SharedBucketChargedOncePerFailedAttempt: nested pipelines share one A6
@@ -107,9 +108,9 @@ func TestRetry_HintLongerThanMaxHintDelayGivesUp(t *testing.T) {
 	hint, ok := retry.Hint(err)
 	require.True(t, ok)
 	require.Equal(t, time.Hour, hint, "the server's hint is readable from the error")
-	sup := h.of(policy.EventRetrySuppressed)
+	sup := h.of(event.RetrySuppressed)
 	require.Len(t, sup, 1)
-	require.Equal(t, policy.SuppressedHint, sup[0].Reason)
+	require.Equal(t, event.SuppressedHint, sup[0].Reason)
 }
 
 func TestRetry_HugeHintsDoNotOverflow(t *testing.T) {
@@ -209,10 +210,10 @@ func TestRetry_Pushback(t *testing.T) {
 	_ = h.p.Do(context.Background(), failing(&calls, retry.Pushback(errDown, 750*ms), retry.Pushback(errDown, 0), errDown))
 	require.Equal(t, 3, calls)
 	require.Equal(t, []time.Duration{750 * ms}, h.clock.Waits(), "exactly the pushback; a pushback of 0 retries at once")
-	sched := h.of(policy.EventRetryScheduled)
+	sched := h.of(event.RetryScheduled)
 	require.Len(t, sched, 2)
 	require.Equal(t, time.Duration(0), sched[1].Delay)
-	require.Equal(t, retry.ReasonHint, h.of(policy.EventRetryScheduled)[0].Reason)
+	require.Equal(t, retry.ReasonHint, h.of(event.RetryScheduled)[0].Reason)
 
 	b.log, calls = nil, 0
 	err := h.p.Do(context.Background(), failing(&calls, retry.Pushback(errDown, -1)))

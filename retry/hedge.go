@@ -8,6 +8,8 @@ import (
 
 	"github.com/backstop-go/backstop/callpath"
 
+	"github.com/backstop-go/backstop/event"
+
 	"github.com/backstop-go/backstop/policy"
 )
 
@@ -24,7 +26,7 @@ const (
 // ReasonHedge is the Reason of the retry_scheduled event that reports a hedged attempt.
 const ReasonHedge = "hedge"
 
-// HedgePanicSource is the Source of the policy.EventPanic a Hedge reports.
+// HedgePanicSource is the Source of the event.Panic a Hedge reports.
 const HedgePanicSource = "hedge"
 
 // errHedgeGoexit is the error of a hedged attempt that called runtime.Goexit.
@@ -71,7 +73,7 @@ type HedgeOptions struct {
 // Attempts run on goroutines of their own, where no caller could recover a panic: a
 // panic in an attempt (fn, a stage below the hedge or its observer) is recovered and
 // becomes that attempt's error, a *policy.PanicError with the panic's value and stack,
-// reported as a policy.EventPanic (Source HedgePanicSource); it is not retryable, so
+// reported as a event.Panic (Source HedgePanicSource); it is not retryable, so
 // the call ends with it (a *Error that unwraps to it). A call that makes one attempt
 // runs it on the caller's goroutine, where a panic propagates unchanged.
 //
@@ -335,9 +337,9 @@ func (r *hedger) Run(ctx context.Context, fn policy.Func) error {
 				// Nothing in flight and nothing to wait for (a pushback's pause is waited out).
 				suppressed := ""
 				if cause == ErrBudget {
-					suppressed = policy.SuppressedBudget
+					suppressed = event.SuppressedBudget
 				} else if cause == ErrHintTooLong {
-					suppressed = policy.SuppressedHint
+					suppressed = event.SuppressedHint
 				}
 				return r.giveUp(ctx, started, cause, last, suppressed)
 			}
@@ -367,8 +369,8 @@ func (r *hedger) Run(ctx context.Context, fn policy.Func) error {
 // panicked turns a panic recovered in attempt n into the attempt's error and reports it.
 func (r *hedger) panicked(ctx context.Context, n int, v any) error {
 	pe := policy.NewPanicError(v)
-	if policy.NeedsOf(r.obs, policy.EventPanic) != policy.NeedsNothing {
-		r.obs.Observe(policy.Event{Kind: policy.EventPanic, Pipeline: r.pipeline, Source: HedgePanicSource, Time: r.clock.Now(),
+	if event.NeedsOf(r.obs, event.Panic) != event.NeedsNothing {
+		r.obs.Observe(event.Event{Kind: event.Panic, Pipeline: r.pipeline, Source: HedgePanicSource, Time: r.clock.Now(),
 			Attempt: n, Err: pe, Context: ctx})
 	}
 	return pe

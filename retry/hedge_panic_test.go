@@ -12,6 +12,8 @@ import (
 
 	"github.com/backstop-go/backstop/callpath"
 
+	"github.com/backstop-go/backstop/event"
+
 	"github.com/backstop-go/backstop/policy"
 	"github.com/backstop-go/backstop/retry"
 )
@@ -30,10 +32,10 @@ func explodingAttempt(ctx context.Context) error {
 // for, and an EventPanic names the attempt.
 func TestHedge_APanicInAHedgedAttemptIsReturned(t *testing.T) {
 	var mu sync.Mutex
-	var panics []policy.Event
+	var panics []event.Event
 	p := policy.MustWrap(retry.MustNewHedge(retry.HedgeOptions{Delay: -1})).With(policy.Name("orders"),
-		policy.Observe(policy.ObserverFunc(func(e policy.Event) {
-			if e.Kind == policy.EventPanic {
+		policy.Observe(event.ObserverFunc(func(e event.Event) {
+			if e.Kind == event.Panic {
 				mu.Lock()
 				panics = append(panics, e)
 				mu.Unlock()

@@ -12,6 +12,7 @@ import (
 	"github.com/backstop-go/backstop/budget"
 	"github.com/backstop-go/backstop/callpath"
 	"github.com/backstop-go/backstop/deadline"
+	"github.com/backstop-go/backstop/event"
 	"github.com/backstop-go/backstop/policy"
 	"github.com/backstop-go/backstop/policy/policytest"
 	"github.com/backstop-go/backstop/retry"
@@ -53,9 +54,9 @@ func (b *backend) fn(ctx context.Context) error {
 func TestHedge_FiresAtTheDelayFirstSuccessWinsLosersCancelled(t *testing.T) {
 	clock := policytest.NewClock(t0)
 	h := retry.MustNewHedge(retry.HedgeOptions{MaxAttempts: 3, Delay: 100 * time.Millisecond, Clock: clock})
-	var events []policy.Event
+	var events []event.Event
 	var mu sync.Mutex
-	p := policy.MustWrap(h).With(policy.Observe(policy.ObserverFunc(func(e policy.Event) {
+	p := policy.MustWrap(h).With(policy.Observe(event.ObserverFunc(func(e event.Event) {
 		mu.Lock()
 		events = append(events, e)
 		mu.Unlock()
@@ -82,7 +83,7 @@ func TestHedge_FiresAtTheDelayFirstSuccessWinsLosersCancelled(t *testing.T) {
 	defer mu.Unlock()
 	var hedges int
 	for _, e := range events {
-		if e.Kind == policy.EventRetryScheduled {
+		if e.Kind == event.RetryScheduled {
 			require.Equal(t, retry.ReasonHedge, e.Reason)
 			hedges++
 		}

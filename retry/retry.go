@@ -8,6 +8,8 @@ import (
 
 	"github.com/backstop-go/backstop/callpath"
 
+	"github.com/backstop-go/backstop/event"
+
 	"github.com/backstop-go/backstop/policy"
 )
 
@@ -162,15 +164,15 @@ type runner struct {
 // reporter runs attempts and ends calls for a retry or a hedge, reporting both.
 type reporter struct {
 	next                 policy.Runner
-	obs                  policy.Observer // nil: no events
+	obs                  event.Observer // nil: no events
 	pipeline             string
 	clock                policy.Clock
-	startNeeds, endNeeds policy.Needs // what obs reads of attempt starts and ends
+	startNeeds, endNeeds event.Needs // what obs reads of attempt starts and ends
 }
 
 func newReporter(next policy.Runner, env policy.Env, clock policy.Clock) reporter {
 	return reporter{next: next, obs: env.Observer, pipeline: env.Pipeline, clock: clock,
-		startNeeds: policy.NeedsOf(env.Observer, policy.EventAttemptStart), endNeeds: policy.NeedsOf(env.Observer, policy.EventAttemptEnd)}
+		startNeeds: event.NeedsOf(env.Observer, event.AttemptStart), endNeeds: event.NeedsOf(env.Observer, event.AttemptEnd)}
 }
 
 // reason returns why err may be retried, or "" if it may not.
@@ -252,7 +254,7 @@ func (l *runner) Run(ctx context.Context, fn policy.Func) error {
 			return l.giveUp(ctx, n, ErrExhausted, err, "")
 		}
 		if !owner {
-			return l.giveUp(ctx, n, ErrOwner, err, policy.SuppressedOwner)
+			return l.giveUp(ctx, n, ErrOwner, err, event.SuppressedOwner)
 		}
 
 		// The backoff counts the retries since the last pushback: after a retry made on
@@ -263,7 +265,7 @@ func (l *runner) Run(ctx context.Context, fn policy.Func) error {
 		if hint, ok := Hint(err); ok {
 			if hint > l.r.maxHint {
 				// Coming back before the server asked would only be refused again.
-				return l.giveUp(ctx, n, ErrHintTooLong, err, policy.SuppressedHint)
+				return l.giveUp(ctx, n, ErrHintTooLong, err, event.SuppressedHint)
 			}
 			if _, _, exact := pushback(err); exact {
 				delay = hint // gRPC pushback: exactly the server's delay
@@ -279,14 +281,14 @@ func (l *runner) Run(ctx context.Context, fn policy.Func) error {
 			}
 		}
 		if dl, ok := ctx.Deadline(); ok && !l.r.clock.Now().Add(addSat(delay, l.minAttempt)).Before(dl) {
-			return l.giveUp(ctx, n, ErrDeadline, err, policy.SuppressedDeadline)
+			return l.giveUp(ctx, n, ErrDeadline, err, event.SuppressedDeadline)
 		}
 		if lease != nil {
 			if taken, leased = lease.Take(why); !leased {
-				return l.giveUp(ctx, n, ErrBudget, err, policy.SuppressedBudget)
+				return l.giveUp(ctx, n, ErrBudget, err, event.SuppressedBudget)
 			}
 		} else if budget != nil && !budget.Withdraw() {
-			return l.giveUp(ctx, n, ErrBudget, err, policy.SuppressedBudget)
+			return l.giveUp(ctx, n, ErrBudget, err, event.SuppressedBudget)
 		}
 		l.scheduled(ctx, n+1, delay, why, err)
 		if !l.sleep(ctx, delay) {
@@ -306,16 +308,16 @@ func addSat(a, b time.Duration) time.Duration {
 
 // attempt runs attempt n and reports it.
 func (l *reporter) attempt(ctx context.Context, fn policy.Func, n int) error {
-	if l.startNeeds|l.endNeeds == policy.NeedsNothing {
+	if l.startNeeds|l.endNeeds == event.NeedsNothing {
 		return l.next.Run(ctx, fn)
 	}
 	w := policy.StartStopwatch(l.clock, l.startNeeds|l.endNeeds)
-	if l.startNeeds != policy.NeedsNothing {
-		l.obs.Observe(policy.Event{Kind: policy.EventAttemptStart, Pipeline: l.pipeline, Time: w.Started(), Attempt: n, Context: ctx})
+	if l.startNeeds != event.NeedsNothing {
+		l.obs.Observe(event.Event{Kind: event.AttemptStart, Pipeline: l.pipeline, Time: w.Started(), Attempt: n, Context: ctx})
 	}
 	err := l.next.Run(ctx, fn)
-	if l.endNeeds != policy.NeedsNothing {
-		e := policy.Event{Kind: policy.EventAttemptEnd, Pipeline: l.pipeline, Attempt: n, Err: err, Context: ctx}
+	if l.endNeeds != event.NeedsNothing {
+		e := event.Event{Kind: event.AttemptEnd, Pipeline: l.pipeline, Attempt: n, Err: err, Context: ctx}
 		e.Time, e.Elapsed = w.Stop()
 		l.obs.Observe(e)
 	}
@@ -353,7 +355,7 @@ func ctxCause(ctx context.Context) error {
 // hedge sent for want of an answer) of reason why.
 func (l *reporter) scheduled(ctx context.Context, n int, delay time.Duration, why string, err error) {
 	if l.obs != nil {
-		l.obs.Observe(policy.Event{Kind: policy.EventRetryScheduled, Pipeline: l.pipeline, Time: l.clock.Now(),
+		l.obs.Observe(event.Event{Kind: event.RetryScheduled, Pipeline: l.pipeline, Time: l.clock.Now(),
 			Attempt: n, Delay: delay, Reason: why, Err: err, Context: ctx})
 	}
 }
@@ -363,7 +365,7 @@ func (l *reporter) scheduled(ctx context.Context, n int, delay time.Duration, wh
 func (l *reporter) giveUp(ctx context.Context, n int, cause, last error, suppressed string) error {
 	err := &Error{Attempts: n, Cause: cause, Last: last}
 	if suppressed != "" && l.obs != nil {
-		l.obs.Observe(policy.Event{Kind: policy.EventRetrySuppressed, Pipeline: l.pipeline, Time: l.clock.Now(),
+		l.obs.Observe(event.Event{Kind: event.RetrySuppressed, Pipeline: l.pipeline, Time: l.clock.Now(),
 			Attempt: n, Reason: suppressed, Err: last, Context: ctx})
 	}
 	return err

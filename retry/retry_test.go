@@ -14,6 +14,7 @@ import (
 
 	"github.com/backstop-go/backstop/callpath"
 	"github.com/backstop-go/backstop/deadline"
+	"github.com/backstop-go/backstop/event"
 	"github.com/backstop-go/backstop/internal/race"
 	"github.com/backstop-go/backstop/policy"
 	"github.com/backstop-go/backstop/policy/policytest"
@@ -65,7 +66,7 @@ func TestNew_RefusesBadOptions(t *testing.T) {
 // records events.
 type harness struct {
 	clock  *policytest.Clock
-	events []policy.Event
+	events []event.Event
 	p      *policy.Pipeline
 }
 
@@ -80,12 +81,12 @@ func newHarness(t *testing.T, o retry.Options, outer ...policy.Policy) *harness 
 	}
 	p, err := policy.Wrap(append(outer, retry.MustNew(o))...)
 	require.NoError(t, err)
-	h.p = p.With(policy.Name("db"), policy.Observe(policy.ObserverFunc(func(e policy.Event) { h.events = append(h.events, e) })), policy.UseClock(h.clock))
+	h.p = p.With(policy.Name("db"), policy.Observe(event.ObserverFunc(func(e event.Event) { h.events = append(h.events, e) })), policy.UseClock(h.clock))
 	return h
 }
 
-func (h *harness) of(kind policy.EventKind) []policy.Event {
-	var out []policy.Event
+func (h *harness) of(kind event.Kind) []event.Event {
+	var out []event.Event
 	for _, e := range h.events {
 		if e.Kind == kind {
 			out = append(out, e)
@@ -125,13 +126,13 @@ func TestRetry_RetriesRetryableErrorsUntilExhausted(t *testing.T) {
 	// None: 100, 200, 400ms between the 4 attempts.
 	require.Equal(t, []time.Duration{100 * ms, 200 * ms, 400 * ms}, h.clock.Waits())
 
-	sched := h.of(policy.EventRetryScheduled)
+	sched := h.of(event.RetryScheduled)
 	require.Len(t, sched, 3)
 	require.Equal(t, 2, sched[0].Attempt, "scheduled events name the attempt to come")
 	require.Equal(t, retry.ReasonMarked, sched[0].Reason)
 	require.Equal(t, 400*ms, sched[2].Delay)
-	require.Len(t, h.of(policy.EventAttemptStart), 4)
-	ends := h.of(policy.EventAttemptEnd)
+	require.Len(t, h.of(event.AttemptStart), 4)
+	ends := h.of(event.AttemptEnd)
 	require.Len(t, ends, 4)
 	require.Equal(t, 4, ends[3].Attempt)
 }
@@ -184,7 +185,7 @@ func TestRetry_CustomClassifier(t *testing.T) {
 	err := h.p.Do(context.Background(), failing(&calls, errDown))
 	require.Equal(t, 2, calls)
 	require.ErrorIs(t, err, retry.ErrExhausted)
-	require.Equal(t, retry.ReasonCustom, h.of(policy.EventRetryScheduled)[0].Reason)
+	require.Equal(t, retry.ReasonCustom, h.of(event.RetryScheduled)[0].Reason)
 }
 
 func TestRetry_HintIsAFloorWithUpwardJitter(t *testing.T) {
@@ -206,7 +207,7 @@ func TestRetry_HintIsAFloorWithUpwardJitter(t *testing.T) {
 			calls := 0
 			_ = h.p.Do(context.Background(), failing(&calls, retry.After(errDown, tt.hint)))
 			require.Equal(t, []time.Duration{tt.want}, h.clock.Waits())
-			require.Equal(t, retry.ReasonHint, h.of(policy.EventRetryScheduled)[0].Reason)
+			require.Equal(t, retry.ReasonHint, h.of(event.RetryScheduled)[0].Reason)
 		})
 	}
 }
@@ -216,11 +217,11 @@ func TestRetry_HintIsAFloorWithUpwardJitter(t *testing.T) {
 // 300ms, past the deadline, so the call returns at 100ms without sleeping.
 func TestRetry_DeadlineStopsBeforeSleepingPastIt(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var events []policy.Event
+		var events []event.Event
 		d, err := deadline.New(250 * ms)
 		require.NoError(t, err)
 		p := policy.MustWrap(d, retry.MustNew(retry.Options{MaxAttempts: 5, Strategy: retry.None{}})).
-			With(policy.Observe(policy.ObserverFunc(func(e policy.Event) { events = append(events, e) })))
+			With(policy.Observe(event.ObserverFunc(func(e event.Event) { events = append(events, e) })))
 		start := time.Now()
 		calls := 0
 		err = p.Do(context.Background(), failing(&calls, retry.Retryable(errDown)))
@@ -228,13 +229,13 @@ func TestRetry_DeadlineStopsBeforeSleepingPastIt(t *testing.T) {
 		require.Equal(t, 2, calls)
 		require.ErrorIs(t, err, retry.ErrDeadline)
 		require.ErrorIs(t, err, errDown)
-		var last policy.Event
+		var last event.Event
 		for _, e := range events {
-			if e.Kind == policy.EventRetrySuppressed {
+			if e.Kind == event.RetrySuppressed {
 				last = e
 			}
 		}
-		require.Equal(t, policy.SuppressedDeadline, last.Reason)
+		require.Equal(t, event.SuppressedDeadline, last.Reason)
 		require.Equal(t, 2, last.Attempt)
 	})
 }
@@ -270,10 +271,10 @@ func TestRetry_CancelDuringSleepStopsTheTimer(t *testing.T) {
 // attempt; three nested layers of 4 attempts reach the database 4 times, not 64.
 func TestRetry_OwnerRule(t *testing.T) {
 	clock := policytest.NewClock(t0).AutoAdvance(true)
-	layer := func(name string) (*policy.Pipeline, *[]policy.Event) {
-		var evs []policy.Event
+	layer := func(name string) (*policy.Pipeline, *[]event.Event) {
+		var evs []event.Event
 		p := policy.MustWrap(retry.MustNew(retry.Options{MaxAttempts: 4, Clock: clock})).
-			With(policy.Name(name), policy.Observe(policy.ObserverFunc(func(e policy.Event) { evs = append(evs, e) })))
+			With(policy.Name(name), policy.Observe(event.ObserverFunc(func(e event.Event) { evs = append(evs, e) })))
 		return p, &evs
 	}
 	edge, _ := layer("edge")
@@ -294,7 +295,7 @@ func TestRetry_OwnerRule(t *testing.T) {
 
 	var suppressed int
 	for _, e := range *apiEvents {
-		if e.Kind == policy.EventRetrySuppressed && e.Reason == policy.SuppressedOwner {
+		if e.Kind == event.RetrySuppressed && e.Reason == event.SuppressedOwner {
 			suppressed++
 		}
 	}
@@ -350,9 +351,9 @@ func TestRetry_AsksTheBudgetBeforeEveryRetry(t *testing.T) {
 	require.Equal(t, 2, calls)
 	require.ErrorIs(t, err, retry.ErrBudget)
 	require.Equal(t, []string{"deposit", "failure", "withdraw", "failure", "refuse"}, b.log)
-	sup := h.of(policy.EventRetrySuppressed)
+	sup := h.of(event.RetrySuppressed)
 	require.Len(t, sup, 1)
-	require.Equal(t, policy.SuppressedBudget, sup[0].Reason)
+	require.Equal(t, event.SuppressedBudget, sup[0].Reason)
 
 	b.log = nil
 	calls = 0

@@ -15,6 +15,7 @@ import (
 
 	"github.com/backstop-go/backstop/breaker"
 	"github.com/backstop-go/backstop/callpath"
+	"github.com/backstop-go/backstop/event"
 	"github.com/backstop-go/backstop/policy"
 )
 
@@ -157,7 +158,7 @@ type Options struct {
 	// [Shedder.Admit]. Calls through a pipeline report to the pipeline's Observer
 	// instead (to this one only if the pipeline has none), so every refusal is
 	// reported exactly once.
-	Observer policy.Observer
+	Observer event.Observer
 	// Clock and Rand are seams for tests; nil means policy.SystemClock() and
 	// policy.SystemRand().
 	Clock policy.Clock
@@ -590,9 +591,9 @@ func (s *Shedder) reject(r Reason) Reason {
 // report sends the EventShed of a refusal to obs, the one place this refusal's events
 // go: the pipeline's Observer for a call through a pipeline, Options.Observer for a
 // request through the middleware.
-func (s *Shedder) report(ctx context.Context, obs policy.Observer, pipeline string, r Reason, p Priority, ra int) {
+func (s *Shedder) report(ctx context.Context, obs event.Observer, pipeline string, r Reason, p Priority, ra int) {
 	if obs != nil {
-		obs.Observe(policy.Event{Kind: policy.EventShed, Pipeline: pipeline, Source: s.name, Time: s.clock.Now(),
+		obs.Observe(event.Event{Kind: event.Shed, Pipeline: pipeline, Source: s.name, Time: s.clock.Now(),
 			Reason: r.String(), Priority: p.String(), Delay: time.Duration(ra) * time.Second, Level: float64(s.limit.Load()), Context: ctx})
 	}
 }
@@ -702,7 +703,7 @@ func (s *Shedder) Bind(next policy.Runner, env policy.Env) policy.Runner {
 type runner struct {
 	s        *Shedder
 	next     policy.Runner
-	obs      policy.Observer
+	obs      event.Observer
 	pipeline string
 }
 

@@ -17,6 +17,8 @@ import (
 
 	"github.com/backstop-go/backstop/callpath"
 
+	"github.com/backstop-go/backstop/event"
+
 	"github.com/backstop-go/backstop/policy"
 	"github.com/backstop-go/backstop/policy/policytest"
 	"github.com/backstop-go/backstop/shed"
@@ -338,8 +340,8 @@ func TestQueue_FullDeadlineAndCancel(t *testing.T) {
 
 func TestShedder_AsAPolicy(t *testing.T) {
 	s := shed.MustNew(shed.Options{Limit: 1, MaxQueue: -1, Rand: pinned(0)})
-	var events []policy.Event
-	p := policy.MustWrap(s).With(policy.Name("consumer"), policy.Observe(policy.ObserverFunc(func(e policy.Event) { events = append(events, e) })))
+	var events []event.Event
+	p := policy.MustWrap(s).With(policy.Name("consumer"), policy.Observe(event.ObserverFunc(func(e event.Event) { events = append(events, e) })))
 	release := make(chan struct{})
 	started := make(chan struct{})
 	var wg sync.WaitGroup
@@ -359,9 +361,9 @@ func TestShedder_AsAPolicy(t *testing.T) {
 	require.Equal(t, shed.ReasonLimit, re.Reason)
 	require.Equal(t, time.Second, re.RetryAfter)
 
-	var shedEvents []policy.Event
+	var shedEvents []event.Event
 	for _, e := range events {
-		if e.Kind == policy.EventShed {
+		if e.Kind == event.Shed {
 			shedEvents = append(shedEvents, e)
 		}
 	}
@@ -462,9 +464,9 @@ func TestRetryAfter_FollowsTheShareRefused(t *testing.T) {
 // through the middleware reaches Options.Observer only.
 func TestShedder_EachRefusalReportedOnce(t *testing.T) {
 	var own, pipe atomic.Int64
-	count := func(n *atomic.Int64) policy.Observer {
-		return policy.ObserverFunc(func(e policy.Event) {
-			if e.Kind == policy.EventShed {
+	count := func(n *atomic.Int64) event.Observer {
+		return event.ObserverFunc(func(e event.Event) {
+			if e.Kind == event.Shed {
 				n.Add(1)
 			}
 		})

@@ -22,6 +22,7 @@ import (
 
 	"github.com/backstop-go/backstop/breaker"
 	"github.com/backstop-go/backstop/budget"
+	"github.com/backstop-go/backstop/event"
 	"github.com/backstop-go/backstop/fleet"
 	"github.com/backstop-go/backstop/fleet/fleettest"
 	"github.com/backstop-go/backstop/policy"
@@ -153,8 +154,8 @@ func run(n int, d, every time.Duration) error {
 	for range n {
 		rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), ContextTimeoutEnabled: true, MaxRetries: -1})
 		defer rdb.Close()
-		s, err := fleet.New(rdb, fleet.Options{Observer: policy.ObserverFunc(func(e policy.Event) {
-			if e.Kind == policy.EventFleet {
+		s, err := fleet.New(rdb, fleet.Options{Observer: event.ObserverFunc(func(e event.Event) {
+			if e.Kind == event.Fleet {
 				events.Add(1)
 			}
 		})})

@@ -36,6 +36,7 @@ import (
 	"github.com/backstop-go/backstop/breaker/breakerhttp"
 	"github.com/backstop-go/backstop/budget"
 	"github.com/backstop-go/backstop/deadline"
+	"github.com/backstop-go/backstop/event"
 	"github.com/backstop-go/backstop/metrics"
 	"github.com/backstop-go/backstop/policy"
 	"github.com/backstop-go/backstop/policyhttp"
@@ -151,7 +152,7 @@ func serve(addr, dep string, flaky float64, selftest bool, logger *slog.Logger) 
 	rt := retry.MustNew(retry.Options{MaxAttempts: 3})
 	per := deadline.MustPerAttempt(300 * time.Millisecond)
 	p := policy.MustWrap(d, brk, bud, rt, per).
-		With(policy.Name("inventory"), policy.Observe(policy.Observers(obs, metrics.Slog(logger, slog.LevelInfo))))
+		With(policy.Name("inventory"), policy.Observe(event.Observers(obs, metrics.Slog(logger, slog.LevelInfo))))
 	inventory := &http.Client{Transport: policyhttp.NewTransport(nil, p)}
 	depURL := "http://" + depLn.Addr().String()
 

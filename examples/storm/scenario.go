@@ -17,6 +17,7 @@ import (
 	"github.com/backstop-go/backstop/budget"
 	"github.com/backstop-go/backstop/callpath"
 	"github.com/backstop-go/backstop/deadline"
+	"github.com/backstop-go/backstop/event"
 	"github.com/backstop-go/backstop/policy"
 	"github.com/backstop-go/backstop/policyhttp"
 	"github.com/backstop-go/backstop/retry"
@@ -91,21 +92,21 @@ type events struct {
 	suppressedOwner, refusedBudget, refusedBreaker, shed atomic.Int64
 }
 
-// Observe implements policy.Observer.
-func (c *events) Observe(e policy.Event) {
+// Observe implements event.Observer.
+func (c *events) Observe(e event.Event) {
 	switch e.Kind {
-	case policy.EventRetrySuppressed:
+	case event.RetrySuppressed:
 		switch e.Reason {
-		case policy.SuppressedOwner:
+		case event.SuppressedOwner:
 			c.suppressedOwner.Add(1)
-		case policy.SuppressedBudget:
+		case event.SuppressedBudget:
 			c.refusedBudget.Add(1)
 		}
-	case policy.EventCallEnd:
+	case event.CallEnd:
 		if errors.Is(e.Err, breaker.ErrOpen) {
 			c.refusedBreaker.Add(1)
 		}
-	case policy.EventShed:
+	case event.Shed:
 		c.shed.Add(1)
 	}
 }
@@ -231,7 +232,7 @@ func drain(res *http.Response) {
 // its refusals tell callers the real time left (callpath.HeaderRetryAfterMillis). In
 // owner-only mode the breaker and the budget are left out. obs counts the pipeline's
 // events.
-func backstopPipeline(m mode, name string, r policy.Rand, obs policy.Observer) (*policy.Pipeline, *breaker.Breaker) {
+func backstopPipeline(m mode, name string, r policy.Rand, obs event.Observer) (*policy.Pipeline, *breaker.Breaker) {
 	d := deadline.MustNew(callBudget)
 	rt := retry.MustNew(retry.Options{MaxAttempts: attempts, Base: naiveBase, Cap: time.Second, Rand: r})
 	per := deadline.MustPerAttempt(hopTimeout)

@@ -43,6 +43,8 @@ import (
 
 	"github.com/backstop-go/backstop/callpath"
 
+	"github.com/backstop-go/backstop/event"
+
 	"github.com/backstop-go/backstop/policy"
 )
 
@@ -59,7 +61,7 @@ func Run(t *testing.T, newPolicy func() policy.Policy) {
 	t.Helper()
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 
-	bind := func(t *testing.T, obs policy.Observer) (policy.Policy, policy.Runner) {
+	bind := func(t *testing.T, obs event.Observer) (policy.Policy, policy.Runner) {
 		t.Helper()
 		p := newPolicy()
 		if p == nil {
@@ -213,8 +215,8 @@ func Run(t *testing.T, newPolicy func() policy.Policy) {
 
 	t.Run("Events", func(t *testing.T) {
 		var mu sync.Mutex
-		var events []policy.Event
-		_, r := bind(t, policy.ObserverFunc(func(e policy.Event) {
+		var events []event.Event
+		_, r := bind(t, event.ObserverFunc(func(e event.Event) {
 			mu.Lock()
 			events = append(events, e)
 			mu.Unlock()

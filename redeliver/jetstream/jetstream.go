@@ -14,7 +14,7 @@
 // panic: a panic in the Handler there is recovered and becomes the delivery's error, a
 // *policy.PanicError with the panic's value and stack, decided like any other failure
 // (redelivered after its delay, dead-lettered after MaxDeliveries), and reported as a
-// policy.EventPanic (Source [PanicSource]) to Options.Observer. [Consumer.Process] runs
+// event.Panic (Source [PanicSource]) to Options.Observer. [Consumer.Process] runs
 // on its caller's goroutine, where a panic propagates unchanged (the message, neither
 // acked nor naked, is redelivered after AckWait).
 package jetstream
@@ -29,11 +29,13 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/backstop-go/backstop/event"
+
 	"github.com/backstop-go/backstop/policy"
 	"github.com/backstop-go/backstop/redeliver"
 )
 
-// PanicSource is the Source of the policy.EventPanic a Consumer reports.
+// PanicSource is the Source of the event.Panic a Consumer reports.
 const PanicSource = "redeliver/jetstream"
 
 // Headers of a dead-lettered message.
@@ -64,7 +66,7 @@ type Consumer struct {
 	h        Handler
 	now      func() time.Time
 	onDecide func(msg jetstream.Msg, deliveries int, d redeliver.Decision)
-	obs      policy.Observer
+	obs      event.Observer
 
 	deliveries, acked, retried, dead atomic.Uint64
 }
@@ -77,9 +79,9 @@ type Options struct {
 	// OnDecide, if set, is called with every decision, after it is applied (for logs,
 	// metrics and tests).
 	OnDecide func(msg jetstream.Msg, deliveries int, d redeliver.Decision)
-	// Observer, if set, hears a policy.EventPanic for each panic of the Handler that
+	// Observer, if set, hears a event.Panic for each panic of the Handler that
 	// Handle recovered.
-	Observer policy.Observer
+	Observer event.Observer
 }
 
 // New returns a Consumer that runs h under p and dead-letters to o.DeadLetter.
@@ -171,7 +173,7 @@ func (c *Consumer) handle(ctx context.Context, msg jetstream.Msg, contain bool) 
 			if v := recover(); v != nil {
 				pe := policy.NewPanicError(v)
 				if c.obs != nil {
-					c.obs.Observe(policy.Event{Kind: policy.EventPanic, Source: PanicSource, Time: c.now(), Err: pe, Context: ctx})
+					c.obs.Observe(event.Event{Kind: event.Panic, Source: PanicSource, Time: c.now(), Err: pe, Context: ctx})
 				}
 				err = pe
 			}

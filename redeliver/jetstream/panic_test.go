@@ -10,6 +10,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
+	"github.com/backstop-go/backstop/event"
+
 	"github.com/backstop-go/backstop/policy"
 	"github.com/backstop-go/backstop/redeliver"
 	rjs "github.com/backstop-go/backstop/redeliver/jetstream"
@@ -27,11 +29,11 @@ func TestHandle_APanickingHandlerIsAFailedDelivery(t *testing.T) {
 	publish(t, b, "job-p")
 	var mu sync.Mutex
 	var decisions []redeliver.Decision
-	var panics []policy.Event
+	var panics []event.Event
 	finished := make(chan struct{})
 	c, err := rjs.New(b.js, redeliver.MustNew(redeliver.Options{Base: 10 * time.Millisecond, MaxDeliveries: 2, Strategy: retry.None{}}),
 		explodingJob, rjs.Options{DeadLetter: "dlq.jobs",
-			Observer: policy.ObserverFunc(func(e policy.Event) {
+			Observer: event.ObserverFunc(func(e event.Event) {
 				mu.Lock()
 				defer mu.Unlock()
 				panics = append(panics, e)
@@ -59,7 +61,7 @@ func TestHandle_APanickingHandlerIsAFailedDelivery(t *testing.T) {
 	require.Equal(t, redeliver.ReasonExhausted, decisions[1].Reason)
 	require.Len(t, panics, 2, "EventPanic events")
 	for _, e := range panics {
-		require.Equal(t, policy.EventPanic, e.Kind)
+		require.Equal(t, event.Panic, e.Kind)
 		require.Equal(t, rjs.PanicSource, e.Source)
 		var pe *policy.PanicError
 		require.ErrorAs(t, e.Err, &pe)

@@ -1,4 +1,16 @@
-package policy
+// Package event is what the stages of a pipeline report and who listens: an [Event]
+// per call, attempt, retry scheduled or suppressed, breaker transition, deadline
+// exceeded, request shed, fleet fallback and recovered panic, delivered to an
+// [Observer] set on the pipeline (policy.Observe).
+//
+// Observers that care for a few kinds say so ([SelectiveObserver], [Needs]), and then
+// stages do no work at all for the rest — not even a clock reading. Package metrics
+// (Prometheus) and the policyotel module (OpenTelemetry) are observers; [ObserverFunc]
+// makes one of a function and [Observers] sends to several.
+//
+// Every field of an Event that may become a metrics label holds a value from a small
+// closed set, never error text or a URL.
+package event
 
 import (
 	"context"
@@ -7,7 +19,7 @@ import (
 
 // An Observer receives the events of a pipeline's stages: call start and end, attempt
 // start and end, retries scheduled and suppressed, breaker state changes, deadlines
-// exceeded and requests shed. Set it with [Observe].
+// exceeded and requests shed. Set it with policy.Observe.
 //
 // Implementers:
 //   - Observe is called synchronously on the call's goroutine (a breaker's state change
@@ -23,7 +35,7 @@ type Observer interface {
 }
 
 // PipelineObserver is an Observer that prepares itself for each pipeline. When a
-// pipeline is bound ([Wrap], [Pipeline.With]), it calls ForPipeline once with the
+// pipeline is bound (policy.Wrap, policy.Pipeline.With), it calls ForPipeline once with the
 // pipeline's name and hands the stages the Observer returned, so work that depends
 // only on the pipeline (resolving labelled metric series, say) is done once rather
 // than per event.
@@ -41,7 +53,7 @@ const (
 	NeedsEvent   Needs = 1 // the event, but not its Time and Elapsed: stages do not read the clock for it
 	// NeedsElapsed is the event with its Elapsed; its Time may be zero. On the system
 	// clock, stages then time the interval on the monotonic clock alone (see
-	// [Stopwatch]), which costs half of what time.Now does.
+	// policy.Stopwatch), which costs half of what time.Now does.
 	NeedsElapsed Needs = NeedsEvent | needsElapsed
 	NeedsTiming  Needs = NeedsEvent | needsTime | needsElapsed // the event with its Time and Elapsed
 )
@@ -57,13 +69,13 @@ const (
 // SelectiveObserver is handed every event, timed.
 type SelectiveObserver interface {
 	Observer
-	Needs(EventKind) Needs
+	Needs(Kind) Needs
 }
 
 // NeedsOf returns what o reads of events of kind k: NeedsNothing for a nil o, what it
 // says if it is a [SelectiveObserver], NeedsTiming otherwise. Stages ask once, when
 // they are bound.
-func NeedsOf(o Observer, k EventKind) Needs {
+func NeedsOf(o Observer, k Kind) Needs {
 	switch o := o.(type) {
 	case nil:
 		return NeedsNothing
@@ -111,7 +123,7 @@ func (m multiObserver) Observe(e Event) {
 }
 
 // Needs is the most any of the observers needs.
-func (m multiObserver) Needs(k EventKind) Needs {
+func (m multiObserver) Needs(k Kind) Needs {
 	var n Needs
 	for _, o := range m {
 		n |= NeedsOf(o, k)
@@ -136,55 +148,55 @@ func forPipeline(o Observer, name string) Observer {
 	return o
 }
 
-// EventKind says what happened. The zero value is not a valid kind.
-type EventKind uint8
+// Kind says what happened. The zero value is not a valid kind.
+type Kind uint8
 
 // The events stages report. Each names the [Event] fields it sets beyond Kind,
 // Pipeline and Time.
 const (
-	_                     EventKind = iota
-	EventCallStart                  // a call entered the pipeline
-	EventCallEnd                    // a call left it: Elapsed, Err
-	EventAttemptStart               // the retry starts an attempt: Attempt (1-based)
-	EventAttemptEnd                 // an attempt ended: Attempt, Elapsed, Err
-	EventRetryScheduled             // the retry will sleep Delay then make attempt Attempt: Reason (retry.Reason…: why the error was retryable), Err
-	EventRetrySuppressed            // a retry that would have happened did not: Reason ("owner", "budget", "deadline", "hint"), Attempt (attempts made), Err
-	EventBreakerState               // a breaker changed state: Source (breaker name), From, To
-	EventDeadlineExceeded           // an overall deadline or a per-attempt timeout ran out: Source ("deadline" or "attempt-timeout"), Elapsed
-	EventShed                       // a shedder refused work: Source (shedder name), Reason, Priority, Delay (the Retry-After sent)
-	EventFleet                      // a policy sharing state across processes lost or regained its store: Source (its name), Reason (its kind: "breaker", "budget", "quota"), From, To ("shared" or "local": what decides), Err (why it fell back)
-	EventPanic                      // user code panicked on a goroutine Backstop started and the panic became an error: Source (what started it: "coalesce", "hedge"), Attempt (a hedge's), Err (the *PanicError)
+	_                Kind = iota
+	CallStart             // a call entered the pipeline
+	CallEnd               // a call left it: Elapsed, Err
+	AttemptStart          // the retry starts an attempt: Attempt (1-based)
+	AttemptEnd            // an attempt ended: Attempt, Elapsed, Err
+	RetryScheduled        // the retry will sleep Delay then make attempt Attempt: Reason (retry.Reason…: why the error was retryable), Err
+	RetrySuppressed       // a retry that would have happened did not: Reason ("owner", "budget", "deadline", "hint"), Attempt (attempts made), Err
+	BreakerState          // a breaker changed state: Source (breaker name), From, To
+	DeadlineExceeded      // an overall deadline or a per-attempt timeout ran out: Source ("deadline" or "attempt-timeout"), Elapsed
+	Shed                  // a shedder refused work: Source (shedder name), Reason, Priority, Delay (the Retry-After sent)
+	Fleet                 // a policy sharing state across processes lost or regained its store: Source (its name), Reason (its kind: "breaker", "budget", "quota"), From, To ("shared" or "local": what decides), Err (why it fell back)
+	Panic                 // user code panicked on a goroutine Backstop started and the panic became an error: Source (what started it: "coalesce", "hedge"), Attempt (a hedge's), Err (the *PanicError)
 )
 
-// The states an [EventFleet] moves between.
+// The states an [Fleet] moves between.
 const (
 	FleetShared = "shared" // the policy decides on the state it shares with the fleet
 	FleetLocal  = "local"  // its store is out of reach: it decides on its own, in this process
 )
 
 var eventNames = [...]string{
-	EventCallStart:        "call_start",
-	EventCallEnd:          "call_end",
-	EventAttemptStart:     "attempt_start",
-	EventAttemptEnd:       "attempt_end",
-	EventRetryScheduled:   "retry_scheduled",
-	EventRetrySuppressed:  "retry_suppressed",
-	EventBreakerState:     "breaker_state",
-	EventDeadlineExceeded: "deadline_exceeded",
-	EventShed:             "shed",
-	EventFleet:            "fleet_state",
-	EventPanic:            "panic",
+	CallStart:        "call_start",
+	CallEnd:          "call_end",
+	AttemptStart:     "attempt_start",
+	AttemptEnd:       "attempt_end",
+	RetryScheduled:   "retry_scheduled",
+	RetrySuppressed:  "retry_suppressed",
+	BreakerState:     "breaker_state",
+	DeadlineExceeded: "deadline_exceeded",
+	Shed:             "shed",
+	Fleet:            "fleet_state",
+	Panic:            "panic",
 }
 
 // String returns the event's snake_case name, e.g. "retry_suppressed".
-func (k EventKind) String() string {
+func (k Kind) String() string {
 	if int(k) < len(eventNames) && eventNames[k] != "" {
 		return eventNames[k]
 	}
 	return "unknown"
 }
 
-// The reasons an [EventRetrySuppressed] gives.
+// The reasons an [RetrySuppressed] gives.
 const (
 	SuppressedOwner    = "owner"    // another layer owns retries on this call path
 	SuppressedBudget   = "budget"   // the budget refused the retry
@@ -196,7 +208,7 @@ const (
 // that may become a metrics label holds a value from a small closed set (never error
 // text or a URL).
 type Event struct {
-	Kind     EventKind
+	Kind     Kind
 	Pipeline string    // the pipeline's name, "" if unnamed
 	Source   string    // the reporting policy's own name (breaker, budget, shedder) or kind
 	Time     time.Time // when it happened, by the reporting stage's clock
