@@ -12,6 +12,7 @@ import (
 	"github.com/sony/gobreaker/v2"
 
 	"github.com/backstop-go/backstop/event"
+	"github.com/backstop-go/backstop/fault"
 
 	"github.com/backstop-go/backstop/policy"
 )
@@ -115,7 +116,7 @@ type Options struct {
 // DefaultIsExcluded excludes the errors that say nothing about a dependency's health:
 // the caller's cancellation (context.Canceled), refusals by policies
 // (policy.ErrRejected: another breaker, a shedder, a budget) and client faults marked
-// with [ClientFault] (a 4xx: the request was bad, not the server).
+// with fault.Client (a 4xx: the request was bad, not the server).
 func DefaultIsExcluded(err error) bool {
 	if err == nil {
 		return false // the success path allocates nothing
@@ -123,22 +124,7 @@ func DefaultIsExcluded(err error) bool {
 	if errors.Is(err, context.Canceled) || errors.Is(err, policy.ErrRejected) {
 		return true
 	}
-	var cf *clientFault
-	return errors.As(err, &cf)
-}
-
-type clientFault struct{ err error }
-
-func (c *clientFault) Error() string { return c.err.Error() }
-func (c *clientFault) Unwrap() error { return c.err }
-
-// ClientFault marks err as the caller's fault (a bad request, a 4xx), which
-// [DefaultIsExcluded] keeps from counting against the dependency. nil in, nil out.
-func ClientFault(err error) error {
-	if err == nil {
-		return nil
-	}
-	return &clientFault{err: err}
+	return fault.Of(err).Client
 }
 
 // State is a breaker's state. Its values are those of the backstop_breaker_state

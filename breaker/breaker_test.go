@@ -14,6 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/backstop-go/backstop/fault"
+
 	"github.com/backstop-go/backstop/breaker"
 	"github.com/backstop-go/backstop/event"
 	"github.com/backstop-go/backstop/internal/race"
@@ -152,14 +154,14 @@ func TestBreaker_ExcludedErrorsDoNotCount(t *testing.T) {
 	for _, err := range []error{
 		context.Canceled,
 		fmt.Errorf("shed: %w", policy.ErrRejected),
-		breaker.ClientFault(errors.New("400 Bad Request")),
-		fmt.Errorf("wrapped: %w", breaker.ClientFault(errors.New("404"))),
+		fault.Client(errors.New("400 Bad Request")),
+		fmt.Errorf("wrapped: %w", fault.Client(errors.New("404"))),
 	} {
 		require.ErrorIs(t, r.Do(context.Background(), func(context.Context) error { return err }), err)
 	}
 	require.Equal(t, breaker.StateClosed, b.State())
 	require.Equal(t, uint32(4), b.Counts().TotalExclusions)
-	require.Nil(t, breaker.ClientFault(nil))
+	require.Nil(t, fault.Client(nil))
 }
 
 func TestBreaker_CallbackMayReadTheBreaker(t *testing.T) {
@@ -257,7 +259,7 @@ func TestBreaker_OpenNowAgreesWithOpenFor(t *testing.T) {
 func TestBreaker_OutsideRetryCountsCalls_InsideCountsAttempts(t *testing.T) {
 	clock := policytest.NewClock(time.Unix(0, 0)).AutoAdvance(true)
 	newRetry := func() *retry.Retry { return retry.MustNew(retry.Options{MaxAttempts: 3, Clock: clock}) }
-	retryable := func(context.Context) error { return retry.Retryable(errDown) }
+	retryable := func(context.Context) error { return fault.Retryable(errDown) }
 
 	outside := must(breaker.New("outside", breaker.Options{ConsecutiveFailures: 5}))
 	p := policy.MustWrap(outside, newRetry())

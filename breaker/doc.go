@@ -29,7 +29,7 @@
 //
 // A nil error is a success; other errors are failures except those
 // [DefaultIsExcluded] leaves out — the caller's cancellation, refusals by other
-// policies, errors marked with [ClientFault] — so overload protection and bad requests
+// policies, errors marked with fault.Client — so overload protection and bad requests
 // never trip a dependency's breaker. Options.FailureRatio switches from consecutive
 // failures to a failure ratio over a rolling window.
 //

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/backstop-go/backstop/fault"
+
 	"github.com/backstop-go/backstop/budget"
 	"github.com/backstop-go/backstop/policy"
 	"github.com/backstop-go/backstop/policy/policytest"
@@ -25,7 +27,7 @@ func ExampleNewTokenBucket() {
 		attempts := 0
 		err := p.Do(context.Background(), func(context.Context) error {
 			attempts++
-			return retry.Retryable(errors.New("unavailable"))
+			return fault.Retryable(errors.New("unavailable"))
 		})
 		fmt.Printf("call %d: %d attempts, tokens %.0f, budget refused: %v\n",
 			call, attempts, b.Tokens(), errors.Is(err, retry.ErrBudget))
@@ -46,7 +48,7 @@ func ExampleNewQuota() {
 	for range 100 {
 		_ = p.Do(context.Background(), func(context.Context) error {
 			attempts++
-			return retry.Retryable(errors.New("unavailable"))
+			return fault.Retryable(errors.New("unavailable"))
 		})
 	}
 	fmt.Printf("100 calls, %d attempts, %d tokens left, %d retries refused\n", attempts, q.Tokens(), q.Refused())

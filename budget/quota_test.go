@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/backstop-go/backstop/fault"
+
 	"github.com/backstop-go/backstop/budget"
 	"github.com/backstop-go/backstop/policy"
 	"github.com/backstop-go/backstop/policy/policytest"
@@ -59,7 +61,7 @@ func TestQuota_ThroughARetryAnOutageCostsAboutAHundredRetries(t *testing.T) {
 	q := budget.MustNewQuota(budget.QuotaOptions{})
 	p := policy.MustWrap(q, retry.MustNew(retry.Options{MaxAttempts: 3, Clock: policytest.NewClock(t0).AutoAdvance(true)}))
 	attempts := 0
-	down := func(context.Context) error { attempts++; return retry.Retryable(errDown) }
+	down := func(context.Context) error { attempts++; return fault.Retryable(errDown) }
 	for range 200 {
 		_ = p.Do(context.Background(), down)
 	}
@@ -78,7 +80,7 @@ func TestQuota_ThroughARetryAnOutageCostsAboutAHundredRetries(t *testing.T) {
 	flaky := func(context.Context) error {
 		n++
 		if n%2 == 1 {
-			return retry.Retryable(errDown)
+			return fault.Retryable(errDown)
 		}
 		return nil
 	}
@@ -143,7 +145,7 @@ func TestInFlight_ThroughARetryUnderConcurrentCalls(t *testing.T) {
 			results <- p.Do(context.Background(), func(context.Context) error {
 				if first {
 					first = false
-					return retry.Retryable(errDown)
+					return fault.Retryable(errDown)
 				}
 				started <- struct{}{}
 				<-release

@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/backstop-go/backstop/fault"
+
 	"github.com/backstop-go/backstop/budget"
 	"github.com/backstop-go/backstop/event"
 	"github.com/backstop-go/backstop/internal/race"
@@ -152,7 +154,7 @@ func TestBudget_ExhaustedMeansOneAttempt(t *testing.T) {
 	calls := 0
 	err := p.Do(context.Background(), func(context.Context) error {
 		calls++
-		return retry.Retryable(errors.New("unavailable"))
+		return fault.Retryable(errors.New("unavailable"))
 	})
 	require.Equal(t, 1, calls)
 	require.ErrorIs(t, err, retry.ErrBudget)
@@ -171,7 +173,7 @@ func TestBudget_FadesRetriesInAnOutage(t *testing.T) {
 	p := policy.MustWrap(b, retry.MustNew(retry.Options{MaxAttempts: 4, Clock: clock}))
 	attempts := 0
 	for range 100 {
-		_ = p.Do(context.Background(), func(context.Context) error { attempts++; return retry.Retryable(errors.New("down")) })
+		_ = p.Do(context.Background(), func(context.Context) error { attempts++; return fault.Retryable(errors.New("down")) })
 	}
 	// Call 1 makes 4 attempts (tokens 10 → 6); call 2's failure reaches the threshold
 	// (5 > 5 is false), and from then on every call makes one attempt: 4 + 99 = 103

@@ -21,7 +21,7 @@ const (
 // it answers for a dependency whose failures its own breaker counts ("dependency").
 // It tells the caller's transport that the server protects itself or its dependency
 // and counts for itself: the caller's breaker and budget do not count the answer as a
-// failure (policyhttp's classifier marks it retry.Refused), so the breakers of a call
+// failure (policyhttp's classifier marks it fault.Refused), so the breakers of a call
 // path do not all open on one outage at its end and then reclose one after another.
 // The caller's retry still waits the Retry-After. A server that sends it without cause
 // only keeps its callers' breakers and budgets from counting its own failures.
@@ -188,7 +188,7 @@ type onceKey struct{}
 
 // WithoutRepeats returns a copy of ctx that says the work may be done at most once:
 // a request that is not idempotent. A hedge makes no extra attempt for it (a retry is
-// stopped by the work's own error, retry.Permanent, as it fails). policyhttp marks
+// stopped by the work's own error, fault.Permanent, as it fails). policyhttp marks
 // every request it may not repeat.
 func WithoutRepeats(ctx context.Context) context.Context {
 	return context.WithValue(ctx, onceKey{}, true)

@@ -14,7 +14,7 @@
 // fails attempts (the retry sees each fault), outside it fails whole calls (the retry
 // never runs for them), and outside a breaker it never reaches the breaker's counts.
 //
-//	inj := chaos.MustNew(chaos.Options{Probability: 0.3, Err: retry.Retryable(errors.New("injected"))})
+//	inj := chaos.MustNew(chaos.Options{Probability: 0.3, Err: fault.Retryable(errors.New("injected"))})
 //	p := policy.MustWrap(deadline, breaker, budget, retry, inj) // 30 % of attempts fail
 //
 // As middleware it wraps a test server's handler: [Injector.Middleware].
@@ -47,7 +47,7 @@ type Options struct {
 
 	// Err ends an affected call with this error instead of running it (policy form).
 	// The middleware answers 500 for it unless Status is set. Mark it with
-	// retry.Retryable to have a retry retry it.
+	// fault.Retryable to have a retry retry it.
 	Err error
 
 	// Status answers an affected request with this HTTP status without calling the

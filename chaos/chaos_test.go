@@ -13,6 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/backstop-go/backstop/fault"
+
 	"github.com/backstop-go/backstop/chaos"
 	"github.com/backstop-go/backstop/policy"
 	"github.com/backstop-go/backstop/policy/policytest"
@@ -74,7 +76,7 @@ func TestPolicy_FailsTheDrawnCallsOnly(t *testing.T) {
 // is retried like a real one.
 func TestPolicy_InsideTheRetryFailsAttempts(t *testing.T) {
 	clock := policytest.NewClock(t0).AutoAdvance(true)
-	inj := chaos.MustNew(chaos.Options{Probability: 0.5, Err: retry.Retryable(errInjected), Rand: policytest.NewRand(0, 0, 0.9)})
+	inj := chaos.MustNew(chaos.Options{Probability: 0.5, Err: fault.Retryable(errInjected), Rand: policytest.NewRand(0, 0, 0.9)})
 	p := policy.MustWrap(retry.MustNew(retry.Options{MaxAttempts: 3, Clock: clock}), inj)
 	calls := 0
 	require.NoError(t, p.Do(context.Background(), func(context.Context) error { calls++; return nil }))

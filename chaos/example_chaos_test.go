@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/backstop-go/backstop/fault"
+
 	"github.com/backstop-go/backstop/chaos"
 	"github.com/backstop-go/backstop/policy"
 	"github.com/backstop-go/backstop/policy/policytest"
@@ -15,7 +17,7 @@ import (
 // a retry of 3 attempts turns 30 % failed attempts into about 0.3³ = 2.7 % failed calls
 // (1.7 % in this seeded run).
 func Example() {
-	errFlaky := retry.Retryable(errors.New("dependency failed"))
+	errFlaky := fault.Retryable(errors.New("dependency failed"))
 	inj := chaos.MustNew(chaos.Options{Probability: 0.3, Err: errFlaky, Rand: policy.SeededRand(1, 2)})
 	clock := policytest.NewClock(policytest.NewClock(t0).Now()).AutoAdvance(true) // no real sleeping in a test
 	withRetry := policy.MustWrap(retry.MustNew(retry.Options{MaxAttempts: 3, Clock: clock}), inj)

@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/backstop-go/backstop/fault"
+
 	"github.com/backstop-go/backstop/budget"
 	"github.com/backstop-go/backstop/policy"
 	"github.com/backstop-go/backstop/retry"
@@ -110,7 +112,7 @@ func TestRatio_IsARetryBudgetForThePipeline(t *testing.T) {
 	b := newRatio(t, srv.store(t, "a"), budget.RatioOptions{Ratio: 0.5, MinPerSecond: -1})
 	p := policy.MustWrap(b, retry.MustNew(retry.Options{MaxAttempts: 10, Base: time.Nanosecond}))
 	attempts := 0
-	_ = p.Do(bg, func(context.Context) error { attempts++; return retry.Retryable(errDown) })
+	_ = p.Do(bg, func(context.Context) error { attempts++; return fault.Retryable(errDown) })
 	require.Equal(t, 1, attempts, "one call earns half a retry: none")
 	require.Equal(t, uint64(1), b.Refused())
 }

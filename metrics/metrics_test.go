@@ -15,6 +15,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/backstop-go/backstop/fault"
+
 	"github.com/backstop-go/backstop/breaker"
 	"github.com/backstop-go/backstop/budget"
 	"github.com/backstop-go/backstop/event"
@@ -45,11 +47,11 @@ func drive(t *testing.T, obs event.Observer) (*budget.TokenBucket, *breaker.Brea
 	n := 0
 	require.NoError(t, p.Do(ctx, func(context.Context) error {
 		if n++; n < 3 {
-			return retry.Retryable(errDown)
+			return fault.Retryable(errDown)
 		}
 		return nil
 	}))
-	require.Error(t, p.Do(ctx, func(context.Context) error { return retry.Retryable(errDown) }))
+	require.Error(t, p.Do(ctx, func(context.Context) error { return fault.Retryable(errDown) }))
 	// The failed call opened the breaker: the next one is refused.
 	require.ErrorIs(t, p.Do(ctx, func(context.Context) error { return nil }), breaker.ErrOpen)
 	return bud, brk
@@ -114,7 +116,7 @@ func TestObserver_SuppressionsGaugesAndShed(t *testing.T) {
 	inner := policy.MustWrap(retry.MustNew(retry.Options{Clock: clock})).With(policy.Name("inner"), policy.Observe(obs))
 	outer := policy.MustWrap(retry.MustNew(retry.Options{MaxAttempts: 2, Clock: clock})).With(policy.Name("outer"), policy.Observe(obs))
 	_ = outer.Do(context.Background(), func(ctx context.Context) error {
-		return inner.Do(ctx, func(context.Context) error { return retry.Retryable(errDown) })
+		return inner.Do(ctx, func(context.Context) error { return fault.Retryable(errDown) })
 	})
 	bud.OnFailure()
 

@@ -10,10 +10,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 
+	"github.com/backstop-go/backstop/fault"
+
 	"github.com/backstop-go/backstop/metrics"
 	"github.com/backstop-go/backstop/policy/policytest"
 	"github.com/backstop-go/backstop/redeliver"
-	"github.com/backstop-go/backstop/retry"
 )
 
 func TestObserver_AddRedeliver(t *testing.T) {
@@ -29,8 +30,8 @@ func TestObserver_AddRedeliver(t *testing.T) {
 	p.Decide(1, errJob)                              // 5 s
 	p.Decide(2, errJob)                              // 10 s
 	p.Decide(3, errJob)                              // exhausted
-	p.Decide(1, retry.Permanent(errJob))             // permanent
-	p.Decide(1, retry.After(errJob, 90*time.Minute)) // a hint of 1.5 h
+	p.Decide(1, fault.Permanent(errJob))             // permanent
+	p.Decide(1, fault.After(errJob, 90*time.Minute)) // a hint of 1.5 h
 	err := testutil.GatherAndCompare(reg, strings.NewReader(`
 # HELP backstop_redeliver_dead_lettered_total Messages a redelivery policy dead-lettered, by reason (permanent, exhausted).
 # TYPE backstop_redeliver_dead_lettered_total counter

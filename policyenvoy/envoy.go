@@ -13,8 +13,8 @@ import (
 
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 
-	"github.com/backstop-go/backstop/breaker"
 	"github.com/backstop-go/backstop/deadline"
+	"github.com/backstop-go/backstop/fault"
 	"github.com/backstop-go/backstop/policy"
 	"github.com/backstop-go/backstop/policyhttp"
 	"github.com/backstop-go/backstop/retry"
@@ -250,9 +250,9 @@ func (c *classifier) classify(res *http.Response, now time.Time) error {
 		return nil
 	}
 	err := &policyhttp.StatusError{StatusCode: code, Status: res.Status}
-	var fault error = err
+	var marked error = err
 	if code < 500 {
-		fault = breaker.ClientFault(err) // a 4xx says nothing about the upstream's health
+		marked = fault.Client(err) // a 4xx says nothing about the upstream's health
 	}
 	limited := res.Header.Get("X-Envoy-Ratelimited") != ""
 	retryable := false
@@ -264,14 +264,14 @@ func (c *classifier) classify(res *http.Response, now time.Time) error {
 		retryable = true
 	}
 	if !retryable {
-		return fault
+		return marked
 	}
 	if d, ok := c.reset.interval(res.Header, now); ok {
 		// Envoy's rate-limited back-off: exactly random(interval, 1.5 × interval), in
 		// place of the route's back-off.
-		return retry.Pushback(fault, d+time.Duration(c.rand.Float64()*float64(d/2)))
+		return fault.Pushback(marked, d+time.Duration(c.rand.Float64()*float64(d/2)))
 	}
-	return retry.Retryable(fault)
+	return fault.Retryable(marked)
 }
 
 // shouldRetry is the retry's classifier: responses as classify marked them, network

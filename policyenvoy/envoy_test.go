@@ -16,6 +16,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/backstop-go/backstop/fault"
+
 	"github.com/backstop-go/backstop/policy/policytest"
 	"github.com/backstop-go/backstop/policyenvoy"
 	"github.com/backstop-go/backstop/policyhttp"
@@ -285,7 +287,7 @@ retry_policy:
 			require.NoError(t, err)
 			err = rs[0].Classifier(res(tt.hdr...), now)
 			require.True(t, retry.DefaultShouldRetry(err), "%v is retried", err)
-			d, ok := retry.Hint(err)
+			d, ok := fault.Hint(err)
 			if tt.backOff {
 				require.False(t, ok, "%v: want the route's back-off, got a wait of %v", tt.hdr, d)
 				return
@@ -476,7 +478,7 @@ retry_policy:
 		}
 		err := classify(&http.Response{StatusCode: 429, Header: h}, time.Unix(now, 0))
 		want := oracle(retryAfter, reset, now)
-		d, ok := retry.Hint(err)
+		d, ok := fault.Hint(err)
 		if !ok {
 			if want != 0 {
 				t.Fatalf("Retry-After %q, X-RateLimit-Reset %q at %d: the back-off; want a wait from %v", retryAfter, reset, now, want)

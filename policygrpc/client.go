@@ -16,6 +16,8 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/backstop-go/backstop/fault"
+
 	"github.com/backstop-go/backstop/budget"
 	"github.com/backstop-go/backstop/callpath"
 	"github.com/backstop-go/backstop/policy"
@@ -90,7 +92,7 @@ func hedgedAttempt(actx context.Context, c *classifier, counted bool, method str
 	invoker grpc.UnaryInvoker, opts []grpc.CallOption) error {
 	msg, ok := reply.(proto.Message)
 	if !ok {
-		return retry.Permanent(fmt.Errorf("policygrpc: a hedged call needs a proto.Message reply; got %T", reply))
+		return fault.Permanent(fmt.Errorf("policygrpc: a hedged call needs a proto.Message reply; got %T", reply))
 	}
 	own := msg.ProtoReflect().New().Interface()
 	var trailer metadata.MD
@@ -188,17 +190,17 @@ func (c *classifier) classify(actx context.Context, err error, trailer metadata.
 	case pushed && d < 0:
 		// The server said not to retry: whatever the code, the call ends here, and a
 		// budget outside the retry counts the failure (gRFC A6).
-		return retry.Pushback(err, d)
+		return fault.Pushback(err, d)
 	case int(code) >= len(c.retryable) || !c.retryable[code]:
 		return err // a code no status has, too: a hostile server's cannot index past the table
 	case pushed:
-		err = retry.Pushback(err, d)
+		err = fault.Pushback(err, d)
 		if dl, ok := actx.Deadline(); ok {
 			return &pushedBack{err: err, delay: d, deadline: dl, left: time.Until(dl)}
 		}
 		return err
 	}
-	return retry.Retryable(err)
+	return fault.Retryable(err)
 }
 
 // pushedBack is a retryable attempt's error whose server asked for a delay, with the

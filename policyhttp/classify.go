@@ -5,7 +5,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/backstop-go/backstop/breaker"
+	"github.com/backstop-go/backstop/fault"
+
 	"github.com/backstop-go/backstop/callpath"
 	"github.com/backstop-go/backstop/retry"
 )
@@ -27,7 +28,7 @@ func (e *StatusError) Error() string {
 
 // Classifier turns a response into the attempt's error: nil for a response to hand
 // to the caller as it is, or an error the pipeline's retry and breaker judge (mark it
-// with retry.Retryable or retry.After to retry it, breaker.ClientFault to keep it from
+// with fault.Retryable or fault.After to retry it, fault.Client to keep it from
 // counting against the breaker). It may read res's headers, never its body. now is
 // the time the response arrived, for Retry-After dates.
 type Classifier func(res *http.Response, now time.Time) error
@@ -45,13 +46,13 @@ type Classifier func(res *http.Response, now time.Time) error
 // (*) except a 429 or 503 with callpath.HeaderRefused — a Backstop server's shedder or
 // breaker refused, or the server answers for a dependency whose failures its own
 // breaker counts: it is retried after its Retry-After, or callpath.HeaderRetryAfterMillis
-// when the server sends it (retry.Refused), and counted
+// when the server sends it (fault.Refused), and counted
 // against neither a breaker nor a budget, so the breakers and budgets above it do not
 // all trip on one outage at the end of the call path.
 //
 // 500 is not retried by default: it usually reports a bug that a retry hits again,
 // while 502/503/504 report a dependency or proxy that may recover. Retry-After, in
-// either RFC 9110 form, becomes the retry's hint (retry.After).
+// either RFC 9110 form, becomes the retry's hint (fault.After).
 func DefaultClassifier(res *http.Response, now time.Time) error {
 	code := res.StatusCode
 	if code < 400 {
@@ -67,23 +68,23 @@ func DefaultClassifier(res *http.Response, now time.Time) error {
 			}
 			// A Backstop server's protection refused: wait as it asks, and count it
 			// against neither a breaker nor a budget (the server's own breaker counts).
-			return breaker.ClientFault(retry.Refused(err, d))
+			return fault.Client(fault.Refused(err, d))
 		}
-		var marked error = retry.Retryable(err)
+		var marked error = fault.Retryable(err)
 		if hinted {
-			marked = retry.After(err, d)
+			marked = fault.After(err, d)
 		}
 		if code == http.StatusTooManyRequests {
-			return breaker.ClientFault(marked)
+			return fault.Client(marked)
 		}
 		return marked
 	case http.StatusRequestTimeout:
-		return breaker.ClientFault(retry.Retryable(err))
+		return fault.Client(fault.Retryable(err))
 	case http.StatusBadGateway, http.StatusGatewayTimeout:
-		return retry.Retryable(err)
+		return fault.Retryable(err)
 	}
 	if code < 500 {
-		return breaker.ClientFault(err)
+		return fault.Client(err)
 	}
 	return err
 }

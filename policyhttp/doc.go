@@ -29,7 +29,7 @@
 // A Backstop server's refusal — a 429 or 503 with callpath.HeaderRefused — is retried
 // after its Retry-After (or callpath.HeaderRetryAfterMillis, finer) and counted against
 // neither a breaker nor a budget: the server below protects itself and its dependency,
-// and its own breaker counts that dependency's failures (retry.Refused).
+// and its own breaker counts that dependency's failures (fault.Refused).
 //
 // A handler behind a shedder (shed.Middleware) that calls through the transport gives
 // its shedder slot back for the round trip (callpath.PauseFor): a server's limit bounds its

@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/backstop-go/backstop/fault"
+
 	"github.com/backstop-go/backstop/breaker"
 	"github.com/backstop-go/backstop/callpath"
 	"github.com/backstop-go/backstop/policy"
@@ -35,7 +37,7 @@ func TestClassifier_ABackstopRefusalCountsAgainstNoBreaker(t *testing.T) {
 	}{{"breaker", true}, {"limit", true}, {"dependency", true}, {"", false}} {
 		err := policyhttp.DefaultClassifier(res(tt.refused), now)
 		require.Equal(t, tt.excluded, breaker.DefaultIsExcluded(err), "503 with %s=%q: excluded from a breaker", callpath.HeaderRefused, tt.refused)
-		hint, ok := retry.Hint(err)
+		hint, ok := fault.Hint(err)
 		require.True(t, ok, "503 with %q carries its Retry-After", tt.refused)
 		require.Equal(t, 2*time.Second, hint)
 		require.True(t, retry.DefaultShouldRetry(err), "503 with %q is retryable", tt.refused)
@@ -62,7 +64,7 @@ func FuzzRefusedRetryAfterMillis(f *testing.F) {
 	f.Fuzz(func(t *testing.T, v string) {
 		res := &http.Response{StatusCode: http.StatusServiceUnavailable, Header: http.Header{
 			"Retry-After": {"3"}, callpath.HeaderRefused: {"breaker"}, callpath.HeaderRetryAfterMillis: {v}}}
-		hint, _ := retry.Hint(policyhttp.DefaultClassifier(res, now)) // none: retry at once
+		hint, _ := fault.Hint(policyhttp.DefaultClassifier(res, now)) // none: retry at once
 		if hint < 0 || hint > 24*time.Hour {
 			t.Fatalf("Backstop-Retry-After-Ms %q: hint %v outside [0, 24h]", v, hint)
 		}

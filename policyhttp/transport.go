@@ -13,10 +13,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/backstop-go/backstop/fault"
+
 	"github.com/backstop-go/backstop/callpath"
 	"github.com/backstop-go/backstop/internal/httpattempt"
 	"github.com/backstop-go/backstop/policy"
-	"github.com/backstop-go/backstop/retry"
 )
 
 // HeaderIdempotencyKey is the header that makes a non-idempotent request safe to
@@ -253,11 +254,11 @@ func (a *attempts) run(ctx context.Context) error {
 	out := a.req.Clone(ctx)
 	if !first && out.Body != nil && out.Body != http.NoBody {
 		if a.req.GetBody == nil {
-			return retry.Permanent(errors.New("policyhttp: request body cannot be rewound (no GetBody)"))
+			return fault.Permanent(errors.New("policyhttp: request body cannot be rewound (no GetBody)"))
 		}
 		body, err := a.req.GetBody()
 		if err != nil {
-			return retry.Permanent(err)
+			return fault.Permanent(err)
 		}
 		out.Body = body
 	}
@@ -276,7 +277,7 @@ func (a *attempts) run(ctx context.Context) error {
 	res, err := a.t.next.RoundTrip(out)
 	if err != nil {
 		if !a.repeatable {
-			return retry.Permanent(err)
+			return fault.Permanent(err)
 		}
 		return err
 	}
@@ -300,7 +301,7 @@ func (a *attempts) run(ctx context.Context) error {
 	// A switched connection speaks another protocol now: the call cannot be made again
 	// on it, and a new handshake would open a second connection.
 	if err != nil && (!a.repeatable || res.StatusCode == http.StatusSwitchingProtocols) {
-		return retry.Permanent(err)
+		return fault.Permanent(err)
 	}
 	return err
 }

@@ -17,6 +17,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/backstop-go/backstop/fault"
+
 	"github.com/backstop-go/backstop/breaker"
 	"github.com/backstop-go/backstop/callpath"
 	"github.com/backstop-go/backstop/policy"
@@ -358,7 +360,7 @@ func TestDefaultClassifier(t *testing.T) {
 		require.Equal(t, tt.code, se.StatusCode)
 		require.Equal(t, tt.retried, retry.DefaultShouldRetry(err), "status %d retried", tt.code)
 		require.Equal(t, tt.excluded, breaker.DefaultIsExcluded(err), "status %d excluded from the breaker", tt.code)
-		hint, _ := retry.Hint(err)
+		hint, _ := fault.Hint(err)
 		require.Equal(t, tt.hint, hint, "status %d hint", tt.code)
 	}
 	require.Equal(t, "policyhttp: 503 Service Unavailable", (&policyhttp.StatusError{StatusCode: 503, Status: "503 Service Unavailable"}).Error())

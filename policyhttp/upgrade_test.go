@@ -13,6 +13,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/backstop-go/backstop/fault"
+
 	"github.com/backstop-go/backstop/policy"
 	"github.com/backstop-go/backstop/policy/policytest"
 	"github.com/backstop-go/backstop/policyhttp"
@@ -114,7 +116,7 @@ func TestTransport_UpgradeBodyIsTheConnection(t *testing.T) {
 func TestTransport_NeverRetriesAnUpgrade(t *testing.T) {
 	srv := newEchoServer(t)
 	c := upgradeClient(t, policyhttp.WithClassifier(func(*http.Response, time.Time) error {
-		return retry.Retryable(errors.New("every response fails"))
+		return fault.Retryable(errors.New("every response fails"))
 	}))
 	res := do(t, c, upgradeRequest(t, srv.URL))
 	require.Equal(t, int64(1), srv.handshakes.Load(), "handshakes")

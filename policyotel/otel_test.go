@@ -14,6 +14,8 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.uber.org/goleak"
 
+	"github.com/backstop-go/backstop/fault"
+
 	"github.com/backstop-go/backstop/breaker"
 	"github.com/backstop-go/backstop/budget"
 	"github.com/backstop-go/backstop/callpath"
@@ -79,7 +81,7 @@ func TestObserver_MetricsAndSpanEvents(t *testing.T) {
 	calls := 0
 	err := p.Do(ctx, func(context.Context) error {
 		if calls++; calls < 3 {
-			return retry.Retryable(errDown)
+			return fault.Retryable(errDown)
 		}
 		return nil
 	})
@@ -118,7 +120,7 @@ func TestObserver_SuppressionBreakerAndShed(t *testing.T) {
 	obs, reader, rec, tp := setup(t)
 	ctx, span := tp.Tracer("test").Start(context.Background(), "handler")
 	inner := policy.MustWrap(retry.MustNew(retry.Options{MaxAttempts: 3})).With(policy.Name("db"), policy.Observe(obs))
-	_ = inner.Do(callpath.WithUpstreamAttempt(ctx, 2), func(context.Context) error { return retry.Retryable(errDown) })
+	_ = inner.Do(callpath.WithUpstreamAttempt(ctx, 2), func(context.Context) error { return fault.Retryable(errDown) })
 
 	brk := breaker.MustNew("db", breaker.Options{ConsecutiveFailures: 1})
 	bp := policy.MustWrap(brk).With(policy.Name("db-breaker"), policy.Observe(obs))

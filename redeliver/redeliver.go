@@ -21,9 +21,9 @@
 //	| MaxDelay      | none    | SQSMaxDelay (12 h) when the target is SQS           |
 //
 // Unlike package retry's allow-list, which suits interactive calls, a job is retried
-// whatever its error unless the error is marked retry.Permanent (or Options.ShouldRetry
+// whatever its error unless the error is marked fault.Permanent (or Options.ShouldRetry
 // says no): a job that fails for an unknown reason is worth another try later. A
-// retry.After or retry.Pushback hint sets the least delay.
+// fault.After or fault.Pushback hint sets the least delay.
 package redeliver
 
 import (
@@ -31,6 +31,8 @@ import (
 	"fmt"
 	"sync/atomic"
 	"time"
+
+	"github.com/backstop-go/backstop/fault"
 
 	"github.com/backstop-go/backstop/policy"
 	"github.com/backstop-go/backstop/retry"
@@ -85,7 +87,7 @@ type Options struct {
 	// SQSMaxDelay); 0 means no bound.
 	MaxDelay time.Duration
 	// ShouldRetry says whether an error may be retried; nil means every error not
-	// marked retry.Permanent.
+	// marked fault.Permanent.
 	ShouldRetry func(error) bool
 	// Rand draws the jitter; nil means policy.SystemRand().
 	Rand policy.Rand
@@ -203,7 +205,7 @@ func (p *Policy) Decide(deliveries int, err error) Decision {
 		last = retry.None{}.Delay(n-1, 0, p.o.Base, p.o.Cap, nil)
 	}
 	d := min(max(p.o.Strategy.Delay(n, last, p.o.Base, p.o.Cap, p.r), 0), p.o.Cap)
-	if hint, ok := retry.Hint(err); ok {
+	if hint, ok := fault.Hint(err); ok {
 		d = max(d, hint)
 	}
 	if p.o.MaxDelay > 0 {
@@ -225,5 +227,5 @@ func (p *Policy) isPermanent(err error) bool {
 	if p.o.ShouldRetry != nil {
 		return !p.o.ShouldRetry(err)
 	}
-	return retry.IsPermanent(err)
+	return fault.Of(err).Permanent
 }

@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/backstop-go/backstop/fault"
+
 	"github.com/backstop-go/backstop/policy/policytest"
 	"github.com/backstop-go/backstop/redeliver"
 	"github.com/backstop-go/backstop/retry"
@@ -23,9 +25,9 @@ func TestDecide(t *testing.T) {
 		require.Equal(t, redeliver.Decision{Retry: true, Delay: want, Reason: redeliver.ReasonRetry}, p.Decide(n, errJob), "delivery %d", n)
 	}
 	require.Equal(t, redeliver.Decision{DeadLetter: true, Reason: redeliver.ReasonExhausted}, p.Decide(5, errJob), "the fifth failure")
-	require.Equal(t, redeliver.Decision{DeadLetter: true, Reason: redeliver.ReasonPermanent}, p.Decide(1, retry.Permanent(errJob)),
+	require.Equal(t, redeliver.Decision{DeadLetter: true, Reason: redeliver.ReasonPermanent}, p.Decide(1, fault.Permanent(errJob)),
 		"a permanent error dead-letters at once")
-	d := p.Decide(1, retry.After(errJob, time.Minute))
+	d := p.Decide(1, fault.After(errJob, time.Minute))
 	require.Equal(t, time.Minute, d.Delay, "a server's hint sets the least delay")
 }
 
@@ -34,7 +36,7 @@ func TestDecide_SQSLimitAndCap(t *testing.T) {
 		Strategy: retry.None{}})
 	require.Equal(t, 4*time.Hour, p.Decide(3, errJob).Delay)
 	require.Equal(t, redeliver.SQSMaxDelay, p.Decide(10, errJob).Delay, "never past SQS's 12 h visibility limit")
-	require.Equal(t, redeliver.SQSMaxDelay, p.Decide(1, retry.After(errJob, 48*time.Hour)).Delay, "hints too")
+	require.Equal(t, redeliver.SQSMaxDelay, p.Decide(1, fault.After(errJob, 48*time.Hour)).Delay, "hints too")
 }
 
 func TestDecide_DecorrelatedChainsOnThePreviousWindow(t *testing.T) {
@@ -73,9 +75,9 @@ func TestCounts(t *testing.T) {
 	p.Decide(1, errJob)                           // 5 s
 	p.Decide(2, errJob)                           // 10 s
 	p.Decide(3, errJob)                           // 20 s
-	p.Decide(1, retry.After(errJob, 2*time.Hour)) // a hint of 2 h
+	p.Decide(1, fault.After(errJob, 2*time.Hour)) // a hint of 2 h
 	p.Decide(4, errJob)                           // exhausted
-	p.Decide(1, retry.Permanent(errJob))          // permanent
+	p.Decide(1, fault.Permanent(errJob))          // permanent
 	c := p.Counts()
 	require.Equal(t, uint64(7), c.Deliveries)
 	require.Equal(t, uint64(1), c.Permanent)

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/backstop-go/backstop/fault"
+
 	"github.com/backstop-go/backstop/policy"
 	"github.com/backstop-go/backstop/retry"
 )
@@ -28,9 +30,9 @@ func TestDefaultShouldRetry(t *testing.T) {
 	}{
 		{"nil", nil, false},
 		{"plain error", plain, false},
-		{"marked", retry.Retryable(plain), true},
-		{"marked, wrapped by the caller", fmt.Errorf("load: %w", retry.Retryable(plain)), true},
-		{"hint", retry.After(plain, time.Second), true},
+		{"marked", fault.Retryable(plain), true},
+		{"marked, wrapped by the caller", fmt.Errorf("load: %w", fault.Retryable(plain)), true},
+		{"hint", fault.After(plain, time.Second), true},
 		{"timeout", timeoutErr{}, true},
 		{"net.OpError timeout", &net.OpError{Op: "read", Err: os.ErrDeadlineExceeded}, true},
 		{"connection refused", &net.OpError{Op: "dial", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}, true},
@@ -40,11 +42,11 @@ func TestDefaultShouldRetry(t *testing.T) {
 		{"dns not found", &net.DNSError{Err: "no such host", IsNotFound: true}, false},
 		{"permission denied", syscall.EACCES, false},
 		{"caller cancelled", context.Canceled, false},
-		{"caller cancelled, marked", retry.Retryable(context.Canceled), false},
+		{"caller cancelled, marked", fault.Retryable(context.Canceled), false},
 		{"rejected", policy.ErrRejected, false},
-		{"rejected, marked", retry.Retryable(fmt.Errorf("open: %w", policy.ErrRejected)), false},
-		{"permanent", retry.Permanent(syscall.ECONNRESET), false},
-		{"permanent, marked retryable", retry.Retryable(retry.Permanent(errors.New("x"))), false},
+		{"rejected, marked", fault.Retryable(fmt.Errorf("open: %w", policy.ErrRejected)), false},
+		{"permanent", fault.Permanent(syscall.ECONNRESET), false},
+		{"permanent, marked retryable", fault.Retryable(fault.Permanent(errors.New("x"))), false},
 	}
 	for _, tt := range tests {
 		if got := retry.DefaultShouldRetry(tt.err); got != tt.want {
@@ -54,33 +56,33 @@ func TestDefaultShouldRetry(t *testing.T) {
 }
 
 func TestMarkers_NilInNilOut(t *testing.T) {
-	if retry.Retryable(nil) != nil {
+	if fault.Retryable(nil) != nil {
 		t.Error("Retryable(nil) != nil")
 	}
-	if retry.Permanent(nil) != nil {
+	if fault.Permanent(nil) != nil {
 		t.Error("Permanent(nil) != nil")
 	}
-	if retry.After(nil, time.Second) != nil {
+	if fault.After(nil, time.Second) != nil {
 		t.Error("After(nil, 1s) != nil")
 	}
 }
 
 func TestMarkers_KeepTheErrorChain(t *testing.T) {
 	base := errors.New("503")
-	err := fmt.Errorf("call: %w", retry.After(base, 2*time.Second))
+	err := fmt.Errorf("call: %w", fault.After(base, 2*time.Second))
 	if !errors.Is(err, base) {
 		t.Errorf("errors.Is(After(base), base) = false")
 	}
 	if err.Error() != "call: 503" {
 		t.Errorf("After(base).Error() = %q; want the base text", err)
 	}
-	if d, ok := retry.Hint(err); !ok || d != 2*time.Second {
+	if d, ok := fault.Hint(err); !ok || d != 2*time.Second {
 		t.Errorf("Hint = %v, %v; want 2s, true", d, ok)
 	}
-	if _, ok := retry.Hint(retry.Retryable(base)); ok {
+	if _, ok := fault.Hint(fault.Retryable(base)); ok {
 		t.Error("Hint(Retryable(base)) found a hint")
 	}
-	if _, ok := retry.Hint(retry.After(base, -time.Second)); ok {
+	if _, ok := fault.Hint(fault.After(base, -time.Second)); ok {
 		t.Error("Hint(After(base, -1s)) found a hint")
 	}
 }

@@ -7,7 +7,7 @@
 // [New] returns a policy of kind Retry for policy.Wrap. For each call it makes the
 // first attempt; after a failure it retries only if all of these hold:
 //   - the error is retryable ([Options].ShouldRetry, by default [DefaultShouldRetry]:
-//     errors marked with [Retryable] or [After], timeouts, refused or reset connections);
+//     errors marked with fault.Retryable or fault.After, timeouts, refused or reset connections);
 //   - attempts remain (MaxAttempts counts the first one);
 //   - no other layer owns retries on the call path (callpath.Owned): otherwise the call
 //     makes one attempt and reports retry_suppressed{why="owner"};
@@ -21,7 +21,7 @@
 //   - the budget outside the retry, if any, allows it: otherwise retry_suppressed{why="budget"}.
 //
 // The delay before retry n is max(Strategy.Delay(n), hint + up to 50 % of hint), where
-// the hint is a server's Retry-After carried by [After]. Every delay a strategy returns
+// the hint is a server's Retry-After carried by fault.After. Every delay a strategy returns
 // lies in [0, Cap]; sums saturate rather than overflow.
 //
 // # Who owns the call path
@@ -58,7 +58,7 @@
 // # Retry-After
 //
 // [ParseRetryAfter] reads both forms of RFC 9110's Retry-After; package policyhttp
-// turns a 429 or 503 with one into an error marked with [After].
+// turns a 429 or 503 with one into an error marked with fault.After.
 //
 // # Hedging
 //

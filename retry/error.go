@@ -34,7 +34,7 @@ var (
 //
 // The Cause does not make the error a rejection (policy.ErrRejected): a retry that ran
 // out of budget or yielded to an owner returns the failure it saw, so an owner above
-// still sees a retryable error. A server's hint stays readable with [Hint].
+// still sees a retryable error. A server's hint stays readable with fault.Hint.
 type Error struct {
 	Attempts int
 	Cause    error

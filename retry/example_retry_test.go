@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/backstop-go/backstop/fault"
+
 	"github.com/backstop-go/backstop/callpath"
 	"github.com/backstop-go/backstop/deadline"
 	"github.com/backstop-go/backstop/event"
@@ -34,7 +36,7 @@ func Example() {
 	err = p.Do(context.Background(), func(context.Context) error {
 		calls++
 		if calls < 3 {
-			return retry.Retryable(errors.New("503 Service Unavailable"))
+			return fault.Retryable(errors.New("503 Service Unavailable"))
 		}
 		return nil
 	})
@@ -62,7 +64,7 @@ func ExampleError() {
 	clock := policytest.NewClock(time.Unix(0, 0)).AutoAdvance(true)
 	p := policy.MustWrap(retry.MustNew(retry.Options{MaxAttempts: 2, Clock: clock}))
 	err := p.Do(context.Background(), func(context.Context) error {
-		return retry.Retryable(errors.New("connection reset"))
+		return fault.Retryable(errors.New("connection reset"))
 	})
 	var re *retry.Error
 	if errors.As(err, &re) {

@@ -11,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/backstop-go/backstop/fault"
+
 	"github.com/backstop-go/backstop/budget"
 	"github.com/backstop-go/backstop/callpath"
 	"github.com/backstop-go/backstop/deadline"
@@ -25,7 +27,7 @@ func TestRetry_CancelDuringSleepMatchesContextCanceled(t *testing.T) {
 	p := policy.MustWrap(retry.MustNew(retry.Options{Clock: clock, Strategy: retry.None{}}))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
-	go func() { done <- p.Do(ctx, func(context.Context) error { return retry.Retryable(errDown) }) }()
+	go func() { done <- p.Do(ctx, func(context.Context) error { return fault.Retryable(errDown) }) }()
 	clock.BlockUntil(1) // the loop sleeps before attempt 2
 	cancel()
 	err := <-done
@@ -42,7 +44,7 @@ func TestRetry_DeadlineGiveUpMatchesDeadlineExceeded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := policy.MustWrap(deadline.MustNew(250*ms), retry.MustNew(retry.Options{MaxAttempts: 5, Strategy: retry.None{}}))
 		calls := 0
-		err := p.Do(context.Background(), failing(&calls, retry.Retryable(errDown)))
+		err := p.Do(context.Background(), failing(&calls, fault.Retryable(errDown)))
 		require.Equal(t, 2, calls, "attempts before the 200ms sleep would pass 250ms")
 		require.ErrorIs(t, err, retry.ErrDeadline)
 		require.ErrorIs(t, err, context.DeadlineExceeded)
@@ -61,7 +63,7 @@ func TestRetry_CallersDeadlineIsNotOurs(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 250*ms)
 		defer cancel()
 		calls := 0
-		err := p.Do(ctx, failing(&calls, retry.Retryable(errDown)))
+		err := p.Do(ctx, failing(&calls, fault.Retryable(errDown)))
 		require.ErrorIs(t, err, context.DeadlineExceeded)
 		require.NotErrorIs(t, err, deadline.ErrExceeded)
 	})
@@ -74,7 +76,7 @@ func TestRetry_OneAttemptRetryDoesNotClaimTheCallPath(t *testing.T) {
 	var owned bool
 	err := single.Do(context.Background(), func(ctx context.Context) error {
 		owned = callpath.Owned(ctx)
-		return h.p.Do(ctx, failing(&calls, retry.Retryable(errDown)))
+		return h.p.Do(ctx, failing(&calls, fault.Retryable(errDown)))
 	})
 	require.False(t, owned, "a retry with MaxAttempts 1 marks nothing")
 	require.Equal(t, 3, calls, "the retry below it owns the call path and retries")
@@ -91,7 +93,7 @@ func TestRetry_SharedBucketChargedOncePerFailedAttempt(t *testing.T) {
 	inner := policy.MustWrap(bucket, retry.MustNew(retry.Options{MaxAttempts: 3, Clock: clock}))
 	calls := 0
 	_ = outer.Do(context.Background(), func(ctx context.Context) error {
-		return inner.Do(ctx, failing(&calls, retry.Retryable(errDown)))
+		return inner.Do(ctx, failing(&calls, fault.Retryable(errDown)))
 	})
 	require.Equal(t, 3, calls)
 	require.Equal(t, 7.0, bucket.Tokens(), "tokens 7 = 10 − 3 failed attempts, each charged once")
@@ -100,12 +102,12 @@ func TestRetry_SharedBucketChargedOncePerFailedAttempt(t *testing.T) {
 func TestRetry_HintLongerThanMaxHintDelayGivesUp(t *testing.T) {
 	h := newHarness(t, retry.Options{MaxAttempts: 3, MaxHintDelay: 5 * time.Second})
 	calls := 0
-	err := h.p.Do(context.Background(), failing(&calls, retry.After(errDown, time.Hour)))
+	err := h.p.Do(context.Background(), failing(&calls, fault.After(errDown, time.Hour)))
 	require.Equal(t, 1, calls, "no attempt before the server's hour is up")
 	require.Empty(t, h.clock.Waits(), "nothing slept")
 	require.ErrorIs(t, err, retry.ErrHintTooLong)
 	require.ErrorIs(t, err, errDown)
-	hint, ok := retry.Hint(err)
+	hint, ok := fault.Hint(err)
 	require.True(t, ok)
 	require.Equal(t, time.Hour, hint, "the server's hint is readable from the error")
 	sup := h.of(event.RetrySuppressed)
@@ -117,7 +119,7 @@ func TestRetry_HugeHintsDoNotOverflow(t *testing.T) {
 	big := time.Duration(math.MaxInt64 - 1)
 	h := newHarness(t, retry.Options{MaxAttempts: 2, MaxHintDelay: math.MaxInt64, Rand: pinned(0.999)})
 	calls := 0
-	_ = h.p.Do(context.Background(), failing(&calls, retry.After(errDown, big)))
+	_ = h.p.Do(context.Background(), failing(&calls, fault.After(errDown, big)))
 	require.Equal(t, []time.Duration{math.MaxInt64}, h.clock.Waits(), "hint + jitter saturates instead of wrapping negative")
 	require.Equal(t, 2, calls)
 }
@@ -130,7 +132,7 @@ func TestRetry_MinAttemptTime(t *testing.T) {
 			retry.MustNew(retry.Options{MaxAttempts: 5, Strategy: retry.None{}, MinAttemptTime: 200 * ms}))
 		start := time.Now()
 		calls := 0
-		err := p.Do(context.Background(), failing(&calls, retry.Retryable(errDown)))
+		err := p.Do(context.Background(), failing(&calls, fault.Retryable(errDown)))
 		require.Equal(t, 1, calls, "no attempt is started that cannot finish")
 		require.Equal(t, time.Duration(0), time.Since(start), "the call returns at once")
 		require.ErrorIs(t, err, retry.ErrDeadline)
@@ -145,7 +147,7 @@ func TestRetry_MinAttemptTimeFromThePerAttemptTimeout(t *testing.T) {
 		run := func(o retry.Options) int {
 			p := policy.MustWrap(deadline.MustNew(250*ms), retry.MustNew(o), deadline.MustPerAttempt(200*ms))
 			calls := 0
-			_ = p.Do(context.Background(), failing(&calls, retry.Retryable(errDown)))
+			_ = p.Do(context.Background(), failing(&calls, fault.Retryable(errDown)))
 			return calls
 		}
 		require.Equal(t, 1, run(retry.Options{MaxAttempts: 5, Strategy: retry.None{}}),
@@ -207,7 +209,7 @@ func TestRetry_Pushback(t *testing.T) {
 	b := &budgetLog{allow: 10}
 	h := newHarness(t, retry.Options{MaxAttempts: 3, Rand: pinned(0.9)}, b)
 	calls := 0
-	_ = h.p.Do(context.Background(), failing(&calls, retry.Pushback(errDown, 750*ms), retry.Pushback(errDown, 0), errDown))
+	_ = h.p.Do(context.Background(), failing(&calls, fault.Pushback(errDown, 750*ms), fault.Pushback(errDown, 0), errDown))
 	require.Equal(t, 3, calls)
 	require.Equal(t, []time.Duration{750 * ms}, h.clock.Waits(), "exactly the pushback; a pushback of 0 retries at once")
 	sched := h.of(event.RetryScheduled)
@@ -216,9 +218,9 @@ func TestRetry_Pushback(t *testing.T) {
 	require.Equal(t, retry.ReasonHint, h.of(event.RetryScheduled)[0].Reason)
 
 	b.log, calls = nil, 0
-	err := h.p.Do(context.Background(), failing(&calls, retry.Pushback(errDown, -1)))
+	err := h.p.Do(context.Background(), failing(&calls, fault.Pushback(errDown, -1)))
 	require.Equal(t, 1, calls, "a negative pushback: do not retry")
 	require.ErrorIs(t, err, retry.ErrNotRetryable)
 	require.Equal(t, []string{"deposit", "failure"}, b.log, "it still counts as a failure for the budget")
-	require.Nil(t, retry.Pushback(nil, time.Second))
+	require.Nil(t, fault.Pushback(nil, time.Second))
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/backstop-go/backstop/callpath"
+	"github.com/backstop-go/backstop/fault"
 
 	"github.com/backstop-go/backstop/event"
 
@@ -44,7 +45,7 @@ type HedgeOptions struct {
 	Delay time.Duration
 	// ShouldRetry says whether an attempt's error is non-fatal (A6's
 	// nonFatalStatusCodes): the next attempt starts at once instead of after Delay.
-	// nil means the retry classification ([Retryable], timeouts, network errors,
+	// nil means the retry classification (fault.Retryable, timeouts, network errors,
 	// hints). A fatal error ends the call at once, cancelling the other attempts.
 	ShouldRetry func(error) bool
 	// MaxHintDelay bounds a server's pushback: a hint (Retry-After, gRPC pushback) up
@@ -313,7 +314,7 @@ func (r *hedger) Run(ctx context.Context, fn policy.Func) error {
 				budget.OnFailure()
 			}
 			last = o.err
-			if hint, ok := Hint(o.err); ok && hedging {
+			if hint, ok := fault.Hint(o.err); ok && hedging {
 				if hint > h.maxHint {
 					hedging, cause = false, ErrHintTooLong
 				} else {

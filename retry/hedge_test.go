@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/backstop-go/backstop/fault"
+
 	"github.com/backstop-go/backstop/budget"
 	"github.com/backstop-go/backstop/callpath"
 	"github.com/backstop-go/backstop/deadline"
@@ -99,11 +101,11 @@ func TestHedge_ANonFatalFailureStartsTheNextAtOnceAFatalOneEndsTheCall(t *testin
 	done := make(chan error)
 	go func() { done <- p.Do(context.Background(), b.fn) }()
 	require.Equal(t, 1, <-b.started)
-	b.ch(1) <- retry.Retryable(errDown) // non-fatal: attempt 2 at once, no hour's wait
+	b.ch(1) <- fault.Retryable(errDown) // non-fatal: attempt 2 at once, no hour's wait
 	require.Equal(t, 2, <-b.started)
-	b.ch(2) <- retry.Retryable(errDown)
+	b.ch(2) <- fault.Retryable(errDown)
 	require.Equal(t, 3, <-b.started)
-	b.ch(3) <- retry.Retryable(errDown)
+	b.ch(3) <- fault.Retryable(errDown)
 	err := <-done
 	require.ErrorIs(t, err, retry.ErrExhausted)
 	require.ErrorIs(t, err, errDown)
@@ -260,7 +262,7 @@ func TestHedge_APushbackDelaysTheNextAttempt(t *testing.T) {
 	done := make(chan error)
 	go func() { done <- p.Do(context.Background(), b.fn) }()
 	require.Equal(t, 1, <-b.started)
-	b.ch(1) <- retry.After(errDown, 3*time.Second) // the only attempt fails: come back in 3 s
+	b.ch(1) <- fault.After(errDown, 3*time.Second) // the only attempt fails: come back in 3 s
 	clock.BlockUntilStarted(2)                     // the hour's timer, then the pause's
 	require.Equal(t, []time.Duration{time.Hour, 3 * time.Second}, clock.Waits())
 	clock.Advance(3*time.Second - time.Nanosecond)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/backstop-go/backstop/callpath"
+	"github.com/backstop-go/backstop/fault"
 
 	"github.com/backstop-go/backstop/event"
 
@@ -42,7 +43,7 @@ type Options struct {
 	// MaxHintDelay is the longest server hint (After, Retry-After) the retry waits for;
 	// 0 means DefaultMaxHintDelay (30 s). A longer hint ends the call at once with the
 	// last error and Cause ErrHintTooLong: coming back before the server asked would
-	// only be refused again. The hint stays readable from the error with [Hint].
+	// only be refused again. The hint stays readable from the error with fault.Hint.
 	MaxHintDelay time.Duration
 	// MinAttemptTime is the least time an attempt needs: a retry whose delay plus
 	// MinAttemptTime would end past the context's deadline is not made, and the call
@@ -186,7 +187,7 @@ func reasonOf(should func(error) bool, err error) string {
 	if err == nil || neverRetried(err) || !should(err) {
 		return ""
 	}
-	if _, ok := Hint(err); ok {
+	if fault.Of(err).HasHint {
 		return ReasonHint
 	}
 	return ReasonCustom
@@ -240,13 +241,14 @@ func (l *runner) Run(ctx context.Context, fn policy.Func) error {
 			return l.giveUp(ctx, n, ctxCause(ctx), err, "")
 		}
 		why := l.reason(err)
+		marks := fault.Of(err)
 		if why == "" {
-			if _, stop, _ := pushback(err); stop && budget != nil {
+			if marks.Stop && budget != nil {
 				budget.OnFailure() // a server's "do not retry" still counts as a failure (A6)
 			}
 			return l.giveUp(ctx, n, ErrNotRetryable, err, "")
 		}
-		refused := isRefused(err)
+		refused := marks.Refused
 		if budget != nil && !refused {
 			budget.OnFailure() // every retryable failure pays, the last one too (gRFC A6)
 		}
@@ -262,12 +264,12 @@ func (l *runner) Run(ctx context.Context, fn policy.Func) error {
 		sincePush++
 		delay := min(max(l.r.strategy.Delay(sincePush, prev, l.r.base, l.r.cap, l.r.rand), 0), l.r.cap)
 		prev = delay
-		if hint, ok := Hint(err); ok {
+		if hint := marks.Hint; marks.HasHint {
 			if hint > l.r.maxHint {
 				// Coming back before the server asked would only be refused again.
 				return l.giveUp(ctx, n, ErrHintTooLong, err, event.SuppressedHint)
 			}
-			if _, _, exact := pushback(err); exact {
+			if marks.Exact {
 				delay = hint // gRPC pushback: exactly the server's delay
 				sincePush, prev = 0, 0
 			} else {

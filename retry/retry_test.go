@@ -12,6 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/backstop-go/backstop/fault"
+
 	"github.com/backstop-go/backstop/callpath"
 	"github.com/backstop-go/backstop/deadline"
 	"github.com/backstop-go/backstop/event"
@@ -115,7 +117,7 @@ func giveUp(t *testing.T, err error) *retry.Error {
 func TestRetry_RetriesRetryableErrorsUntilExhausted(t *testing.T) {
 	h := newHarness(t, retry.Options{MaxAttempts: 4, Strategy: retry.None{}})
 	calls := 0
-	err := h.p.Do(context.Background(), failing(&calls, retry.Retryable(errDown)))
+	err := h.p.Do(context.Background(), failing(&calls, fault.Retryable(errDown)))
 	require.Equal(t, 4, calls)
 	re := giveUp(t, err)
 	require.Equal(t, 4, re.Attempts)
@@ -140,7 +142,7 @@ func TestRetry_RetriesRetryableErrorsUntilExhausted(t *testing.T) {
 func TestRetry_StopsOnSuccess(t *testing.T) {
 	h := newHarness(t, retry.Options{MaxAttempts: 5})
 	calls := 0
-	err := h.p.Do(context.Background(), failing(&calls, retry.Retryable(errDown), nil))
+	err := h.p.Do(context.Background(), failing(&calls, fault.Retryable(errDown), nil))
 	require.NoError(t, err)
 	require.Equal(t, 2, calls)
 	// Full jitter with rand 0.5: half the 100ms window.
@@ -154,7 +156,7 @@ func TestRetry_DoesNotRetry(t *testing.T) {
 		cause error
 	}{
 		{"a plain error", errDown, retry.ErrNotRetryable},
-		{"a rejection, even marked", retry.Retryable(policy.ErrRejected), retry.ErrNotRetryable},
+		{"a rejection, even marked", fault.Retryable(policy.ErrRejected), retry.ErrNotRetryable},
 		{"the caller's cancellation", context.Canceled, retry.ErrNotRetryable},
 	}
 	for _, tt := range tests {
@@ -205,7 +207,7 @@ func TestRetry_HintIsAFloorWithUpwardJitter(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			h := newHarness(t, retry.Options{MaxAttempts: 2, Strategy: retry.None{}, Rand: tt.rand, MaxHintDelay: tt.max})
 			calls := 0
-			_ = h.p.Do(context.Background(), failing(&calls, retry.After(errDown, tt.hint)))
+			_ = h.p.Do(context.Background(), failing(&calls, fault.After(errDown, tt.hint)))
 			require.Equal(t, []time.Duration{tt.want}, h.clock.Waits())
 			require.Equal(t, retry.ReasonHint, h.of(event.RetryScheduled)[0].Reason)
 		})
@@ -224,7 +226,7 @@ func TestRetry_DeadlineStopsBeforeSleepingPastIt(t *testing.T) {
 			With(policy.Observe(event.ObserverFunc(func(e event.Event) { events = append(events, e) })))
 		start := time.Now()
 		calls := 0
-		err = p.Do(context.Background(), failing(&calls, retry.Retryable(errDown)))
+		err = p.Do(context.Background(), failing(&calls, fault.Retryable(errDown)))
 		require.Equal(t, 100*ms, time.Since(start), "the call returned when the next sleep would have passed the deadline")
 		require.Equal(t, 2, calls)
 		require.ErrorIs(t, err, retry.ErrDeadline)
@@ -247,7 +249,7 @@ func TestRetry_NothingRetriedAfterContextDone(t *testing.T) {
 	err := h.p.Do(ctx, func(context.Context) error {
 		calls++
 		cancel()
-		return retry.Retryable(errDown)
+		return fault.Retryable(errDown)
 	})
 	require.Equal(t, 1, calls)
 	require.ErrorIs(t, err, retry.ErrCanceled)
@@ -258,7 +260,7 @@ func TestRetry_CancelDuringSleepStopsTheTimer(t *testing.T) {
 	p := policy.MustWrap(retry.MustNew(retry.Options{Clock: clock, Strategy: retry.None{}}))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
-	go func() { done <- p.Do(ctx, func(context.Context) error { return retry.Retryable(errDown) }) }()
+	go func() { done <- p.Do(ctx, func(context.Context) error { return fault.Retryable(errDown) }) }()
 	clock.BlockUntil(1) // the loop sleeps
 	cancel()
 	err := <-done
@@ -284,7 +286,7 @@ func TestRetry_OwnerRule(t *testing.T) {
 	var inner error
 	err := edge.Do(context.Background(), func(ctx context.Context) error {
 		return api.Do(ctx, func(ctx context.Context) error {
-			inner = db.Do(ctx, failing(&dbCalls, retry.Retryable(errDown)))
+			inner = db.Do(ctx, failing(&dbCalls, fault.Retryable(errDown)))
 			return inner
 		})
 	})
@@ -310,7 +312,7 @@ func TestRetry_MarksEachAttemptOwned(t *testing.T) {
 		require.True(t, ok)
 		require.False(t, upstream)
 		seen = append(seen, n)
-		return retry.Retryable(errDown)
+		return fault.Retryable(errDown)
 	})
 	require.Equal(t, []int{1, 2, 3}, seen)
 }
@@ -319,7 +321,7 @@ func TestRetry_UpstreamOwnerMeansOneAttempt(t *testing.T) {
 	h := newHarness(t, retry.Options{MaxAttempts: 3})
 	ctx := callpath.WithUpstreamAttempt(context.Background(), 2)
 	calls := 0
-	err := h.p.Do(ctx, failing(&calls, retry.Retryable(errDown)))
+	err := h.p.Do(ctx, failing(&calls, fault.Retryable(errDown)))
 	require.Equal(t, 1, calls)
 	require.ErrorIs(t, err, retry.ErrOwner)
 }
@@ -347,7 +349,7 @@ func TestRetry_AsksTheBudgetBeforeEveryRetry(t *testing.T) {
 	b := &budgetLog{allow: 1}
 	h := newHarness(t, retry.Options{MaxAttempts: 5}, b)
 	calls := 0
-	err := h.p.Do(context.Background(), failing(&calls, retry.Retryable(errDown)))
+	err := h.p.Do(context.Background(), failing(&calls, fault.Retryable(errDown)))
 	require.Equal(t, 2, calls)
 	require.ErrorIs(t, err, retry.ErrBudget)
 	require.Equal(t, []string{"deposit", "failure", "withdraw", "failure", "refuse"}, b.log)
@@ -363,7 +365,7 @@ func TestRetry_AsksTheBudgetBeforeEveryRetry(t *testing.T) {
 	// A failure on the last allowed attempt still costs: reported, not withdrawn.
 	b.log, b.allow, calls = nil, 10, 0
 	h2 := newHarness(t, retry.Options{MaxAttempts: 2}, b)
-	_ = h2.p.Do(context.Background(), failing(&calls, retry.Retryable(errDown)))
+	_ = h2.p.Do(context.Background(), failing(&calls, fault.Retryable(errDown)))
 	require.Equal(t, []string{"deposit", "failure", "withdraw", "failure"}, b.log)
 }
 
@@ -400,13 +402,13 @@ func TestRetry_TellsALeaseWhyAndHowEachRetryEnded(t *testing.T) {
 	h := newHarness(t, retry.Options{MaxAttempts: 5}, b)
 	calls := 0
 	timeout := timeoutError{}
-	require.NoError(t, h.p.Do(context.Background(), failing(&calls, timeout, retry.Retryable(errDown), nil)))
+	require.NoError(t, h.p.Do(context.Background(), failing(&calls, timeout, fault.Retryable(errDown), nil)))
 	require.Equal(t, []string{"deposit", "failure", "take timeout 1", "end 1 false", "failure", "take retryable 2", "end 2 true", "success"}, b.log,
 		"Take with each retry's reason instead of Withdraw; End once per Take, after its attempt")
 
 	// Refused: no End. Cancelled while the retry waits: End(…, false).
 	b.log, b.allow, calls = nil, 0, 0
-	_ = h.p.Do(context.Background(), failing(&calls, retry.Retryable(errDown)))
+	_ = h.p.Do(context.Background(), failing(&calls, fault.Retryable(errDown)))
 	require.Equal(t, []string{"deposit", "failure", "refuse retryable"}, b.log)
 
 	b.log, b.allow, b.taken = nil, 1, 0
@@ -414,7 +416,7 @@ func TestRetry_TellsALeaseWhyAndHowEachRetryEnded(t *testing.T) {
 	p := policy.MustWrap(b, retry.MustNew(retry.Options{MaxAttempts: 3, Clock: clock, Rand: pinned(0.5)}))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
-	go func() { done <- p.Do(ctx, func(context.Context) error { return retry.Retryable(errDown) }) }()
+	go func() { done <- p.Do(ctx, func(context.Context) error { return fault.Retryable(errDown) }) }()
 	clock.BlockUntil(1) // the retry sleeps
 	cancel()
 	require.ErrorIs(t, <-done, context.Canceled)

@@ -9,6 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/backstop-go/backstop/fault"
+
 	"github.com/backstop-go/backstop/policy"
 	"github.com/backstop-go/backstop/policy/policytest"
 	"github.com/backstop-go/backstop/retry"
@@ -118,7 +120,7 @@ func TestThrottle_InsideARetryItsRefusalIsNotRetried(t *testing.T) {
 		Accepted: func(err error) bool { return err == nil }})
 	p := policy.MustWrap(retry.MustNew(retry.Options{MaxAttempts: 5, Clock: clock}), th)
 	attempts := 0
-	err := p.Do(context.Background(), func(context.Context) error { attempts++; return retry.Retryable(errors.New("503")) })
+	err := p.Do(context.Background(), func(context.Context) error { attempts++; return fault.Retryable(errors.New("503")) })
 	require.ErrorIs(t, err, throttle.ErrThrottled)
 	require.Equal(t, 1, attempts, "after one refused attempt (p = 1/2), the throttle refuses the retry and the retry stops")
 	var re *retry.Error

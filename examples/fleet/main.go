@@ -20,6 +20,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/backstop-go/backstop/fault"
+
 	"github.com/backstop-go/backstop/breaker"
 	"github.com/backstop-go/backstop/budget"
 	"github.com/backstop-go/backstop/event"
@@ -59,7 +61,7 @@ type database struct {
 func (d *database) query(context.Context) error {
 	d.attempts.Add(1)
 	if d.down.Load() {
-		return retry.Retryable(errDown)
+		return fault.Retryable(errDown)
 	}
 	return nil
 }

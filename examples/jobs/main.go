@@ -19,10 +19,11 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/backstop-go/backstop/fault"
+
 	"github.com/backstop-go/backstop/policy"
 	"github.com/backstop-go/backstop/redeliver"
 	rjs "github.com/backstop-go/backstop/redeliver/jetstream"
-	"github.com/backstop-go/backstop/retry"
 )
 
 // jobs says how each job behaves: fail its first N deliveries, fail always, or fail
@@ -98,7 +99,7 @@ func run() error {
 		}
 		switch f := behaviour[string(msg.Data())]; {
 		case f == -2:
-			return retry.Permanent(errors.New("the CSV is malformed"))
+			return fault.Permanent(errors.New("the CSV is malformed"))
 		case f == -1 || int(meta.NumDelivered) <= f:
 			return errors.New("the downstream service is unavailable")
 		}

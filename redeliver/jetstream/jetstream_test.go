@@ -14,6 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/backstop-go/backstop/fault"
+
 	"github.com/backstop-go/backstop/redeliver"
 	rjs "github.com/backstop-go/backstop/redeliver/jetstream"
 	"github.com/backstop-go/backstop/retry"
@@ -174,7 +176,7 @@ func TestPermanentErrorDeadLettersAtOnce(t *testing.T) {
 	b := newBroker(t)
 	publish(t, b, "job-3")
 	p := redeliver.MustNew(redeliver.Options{Base: 10 * time.Millisecond})
-	ds := run(t, b, p, func(int) error { return retry.Permanent(errJob) }, func(ds []delivery) bool { return lastDecision(ds).DeadLetter })
+	ds := run(t, b, p, func(int) error { return fault.Permanent(errJob) }, func(ds []delivery) bool { return lastDecision(ds).DeadLetter })
 	require.Len(t, ds, 1)
 	require.Equal(t, redeliver.ReasonPermanent, ds[0].d.Reason)
 	require.Equal(t, redeliver.ReasonPermanent, readDLQ(t, b).Headers().Get(rjs.HeaderReason))

@@ -14,10 +14,11 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/backstop-go/backstop/fault"
+
 	"github.com/backstop-go/backstop/policy/policytest"
 	"github.com/backstop-go/backstop/redeliver"
 	"github.com/backstop-go/backstop/redeliver/sqs"
-	"github.com/backstop-go/backstop/retry"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -125,7 +126,7 @@ func TestConsumer_DeadLettersAfterMaxDeliveriesWithItsHistory(t *testing.T) {
 func TestConsumer_APermanentErrorDeadLettersAtOnce(t *testing.T) {
 	f, client := setup(t)
 	c, err := sqs.New(client, jobPolicy(), func(context.Context, types.Message) error {
-		return retry.Permanent(errors.New("malformed csv"))
+		return fault.Permanent(errors.New("malformed csv"))
 	}, sqs.Options{QueueURL: jobs, DeadLetterURL: dlq})
 	require.NoError(t, err)
 	f.put(jobs, "import csv 4", nil)
@@ -137,7 +138,7 @@ func TestConsumer_APermanentErrorDeadLettersAtOnce(t *testing.T) {
 func TestConsumer_ADeadLetterThatFailsLosesNothing(t *testing.T) {
 	f, client := setup(t)
 	c, err := sqs.New(client, jobPolicy(), func(context.Context, types.Message) error {
-		return retry.Permanent(errJob)
+		return fault.Permanent(errJob)
 	}, sqs.Options{QueueURL: jobs, DeadLetterURL: dlq})
 	require.NoError(t, err)
 	f.put(jobs, "charge card 9", nil)
