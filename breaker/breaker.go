@@ -321,7 +321,7 @@ func New(name string, o Options) (*Breaker, error) {
 	ready := s.ReadyToTrip
 	b := &Breaker{name: name, settings: s, timeout: o.OpenTimeout, maxTimeout: o.MaxOpenTimeout, jitter: o.OpenJitter, rand: policy.RandOr(o.Rand),
 		onChange: o.OnStateChange, trip: trip, slow: o.SlowCall,
-		halfOpenErr: &OpenError{Name: name, HalfOpen: true}, forcedErr: &OpenError{Name: name, Forced: true}}
+		halfOpenErr: &OpenError{Name: name, HalfOpen: true}, forcedErr: &OpenError{Name: name, Forced: true, forcedFor: o.MaxOpenTimeout}}
 	// Keep the counts that trip the breaker: gobreaker clears them as it opens.
 	b.settings.ReadyToTrip = func(c gobreaker.Counts) bool {
 		if !ready(c) {
@@ -581,8 +581,8 @@ func (b *Breaker) refusal(halfOpen bool) error {
 }
 
 // OpenError is the error of a call the breaker refused. It matches [ErrOpen] and
-// policy.ErrRejected, so no retry retries it. The calls refused during one open
-// episode share one OpenError: treat it as read-only.
+// policy.ErrRejected, so no retry retries it, and it is a policy.Rejection. The calls
+// refused during one open episode share one OpenError: treat it as read-only.
 type OpenError struct {
 	Name string
 	// Until is when the open breaker will let a probe through; zero when HalfOpen
@@ -590,6 +590,8 @@ type OpenError struct {
 	Until    time.Time
 	HalfOpen bool
 	Forced   bool
+
+	forcedFor time.Duration // Forced: the breaker's MaxOpenTimeout
 }
 
 func (e *OpenError) Error() string {
@@ -604,6 +606,30 @@ func (e *OpenError) Error() string {
 
 // Is matches ErrOpen and policy.ErrRejected.
 func (e *OpenError) Is(target error) bool { return target == ErrOpen || target == policy.ErrRejected }
+
+// RetryAfter is the time left until the breaker lets a probe through; 0 when HalfOpen
+// (the probes in flight decide soon); Options.MaxOpenTimeout, the longest it would stay
+// open on its own, when Forced.
+func (e *OpenError) RetryAfter() time.Duration {
+	switch {
+	case e.Forced:
+		return e.forcedFor
+	case e.HalfOpen:
+		return 0
+	}
+	return max(time.Until(e.Until), 0)
+}
+
+// Reason is "open", "half-open" or "forced".
+func (e *OpenError) Reason() string {
+	switch {
+	case e.Forced:
+		return "forced"
+	case e.HalfOpen:
+		return "half-open"
+	}
+	return "open"
+}
 
 // State returns the breaker's state now. An open breaker whose timeout has passed is
 // reported half-open, as gobreaker would; the transition itself happens, and is
@@ -627,34 +653,23 @@ func (b *Breaker) stateLocked(now time.Time) State {
 // Counts returns the counts of the current state.
 func (b *Breaker) Counts() Counts { return Counts(b.cb.Load().Counts()) }
 
-// RetryAfter returns how long from now the breaker stays open: what a server can send
-// as Retry-After. It is 0 unless the breaker is open, and MaxOpenTimeout if it was
-// forced open. It takes no lock.
-func (b *Breaker) RetryAfter(now time.Time) time.Duration {
-	d, _ := b.OpenFor(now)
-	return d
-}
-
-// OpenFor reports whether the breaker refuses calls at now and, if so, for how much
+// OpenNow reports whether the breaker refuses calls now and, if so, for how much
 // longer: the time until probes may go through, or MaxOpenTimeout if it was forced
-// open. It takes no lock, so a server can ask it on every request.
-func (b *Breaker) OpenFor(now time.Time) (time.Duration, bool) {
+// open. It takes no lock and reads the clock only while the breaker has an open time,
+// so a closed breaker answers in a few nanoseconds and a server can ask it on every
+// request. [Breaker.Snapshot] tells the rest.
+func (b *Breaker) OpenNow() (time.Duration, bool) {
 	if b.forced.Load() {
 		return b.maxTimeout, true // held open by an operator: the longest it would stay open
 	}
-	if e := b.openErr.Load(); e != nil && now.Before(e.Until) {
+	e := b.openErr.Load()
+	if e == nil {
+		return 0, false // no open time: nothing to read the clock for
+	}
+	if now := time.Now(); now.Before(e.Until) {
 		return e.Until.Sub(now), true
 	}
 	return 0, false
-}
-
-// OpenNow is [Breaker.OpenFor] at the present moment. It reads the clock only while
-// the breaker has an open time, so a closed breaker answers in a few nanoseconds.
-func (b *Breaker) OpenNow() (time.Duration, bool) {
-	if !b.forced.Load() && b.openErr.Load() == nil {
-		return 0, false // no open time: nothing to read the clock for
-	}
-	return b.OpenFor(time.Now())
 }
 
 // StateValue returns the breaker's state now as the value of the

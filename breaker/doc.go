@@ -9,7 +9,7 @@
 //
 // An open breaker refuses calls with an [*OpenError] that matches [ErrOpen] and
 // policy.ErrRejected, so no retry retries it, and whose Until says when probes will be
-// let through: [Breaker.RetryAfter] turns it into a server's Retry-After.
+// let through: [Breaker.OpenNow] and the refusal's RetryAfter (a policy.Rejection) turn it into a server's Retry-After.
 //
 // # Letting go
 //

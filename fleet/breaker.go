@@ -294,7 +294,7 @@ func (r *runner) Run(ctx context.Context, fn policy.Func) error {
 		// A process whose own breaker is still open (it tripped with a later open time
 		// than the fleet's) refuses by itself and leaves the probe lease to another.
 		if now := time.Now(); !now.Before(v.until) {
-			if _, open := f.local.OpenFor(now); !open && !f.mayProbe(ctx, v.gen) {
+			if _, open := f.local.OpenNow(); !open && !f.mayProbe(ctx, v.gen) {
 				return f.halfOpenErr
 			}
 		}

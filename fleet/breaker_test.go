@@ -234,7 +234,7 @@ func TestBreaker_TheBackgroundLoopSpreadsATrip(t *testing.T) {
 	}
 	var oe *breaker.OpenError
 	require.ErrorAs(t, b.p.Do(bg, ok), &oe)
-	aUntil, _ := a.b.Local().OpenFor(time.Now())
+	aUntil, _ := a.b.Local().OpenNow()
 	require.Greater(t, aUntil, 59*time.Minute)
 }
 

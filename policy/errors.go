@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 )
 
 var (
@@ -21,6 +22,29 @@ var (
 	// above it can still classify that failure and retry it.
 	ErrRejected = errors.New("policy: rejected")
 )
+
+// A Rejection is a refusal by a policy that stands on the call path — a breaker open,
+// work shed, a throttle refusing locally — and says when to come back. Every refusal
+// of Backstop's stages implements it and matches [ErrRejected]; find it with errors.As,
+// whatever wrapping the caller adds:
+//
+//	var rej policy.Rejection
+//	if errors.As(err, &rej) {
+//		// answer 503 with Retry-After: rej.RetryAfter(), rounded up to whole seconds
+//	}
+//
+// Implementers (a third-party policy that refuses work):
+//   - Is(ErrRejected) reports true, so no retry retries the refusal;
+//   - RetryAfter is how long from now the policy expects to admit work again, ≥ 0; 0
+//     when it cannot tell (come back soon, with backoff);
+//   - Reason names why, from a small closed set of the policy's own (it may become a
+//     metrics label): "open", "half-open", "forced", "limit", "queue", "throttled", …;
+//   - the value may be shared by many refusals: callers treat it as read-only.
+type Rejection interface {
+	error
+	RetryAfter() time.Duration
+	Reason() string
+}
 
 // OrderError is the error [Wrap] returns for a stack that breaks an ordering rule. It
 // matches [ErrOrder].

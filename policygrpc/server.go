@@ -164,7 +164,7 @@ func (a *admitter) admit(ctx context.Context, method string, setTrailer func(met
 	}
 	permit, why := a.s.Admit(ctx, p)
 	if why != shed.ReasonNone {
-		ms := strconv.Itoa(a.s.RetryAfter() * 1000)
+		ms := strconv.FormatInt(a.s.RetryAfter().Milliseconds(), 10)
 		setTrailer(metadata.Pairs(MetadataPushback, ms))
 		return ctx, permit, status.Errorf(a.o.RejectCode, "shed: %s refused the call (%s); retry after %s ms", a.s.Name(), why, ms)
 	}

@@ -470,7 +470,7 @@ func (s *Shedder) tryAdmit(ctx context.Context, p Priority) (Permit, Reason, int
 // refuse is reject with the pressure-adapted Retry-After.
 func (s *Shedder) refuse(r Reason, p Priority) (Permit, Reason, int) {
 	s.pressure.reject(s.clock.Now(), s.admitted.Load())
-	ra := s.RetryAfter()
+	ra := s.retryAfterSeconds()
 	return Permit{}, s.reject(r), ra
 }
 
@@ -611,7 +611,12 @@ func (s *Shedder) report(ctx context.Context, obs event.Observer, pipeline strin
 // clients are told 1 and half 2; at 16 s the values 16…24 are equally likely. Whole
 // seconds are what RFC 9110's delay-seconds can say; clients that arrive over time
 // then return spread over the whole range.
-func (s *Shedder) RetryAfter() int {
+func (s *Shedder) RetryAfter() time.Duration {
+	return time.Duration(s.retryAfterSeconds()) * time.Second
+}
+
+// retryAfterSeconds is RetryAfter in whole seconds, as the header sends it.
+func (s *Shedder) retryAfterSeconds() int {
 	return min(jitterSeconds(s.pressure.current(s.clock.Now(), s.admitted.Load()), s.rand.Float64()), int(s.pressure.max))
 }
 
@@ -715,7 +720,7 @@ func (r *runner) Run(ctx context.Context, fn policy.Func) error {
 		if why == ReasonCanceled {
 			return fmt.Errorf("shed: %w", ctx.Err())
 		}
-		return &RejectError{Shedder: r.s.name, Reason: why, RetryAfter: time.Duration(ra) * time.Second}
+		return &RejectError{Shedder: r.s.name, reason: why, retryAfter: time.Duration(ra) * time.Second}
 	}
 	if 2*r.s.inflight.Load() >= r.s.limit.Load() {
 		// Half the limit in use: a retry's backoff in fn gives the slot back (a new
@@ -728,19 +733,26 @@ func (r *runner) Run(ctx context.Context, fn policy.Func) error {
 }
 
 // RejectError is the error of work the Shedder refused as a policy. It matches
-// [ErrShed] and policy.ErrRejected.
+// [ErrShed] and policy.ErrRejected, and it is a policy.Rejection.
 type RejectError struct {
-	Shedder    string
-	Reason     Reason
-	RetryAfter time.Duration
+	Shedder    string // the shedder's name
+	reason     Reason
+	retryAfter time.Duration
 }
 
 func (e *RejectError) Error() string {
-	return fmt.Sprintf("shed: %s rejected work (%s); retry after %v", e.Shedder, e.Reason, e.RetryAfter)
+	return fmt.Sprintf("shed: %s rejected work (%s); retry after %v", e.Shedder, e.reason, e.retryAfter)
 }
 
 // Is matches ErrShed and policy.ErrRejected.
 func (e *RejectError) Is(target error) bool { return target == ErrShed || target == policy.ErrRejected }
+
+// RetryAfter is the Retry-After the middleware would have sent: whole seconds, with
+// jitter, from the share of work refused (see [Shedder.RetryAfter]).
+func (e *RejectError) RetryAfter() time.Duration { return e.retryAfter }
+
+// Reason is why the work was refused: a [Reason]'s name ("limit", "queue", …).
+func (e *RejectError) Reason() string { return e.reason.String() }
 
 // MustNew is like [New] but panics on bad options.
 func MustNew(o Options) *Shedder {

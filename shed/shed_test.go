@@ -3,6 +3,7 @@ package shed_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -358,8 +359,12 @@ func TestShedder_AsAPolicy(t *testing.T) {
 	require.ErrorIs(t, err, policy.ErrRejected)
 	var re *shed.RejectError
 	require.ErrorAs(t, err, &re)
-	require.Equal(t, shed.ReasonLimit, re.Reason)
-	require.Equal(t, time.Second, re.RetryAfter)
+	require.Equal(t, shed.ReasonLimit.String(), re.Reason())
+	require.Equal(t, time.Second, re.RetryAfter())
+	var rej policy.Rejection
+	require.ErrorAs(t, fmt.Errorf("handler: %w", err), &rej, "a shedder's refusal is a policy.Rejection")
+	require.Equal(t, "limit", rej.Reason())
+	require.Equal(t, time.Second, rej.RetryAfter())
 
 	var shedEvents []event.Event
 	for _, e := range events {
@@ -396,7 +401,7 @@ func TestShedder_IdleServerAdmitsARetry(t *testing.T) {
 func TestRetryAfter_FollowsTheShareRefused(t *testing.T) {
 	clock := policytest.NewClock(t0)
 	s := shed.MustNew(shed.Options{Limit: 1, MaxQueue: -1, Clock: clock, Rand: pinned(0), MaxRetryAfter: 8 * time.Second})
-	require.Equal(t, 1, s.RetryAfter(), "calm: 1s")
+	require.Equal(t, time.Duration(1)*time.Second, s.RetryAfter(), "calm: 1s")
 	// second plays one second of admitted requests and refusals.
 	second := func(admitted, refused int) {
 		holder, _ := s.Admit(context.Background(), shed.PriorityDefault)
@@ -425,7 +430,7 @@ func TestRetryAfter_FollowsTheShareRefused(t *testing.T) {
 		{100, 0, 1}, // a second without refusals
 	} {
 		second(tt.admitted, tt.refused)
-		require.Equal(t, tt.want, s.RetryAfter(), "after a second of %d admitted and %d refused", tt.admitted, tt.refused)
+		require.Equal(t, time.Duration(tt.want)*time.Second, s.RetryAfter(), "after a second of %d admitted and %d refused", tt.admitted, tt.refused)
 	}
 
 	top := shed.MustNew(shed.Options{Limit: 1, MaxQueue: -1, Clock: clock, Rand: pinned(0.9999), MaxRetryAfter: 8 * time.Second})
@@ -434,11 +439,11 @@ func TestRetryAfter_FollowsTheShareRefused(t *testing.T) {
 		_, _ = top.Admit(context.Background(), shed.PriorityDefault)
 		clock.Advance(time.Second)
 	}
-	require.Equal(t, 8, top.RetryAfter(), "base 5 with the most jitter: 5 + 3 = MaxRetryAfter, never above")
+	require.Equal(t, time.Duration(8)*time.Second, top.RetryAfter(), "base 5 with the most jitter: 5 + 3 = MaxRetryAfter, never above")
 	held.Release()
 
 	hi := shed.MustNew(shed.Options{Rand: pinned(0.9999)})
-	require.Equal(t, 2, hi.RetryAfter(), "base 1s, the top of [1, 2]")
+	require.Equal(t, time.Duration(2)*time.Second, hi.RetryAfter(), "base 1s, the top of [1, 2]")
 
 	// With a real random source the values spread over [base, ⌈1.5·base⌉].
 	clock2 := policytest.NewClock(t0)
@@ -451,7 +456,7 @@ func TestRetryAfter_FollowsTheShareRefused(t *testing.T) {
 	}
 	seen := map[int]int{}
 	for range 1000 {
-		seen[busy.RetryAfter()]++
+		seen[int(busy.RetryAfter()/time.Second)]++
 	}
 	for v := range seen {
 		require.True(t, v >= 20 && v <= 30, "Retry-After %d outside [20, 30] for base 20", v)

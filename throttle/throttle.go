@@ -228,3 +228,10 @@ func (e *refusal) Error() string {
 func (e *refusal) Is(target error) bool {
 	return target == ErrThrottled || target == policy.ErrRejected
 }
+
+// RetryAfter is 0: the throttle refuses a share of requests that falls as its backend
+// accepts again, with no time it could name.
+func (e *refusal) RetryAfter() time.Duration { return 0 }
+
+// Reason is "throttled".
+func (e *refusal) Reason() string { return "throttled" }

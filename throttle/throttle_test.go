@@ -63,6 +63,10 @@ func TestThrottle_TheSREBookFormula(t *testing.T) {
 	require.ErrorIs(t, err, throttle.ErrThrottled)
 	require.ErrorIs(t, err, policy.ErrRejected)
 	require.Contains(t, err.Error(), "db")
+	var rej policy.Rejection
+	require.ErrorAs(t, err, &rej, "a throttle's refusal is a policy.Rejection")
+	require.Equal(t, "throttled", rej.Reason())
+	require.Zero(t, rej.RetryAfter(), "a throttle names no time")
 
 	// Two minutes later the history is gone: requests flow again.
 	clock.Advance(throttle.DefaultWindow)

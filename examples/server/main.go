@@ -15,7 +15,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -23,7 +22,6 @@ import (
 	"os/signal"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -161,12 +159,9 @@ func serve(addr, dep string, flaky float64, selftest bool, logger *slog.Logger) 
 		req, _ := http.NewRequestWithContext(r.Context(), "GET", depURL, nil)
 		res, err := inventory.Do(req)
 		if err != nil {
-			var open *breaker.OpenError
-			if errors.As(err, &open) {
-				// Half-open with its probes taken, or opened by this very call: come back
-				// when the breaker lets requests through again (at least 1 s).
-				w.Header().Set("Retry-After", strconv.Itoa(max(1, int(math.Ceil(time.Until(open.Until).Seconds())))))
-				http.Error(w, "inventory unavailable", http.StatusServiceUnavailable)
+			// The breaker in front of inventory refused (open, half-open with its probes
+			// taken, forced): 503 with the breaker's own Retry-After.
+			if policyhttp.WriteRejection(w, err) {
 				return
 			}
 			http.Error(w, "inventory failed", http.StatusBadGateway)

@@ -337,18 +337,15 @@ func (st *stack) serve(h http.Handler) (string, error) {
 func forward(h hop, next string, guarded bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		a, err := h.get(r.Context(), next)
-		var open *breaker.OpenError
+		var rej policy.Rejection
 		switch {
-		case errors.As(err, &open):
-			// Half-open (no Until): its probes are in flight; they take about one
-			// request to the dependency.
-			a = answer{status: http.StatusServiceUnavailable, refused: "breaker", retryAfter: "1", millis: "30"}
-			if !open.Until.IsZero() {
-				// Until the probe, and the probe's own time (about one request).
-				left := time.Until(open.Until)
-				a.retryAfter = strconv.Itoa(max(1, int(math.Ceil(left.Seconds()))))
-				a.millis = strconv.FormatInt(max(1, (left+30*time.Millisecond).Milliseconds()), 10)
-			}
+		case errors.As(err, &rej):
+			// Until the probe (0 when half-open: its probes are in flight), and the
+			// probe's own time (about one request to the dependency).
+			left := rej.RetryAfter()
+			a = answer{status: http.StatusServiceUnavailable, refused: "breaker",
+				retryAfter: strconv.Itoa(max(1, int(math.Ceil(left.Seconds())))),
+				millis:     strconv.FormatInt(max(1, (left+30*time.Millisecond).Milliseconds()), 10)}
 		case err != nil:
 			a.status = http.StatusBadGateway
 		case guarded && a.status >= 500 && a.refused == "":

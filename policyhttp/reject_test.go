@@ -1,0 +1,48 @@
+package policyhttp_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/backstop-go/backstop/breaker"
+	"github.com/backstop-go/backstop/callpath"
+	"github.com/backstop-go/backstop/policy"
+	"github.com/backstop-go/backstop/policyhttp"
+)
+
+func TestWriteRejection_AnswersAForcedBreakerWithItsRetryAfter(t *testing.T) {
+	b := breaker.MustNew("inventory", breaker.Options{MaxOpenTimeout: 2500 * time.Millisecond})
+	b.ForceOpen()
+	err := policy.MustWrap(b).Do(context.Background(), func(context.Context) error { return nil })
+	rec := httptest.NewRecorder()
+	require.True(t, policyhttp.WriteRejection(rec, fmt.Errorf("inventory: %w", err)))
+	require.Equal(t, http.StatusServiceUnavailable, rec.Code)
+	require.Equal(t, "3", rec.Header().Get("Retry-After"), "2.5 s rounded up to whole seconds")
+	require.Equal(t, "2500", rec.Header().Get(callpath.HeaderRetryAfterMillis))
+	require.Equal(t, "forced", rec.Header().Get(callpath.HeaderRefused))
+	require.Equal(t, "application/problem+json", rec.Header().Get("Content-Type"))
+}
+
+func TestWriteRejection_AHalfOpenBreakerSaysComeBackInASecond(t *testing.T) {
+	rec := httptest.NewRecorder()
+	require.True(t, policyhttp.WriteRejection(rec, &breaker.OpenError{Name: "db", HalfOpen: true}))
+	require.Equal(t, "1", rec.Header().Get("Retry-After"), "at least 1 s: delay-seconds has no smaller value")
+	require.Equal(t, "0", rec.Header().Get(callpath.HeaderRetryAfterMillis))
+	require.Equal(t, "half-open", rec.Header().Get(callpath.HeaderRefused))
+}
+
+func TestWriteRejection_WritesNothingForOtherErrors(t *testing.T) {
+	rec := httptest.NewRecorder()
+	require.False(t, policyhttp.WriteRejection(rec, errors.New("boom")))
+	require.False(t, policyhttp.WriteRejection(rec, nil))
+	require.Empty(t, rec.Header())
+	require.False(t, rec.Flushed)
+	require.Equal(t, 0, rec.Body.Len())
+}
