@@ -195,7 +195,7 @@ type Breaker struct {
 	tripped                atomic.Pointer[Counts] // the counts that last tripped it
 
 	subsMu sync.Mutex                // guards subs
-	subs   map[string]event.Observer // by pipeline name: who hears of transitions
+	subs   map[event.Observer]string // who hears of transitions, and under which pipeline name
 
 	mu         sync.Mutex // guards the fields below
 	gen        uint64     // which gobreaker instance is current (Reset makes a new one)
@@ -482,7 +482,7 @@ func (b *Breaker) deliver() {
 	}
 	b.subsMu.Lock()
 	subs := make([]sub, 0, len(b.subs))
-	for name, o := range b.subs {
+	for o, name := range b.subs {
 		subs = append(subs, sub{name, o})
 	}
 	b.subsMu.Unlock()
@@ -503,21 +503,26 @@ func (b *Breaker) Name() string { return b.name }
 // Kind returns policy.KindBreaker.
 func (b *Breaker) Kind() policy.Kind { return policy.KindBreaker }
 
-// Bind returns the Runner that runs each call through the breaker. Every state
-// change — caused by any call, or by ForceOpen and Reset — is reported to env.Observer,
-// once, with env.Pipeline as the event's Pipeline. A breaker shared by several
-// pipelines reports to each of them; it keeps one observer per pipeline name, the one
-// of the latest binding with an observer.
-func (b *Breaker) Bind(next policy.Runner, env policy.Env) policy.Runner {
-	if env.Observer != nil {
-		b.subsMu.Lock()
-		if b.subs == nil {
-			b.subs = make(map[string]event.Observer)
-		}
-		b.subs[env.Pipeline] = env.Observer
-		b.subsMu.Unlock()
-	}
+// Bind returns the Runner that runs each call through the breaker. It subscribes
+// nothing: every state change — caused by any call, or by ForceOpen and Reset —
+// reaches the observers policy.Wrap subscribes ([Breaker.Subscribe]), each once.
+func (b *Breaker) Bind(next policy.Runner, _ policy.Env) policy.Runner {
 	return &runner{b: b, next: next}
+}
+
+// Subscribe implements event.Source: o hears every state change of the breaker, as an
+// event.BreakerState with Pipeline set to pipeline, once however many pipelines that
+// share the breaker subscribe it.
+func (b *Breaker) Subscribe(o event.Observer, pipeline string) {
+	if o == nil {
+		return
+	}
+	b.subsMu.Lock()
+	defer b.subsMu.Unlock()
+	if b.subs == nil {
+		b.subs = make(map[event.Observer]string)
+	}
+	b.subs[o] = pipeline
 }
 
 type runner struct {

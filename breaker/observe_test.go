@@ -113,3 +113,37 @@ func TestNew_OpenJitterBounds(t *testing.T) {
 	require.ErrorIs(t, err, breaker.ErrInvalidOptions)
 	require.ErrorContains(t, err, "OpenJitter is 1.5")
 }
+
+// TestBreaker_WithChainSubscribesOnce: options applied one With at a time, and the
+// same options given to Wrap, leave one subscription per observer, whether the
+// observer is a pointer or an ObserverFunc; the transition is reported under the
+// last name.
+func TestBreaker_WithChainSubscribesOnce(t *testing.T) {
+	var ptr transitions
+	var fn []string
+	f := event.ObserverFunc(func(e event.Event) {
+		if e.Kind == event.BreakerState {
+			fn = append(fn, e.Pipeline+": "+e.From+"→"+e.To)
+		}
+	})
+	for _, o := range []struct {
+		name string
+		obs  event.Observer
+		take func() []string
+	}{
+		{"pointer", &ptr, ptr.take},
+		{"func", f, func() []string { got := fn; fn = nil; return got }},
+	} {
+		t.Run(o.name, func(t *testing.T) {
+			b := breaker.MustNew("db", breaker.Options{ConsecutiveFailures: 1})
+			p := policy.MustWrap(b).With(policy.Observe(o.obs)).With(policy.Name("db"))
+			_ = p.Do(context.Background(), fail)
+			require.Equal(t, []string{"db: closed→open"}, o.take(), "With chain")
+
+			b = breaker.MustNew("db", breaker.Options{ConsecutiveFailures: 1})
+			p = policy.MustWrap(b, policy.Observe(o.obs), policy.Name("db"))
+			_ = p.Do(context.Background(), fail)
+			require.Equal(t, []string{"db: closed→open"}, o.take(), "options given to Wrap")
+		})
+	}
+}

@@ -91,6 +91,22 @@ type ObserverFunc func(Event)
 // Observe calls f(e).
 func (f ObserverFunc) Observe(e Event) { f(e) }
 
+// A Source is a policy with events of its own that are no one call's: a breaker's
+// state changes, which happen at once for every pipeline that shares the breaker.
+// policy.Wrap (and Pipeline.With) subscribe a pipeline's Observer to each Source among
+// its stages once the pipeline is bound; binding itself subscribes nothing.
+//
+// Implementers:
+//   - Subscribe keeps one subscription per o, however many pipelines subscribe it: o
+//     is comparable (a pointer, or the pipeline's box around an observer that is not),
+//     and a second Subscribe of the same o replaces the first, its pipeline name
+//     included. Each event then reaches each observer once.
+//   - Events are delivered outside the Source's locks, with Pipeline set to the
+//     subscription's name.
+type Source interface {
+	Subscribe(o Observer, pipeline string)
+}
+
 // Observers returns an Observer that hands each event to every non-nil observer in
 // order. It returns nil if none is non-nil, and the observer itself if only one is.
 func Observers(os ...Observer) Observer {

@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/backstop-go/backstop/breaker"
+	"github.com/backstop-go/backstop/event"
 	"github.com/backstop-go/backstop/policy"
 )
 
@@ -265,6 +266,9 @@ func (f *Breaker) Kind() policy.Kind { return policy.KindBreaker }
 func (f *Breaker) Bind(next policy.Runner, env policy.Env) policy.Runner {
 	return &runner{f: f, local: f.local.Bind(next, env)}
 }
+
+// Subscribe implements event.Source: o hears the local breaker's state changes.
+func (f *Breaker) Subscribe(o event.Observer, pipeline string) { f.local.Subscribe(o, pipeline) }
 
 // ExplainStage implements policy.StageExplainer.
 func (f *Breaker) ExplainStage() policy.Stage {

@@ -279,3 +279,25 @@ func TestCheckKinds_TheSameRulesAsWrap(t *testing.T) {
 		}
 	}
 }
+
+// TestWrap_OptionsAreNotStages: options given to Wrap, anywhere in its list, name and
+// observe the pipeline, are never bound, and leave the stage positions of its errors
+// counting stages only.
+func TestWrap_OptionsAreNotStages(t *testing.T) {
+	var order []string
+	d := &fake{kind: policy.KindDeadline, name: "deadline", order: &order}
+	r := &fake{kind: policy.KindRetry, name: "retry", order: &order}
+	obs := event.ObserverFunc(func(event.Event) {})
+	p, err := policy.Wrap(policy.Name("db"), d, r, policy.Observe(obs))
+	require.NoError(t, err)
+	require.Equal(t, []string{"retry", "deadline"}, order, "only stages are bound")
+	require.Equal(t, "db: deadline → retry", p.String())
+	require.Equal(t, "db", r.binds[0].Pipeline)
+	require.NotNil(t, r.binds[0].Observer)
+	require.Equal(t, 2, r.binds[0].Position, "positions count stages only")
+
+	_, err = policy.Wrap(&fake{kind: policy.KindRetry, name: "retry"}, policy.Name("db"), &fake{kind: policy.KindDeadline, name: "deadline"})
+	var oe *policy.OrderError
+	require.ErrorAs(t, err, &oe)
+	require.ElementsMatch(t, []int{1, 2}, []int{oe.First, oe.Second}, "the option between them takes no position")
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"time"
 
@@ -20,6 +21,7 @@ type Pipeline struct {
 	budget, retry int // indexes in policies, −1 if absent
 	name          string
 	obs           event.Observer // as given to Observe
+	sub           event.Observer // obs as it subscribes to event.Sources: comparable
 	bound         event.Observer // obs prepared for this pipeline (event.PipelineObserver)
 	startNeeds    event.Needs    // what bound reads of call starts
 	endNeeds      event.Needs    // and of call ends
@@ -28,30 +30,46 @@ type Pipeline struct {
 }
 
 // Wrap checks a stack of policies against the ordering rules and binds it into a
-// Pipeline. The first policy is outermost: Wrap(d, b, r) runs d(b(r(fn))).
+// Pipeline. The first policy is outermost: Wrap(d, b, r) runs d(b(r(fn))). Options
+// ([Name], [Observe], [UseClock]) may be given in the same list, conventionally after
+// the stages:
+//
+//	p, err := policy.Wrap(d, b, r, policy.Name("db"), policy.Observe(m))
+//
+// An Option is not a stage: Wrap takes the options out before it checks the stack, and
+// positions in its errors count stages only.
 //
 // A stack that breaks a rule is refused with an [*OrderError] that matches [ErrOrder]
 // and names the rule, the positions involved and the fix. A nil policy, or a typed nil
 // such as the *retry.Retry of a failed retry.New, is refused under O6. Wrap with no
 // policies is valid: the pipeline is a pass-through that runs fn directly.
 //
-// Wrap never panics: a policy whose Kind or Bind panics is refused with an error
-// naming its position.
+// Wrap binds each stage once, innermost first, and then subscribes the pipeline's
+// Observer to each stage that reports events of its own (an event.Source: a breaker's
+// transitions). Wrap never panics: a policy whose Kind or Bind panics is refused with
+// an error naming its position.
 func Wrap(policies ...Policy) (p *Pipeline, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			p, err = nil, fmt.Errorf("policy: a policy panicked while the pipeline was built: %v", r)
 		}
 	}()
-	budget, retry, err := checkOrder(policies)
+	stages := make([]Policy, 0, len(policies))
+	var opts []Option
+	for _, pol := range policies {
+		if o, ok := pol.(Option); ok {
+			opts = append(opts, o)
+			continue
+		}
+		stages = append(stages, pol)
+	}
+	budget, retry, err := checkOrder(stages)
 	if err != nil {
 		return nil, err
 	}
-	p = &Pipeline{
-		policies: append([]Policy(nil), policies...),
-		budget:   budget,
-		retry:    retry,
-		clock:    SystemClock(),
+	p = &Pipeline{policies: stages, budget: budget, retry: retry, clock: SystemClock()}
+	for _, o := range opts {
+		o.apply(p)
 	}
 	if err := p.bind(); err != nil {
 		return nil, err
@@ -106,6 +124,13 @@ func (p *Pipeline) bind() error {
 		}
 	}
 	p.runner = r
+	if p.sub != nil {
+		for _, pol := range p.policies {
+			if src, ok := pol.(event.Source); ok {
+				src.Subscribe(p.sub, p.name)
+			}
+		}
+	}
 	return nil
 }
 
@@ -161,8 +186,11 @@ func Get[T any](ctx context.Context, p *Pipeline, fn func(context.Context) (T, e
 	return v, nil
 }
 
-// With returns a copy of p with the options applied, bound anew. Policy objects are
-// shared with p: a breaker keeps one state for both pipelines.
+// With returns a copy of p with the options applied, bound anew: a second name for the
+// same stack (a route of its own), another observer. Policy objects are shared with
+// p: a breaker keeps one state for both pipelines. Subscriptions are not doubled: an
+// event.Source keeps one per Observer, so p.With(Observe(o)).With(Name("db")) hears
+// each of a breaker's transitions once, under the last name.
 func (p *Pipeline) With(opts ...Option) *Pipeline {
 	if p == nil {
 		p = &Pipeline{budget: -1, retry: -1, clock: SystemClock()}
@@ -211,21 +239,51 @@ func (p *Pipeline) String() string {
 	return b.String()
 }
 
-// An Option changes a pipeline in [Pipeline.With]. The set is closed: [Name],
-// [Observe], [UseClock].
-type Option interface{ apply(*Pipeline) }
+// An Option names, observes or clocks a pipeline. Give options to [Wrap], among the
+// stages (conventionally last), or to [Pipeline.With]. The set is closed: [Name],
+// [Observe], [UseClock]. An Option is a [Policy] only so that it may stand in Wrap's
+// list: Wrap takes it out, and it is never bound.
+type Option interface {
+	Policy
+	apply(*Pipeline)
+}
 
 type optionFunc func(*Pipeline)
 
 func (f optionFunc) apply(p *Pipeline) { f(p) }
 
+// Kind is KindOther; Wrap never checks an Option against the rules.
+func (optionFunc) Kind() Kind { return KindOther }
+
+// Bind returns next: an Option does nothing per call (Wrap never binds one).
+func (optionFunc) Bind(next Runner, _ Env) Runner { return next }
+
 // Name names the pipeline. The name labels its events and metrics, so it should come
 // from a small fixed set (the dependency's name), never from request data.
 func Name(name string) Option { return optionFunc(func(p *Pipeline) { p.name = name }) }
 
-// Observe sets the pipeline's [Observer], replacing any earlier one; nil removes it.
-// Use [Observers] to send events to several.
-func Observe(o event.Observer) Option { return optionFunc(func(p *Pipeline) { p.obs = o }) }
+// Observe sets the pipeline's event.Observer, replacing any earlier one; nil removes it.
+// Use event.Observers to send events to several.
+func Observe(o event.Observer) Option {
+	sub := subscriber(o)
+	return optionFunc(func(p *Pipeline) { p.obs, p.sub = o, sub })
+}
+
+// subscriber is o as it subscribes to event.Sources, which keep one subscription per
+// subscriber: o itself when it is a pointer, else o in a box made once per Observe,
+// so that an ObserverFunc (a func, not comparable) given once is one subscriber
+// however many pipelines With derives.
+func subscriber(o event.Observer) event.Observer {
+	if o == nil {
+		return nil
+	}
+	if reflect.TypeOf(o).Kind() == reflect.Pointer {
+		return o
+	}
+	return &boxed{o}
+}
+
+type boxed struct{ event.Observer }
 
 // UseClock sets the clock the pipeline stamps call events with; nil means
 // [SystemClock]. Stages take their own clocks in their Options.
