@@ -179,7 +179,7 @@ func explain(in *input, asJSON bool, stdout, stderr io.Writer) int {
 		err  error
 	}{{in.envoyFile, in.envoyErr}, {in.grpcFile, in.grpcErr}} {
 		if f.err != nil {
-			fmt.Fprintf(stderr, "backstop explain: %s\n", placed(f.file, f.err))
+			fmt.Fprintln(stderr, placed(f.file, f.err))
 			failed = true
 		}
 	}

@@ -310,7 +310,8 @@ func TestBadInput_ClearErrors(t *testing.T) {
 		{[]string{"explain", "-max-worst-case", "1s", "-envoy", "testdata/route.yaml"}, "flag provided but not defined"},
 	} {
 		code, _, errs := runCLI(tt.args...)
-		if code != exitUsage || !strings.Contains(errs, tt.want) || strings.Contains(errs, "goroutine ") {
+		if code != exitUsage || !strings.Contains(errs, tt.want) || strings.Contains(errs, "goroutine ") ||
+			(strings.Contains(tt.want, ":3:3:") || strings.Contains(tt.want, ":6:5:") || strings.Contains(tt.want, ":7:47:")) && !strings.HasPrefix(errs, tt.want) {
 			t.Errorf("backstop %q = %d, stderr %q; want %d and a message holding %q", tt.args, code, errs, exitUsage, tt.want)
 		}
 	}
@@ -319,6 +320,21 @@ func TestBadInput_ClearErrors(t *testing.T) {
 	if code != exitFindings || !strings.Contains(out, bad+":3:3: error [refused]: YAML: ") {
 		t.Errorf("lint of bad YAML = %d:\n%s", code, out)
 	}
+}
+
+// TestLint_UnknownRetryOn: a misspelt condition is placed on itself in the
+// retry_on string and the fix names the condition meant.
+func TestLint_UnknownRetryOn(t *testing.T) {
+	_, fs := lintJSON(t, "-envoy", "testdata/lint/unknown-retry-on.yaml")
+	for _, f := range fs {
+		if f.ID == "unknown-retry-on" {
+			if f.Line != 5 || f.Column != 22 || !strings.HasPrefix(f.Fix, "did you mean gateway-error?") || f.Field != "retry_policy.retry_on" {
+				t.Errorf("finding %+v; want 5:22, retry_policy.retry_on, and gateway-error suggested", f)
+			}
+			return
+		}
+	}
+	t.Errorf("no unknown-retry-on finding in %+v", fs)
 }
 
 // TestLint_Threshold: -max-worst-case sets the worst case reported.
