@@ -112,6 +112,8 @@ func waitsOf(e policy.Explanation) []wait {
 func explainRoute(file string, r *policyenvoy.Route) routeView {
 	e := r.Explain()
 	line, col := r.Position("")
+	given := line > 0 // the input gives positions
+	line, col = max(line, 1), max(col, 1)
 	v := routeView{Config: "envoy-route", File: file, Line: line, Column: col, Name: r.Name,
 		Retries: r.Retrying, NumRetries: r.NumRetries, RetryOn: r.RetryOn, RetriableStatusCodes: r.RetriableStatusCodes,
 		UnknownRetryOn: r.UnknownRetryOn, NotHonouredByBackstop: r.Unsupported, AttemptsAtMost: 1}
@@ -124,7 +126,7 @@ func explainRoute(file string, r *policyenvoy.Route) routeView {
 	if r.Timeout > 0 {
 		v.TimeoutSeconds = seconds(r.Timeout)
 	}
-	if l, c := r.Position("timeout"); l == line && c == col {
+	if l, c := r.Position("timeout"); given && l == line && c == col {
 		v.TimeoutIsDefault = r.Timeout == policyenvoy.DefaultRouteTimeout // the input has no timeout
 	}
 	if r.PerTryTimeout > 0 {
@@ -184,6 +186,7 @@ func retryAfter(r *policyenvoy.Route) (bool, string) {
 func explainMethod(file string, sc *policygrpc.ServiceConfig, en policygrpc.Entry) methodView {
 	e := en.Pipeline.Explain()
 	line, col := sc.Position(en.Field)
+	line, col = max(line, 1), max(col, 1)
 	v := methodView{Config: "grpc-method-config", File: file, Line: line, Column: col, Field: en.Field, Names: en.Names,
 		Policy: "none", AttemptsAtMost: e.MaxAttempts}
 	if en.Timeout > 0 {

@@ -337,6 +337,21 @@ func TestLint_UnknownRetryOn(t *testing.T) {
 	t.Errorf("no unknown-retry-on finding in %+v", fs)
 }
 
+// TestLint_NoTimeoutSaysTheWorstCase: timeout 0s under retries is unbounded without
+// a per_try_timeout, and bounded by the tries with one; lint says which.
+func TestLint_NoTimeoutSaysTheWorstCase(t *testing.T) {
+	for _, tt := range []struct{ src, want string }{
+		{"route: {cluster: a, timeout: 0s, retry_policy: {retry_on: reset, num_retries: 2}}", "unbounded: no per_try_timeout either"},
+		{"route: {cluster: a, timeout: 0s, retry_policy: {retry_on: reset, num_retries: 2, per_try_timeout: 1s}}",
+			"up to 3.1s: 3 tries of per_try_timeout 1s and their longest waits"},
+	} {
+		_, out, _ := runStdin(tt.src, "lint", "-envoy", "-")
+		if !strings.Contains(out, "<stdin>:1:21: warning [no-timeout]") || !strings.Contains(out, tt.want) {
+			t.Errorf("lint of %s lacks the no-timeout warning with %q:\n%s", tt.src, tt.want, out)
+		}
+	}
+}
+
 // TestLint_Threshold: -max-worst-case sets the worst case reported.
 func TestLint_Threshold(t *testing.T) {
 	for _, tt := range []struct {
