@@ -207,7 +207,7 @@ func explainMethod(file string, sc *policygrpc.ServiceConfig, en policygrpc.Entr
 	case en.Hedging:
 		v.Policy, v.StatusCodesField = "hedgingPolicy", "nonFatalStatusCodes"
 		v.HedgingDelaySeconds = en.HedgingDelay.Seconds()
-		v.ServerPushback = "honoured as gRFC A6 says: a server's grpc-retry-pushback-ms delays the next hedged request; a negative or malformed one stops hedging"
+		v.ServerPushback = "honoured as gRFC A6 says: a server's grpc-retry-pushback-ms delays the next hedged request"
 	}
 	if en.Retrying || en.Hedging {
 		v.MaxAttemptsAsWritten = en.MaxAttempts
@@ -312,7 +312,11 @@ func (v methodView) text(w io.Writer) {
 			row("", "before attempt %d: %v–%v, mean %v", s.BeforeAttempt, dur(s.MinSeconds), dur(s.MaxSeconds), dur(s.MeanSeconds))
 		}
 	case "hedgingPolicy":
-		row("hedgingPolicy.maxAttempts", "%d requests at most in flight (as written: %d)", v.AttemptsAtMost, v.MaxAttemptsAsWritten)
+		if v.MaxAttemptsAsWritten > v.AttemptsAtMost {
+			row("hedging maxAttempts", "%d, which gRPC caps at %d requests in flight", v.MaxAttemptsAsWritten, v.AttemptsAtMost)
+		} else {
+			row("hedging maxAttempts", "%d requests at most in flight, the first included", v.AttemptsAtMost)
+		}
 		row("hedgingDelay", "%v between them", dur(v.HedgingDelaySeconds))
 		row("nonFatalStatusCodes", "%s", strings.Join(v.StatusCodes, ", "))
 	default:

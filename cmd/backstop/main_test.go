@@ -352,6 +352,18 @@ func TestLint_NoTimeoutSaysTheWorstCase(t *testing.T) {
 	}
 }
 
+// TestExplain_Hedging: a hedgingPolicy is explained in A6's words.
+func TestExplain_Hedging(t *testing.T) {
+	_, out, errs := runStdin(`{"methodConfig": [{"name": [{"service": "s", "method": "Get"}], "timeout": "0.5s",
+  "hedgingPolicy": {"maxAttempts": 7, "hedgingDelay": "0.1s", "nonFatalStatusCodes": ["UNAVAILABLE", 2]}}]}`, "explain", "-grpc", "-")
+	for _, want := range []string{"<stdin>:1:19: gRPC methodConfig[0] for /s/Get", "hedging maxAttempts:      7, which gRPC caps at 5 requests in flight",
+		"hedgingDelay:             100ms between them", "nonFatalStatusCodes:      UNAVAILABLE, UNKNOWN", "worst case:               500ms, bound by the timeout"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("explain of a hedgingPolicy lacks %q (stderr %q):\n%s", want, errs, out)
+		}
+	}
+}
+
 // TestLint_Threshold: -max-worst-case sets the worst case reported.
 func TestLint_Threshold(t *testing.T) {
 	for _, tt := range []struct {
