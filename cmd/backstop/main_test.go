@@ -423,28 +423,23 @@ func FuzzLint(f *testing.F) {
 	f.Add(string(seedE), string(seedG))
 	f.Add("route: {cluster: a, retry_policy: {retry_on: \"5xx,5xx,\\u00e9x\"}}", `{"methodConfig": [{"name": [{}], "hedgingPolicy": {"maxAttempts": 9}}]}`)
 	f.Fuzz(func(t *testing.T, envoy, grpc string) {
-		dir := t.TempDir()
-		ef, gf := filepath.Join(dir, "e.yaml"), filepath.Join(dir, "g.json")
-		if err := os.WriteFile(ef, []byte(envoy), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(gf, []byte(grpc), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		lines := map[string]int{ef: strings.Count(envoy, "\n") + 1, gf: strings.Count(grpc, "\n") + 1}
-		code, fs := lintJSON(t, "-envoy", ef, "-grpc", gf)
-		if code != exitOK && code != exitFindings {
-			t.Fatalf("lint = %d", code)
-		}
-		for _, x := range fs {
+		in := parse("e.yaml", []byte(envoy), "g.json", []byte(grpc))
+		lines := map[string]int{"e.yaml": strings.Count(envoy, "\n") + 1, "g.json": strings.Count(grpc, "\n") + 1}
+		for _, x := range lint(in, DefaultMaxWorstCase) {
 			// YAML also ends lines at CR, NEL, LS and PS: a line beyond the LF count is
 			// still in the input.
-			if x.Line < 1 || x.Column < 1 || (x.Line > lines[x.File] && !strings.ContainsAny(envoy, "\r\u0085\u2028\u2029")) || x.Message == "" {
+			if x.Line < 1 || x.Column < 1 || (x.Line > lines[x.File] && !strings.ContainsAny(envoy, "\r\u0085\u2028\u2029")) ||
+				x.Message == "" || x.Level != levelOf(x.ID) {
 				t.Fatalf("finding %+v is not placed in its file", x)
 			}
 		}
-		if code, _, errs := runCLI("explain", "-envoy", ef, "-grpc", gf); code == exitUsage && !strings.Contains(errs, ":") {
-			t.Fatalf("explain refused without a place: %q", errs)
+		var out, errs bytes.Buffer
+		if code := explain(in, false, &out, &errs); code == exitUsage && !strings.Contains(errs.String(), ":") {
+			t.Fatalf("explain refused without a place: %q", errs.String())
+		}
+		var js bytes.Buffer
+		if code := explain(in, true, &js, &errs); code == exitOK && !json.Valid(js.Bytes()) {
+			t.Fatalf("explain -json is not JSON: %s", js.String())
 		}
 	})
 }
