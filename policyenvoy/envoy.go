@@ -189,7 +189,7 @@ func build(name string, ra *routev3.RouteAction, vh *routev3.VirtualHost, o Opti
 			case honoured[c]:
 				cond[c] = true
 			case grpcOnly[c]:
-				r.Unsupported = append(r.Unsupported, "retry_policy.retry_on "+c+" (a gRPC condition: use policygrpc on gRPC routes)")
+				r.Unsupported = append(r.Unsupported, "retry_policy.retry_on "+c+" (a gRPC condition: Backstop reads gRPC retries from the service config)")
 			case c == "retriable-headers", c == "http3-post-connect-failure":
 				r.Unsupported = append(r.Unsupported, "retry_policy.retry_on "+c)
 			default:

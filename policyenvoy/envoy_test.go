@@ -83,7 +83,7 @@ retry_policy:
 		"retry_policy.retriable_headers",
 		"retry_policy.retry_host_predicate",
 		"retry_policy.retry_on retriable-headers",
-		"retry_policy.retry_on unavailable (a gRPC condition: use policygrpc on gRPC routes)",
+		"retry_policy.retry_on unavailable (a gRPC condition: Backstop reads gRPC retries from the service config)",
 	}, r.Unsupported)
 	require.Equal(t, []string{"made-up"}, r.UnknownRetryOn, "a condition Envoy does not know is not Backstop's to honour")
 }

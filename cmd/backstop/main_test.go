@@ -35,7 +35,7 @@ func lintJSON(t *testing.T, args ...string) (int, []finding) {
 }
 
 // goWords are Go names that output meant for mesh and gRPC users must not hold.
-var goWords = regexp.MustCompile(`Options\.|policyenvoy\.|policygrpc\.|policy\.|retry\.|deadline\.|budget\.|ShouldRetry|Backoff\{|Err[A-Z]|→`)
+var goWords = regexp.MustCompile(`\bOptions\.|policyenvoy|policygrpc|\bpolicy\.|\bretry\.|\bdeadline\.|\bbudget\.|ShouldRetry|Backoff\{|\bErr[A-Z]|→`)
 
 var seedArgs = []string{"-envoy", "testdata/seed-envoy-route.yaml", "-grpc", "testdata/seed-grpc-service-config.json"}
 
@@ -198,6 +198,16 @@ func TestLint_EveryCheckHasATriggeringExample(t *testing.T) {
 			strings.Join(links, " + "), filepath.Base(hit.File), hit.Line, hit.Column, escape(src))
 	}
 	checkREADME(t, "lint-findings", table.String())
+	for _, c := range checks {
+		args, files := example(t, c.ID)
+		_, out, _ := runCLI(append([]string{"lint"}, args...)...)
+		for _, f := range files {
+			out = strings.ReplaceAll(out, f, "FILE")
+		}
+		if m := goWords.FindString(out); m != "" {
+			t.Errorf("lint of the %s example holds the Go name %q:\n%s", c.ID, m, out)
+		}
+	}
 }
 
 func hasError(fs []finding) bool {
