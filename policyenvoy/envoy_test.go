@@ -56,6 +56,8 @@ func TestParse_TheRouteInTestdata(t *testing.T) {
 func TestParse_EnvoysDefaults(t *testing.T) {
 	r := parseOne(t, `{"cluster": "api", "retry_policy": {"retry_on": "5xx"}}`)
 	require.Equal(t, policyenvoy.DefaultRouteTimeout, r.Timeout)
+	require.True(t, r.DefaultTimeout)
+	require.False(t, parseOne(t, `{"cluster": "api", "timeout": "15s"}`).DefaultTimeout)
 	require.Equal(t, 1, r.NumRetries)
 	require.Equal(t, 25*time.Millisecond, r.BaseInterval)
 	require.Equal(t, 250*time.Millisecond, r.MaxInterval)

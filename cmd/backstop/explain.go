@@ -112,7 +112,6 @@ func waitsOf(e policy.Explanation) []wait {
 func explainRoute(file string, r *policyenvoy.Route) routeView {
 	e := r.Explain()
 	line, col := r.Position("")
-	given := line > 0 // the input gives positions
 	line, col = max(line, 1), max(col, 1)
 	v := routeView{Config: "envoy-route", File: file, Line: line, Column: col, Name: r.Name,
 		Retries: r.Retrying, NumRetries: r.NumRetries, RetryOn: r.RetryOn, RetriableStatusCodes: r.RetriableStatusCodes,
@@ -126,9 +125,7 @@ func explainRoute(file string, r *policyenvoy.Route) routeView {
 	if r.Timeout > 0 {
 		v.TimeoutSeconds = seconds(r.Timeout)
 	}
-	if l, c := r.Position("timeout"); given && l == line && c == col {
-		v.TimeoutIsDefault = r.Timeout == policyenvoy.DefaultRouteTimeout // the input has no timeout
-	}
+	v.TimeoutIsDefault = r.DefaultTimeout
 	if r.PerTryTimeout > 0 {
 		v.PerTryTimeoutSeconds = seconds(r.PerTryTimeout)
 	}

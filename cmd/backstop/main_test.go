@@ -407,7 +407,7 @@ func TestExplain_RateLimitedBackOff(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("explain = %d, stderr %q", code, errs)
 	}
-	for _, want := range []string{"Retry-After:              honoured as a reset header",
+	for _, want := range []string{"timeout:                  15s, Envoy's default, for the whole request", "Retry-After:              honoured as a reset header",
 		"the first of Retry-After (seconds), X-RateLimit-Reset (a Unix timestamp) whose interval is 1s to 5m0s",
 		"random(interval, 1.5 × interval), at most 7m30s", "above 5m0s is passed over for the next", "with none left the back-off above applies"} {
 		if !strings.Contains(out, want) {
