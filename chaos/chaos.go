@@ -30,6 +30,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/backstop-go/backstop/internal/check"
 	"github.com/backstop-go/backstop/policy"
 )
 
@@ -89,9 +90,7 @@ type Injector struct {
 // New returns an enabled Injector, or an error matching ErrInvalidOptions that names
 // the bad field.
 func New(o Options) (*Injector, error) {
-	bad := func(format string, args ...any) (*Injector, error) {
-		return nil, fmt.Errorf("%w: "+format, append([]any{ErrInvalidOptions}, args...)...)
-	}
+	bad := check.Invalid[*Injector](ErrInvalidOptions)
 	switch {
 	case !(o.Probability > 0 && o.Probability <= 1):
 		return bad("Probability is %v; want a share in (0, 1]", o.Probability)

@@ -28,12 +28,11 @@ package redeliver
 
 import (
 	"errors"
-	"fmt"
 	"sync/atomic"
 	"time"
 
 	"github.com/backstop-go/backstop/fault"
-
+	"github.com/backstop-go/backstop/internal/check"
 	"github.com/backstop-go/backstop/policy"
 	"github.com/backstop-go/backstop/retry"
 )
@@ -141,9 +140,7 @@ func (p *Policy) Counts() Counts {
 
 // New returns a Policy, or an error matching ErrInvalidOptions that names the field.
 func New(o Options) (*Policy, error) {
-	bad := func(format string, args ...any) (*Policy, error) {
-		return nil, fmt.Errorf("%w: "+format, append([]any{ErrInvalidOptions}, args...)...)
-	}
+	bad := check.Invalid[*Policy](ErrInvalidOptions)
 	switch {
 	case o.Base < 0:
 		return bad("Base is %v; want > 0, or 0 for the default %v", o.Base, DefaultBase)

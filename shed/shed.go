@@ -16,6 +16,7 @@ import (
 	"github.com/backstop-go/backstop/breaker"
 	"github.com/backstop-go/backstop/callpath"
 	"github.com/backstop-go/backstop/event"
+	"github.com/backstop-go/backstop/internal/check"
 	"github.com/backstop-go/backstop/policy"
 )
 
@@ -205,9 +206,7 @@ type Shedder struct {
 
 // New returns a Shedder, or an error matching ErrInvalidOptions naming the bad field.
 func New(o Options) (*Shedder, error) {
-	bad := func(format string, args ...any) (*Shedder, error) {
-		return nil, fmt.Errorf("%w: "+format, append([]any{ErrInvalidOptions}, args...)...)
-	}
+	bad := check.Invalid[*Shedder](ErrInvalidOptions)
 	s := &Shedder{opts: o, name: o.Name, clock: policy.ClockOr(o.Clock), rand: policy.RandOr(o.Rand)}
 	if s.name == "" {
 		s.name = "shed"
@@ -284,9 +283,7 @@ func adaptiveFields(o Options) []string {
 // range the user set (MaxLimit 10 alone lowers the initial limit to 10); values the
 // user set that contradict each other are refused, naming them.
 func (s *Shedder) limits(o Options) error {
-	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w: "+format, append([]any{ErrInvalidOptions}, args...)...)
-	}
+	bad := func(format string, args ...any) error { return check.Err(ErrInvalidOptions, format, args...) }
 	if o.Limit < 0 {
 		return bad("Limit is %d; want ≥ 1, or 0 for an adaptive limit", o.Limit)
 	}

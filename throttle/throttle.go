@@ -34,6 +34,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/backstop-go/backstop/internal/check"
 	"github.com/backstop-go/backstop/internal/window"
 	"github.com/backstop-go/backstop/policy"
 )
@@ -96,9 +97,7 @@ type Throttle struct {
 // New returns a throttle named name (it names its refusals and events) or an error
 // matching ErrInvalidOptions naming the bad field.
 func New(name string, o Options) (*Throttle, error) {
-	bad := func(format string, args ...any) (*Throttle, error) {
-		return nil, fmt.Errorf("%w: %s: "+format, append([]any{ErrInvalidOptions, name}, args...)...)
-	}
+	bad := check.Invalid[*Throttle](fmt.Errorf("%w: %s", ErrInvalidOptions, name))
 	switch {
 	case name == "":
 		return bad("name is empty; want the backend's name")
