@@ -27,7 +27,7 @@ func TestConformance(t *testing.T) {
 		policytest.Run(t, func() policy.Policy { b := budget.MustNewRatio(budget.RatioOptions{}); return b })
 	})
 	t.Run("Rate", func(t *testing.T) {
-		policytest.Run(t, func() policy.Policy { b := budget.MustNewRate(10, 1); return b })
+		policytest.Run(t, func() policy.Policy { b := budget.MustNewRate(budget.RateOptions{Limit: 10, Burst: 1}); return b })
 	})
 	t.Run("Quota", func(t *testing.T) {
 		policytest.Run(t, func() policy.Policy { return budget.MustNewQuota(budget.QuotaOptions{}) })

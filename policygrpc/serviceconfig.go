@@ -423,7 +423,7 @@ func hedgingPolicy(field string, hp *hedgingPolicyJSON) (*retry.Hedge, []codes.C
 	if nonFatal == nil {
 		nonFatal = []codes.Code{} // none: every failure is fatal
 	}
-	h, err := retry.NewHedge(retry.HedgeOptions{MaxAttempts: min(*hp.MaxAttempts, retry.MaxHedgeAttempts), Delay: delay})
+	h, err := retry.NewHedge(retry.HedgeOptions{MaxAttempts: min(*hp.MaxAttempts, retry.HedgeMaxAttemptsLimit), Delay: delay})
 	if err != nil {
 		return bad("%v", err)
 	}
