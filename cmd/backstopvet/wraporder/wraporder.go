@@ -42,7 +42,7 @@ var constructors = map[string]policy.Kind{
 	module + "budget.ParseTokenBucket": policy.KindBudget,
 	module + "budget.NewRatio":         policy.KindBudget, module + "budget.MustNewRatio": policy.KindBudget,
 	module + "budget.NewRate": policy.KindBudget, module + "budget.MustNewRate": policy.KindBudget,
-	module + "budget.NewQuota": policy.KindBudget, module + "budget.MustNewQuota": policy.KindBudget,
+	module + "budget.NewRetryQuota": policy.KindBudget, module + "budget.MustNewRetryQuota": policy.KindBudget,
 	module + "budget.NewInFlight": policy.KindBudget, module + "budget.MustNewInFlight": policy.KindBudget,
 	module + "fleet.NewBreaker": policy.KindBreaker,
 	module + "fleet.NewRatio":   policy.KindBudget, module + "fleet.NewTokenBucket": policy.KindBudget,
