@@ -56,12 +56,12 @@ type Stats struct {
 	Deliveries, Acked, Retried, DeadLettered uint64
 }
 
-// Consumer wraps a Handler with a redeliver.Policy.
+// Consumer wraps a Handler with a redeliver.Schedule.
 //
 // A Consumer is safe for concurrent use. Build it with [New].
 type Consumer struct {
 	js       jetstream.JetStream
-	p        *redeliver.Policy
+	p        *redeliver.Schedule
 	dlq      string
 	h        Handler
 	now      func() time.Time
@@ -85,12 +85,12 @@ type Options struct {
 }
 
 // New returns a Consumer that runs h under p and dead-letters to o.DeadLetter.
-func New(js jetstream.JetStream, p *redeliver.Policy, h Handler, o Options) (*Consumer, error) {
+func New(js jetstream.JetStream, p *redeliver.Schedule, h Handler, o Options) (*Consumer, error) {
 	switch {
 	case js == nil:
 		return nil, fmt.Errorf("redeliver/jetstream: the JetStream is nil")
 	case p == nil:
-		return nil, fmt.Errorf("redeliver/jetstream: the Policy is nil")
+		return nil, fmt.Errorf("redeliver/jetstream: the Schedule is nil")
 	case h == nil:
 		return nil, fmt.Errorf("redeliver/jetstream: the Handler is nil")
 	case o.DeadLetter == "":

@@ -6,7 +6,7 @@
 // message, with attributes that tell its history, to a dead-letter queue, then deletes
 // it.
 //
-// Build the Policy with MaxDelay redeliver.SQSMaxDelay (12 h, the longest SQS hides a
+// Build the Schedule with MaxDelay redeliver.SQSMaxDelay (12 h, the longest SQS hides a
 // message); a longer delay is cut to it.
 //
 // # The 12-hour limit counts from the receive
@@ -23,8 +23,8 @@
 // [Consumer.Process] counts from its own start.
 //
 // A queue's own redrive policy may stay as a
-// safety net if its maxReceiveCount is above the Policy's MaxDeliveries; below it,
-// SQS would move messages before the Policy decides.
+// safety net if its maxReceiveCount is above the Schedule's MaxDeliveries; below it,
+// SQS would move messages before the Schedule decides.
 //
 // The adapter is tested against a fake of SQS's JSON protocol (AWS JSON 1.0) served
 // on 127.0.0.1 by the tests, not a real SQS: no SQS-compatible server that speaks the
@@ -98,18 +98,18 @@ type Options struct {
 	MaxMessages int
 	// OnDecide, if set, is called with every decision, after it is applied; a retry's
 	// Delay is the visibility timeout asked of SQS, which may be shorter than the
-	// Policy's (see the package doc).
+	// Schedule's (see the package doc).
 	OnDecide func(m types.Message, receives int, d redeliver.Decision)
 	// Clock reads the time the 12 hours from a receive are counted on; nil means the
 	// system clock.
 	Clock policy.Clock
 }
 
-// Consumer wraps a Handler with a redeliver.Policy. It is safe for concurrent use.
+// Consumer wraps a Handler with a redeliver.Schedule. It is safe for concurrent use.
 // Build it with [New].
 type Consumer struct {
 	api API
-	p   *redeliver.Policy
+	p   *redeliver.Schedule
 	h   Handler
 	o   Options
 	clk policy.Clock
@@ -119,12 +119,12 @@ type Consumer struct {
 
 // New returns a Consumer of o.QueueURL that runs h under p and dead-letters to
 // o.DeadLetterURL, or an error naming the bad input.
-func New(api API, p *redeliver.Policy, h Handler, o Options) (*Consumer, error) {
+func New(api API, p *redeliver.Schedule, h Handler, o Options) (*Consumer, error) {
 	switch {
 	case api == nil:
 		return nil, errors.New("redeliver/sqs: the API is nil")
 	case p == nil:
-		return nil, errors.New("redeliver/sqs: the Policy is nil")
+		return nil, errors.New("redeliver/sqs: the Schedule is nil")
 	case h == nil:
 		return nil, errors.New("redeliver/sqs: the Handler is nil")
 	case o.QueueURL == "":
