@@ -29,7 +29,7 @@ func TestMiddleware_AHandlerWaitingOnItsDependencyHoldsNoSlot(t *testing.T) {
 	client := &http.Client{Transport: policyhttp.NewTransport(dep.Client().Transport,
 		policy.MustWrap(retry.MustNew(retry.Options{MaxAttempts: 2})))}
 
-	s := shed.MustNew(shed.Options{Limit: 1, MaxQueue: -1})
+	s := shed.MustNew(shed.Options{Limit: shed.LimitOptions{Fixed: 1}, Queue: shed.QueueOptions{Max: -1}})
 	var once sync.Once
 	unblock := func() { once.Do(func() { close(release) }) }
 	srv := httptest.NewServer(shed.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
