@@ -607,7 +607,7 @@ func (s *Shedder) reject(r Reason) Reason {
 	return r
 }
 
-// report sends the EventShed of a refusal to obs, the one place this refusal's events
+// report sends the event.Shed of a refusal to obs, the one place this refusal's events
 // go: the pipeline's Observer for a call through a pipeline, Options.Observer for a
 // request through the middleware.
 func (s *Shedder) report(ctx context.Context, obs event.Observer, pipeline string, r Reason, p Priority, ra int) {
