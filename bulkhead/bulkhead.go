@@ -255,7 +255,7 @@ func (b *Bulkhead) ExplainStage() policy.Stage {
 		wait = fmt.Sprintf("%d more wait for a slot, each %s", b.maxQueue, limit)
 	}
 	return policy.Stage{
-		Summary: fmt.Sprintf("bulkhead %q: at most %d calls at once (attempts, inside the retry); %s", b.name, b.max, wait),
+		Summary: fmt.Sprintf("bulkhead %q: at most %d at once (calls outside the retry, attempts inside it); %s", b.name, b.max, wait),
 		Refusal: fmt.Sprintf("bulkhead %q refuses a call that finds its %d slots taken and no room to wait (bulkhead.ErrFull), with a Retry-After from the mean time a call holds its slot",
 			b.name, b.max),
 	}

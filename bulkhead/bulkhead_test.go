@@ -266,7 +266,7 @@ func TestBulkhead_SuccessPathAllocatesNothing(t *testing.T) {
 func TestBulkhead_Explain(t *testing.T) {
 	b := bulkhead.MustNew("db", bulkhead.Options{MaxConcurrent: 8, MaxQueue: 16, MaxWait: 50 * time.Millisecond})
 	st := b.ExplainStage()
-	require.Equal(t, `bulkhead "db": at most 8 calls at once (attempts, inside the retry); 16 more wait for a slot, each up to 50ms, never past its deadline`, st.Summary)
+	require.Equal(t, `bulkhead "db": at most 8 at once (calls outside the retry, attempts inside it); 16 more wait for a slot, each up to 50ms, never past its deadline`, st.Summary)
 	require.Contains(t, st.Refusal, "bulkhead.ErrFull")
 }
 

@@ -221,7 +221,7 @@ func (l *Limiter) ExplainStage() policy.Stage {
 		refusal = fmt.Sprintf("rate limiter %q refuses at once a call whose token would come after its deadline (ratelimit.ErrLimited), with a Retry-After when it would", l.name)
 	}
 	return policy.Stage{
-		Summary: fmt.Sprintf("rate limiter %q: %v calls a second in bursts of up to %d (attempts, inside the retry); %s",
+		Summary: fmt.Sprintf("rate limiter %q: %v a second in bursts of up to %d (calls outside the retry, attempts inside it); %s",
 			l.name, l.o.Rate, l.o.Burst, mode),
 		Refusal: refusal,
 	}
@@ -248,7 +248,9 @@ func (e *RejectError) Error() string {
 }
 
 // Is matches ErrLimited and policy.ErrRejected.
-func (e *RejectError) Is(target error) bool { return target == ErrLimited || target == policy.ErrRejected }
+func (e *RejectError) Is(target error) bool {
+	return target == ErrLimited || target == policy.ErrRejected
+}
 
 // RetryAfter is After.
 func (e *RejectError) RetryAfter() time.Duration { return e.After }

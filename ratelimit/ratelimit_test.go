@@ -236,9 +236,9 @@ func TestLimiter_Explain(t *testing.T) {
 		o              ratelimit.Options
 		summary, claim string
 	}{
-		{ratelimit.Options{Rate: 50, Burst: 10}, `rate limiter "api": 50 calls a second in bursts of up to 10 (attempts, inside the retry); a call waits for its token, never past its deadline`, "after its deadline"},
-		{ratelimit.Options{Rate: 50, MaxWait: 20 * time.Millisecond}, `rate limiter "api": 50 calls a second in bursts of up to 50 (attempts, inside the retry); a call waits up to 20ms for its token, never past its deadline`, "after 20ms"},
-		{ratelimit.Options{Rate: 0.5, Mode: ratelimit.Refuse}, `rate limiter "api": 0.5 calls a second in bursts of up to 1 (attempts, inside the retry); refuses a call that finds no token`, "finds no token"},
+		{ratelimit.Options{Rate: 50, Burst: 10}, `rate limiter "api": 50 a second in bursts of up to 10 (calls outside the retry, attempts inside it); a call waits for its token, never past its deadline`, "after its deadline"},
+		{ratelimit.Options{Rate: 50, MaxWait: 20 * time.Millisecond}, `rate limiter "api": 50 a second in bursts of up to 50 (calls outside the retry, attempts inside it); a call waits up to 20ms for its token, never past its deadline`, "after 20ms"},
+		{ratelimit.Options{Rate: 0.5, Mode: ratelimit.Refuse}, `rate limiter "api": 0.5 a second in bursts of up to 1 (calls outside the retry, attempts inside it); refuses a call that finds no token`, "finds no token"},
 	} {
 		st := ratelimit.MustNew("api", tt.o).ExplainStage()
 		require.Equal(t, tt.summary, st.Summary)
