@@ -212,6 +212,7 @@ func (r *runner) refuse(ctx context.Context, reason string, queued int64, waited
 	e := &RejectError{Name: b.name, Why: reason, After: b.estimate(max(queued, 0))}
 	if r.needs != event.NeedsNothing {
 		r.obs.Observe(event.Event{Kind: event.BulkheadRejected, Pipeline: r.pipeline, Source: b.name, Reason: reason,
+			Time:  policy.StartStopwatch(b.clock, r.needs).Started(),
 			Delay: e.After, Elapsed: waited, Err: e, Context: ctx})
 	}
 	return e

@@ -208,7 +208,7 @@ func (r *runner[T]) Run(ctx context.Context, fn policy.Func) error {
 	f.answered.Add(1)
 	if r.needs != event.NeedsNothing {
 		r.obs.Observe(event.Event{Kind: event.Fallback, Pipeline: r.pipeline, Source: f.name,
-			Reason: policy.Outcome(err), To: from, Err: err, Context: ctx})
+			Time: policy.StartStopwatch(f.clock, r.needs).Started(), Reason: policy.Outcome(err), To: from, Err: err, Context: ctx})
 	}
 	return nil
 }

@@ -190,7 +190,7 @@ func (r *runner) Run(ctx context.Context, fn policy.Func) error {
 		l.waited.Add(1)
 		if r.needs != event.NeedsNothing {
 			r.obs.Observe(event.Event{Kind: event.RateLimited, Pipeline: r.pipeline, Source: l.name,
-				Reason: ReasonWaited, Delay: delay, Context: ctx})
+				Time: policy.StartStopwatch(l.clock, r.needs).Started(), Reason: ReasonWaited, Delay: delay, Context: ctx})
 		}
 	}
 	return r.next.Run(ctx, fn)
@@ -201,7 +201,7 @@ func (r *runner) refuse(ctx context.Context, reason string, after time.Duration)
 	e := &RejectError{Name: r.l.name, Why: reason, After: after}
 	if r.needs != event.NeedsNothing {
 		r.obs.Observe(event.Event{Kind: event.RateLimited, Pipeline: r.pipeline, Source: r.l.name,
-			Reason: reason, Delay: after, Err: e, Context: ctx})
+			Time: policy.StartStopwatch(r.l.clock, r.needs).Started(), Reason: reason, Delay: after, Err: e, Context: ctx})
 	}
 	return e
 }

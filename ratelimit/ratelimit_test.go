@@ -97,7 +97,7 @@ func TestLimiter_RefuseModeRefusesAtOnceWithWhenTheNextTokenComes(t *testing.T) 
 	require.Equal(t, "ratelimit: api: no token; the next comes in 100ms", err.Error())
 	require.Equal(t, 0.0, l.Tokens(), "the refused call's reservation was given back")
 	require.Len(t, events, 1)
-	require.Equal(t, event.Event{Kind: event.RateLimited, Pipeline: "orders", Source: "api", Reason: ratelimit.ReasonRefused,
+	require.Equal(t, event.Event{Kind: event.RateLimited, Pipeline: "orders", Source: "api", Time: t0, Reason: ratelimit.ReasonRefused,
 		Delay: 100 * time.Millisecond, Err: err, Context: events[0].Context}, events[0])
 
 	clock.Advance(100 * time.Millisecond)
