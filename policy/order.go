@@ -5,7 +5,7 @@ import (
 	"reflect"
 )
 
-// checkOrder applies the ordering rules O1–O6 to a stack given outermost first. It
+// checkOrder applies the ordering rules O1–O7 to a stack given outermost first. It
 // returns the index of the budget and the retry (−1 where absent) for binding.
 //
 // Rules are checked in a fixed order so that a stack breaking several is reported
