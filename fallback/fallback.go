@@ -170,7 +170,7 @@ func (c *call[T]) bind(fn func(context.Context) (T, error)) policy.Func {
 
 func (c *call[T]) run(ctx context.Context) error {
 	v, err := c.fn(ctx)
-	if err == nil {
+	if err == nil && callpath.Win(ctx) { // under a hedge, only the winning attempt's value is kept
 		c.v = v
 	}
 	return err

@@ -23,6 +23,10 @@
 //	| backstop.shed.inflight, .limit, .queue_length | async gauge | {request} | shedder (AddShedder) |
 //	| backstop.budget.level          | async gauge | {retry}  | budget (AddBudget)          |
 //	| backstop.fleet.transitions     | counter   | {transition} | policy, to (local, shared) |
+//	| backstop.fallbacks             | counter   | {call}     | pipeline, fallback, reason, from |
+//	| backstop.bulkhead.rejections   | counter   | {call}     | pipeline, bulkhead, reason  |
+//	| backstop.ratelimit.rejections  | counter   | {call}     | pipeline, limiter, reason   |
+//	| backstop.ratelimit.wait        | histogram | s          | limiter                     |
 //
 // # Traces
 //
@@ -32,8 +36,10 @@
 // convention for a resend), per scheduled retry (backstop.retry: delay, reason), per
 // suppressed retry (backstop.retry.suppressed: reason), per deadline exceeded, per
 // refusal by a shedder (backstop.shed) and per call a policy refused — a breaker open,
-// a request shed (backstop.call.rejected, with error.type the refusal's Go type). A
-// span that is not recording costs nothing.
+// a request shed (backstop.call.rejected, with error.type the refusal's Go type), per
+// fallback used (backstop.fallback), per refusal by a bulkhead or a rate limiter
+// (backstop.bulkhead.rejected, backstop.ratelimit.rejected) and per wait for a token
+// (backstop.ratelimit.wait). A span that is not recording costs nothing.
 package policyotel
 
 import (
@@ -60,6 +66,7 @@ type Observer struct {
 	calls, attempts, retries, suppressed, deadlines, transitions, shed, fleet metric.Int64Counter
 	duration, retryAfter                                                      metric.Float64Histogram
 	state                                                                     metric.Int64Gauge
+	adm                                                                       *admission // fallbacks, bulkheads, rate limiters
 
 	// Read at every collection: the budgets and shedders added with AddBudget and AddShedder.
 	budgetLevel            metric.Float64ObservableGauge
@@ -129,6 +136,9 @@ func New(mp metric.MeterProvider) (*Observer, error) {
 	o.admitted, err = m.Int64ObservableCounter("backstop.shed.admitted", metric.WithUnit("{request}"),
 		metric.WithDescription("Requests a shedder admitted."))
 	errs = append(errs, err)
+	var admErrs []error
+	o.adm, admErrs = newAdmission(m)
+	errs = append(errs, admErrs...)
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("policyotel: creating instruments: %w", err)
 	}
@@ -249,5 +259,7 @@ func (o *Observer) Observe(e event.Event) {
 		}
 	case event.Fleet:
 		o.fleet.Add(ctx, 1, metric.WithAttributes(attribute.String("policy", e.Source), attribute.String("to", e.To)))
+	case event.Fallback, event.BulkheadRejected, event.RateLimited:
+		o.adm.observe(ctx, e, span, recording)
 	}
 }
