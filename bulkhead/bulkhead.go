@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sync/atomic"
 	"time"
 
@@ -63,6 +64,7 @@ type Bulkhead struct {
 	slots   chan struct{} // one element per slot taken
 	waiting atomic.Int64  // calls waiting for a slot
 	hold    atomic.Int64  // mean time a slot is held, in ns (an exponentially weighted mean)
+	timed   atomic.Int64  // slot holds timed, counted up to holdWarmup
 	refused atomic.Uint64
 }
 
@@ -117,7 +119,7 @@ func (b *Bulkhead) Waiting() int { return int(b.waiting.Load()) }
 func (b *Bulkhead) Refused() uint64 { return b.refused.Load() }
 
 // MeanHold returns the mean time a call has held its slot, recent calls weighing
-// most; 0 before any call ended.
+// most, over the calls timed (the first 16, then one in 16); 0 before any ended.
 func (b *Bulkhead) MeanHold() time.Duration { return time.Duration(b.hold.Load()) }
 
 // Bind returns the Runner that admits each call (or attempt, inside a retry).
@@ -143,14 +145,26 @@ func (r *runner) Run(ctx context.Context, fn policy.Func) error {
 			return err
 		}
 	}
+	if b.timed.Load() >= holdWarmup && rand.Uint32()%holdEvery != 0 {
+		defer func() { <-b.slots }() // deferred, so a panicking fn gives its slot back
+		return r.next.Run(ctx, fn)
+	}
 	w := policy.StartStopwatch(b.clock, event.NeedsElapsed)
-	defer func() { // deferred, so a panicking fn gives its slot back
+	defer func() {
 		_, held := w.Stop()
 		<-b.slots
 		b.observeHold(held)
 	}()
 	return r.next.Run(ctx, fn)
 }
+
+// Slot holds are timed for the mean the Retry-After estimate reads: every one of the
+// first holdWarmup, then one in holdEvery, drawn at random, since two clock readings
+// would be most of the cost of a call through the bulkhead.
+const (
+	holdWarmup = 16
+	holdEvery  = 16
+)
 
 // wait takes a place in the queue and waits for a slot, MaxWait or the end of ctx,
 // whichever comes first; it returns nil holding a slot.
@@ -230,6 +244,9 @@ func (b *Bulkhead) estimate(queued int64) time.Duration {
 
 // observeHold folds one slot hold into the mean, weighing it 1/8.
 func (b *Bulkhead) observeHold(d time.Duration) {
+	if b.timed.Load() < holdWarmup {
+		b.timed.Add(1)
+	}
 	if d <= 0 {
 		return
 	}
