@@ -170,6 +170,9 @@ const (
 	Shed                  // a shedder refused work: Source (shedder name), Reason, Priority, Delay (the Retry-After sent)
 	Fleet                 // a policy sharing state across processes lost or regained its store: Source (its name), Reason (its kind: "breaker", "budget", "quota"), From, To ("shared" or "local": what decides), Err (why it fell back)
 	Panic                 // user code panicked on a goroutine Backstop started and the panic became an error: Source (what started it: "coalesce", "hedge"), Attempt (a hedge's), Err (the *PanicError)
+	Fallback              // a fallback answered a failed call: Source (the fallback's name), Reason (the failure's policy.Outcome: "failure", "rejected", "deadline"), To (what answered: "value", "func", "last-good"), Err (the failure answered)
+	BulkheadRejected      // a bulkhead refused a call or attempt: Source (its name), Reason ("limit", "queue", "wait", "deadline"), Delay (the Retry-After estimate), Elapsed (time spent waiting)
+	RateLimited           // a rate limiter refused or delayed a call or attempt: Source (its name), Reason ("refused", "deadline", "wait-limit", or "waited" when it waited and let the call through), Delay (the Retry-After estimate, or the wait)
 )
 
 // The states an [Fleet] moves between.
@@ -190,6 +193,9 @@ var eventNames = [...]string{
 	Shed:             "shed",
 	Fleet:            "fleet_state",
 	Panic:            "panic",
+	Fallback:         "fallback",
+	BulkheadRejected: "bulkhead_rejected",
+	RateLimited:      "rate_limited",
 }
 
 // String returns the event's snake_case name, e.g. "retry_suppressed".

@@ -1,4 +1,4 @@
-// Package policyotel is a event.Observer that records Backstop's events as
+// Package policyotel is an event.Observer that records Backstop's events as
 // OpenTelemetry metrics and as events on the active trace span of each call.
 //
 // # Metrics
@@ -23,6 +23,10 @@
 //	| backstop.shed.inflight, .limit, .queue_length | async gauge | {request} | shedder (AddShedder) |
 //	| backstop.budget.level          | async gauge | {retry}  | budget (AddBudget)          |
 //	| backstop.fleet.transitions     | counter   | {transition} | policy, to (local, shared) |
+//	| backstop.fallbacks             | counter   | {call}     | pipeline, fallback, reason, from |
+//	| backstop.bulkhead.rejections   | counter   | {call}     | pipeline, bulkhead, reason  |
+//	| backstop.ratelimit.rejections  | counter   | {call}     | pipeline, limiter, reason   |
+//	| backstop.ratelimit.wait        | histogram | s          | limiter                     |
 //
 // # Traces
 //
@@ -32,6 +36,8 @@
 // convention for a resend), per scheduled retry (backstop.retry: delay, reason), per
 // suppressed retry (backstop.retry.suppressed: reason), per deadline exceeded, per
 // refusal by a shedder (backstop.shed) and per call a policy refused — a breaker open,
-// a request shed (backstop.call.rejected, with error.type the refusal's Go type). A
-// span that is not recording costs nothing.
+// a request shed (backstop.call.rejected, with error.type the refusal's Go type), per
+// fallback used (backstop.fallback), per refusal by a bulkhead or a rate limiter
+// (backstop.bulkhead.rejected, backstop.ratelimit.rejected) and per wait for a token
+// (backstop.ratelimit.wait). A span that is not recording costs nothing.
 package policyotel

@@ -24,6 +24,7 @@ type Observer struct {
 	calls, attempts, retries, suppressed, deadlines, transitions, shed, fleet metric.Int64Counter
 	duration, retryAfter                                                      metric.Float64Histogram
 	state                                                                     metric.Int64Gauge
+	adm                                                                       *admission // fallbacks, bulkheads, rate limiters
 
 	// Read at every collection: the budgets and shedders added with AddBudget and AddShedder.
 	budgetLevel            metric.Float64ObservableGauge
@@ -93,6 +94,9 @@ func New(mp metric.MeterProvider) (*Observer, error) {
 	o.admitted, err = m.Int64ObservableCounter("backstop.shed.admitted", metric.WithUnit("{request}"),
 		metric.WithDescription("Requests a shedder admitted."))
 	errs = append(errs, err)
+	var admErrs []error
+	o.adm, admErrs = newAdmission(m)
+	errs = append(errs, admErrs...)
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("policyotel: creating instruments: %w", err)
 	}
@@ -213,5 +217,7 @@ func (o *Observer) Observe(e event.Event) {
 		}
 	case event.Fleet:
 		o.fleet.Add(ctx, 1, metric.WithAttributes(attribute.String("policy", e.Source), attribute.String("to", e.To)))
+	case event.Fallback, event.BulkheadRejected, event.RateLimited:
+		o.adm.observe(ctx, e, span, recording)
 	}
 }

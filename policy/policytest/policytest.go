@@ -47,7 +47,7 @@ func Run(t *testing.T, newPolicy func() policy.Policy) {
 	t.Run("Kind", func(t *testing.T) {
 		p := newPolicy()
 		k := p.Kind()
-		if k.String() == "" || k > policy.KindThrottle {
+		if k.String() == "" || k > policy.KindLast {
 			t.Errorf("%T.Kind() = %v; want one of the policy.Kind constants", p, k)
 		}
 		if k2 := p.Kind(); k2 != k {

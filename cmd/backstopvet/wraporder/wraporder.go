@@ -15,7 +15,7 @@ import (
 // Analyzer is the wraporder check.
 var Analyzer = &analysis.Analyzer{
 	Name:     "wraporder",
-	Doc:      "reports policy.Wrap and policy.MustWrap calls whose stack breaks Backstop's ordering rules O1–O6",
+	Doc:      "reports policy.Wrap and policy.MustWrap calls whose stack breaks Backstop's ordering rules O1–O7",
 	Requires: []*analysis.Analyzer{inspect.Analyzer},
 	Run:      run,
 }
@@ -39,13 +39,23 @@ var constructors = map[string]policy.Kind{
 	module + "fleet.NewBreaker": policy.KindBreaker,
 	module + "fleet.NewRatio":   policy.KindBudget, module + "fleet.NewTokenBucket": policy.KindBudget,
 	module + "throttle.New": policy.KindThrottle, module + "throttle.MustNew": policy.KindThrottle,
+	module + "fallback.New": policy.KindFallback, module + "fallback.MustNew": policy.KindFallback,
+	module + "bulkhead.New": policy.KindBulkhead, module + "bulkhead.MustNew": policy.KindBulkhead,
+	module + "ratelimit.New": policy.KindRateLimit, module + "ratelimit.MustNew": policy.KindRateLimit,
 	module + "chaos.New": policy.KindOther, module + "chaos.MustNew": policy.KindOther,
 }
 
 // calleeName returns "pkgpath.Name" of a call to a package-level function, or "".
 func calleeName(info *types.Info, call *ast.CallExpr) string {
 	var id *ast.Ident
-	switch fn := ast.Unparen(call.Fun).(type) {
+	fun := ast.Unparen(call.Fun)
+	switch x := fun.(type) { // a generic function instantiated by hand: fallback.New[T]
+	case *ast.IndexExpr:
+		fun = x.X
+	case *ast.IndexListExpr:
+		fun = x.X
+	}
+	switch fn := fun.(type) {
 	case *ast.Ident:
 		id = fn
 	case *ast.SelectorExpr:
