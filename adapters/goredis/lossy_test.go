@@ -70,7 +70,7 @@ func (p *lossy) serve() {
 		p.track(c)
 		p.track(s)
 		var incr atomic.Bool // an INCR went up: its answer is lost
-		p.wg.Go(func() { // client → server
+		p.wg.Go(func() {     // client → server
 			buf := make([]byte, 32<<10)
 			for {
 				n, err := c.Read(buf)
