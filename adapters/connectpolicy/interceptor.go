@@ -135,7 +135,9 @@ type attemptConn struct {
 	once sync.Once
 }
 
-func (c *attemptConn) mark() { c.once.Do(func() { setAttempt(c.ctx, c.StreamingClientConn.RequestHeader()) }) }
+func (c *attemptConn) mark() {
+	c.once.Do(func() { setAttempt(c.ctx, c.StreamingClientConn.RequestHeader()) })
+}
 
 func (c *attemptConn) Send(m any) error {
 	c.mark()
@@ -212,4 +214,14 @@ var errInvalidOptions = errors.New("connectpolicy: invalid options")
 
 func badOption(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{errInvalidOptions}, args...)...)
+}
+
+// Explain says in one line who makes which attempts of a connect call through an
+// interceptor built on p, for logs and docs:
+//
+//	connect: pipeline "echo" makes at most 3 attempts of a unary call, 1 under a retry owner further up or upstream; streams are not retried
+func Explain(p *policy.Pipeline) string {
+	e := p.Explain()
+	return fmt.Sprintf("connect: pipeline %q makes at most %d attempts of a unary call, %d under a retry owner further up or upstream; streams are not retried",
+		e.Pipeline, e.MaxAttempts, e.MaxAttemptsPerCallPath)
 }

@@ -156,13 +156,13 @@ func TestUnary_Classification(t *testing.T) {
 	}
 	for _, w := range []wire{wires[0], wires[3]} {
 		for _, tc := range []struct {
-			name   string
-			fail   func(int) error
-			codes  []connect.Code
-			want   int             // calls
-			waits  []time.Duration // the retry's sleeps, when exact
-			atLeast time.Duration  // else the least first sleep
-			client bool            // the error is marked fault.Client
+			name    string
+			fail    func(int) error
+			codes   []connect.Code
+			want    int             // calls
+			waits   []time.Duration // the retry's sleeps, when exact
+			atLeast time.Duration   // else the least first sleep
+			client  bool            // the error is marked fault.Client
 		}{
 			{name: "unavailable is retried", fail: failing(-1, connect.CodeUnavailable), want: 3},
 			{name: "resource_exhausted is not, by default", fail: failing(-1, connect.CodeResourceExhausted), want: 1},
@@ -258,4 +258,10 @@ func TestClassify(t *testing.T) {
 	refused.Meta().Set(callpath.HeaderRetryAfterMillis, "40")
 	m := fault.Of(connectpolicy.Classify(refused))
 	require.True(t, m.Refused && m.Hint == 40*time.Millisecond, "a Backstop server's refusal: %+v", m)
+}
+
+func TestExplain(t *testing.T) {
+	p := policy.MustWrap(retry.MustNew(retry.Options{MaxAttempts: 3}), policy.Name("echo"))
+	require.Equal(t, `connect: pipeline "echo" makes at most 3 attempts of a unary call, 1 under a retry owner further up or upstream; streams are not retried`,
+		connectpolicy.Explain(p))
 }
