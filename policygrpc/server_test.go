@@ -53,7 +53,7 @@ func TestChain_OneOwnerAcrossHTTPAndGRPC(t *testing.T) {
 	defer edge.Close()
 	tr := &http.Transport{}
 	defer tr.CloseIdleConnections()
-	user := &http.Client{Transport: policyhttp.NewTransport(tr, retrying(4, clock))}
+	user := &http.Client{Transport: policyhttp.NewTransport(tr, retrying(4, clock), policyhttp.Options{})}
 	res, err := user.Get(edge.URL)
 	require.NoError(t, err)
 	res.Body.Close()

@@ -27,7 +27,7 @@ func TestMiddleware_AHandlerWaitingOnItsDependencyHoldsNoSlot(t *testing.T) {
 	}))
 	defer dep.Close()
 	client := &http.Client{Transport: policyhttp.NewTransport(dep.Client().Transport,
-		policy.MustWrap(retry.MustNew(retry.Options{MaxAttempts: 2})))}
+		policy.MustWrap(retry.MustNew(retry.Options{MaxAttempts: 2})), policyhttp.Options{})}
 
 	s := shed.MustNew(shed.Options{Limit: shed.LimitOptions{Fixed: 1}, Queue: shed.QueueOptions{Max: -1}})
 	var once sync.Once

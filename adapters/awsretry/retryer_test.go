@@ -48,7 +48,7 @@ func TestAttempts_OneOwner(t *testing.T) {
 		return call(context.Background(), s, clientSetup{retryer: sdkStandard(), transport: newTransport(t)})
 	}
 	naiveTransport := func(t *testing.T, s *service, call func(context.Context, *service, clientSetup) error) error {
-		tr := policyhttp.NewTransport(newTransport(t), policy.MustWrap(backstopRetry(autoClock())))
+		tr := policyhttp.NewTransport(newTransport(t), policy.MustWrap(backstopRetry(autoClock())), policyhttp.Options{})
 		return call(context.Background(), s, clientSetup{retryer: sdkStandard(), transport: tr})
 	}
 	naivePipeline := func(t *testing.T, s *service, call func(context.Context, *service, clientSetup) error) error {
@@ -63,7 +63,7 @@ func TestAttempts_OneOwner(t *testing.T) {
 	}
 	adapterOverTransport := func(t *testing.T, s *service, call func(context.Context, *service, clientSetup) error) error {
 		r := awsretry.MustNew(adapterPipeline(t, budget.MustNewRetryQuota(budget.RetryQuotaOptions{}), autoClock()), awsretry.Options{})
-		tr := policyhttp.NewTransport(newTransport(t), policy.MustWrap(backstopRetry(autoClock())))
+		tr := policyhttp.NewTransport(newTransport(t), policy.MustWrap(backstopRetry(autoClock())), policyhttp.Options{})
 		return call(context.Background(), s, withAdapter(r, tr))
 	}
 	underOwner := func(t *testing.T, s *service, call func(context.Context, *service, clientSetup) error) error {

@@ -300,7 +300,7 @@ func start(cfg config, s *series) (*stack, error) {
 		if cfg.mode != modeNaive {
 			var p *policy.Pipeline
 			p, brk = backstopPipeline(cfg.mode, name+"→below", rnd, &s.events)
-			h = backstopHop{client: &http.Client{Transport: policyhttp.NewTransport(tr, p)}}
+			h = backstopHop{client: &http.Client{Transport: policyhttp.NewTransport(tr, p, policyhttp.Options{})}}
 		}
 		var handler http.Handler = forward(h, url, brk != nil)
 		switch cfg.mode {
