@@ -1,15 +1,3 @@
-// Package event is what the stages of a pipeline report and who listens: an [Event]
-// per call, attempt, retry scheduled or suppressed, breaker transition, deadline
-// exceeded, request shed, fleet fallback and recovered panic, delivered to an
-// [Observer] set on the pipeline (policy.Observe).
-//
-// Observers that care for a few kinds say so ([SelectiveObserver], [Needs]), and then
-// stages do no work at all for the rest — not even a clock reading. Package metrics
-// (Prometheus) and the policyotel module (OpenTelemetry) are observers; [ObserverFunc]
-// makes one of a function and [Observers] sends to several.
-//
-// Every field of an Event that may become a metrics label holds a value from a small
-// closed set, never error text or a URL.
 package event
 
 import (
@@ -182,6 +170,9 @@ const (
 	Shed                  // a shedder refused work: Source (shedder name), Reason, Priority, Delay (the Retry-After sent)
 	Fleet                 // a policy sharing state across processes lost or regained its store: Source (its name), Reason (its kind: "breaker", "budget", "quota"), From, To ("shared" or "local": what decides), Err (why it fell back)
 	Panic                 // user code panicked on a goroutine Backstop started and the panic became an error: Source (what started it: "coalesce", "hedge"), Attempt (a hedge's), Err (the *PanicError)
+	Fallback              // a fallback answered a failed call: Source (the fallback's name), Reason (the failure's policy.Outcome: "failure", "rejected", "deadline"), To (what answered: "value", "func", "last-good"), Err (the failure answered)
+	BulkheadRejected      // a bulkhead refused a call or attempt: Source (its name), Reason ("limit", "queue", "wait", "deadline"), Delay (the Retry-After estimate), Elapsed (time spent waiting)
+	RateLimited           // a rate limiter refused or delayed a call or attempt: Source (its name), Reason ("refused", "deadline", "wait-limit", or "waited" when it waited and let the call through), Delay (the Retry-After estimate, or the wait)
 )
 
 // The states an [Fleet] moves between.
@@ -202,6 +193,9 @@ var eventNames = [...]string{
 	Shed:             "shed",
 	Fleet:            "fleet_state",
 	Panic:            "panic",
+	Fallback:         "fallback",
+	BulkheadRejected: "bulkhead_rejected",
+	RateLimited:      "rate_limited",
 }
 
 // String returns the event's snake_case name, e.g. "retry_suppressed".

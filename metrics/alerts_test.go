@@ -5,14 +5,19 @@ import (
 	"os"
 	"regexp"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
 	"github.com/backstop-go/backstop/breaker"
 	"github.com/backstop-go/backstop/budget"
+	"github.com/backstop-go/backstop/bulkhead"
+	"github.com/backstop-go/backstop/fallback"
 	"github.com/backstop-go/backstop/metrics"
 	"github.com/backstop-go/backstop/policy"
+	"github.com/backstop-go/backstop/policy/policytest"
+	"github.com/backstop-go/backstop/ratelimit"
 	"github.com/backstop-go/backstop/redeliver"
 	"github.com/backstop-go/backstop/retry"
 	"github.com/backstop-go/backstop/shed"
@@ -32,10 +37,32 @@ func TestDashboards_NameSeriesThatExist(t *testing.T) {
 	require.NoError(t, obs.AddRedeliver("jobs", redeliver.MustNew(redeliver.Options{})))
 	p := policy.MustWrap(retry.MustNew(retry.Options{MaxAttempts: 2})).With(policy.Name("orders"), policy.Observe(obs))
 	_ = p.Do(context.Background(), func(context.Context) error { return nil })
-	s2 := shed.MustNew(shed.Options{Name: "api2", Limit: 1, MaxQueue: -1, Observer: obs})
+	s2 := shed.MustNew(shed.Options{Name: "api2", Limit: shed.LimitOptions{Fixed: 1}, Queue: shed.QueueOptions{Max: -1}, Observer: obs})
 	held, _ := s2.Admit(context.Background(), shed.PriorityDefault)
 	_, _ = s2.Admit(context.Background(), shed.PriorityDefault)
 	held.Release()
+	// A fallback answering a bulkhead's refusal, a rate limiter's refusal, and a wait.
+	fb := fallback.MustNew("prices", fallback.Options[int]{})
+	bh := bulkhead.MustNew("prices", bulkhead.Options{MaxConcurrent: 1})
+	clock := policytest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)).AutoAdvance(true)
+	rl := ratelimit.MustNew("prices", ratelimit.Options{Rate: 1, Burst: 1, MaxWait: time.Millisecond, Clock: clock})
+	require.NoError(t, obs.AddBulkhead("prices", bh))
+	require.NoError(t, obs.AddLimiter("prices", rl))
+	fp := policy.MustWrap(fb, bh, rl, policy.Name("prices"), policy.Observe(obs))
+	in, release := make(chan struct{}), make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = fp.Do(context.Background(), func(context.Context) error { close(in); <-release; return nil })
+	}()
+	<-in
+	_, _ = fb.Get(context.Background(), fp, func(context.Context) (int, error) { return 1, nil }) // the bulkhead refuses
+	close(release)
+	<-done
+	_, _ = fb.Get(context.Background(), fp, func(context.Context) (int, error) { return 1, nil }) // the token comes after MaxWait
+	wp := policy.MustWrap(ratelimit.MustNew("waits", ratelimit.Options{Rate: 1, Burst: 1, Clock: clock}), policy.Observe(obs))
+	_ = wp.Do(context.Background(), func(context.Context) error { return nil })
+	_ = wp.Do(context.Background(), func(context.Context) error { return nil }) // waits a second
 
 	mfs, err := reg.Gather()
 	require.NoError(t, err)

@@ -47,6 +47,12 @@
 //	| backstop_panics_total                | counter   | pipeline, source         | panics recovered on goroutines Backstop started (source: coalesce, hedge, redeliver/jetstream) |
 //	| backstop_throttle_probability        | gauge     | throttle                 | the chance an adaptive throttle refuses a request now (AddThrottle) |
 //	| backstop_throttle_refused_total      | counter   | throttle                 | requests an adaptive throttle refused locally (AddThrottle) |
+//	| backstop_fallbacks_total             | counter   | pipeline, fallback, reason, from | failed calls a fallback answered (reason: failure, rejected, deadline; from: value, func, last-good) |
+//	| backstop_bulkhead_rejections_total   | counter   | pipeline, bulkhead, reason | calls or attempts a bulkhead refused (limit, queue, wait, deadline) |
+//	| backstop_bulkhead_inflight, _waiting, _limit | gauge | bulkhead          | a bulkhead's slots taken, calls waiting, slots (AddBulkhead) |
+//	| backstop_ratelimit_rejections_total  | counter   | pipeline, limiter, reason | calls or attempts a rate limiter refused (refused, deadline, wait-limit) |
+//	| backstop_ratelimit_wait_seconds      | histogram | limiter                  | waits for a token by calls that then went through    |
+//	| backstop_ratelimit_tokens            | gauge     | limiter                  | tokens in the bucket now, below 0 while calls wait (AddLimiter) |
 //
 // outcome is one of success, failure, rejected, canceled, deadline (policy.Outcome).
 // No label ever holds error text, a URL or request data.

@@ -79,6 +79,7 @@ type Observer struct {
 	retryAfter   *prometheus.HistogramVec
 	fleet        *prometheus.CounterVec
 	panics       *prometheus.CounterVec
+	admission    *admission // fallbacks, bulkheads, rate limiters
 
 	pipelines sync.Map // pipeline name → *pipelineSeries
 	reg       prometheus.Registerer
@@ -147,6 +148,8 @@ func New(reg prometheus.Registerer, o Options) (*Observer, error) {
 	}
 	cs := []prometheus.Collector{m.calls, m.callDuration, m.attempts, m.retries, m.suppressed, m.deadlines,
 		m.breakerState, m.transitions, m.shed, m.retryAfter, m.fleet, m.panics}
+	m.admission = newAdmission(o.NativeHistograms)
+	cs = append(cs, m.admission.collectors()...)
 	for name, b := range o.Budgets {
 		cs = append(cs, budgetGauge(name, b))
 	}
@@ -389,6 +392,8 @@ func (m *Observer) Observe(e event.Event) {
 		m.fleet.WithLabelValues(e.Source, e.Reason, e.To).Inc()
 	case event.Panic:
 		m.panics.WithLabelValues(e.Pipeline, e.Source).Inc()
+	case event.Fallback, event.BulkheadRejected, event.RateLimited:
+		m.admission.observe(e)
 	}
 }
 

@@ -14,11 +14,10 @@
 //	bud := budget.MustNewTokenBucket(10, 0.1)
 //	rt := retry.MustNew(retry.Options{MaxAttempts: 3})
 //
-//	p, err := policy.Wrap(overall, brk, bud, rt, perTry)
+//	p, err := policy.Wrap(overall, brk, bud, rt, perTry, policy.Name("db"), policy.Observe(obs))
 //	if err != nil {
 //		return err // a wrong order is refused here, never at call time
 //	}
-//	p = p.With(policy.Name("db"), policy.Observe(obs))
 //
 //	err = p.Do(ctx, func(ctx context.Context) error {
 //		return db.Ping(ctx)
@@ -47,9 +46,13 @@
 //	| O4   | a budget stands outside its retry; a budget with no retry, refused  | the budget decides whether the retries below happen   |
 //	| O5   | a shedder is outermost, and its pipeline holds no retry             | shedding guards a server's own work                   |
 //	| O6   | no nil policy, no policy object twice                               |                                                       |
+//	| O7   | at most one fallback, outside every stage but a shedder             | it answers the failures of the stages inside it       |
 //
-// O4 also allows one budget per pipeline. A breaker, and an adaptive throttle ([KindThrottle]), may stand on either side of the
-// retry. Policies of [KindOther] stand anywhere, outside a shedder too. A nil policy,
+// O4 also allows one budget per pipeline. A breaker, an adaptive throttle ([KindThrottle]), a
+// bulkhead ([KindBulkhead]) and a rate limiter ([KindRateLimit]) may stand on either side of the
+// retry: outside it they count calls, inside it attempts. A fallback ([KindFallback]) stands
+// outside all of them and outside the deadline too (O7), so that it sees the retry's last
+// failure, an open breaker's refusal and the deadline's expiry. Policies of [KindOther] stand anywhere, outside a shedder too. A nil policy,
 // or a typed nil left by a failed constructor, is refused under O6; Wrap() with no
 // policies is a pass-through.
 //

@@ -5,13 +5,13 @@ import (
 	"reflect"
 )
 
-// checkOrder applies the ordering rules O1–O6 to a stack given outermost first. It
+// checkOrder applies the ordering rules O1–O7 to a stack given outermost first. It
 // returns the index of the budget and the retry (−1 where absent) for binding.
 //
 // Rules are checked in a fixed order so that a stack breaking several is reported
 // under the one that explains it best: O6 (nothing else can be read from a nil or
 // repeated policy), then O2 (two retries are the fault even when a budget stands by
-// each), then O1, O3, O4 and O5.
+// each), then O1, O3, O4, O5 and O7.
 func checkOrder(ps []Policy) (budget, retry int, err error) {
 	for i, p := range ps {
 		if isNil(p) {
@@ -119,7 +119,36 @@ func checkOrder(ps []Policy) (budget, retry int, err error) {
 				s+1, retry+1)
 		}
 	}
+	if err := checkFallback(ps); err != nil {
+		return -1, -1, err
+	}
 	return budget, retry, nil
+}
+
+// checkFallback applies O7: at most one fallback, and it stands outside every stage
+// whose failures it answers — every stage but a shedder and KindOther policies, which
+// may stand outside it.
+func checkFallback(ps []Policy) error {
+	first := -1
+	for i, p := range ps {
+		if p.Kind() != KindFallback {
+			continue
+		}
+		if first >= 0 {
+			return orderErr("O7", first+1, i+1,
+				"fallbacks at positions %d and %d; keep one fallback, outermost: the inner one would answer every failure the outer one sees",
+				first+1, i+1)
+		}
+		first = i
+		for j := 0; j < i; j++ {
+			if k := ps[j].Kind(); k != KindOther && k != KindShed {
+				return orderErr("O7", i+1, j+1,
+					"fallback at position %d is inside %s at position %d; move the fallback outward, before every stage whose failures it answers",
+					i+1, k, j+1)
+			}
+		}
+	}
+	return nil
 }
 
 // product describes how the attempts of two nested retries multiply, from their

@@ -46,6 +46,9 @@ func at() *fake       { return &fake{kind: policy.KindAttemptTimeout} }
 func sh() *fake       { return &fake{kind: policy.KindShed} }
 func ot() *fake       { return &fake{kind: policy.KindOther} }
 func bu() *fakeBudget { return &fakeBudget{fake{kind: policy.KindBudget}} }
+func fb() *fake       { return &fake{kind: policy.KindFallback} }
+func bh() *fake       { return &fake{kind: policy.KindBulkhead} }
+func rl() *fake       { return &fake{kind: policy.KindRateLimit} }
 
 func TestWrap_Order(t *testing.T) {
 	same := br()
@@ -64,6 +67,10 @@ func TestWrap_Order(t *testing.T) {
 		{name: "breaker, budget, retry", stack: []policy.Policy{br(), bu(), rt()}},
 		{name: "others anywhere", stack: []policy.Policy{ot(), dl(), ot(), rt(), ot(), at(), ot()}},
 		{name: "empty", stack: nil},
+		{name: "fallback outermost, bulkhead and rate limit either side of the retry",
+			stack: []policy.Policy{fb(), dl(), bh(), br(), bu(), rt(), rl(), at()}},
+		{name: "bulkhead and rate limit inside the retry", stack: []policy.Policy{fb(), dl(), rt(), bh(), rl(), at()}},
+		{name: "others and a shedder outside the fallback", stack: []policy.Policy{ot(), sh(), fb(), bh(), rl()}},
 
 		// O1: one deadline, outside the retry.
 		{name: "deadline inside retry", stack: []policy.Policy{br(), rt(), dl()}, rule: "O1", pos: [2]int{3, 2},
@@ -82,6 +89,14 @@ func TestWrap_Order(t *testing.T) {
 		// O5: shedder outermost, never with a retry.
 		{name: "shed not outermost", stack: []policy.Policy{dl(), sh()}, rule: "O5", pos: [2]int{2, 1}, fix: "move the shedder outward"},
 		{name: "shed with retry", stack: []policy.Policy{sh(), dl(), rt()}, rule: "O5", pos: [2]int{1, 3}, fix: "retries belong on the client call path"},
+		// O7: one fallback, outside every stage whose failures it answers.
+		{name: "fallback inside retry", stack: []policy.Policy{dl(), rt(), fb()}, rule: "O7", pos: [2]int{3, 1},
+			fix: "fallback at position 3 is inside deadline at position 1; move the fallback outward"},
+		{name: "fallback inside breaker", stack: []policy.Policy{br(), fb(), rt()}, rule: "O7", pos: [2]int{2, 1}, fix: "inside breaker at position 1"},
+		{name: "fallback inside bulkhead", stack: []policy.Policy{bh(), fb()}, rule: "O7", pos: [2]int{2, 1}, fix: "inside bulkhead at position 1"},
+		{name: "fallback inside rate limit", stack: []policy.Policy{ot(), rl(), fb()}, rule: "O7", pos: [2]int{3, 2}, fix: "inside rate-limit at position 2"},
+		{name: "two fallbacks", stack: []policy.Policy{fb(), fb(), dl()}, rule: "O7", pos: [2]int{1, 2}, fix: "keep one fallback"},
+		{name: "fallback outside shed", stack: []policy.Policy{fb(), sh()}, rule: "O5", pos: [2]int{2, 1}, fix: "move the shedder outward"},
 		// O6: nil and duplicates.
 		{name: "nil policy", stack: []policy.Policy{dl(), nil}, rule: "O6", pos: [2]int{2, 0}, fix: "is nil"},
 		{name: "same object twice", stack: []policy.Policy{same, rt(), same}, rule: "O6", pos: [2]int{1, 3}, fix: "create a second one"},

@@ -63,7 +63,14 @@ const (
 	KindAttemptTimeout             // a per-attempt timeout (deadline.PerAttempt)
 	KindShed                       // a load shedder
 	KindThrottle                   // client-side adaptive throttling: placed like a breaker
+	KindFallback                   // a fallback: outside every stage whose failures it answers (O7)
+	KindBulkhead                   // a client-side bulkhead (a cap on concurrent calls): placed like a breaker
+	KindRateLimit                  // a client-side rate limiter: placed like a breaker
 )
+
+// KindLast is the last Kind defined; tools that check a Kind is one of the constants
+// compare against it.
+const KindLast = KindRateLimit
 
 var kindNames = [...]string{
 	KindOther:          "other",
@@ -74,6 +81,9 @@ var kindNames = [...]string{
 	KindAttemptTimeout: "attempt-timeout",
 	KindShed:           "shed",
 	KindThrottle:       "throttle",
+	KindFallback:       "fallback",
+	KindBulkhead:       "bulkhead",
+	KindRateLimit:      "rate-limit",
 }
 
 // String returns the kind's name as used in error messages: "deadline", "retry", …

@@ -68,7 +68,7 @@ type Route struct {
 	RetriableStatusCodes []int
 	// Pipeline runs a request as Envoy would: deadline, retry, per-attempt timeout.
 	Pipeline *policy.Pipeline
-	// Classifier judges responses as retry_on says, for policyhttp.WithClassifier.
+	// Classifier judges responses as retry_on says, for policyhttp.Options.Classifier.
 	Classifier policyhttp.Classifier
 
 	src      *source    // the input, for Position

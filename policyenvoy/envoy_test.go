@@ -243,7 +243,7 @@ func roundTrip(t *testing.T, r *policyenvoy.Route, answer func(w http.ResponseWr
 	defer srv.Close()
 	tr := &http.Transport{}
 	defer tr.CloseIdleConnections()
-	c := &http.Client{Transport: policyhttp.NewTransport(tr, r.Pipeline, policyhttp.WithClassifier(r.Classifier))}
+	c := &http.Client{Transport: policyhttp.NewTransport(tr, r.Pipeline, policyhttp.Options{Classifier: r.Classifier})}
 	res, err := c.Get(srv.URL)
 	require.NoError(t, err)
 	res.Body.Close()

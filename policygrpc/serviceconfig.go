@@ -477,7 +477,7 @@ func hedgingPolicy(ix *jsonIndex, field string, hp *hedgingPolicyJSON, e *Entry)
 	if err != nil {
 		return nil, nil, err
 	}
-	h, err := retry.NewHedge(retry.HedgeOptions{MaxAttempts: min(*hp.MaxAttempts, retry.MaxHedgeAttempts), Delay: delay})
+	h, err := retry.NewHedge(retry.HedgeOptions{MaxAttempts: min(*hp.MaxAttempts, retry.HedgeMaxAttemptsLimit), Delay: delay})
 	if err != nil {
 		return bad("", "is refused: %v", err)
 	}

@@ -1,39 +1,3 @@
-// Package policyotel is a event.Observer that records Backstop's events as
-// OpenTelemetry metrics and as events on the active trace span of each call.
-//
-// # Metrics
-//
-// Instruments follow OTel's naming guidance (dotted names, units in UCUM, counts as
-// {annotations}); their attributes are bounded as the Prometheus series' are:
-// pipeline, outcome, reason, breaker, shedder, priority — never URLs or error text.
-//
-//	| instrument                     | kind      | unit       | attributes                  |
-//	|--------------------------------|-----------|------------|-----------------------------|
-//	| backstop.calls                 | counter   | {call}     | pipeline, outcome           |
-//	| backstop.call.duration         | histogram | s          | pipeline                    |
-//	| backstop.attempts              | counter   | {attempt}  | pipeline, outcome           |
-//	| backstop.retries               | counter   | {retry}    | pipeline, reason            |
-//	| backstop.retries.suppressed    | counter   | {retry}    | pipeline, reason            |
-//	| backstop.deadlines.exceeded    | counter   | {deadline} | pipeline, kind              |
-//	| backstop.breaker.transitions   | counter   | {transition} | breaker, from, to         |
-//	| backstop.breaker.state         | gauge     | 1          | breaker (0 closed, 1 half-open, 2 open) |
-//	| backstop.shed.requests         | counter   | {request}  | shedder, reason, priority   |
-//	| backstop.shed.retry_after      | histogram | s          | shedder                     |
-//	| backstop.shed.admitted         | async counter | {request} | shedder (AddShedder)     |
-//	| backstop.shed.inflight, .limit, .queue_length | async gauge | {request} | shedder (AddShedder) |
-//	| backstop.budget.level          | async gauge | {retry}  | budget (AddBudget)          |
-//	| backstop.fleet.transitions     | counter   | {transition} | policy, to (local, shared) |
-//
-// # Traces
-//
-// On the span active in a call's context (the caller's, or an instrumented HTTP/gRPC
-// client's) it adds an event per attempt (backstop.attempt, with
-// http.request.resend_count for every attempt after the first, the HTTP semantic
-// convention for a resend), per scheduled retry (backstop.retry: delay, reason), per
-// suppressed retry (backstop.retry.suppressed: reason), per deadline exceeded, per
-// refusal by a shedder (backstop.shed) and per call a policy refused — a breaker open,
-// a request shed (backstop.call.rejected, with error.type the refusal's Go type). A
-// span that is not recording costs nothing.
 package policyotel
 
 import (
@@ -60,6 +24,7 @@ type Observer struct {
 	calls, attempts, retries, suppressed, deadlines, transitions, shed, fleet metric.Int64Counter
 	duration, retryAfter                                                      metric.Float64Histogram
 	state                                                                     metric.Int64Gauge
+	adm                                                                       *admission // fallbacks, bulkheads, rate limiters
 
 	// Read at every collection: the budgets and shedders added with AddBudget and AddShedder.
 	budgetLevel            metric.Float64ObservableGauge
@@ -129,6 +94,9 @@ func New(mp metric.MeterProvider) (*Observer, error) {
 	o.admitted, err = m.Int64ObservableCounter("backstop.shed.admitted", metric.WithUnit("{request}"),
 		metric.WithDescription("Requests a shedder admitted."))
 	errs = append(errs, err)
+	var admErrs []error
+	o.adm, admErrs = newAdmission(m)
+	errs = append(errs, admErrs...)
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("policyotel: creating instruments: %w", err)
 	}
@@ -249,5 +217,7 @@ func (o *Observer) Observe(e event.Event) {
 		}
 	case event.Fleet:
 		o.fleet.Add(ctx, 1, metric.WithAttributes(attribute.String("policy", e.Source), attribute.String("to", e.To)))
+	case event.Fallback, event.BulkheadRejected, event.RateLimited:
+		o.adm.observe(ctx, e, span, recording)
 	}
 }

@@ -70,7 +70,8 @@ var ids uint32
 func id() uint32 { ids++; return ids }
 
 // Dashboard builds the dashboard: calls and retries per pipeline, why retries
-// were refused, breaker states, shedding, budgets, latency, coalescing caches and redelivery.
+// were refused, breaker states, shedding, budgets, latency, coalescing caches, redelivery,
+// fallbacks, bulkheads and rate limiters.
 func Dashboard() *dashboard.DashboardBuilder {
 	const pipe = `pipeline=~"$pipeline"`
 	ids = 0
@@ -143,5 +144,20 @@ func Dashboard() *dashboard.DashboardBuilder {
 			query(`sum by (queue, reason) (rate(backstop_redeliver_dead_lettered_total[$__rate_interval]))`, "{{queue}} dead-lettered {{reason}}"))).
 		WithPanel(series("Redelivery delay p50 / p99", "The delays redeliveries were asked to wait: growing delays mean jobs keep failing.", "s",
 			query(`histogram_quantile(0.5, sum by (queue, le) (rate(backstop_redeliver_delay_seconds_bucket[$__rate_interval])))`, "{{queue}} p50"),
-			query(`histogram_quantile(0.99, sum by (queue, le) (rate(backstop_redeliver_delay_seconds_bucket[$__rate_interval])))`, "{{queue}} p99")))
+			query(`histogram_quantile(0.99, sum by (queue, le) (rate(backstop_redeliver_delay_seconds_bucket[$__rate_interval])))`, "{{queue}} p99"))).
+		WithRow(dashboard.NewRowBuilder("Fallbacks, bulkheads and rate limiters").Id(id())).
+		WithPanel(series("Fallback ratio", "Share of each pipeline's calls a fallback answered. Alert BackstopFallbackRateHigh fires above 5 %.", "percentunit",
+			query(`sum by (pipeline) (rate(backstop_fallbacks_total{`+pipe+`}[$__rate_interval])) / sum by (pipeline) (rate(backstop_calls_total{`+pipe+`}[$__rate_interval]))`, "{{pipeline}}"))).
+		WithPanel(series("Fallbacks by reason", "Failed calls a fallback answered, by the failure (failure, rejected, deadline) and what answered (value, func, last-good).", "reqps",
+			query(`sum by (pipeline, fallback, reason, from) (rate(backstop_fallbacks_total{`+pipe+`}[$__rate_interval]))`, "{{pipeline}} {{reason}} by {{from}}"))).
+		WithPanel(series("Bulkhead and rate limiter refusals", "Calls or attempts refused client-side: by a full bulkhead (limit, queue, wait, deadline) or a rate limiter out of tokens (refused, deadline, wait-limit).", "reqps",
+			query(`sum by (pipeline, bulkhead, reason) (rate(backstop_bulkhead_rejections_total{`+pipe+`}[$__rate_interval]))`, "{{pipeline}} bulkhead {{bulkhead}} {{reason}}"),
+			query(`sum by (pipeline, limiter, reason) (rate(backstop_ratelimit_rejections_total{`+pipe+`}[$__rate_interval]))`, "{{pipeline}} limiter {{limiter}} {{reason}}"))).
+		WithPanel(series("Bulkhead slots", "Slots each bulkhead has taken, against its limit, and the calls waiting for one.", "short",
+			query(`backstop_bulkhead_inflight`, "{{bulkhead}} in flight"),
+			query(`backstop_bulkhead_limit`, "{{bulkhead}} limit"),
+			query(`backstop_bulkhead_waiting`, "{{bulkhead}} waiting"))).
+		WithPanel(series("Rate limiter wait p99 and tokens", "How long calls waited for a token before going through, and the tokens left in each bucket (below 0 while calls wait).", "s",
+			query(`histogram_quantile(0.99, sum by (limiter, le) (rate(backstop_ratelimit_wait_seconds_bucket[$__rate_interval])))`, "{{limiter}} wait p99"),
+			query(`backstop_ratelimit_tokens`, "{{limiter}} tokens")))
 }

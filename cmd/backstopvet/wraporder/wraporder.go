@@ -1,11 +1,3 @@
-// Package wraporder is a go/analysis check that refuses, at compile time, the policy
-// stacks policy.Wrap refuses at start-up: calls of policy.Wrap and policy.MustWrap whose
-// arguments come from Backstop's constructors and break the ordering rules O1–O6. The
-// rules are policy.CheckKinds's, the ones Wrap applies: they live in one place.
-//
-// A stack that is wrong on purpose (a test of Wrap's refusal) carries a comment:
-//
-//	//backstopvet:ignore wraporder (why)
 package wraporder
 
 import (
@@ -23,7 +15,7 @@ import (
 // Analyzer is the wraporder check.
 var Analyzer = &analysis.Analyzer{
 	Name:     "wraporder",
-	Doc:      "reports policy.Wrap and policy.MustWrap calls whose stack breaks Backstop's ordering rules O1–O6",
+	Doc:      "reports policy.Wrap and policy.MustWrap calls whose stack breaks Backstop's ordering rules O1–O7",
 	Requires: []*analysis.Analyzer{inspect.Analyzer},
 	Run:      run,
 }
@@ -42,19 +34,28 @@ var constructors = map[string]policy.Kind{
 	module + "budget.ParseTokenBucket": policy.KindBudget,
 	module + "budget.NewRatio":         policy.KindBudget, module + "budget.MustNewRatio": policy.KindBudget,
 	module + "budget.NewRate": policy.KindBudget, module + "budget.MustNewRate": policy.KindBudget,
-	module + "budget.NewRateWith": policy.KindBudget,
-	module + "budget.NewQuota":    policy.KindBudget, module + "budget.MustNewQuota": policy.KindBudget,
+	module + "budget.NewRetryQuota": policy.KindBudget, module + "budget.MustNewRetryQuota": policy.KindBudget,
 	module + "budget.NewInFlight": policy.KindBudget, module + "budget.MustNewInFlight": policy.KindBudget,
 	module + "fleet.NewBreaker": policy.KindBreaker,
 	module + "fleet.NewRatio":   policy.KindBudget, module + "fleet.NewTokenBucket": policy.KindBudget,
 	module + "throttle.New": policy.KindThrottle, module + "throttle.MustNew": policy.KindThrottle,
+	module + "fallback.New": policy.KindFallback, module + "fallback.MustNew": policy.KindFallback,
+	module + "bulkhead.New": policy.KindBulkhead, module + "bulkhead.MustNew": policy.KindBulkhead,
+	module + "ratelimit.New": policy.KindRateLimit, module + "ratelimit.MustNew": policy.KindRateLimit,
 	module + "chaos.New": policy.KindOther, module + "chaos.MustNew": policy.KindOther,
 }
 
 // calleeName returns "pkgpath.Name" of a call to a package-level function, or "".
 func calleeName(info *types.Info, call *ast.CallExpr) string {
 	var id *ast.Ident
-	switch fn := ast.Unparen(call.Fun).(type) {
+	fun := ast.Unparen(call.Fun)
+	switch x := fun.(type) { // a generic function instantiated by hand: fallback.New[T]
+	case *ast.IndexExpr:
+		fun = x.X
+	case *ast.IndexListExpr:
+		fun = x.X
+	}
+	switch fn := fun.(type) {
 	case *ast.Ident:
 		id = fn
 	case *ast.SelectorExpr:

@@ -5,8 +5,11 @@ import (
 
 	"github.com/backstop-go/backstop/breaker"
 	"github.com/backstop-go/backstop/budget"
+	"github.com/backstop-go/backstop/bulkhead"
 	"github.com/backstop-go/backstop/deadline"
+	"github.com/backstop-go/backstop/fallback"
 	"github.com/backstop-go/backstop/policy"
+	"github.com/backstop-go/backstop/ratelimit"
 	"github.com/backstop-go/backstop/retry"
 	"github.com/backstop-go/backstop/shed"
 )
@@ -31,6 +34,18 @@ func wrong() {
 	_ = policy.MustWrap(budget.MustNewTokenBucket(10, 0.1), breaker.MustNew("x", breaker.Options{}))                             // want `policy: O4: budget at position 1 has no retry inside it`
 	_ = policy.MustWrap(deadline.MustNew(time.Second), shed.MustNew(shed.Options{}))                                             // want `policy: O5: shed at position 2 is not outermost`
 	_ = policy.MustWrap(r, breaker.MustNew("x", breaker.Options{}), r)                                                           // want `policy: O6: the same retry policy \(r\) stands at positions 1 and 3`
+}
+
+// The fallback stands outermost (O7); a bulkhead and a rate limiter stand either side
+// of the retry.
+func fallbacks() {
+	fb := fallback.MustNew("prices", fallback.Options[int]{Value: 1})
+	bh := bulkhead.MustNew("prices", bulkhead.Options{MaxConcurrent: 8})
+	rl := ratelimit.MustNew("prices", ratelimit.Options{Rate: 10})
+	_ = policy.MustWrap(fb, deadline.MustNew(time.Second), bh, retry.MustNew(retry.Options{}), rl, deadline.MustPerAttempt(time.Second))
+	_ = policy.MustWrap(deadline.MustNew(time.Second), fb, retry.MustNew(retry.Options{}))                                       // want `policy: O7: fallback at position 2 is inside deadline at position 1; move the fallback outward`
+	_ = policy.MustWrap(ratelimit.MustNew("x", ratelimit.Options{Rate: 1}), fallback.MustNew[int]("x", fallback.Options[int]{})) // want `policy: O7: fallback at position 2 is inside rate-limit at position 1`
+	_ = policy.MustWrap(fallback.MustNew("a", fallback.Options[int]{}), fallback.MustNew("b", fallback.Options[int]{}))          // want `policy: O7: fallbacks at positions 1 and 2`
 }
 
 // Stacks it cannot know statically are left alone.

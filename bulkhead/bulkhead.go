@@ -1,0 +1,316 @@
+package bulkhead
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync/atomic"
+	"time"
+
+	"github.com/backstop-go/backstop/event"
+	"github.com/backstop-go/backstop/policy"
+)
+
+// Defaults for zero Options fields.
+const (
+	// DefaultMaxConcurrent is how many calls may run at once when Options.MaxConcurrent
+	// is 0.
+	DefaultMaxConcurrent = 10
+)
+
+// The reasons of a [*RejectError], also the Reason of its event.
+const (
+	ReasonLimit    = "limit"    // every slot was taken and no call may wait (MaxQueue 0)
+	ReasonQueue    = "queue"    // every slot was taken and MaxQueue calls were waiting already
+	ReasonWait     = "wait"     // the call waited MaxWait for a slot
+	ReasonDeadline = "deadline" // the call's deadline came before a slot; the error also matches context.DeadlineExceeded
+)
+
+var (
+	// ErrFull is matched by every refusal of a bulkhead; the refusals also match
+	// policy.ErrRejected.
+	ErrFull = errors.New("bulkhead: full")
+	// ErrInvalidOptions is matched by New's errors for bad options.
+	ErrInvalidOptions = errors.New("bulkhead: invalid options")
+)
+
+// Options configure a [Bulkhead]. The zero value runs 10 calls at once and lets none
+// wait.
+type Options struct {
+	// MaxConcurrent is how many calls (attempts, inside a retry) may run at once; ≥ 1;
+	// 0 means DefaultMaxConcurrent (10).
+	MaxConcurrent int
+	// MaxQueue is how many more may wait for a slot; ≥ 0; 0 means none waits: a call
+	// that finds every slot taken is refused at once.
+	MaxQueue int
+	// MaxWait is the longest a call waits for a slot; ≥ 0; 0 means as long as its
+	// context allows. A call never waits past its context's deadline either way.
+	MaxWait time.Duration
+	// Clock times waits and slot holds; nil means policy.SystemClock().
+	Clock policy.Clock
+}
+
+// Bulkhead is a cap on concurrent calls to one dependency (policy.KindBulkhead). It
+// is safe for concurrent use; share one among the pipelines that call one dependency,
+// and they share its slots. Build it with [New].
+type Bulkhead struct {
+	name     string
+	max      int
+	maxQueue int64
+	maxWait  time.Duration
+	clock    policy.Clock
+
+	slots   chan struct{} // one element per slot taken
+	waiting atomic.Int64  // calls waiting for a slot
+	hold    atomic.Int64  // mean time a slot is held, in ns (an exponentially weighted mean)
+	timed   atomic.Int64  // slot holds timed, counted up to holdWarmup
+	refused atomic.Uint64
+}
+
+// New returns a bulkhead named name (it names its refusals, events and series) or an
+// error matching ErrInvalidOptions naming the bad field.
+func New(name string, o Options) (*Bulkhead, error) {
+	bad := func(format string, args ...any) (*Bulkhead, error) {
+		return nil, fmt.Errorf("%w: %s: "+format, append([]any{ErrInvalidOptions, name}, args...)...)
+	}
+	switch {
+	case name == "":
+		return bad("name is empty; want the dependency's name")
+	case o.MaxConcurrent < 0:
+		return bad("MaxConcurrent is %d; want ≥ 1, or 0 for the default %d", o.MaxConcurrent, DefaultMaxConcurrent)
+	case o.MaxQueue < 0:
+		return bad("MaxQueue is %d; want ≥ 0 (0: no call waits)", o.MaxQueue)
+	case o.MaxWait < 0:
+		return bad("MaxWait is %v; want ≥ 0 (0: as long as the call's context allows)", o.MaxWait)
+	}
+	if o.MaxConcurrent == 0 {
+		o.MaxConcurrent = DefaultMaxConcurrent
+	}
+	return &Bulkhead{name: name, max: o.MaxConcurrent, maxQueue: int64(o.MaxQueue), maxWait: o.MaxWait,
+		clock: policy.ClockOr(o.Clock), slots: make(chan struct{}, o.MaxConcurrent)}, nil
+}
+
+// MustNew is like [New] but panics on bad options.
+func MustNew(name string, o Options) *Bulkhead {
+	b, err := New(name, o)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// Name returns the bulkhead's name.
+func (b *Bulkhead) Name() string { return b.name }
+
+// Kind returns policy.KindBulkhead.
+func (b *Bulkhead) Kind() policy.Kind { return policy.KindBulkhead }
+
+// Limit returns MaxConcurrent.
+func (b *Bulkhead) Limit() int { return b.max }
+
+// InFlight returns how many slots are taken now.
+func (b *Bulkhead) InFlight() int { return len(b.slots) }
+
+// Waiting returns how many calls wait for a slot now.
+func (b *Bulkhead) Waiting() int { return int(b.waiting.Load()) }
+
+// Refused returns how many calls the bulkhead has refused so far.
+func (b *Bulkhead) Refused() uint64 { return b.refused.Load() }
+
+// MeanHold returns the mean time a call has held its slot, recent calls weighing
+// most, over the calls timed (the first 16, then one in 16); 0 before any ended.
+func (b *Bulkhead) MeanHold() time.Duration { return time.Duration(b.hold.Load()) }
+
+// Bind returns the Runner that admits each call (or attempt, inside a retry).
+func (b *Bulkhead) Bind(next policy.Runner, env policy.Env) policy.Runner {
+	return &runner{b: b, next: next, obs: env.Observer, pipeline: env.Pipeline,
+		needs: event.NeedsOf(env.Observer, event.BulkheadRejected)}
+}
+
+type runner struct {
+	b        *Bulkhead
+	next     policy.Runner
+	obs      event.Observer
+	pipeline string
+	needs    event.Needs
+}
+
+func (r *runner) Run(ctx context.Context, fn policy.Func) error {
+	b := r.b
+	select {
+	case b.slots <- struct{}{}:
+	default:
+		if err := r.wait(ctx); err != nil {
+			return err
+		}
+	}
+	if b.timed.Load() >= holdWarmup && rand.Uint32()%holdEvery != 0 {
+		defer func() { <-b.slots }() // deferred, so a panicking fn gives its slot back
+		return r.next.Run(ctx, fn)
+	}
+	w := policy.StartStopwatch(b.clock, event.NeedsElapsed)
+	defer func() {
+		_, held := w.Stop()
+		<-b.slots
+		b.observeHold(held)
+	}()
+	return r.next.Run(ctx, fn)
+}
+
+// Slot holds are timed for the mean the Retry-After estimate reads: every one of the
+// first holdWarmup, then one in holdEvery, drawn at random, since two clock readings
+// would be most of the cost of a call through the bulkhead.
+const (
+	holdWarmup = 16
+	holdEvery  = 16
+)
+
+// wait takes a place in the queue and waits for a slot, MaxWait or the end of ctx,
+// whichever comes first; it returns nil holding a slot.
+func (r *runner) wait(ctx context.Context) error {
+	b := r.b
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	for {
+		n := b.waiting.Load()
+		if n >= b.maxQueue {
+			reason := ReasonQueue
+			if b.maxQueue == 0 {
+				reason = ReasonLimit
+			}
+			return r.refuse(ctx, reason, n, 0)
+		}
+		if b.waiting.CompareAndSwap(n, n+1) {
+			break
+		}
+	}
+	defer b.waiting.Add(-1)
+
+	start := b.clock.Now()
+	limit, byDeadline := b.maxWait, false
+	if d, ok := ctx.Deadline(); ok {
+		left := d.Sub(start)
+		if left <= 0 {
+			return r.refuse(ctx, ReasonDeadline, b.waiting.Load()-1, 0)
+		}
+		if limit == 0 || left <= limit {
+			limit, byDeadline = left, true
+		}
+	}
+	var timeout <-chan time.Time
+	if limit > 0 && !byDeadline {
+		t := b.clock.NewTimer(limit)
+		defer t.Stop()
+		timeout = t.C()
+	}
+	select {
+	case b.slots <- struct{}{}:
+		return nil
+	case <-timeout:
+		return r.refuse(ctx, ReasonWait, b.waiting.Load()-1, b.clock.Now().Sub(start))
+	case <-ctx.Done():
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return r.refuse(ctx, ReasonDeadline, b.waiting.Load()-1, b.clock.Now().Sub(start))
+		}
+		return ctx.Err() // the caller's own cancellation
+	}
+}
+
+// refuse builds the refusal of a call that found ahead of it every slot taken and
+// queued calls waiting, and reports it.
+func (r *runner) refuse(ctx context.Context, reason string, queued int64, waited time.Duration) error {
+	b := r.b
+	b.refused.Add(1)
+	e := &RejectError{Name: b.name, Why: reason, After: b.estimate(max(queued, 0))}
+	if r.needs != event.NeedsNothing {
+		r.obs.Observe(event.Event{Kind: event.BulkheadRejected, Pipeline: r.pipeline, Source: b.name, Reason: reason,
+			Time:  policy.StartStopwatch(b.clock, r.needs).Started(),
+			Delay: e.After, Elapsed: waited, Err: e, Context: ctx})
+	}
+	return e
+}
+
+// estimate is when a call arriving behind queued waiting calls may expect a slot: a
+// slot frees every MeanHold ÷ MaxConcurrent on average, and queued+1 must free.
+func (b *Bulkhead) estimate(queued int64) time.Duration {
+	hold := b.hold.Load()
+	if hold <= 0 {
+		return 0
+	}
+	return time.Duration(hold / int64(b.max) * (queued + 1))
+}
+
+// observeHold folds one slot hold into the mean, weighing it 1/8.
+func (b *Bulkhead) observeHold(d time.Duration) {
+	if b.timed.Load() < holdWarmup {
+		b.timed.Add(1)
+	}
+	if d <= 0 {
+		return
+	}
+	for {
+		old := b.hold.Load()
+		next := int64(d)
+		if old > 0 {
+			next = old + (int64(d)-old)/8
+		}
+		if b.hold.CompareAndSwap(old, next) {
+			return
+		}
+	}
+}
+
+// ExplainStage implements policy.StageExplainer.
+func (b *Bulkhead) ExplainStage() policy.Stage {
+	wait := "none waits for a slot"
+	if b.maxQueue > 0 {
+		limit := "as long as its deadline allows"
+		if b.maxWait > 0 {
+			limit = fmt.Sprintf("up to %v, never past its deadline", b.maxWait)
+		}
+		wait = fmt.Sprintf("%d more wait for a slot, each %s", b.maxQueue, limit)
+	}
+	return policy.Stage{
+		Summary: fmt.Sprintf("bulkhead %q: at most %d at once (calls outside the retry, attempts inside it); %s", b.name, b.max, wait),
+		Refusal: fmt.Sprintf("bulkhead %q refuses a call that finds its %d slots taken and no room to wait (bulkhead.ErrFull), with a Retry-After from the mean time a call holds its slot",
+			b.name, b.max),
+	}
+}
+
+// RejectError is a bulkhead's refusal. It matches ErrFull and policy.ErrRejected (and
+// context.DeadlineExceeded for ReasonDeadline), and implements policy.Rejection.
+type RejectError struct {
+	Name string // the bulkhead's
+	// Why is ReasonLimit, ReasonQueue, ReasonWait or ReasonDeadline; Reason returns it.
+	Why string
+	// After is when a slot may be expected: the mean time a slot is held ÷
+	// MaxConcurrent, times the calls that would be ahead; 0 before any call ended.
+	After time.Duration
+}
+
+func (e *RejectError) Error() string {
+	switch e.Why {
+	case ReasonWait:
+		return "bulkhead: " + e.Name + ": no slot came free within the longest wait"
+	case ReasonDeadline:
+		return "bulkhead: " + e.Name + ": no slot came free before the call's deadline"
+	case ReasonQueue:
+		return "bulkhead: " + e.Name + ": every slot is taken and the queue is full"
+	}
+	return "bulkhead: " + e.Name + ": every slot is taken"
+}
+
+// Is matches ErrFull, policy.ErrRejected, and context.DeadlineExceeded when the
+// deadline ended the wait.
+func (e *RejectError) Is(target error) bool {
+	return target == ErrFull || target == policy.ErrRejected ||
+		target == context.DeadlineExceeded && e.Why == ReasonDeadline
+}
+
+// RetryAfter is the estimate in After.
+func (e *RejectError) RetryAfter() time.Duration { return e.After }
+
+// Reason is why the call was refused.
+func (e *RejectError) Reason() string { return e.Why }

@@ -1,0 +1,307 @@
+package ratelimit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/time/rate"
+
+	"github.com/backstop-go/backstop/event"
+	"github.com/backstop-go/backstop/policy"
+)
+
+// Mode says what a call that finds no token does.
+type Mode uint8
+
+// The modes. The zero Mode is Wait.
+const (
+	Wait   Mode = iota // wait for a token, never past the deadline nor MaxWait
+	Refuse             // be refused at once
+)
+
+func (m Mode) String() string {
+	switch m {
+	case Wait:
+		return "wait"
+	case Refuse:
+		return "refuse"
+	}
+	return fmt.Sprintf("mode(%d)", uint8(m))
+}
+
+// The reasons of a [*RejectError], also the Reason of its event; a call that waited
+// and went through is reported with ReasonWaited.
+const (
+	ReasonRefused   = "refused"    // Refuse mode: no token now
+	ReasonDeadline  = "deadline"   // Wait mode: the token would come after the call's deadline
+	ReasonWaitLimit = "wait-limit" // Wait mode: the token would come after MaxWait
+	ReasonWaited    = "waited"     // Wait mode: the call waited Delay for its token (an event, not a refusal)
+)
+
+var (
+	// ErrLimited is matched by every refusal of a rate limiter; the refusals also
+	// match policy.ErrRejected.
+	ErrLimited = errors.New("ratelimit: limited")
+	// ErrInvalidOptions is matched by New's and Registry.Get's errors for bad options.
+	ErrInvalidOptions = errors.New("ratelimit: invalid options")
+)
+
+// Options configure a [Limiter]. Rate is required.
+type Options struct {
+	// Rate is how many calls (attempts, inside a retry) a second go through, on
+	// average; > 0 and finite.
+	Rate float64
+	// Burst is how many may go through at once after a quiet spell; ≥ 1; 0 means one
+	// second's worth, ⌈Rate⌉ (at least 1).
+	Burst int
+	// Mode is what a call that finds no token does: Wait (the zero value) or Refuse.
+	Mode Mode
+	// MaxWait is, in Wait mode, the longest a call waits for its token; ≥ 0; 0 means
+	// as long as its context's deadline allows. A call never waits past its deadline.
+	MaxWait time.Duration
+	// Clock reads the time and times waits; nil means policy.SystemClock().
+	Clock policy.Clock
+}
+
+// Limiter is a client-side rate limiter (policy.KindRateLimit). It is safe for
+// concurrent use; every pipeline it is bound into shares its bucket. Build it with
+// [New], or get one shared by name from a [Registry].
+type Limiter struct {
+	name    string
+	o       Options // as resolved by New
+	lim     *rate.Limiter
+	clock   policy.Clock
+	refused atomic.Uint64
+	waited  atomic.Uint64
+}
+
+// New returns a limiter named name (it names its refusals, events and series) or an
+// error matching ErrInvalidOptions naming the bad field.
+func New(name string, o Options) (*Limiter, error) {
+	o, err := resolve(name, o)
+	if err != nil {
+		return nil, err
+	}
+	clock := policy.ClockOr(o.Clock)
+	return &Limiter{name: name, o: o, lim: rate.NewLimiter(rate.Limit(o.Rate), o.Burst), clock: clock}, nil
+}
+
+func resolve(name string, o Options) (Options, error) {
+	bad := func(format string, args ...any) (Options, error) {
+		return o, fmt.Errorf("%w: %s: "+format, append([]any{ErrInvalidOptions, name}, args...)...)
+	}
+	switch {
+	case name == "":
+		return bad("name is empty; want the dependency's name")
+	case !(o.Rate > 0) || math.IsInf(o.Rate, 0):
+		return bad("Rate is %v; want a finite number of calls a second > 0", o.Rate)
+	case o.Burst < 0:
+		return bad("Burst is %d; want ≥ 1, or 0 for one second's worth", o.Burst)
+	case o.Mode > Refuse:
+		return bad("Mode is %v; want ratelimit.Wait or ratelimit.Refuse", o.Mode)
+	case o.MaxWait < 0:
+		return bad("MaxWait is %v; want ≥ 0 (0: as long as the call's deadline allows)", o.MaxWait)
+	case o.Mode == Refuse && o.MaxWait != 0:
+		return bad("MaxWait is %v in Refuse mode, where no call waits; want 0", o.MaxWait)
+	}
+	if o.Burst == 0 {
+		o.Burst = max(1, int(math.Min(math.Ceil(o.Rate), math.MaxInt32)))
+	}
+	return o, nil
+}
+
+// MustNew is like [New] but panics on bad options.
+func MustNew(name string, o Options) *Limiter {
+	l, err := New(name, o)
+	if err != nil {
+		panic(err)
+	}
+	return l
+}
+
+// Name returns the limiter's name.
+func (l *Limiter) Name() string { return l.name }
+
+// Kind returns policy.KindRateLimit.
+func (l *Limiter) Kind() policy.Kind { return policy.KindRateLimit }
+
+// Tokens returns the tokens in the bucket now; below 0 while calls wait for theirs.
+func (l *Limiter) Tokens() float64 { return l.lim.TokensAt(l.clock.Now()) }
+
+// Refused returns how many calls the limiter has refused so far.
+func (l *Limiter) Refused() uint64 { return l.refused.Load() }
+
+// Waited returns how many calls have waited for their token and gone through.
+func (l *Limiter) Waited() uint64 { return l.waited.Load() }
+
+// Bind returns the Runner that takes a token for each call (or attempt, inside a
+// retry).
+func (l *Limiter) Bind(next policy.Runner, env policy.Env) policy.Runner {
+	return &runner{l: l, next: next, obs: env.Observer, pipeline: env.Pipeline,
+		needs: event.NeedsOf(env.Observer, event.RateLimited)}
+}
+
+type runner struct {
+	l        *Limiter
+	next     policy.Runner
+	obs      event.Observer
+	pipeline string
+	needs    event.Needs
+}
+
+func (r *runner) Run(ctx context.Context, fn policy.Func) error {
+	l := r.l
+	now := l.clock.Now()
+	if l.lim.AllowN(now, 1) { // a token now: no reservation to make or give back
+		return r.next.Run(ctx, fn)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	res := l.lim.ReserveN(now, 1) // Burst ≥ 1: always OK
+	delay := res.DelayFrom(now)
+	if delay > 0 {
+		reason := ""
+		switch d, ok := ctx.Deadline(); {
+		case l.o.Mode == Refuse:
+			reason = ReasonRefused
+		case l.o.MaxWait > 0 && delay > l.o.MaxWait:
+			reason = ReasonWaitLimit
+		case ok && !now.Add(delay).Before(d):
+			reason = ReasonDeadline
+		}
+		if reason != "" {
+			res.CancelAt(now)
+			return r.refuse(ctx, reason, delay)
+		}
+		t := l.clock.NewTimer(delay)
+		select {
+		case <-t.C():
+		case <-ctx.Done():
+			t.Stop()
+			res.CancelAt(l.clock.Now()) // the token goes back to the calls still to come
+			return ctx.Err()
+		}
+		l.waited.Add(1)
+		if r.needs != event.NeedsNothing {
+			r.obs.Observe(event.Event{Kind: event.RateLimited, Pipeline: r.pipeline, Source: l.name,
+				Time: policy.StartStopwatch(l.clock, r.needs).Started(), Reason: ReasonWaited, Delay: delay, Context: ctx})
+		}
+	}
+	return r.next.Run(ctx, fn)
+}
+
+func (r *runner) refuse(ctx context.Context, reason string, after time.Duration) error {
+	r.l.refused.Add(1)
+	e := &RejectError{Name: r.l.name, Why: reason, After: after}
+	if r.needs != event.NeedsNothing {
+		r.obs.Observe(event.Event{Kind: event.RateLimited, Pipeline: r.pipeline, Source: r.l.name,
+			Time: policy.StartStopwatch(r.l.clock, r.needs).Started(), Reason: reason, Delay: after, Err: e, Context: ctx})
+	}
+	return e
+}
+
+// ExplainStage implements policy.StageExplainer.
+func (l *Limiter) ExplainStage() policy.Stage {
+	var mode, refusal string
+	switch {
+	case l.o.Mode == Refuse:
+		mode = "refuses a call that finds no token"
+		refusal = fmt.Sprintf("rate limiter %q refuses a call that finds no token (ratelimit.ErrLimited), with a Retry-After when the next one comes", l.name)
+	case l.o.MaxWait > 0:
+		mode = fmt.Sprintf("a call waits up to %v for its token, never past its deadline", l.o.MaxWait)
+		refusal = fmt.Sprintf("rate limiter %q refuses at once a call whose token would come after %v or after its deadline (ratelimit.ErrLimited), with a Retry-After when it would", l.name, l.o.MaxWait)
+	default:
+		mode = "a call waits for its token, never past its deadline"
+		refusal = fmt.Sprintf("rate limiter %q refuses at once a call whose token would come after its deadline (ratelimit.ErrLimited), with a Retry-After when it would", l.name)
+	}
+	return policy.Stage{
+		Summary: fmt.Sprintf("rate limiter %q: %v a second in bursts of up to %d (calls outside the retry, attempts inside it); %s",
+			l.name, l.o.Rate, l.o.Burst, mode),
+		Refusal: refusal,
+	}
+}
+
+// RejectError is a rate limiter's refusal. It matches ErrLimited and
+// policy.ErrRejected, and implements policy.Rejection.
+type RejectError struct {
+	Name string // the limiter's
+	// Why is ReasonRefused, ReasonDeadline or ReasonWaitLimit; Reason returns it.
+	Why string
+	// After is how long from the refusal the call's token would have come.
+	After time.Duration
+}
+
+func (e *RejectError) Error() string {
+	switch e.Why {
+	case ReasonDeadline:
+		return fmt.Sprintf("ratelimit: %s: the next token comes in %v, after the call's deadline", e.Name, e.After)
+	case ReasonWaitLimit:
+		return fmt.Sprintf("ratelimit: %s: the next token comes in %v, after the longest wait", e.Name, e.After)
+	}
+	return fmt.Sprintf("ratelimit: %s: no token; the next comes in %v", e.Name, e.After)
+}
+
+// Is matches ErrLimited and policy.ErrRejected.
+func (e *RejectError) Is(target error) bool {
+	return target == ErrLimited || target == policy.ErrRejected
+}
+
+// RetryAfter is After.
+func (e *RejectError) RetryAfter() time.Duration { return e.After }
+
+// Reason is why the call was refused.
+func (e *RejectError) Reason() string { return e.Why }
+
+// Registry hands out one [Limiter] per name, so that pipelines built apart share a
+// bucket by naming it. The zero value is ready to use; it is safe for concurrent use.
+type Registry struct {
+	mu       sync.Mutex // guards limiters
+	limiters map[string]*Limiter
+}
+
+// Get returns the limiter named name, making it with o the first time. A later Get of
+// the same name with other options (Clock aside) is an error matching
+// ErrInvalidOptions: one bucket cannot have two rates.
+func (g *Registry) Get(name string, o Options) (*Limiter, error) {
+	resolved, err := resolve(name, o)
+	if err != nil {
+		return nil, err
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if l, ok := g.limiters[name]; ok {
+		a, b := l.o, resolved
+		a.Clock, b.Clock = nil, nil
+		if a != b {
+			return nil, fmt.Errorf("%w: %s: already made with Rate %v, Burst %d, Mode %v, MaxWait %v; asked for Rate %v, Burst %d, Mode %v, MaxWait %v",
+				ErrInvalidOptions, name, a.Rate, a.Burst, a.Mode, a.MaxWait, b.Rate, b.Burst, b.Mode, b.MaxWait)
+		}
+		return l, nil
+	}
+	l, err := New(name, o)
+	if err != nil {
+		return nil, err
+	}
+	if g.limiters == nil {
+		g.limiters = map[string]*Limiter{}
+	}
+	g.limiters[name] = l
+	return l, nil
+}
+
+// Limiters returns the limiters made so far, by name.
+func (g *Registry) Limiters() map[string]*Limiter {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := make(map[string]*Limiter, len(g.limiters))
+	for n, l := range g.limiters {
+		out[n] = l
+	}
+	return out
+}
