@@ -2,11 +2,9 @@ module github.com/backstop-go/backstop/bench
 
 go 1.25.0
 
-replace github.com/backstop-go/backstop => ../
-
 require (
-	github.com/backstop-go/backstop v0.0.0-00010101000000-000000000000
-	github.com/backstop-go/backstop/policygrpc v0.0.0-00010101000000-000000000000
+	github.com/backstop-go/backstop v0.1.0
+	github.com/backstop-go/backstop/policygrpc v0.1.0
 	github.com/cenkalti/backoff/v5 v5.0.3
 	github.com/failsafe-go/failsafe-go v0.9.8
 	github.com/maypok86/otter/v2 v2.4.0
@@ -32,5 +30,3 @@ require (
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260526163538-3dc84a4a5aaa // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 )
-
-replace github.com/backstop-go/backstop/policygrpc => ../policygrpc

@@ -2,10 +2,8 @@ module github.com/backstop-go/backstop/browsertest
 
 go 1.26.0
 
-replace github.com/backstop-go/backstop => ../
-
 require (
-	github.com/backstop-go/backstop v0.0.0-00010101000000-000000000000
+	github.com/backstop-go/backstop v0.1.0
 	github.com/chromedp/cdproto v0.160.1
 	github.com/chromedp/chromedp v0.23.1
 )

@@ -2,12 +2,10 @@ module github.com/backstop-go/backstop/examples
 
 go 1.26.0
 
-replace github.com/backstop-go/backstop => ../
-
 require (
-	github.com/backstop-go/backstop v0.0.0-00010101000000-000000000000
-	github.com/backstop-go/backstop/fleet v0.0.0-00010101000000-000000000000
-	github.com/backstop-go/backstop/policygrpc v0.0.0-00010101000000-000000000000
+	github.com/backstop-go/backstop v0.1.0
+	github.com/backstop-go/backstop/fleet v0.1.0
+	github.com/backstop-go/backstop/policygrpc v0.1.0
 	github.com/prometheus/client_golang v1.24.1
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/schollz/progressbar/v3 v3.19.1
@@ -38,7 +36,7 @@ require (
 	codeberg.org/go-pdf/fpdf v0.11.1 // indirect
 	git.sr.ht/~sbinet/gg v0.7.0 // indirect
 	github.com/ajstarks/svgo v0.0.0-20211024235047-1546f124cd8b // indirect
-	github.com/backstop-go/backstop/redeliver/jetstream v0.0.0-00010101000000-000000000000
+	github.com/backstop-go/backstop/redeliver/jetstream v0.1.0
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/golang/freetype v0.0.0-20170609003504-e2365dfdc4a0 // indirect
@@ -59,9 +57,3 @@ require (
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260526163538-3dc84a4a5aaa // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 )
-
-replace github.com/backstop-go/backstop/policygrpc => ../policygrpc
-
-replace github.com/backstop-go/backstop/fleet => ../fleet
-
-replace github.com/backstop-go/backstop/redeliver/jetstream => ../redeliver/jetstream

@@ -2,10 +2,8 @@ module github.com/backstop-go/backstop/policyenvoy
 
 go 1.25.0
 
-replace github.com/backstop-go/backstop => ../
-
 require (
-	github.com/backstop-go/backstop v0.0.0-00010101000000-000000000000
+	github.com/backstop-go/backstop v0.1.0
 	github.com/envoyproxy/go-control-plane/envoy v1.37.0
 	github.com/stretchr/testify v1.12.1
 	go.uber.org/goleak v1.3.0

@@ -2,10 +2,8 @@ module github.com/backstop-go/backstop/policyotel
 
 go 1.25.0
 
-replace github.com/backstop-go/backstop => ../
-
 require (
-	github.com/backstop-go/backstop v0.0.0-00010101000000-000000000000
+	github.com/backstop-go/backstop v0.1.0
 	github.com/stretchr/testify v1.12.1
 	go.opentelemetry.io/otel v1.44.0
 	go.opentelemetry.io/otel/metric v1.44.0

@@ -2,14 +2,10 @@ module github.com/backstop-go/backstop/adapters/connectpolicy
 
 go 1.26.0
 
-replace github.com/backstop-go/backstop => ../../
-
-replace github.com/backstop-go/backstop/policygrpc => ../../policygrpc
-
 require (
 	connectrpc.com/connect v1.21.1
-	github.com/backstop-go/backstop v0.0.0-00010101000000-000000000000
-	github.com/backstop-go/backstop/policygrpc v0.0.0-00010101000000-000000000000
+	github.com/backstop-go/backstop v0.1.0
+	github.com/backstop-go/backstop/policygrpc v0.1.0
 	github.com/stretchr/testify v1.12.1
 	go.uber.org/goleak v1.3.0
 	google.golang.org/grpc v1.83.2

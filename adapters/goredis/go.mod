@@ -2,14 +2,9 @@ module github.com/backstop-go/backstop/adapters/goredis
 
 go 1.26.0
 
-replace (
-	github.com/backstop-go/backstop => ../../
-	github.com/backstop-go/backstop/fleet => ../../fleet
-)
-
 require (
-	github.com/backstop-go/backstop v0.0.0-00010101000000-000000000000
-	github.com/backstop-go/backstop/fleet v0.0.0-00010101000000-000000000000
+	github.com/backstop-go/backstop v0.1.0
+	github.com/backstop-go/backstop/fleet v0.1.0
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/stretchr/testify v1.12.1
 	go.uber.org/goleak v1.3.0

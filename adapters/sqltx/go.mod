@@ -2,10 +2,8 @@ module github.com/backstop-go/backstop/adapters/sqltx
 
 go 1.26.0
 
-replace github.com/backstop-go/backstop => ../../
-
 require (
-	github.com/backstop-go/backstop v0.0.0-00010101000000-000000000000
+	github.com/backstop-go/backstop v0.1.0
 	github.com/jackc/pgx/v5 v5.13.0
 	github.com/stretchr/testify v1.12.1
 	go.uber.org/goleak v1.3.0

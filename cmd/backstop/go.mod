@@ -2,16 +2,10 @@ module github.com/backstop-go/backstop/cmd/backstop
 
 go 1.25.0
 
-replace (
-	github.com/backstop-go/backstop => ../..
-	github.com/backstop-go/backstop/policyenvoy => ../../policyenvoy
-	github.com/backstop-go/backstop/policygrpc => ../../policygrpc
-)
-
 require (
-	github.com/backstop-go/backstop v0.0.0-00010101000000-000000000000
-	github.com/backstop-go/backstop/policyenvoy v0.0.0-00010101000000-000000000000
-	github.com/backstop-go/backstop/policygrpc v0.0.0-00010101000000-000000000000
+	github.com/backstop-go/backstop v0.1.0
+	github.com/backstop-go/backstop/policyenvoy v0.1.0
+	github.com/backstop-go/backstop/policygrpc v0.1.0
 	google.golang.org/grpc v1.83.2
 )
 

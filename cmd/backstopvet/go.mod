@@ -2,10 +2,8 @@ module github.com/backstop-go/backstop/cmd/backstopvet
 
 go 1.25.0
 
-replace github.com/backstop-go/backstop => ../..
-
 require (
-	github.com/backstop-go/backstop v0.0.0-00010101000000-000000000000
+	github.com/backstop-go/backstop v0.1.0
 	golang.org/x/tools v0.48.0
 )
 

@@ -2,10 +2,8 @@ module github.com/backstop-go/backstop/redeliver/jetstream
 
 go 1.26.0
 
-replace github.com/backstop-go/backstop => ../..
-
 require (
-	github.com/backstop-go/backstop v0.0.0-00010101000000-000000000000
+	github.com/backstop-go/backstop v0.1.0
 	github.com/nats-io/nats-server/v2 v2.15.3
 	github.com/nats-io/nats.go v1.56.0
 	github.com/stretchr/testify v1.12.1

@@ -2,12 +2,10 @@ module github.com/backstop-go/backstop/redeliver/sqs
 
 go 1.25.0
 
-replace github.com/backstop-go/backstop => ../../
-
 require (
 	github.com/aws/aws-sdk-go-v2 v1.48.0
 	github.com/aws/aws-sdk-go-v2/service/sqs v1.53.0
-	github.com/backstop-go/backstop v0.0.0-00010101000000-000000000000
+	github.com/backstop-go/backstop v0.1.0
 	github.com/stretchr/testify v1.12.1
 	go.uber.org/goleak v1.3.0
 )
