@@ -335,7 +335,7 @@ func BenchmarkMiddleware_GoodputAtThreeTimesCapacity(b *testing.B) {
 func TestCurlHonoursRetryAfter(t *testing.T) {
 	curl, err := exec.LookPath("curl")
 	if err != nil {
-		t.Skip("curl is not installed (.ci/run installs it)")
+		t.Skip("curl is not installed (Debian: apt-get install curl; .ci/run installs it)")
 	}
 	s := shed.MustNew(shed.Options{Quota: &shed.Quota{Key: func(*http.Request) string { return "all" }, Rate: 1, Burst: 1}})
 	var mu sync.Mutex
