@@ -220,11 +220,15 @@ func (l *Limiter) ExplainStage() policy.Stage {
 		mode = "a call waits for its token, never past its deadline"
 		refusal = fmt.Sprintf("rate limiter %q refuses at once a call whose token would come after its deadline (ratelimit.ErrLimited), with a Retry-After when it would", l.name)
 	}
-	return policy.Stage{
+	st := policy.Stage{
 		Summary: fmt.Sprintf("rate limiter %q: %v a second in bursts of up to %d (calls outside the retry, attempts inside it); %s",
 			l.name, l.o.Rate, l.o.Burst, mode),
 		Refusal: refusal,
 	}
+	if l.o.Mode == Wait {
+		st.Wait, st.WaitUnbounded = l.o.MaxWait, l.o.MaxWait == 0
+	}
+	return st
 }
 
 // RejectError is a rate limiter's refusal. It matches ErrLimited and
