@@ -37,7 +37,7 @@ func (m Mode) String() string {
 // The reasons of a [*RejectError], also the Reason of its event; a call that waited
 // and went through is reported with ReasonWaited.
 const (
-	ReasonRefused   = "refused"    // Refuse mode: no token now
+	ReasonNoToken   = "no-token"   // Refuse mode: no token now
 	ReasonDeadline  = "deadline"   // Wait mode: the token would come after the call's deadline
 	ReasonWaitLimit = "wait-limit" // Wait mode: the token would come after MaxWait
 	ReasonWaited    = "waited"     // Wait mode: the call waited Delay for its token (an event, not a refusal)
@@ -169,7 +169,7 @@ func (r *runner) Run(ctx context.Context, fn policy.Func) error {
 		reason := ""
 		switch d, ok := ctx.Deadline(); {
 		case l.o.Mode == Refuse:
-			reason = ReasonRefused
+			reason = ReasonNoToken
 		case l.o.MaxWait > 0 && delay > l.o.MaxWait:
 			reason = ReasonWaitLimit
 		case ok && !now.Add(delay).Before(d):
@@ -235,7 +235,7 @@ func (l *Limiter) ExplainStage() policy.Stage {
 // policy.ErrRejected, and implements policy.Rejection.
 type RejectError struct {
 	Name string // the limiter's
-	// Why is ReasonRefused, ReasonDeadline or ReasonWaitLimit; Reason returns it.
+	// Why is ReasonNoToken, ReasonDeadline or ReasonWaitLimit; Reason returns it.
 	Why string
 	// After is how long from the refusal the call's token would have come.
 	After time.Duration

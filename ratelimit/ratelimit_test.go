@@ -92,12 +92,12 @@ func TestLimiter_RefuseModeRefusesAtOnceWithWhenTheNextTokenComes(t *testing.T) 
 	require.ErrorIs(t, err, policy.ErrRejected)
 	var rej policy.Rejection
 	require.ErrorAs(t, err, &rej)
-	require.Equal(t, ratelimit.ReasonRefused, rej.Reason())
+	require.Equal(t, ratelimit.ReasonNoToken, rej.Reason())
 	require.Equal(t, 100*time.Millisecond, rej.RetryAfter(), "10 a second: the next token in 100ms")
 	require.Equal(t, "ratelimit: api: no token; the next comes in 100ms", err.Error())
 	require.Equal(t, 0.0, l.Tokens(), "the refused call's reservation was given back")
 	require.Len(t, events, 1)
-	require.Equal(t, event.Event{Kind: event.RateLimited, Pipeline: "orders", Source: "api", Time: t0, Reason: ratelimit.ReasonRefused,
+	require.Equal(t, event.Event{Kind: event.RateLimited, Pipeline: "orders", Source: "api", Time: t0, Reason: ratelimit.ReasonNoToken,
 		Delay: 100 * time.Millisecond, Err: err, Context: events[0].Context}, events[0])
 
 	clock.Advance(100 * time.Millisecond)
