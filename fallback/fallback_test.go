@@ -235,7 +235,7 @@ func TestFallback_HandleReplacesTheDefault(t *testing.T) {
 
 func TestFallback_StandsOutsideTheRetry(t *testing.T) {
 	fb := fallback.MustNew("prices", fallback.Options[int]{})
-	_, err := policy.Wrap(retry.MustNew(retry.Options{}), fb)
+	_, err := policy.Wrap(retry.MustNew(retry.Options{}), fb) //backstopvet:ignore wraporder (Wrap must refuse it)
 	require.ErrorIs(t, err, policy.ErrOrder)
 	require.EqualError(t, err, "policy: O7: fallback at position 2 is inside retry at position 1; move the fallback outward, before every stage whose failures it answers")
 }
