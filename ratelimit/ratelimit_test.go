@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"math"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -263,4 +265,30 @@ func BenchmarkLimiter(b *testing.B) {
 			}
 		})
 	})
+}
+
+func TestLimiter_ConcurrentCallersShareTheBurst(t *testing.T) {
+	clock := policytest.NewClock(t0)
+	l := ratelimit.MustNew("api", ratelimit.Options{Rate: 1, Burst: 10, Mode: ratelimit.Refuse, Clock: clock})
+	p := policy.MustWrap(l)
+	var sent, refused atomic.Int64
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Go(func() {
+			for range 20 {
+				switch err := p.Do(context.Background(), nop); {
+				case err == nil:
+					sent.Add(1)
+				case errors.Is(err, ratelimit.ErrLimited):
+					refused.Add(1)
+				default:
+					t.Errorf("Do = %v; want nil or a refusal", err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	require.Equal(t, int64(10), sent.Load(), "the clock stood still: the burst of 10, no more")
+	require.Equal(t, int64(310), refused.Load())
+	require.Equal(t, uint64(310), l.Refused())
 }
