@@ -13,7 +13,7 @@ import (
 
 	"github.com/backstop-go/backstop/event"
 	"github.com/backstop-go/backstop/fault"
-
+	"github.com/backstop-go/backstop/internal/check"
 	"github.com/backstop-go/backstop/policy"
 )
 
@@ -212,9 +212,7 @@ type Breaker struct {
 // an error matching ErrInvalidOptions naming the bad field. Unlike gobreaker, New never
 // clamps a bad value silently.
 func New(name string, o Options) (*Breaker, error) {
-	bad := func(format string, args ...any) (*Breaker, error) {
-		return nil, fmt.Errorf("%w: %s: "+format, append([]any{ErrInvalidOptions, name}, args...)...)
-	}
+	bad := check.Invalid[*Breaker](fmt.Errorf("%w: %s", ErrInvalidOptions, name))
 	if name == "" {
 		return bad("name is empty; want the dependency's name")
 	}

@@ -40,8 +40,8 @@ func ExampleNewTokenBucket() {
 
 // The AWS SDKs' retry quota: 500 tokens pay for 100 retries of 5 against a service
 // that stays down; then calls make one attempt each until successes refill it.
-func ExampleNewQuota() {
-	q := budget.MustNewQuota(budget.QuotaOptions{}) // 500 tokens, 5 a retry, 10 after a timeout
+func ExampleNewRetryQuota() {
+	q := budget.MustNewRetryQuota(budget.RetryQuotaOptions{}) // 500 tokens, 5 a retry, 10 after a timeout
 	clock := policytest.NewClock(time.Unix(0, 0)).AutoAdvance(true)
 	p := policy.MustWrap(q, retry.MustNew(retry.Options{MaxAttempts: 3, Clock: clock}))
 	attempts := 0

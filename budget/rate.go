@@ -24,7 +24,7 @@ type Rate struct {
 	clock policy.Clock
 }
 
-// RateOptions configure a [Rate] built with [NewRateWith].
+// RateOptions configure a [Rate].
 type RateOptions struct {
 	// Limit is the number of retries per second. Required: it must be positive and
 	// finite (rate.Inf is no budget at all: leave the budget out instead).
@@ -36,24 +36,9 @@ type RateOptions struct {
 	Clock policy.Clock
 }
 
-// NewRate returns a Rate of r retries per second with bursts of burst, on the system
-// clock: NewRateWith(RateOptions{Limit: r, Burst: burst}).
-func NewRate(r rate.Limit, burst int) (*Rate, error) {
-	return NewRateWith(RateOptions{Limit: r, Burst: burst})
-}
-
-// MustNewRate is like [NewRate] but panics on bad settings.
-func MustNewRate(r rate.Limit, burst int) *Rate {
-	b, err := NewRate(r, burst)
-	if err != nil {
-		panic(err)
-	}
-	return b
-}
-
-// NewRateWith returns a Rate as o says, or an error matching ErrInvalidOptions that
-// names the bad field. The limiter starts full: Burst retries may start at once.
-func NewRateWith(o RateOptions) (*Rate, error) {
+// NewRate returns a Rate as o says, or an error matching ErrInvalidOptions that names
+// the bad field. The limiter starts full: Burst retries may start at once.
+func NewRate(o RateOptions) (*Rate, error) {
 	if !(o.Limit > 0) || math.IsInf(float64(o.Limit), 0) {
 		return nil, fmt.Errorf("%w: Limit is %v; want a finite rate > 0", ErrInvalidOptions, float64(o.Limit))
 	}
@@ -61,6 +46,15 @@ func NewRateWith(o RateOptions) (*Rate, error) {
 		return nil, fmt.Errorf("%w: Burst is %d; want ≥ 1", ErrInvalidOptions, o.Burst)
 	}
 	return &Rate{lim: rate.NewLimiter(o.Limit, o.Burst), clock: policy.ClockOr(o.Clock)}, nil
+}
+
+// MustNewRate is like [NewRate] but panics on bad settings.
+func MustNewRate(o RateOptions) *Rate {
+	b, err := NewRate(o)
+	if err != nil {
+		panic(err)
+	}
+	return b
 }
 
 // Withdraw allows a retry if the limiter has a token now, and takes it.

@@ -92,7 +92,7 @@ func TestNewRatio_Validation(t *testing.T) {
 
 func TestRate_FixedRatePerProcess(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r, err := budget.NewRate(2, 3) // 2 retries/s, bursts of 3
+		r, err := budget.NewRate(budget.RateOptions{Limit: 2, Burst: 3}) // 2 retries/s, bursts of 3
 		require.NoError(t, err)
 		require.Equal(t, 3, withdrawN(r, 10), "the burst")
 		time.Sleep(time.Second)
@@ -105,7 +105,7 @@ func TestRate_FixedRatePerProcess(t *testing.T) {
 		burst int
 		field string
 	}{{0, 1, "Limit is 0"}, {-1, 1, "Limit is -1"}, {1, 0, "Burst is 0"}} {
-		if _, err := budget.NewRate(rateLimit(bad.r), bad.burst); !errors.Is(err, budget.ErrInvalidOptions) ||
+		if _, err := budget.NewRate(budget.RateOptions{Limit: rateLimit(bad.r), Burst: bad.burst}); !errors.Is(err, budget.ErrInvalidOptions) ||
 			!strings.Contains(err.Error(), bad.field) {
 			t.Errorf("NewRate(%v, %d) = %v; want ErrInvalidOptions saying %q", bad.r, bad.burst, err, bad.field)
 		}
@@ -114,7 +114,7 @@ func TestRate_FixedRatePerProcess(t *testing.T) {
 
 func TestRate_UsesTheClockSeam(t *testing.T) {
 	clock := policytest.NewClock(t0)
-	r, err := budget.NewRateWith(budget.RateOptions{Limit: 2, Burst: 3, Clock: clock})
+	r, err := budget.NewRate(budget.RateOptions{Limit: 2, Burst: 3, Clock: clock})
 	require.NoError(t, err)
 	require.Equal(t, 3, withdrawN(r, 10), "the burst")
 	require.Equal(t, 0.0, r.Level())

@@ -27,13 +27,15 @@ func TestConformance(t *testing.T) {
 		policytest.Run(t, func() policy.Policy { b := budget.MustNewRatio(budget.RatioOptions{}); return b })
 	})
 	t.Run("Rate", func(t *testing.T) {
-		policytest.Run(t, func() policy.Policy { b := budget.MustNewRate(10, 1); return b })
+		policytest.Run(t, func() policy.Policy { b := budget.MustNewRate(budget.RateOptions{Limit: 10, Burst: 1}); return b })
 	})
-	t.Run("Quota", func(t *testing.T) {
-		policytest.Run(t, func() policy.Policy { return budget.MustNewQuota(budget.QuotaOptions{}) })
+	t.Run("RetryQuota", func(t *testing.T) {
+		policytest.Run(t, func() policy.Policy { return budget.MustNewRetryQuota(budget.RetryQuotaOptions{}) })
 	})
 	t.Run("InFlight", func(t *testing.T) {
-		policytest.Run(t, func() policy.Policy { return budget.MustNewInFlight(budget.MustNewQuota(budget.QuotaOptions{}), 1) })
+		policytest.Run(t, func() policy.Policy {
+			return budget.MustNewInFlight(budget.MustNewRetryQuota(budget.RetryQuotaOptions{}), 1)
+		})
 	})
 }
 

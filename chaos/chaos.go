@@ -1,23 +1,3 @@
-// Package chaos injects faults on purpose, for users' own tests of how their code and
-// its Backstop pipelines behave when a dependency misbehaves: added latency, errors,
-// HTTP statuses with Retry-After, reset connections, slow or truncated bodies.
-//
-// An [Injector] is a policy (KindOther) and a net/http middleware. It affects a call
-// with Options.Probability, drawn from the one random seam (policy.Rand), and waits on
-// the one clock seam (policy.Clock), so tests are deterministic. [Injector.Enable]
-// turns it on and off at run time, safely from any goroutine; while off it costs one
-// atomic load.
-//
-// # Where it stands
-//
-// As a policy it may stand anywhere, as every KindOther policy: inside the retry it
-// fails attempts (the retry sees each fault), outside it fails whole calls (the retry
-// never runs for them), and outside a breaker it never reaches the breaker's counts.
-//
-//	inj := chaos.MustNew(chaos.Options{Probability: 0.3, Err: fault.Retryable(errors.New("injected"))})
-//	p := policy.MustWrap(deadline, breaker, budget, retry, inj) // 30 % of attempts fail
-//
-// As middleware it wraps a test server's handler: [Injector.Middleware].
 package chaos
 
 import (
@@ -30,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/backstop-go/backstop/internal/check"
 	"github.com/backstop-go/backstop/policy"
 )
 
@@ -89,9 +70,7 @@ type Injector struct {
 // New returns an enabled Injector, or an error matching ErrInvalidOptions that names
 // the bad field.
 func New(o Options) (*Injector, error) {
-	bad := func(format string, args ...any) (*Injector, error) {
-		return nil, fmt.Errorf("%w: "+format, append([]any{ErrInvalidOptions}, args...)...)
-	}
+	bad := check.Invalid[*Injector](ErrInvalidOptions)
 	switch {
 	case !(o.Probability > 0 && o.Probability <= 1):
 		return bad("Probability is %v; want a share in (0, 1]", o.Probability)

@@ -3,7 +3,6 @@ package coalesce
 import (
 	"context"
 	"errors"
-	"fmt"
 	"math"
 	"math/rand/v2"
 	"sync"
@@ -13,7 +12,7 @@ import (
 	"github.com/maypok86/otter/v2"
 
 	"github.com/backstop-go/backstop/event"
-
+	"github.com/backstop-go/backstop/internal/check"
 	"github.com/backstop-go/backstop/policy"
 )
 
@@ -148,9 +147,7 @@ type entry[V any] struct {
 
 // New returns a Cache, or an error matching ErrInvalidOptions that names the field.
 func New[K comparable, V any](o Options[K, V]) (*Cache[K, V], error) {
-	bad := func(format string, args ...any) (*Cache[K, V], error) {
-		return nil, fmt.Errorf("%w: "+format, append([]any{ErrInvalidOptions}, args...)...)
-	}
+	bad := check.Invalid[*Cache[K, V]](ErrInvalidOptions)
 	switch {
 	case o.Load == nil:
 		return bad("Load is nil; want the function that fetches a value from the origin")

@@ -37,7 +37,7 @@ func TestDashboards_NameSeriesThatExist(t *testing.T) {
 	require.NoError(t, obs.AddRedeliver("jobs", redeliver.MustNew(redeliver.Options{})))
 	p := policy.MustWrap(retry.MustNew(retry.Options{MaxAttempts: 2})).With(policy.Name("orders"), policy.Observe(obs))
 	_ = p.Do(context.Background(), func(context.Context) error { return nil })
-	s2 := shed.MustNew(shed.Options{Name: "api2", Limit: 1, MaxQueue: -1, Observer: obs})
+	s2 := shed.MustNew(shed.Options{Name: "api2", Limit: shed.LimitOptions{Fixed: 1}, Queue: shed.QueueOptions{Max: -1}, Observer: obs})
 	held, _ := s2.Admit(context.Background(), shed.PriorityDefault)
 	_, _ = s2.Admit(context.Background(), shed.PriorityDefault)
 	held.Release()

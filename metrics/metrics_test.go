@@ -105,7 +105,7 @@ backstop_retries_total{pipeline="orders",reason="timeout"} 0
 func TestObserver_SuppressionsGaugesAndShed(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
 	bud := budget.MustNewTokenBucket(10, 0.5)
-	s := shed.MustNew(shed.Options{Name: "api", Limit: 1, MaxQueue: -1, Rand: zero{}})
+	s := shed.MustNew(shed.Options{Name: "api", Limit: shed.LimitOptions{Fixed: 1}, Queue: shed.QueueOptions{Max: -1}, Rand: zero{}})
 	obs, err := metrics.New(reg, metrics.Options{Budgets: map[string]metrics.Leveler{"db": bud}})
 	require.NoError(t, err)
 	require.NoError(t, obs.AddShedder("api", s))
@@ -123,7 +123,7 @@ func TestObserver_SuppressionsGaugesAndShed(t *testing.T) {
 	permit, _ := s.Admit(context.Background(), shed.PriorityDefault)
 	sp := policy.MustWrap(s).With(policy.Name("consumer"))
 	_ = sp.Do(context.Background(), func(context.Context) error { return nil })
-	sObs := shed.MustNew(shed.Options{Name: "api2", Limit: 1, MaxQueue: -1, Observer: obs, Rand: zero{}})
+	sObs := shed.MustNew(shed.Options{Name: "api2", Limit: shed.LimitOptions{Fixed: 1}, Queue: shed.QueueOptions{Max: -1}, Observer: obs, Rand: zero{}})
 	p2, _ := sObs.Admit(context.Background(), shed.PriorityDefault)
 	_, why := sObs.Admit(context.Background(), shed.PrioritySheddable)
 	require.Equal(t, shed.ReasonPriority, why)
@@ -250,7 +250,7 @@ func bench(b *testing.B, obs event.Observer, parallel bool) {
 
 func TestOptions_ShedderAndBudgetGauges(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
-	s := shed.MustNew(shed.Options{Limit: 7})
+	s := shed.MustNew(shed.Options{Limit: shed.LimitOptions{Fixed: 7}})
 	bud := budget.MustNewRatio(budget.RatioOptions{})
 	_, err := metrics.New(reg, metrics.Options{
 		Budgets:  map[string]metrics.Leveler{"users": bud},

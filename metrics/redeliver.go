@@ -8,7 +8,7 @@ import (
 	"github.com/backstop-go/backstop/redeliver"
 )
 
-// RedeliverCounts is what the redelivery series read: redeliver.Policy has it.
+// RedeliverCounts is what the redelivery series read: redeliver.Schedule has it.
 type RedeliverCounts interface{ Counts() redeliver.Counts }
 
 // AddRedeliver exports a redelivery policy's decisions under queue=name, read at every

@@ -14,11 +14,10 @@
 //	bud := budget.MustNewTokenBucket(10, 0.1)
 //	rt := retry.MustNew(retry.Options{MaxAttempts: 3})
 //
-//	p, err := policy.Wrap(overall, brk, bud, rt, perTry)
+//	p, err := policy.Wrap(overall, brk, bud, rt, perTry, policy.Name("db"), policy.Observe(obs))
 //	if err != nil {
 //		return err // a wrong order is refused here, never at call time
 //	}
-//	p = p.With(policy.Name("db"), policy.Observe(obs))
 //
 //	err = p.Do(ctx, func(ctx context.Context) error {
 //		return db.Ping(ctx)

@@ -3,9 +3,10 @@ package policy
 import (
 	"encoding/json"
 	"fmt"
-	"math"
 	"strings"
 	"time"
+
+	"github.com/backstop-go/backstop/internal/check"
 )
 
 // A StageExplainer is a [Policy] that can say what it does, for [Pipeline.Explain].
@@ -120,10 +121,10 @@ func (p *Pipeline) Explain() Explanation {
 		case KindRetry:
 			e.MaxAttempts = max(st.Attempts, 1)
 			for _, s := range st.Sleeps {
-				sleeps = addSat(sleeps, max(s.Max, st.MaxHint))
+				sleeps = check.AddSat(sleeps, max(s.Max, st.MaxHint))
 			}
 			if n := len(st.Sleeps); n > 0 && st.MoreSleeps > 0 {
-				sleeps = addSat(sleeps, mulSat(max(st.Sleeps[n-1].Max, st.MaxHint), st.MoreSleeps))
+				sleeps = check.AddSat(sleeps, check.MulSat(max(st.Sleeps[n-1].Max, st.MaxHint), st.MoreSleeps))
 			}
 		}
 		if st.Refusal != "" {
@@ -131,9 +132,9 @@ func (p *Pipeline) Explain() Explanation {
 		}
 		unboundedWait = unboundedWait || st.WaitUnbounded
 		if p.retry >= 0 && i > p.retry {
-			attemptWaits = addSat(attemptWaits, st.Wait)
+			attemptWaits = check.AddSat(attemptWaits, st.Wait)
 		} else {
-			callWaits = addSat(callWaits, st.Wait)
+			callWaits = check.AddSat(callWaits, st.Wait)
 		}
 	}
 	e.MaxAttemptsPerCallPath = e.MaxAttempts
@@ -141,7 +142,7 @@ func (p *Pipeline) Explain() Explanation {
 		e.MaxAttemptsPerCallPath = 1
 	}
 	if perAttempt > 0 && !unboundedWait {
-		e.WorstCase, e.WorstCaseFrom = addSat(addSat(mulSat(addSat(perAttempt, attemptWaits), e.MaxAttempts), sleeps), callWaits), "attempts"
+		e.WorstCase, e.WorstCaseFrom = check.AddSat(check.AddSat(check.MulSat(check.AddSat(perAttempt, attemptWaits), e.MaxAttempts), sleeps), callWaits), "attempts"
 	}
 	if overall > 0 && (e.WorstCase == 0 || overall <= e.WorstCase) {
 		e.WorstCase, e.WorstCaseFrom = overall, "deadline"
@@ -238,20 +239,4 @@ func (e Explanation) MarshalJSON() ([]byte, error) {
 		Refusals               []string `json:"refusals,omitempty"`
 		Unexplained            []string `json:"unexplained,omitempty"`
 	}{e.Pipeline, e.MaxAttempts, e.MaxAttemptsPerCallPath, worst, e.WorstCaseFrom, stack, e.Refusals, e.Unexplained})
-}
-
-// addSat and mulSat add and multiply non-negative durations, saturating instead of
-// overflowing.
-func addSat(a, b time.Duration) time.Duration {
-	if a > math.MaxInt64-b {
-		return math.MaxInt64
-	}
-	return a + b
-}
-
-func mulSat(d time.Duration, n int) time.Duration {
-	if n > 0 && d > math.MaxInt64/time.Duration(n) {
-		return math.MaxInt64
-	}
-	return d * time.Duration(n)
 }

@@ -75,9 +75,9 @@ func TestExplain_EveryBuiltInPolicySaysWhatItDoes(t *testing.T) {
 		want string
 	}{
 		{budget.MustNewRatio(budget.RatioOptions{Ratio: 0.2, MinPerSecond: 1, Window: 10 * time.Second}), "retries at most 20% of the calls of the last 10s, plus 10 retries"},
-		{budget.MustNewRate(2, 3), "at most 2 retries per second in this process, in bursts of up to 3"},
+		{budget.MustNewRate(budget.RateOptions{Limit: 2, Burst: 3}), "at most 2 retries per second in this process, in bursts of up to 3"},
 		{budget.MustNewTokenBucket(4, 0.5), "retries stop after the 2nd failure in a row (tokens ≤ 2)"},
-		{shed.MustNew(shed.Options{Name: "api", Limit: 8, MaxQueue: -1}), `shedder "api" admits work up to a fixed limit of 8 in flight, with no queue`},
+		{shed.MustNew(shed.Options{Name: "api", Limit: shed.LimitOptions{Fixed: 8}, Queue: shed.QueueOptions{Max: -1}}), `shedder "api" admits work up to a fixed limit of 8 in flight, with no queue`},
 		{shed.MustNew(shed.Options{Name: "api"}), "an adaptive limit (now 20, within 4–1000)"},
 	} {
 		x, ok := tt.p.(policy.StageExplainer)

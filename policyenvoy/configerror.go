@@ -19,8 +19,9 @@ import (
 // went wrong. It matches [ErrInvalid].
 type ConfigError struct {
 	// Line and Column are the 1-based position in the input (YAML or JSON) of the
-	// field or token at fault; 0 when the parser does not know it (Column alone is 0
-	// for a YAML syntax error, which names its line only).
+	// field or token at fault; 0 when the parser does not know it. A YAML syntax
+	// error, which the YAML reader names by its line only, is placed at the first
+	// character of that line.
 	Line, Column int
 	// Path is the field at fault as the input spells it, e.g.
 	// "route.retry_policy.num_retrys" or "virtual_hosts[0].routes[1].route.timeout";
@@ -28,7 +29,13 @@ type ConfigError struct {
 	Path string
 	// Msg says what is wrong.
 	Msg string
+	// Rule is the rule broken that tools tell apart — ErrNegativeDuration — or nil.
+	Rule error
 }
+
+// ErrNegativeDuration is matched by a [ConfigError] for a duration below zero, which
+// Envoy refuses wherever it is.
+var ErrNegativeDuration = errors.New("policyenvoy: negative duration")
 
 func (e *ConfigError) Error() string {
 	var b strings.Builder
@@ -48,8 +55,10 @@ func (e *ConfigError) Error() string {
 	return b.String()
 }
 
-// Is reports whether target is ErrInvalid.
-func (e *ConfigError) Is(target error) bool { return target == ErrInvalid }
+// Is reports whether target is ErrInvalid or the rule the error breaks.
+func (e *ConfigError) Is(target error) bool {
+	return target == ErrInvalid || (e.Rule != nil && target == e.Rule)
+}
 
 // pathElem is one step of a field path: a key, or an index when key is "".
 type pathElem struct {
@@ -364,7 +373,7 @@ func yamlError(err error, data []byte) *ConfigError {
 		line, _ := strconv.Atoi(m[1])
 		// At the end of the input the reader counts one line more than there is.
 		line = min(line, yamlLines(data))
-		return &ConfigError{Line: line, Msg: "YAML: " + m[2]}
+		return &ConfigError{Line: line, Column: firstColumn(data, line), Msg: "YAML: " + m[2]}
 	}
 	msg := strings.TrimPrefix(err.Error(), "error converting YAML to JSON: ")
 	return &ConfigError{Msg: "YAML: " + strings.TrimPrefix(msg, "yaml: ")}
@@ -420,4 +429,17 @@ func yamlLines(data []byte) int {
 		}
 	}
 	return n
+}
+
+// firstColumn returns the column of the first character of line in data that is not
+// a space or tab (1 for an empty line): where a YAML syntax error, which the reader
+// names by its line only, is placed.
+func firstColumn(data []byte, line int) int {
+	s := strings.NewReplacer("\r\n", "\n", "\r", "\n", "\u0085", "\n", "\u2028", "\n", "\u2029", "\n").Replace(string(data))
+	ls := strings.Split(s, "\n")
+	if line < 1 || line > len(ls) {
+		return 1
+	}
+	t := strings.TrimLeft(ls[line-1], " \t")
+	return utf8.RuneCountInString(ls[line-1]) - utf8.RuneCountInString(t) + 1
 }

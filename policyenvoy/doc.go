@@ -12,7 +12,10 @@
 // and column in the input and the field's path as the input spells it
 // ("line 8, column 5: route.retry_policy.num_retrys: unknown field …"), never
 // positions in the JSON the YAML is converted to. Malformed JSON is named by line and
-// column too; a YAML syntax error by its line only (the YAML reader gives no column).
+// column too; a YAML syntax error by its line (the YAML reader gives no column: it is
+// placed at the line's first character). A negative duration anywhere is refused, as
+// Envoy refuses it, matching [ErrNegativeDuration]. [Route.Position] places a route's
+// fields in the input, for tools that report on them.
 //
 // # What is honoured
 //
@@ -44,5 +47,7 @@
 // retriable_request_headers, retry_priority, retry_host_predicate,
 // host_selection_retry_max_attempts, retry_options_predicates, per_try_idle_timeout,
 // hedge_policy, and gRPC's retry conditions on an HTTP route — is listed by name in
-// [Route.Unsupported], never silently dropped.
+// [Route.Unsupported], never silently dropped. A retry_on condition Envoy does not
+// know (see [RetryOnConditions]) is listed in [Route.UnknownRetryOn]: Envoy never
+// retries on it either.
 package policyenvoy

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -57,10 +58,72 @@ type Route struct {
 	// Unsupported names each field or condition set on the route that Backstop cannot
 	// honour, e.g. "retry_policy.retriable_headers".
 	Unsupported []string
+	// UnknownRetryOn are the retry_on conditions that are not Envoy's (a typo such as
+	// "5xxx"): Envoy never retries on them. See [RetryOnConditions].
+	UnknownRetryOn []string
+	// RetriableStatusCodes are retry_policy.retriable_status_codes, as written.
+	RetriableStatusCodes []int
 	// Pipeline runs a request as Envoy would: deadline, retry, per-attempt timeout.
 	Pipeline *policy.Pipeline
-	// Classifier judges responses as retry_on says, for policyhttp.WithClassifier.
+	// Classifier judges responses as retry_on says, for policyhttp.Options.Classifier.
 	Classifier policyhttp.Classifier
+
+	src      *source    // the input, for Position
+	action   []pathElem // the route's RouteAction in the input
+	policyAt []pathElem // its retry_policy: the route's, or its virtual host's
+}
+
+// Position returns the 1-based line and column in the parsed input of one of the
+// route's fields, named as Envoy spells it under the RouteAction — "timeout",
+// "retry_policy.num_retries", "retry_policy.retriable_status_codes[0]"; a retry_policy
+// field is looked up where the route's retry_policy is, its own or its virtual
+// host's. A field the input leaves out gives the position of the deepest field above
+// it that the input has, "" the RouteAction's own; 0, 0 when the input gives no
+// positions.
+func (r *Route) Position(field string) (line, col int) {
+	if r.src == nil || r.src.root == nil {
+		return 0, 0
+	}
+	base := r.action
+	if field == "retry_policy" || strings.HasPrefix(field, "retry_policy.") {
+		base, field = r.policyAt, strings.TrimPrefix(strings.TrimPrefix(field, "retry_policy"), ".")
+	}
+	path := append([]pathElem(nil), base...)
+	path = append(path, parseFieldPath(field)...)
+	e := r.src.errAt(path, "")
+	return e.Line, e.Column
+}
+
+// parseFieldPath reads "a.b[2].c" as path steps.
+func parseFieldPath(f string) []pathElem {
+	var out []pathElem
+	for _, part := range strings.Split(f, ".") {
+		if part == "" {
+			continue
+		}
+		name, rest, _ := strings.Cut(part, "[")
+		if name != "" {
+			out = append(out, pathElem{key: name})
+		}
+		for rest != "" {
+			num, after, _ := strings.Cut(rest, "]")
+			n, err := strconv.Atoi(num)
+			if err != nil {
+				break
+			}
+			out = append(out, pathElem{index: n})
+			rest = strings.TrimPrefix(after, "[")
+		}
+	}
+	return out
+}
+
+// RetryOnConditions are the retry_on conditions Envoy knows, for HTTP routes and for
+// gRPC ones, in the order Envoy documents them.
+func RetryOnConditions() []string {
+	return []string{"5xx", "gateway-error", "reset", "reset-before-request", "connect-failure", "envoy-ratelimited",
+		"retriable-4xx", "refused-stream", "retriable-status-codes", "retriable-headers", "http3-post-connect-failure",
+		"cancelled", "deadline-exceeded", "internal", "resource-exhausted", "unavailable"}
 }
 
 // Explain says what the route's pipeline will do, under the route's name.
@@ -127,10 +190,10 @@ func build(name string, ra *routev3.RouteAction, vh *routev3.VirtualHost, o Opti
 				cond[c] = true
 			case grpcOnly[c]:
 				r.Unsupported = append(r.Unsupported, "retry_policy.retry_on "+c+" (a gRPC condition: use policygrpc on gRPC routes)")
-			case c == "retriable-headers":
-				r.Unsupported = append(r.Unsupported, "retry_policy.retry_on retriable-headers")
-			default:
+			case c == "retriable-headers", c == "http3-post-connect-failure":
 				r.Unsupported = append(r.Unsupported, "retry_policy.retry_on "+c)
+			default:
+				r.UnknownRetryOn = append(r.UnknownRetryOn, c)
 			}
 		}
 		r.Unsupported = append(r.Unsupported, unsupportedFields(rp)...)
@@ -153,6 +216,7 @@ func build(name string, ra *routev3.RouteAction, vh *routev3.VirtualHost, o Opti
 	if rp != nil {
 		for _, code := range rp.GetRetriableStatusCodes() {
 			c.codes[int(code)] = true
+			r.RetriableStatusCodes = append(r.RetriableStatusCodes, int(code))
 		}
 		if rl := rp.GetRateLimitedRetryBackOff(); rl != nil {
 			c.reset = &resetBackOff{headers: rl.GetResetHeaders(), max: DefaultRateLimitedMaxInterval}

@@ -82,16 +82,66 @@ retry_policy:
 		"retry_policy.host_selection_retry_max_attempts",
 		"retry_policy.retriable_headers",
 		"retry_policy.retry_host_predicate",
-		"retry_policy.retry_on made-up",
 		"retry_policy.retry_on retriable-headers",
 		"retry_policy.retry_on unavailable (a gRPC condition: use policygrpc on gRPC routes)",
 	}, r.Unsupported)
+	require.Equal(t, []string{"made-up"}, r.UnknownRetryOn, "a condition Envoy does not know is not Backstop's to honour")
+}
+
+// TestParse_RefusesNegativeDurations: Envoy refuses a negative duration wherever it
+// is; so does Parse, placed at the field and matching ErrNegativeDuration.
+func TestParse_RefusesNegativeDurations(t *testing.T) {
+	for _, tt := range []struct {
+		src       string
+		line, col int
+		path      string
+	}{
+		{"route:\n  cluster: a\n  timeout: -1s\n", 3, 3, "route.timeout"},
+		{"route:\n  cluster: a\n  retry_policy:\n    retry_on: 5xx\n    per_try_timeout: -0.5s\n", 5, 5, "route.retry_policy.per_try_timeout"},
+		{"route:\n  cluster: a\n  retry_policy:\n    retry_back_off: {base_interval: -0.1s}\n", 4, 22, "route.retry_policy.retry_back_off.base_interval"},
+		{`{"cluster": "a", "retryPolicy": {"rateLimitedRetryBackOff": {"resetHeaders": [{"name": "r"}], "maxInterval": "-3s"}}}`, 1, 95,
+			"retryPolicy.rateLimitedRetryBackOff.maxInterval"},
+		{"virtual_hosts:\n- name: v\n  domains: ['*']\n  routes:\n  - match: {prefix: /}\n    route: {cluster: a, idle_timeout: -2s}\n", 6, 25,
+			"virtual_hosts[0].routes[0].route.idle_timeout"},
+	} {
+		_, err := policyenvoy.Parse([]byte(tt.src))
+		var ce *policyenvoy.ConfigError
+		require.ErrorAs(t, err, &ce, "Parse(%q)", tt.src)
+		require.ErrorIs(t, err, policyenvoy.ErrNegativeDuration, "%v", err)
+		require.ErrorIs(t, err, policyenvoy.ErrInvalid)
+		require.Equal(t, [3]any{tt.line, tt.col, tt.path}, [3]any{ce.Line, ce.Column, ce.Path}, "%v", err)
+		require.Contains(t, ce.Msg, "is negative; Envoy refuses negative durations")
+	}
+}
+
+// TestRoute_Position: a route's fields are placed in the input as written, the
+// virtual host's retry_policy where the route inherits it.
+func TestRoute_Position(t *testing.T) {
+	src := "virtual_hosts:\n- name: v\n  domains: ['*']\n  retry_policy: {retry_on: 5xx, num_retries: 7}\n  routes:\n" +
+		"  - match: {prefix: /a}\n    route:\n      cluster: a\n      timeout: 0s\n" +
+		"  - match: {prefix: /b}\n    route:\n      cluster: b\n      retry_policy:\n        retry_on: retriable-status-codes\n        retriable_status_codes: [503, 504]\n"
+	rs, err := policyenvoy.Parse([]byte(src))
+	require.NoError(t, err)
+	require.Len(t, rs, 2)
+	for _, tt := range []struct {
+		r         *policyenvoy.Route
+		field     string
+		line, col int
+	}{
+		{rs[0], "", 7, 5}, {rs[0], "timeout", 9, 7}, {rs[0], "retry_policy.num_retries", 4, 33}, {rs[0], "retry_policy", 4, 3},
+		{rs[0], "retry_policy.per_try_timeout", 4, 3},
+		{rs[1], "retry_policy.retriable_status_codes[1]", 15, 39}, {rs[1], "retry_policy.retry_on", 14, 9}, {rs[1], "timeout", 11, 5},
+	} {
+		l, c := tt.r.Position(tt.field)
+		require.Equal(t, [2]int{tt.line, tt.col}, [2]int{l, c}, "%s: Position(%q)", tt.r.Name, tt.field)
+	}
+	require.Equal(t, []int{503, 504}, rs[1].RetriableStatusCodes)
 }
 
 func TestParse_RefusesInvalidConfigs(t *testing.T) {
 	for _, tt := range []struct{ src, want string }{
 		{"cluster: api\nretry_policy: {retry_back_off: {base_interval: 0s}}", "retry_policy.retry_back_off.base_interval: value must be greater than 0s"},
-		{"cluster: [unclosed", "line 1: YAML: "},
+		{"cluster: [unclosed", "line 1, column 1: YAML: "},
 		{`{"cluster": "api", "timeout": "soon"}`, "RouteAction"},
 		{`{"cluster": "api", "no_such_field": 1}`, "no_such_field"},
 		{`42`, "want an object"},
@@ -164,7 +214,7 @@ func TestParse_ErrorsNameTheInputsLineColumnAndPath(t *testing.T) {
 		{"malformed JSON", "{\n  \"cluster\": \"api\"\n  \"timeout\": \"3s\"\n}", 3, 3, "", "JSON: invalid character"},
 		{"truncated JSON", "{\"cluster\": \"api\",", 1, 19, "", "JSON: unexpected end"},
 		{"JSON with tabs", "{\n\t\"cluster\": \"api\",\n\t\"timeout\": \"soon\"\n}", 3, 2, "timeout", "invalid google.protobuf.Duration"},
-		{"YAML syntax: its line", "virtual_hosts:\n- name: v\n  routes: [\n", 3, 0, "", "YAML: "},
+		{"YAML syntax: its line, at its first character", "virtual_hosts:\n- name: v\n  routes: [\n", 3, 3, "", "YAML: "},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := policyenvoy.Parse([]byte(tt.src))
@@ -191,7 +241,7 @@ func roundTrip(t *testing.T, r *policyenvoy.Route, answer func(w http.ResponseWr
 	defer srv.Close()
 	tr := &http.Transport{}
 	defer tr.CloseIdleConnections()
-	c := &http.Client{Transport: policyhttp.NewTransport(tr, r.Pipeline, policyhttp.WithClassifier(r.Classifier))}
+	c := &http.Client{Transport: policyhttp.NewTransport(tr, r.Pipeline, policyhttp.Options{Classifier: r.Classifier})}
 	res, err := c.Get(srv.URL)
 	require.NoError(t, err)
 	res.Body.Close()
@@ -393,6 +443,8 @@ func FuzzParse(f *testing.F) {
 		"{\"cluster\": \"a\",",     // truncated JSON
 		"a: &x {b: *x}\nroute: *x", // aliases
 		"route:\n  cluster: a\n  retry_policy:\n    rate_limited_retry_back_off: {reset_headers: [{name: r, format: UNIX_TIMESTAMP}], max_interval: 1s}",
+		"route:\n  cluster: a\n  timeout: -1s\n",                                                           // a negative duration
+		`{"cluster": "a", "retry_policy": {"retry_on": "5xxx,reset", "per_try_timeout": "-0.000000001s"}}`, // an unknown condition; a negative duration
 	} {
 		f.Add(s)
 	}
@@ -411,11 +463,17 @@ func FuzzParse(f *testing.F) {
 			}
 			return
 		}
+		lines := 1 + len(lineBreak.FindAllString(s, -1))
 		for _, r := range rs {
 			if r.Pipeline == nil || r.Classifier == nil {
 				t.Fatalf("Parse(%q): route %q without a pipeline or classifier", s, r.Name)
 			}
 			_ = r.Explain().String()
+			for _, f := range []string{"", "timeout", "retry_policy.num_retries", "retry_policy.retriable_status_codes[3]"} {
+				if l, c := r.Position(f); l < 0 || l > lines || c < 0 || (l == 0) != (c == 0) {
+					t.Fatalf("Parse(%q): route %q: Position(%q) = %d:%d, not in the input's %d lines", s, r.Name, f, l, c, lines)
+				}
+			}
 		}
 	})
 }

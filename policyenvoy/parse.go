@@ -3,10 +3,13 @@ package policyenvoy
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"strconv"
 
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 	"sigs.k8s.io/yaml"
 
 	"github.com/backstop-go/backstop/policy"
@@ -82,8 +85,14 @@ func ParseWith(data []byte, o Options) ([]*Route, error) {
 		return false
 	}
 	var vhosts []*routev3.VirtualHost
+	// Where each virtual host, and each route of one, is in the input.
+	vhostAt := func(i int) []pathElem { return nil }
+	routeAt := func(vh, j int) []pathElem { return []pathElem{{key: "routes"}, {index: j}} }
+	actionKey := []pathElem{{key: "route"}}
 	switch {
 	case has(routeConfigKeys):
+		vhostAt = func(i int) []pathElem { return []pathElem{{key: "virtual_hosts"}, {index: i}} }
+		routeAt = func(vh, j int) []pathElem { return append(vhostAt(vh), pathElem{key: "routes"}, pathElem{index: j}) }
 		rc := &routev3.RouteConfiguration{}
 		if err := src.decode(rc, "RouteConfiguration", nil); err != nil {
 			return nil, err
@@ -108,15 +117,17 @@ func ParseWith(data []byte, o Options) ([]*Route, error) {
 			return nil, err
 		}
 		vhosts = []*routev3.VirtualHost{{Routes: []*routev3.Route{rt}}}
+		routeAt = func(int, int) []pathElem { return nil }
 	default:
 		ra := &routev3.RouteAction{}
 		if err := src.decode(ra, "RouteAction", nil); err != nil {
 			return nil, err
 		}
 		vhosts = []*routev3.VirtualHost{{Routes: []*routev3.Route{{Name: "route", Action: &routev3.Route_Route{Route: ra}}}}}
+		routeAt, actionKey = func(int, int) []pathElem { return nil }, nil
 	}
 	var out []*Route
-	for _, vh := range vhosts {
+	for v, vh := range vhosts {
 		for i, rt := range vh.GetRoutes() {
 			ra := rt.GetRoute()
 			if ra == nil {
@@ -125,6 +136,12 @@ func ParseWith(data []byte, o Options) ([]*Route, error) {
 			r, err := build(routeName(rt, i), ra, vh, o)
 			if err != nil {
 				return nil, err
+			}
+			r.src = src
+			r.action = append(routeAt(v, i), actionKey...)
+			r.policyAt = append(append([]pathElem(nil), r.action...), pathElem{key: "retry_policy"})
+			if ra.GetRetryPolicy() == nil && vh.GetRetryPolicy() != nil {
+				r.policyAt = append(vhostAt(v), pathElem{key: "retry_policy"})
 			}
 			out = append(out, r)
 		}
@@ -166,6 +183,11 @@ func (s *source) decode(m interface {
 	if err := protojson.Unmarshal(s.js, m); err != nil {
 		return s.decodeError(err, what)
 	}
+	if path, d, ok := negativeDuration(m.ProtoReflect(), nil); ok {
+		e := s.errAt(path, fmt.Sprintf("%s is negative; Envoy refuses negative durations: want 0s or more", d))
+		e.Rule = ErrNegativeDuration
+		return e
+	}
 	if fix != nil {
 		fix()
 	}
@@ -173,4 +195,57 @@ func (s *source) decode(m interface {
 		return s.validationError(err, m.ProtoReflect().Descriptor(), what)
 	}
 	return nil
+}
+
+// negativeDuration finds the first google.protobuf.Duration below zero in m, in field
+// order, and returns its path (prefixed by at) and value.
+func negativeDuration(m protoreflect.Message, at []pathElem) ([]pathElem, string, bool) {
+	md := m.Descriptor()
+	if md.FullName() == "google.protobuf.Duration" {
+		secs := m.Get(md.Fields().ByName("seconds")).Int()
+		nanos := m.Get(md.Fields().ByName("nanos")).Int()
+		if secs < 0 || nanos < 0 {
+			return at, strconv.FormatFloat(float64(secs)+float64(nanos)/1e9, 'f', -1, 64) + "s", true
+		}
+		return nil, "", false
+	}
+	fs := md.Fields()
+	for i := range fs.Len() {
+		fd := fs.Get(i)
+		if fd.Message() == nil || !m.Has(fd) {
+			continue
+		}
+		p := append(append([]pathElem(nil), at...), pathElem{key: string(fd.Name())})
+		v := m.Get(fd)
+		switch {
+		case fd.IsList():
+			l := v.List()
+			for j := range l.Len() {
+				if q, d, ok := negativeDuration(l.Get(j).Message(), append(p, pathElem{index: j})); ok {
+					return q, d, true
+				}
+			}
+		case fd.IsMap():
+			if fd.MapValue().Message() == nil {
+				continue
+			}
+			var found []pathElem
+			var fd2 string
+			v.Map().Range(func(k protoreflect.MapKey, mv protoreflect.Value) bool {
+				if q, d, ok := negativeDuration(mv.Message(), append(p, pathElem{key: k.String()})); ok {
+					found, fd2 = q, d
+					return false
+				}
+				return true
+			})
+			if found != nil {
+				return found, fd2, true
+			}
+		default:
+			if q, d, ok := negativeDuration(v.Message(), p); ok {
+				return q, d, true
+			}
+		}
+	}
+	return nil, "", false
 }

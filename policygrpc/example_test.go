@@ -34,5 +34,5 @@ func ExampleParseServiceConfig() {
 	// deadline → budget → retry
 	// (nil pipeline)
 	// 10
-	// policygrpc: invalid service config: methodConfig[0].retryPolicy.maxAttempts is 1; want > 1
+	// policygrpc: invalid service config: line 2, column 20: methodConfig[0].retryPolicy.maxAttempts is 1; want > 1
 }

@@ -53,7 +53,7 @@ func TestChain_OneOwnerAcrossHTTPAndGRPC(t *testing.T) {
 	defer edge.Close()
 	tr := &http.Transport{}
 	defer tr.CloseIdleConnections()
-	user := &http.Client{Transport: policyhttp.NewTransport(tr, retrying(4, clock))}
+	user := &http.Client{Transport: policyhttp.NewTransport(tr, retrying(4, clock), policyhttp.Options{})}
 	res, err := user.Get(edge.URL)
 	require.NoError(t, err)
 	res.Body.Close()
@@ -95,7 +95,7 @@ func TestForeignClient_GrpcGoRetryOwnsTheCallPath(t *testing.T) {
 func TestShed_RefusesWithPushbackAndShedsRetriesFirst(t *testing.T) {
 	release := make(chan struct{})
 	entered := make(chan struct{}, 8)
-	s := shed.MustNew(shed.Options{Limit: 4, MaxQueue: -1})
+	s := shed.MustNew(shed.Options{Limit: shed.LimitOptions{Fixed: 4}, Queue: shed.QueueOptions{Max: -1}})
 	ic, err := policygrpc.ShedUnaryServerInterceptor(s, policygrpc.ShedOptions{})
 	require.NoError(t, err)
 	srv := serve(t, &server{answer: func(ctx context.Context, _ int) error {
@@ -135,7 +135,7 @@ func TestShed_RefusesWithPushbackAndShedsRetriesFirst(t *testing.T) {
 // server with 4 slots: every RPC ends served or refused with RESOURCE_EXHAUSTED, and
 // the counts add up with the shedder's.
 func TestShed_EveryRPCServedOrAnswered(t *testing.T) {
-	s := shed.MustNew(shed.Options{Limit: 4})
+	s := shed.MustNew(shed.Options{Limit: shed.LimitOptions{Fixed: 4}})
 	ic, err := policygrpc.ShedUnaryServerInterceptor(s, policygrpc.ShedOptions{})
 	require.NoError(t, err)
 	gate := make(chan struct{}, 4)
@@ -210,7 +210,7 @@ func TestUnaryServerInterceptor_EnvoyAndBackstopMetadata(t *testing.T) {
 // and all complete; while the one slot is taken by work, a new stream is refused with
 // the configured code and a pushback.
 func TestShedStream_AStreamWaitingOnItsClientHoldsNoSlot(t *testing.T) {
-	s := shed.MustNew(shed.Options{Limit: 1, MaxQueue: -1})
+	s := shed.MustNew(shed.Options{Limit: shed.LimitOptions{Fixed: 1}, Queue: shed.QueueOptions{Max: -1}})
 	ic, err := policygrpc.ShedStreamServerInterceptor(s, policygrpc.ShedOptions{RejectCode: codes.Unavailable})
 	require.NoError(t, err)
 	srv := &streams{}

@@ -39,12 +39,31 @@ type ServiceConfig struct {
 	services map[string]*methodPolicy // "service"
 	fallback *methodPolicy            // the default entry; nil if none
 	bucket   *budget.TokenBucket      // retryThrottling; nil if none
+	throttle Throttling
 	entries  []Entry
+	ix       *jsonIndex
 }
+
+// Throttling is a service config's retryThrottling as written.
+type Throttling struct {
+	MaxTokens, TokenRatio float64
+}
+
+// Throttling returns the config's retryThrottling, and false if it has none.
+func (c *ServiceConfig) Throttling() (Throttling, bool) { return c.throttle, c.bucket != nil }
+
+// Position returns the 1-based line and column in the parsed input of a field named by
+// its path, as [ServiceConfigError.Path] and [Entry.Field] name them
+// ("methodConfig[0].retryPolicy.maxAttempts"), or of the deepest field of the path
+// that the input has; 0, 0 if none.
+func (c *ServiceConfig) Position(path string) (line, col int) { return c.ix.Position(path) }
 
 // Entry is one methodConfig entry of a service config, as read, for tools that
 // explain or lint a config.
 type Entry struct {
+	// Field is the entry's place in the config, "methodConfig[i]", for
+	// [ServiceConfig.Position].
+	Field string
 	// Names are the entry's names as paths: "/pkg.Service/Method", "/pkg.Service/", or
 	// "/" for the default entry.
 	Names []string
@@ -63,6 +82,10 @@ type Entry struct {
 	// maxAttempts, and HedgingDelay its hedgingDelay.
 	Hedging      bool
 	HedgingDelay time.Duration
+	// InitialBackoff, MaxBackoff and BackoffMultiplier are the retryPolicy's, as
+	// written; zero without one.
+	InitialBackoff, MaxBackoff time.Duration
+	BackoffMultiplier          float64
 }
 
 // Entries returns the config's methodConfig entries, in order.
@@ -170,20 +193,20 @@ type (
 		HedgingPolicy *hedgingPolicyJSON `json:"hedgingPolicy"`
 	}
 	hedgingPolicyJSON struct {
-		MaxAttempts         *int         `json:"maxAttempts"`
-		HedgingDelay        *string      `json:"hedgingDelay"`
-		NonFatalStatusCodes []codes.Code `json:"nonFatalStatusCodes"`
+		MaxAttempts         *int              `json:"maxAttempts"`
+		HedgingDelay        *string           `json:"hedgingDelay"`
+		NonFatalStatusCodes []json.RawMessage `json:"nonFatalStatusCodes"`
 	}
 	nameJSON struct {
 		Service *string `json:"service"`
 		Method  *string `json:"method"`
 	}
 	retryPolicyJSON struct {
-		MaxAttempts          *int         `json:"maxAttempts"`
-		InitialBackoff       *string      `json:"initialBackoff"`
-		MaxBackoff           *string      `json:"maxBackoff"`
-		BackoffMultiplier    *float64     `json:"backoffMultiplier"`
-		RetryableStatusCodes []codes.Code `json:"retryableStatusCodes"`
+		MaxAttempts          *int              `json:"maxAttempts"`
+		InitialBackoff       *string           `json:"initialBackoff"`
+		MaxBackoff           *string           `json:"maxBackoff"`
+		BackoffMultiplier    *float64          `json:"backoffMultiplier"`
+		RetryableStatusCodes []json.RawMessage `json:"retryableStatusCodes"`
 	}
 )
 
@@ -202,62 +225,53 @@ type (
 // its own and copies the winner's to the caller's. Streams are not hedged: they get
 // the entry's timeout alone.
 //
-// The config is validated as gRFC A6 says; an error matches ErrServiceConfig and names
-// the JSON field, e.g. "methodConfig[0].retryPolicy.maxAttempts is 1; want > 1".
+// The config is validated as gRFC A6 says. An error is a [*ServiceConfigError]
+// matching ErrServiceConfig that names the line and column in data and the JSON
+// field, e.g. "line 3, column 7: methodConfig[0].retryPolicy.maxAttempts is 1; want
+// > 1".
 func ParseServiceConfig(data []byte) (*ServiceConfig, error) {
-	bad := func(format string, args ...any) (*ServiceConfig, error) {
-		return nil, fmt.Errorf("%w: "+format, append([]any{ErrServiceConfig}, args...)...)
-	}
+	ix := newJSONIndex(data)
 	dec := json.NewDecoder(bytes.NewReader(data))
 	var sc scJSON
 	if err := dec.Decode(&sc); err != nil {
-		return bad("%v", err)
+		return nil, ix.decodeError(err)
 	}
 	if dec.More() {
-		return bad("data after the object")
+		line, col := position(data, skipSeparators(data, int(dec.InputOffset())))
+		return nil, &ServiceConfigError{Line: line, Column: col, Msg: "data after the object"}
 	}
-	c := &ServiceConfig{methods: map[string]*methodPolicy{}, services: map[string]*methodPolicy{}}
+	c := &ServiceConfig{methods: map[string]*methodPolicy{}, services: map[string]*methodPolicy{}, ix: ix}
 	if len(sc.RetryThrottling) > 0 && string(sc.RetryThrottling) != "null" {
 		b, err := budget.ParseTokenBucket(sc.RetryThrottling)
 		if err != nil {
-			return bad("retryThrottling: %v", err)
+			msg := strings.TrimPrefix(err.Error(), budget.ErrInvalidOptions.Error()+": ")
+			return nil, ix.errAt("retryThrottling", nil, "is refused: %s", strings.TrimPrefix(msg, "retryThrottling: "))
 		}
-		c.bucket = b
+		var t struct{ MaxTokens, TokenRatio float64 }
+		_ = json.Unmarshal(sc.RetryThrottling, &t) // ParseTokenBucket read it
+		c.bucket, c.throttle = b, Throttling{MaxTokens: t.MaxTokens, TokenRatio: t.TokenRatio}
 	}
 	seen := map[string]string{}
 	for i, mc := range sc.MethodConfig {
 		field := fmt.Sprintf("methodConfig[%d]", i)
-		m, err := c.method(field, mc)
+		m, entry, err := c.method(ix, field, mc)
 		if err != nil {
 			return nil, err
 		}
 		if len(mc.Name) == 0 {
-			return bad("%s.name is empty; want at least one name ({} for the default)", field)
-		}
-		entry := Entry{Pipeline: m.p, Retrying: mc.RetryPolicy != nil, Hedging: mc.HedgingPolicy != nil}
-		if mc.Timeout != nil {
-			entry.Timeout, _ = parseDuration(*mc.Timeout)
-		}
-		if rp := mc.RetryPolicy; rp != nil {
-			entry.MaxAttempts, entry.RetryableCodes = *rp.MaxAttempts, rp.RetryableStatusCodes
-		}
-		if hp := mc.HedgingPolicy; hp != nil {
-			entry.MaxAttempts, entry.RetryableCodes = *hp.MaxAttempts, hp.NonFatalStatusCodes
-			if hp.HedgingDelay != nil {
-				entry.HedgingDelay, _ = parseDuration(*hp.HedgingDelay)
-			}
+			return nil, ix.errAt(field+".name", nil, "is empty; want at least one name ({} for the default)")
 		}
 		for j, n := range mc.Name {
 			nf := fmt.Sprintf("%s.name[%d]", field, j)
 			svc, meth := deref(n.Service), deref(n.Method)
 			key := svc + "/" + meth
 			if prev, dup := seen[key]; dup {
-				return bad("%s names %q again (first at %s); want each name once", nf, key, prev)
+				return nil, ix.errAt(nf, nil, "names %q again (first at %s); want each name once", key, prev)
 			}
 			seen[key] = nf
 			switch {
 			case svc == "" && meth != "":
-				return bad("%s has method %q but no service; want a service with a method", nf, meth)
+				return nil, ix.errAt(nf, nil, "has method %q but no service; want a service with a method", meth)
 			case svc == "":
 				c.fallback = m
 				entry.Names = append(entry.Names, "/")
@@ -282,20 +296,25 @@ func deref(s *string) string {
 	return *s
 }
 
-// method builds the pipeline of one methodConfig entry.
-func (c *ServiceConfig) method(field string, mc methodConfigJSON) (*methodPolicy, error) {
-	bad := func(format string, args ...any) (*methodPolicy, error) {
-		return nil, fmt.Errorf("%w: %s."+format, append([]any{ErrServiceConfig, field}, args...)...)
+// method builds the pipeline of one methodConfig entry, and its Entry without names.
+func (c *ServiceConfig) method(ix *jsonIndex, field string, mc methodConfigJSON) (*methodPolicy, Entry, error) {
+	entry := Entry{Field: field, Retrying: mc.RetryPolicy != nil, Hedging: mc.HedgingPolicy != nil}
+	bad := func(path string, rule error, format string, args ...any) (*methodPolicy, Entry, error) {
+		return nil, entry, ix.errAt(field+path, rule, format, args...)
 	}
 	if mc.RetryPolicy != nil && mc.HedgingPolicy != nil {
-		return bad("retryPolicy and hedgingPolicy are both set; want one of them (gRFC A6)")
+		return bad(".hedgingPolicy", nil, "is set with retryPolicy; want one of them (gRFC A6)")
 	}
 	var stack []policy.Policy
 	if mc.Timeout != nil {
 		d, err := parseDuration(*mc.Timeout)
-		if err != nil || d <= 0 {
-			return bad("timeout is %q; want a positive duration such as \"1.5s\"", *mc.Timeout)
+		switch {
+		case err == nil && d < 0:
+			return bad(".timeout", ErrNegativeDuration, "is %q; want a positive duration such as \"1.5s\"", *mc.Timeout)
+		case err != nil || d == 0:
+			return bad(".timeout", nil, "is %q; want a positive duration such as \"1.5s\"", *mc.Timeout)
 		}
+		entry.Timeout = d
 		stack = append(stack, deadline.MustNew(d))
 	}
 	m := &methodPolicy{c: newClassifier(Options{RetryableCodes: []codes.Code{}})}
@@ -304,22 +323,22 @@ func (c *ServiceConfig) method(field string, mc methodConfigJSON) (*methodPolicy
 	var again []codes.Code
 	switch {
 	case mc.RetryPolicy != nil:
-		r, cs, err := retryPolicy(field+".retryPolicy", mc.RetryPolicy)
+		r, cs, err := retryPolicy(ix, field+".retryPolicy", mc.RetryPolicy, &entry)
 		if err != nil {
-			return nil, err
+			return nil, entry, err
 		}
 		owner, again = r, cs
 	case mc.HedgingPolicy != nil:
-		h, cs, err := hedgingPolicy(field+".hedgingPolicy", mc.HedgingPolicy)
+		h, cs, err := hedgingPolicy(ix, field+".hedgingPolicy", mc.HedgingPolicy, &entry)
 		if err != nil {
-			return nil, err
+			return nil, entry, err
 		}
 		owner, again = h, cs
 		// Streams are not hedged: a stream's attempts replay its messages one after
 		// another. They get the entry's timeout alone.
 		sp, err := policy.Wrap(stack...)
 		if err != nil {
-			return bad("%v", err)
+			return bad("", nil, "is refused: %v", err)
 		}
 		m.sp = sp
 	}
@@ -333,50 +352,79 @@ func (c *ServiceConfig) method(field string, mc methodConfigJSON) (*methodPolicy
 	m.c.bucket = c.bucket
 	p, err := policy.Wrap(stack...)
 	if err != nil {
-		return bad("%v", err)
+		return bad("", nil, "is refused: %v", err)
 	}
 	m.p = p
 	if m.sp == nil {
 		m.sp = p
 	}
-	return m, nil
+	entry.Pipeline = p
+	return m, entry, nil
 }
 
-func retryPolicy(field string, rp *retryPolicyJSON) (*retry.Retry, []codes.Code, error) {
-	bad := func(format string, args ...any) (*retry.Retry, []codes.Code, error) {
-		return nil, nil, fmt.Errorf("%w: %s."+format, append([]any{ErrServiceConfig, field}, args...)...)
+// statusCodes reads a list of status codes, by name or number, refusing OK.
+func statusCodes(ix *jsonIndex, field string, raw []json.RawMessage) ([]codes.Code, error) {
+	out := make([]codes.Code, 0, len(raw))
+	for i, r := range raw {
+		f := fmt.Sprintf("%s[%d]", field, i)
+		var c codes.Code
+		if err := c.UnmarshalJSON(r); err != nil || c > codes.Unauthenticated {
+			return nil, ix.errAt(f, ErrStatusCode, "is %s; want a gRPC status code: a name such as \"UNAVAILABLE\", or its number 1–16", bytes.TrimSpace(r))
+		}
+		if c == codes.OK {
+			return nil, ix.errAt(f, ErrStatusCode, "is OK; want a status code other than OK: OK is a success, never retried")
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// duration reads a positive duration field.
+func duration(ix *jsonIndex, field, value, example string) (time.Duration, error) {
+	d, err := parseDuration(value)
+	switch {
+	case err == nil && d < 0:
+		return 0, ix.errAt(field, ErrNegativeDuration, "is %q; want a duration > 0 such as %q", value, example)
+	case err != nil || d == 0:
+		return 0, ix.errAt(field, nil, "is %q; want a duration > 0 such as %q", value, example)
+	}
+	return d, nil
+}
+
+func retryPolicy(ix *jsonIndex, field string, rp *retryPolicyJSON, e *Entry) (*retry.Retry, []codes.Code, error) {
+	bad := func(path string, format string, args ...any) (*retry.Retry, []codes.Code, error) {
+		return nil, nil, ix.errAt(field+path, nil, format, args...)
 	}
 	switch {
 	case rp.MaxAttempts == nil:
-		return bad("maxAttempts is missing; want an integer > 1")
+		return bad(".maxAttempts", "is missing; want an integer > 1")
 	case *rp.MaxAttempts <= 1:
-		return bad("maxAttempts is %d; want > 1", *rp.MaxAttempts)
+		return bad(".maxAttempts", "is %d; want > 1", *rp.MaxAttempts)
 	case rp.InitialBackoff == nil:
-		return bad("initialBackoff is missing; want a duration > 0 such as \"0.1s\"")
+		return bad(".initialBackoff", "is missing; want a duration > 0 such as \"0.1s\"")
 	case rp.MaxBackoff == nil:
-		return bad("maxBackoff is missing; want a duration > 0 such as \"1s\"")
+		return bad(".maxBackoff", "is missing; want a duration > 0 such as \"1s\"")
 	case rp.BackoffMultiplier == nil:
-		return bad("backoffMultiplier is missing; want a number > 0")
+		return bad(".backoffMultiplier", "is missing; want a number > 0")
 	case !(*rp.BackoffMultiplier > 0) || math.IsInf(*rp.BackoffMultiplier, 0):
-		return bad("backoffMultiplier is %v; want a finite number > 0", *rp.BackoffMultiplier)
+		return bad(".backoffMultiplier", "is %v; want a finite number > 0", *rp.BackoffMultiplier)
 	case len(rp.RetryableStatusCodes) == 0:
-		return bad("retryableStatusCodes is empty; want at least one code, e.g. [\"UNAVAILABLE\"]")
+		return bad(".retryableStatusCodes", "is empty; want at least one code, e.g. [\"UNAVAILABLE\"]")
 	}
-	initial, err := parseDuration(*rp.InitialBackoff)
-	if err != nil || initial <= 0 {
-		return bad("initialBackoff is %q; want a duration > 0 such as \"0.1s\"", *rp.InitialBackoff)
+	initial, err := duration(ix, field+".initialBackoff", *rp.InitialBackoff, "0.1s")
+	if err != nil {
+		return nil, nil, err
 	}
-	maxB, err := parseDuration(*rp.MaxBackoff)
-	if err != nil || maxB <= 0 {
-		return bad("maxBackoff is %q; want a duration > 0 such as \"1s\"", *rp.MaxBackoff)
+	maxB, err := duration(ix, field+".maxBackoff", *rp.MaxBackoff, "1s")
+	if err != nil {
+		return nil, nil, err
 	}
 	if maxB < initial {
-		return bad("maxBackoff %q is below initialBackoff %q; want maxBackoff ≥ initialBackoff", *rp.MaxBackoff, *rp.InitialBackoff)
+		return bad(".maxBackoff", "%q is below initialBackoff %q; want maxBackoff ≥ initialBackoff", *rp.MaxBackoff, *rp.InitialBackoff)
 	}
-	for i, code := range rp.RetryableStatusCodes {
-		if code == codes.OK || code > codes.Unauthenticated {
-			return bad("retryableStatusCodes[%d] is %v; want a status code other than OK", i, code)
-		}
+	cs, err := statusCodes(ix, field+".retryableStatusCodes", rp.RetryableStatusCodes)
+	if err != nil {
+		return nil, nil, err
 	}
 	// A6's backoff is initial·multiplier^(n−1) jittered; Backstop's GRPC strategy needs
 	// a multiplier ≥ 1, so a shrinking one (allowed by A6) holds the delay at initial.
@@ -388,45 +436,47 @@ func retryPolicy(field string, rp *retryPolicyJSON) (*retry.Retry, []codes.Code,
 		Strategy:    retry.GRPC{Multiplier: mult},
 	})
 	if err != nil {
-		return bad("%v", err)
+		return bad("", "is refused: %v", err)
 	}
-	return r, rp.RetryableStatusCodes, nil
+	e.MaxAttempts, e.RetryableCodes = *rp.MaxAttempts, cs
+	e.InitialBackoff, e.MaxBackoff, e.BackoffMultiplier = initial, maxB, *rp.BackoffMultiplier
+	return r, cs, nil
 }
 
 // hedgingPolicy builds the hedge of a methodConfig entry's hedgingPolicy.
-func hedgingPolicy(field string, hp *hedgingPolicyJSON) (*retry.Hedge, []codes.Code, error) {
-	bad := func(format string, args ...any) (*retry.Hedge, []codes.Code, error) {
-		return nil, nil, fmt.Errorf("%w: %s."+format, append([]any{ErrServiceConfig, field}, args...)...)
+func hedgingPolicy(ix *jsonIndex, field string, hp *hedgingPolicyJSON, e *Entry) (*retry.Hedge, []codes.Code, error) {
+	bad := func(path string, format string, args ...any) (*retry.Hedge, []codes.Code, error) {
+		return nil, nil, ix.errAt(field+path, nil, format, args...)
 	}
 	switch {
 	case hp.MaxAttempts == nil:
-		return bad("maxAttempts is missing; want an integer > 1")
+		return bad(".maxAttempts", "is missing; want an integer > 1")
 	case *hp.MaxAttempts <= 1:
-		return bad("maxAttempts is %d; want > 1", *hp.MaxAttempts)
+		return bad(".maxAttempts", "is %d; want > 1", *hp.MaxAttempts)
 	}
 	delay := time.Duration(-1) // A6's default: no delay, every attempt at once
 	if hp.HedgingDelay != nil {
 		d, err := parseDuration(*hp.HedgingDelay)
-		if err != nil || d < 0 {
-			return bad("hedgingDelay is %q; want a duration ≥ 0 such as \"0.05s\"", *hp.HedgingDelay)
+		switch {
+		case err == nil && d < 0:
+			return nil, nil, ix.errAt(field+".hedgingDelay", ErrNegativeDuration, "is %q; want a duration ≥ 0 such as \"0.05s\"", *hp.HedgingDelay)
+		case err != nil:
+			return bad(".hedgingDelay", "is %q; want a duration ≥ 0 such as \"0.05s\"", *hp.HedgingDelay)
 		}
+		e.HedgingDelay = d
 		if d > 0 {
 			delay = d
 		}
 	}
-	nonFatal := hp.NonFatalStatusCodes
-	for i, code := range nonFatal {
-		if code == codes.OK || code > codes.Unauthenticated {
-			return bad("nonFatalStatusCodes[%d] is %v; want a status code other than OK", i, code)
-		}
-	}
-	if nonFatal == nil {
-		nonFatal = []codes.Code{} // none: every failure is fatal
-	}
-	h, err := retry.NewHedge(retry.HedgeOptions{MaxAttempts: min(*hp.MaxAttempts, retry.MaxHedgeAttempts), Delay: delay})
+	nonFatal, err := statusCodes(ix, field+".nonFatalStatusCodes", hp.NonFatalStatusCodes)
 	if err != nil {
-		return bad("%v", err)
+		return nil, nil, err
 	}
+	h, err := retry.NewHedge(retry.HedgeOptions{MaxAttempts: min(*hp.MaxAttempts, retry.HedgeMaxAttemptsLimit), Delay: delay})
+	if err != nil {
+		return bad("", "is refused: %v", err)
+	}
+	e.MaxAttempts, e.RetryableCodes = *hp.MaxAttempts, nonFatal
 	return h, nonFatal, nil
 }
 

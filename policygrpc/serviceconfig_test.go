@@ -3,8 +3,10 @@ package policygrpc_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc/codes"
@@ -96,11 +98,13 @@ func TestParseServiceConfig_RefusesWhatA6Refuses(t *testing.T) {
 		{rp(strings.Replace(ok, `"backoffMultiplier": 2`, `"backoffMultiplier": 0`, 1)), "backoffMultiplier is 0"},
 		{rp(strings.Replace(ok, `["UNAVAILABLE"]`, `[]`, 1)), "retryableStatusCodes is empty"},
 		{rp(strings.Replace(ok, `["UNAVAILABLE"]`, `["OK"]`, 1)), "retryableStatusCodes[0] is OK"},
-		{rp(strings.Replace(ok, `["UNAVAILABLE"]`, `["NOT_A_CODE"]`, 1)), "invalid"},
+		{rp(strings.Replace(ok, `["UNAVAILABLE"]`, `["NOT_A_CODE"]`, 1)), `retryableStatusCodes[0] is "NOT_A_CODE"; want a gRPC status code`},
+		{rp(strings.Replace(ok, `["UNAVAILABLE"]`, `[17]`, 1)), `retryableStatusCodes[0] is 17; want`},
+		{rp(strings.Replace(ok, `"maxAttempts": 3`, `"maxAttempts": "3"`, 1)), `methodConfig[0].retryPolicy.maxAttempts is a JSON string; want an integer`},
 		{`{"methodConfig": [{"name": [{"method": "m"}]}]}`, "methodConfig[0].name[0] has method \"m\" but no service"},
 		{`{"methodConfig": [{"name": [{"service": "s"}]}, {"name": [{"service": "s"}]}]}`, "methodConfig[1].name[0] names \"s/\" again"},
 		{`{"methodConfig": [{"name": [{"service": "s"}], "timeout": "-1s"}]}`, "methodConfig[0].timeout is \"-1s\""},
-		{`{"methodConfig": [{"name": [{"service": "s"}], "hedgingPolicy": {"maxAttempts": 2}, "retryPolicy": {}}]}`, "retryPolicy and hedgingPolicy are both set"},
+		{`{"methodConfig": [{"name": [{"service": "s"}], "hedgingPolicy": {"maxAttempts": 2}, "retryPolicy": {}}]}`, "methodConfig[0].hedgingPolicy is set with retryPolicy"},
 		{`{"methodConfig": [{"name": [{"service": "s"}], "hedgingPolicy": {}}]}`, "methodConfig[0].hedgingPolicy.maxAttempts is missing"},
 		{`{"methodConfig": [{"name": [{"service": "s"}], "hedgingPolicy": {"maxAttempts": 1}}]}`, "hedgingPolicy.maxAttempts is 1"},
 		{`{"methodConfig": [{"name": [{"service": "s"}], "hedgingPolicy": {"maxAttempts": 2, "hedgingDelay": "-1s"}}]}`, "hedgingPolicy.hedgingDelay is \"-1s\""},
@@ -117,8 +121,75 @@ func TestParseServiceConfig_RefusesWhatA6Refuses(t *testing.T) {
 	}
 }
 
-// FuzzParseServiceConfig: any input either fails with ErrServiceConfig or gives a
-// config whose pipelines can be looked up for any method.
+// Every refusal names the line and column of the field at fault, and the rule it
+// breaks where tools tell it apart.
+func TestParseServiceConfig_ErrorsArePlaced(t *testing.T) {
+	const cfg = `{
+  "methodConfig": [{
+    "name": [{ "service": "s" }],
+    "retryPolicy": {
+      "maxAttempts": 3, "initialBackoff": "0.1s", "maxBackoff": "1s", "backoffMultiplier": 2,
+      "retryableStatusCodes": ["UNAVAILABLE", %s]
+    }%s
+  }]
+}`
+	for _, tt := range []struct {
+		code, timeout string
+		line, col     int
+		path          string
+		rule          error
+		want          string
+	}{
+		{`"NOT_A_CODE"`, "", 6, 47, "methodConfig[0].retryPolicy.retryableStatusCodes[1]", policygrpc.ErrStatusCode,
+			`policygrpc: invalid service config: line 6, column 47: methodConfig[0].retryPolicy.retryableStatusCodes[1] is "NOT_A_CODE"; ` +
+				`want a gRPC status code: a name such as "UNAVAILABLE", or its number 1–16`},
+		{`"OK"`, "", 6, 47, "methodConfig[0].retryPolicy.retryableStatusCodes[1]", policygrpc.ErrStatusCode, "is OK; want a status code other than OK"},
+		{`0`, "", 6, 47, "methodConfig[0].retryPolicy.retryableStatusCodes[1]", policygrpc.ErrStatusCode, "is OK"},
+		{`"ABORTED"`, `, "timeout": "-2s"`, 7, 8, "methodConfig[0].timeout", policygrpc.ErrNegativeDuration, `methodConfig[0].timeout is "-2s"; want a positive duration`},
+		{`"ABORTED"`, `, "timeout": 2`, 7, 19, "methodConfig[0].timeout", nil, `methodConfig[0].timeout is a JSON number; want a string`},
+		{`"ABORTED"`, `, "timeout": "2s",`, 8, 3, "", nil, "is not JSON: invalid character '}'"},
+	} {
+		_, err := policygrpc.ParseServiceConfig(fmt.Appendf(nil, cfg, tt.code, tt.timeout))
+		var ce *policygrpc.ServiceConfigError
+		if !errors.As(err, &ce) || !errors.Is(err, policygrpc.ErrServiceConfig) {
+			t.Fatalf("code %s, timeout %q: err = %v; want a *ServiceConfigError", tt.code, tt.timeout, err)
+		}
+		if ce.Line != tt.line || ce.Column != tt.col || ce.Path != tt.path || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("code %s, timeout %q: %v (at %d:%d, path %q); want %d:%d, %q, holding %q",
+				tt.code, tt.timeout, err, ce.Line, ce.Column, ce.Path, tt.line, tt.col, tt.path, tt.want)
+		}
+		if tt.rule != nil && !errors.Is(err, tt.rule) {
+			t.Errorf("code %s, timeout %q: %v does not match %v", tt.code, tt.timeout, err, tt.rule)
+		}
+		if strings.Contains(err.Error(), `"\"`) {
+			t.Errorf("%v quotes a value twice", err)
+		}
+	}
+
+	c, err := policygrpc.ParseServiceConfig(fmt.Appendf(nil, cfg, `"ABORTED"`, `, "timeout": "2s"`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := c.Entries()[0]
+	for _, tt := range []struct {
+		path      string
+		line, col int
+	}{
+		{e.Field, 2, 20}, {e.Field + ".timeout", 7, 8}, {e.Field + ".retryPolicy.maxAttempts", 5, 7},
+		{e.Field + ".retryPolicy.retryableStatusCodes[1]", 6, 47}, {e.Field + ".retryPolicy.nowhere", 4, 5}, {"retryThrottling", 1, 1},
+	} {
+		if l, col := c.Position(tt.path); l != tt.line || col != tt.col {
+			t.Errorf("Position(%q) = %d:%d; want %d:%d", tt.path, l, col, tt.line, tt.col)
+		}
+	}
+	if e.InitialBackoff != 100*time.Millisecond || e.MaxBackoff != time.Second || e.BackoffMultiplier != 2 || e.Timeout != 2*time.Second {
+		t.Errorf("entry = %+v; want the retryPolicy's backoff and the timeout as written", e)
+	}
+}
+
+// FuzzParseServiceConfig: any input either fails with a ServiceConfigError placed
+// inside the input, or gives a config whose pipelines can be looked up for any method
+// and whose entries are placed inside the input.
 func FuzzParseServiceConfig(f *testing.F) {
 	for _, s := range []string{
 		a6Example, `{}`, `null`, `[]`,
@@ -131,11 +202,21 @@ func FuzzParseServiceConfig(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		c, err := policygrpc.ParseServiceConfig([]byte(s))
+		lines := strings.Count(s, "\n") + 1
 		if err != nil {
-			if !errors.Is(err, policygrpc.ErrServiceConfig) {
-				t.Fatalf("ParseServiceConfig(%q) = %v; want ErrServiceConfig", s, err)
+			var ce *policygrpc.ServiceConfigError
+			if !errors.Is(err, policygrpc.ErrServiceConfig) || !errors.As(err, &ce) {
+				t.Fatalf("ParseServiceConfig(%q) = %v; want a ServiceConfigError", s, err)
+			}
+			if ce.Line < 0 || ce.Line > lines || (ce.Line > 0) != (ce.Column > 0) {
+				t.Fatalf("ParseServiceConfig(%q) = %v: placed at %d:%d, outside the input's %d lines", s, err, ce.Line, ce.Column, lines)
 			}
 			return
+		}
+		for _, e := range c.Entries() {
+			if l, col := c.Position(e.Field); l < 1 || l > lines || col < 1 {
+				t.Fatalf("ParseServiceConfig(%q): entry %s placed at %d:%d", s, e.Field, l, col)
+			}
 		}
 		for _, m := range []string{"/s/m", "/grpc.testing.TestService/EmptyCall", "", "/"} {
 			_ = c.Pipeline(m).String()

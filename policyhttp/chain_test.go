@@ -20,7 +20,7 @@ func retryingClient(t *testing.T) *http.Client {
 	t.Cleanup(base.CloseIdleConnections)
 	clock := policytest.NewClock(t0).AutoAdvance(true)
 	p := policy.MustWrap(retry.MustNew(retry.Options{MaxAttempts: 3, Clock: clock}))
-	return &http.Client{Transport: policyhttp.NewTransport(base, p)}
+	return &http.Client{Transport: policyhttp.NewTransport(base, p, policyhttp.Options{})}
 }
 
 // forward is a service that calls next with its own retrying client and answers with

@@ -33,7 +33,7 @@ func (e *StatusError) Error() string {
 // the time the response arrived, for Retry-After dates.
 type Classifier func(res *http.Response, now time.Time) error
 
-// DefaultClassifier is the judgement of [NewTransport] unless [WithClassifier] replaces it:
+// DefaultClassifier is the judgement of [NewTransport] unless Options.Classifier replaces it:
 //
 //	| status              | attempt error                     | retried | counts against a breaker |
 //	|---------------------|-----------------------------------|---------|--------------------------|

@@ -8,7 +8,7 @@
 //	if err != nil {
 //		return err
 //	}
-//	client := &http.Client{Transport: policyhttp.NewTransport(nil, p)}
+//	client := &http.Client{Transport: policyhttp.NewTransport(nil, p, Options{})}
 //
 // Each request is cloned per attempt; only idempotent requests (or those with an
 // Idempotency-Key) are retried; responses are judged by [DefaultClassifier]

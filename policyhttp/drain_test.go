@@ -126,7 +126,7 @@ func TestTransport_DrainGivesUpAfterDrainTimeout(t *testing.T) {
 func TestTransport_WithDrainTimeout(t *testing.T) {
 	first, h := slowFailure("x", 50*time.Millisecond) // 20 B/s
 	srv := newServer(t, h)
-	r := newRig(t, 2, policyhttp.WithDrainTimeout(-1))
+	r := newRig(t, 2, policyhttp.Options{DrainTimeout: -1})
 	res := r.do(t, get(t, srv.URL))
 	require.Equal(t, 200, res.StatusCode)
 	require.Equal(t, 2, srv.count())

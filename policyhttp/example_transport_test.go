@@ -32,7 +32,7 @@ func ExampleNewTransport() {
 	p := policy.MustWrap(retry.MustNew(retry.Options{MaxAttempts: 3, Clock: clock}))
 	tr := &http.Transport{}
 	defer tr.CloseIdleConnections()
-	client := &http.Client{Transport: policyhttp.NewTransport(tr, p)}
+	client := &http.Client{Transport: policyhttp.NewTransport(tr, p, policyhttp.Options{})}
 
 	res, err := client.Get(srv.URL)
 	if err != nil {

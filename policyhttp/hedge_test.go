@@ -59,7 +59,7 @@ func TestTransport_HedgeKeepsTheWinnersResponseAndClosesTheLosers(t *testing.T) 
 		late: map[int]*http.Response{1: reply(200, "from the slow first attempt")}} // arrives as it is cancelled
 	bodies := &policytest.Bodies{Next: g}
 	p := policy.MustWrap(retry.MustNewHedge(retry.HedgeOptions{Delay: 50 * time.Millisecond, Clock: clock}))
-	client := &http.Client{Transport: policyhttp.NewTransport(bodies, p)}
+	client := &http.Client{Transport: policyhttp.NewTransport(bodies, p, policyhttp.Options{})}
 
 	type result struct {
 		body string
@@ -92,7 +92,7 @@ func TestTransport_NeverHedgesARequestThatIsNotIdempotent(t *testing.T) {
 	clock := policytest.NewClock(t0).AutoAdvance(true)
 	g := &gated{started: make(chan int, 4), gates: map[int]chan *http.Response{}}
 	p := policy.MustWrap(retry.MustNewHedge(retry.HedgeOptions{Delay: -1, Clock: clock})) // all attempts at once
-	client := &http.Client{Transport: policyhttp.NewTransport(g, p)}
+	client := &http.Client{Transport: policyhttp.NewTransport(g, p, policyhttp.Options{})}
 	g.gate(1) <- reply(201, "created")
 	res, err := client.Post("http://backend.test/orders", "text/plain", strings.NewReader("one order"))
 	require.NoError(t, err)

@@ -36,58 +36,27 @@ const DefaultMaxDrain = 2 << 10
 // never waits on a failed attempt's body for longer than this.
 const DefaultDrainTimeout = 50 * time.Millisecond
 
-// An Option configures [NewTransport].
-type Option interface{ apply(*transport) }
-
-type optionFunc func(*transport)
-
-func (f optionFunc) apply(t *transport) { f(t) }
-
-// WithClassifier replaces [DefaultClassifier].
-func WithClassifier(c Classifier) Option {
-	return optionFunc(func(t *transport) {
-		if c != nil {
-			t.classify = c
-		}
-	})
-}
-
-// WithIdempotencyKeys makes the transport give POST and PATCH requests without an
-// Idempotency-Key header a fresh key, the same on every attempt, so they may be
-// retried. gen makes keys; nil means 128 random bits in hex. Use it only with servers
-// that honour the header.
-func WithIdempotencyKeys(gen func() string) Option {
-	if gen == nil {
-		gen = randomKey
-	}
-	return optionFunc(func(t *transport) { t.genKey = gen })
-}
-
-// WithMaxDrain sets how many bytes of a discarded response body are read before it is
-// closed; 0 means DefaultMaxDrain, negative means none.
-func WithMaxDrain(n int64) Option {
-	return optionFunc(func(t *transport) {
-		if n != 0 {
-			t.maxDrain = max(n, 0)
-		}
-	})
-}
-
-// WithDrainTimeout sets how long the transport may spend draining a discarded
-// response body before it closes it; 0 means DefaultDrainTimeout, negative means no
-// draining at all (every discarded body is closed at once).
-func WithDrainTimeout(d time.Duration) Option {
-	return optionFunc(func(t *transport) {
-		if d != 0 {
-			t.drainTimeout = max(d, 0)
-		}
-	})
-}
-
-// WithClock sets the clock that stamps responses for Retry-After dates and times the
-// draining of discarded bodies; nil means policy.SystemClock().
-func WithClock(c policy.Clock) Option {
-	return optionFunc(func(t *transport) { t.clock = policy.ClockOr(c) })
+// Options configure [NewTransport]. The zero value is valid: DefaultClassifier, no
+// idempotency keys, DefaultMaxDrain and DefaultDrainTimeout, the system clock.
+type Options struct {
+	// Classifier judges each attempt's response; nil means [DefaultClassifier].
+	Classifier Classifier
+	// IdempotencyKeys makes the transport give POST and PATCH requests without an
+	// Idempotency-Key header a fresh key, the same on every attempt, so they may be
+	// retried. Use it only with servers that honour the header.
+	IdempotencyKeys bool
+	// NewKey makes those keys; nil means 128 random bits in hex.
+	NewKey func() string
+	// MaxDrain is how many bytes of a discarded response body are read before it is
+	// closed; 0 means DefaultMaxDrain, negative means none.
+	MaxDrain int64
+	// DrainTimeout is how long the transport may spend draining a discarded response
+	// body before it closes it; 0 means DefaultDrainTimeout, negative means no
+	// draining at all (every discarded body is closed at once).
+	DrainTimeout time.Duration
+	// Clock stamps responses for Retry-After dates and times the draining of
+	// discarded bodies; nil means policy.SystemClock().
+	Clock policy.Clock
 }
 
 func randomKey() string {
@@ -119,8 +88,8 @@ type transport struct {
 //   - The request body is closed, even on errors. It is sent again on a retry only if
 //     req.GetBody can rewind it; a request with a body and no GetBody gets one attempt.
 //   - Every discarded attempt's response body is drained and closed. The drain is
-//     bounded in bytes ([DefaultMaxDrain], see [WithMaxDrain]), in time
-//     ([DefaultDrainTimeout], see [WithDrainTimeout]) and by the call's context: a body
+//     bounded in bytes ([DefaultMaxDrain], see Options.MaxDrain), in time
+//     ([DefaultDrainTimeout], see Options.DrainTimeout) and by the call's context: a body
 //     that does not end within them is closed with its connection, and the call goes on.
 //   - A 101 Switching Protocols response (a WebSocket or other upgrade) is final: it is
 //     never retried, whatever the classifier says, and its Body is the connection, an
@@ -130,9 +99,9 @@ type transport struct {
 //     before any switch (a 503) is retried as any GET.
 //
 // Only idempotent requests are retried: GET, HEAD, OPTIONS, TRACE, PUT, DELETE, and
-// any request carrying an Idempotency-Key header (see [WithIdempotencyKeys]). Others
+// any request carrying an Idempotency-Key header (see Options.IdempotencyKeys). Others
 // get exactly one attempt. Responses are judged by [DefaultClassifier] unless
-// [WithClassifier] replaces it.
+// Options.Classifier replaces it.
 //
 // Every request made under a retry owner carries [callpath.HeaderAttempt], so that
 // servers downstream (see [Middleware]) fail fast rather than retry again: the attempt
@@ -141,16 +110,26 @@ type transport struct {
 // not forwarded, so the next server does not shed a first attempt as a retry). A
 // request made under no owner carries no attempt header, even if the caller set one. The deadlines of p bound the reading of the returned body too: they are
 // released when the body is closed, so close it.
-func NewTransport(next http.RoundTripper, p *policy.Pipeline, opts ...Option) http.RoundTripper {
+func NewTransport(next http.RoundTripper, p *policy.Pipeline, o Options) http.RoundTripper {
 	if next == nil {
 		next = http.DefaultTransport
 	}
 	t := &transport{next: next, p: p, classify: DefaultClassifier, maxDrain: DefaultMaxDrain,
-		drainTimeout: DefaultDrainTimeout, clock: policy.SystemClock()}
-	for _, o := range opts {
-		if o != nil {
-			o.apply(t)
+		drainTimeout: DefaultDrainTimeout, clock: policy.ClockOr(o.Clock)}
+	if o.Classifier != nil {
+		t.classify = o.Classifier
+	}
+	if o.IdempotencyKeys {
+		t.genKey = o.NewKey
+		if t.genKey == nil {
+			t.genKey = randomKey
 		}
+	}
+	if o.MaxDrain != 0 {
+		t.maxDrain = max(o.MaxDrain, 0)
+	}
+	if o.DrainTimeout != 0 {
+		t.drainTimeout = max(o.DrainTimeout, 0)
 	}
 	return t
 }

@@ -94,7 +94,7 @@ type rig struct {
 	bodies *policytest.Bodies
 }
 
-func newRig(t *testing.T, maxAttempts int, opts ...policyhttp.Option) *rig {
+func newRig(t *testing.T, maxAttempts int, o ...policyhttp.Options) *rig {
 	t.Helper()
 	base := &http.Transport{}
 	t.Cleanup(base.CloseIdleConnections)
@@ -102,8 +102,12 @@ func newRig(t *testing.T, maxAttempts int, opts ...policyhttp.Option) *rig {
 	p := policy.MustWrap(retry.MustNew(retry.Options{MaxAttempts: maxAttempts, Clock: clock, Rand: zeroRand{}}))
 	bodies := &policytest.Bodies{Next: base}
 	drains := policytest.NewClock(t0)
-	opts = append([]policyhttp.Option{policyhttp.WithClock(drains)}, opts...)
-	return &rig{client: &http.Client{Transport: policyhttp.NewTransport(bodies, p, opts...)}, clock: clock, drains: drains, bodies: bodies}
+	var opts policyhttp.Options
+	if len(o) > 0 {
+		opts = o[0]
+	}
+	opts.Clock = drains
+	return &rig{client: &http.Client{Transport: policyhttp.NewTransport(bodies, p, opts)}, clock: clock, drains: drains, bodies: bodies}
 }
 
 type zeroRand struct{}
@@ -203,7 +207,7 @@ func TestTransport_Idempotency(t *testing.T) {
 	t.Run("generated keys", func(t *testing.T) {
 		srv := newServer(t, status(503))
 		n := 0
-		r := newRig(t, 2, policyhttp.WithIdempotencyKeys(func() string { n++; return fmt.Sprint("gen-", n) }))
+		r := newRig(t, 2, policyhttp.Options{IdempotencyKeys: true, NewKey: func() string { n++; return fmt.Sprint("gen-", n) }})
 		r.do(t, post(t, srv.URL, ""))
 		require.Equal(t, []string{"gen-1", "gen-1"}, srv.header(policyhttp.HeaderIdempotencyKey))
 		r.do(t, get(t, srv.URL))
@@ -211,7 +215,7 @@ func TestTransport_Idempotency(t *testing.T) {
 	})
 	t.Run("random generated keys", func(t *testing.T) {
 		srv := newServer(t, status(503))
-		r := newRig(t, 2, policyhttp.WithIdempotencyKeys(nil))
+		r := newRig(t, 2, policyhttp.Options{IdempotencyKeys: true})
 		r.do(t, post(t, srv.URL, ""))
 		keys := srv.header(policyhttp.HeaderIdempotencyKey)
 		require.Len(t, keys[0], 32)
@@ -260,7 +264,7 @@ func TestTransport_NoPipelineRetryNoAttemptHeader(t *testing.T) {
 	srv := newServer(t, status(200))
 	base := &http.Transport{}
 	defer base.CloseIdleConnections()
-	c := &http.Client{Transport: policyhttp.NewTransport(base, policy.MustWrap())}
+	c := &http.Client{Transport: policyhttp.NewTransport(base, policy.MustWrap(), policyhttp.Options{})}
 	res, err := c.Get(srv.URL)
 	require.NoError(t, err)
 	res.Body.Close()
@@ -274,7 +278,7 @@ func TestTransport_OpenBreakerSendsNothing(t *testing.T) {
 	b.ForceOpen()
 	base := &http.Transport{}
 	defer base.CloseIdleConnections()
-	c := &http.Client{Transport: policyhttp.NewTransport(base, policy.MustWrap(b, retry.MustNew(retry.Options{})))}
+	c := &http.Client{Transport: policyhttp.NewTransport(base, policy.MustWrap(b, retry.MustNew(retry.Options{})), policyhttp.Options{})}
 	closes := new(atomic.Int64)
 	body := policytest.CountCloses(io.NopCloser(strings.NewReader("x")), closes)
 	req, _ := http.NewRequest("PUT", srv.URL, body)
@@ -289,7 +293,7 @@ func TestTransport_BreakerCountsServerFailuresNotClientFaults(t *testing.T) {
 	b := breaker.MustNew("api", breaker.Options{ConsecutiveFailures: 2})
 	base := &http.Transport{}
 	defer base.CloseIdleConnections()
-	c := &http.Client{Transport: policyhttp.NewTransport(base, policy.MustWrap(b))}
+	c := &http.Client{Transport: policyhttp.NewTransport(base, policy.MustWrap(b), policyhttp.Options{})}
 	for _, code := range []int{404, 429, 400, 404} {
 		res, err := c.Get(newServer(t, status(code)).URL)
 		require.NoError(t, err)
@@ -411,7 +415,7 @@ func TestTransport_BreakerInsideRetryReturnsTheLastResponse(t *testing.T) {
 	defer base.CloseIdleConnections()
 	clock := policytest.NewClock(t0).AutoAdvance(true)
 	p := policy.MustWrap(retry.MustNew(retry.Options{MaxAttempts: 4, Clock: clock}), b)
-	c := &http.Client{Transport: policyhttp.NewTransport(base, p)}
+	c := &http.Client{Transport: policyhttp.NewTransport(base, p, policyhttp.Options{})}
 	res, err := c.Get(srv.URL)
 	require.NoError(t, err)
 	defer res.Body.Close()
@@ -427,7 +431,7 @@ func TestTransport_MaxDrain(t *testing.T) {
 		w.WriteHeader(503)
 		_, _ = io.WriteString(w, big)
 	})
-	r := newRig(t, 2, policyhttp.WithMaxDrain(-1))
+	r := newRig(t, 2, policyhttp.Options{MaxDrain: -1})
 	res := r.do(t, get(t, srv.URL))
 	require.Equal(t, 503, res.StatusCode)
 	require.Equal(t, int64(1), r.bodies.Closed(), "the discarded body is closed without being read")

@@ -68,13 +68,13 @@ func upgradeRequest(t *testing.T, url string) *http.Request {
 
 // upgradeClient is a client whose transport runs a 3-attempt retrying pipeline over
 // net/http's own transport (policytest.Bodies would hide the connection's Write).
-func upgradeClient(t *testing.T, opts ...policyhttp.Option) *http.Client {
+func upgradeClient(t *testing.T, opts policyhttp.Options) *http.Client {
 	t.Helper()
 	base := &http.Transport{}
 	t.Cleanup(base.CloseIdleConnections)
 	clock := policytest.NewClock(t0).AutoAdvance(true)
 	p := policy.MustWrap(retry.MustNew(retry.Options{MaxAttempts: 3, Clock: clock, Rand: zeroRand{}}))
-	return &http.Client{Transport: policyhttp.NewTransport(base, p, opts...)}
+	return &http.Client{Transport: policyhttp.NewTransport(base, p, opts)}
 }
 
 func do(t *testing.T, c *http.Client, req *http.Request) *http.Response {
@@ -103,7 +103,7 @@ func echo(t *testing.T, res *http.Response, msg string) {
 // retrying pipeline hands back the switched connection, readable and writable.
 func TestTransport_UpgradeBodyIsTheConnection(t *testing.T) {
 	srv := newEchoServer(t)
-	res := do(t, upgradeClient(t), upgradeRequest(t, srv.URL))
+	res := do(t, upgradeClient(t, policyhttp.Options{}), upgradeRequest(t, srv.URL))
 	echo(t, res, "ping\n")
 	echo(t, res, "and again\n")
 	require.NoError(t, res.Body.Close())
@@ -115,9 +115,9 @@ func TestTransport_UpgradeBodyIsTheConnection(t *testing.T) {
 // drain it, which would wait for the other side to speak): the 101 is the answer.
 func TestTransport_NeverRetriesAnUpgrade(t *testing.T) {
 	srv := newEchoServer(t)
-	c := upgradeClient(t, policyhttp.WithClassifier(func(*http.Response, time.Time) error {
+	c := upgradeClient(t, policyhttp.Options{Classifier: func(*http.Response, time.Time) error {
 		return fault.Retryable(errors.New("every response fails"))
-	}))
+	}})
 	res := do(t, c, upgradeRequest(t, srv.URL))
 	require.Equal(t, int64(1), srv.handshakes.Load(), "handshakes")
 	echo(t, res, "ping\n")
@@ -134,7 +134,7 @@ func TestTransport_NeverHedgesAnUpgrade(t *testing.T) {
 	clock := policytest.NewClock(t0).AutoAdvance(true)
 	g := &gated{started: make(chan int, 4), gates: map[int]chan *http.Response{}}
 	p := policy.MustWrap(retry.MustNewHedge(retry.HedgeOptions{Delay: -1, Clock: clock})) // all attempts at once
-	client := &http.Client{Transport: policyhttp.NewTransport(g, p)}
+	client := &http.Client{Transport: policyhttp.NewTransport(g, p, policyhttp.Options{})}
 	g.gate(1) <- &http.Response{StatusCode: http.StatusSwitchingProtocols, Header: http.Header{}, Body: &conn{}}
 	res, err := client.Do(upgradeRequest(t, "http://backend.test/ws"))
 	require.NoError(t, err)

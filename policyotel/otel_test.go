@@ -127,7 +127,7 @@ func TestObserver_SuppressionBreakerAndShed(t *testing.T) {
 	_ = bp.Do(ctx, func(context.Context) error { return errDown })
 	require.ErrorIs(t, bp.Do(ctx, func(context.Context) error { return nil }), policy.ErrRejected)
 
-	s := shed.MustNew(shed.Options{Name: "api", Limit: 1, MaxQueue: -1, Rand: policytest.NewRand(0)})
+	s := shed.MustNew(shed.Options{Name: "api", Limit: shed.LimitOptions{Fixed: 1}, Queue: shed.QueueOptions{Max: -1}, Rand: policytest.NewRand(0)})
 	held, _ := s.Admit(context.Background(), shed.PriorityDefault)
 	sp := policy.MustWrap(s).With(policy.Name("consumer"), policy.Observe(obs))
 	_ = sp.Do(ctx, func(context.Context) error { return nil })
@@ -185,7 +185,7 @@ func TestNew_NeedsAMeterProvider(t *testing.T) {
 func TestObserver_BudgetAndShedderGauges(t *testing.T) {
 	obs, reader, _, _ := setup(t)
 	b := budget.MustNewTokenBucket(10, 0.1)
-	s := shed.MustNew(shed.Options{Name: "api", Limit: 4, MaxQueue: -1})
+	s := shed.MustNew(shed.Options{Name: "api", Limit: shed.LimitOptions{Fixed: 4}, Queue: shed.QueueOptions{Max: -1}})
 	require.NoError(t, obs.AddBudget("orders", b))
 	require.NoError(t, obs.AddShedder("api", s))
 	require.Error(t, obs.AddBudget("orders", b), "a name added twice")

@@ -1,39 +1,12 @@
-// Package redeliver decides what a queue consumer or background worker does with a
-// message or job that failed: redeliver it after a growing, jittered delay worked out
-// from its delivery count, or send it to a dead-letter queue — at once for a
-// permanent error, after MaxDeliveries otherwise. Queues give no exponential backoff of
-// their own (an SQS visibility timeout, a JetStream redelivery, are fixed): the
-// consumer must ask for each delay, and this package says which.
-//
-// It is pure logic, with no broker: adapters (redeliver/jetstream, redeliver/sqs) apply its
-// [Decision]s. It is deterministic given its random source.
-//
-// # Defaults
-//
-// Jobs can wait far longer than interactive calls, so the defaults are job-sized:
-//
-//	| setting       | default | meaning                                             |
-//	|---------------|---------|-----------------------------------------------------|
-//	| Base          | 10 s    | the first redelivery's backoff window               |
-//	| Cap           | 15 min  | no redelivery waits longer (before a server's hint) |
-//	| Strategy      | Full    | uniform in [0, min(Cap, Base·2^(n−1))), as retry    |
-//	| MaxDeliveries | 5       | the fifth failed delivery dead-letters the message  |
-//	| MaxDelay      | none    | SQSMaxDelay (12 h) when the target is SQS           |
-//
-// Unlike package retry's allow-list, which suits interactive calls, a job is retried
-// whatever its error unless the error is marked fault.Permanent (or Options.ShouldRetry
-// says no): a job that fails for an unknown reason is worth another try later. A
-// fault.After or fault.Pushback hint sets the least delay.
 package redeliver
 
 import (
 	"errors"
-	"fmt"
 	"sync/atomic"
 	"time"
 
 	"github.com/backstop-go/backstop/fault"
-
+	"github.com/backstop-go/backstop/internal/check"
 	"github.com/backstop-go/backstop/policy"
 	"github.com/backstop-go/backstop/retry"
 )
@@ -71,7 +44,7 @@ type Decision struct {
 	Reason string
 }
 
-// Options configure a [Policy]. The zero value is valid: see the package defaults.
+// Options configure a [Schedule]. The zero value is valid: see the package defaults.
 type Options struct {
 	// Base and Cap bound the backoff as in package retry; 0 means DefaultBase (10 s)
 	// and DefaultCap (15 min).
@@ -93,9 +66,9 @@ type Options struct {
 	Rand policy.Rand
 }
 
-// Policy decides redeliveries. It holds its options and counts its decisions: it is
+// Schedule decides redeliveries. It holds its options and counts its decisions: it is
 // safe for concurrent use. Build it with [New].
-type Policy struct {
+type Schedule struct {
 	o Options
 	r policy.Rand
 
@@ -113,7 +86,7 @@ var delayBounds = [...]time.Duration{time.Second, 10 * time.Second, time.Minute,
 // 1 min, 5 min, 15 min, 1 h, 12 h. The slice is a copy.
 func DelayBounds() []time.Duration { return append([]time.Duration(nil), delayBounds[:]...) }
 
-// Counts are a Policy's decisions so far, for metrics (package metrics exports them
+// Counts are a Schedule's decisions so far, for metrics (package metrics exports them
 // with AddRedeliver).
 type Counts struct {
 	Deliveries uint64 // every delivery decided: succeeded, redelivered or dead-lettered
@@ -126,9 +99,9 @@ type Counts struct {
 	DelaySum time.Duration // the sum of the redeliveries' delays
 }
 
-// Counts returns the Policy's decisions so far. The fields are read one by one, so a
+// Counts returns the Schedule's decisions so far. The fields are read one by one, so a
 // decision made meanwhile may show in some and not yet in others.
-func (p *Policy) Counts() Counts {
+func (p *Schedule) Counts() Counts {
 	c := Counts{Deliveries: p.deliveries.Load(), Permanent: p.permanent.Load(), Exhausted: p.exhausted.Load(),
 		Retries: make([]uint64, len(p.delays)), DelaySum: time.Duration(p.delaySum.Load())}
 	var total uint64
@@ -139,11 +112,9 @@ func (p *Policy) Counts() Counts {
 	return c
 }
 
-// New returns a Policy, or an error matching ErrInvalidOptions that names the field.
-func New(o Options) (*Policy, error) {
-	bad := func(format string, args ...any) (*Policy, error) {
-		return nil, fmt.Errorf("%w: "+format, append([]any{ErrInvalidOptions}, args...)...)
-	}
+// New returns a Schedule, or an error matching ErrInvalidOptions that names the field.
+func New(o Options) (*Schedule, error) {
+	bad := check.Invalid[*Schedule](ErrInvalidOptions)
 	switch {
 	case o.Base < 0:
 		return bad("Base is %v; want > 0, or 0 for the default %v", o.Base, DefaultBase)
@@ -169,11 +140,11 @@ func New(o Options) (*Policy, error) {
 	if o.Strategy == nil {
 		o.Strategy = retry.Full{}
 	}
-	return &Policy{o: o, r: policy.RandOr(o.Rand)}, nil
+	return &Schedule{o: o, r: policy.RandOr(o.Rand)}, nil
 }
 
 // MustNew is like [New] but panics on bad options.
-func MustNew(o Options) *Policy {
+func MustNew(o Options) *Schedule {
 	p, err := New(o)
 	if err != nil {
 		panic(err)
@@ -182,11 +153,11 @@ func MustNew(o Options) *Policy {
 }
 
 // MaxDeliveries returns how many deliveries may fail before a message is dead-lettered.
-func (p *Policy) MaxDeliveries() int { return p.o.MaxDeliveries }
+func (p *Schedule) MaxDeliveries() int { return p.o.MaxDeliveries }
 
 // Decide says what to do with delivery number deliveries (1-based: the first delivery
 // is 1) that ended with err.
-func (p *Policy) Decide(deliveries int, err error) Decision {
+func (p *Schedule) Decide(deliveries int, err error) Decision {
 	p.deliveries.Add(1)
 	if err == nil {
 		return Decision{Reason: ReasonSuccess}
@@ -223,7 +194,7 @@ func (p *Policy) Decide(deliveries int, err error) Decision {
 	return Decision{Retry: true, Delay: d, Reason: ReasonRetry}
 }
 
-func (p *Policy) isPermanent(err error) bool {
+func (p *Schedule) isPermanent(err error) bool {
 	if p.o.ShouldRetry != nil {
 		return !p.o.ShouldRetry(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/backstop-go/backstop/internal/check"
 	"github.com/backstop-go/backstop/policy"
 )
 
@@ -67,6 +68,6 @@ func (r *Retry) ExplainStage() policy.Stage {
 	}
 	st := policy.Stage{Summary: b.String(), Attempts: r.max, Sleeps: Schedule(r.strategy, r.max, r.base, r.cap)}
 	st.MoreSleeps = max(r.max-1-len(st.Sleeps), 0)
-	st.MaxHint = addSat(r.maxHint, r.maxHint/2) // a hint plus its upward jitter
+	st.MaxHint = check.AddSat(r.maxHint, r.maxHint/2) // a hint plus its upward jitter
 	return st
 }

@@ -19,9 +19,9 @@ import (
 const (
 	DefaultHedgeMaxAttempts = 2
 	DefaultHedgeDelay       = 2 * time.Second
-	// MaxHedgeAttempts bounds HedgeOptions.MaxAttempts, as gRFC A6 bounds a hedging
+	// HedgeMaxAttemptsLimit is the most HedgeOptions.MaxAttempts may be, as gRFC A6 bounds a hedging
 	// policy's maxAttempts: more attempts in flight than that only add load.
-	MaxHedgeAttempts = 5
+	HedgeMaxAttemptsLimit = 5
 )
 
 // ReasonHedge is the Reason of the retry_scheduled event that reports a hedged attempt.
@@ -97,9 +97,9 @@ func NewHedge(o HedgeOptions) (*Hedge, error) {
 	switch {
 	case h.max == 0:
 		h.max = DefaultHedgeMaxAttempts
-	case h.max < 2 || h.max > MaxHedgeAttempts:
+	case h.max < 2 || h.max > HedgeMaxAttemptsLimit:
 		return nil, fmt.Errorf("%w: HedgeOptions.MaxAttempts is %d; want 2 to %d, or 0 for the default %d",
-			ErrInvalidOptions, h.max, MaxHedgeAttempts, DefaultHedgeMaxAttempts)
+			ErrInvalidOptions, h.max, HedgeMaxAttemptsLimit, DefaultHedgeMaxAttempts)
 	}
 	switch {
 	case h.delay == 0:
@@ -177,11 +177,11 @@ func (r *hedger) Run(ctx context.Context, fn policy.Func) error {
 	}
 	results := make(chan outcome, h.max) // never blocks an attempt: nothing outlives the call
 	rctx, race := callpath.WithRace(ctx)
-	var taken [MaxHedgeAttempts + 1]int64
-	var leased [MaxHedgeAttempts + 1]bool
+	var taken [HedgeMaxAttemptsLimit + 1]int64
+	var leased [HedgeMaxAttemptsLimit + 1]bool
 	// Each attempt has a context of its own: the losers' are cancelled, the winner's
 	// lives on until the caller's Releaser says (its result may be read after Run).
-	var cancels [MaxHedgeAttempts + 1]context.CancelFunc
+	var cancels [HedgeMaxAttemptsLimit + 1]context.CancelFunc
 	winner := 0
 	defer func() {
 		for n, cancel := range cancels {

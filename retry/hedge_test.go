@@ -126,7 +126,7 @@ func TestHedge_ANonFatalFailureStartsTheNextAtOnceAFatalOneEndsTheCall(t *testin
 
 func TestHedge_TheBudgetPaysForEveryExtraAttempt(t *testing.T) {
 	clock := policytest.NewClock(t0)
-	q := budget.MustNewQuota(budget.QuotaOptions{Tokens: 10})
+	q := budget.MustNewRetryQuota(budget.RetryQuotaOptions{Tokens: 10})
 	p := policy.MustWrap(q, retry.MustNewHedge(retry.HedgeOptions{MaxAttempts: 5, Delay: time.Second, Clock: clock}))
 	b := newBackend()
 	done := make(chan error)
@@ -192,7 +192,7 @@ func TestHedge_OrderingRules(t *testing.T) {
 	_, err := policy.Wrap(h, retry.MustNew(retry.Options{})) //backstopvet:ignore wraporder (the test checks the refusal)
 	require.ErrorIs(t, err, policy.ErrOrder)
 	require.ErrorContains(t, err, "O2")
-	_, err = policy.Wrap(deadline.MustNew(time.Second), budget.MustNewQuota(budget.QuotaOptions{}), h, deadline.MustPerAttempt(100*time.Millisecond))
+	_, err = policy.Wrap(deadline.MustNew(time.Second), budget.MustNewRetryQuota(budget.RetryQuotaOptions{}), h, deadline.MustPerAttempt(100*time.Millisecond))
 	require.NoError(t, err, "a deadline and a budget outside, a per-attempt timeout inside")
 	_, err = policy.Wrap(deadline.MustPerAttempt(time.Second), h) //backstopvet:ignore wraporder (the test checks the refusal)
 	require.ErrorIs(t, err, policy.ErrOrder, "O3: the per-attempt timeout stands inside")

@@ -2,15 +2,12 @@ package retry
 
 import (
 	"context"
-	"fmt"
-	"math"
 	"time"
 
 	"github.com/backstop-go/backstop/callpath"
-	"github.com/backstop-go/backstop/fault"
-
 	"github.com/backstop-go/backstop/event"
-
+	"github.com/backstop-go/backstop/fault"
+	"github.com/backstop-go/backstop/internal/check"
 	"github.com/backstop-go/backstop/policy"
 )
 
@@ -82,9 +79,7 @@ type Retry struct {
 // New returns a Retry with o's zero fields set to their defaults, or an error matching
 // ErrInvalidOptions that names the bad field.
 func New(o Options) (*Retry, error) {
-	bad := func(format string, args ...any) (*Retry, error) {
-		return nil, fmt.Errorf("%w: "+format, append([]any{ErrInvalidOptions}, args...)...)
-	}
+	bad := check.Invalid[*Retry](ErrInvalidOptions)
 	r := &Retry{max: o.MaxAttempts, base: o.Base, cap: o.Cap, maxHint: o.MaxHintDelay, minAttempt: o.MinAttemptTime,
 		strategy: o.Strategy, should: o.ShouldRetry, clock: policy.ClockOr(o.Clock), rand: policy.RandOr(o.Rand)}
 	switch {
@@ -279,10 +274,10 @@ func (l *runner) Run(ctx context.Context, fn policy.Func) error {
 					// time: spread them over twice as wide.
 					spread = hint
 				}
-				delay = max(delay, addSat(hint, time.Duration(l.r.rand.Float64()*float64(spread))))
+				delay = max(delay, check.AddSat(hint, time.Duration(l.r.rand.Float64()*float64(spread))))
 			}
 		}
-		if dl, ok := ctx.Deadline(); ok && !l.r.clock.Now().Add(addSat(delay, l.minAttempt)).Before(dl) {
+		if dl, ok := ctx.Deadline(); ok && !l.r.clock.Now().Add(check.AddSat(delay, l.minAttempt)).Before(dl) {
 			return l.giveUp(ctx, n, ErrDeadline, err, event.SuppressedDeadline)
 		}
 		if lease != nil {
@@ -297,15 +292,6 @@ func (l *runner) Run(ctx context.Context, fn policy.Func) error {
 			return l.giveUp(ctx, n, ctxCause(ctx), err, "")
 		}
 	}
-}
-
-// addSat returns a+b for non-negative durations, saturating at the largest duration
-// instead of overflowing.
-func addSat(a, b time.Duration) time.Duration {
-	if a > math.MaxInt64-b {
-		return math.MaxInt64
-	}
-	return a + b
 }
 
 // attempt runs attempt n and reports it.

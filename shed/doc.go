@@ -24,13 +24,14 @@
 //     says nothing about this server's load), and a window that used less than half
 //     the limit, or did not fill it, changes nothing.
 //
-// Options.Limit fixes the limit instead.
+// Options.Limit.Fixed fixes the limit instead. The adaptive limit's settings are the
+// fields of Options.Limit ([LimitOptions]):
 //
 //	| setting         | default | meaning                                   |
 //	|-----------------|---------|-------------------------------------------|
-//	| InitialLimit    | 20      | limit before any measurement              |
-//	| MinLimit        | 4       | never below                               |
-//	| MaxLimit        | 1000    | never above                               |
+//	| Initial         | 20      | limit before any measurement              |
+//	| Min             | 4       | never below                               |
+//	| Max             | 1000    | never above                               |
 //	| Smoothing       | 0.7     | how far a congested window moves the limit|
 //	| Tolerance       | 1.5     | latency rise tolerated over the baseline  |
 //	| Headroom        | 4       | least growth of a full window             |
@@ -59,7 +60,7 @@
 //
 // # Queue
 //
-// A request that finds no free slot waits in a short queue (MaxQueue 64) timed in the
+// A request that finds no free slot waits in a short queue (Options.Queue.Max 64) timed in the
 // manner of CoDel, as Facebook describes in "Fail at Scale": it waits at most 100 ms,
 // but once a standing queue exists (the queue has not been empty for 100 ms) only 5 ms,
 // and the newest request is served first (LIFO), since the oldest are the likeliest to
@@ -80,10 +81,10 @@
 //
 // # Options that meet
 //
-// Defaults give way to the values set: MaxLimit 10 alone starts the limit at 10,
-// MinLimit 50 alone at 50, QueueTarget 200 ms alone raises the interval to 200 ms.
+// Defaults give way to the values set: Limit.Max 10 alone starts the limit at 10,
+// Limit.Min 50 alone at 50, Queue.Target 200 ms alone raises the interval to 200 ms.
 // Values set that contradict each other are refused with an error naming them, and so
-// is a fixed Limit together with any field of the adaptive limit.
+// is Limit.Fixed together with any field of the adaptive limit.
 //
 // # Rejections
 //
@@ -94,7 +95,7 @@
 // second, a client that comes back each second waits 1 / (1 − ρ) s on average — 1 s
 // while under a third are refused, 2 s at half, 10 s at 90 % — back to 1 s after a
 // calm second. It is sent as a whole number of seconds drawn uniformly from
-// [base, base + ⌈base/2⌉], never above MaxRetryAfter (30 s) jitter included (1 or 2
+// [base, base + ⌈base/2⌉], never above Refusal.MaxRetryAfter (30 s) jitter included (1 or 2
 // at base 1 s; 16…24 at 16 s), so that rejected clients do not return together:
 // 1 000 clients refused over one second come back with a peak of about 1.2× the mean
 // per 100 ms (BenchmarkRetryAfterSpread).

@@ -14,7 +14,7 @@ import (
 // With 2 slots, a first attempt is admitted while a retry, which may use only 75 % of
 // the limit, is answered at once with 429 and a Retry-After.
 func ExampleMiddleware() {
-	s, err := shed.New(shed.Options{Limit: 2, MaxQueue: -1, Rand: pinned(0)})
+	s, err := shed.New(shed.Options{Limit: shed.LimitOptions{Fixed: 2}, Queue: shed.QueueOptions{Max: -1}, Rand: pinned(0)})
 	if err != nil {
 		panic(err)
 	}

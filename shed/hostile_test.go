@@ -23,7 +23,7 @@ func (blockingBody) Close() error               { return nil }
 // TestHostile_SlowBodyIsAnsweredWithoutReading: a refused request whose body never
 // arrives is answered at once: the shedder never reads a body.
 func TestHostile_SlowBodyIsAnsweredWithoutReading(t *testing.T) {
-	s := shed.MustNew(shed.Options{Limit: 1, MaxQueue: -1})
+	s := shed.MustNew(shed.Options{Limit: shed.LimitOptions{Fixed: 1}, Queue: shed.QueueOptions{Max: -1}})
 	held, _ := s.Admit(context.Background(), shed.PriorityDefault)
 	defer held.Release()
 	body := blockingBody{done: make(chan struct{})}

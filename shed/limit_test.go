@@ -32,7 +32,7 @@ type server struct {
 
 func newServer(t *testing.T, o shed.Options, latency func(int) time.Duration) *server {
 	clock := policytest.NewClock(t0)
-	o.Clock, o.MaxQueue = clock, -1
+	o.Clock, o.Queue.Max = clock, -1
 	return &server{t: t, s: shed.MustNew(o), clock: clock, latency: latency, start: clock.Now()}
 }
 

@@ -56,7 +56,7 @@ func (s *Shedder) briefMillis(r Reason) int {
 	if s.pressure.current(s.clock.Now(), s.admitted.Load()) > 1 {
 		return 0
 	}
-	est := s.opts.QueueInterval
+	est := s.opts.Queue.Interval
 	if s.adaptive != nil {
 		if b := s.adaptive.baseline(); b > 0 {
 			est = 2 * b
@@ -83,7 +83,7 @@ func retryAfterValue(secs int) []string {
 }
 
 // Middleware admits requests to next through s and answers the rest at once, never
-// reading their bodies: status 429 (or Options.RejectStatus 503; 503 for an open
+// reading their bodies: status 429 (or Options.Refusal.Status 503; 503 for an open
 // Options.Breaker), a Retry-After in whole seconds, callpath.HeaderRefused with the
 // reason (and, for an open breaker, callpath.HeaderRetryAfterMillis with its remaining
 // open time), and a small application/problem+json body. Every request is either

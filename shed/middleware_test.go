@@ -38,7 +38,7 @@ func (explodingBody) Close() error { return nil }
 
 // full returns a shedder with its one slot taken, and the permit to free it.
 func full(t *testing.T, o shed.Options) (*shed.Shedder, shed.Permit) {
-	o.Limit, o.MaxQueue = 1, -1
+	o.Limit.Fixed, o.Queue.Max = 1, -1
 	s, err := shed.New(o)
 	require.NoError(t, err)
 	p, why := s.Admit(context.Background(), shed.PriorityCritical)
@@ -67,7 +67,7 @@ func TestMiddleware_RejectsWith429RetryAfterAndProblemJSON(t *testing.T) {
 	require.Equal(t, "Too Many Requests", body.Title)
 	require.Contains(t, body.Detail, "(limit)")
 
-	s503, p2 := full(t, shed.Options{RejectStatus: 503})
+	s503, p2 := full(t, shed.Options{Refusal: shed.RefusalOptions{Status: 503}})
 	defer p2.Release()
 	w = httptest.NewRecorder()
 	shed.Middleware(okHandler, s503).ServeHTTP(w, httptest.NewRequest("GET", "/", nil))
@@ -75,7 +75,7 @@ func TestMiddleware_RejectsWith429RetryAfterAndProblemJSON(t *testing.T) {
 }
 
 func TestMiddleware_ShedsRetriesFirstAndMarksOwnership(t *testing.T) {
-	s := shed.MustNew(shed.Options{Limit: 4, MaxQueue: -1})
+	s := shed.MustNew(shed.Options{Limit: shed.LimitOptions{Fixed: 4}, Queue: shed.QueueOptions{Max: -1}})
 	var owned, attempt atomic.Int64
 	block := make(chan struct{})
 	h := shed.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -256,7 +256,7 @@ func loadAtThreeTimesCapacity(tb testing.TB, duration time.Duration) load {
 		<-sem
 		w.WriteHeader(200)
 	})
-	s, err := shed.New(shed.Options{InitialLimit: 8, MinLimit: 4, MaxLimit: 64, Window: 100 * time.Millisecond})
+	s, err := shed.New(shed.Options{Limit: shed.LimitOptions{Initial: 8, Min: 4, Max: 64, Window: 100 * time.Millisecond}})
 	require.NoError(tb, err)
 	srv := httptest.NewServer(shed.Middleware(handler, s))
 	defer srv.Close()
@@ -383,7 +383,7 @@ func BenchmarkMiddleware_Admit(b *testing.B) {
 }
 
 func BenchmarkMiddleware_Reject(b *testing.B) {
-	s := shed.MustNew(shed.Options{Limit: 1, MaxQueue: -1})
+	s := shed.MustNew(shed.Options{Limit: shed.LimitOptions{Fixed: 1}, Queue: shed.QueueOptions{Max: -1}})
 	p, _ := s.Admit(context.Background(), shed.PriorityCritical)
 	defer p.Release()
 	serveParallel(b, shed.Middleware(okHandler, s))
@@ -411,7 +411,7 @@ func BenchmarkRetryAfterSpread(b *testing.B) {
 	var worst, sum float64
 	for i := 0; i < b.N; i++ {
 		clock := policytest.NewClock(t0)
-		s := shed.MustNew(shed.Options{Limit: 1, MaxQueue: -1, Clock: clock, Rand: rand.New(rand.NewPCG(uint64(i), 9))})
+		s := shed.MustNew(shed.Options{Limit: shed.LimitOptions{Fixed: 1}, Queue: shed.QueueOptions{Max: -1}, Clock: clock, Rand: rand.New(rand.NewPCG(uint64(i), 9))})
 		held, _ := s.Admit(context.Background(), shed.PriorityDefault)
 		h := shed.Middleware(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}), s)
 		var returns []time.Duration

@@ -13,9 +13,9 @@ type waiter struct {
 }
 
 // standingLocked reports whether a standing queue exists: requests have been waiting
-// without the queue emptying for longer than QueueInterval. mu must be held.
+// without the queue emptying for longer than Queue.Interval. mu must be held.
 func (s *Shedder) standingLocked(now time.Time) bool {
-	return s.waiting.Load() > 0 && now.Sub(s.lastEmpty) > s.opts.QueueInterval
+	return s.waiting.Load() > 0 && now.Sub(s.lastEmpty) > s.opts.Queue.Interval
 }
 
 // wait queues a request that found no free slot, until a slot is handed to it, its
@@ -32,13 +32,13 @@ func (s *Shedder) wait(ctx context.Context, p Priority) (Permit, Reason, int) {
 		}
 	}
 	s.mu.Lock()
-	if s.waiting.Load() >= int64(s.opts.MaxQueue) {
+	if s.waiting.Load() >= int64(s.opts.Queue.Max) {
 		s.mu.Unlock()
 		return s.refuse(ReasonQueueFull, p)
 	}
-	timeout := s.opts.QueueInterval
+	timeout := s.opts.Queue.Interval
 	if s.standingLocked(now) {
-		timeout = s.opts.QueueTarget
+		timeout = s.opts.Queue.Target
 	}
 	if s.waiting.Load() == 0 {
 		s.lastEmpty = now

@@ -22,7 +22,7 @@ import (
 // refusals go on (the base is above 1 s).
 func TestMiddleware_RefusalsTellBackstopCallersWhenToComeBack(t *testing.T) {
 	clock := policytest.NewClock(t0)
-	s := shed.MustNew(shed.Options{Limit: 1, MaxQueue: -1, Clock: clock, Rand: pinned(0)})
+	s := shed.MustNew(shed.Options{Limit: shed.LimitOptions{Fixed: 1}, Queue: shed.QueueOptions{Max: -1}, Clock: clock, Rand: pinned(0)})
 	h := shed.Middleware(okHandler, s)
 	held, _ := s.Admit(context.Background(), shed.PriorityDefault)
 	defer held.Release()
@@ -47,7 +47,7 @@ func TestMiddleware_RefusalsTellBackstopCallersWhenToComeBack(t *testing.T) {
 // parallel, a body read within a proxied call) gives back one slot, not five, and takes
 // it back once; the zero Permit's Pauser does nothing.
 func TestPermit_PausesNest(t *testing.T) {
-	s := shed.MustNew(shed.Options{Limit: 2, MaxQueue: -1})
+	s := shed.MustNew(shed.Options{Limit: shed.LimitOptions{Fixed: 2}, Queue: shed.QueueOptions{Max: -1}})
 	p, why := s.Admit(context.Background(), shed.PriorityDefault)
 	require.Equal(t, shed.ReasonNone, why)
 	pz := p.Pauser()

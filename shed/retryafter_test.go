@@ -59,7 +59,7 @@ func TestJitterSeconds_Ends(t *testing.T) {
 // standing queue exists, LIFO under one, critical first).
 func TestAdmit_NewcomerDoesNotOvertakeTheQueue(t *testing.T) {
 	clock := policytest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	s := MustNew(Options{Limit: 1, Clock: clock})
+	s := MustNew(Options{Limit: LimitOptions{Fixed: 1}, Clock: clock})
 	ctx := context.Background()
 	if _, why := s.Admit(ctx, PriorityDefault); why != ReasonNone {
 		t.Fatalf("first Admit = %v; want admitted", why)

@@ -16,6 +16,7 @@ import (
 	"github.com/backstop-go/backstop/breaker"
 	"github.com/backstop-go/backstop/callpath"
 	"github.com/backstop-go/backstop/event"
+	"github.com/backstop-go/backstop/internal/check"
 	"github.com/backstop-go/backstop/policy"
 )
 
@@ -97,11 +98,46 @@ type Options struct {
 	// Name labels the shedder's events and metrics; "" means "shed".
 	Name string
 
-	// Limit, if > 0, fixes the concurrency limit and turns the adaptive limit off.
-	Limit int
-	// InitialLimit, MinLimit and MaxLimit bound the adaptive limit; 0 means
-	// DefaultInitialLimit (20), DefaultMinLimit (4), DefaultMaxLimit (1000).
-	InitialLimit, MinLimit, MaxLimit int
+	// Limit is the concurrency limit: adaptive (the zero value) or fixed.
+	Limit LimitOptions
+	// Queue is where requests wait for a slot.
+	Queue QueueOptions
+	// SheddableShare is the share of the limit sheddable work may fill, in (0, 1]; 0
+	// means DefaultSheddableShare (0.75).
+	SheddableShare float64
+
+	// Priority gives a request's priority; nil means PriorityDefault for all. A retry
+	// (attempt header above 1) is sheddable whatever this says.
+	Priority func(*http.Request) Priority
+	// Quota, if non-nil, limits each client's rate.
+	Quota *Quota
+	// Breaker, if non-nil, guards the handler's dependency: while it is open the
+	// middleware answers 503 with the breaker's remaining open time as Retry-After.
+	Breaker *breaker.Breaker
+
+	// Refusal is what a refused request is told.
+	Refusal RefusalOptions
+
+	// Observer receives an event.Shed for every rejection by [Middleware] and by
+	// [Shedder.Admit]. Calls through a pipeline report to the pipeline's Observer
+	// instead (to this one only if the pipeline has none), so every refusal is
+	// reported exactly once.
+	Observer event.Observer
+	// Clock and Rand are seams for tests; nil means policy.SystemClock() and
+	// policy.SystemRand().
+	Clock policy.Clock
+	Rand  policy.Rand
+}
+
+// LimitOptions configure the concurrency limit. The zero value is the adaptive limit
+// with its defaults.
+type LimitOptions struct {
+	// Fixed, if > 0, fixes the limit and turns the adaptive limit off; the other
+	// fields must then be zero.
+	Fixed int
+	// Initial, Min and Max bound the adaptive limit; 0 means DefaultInitialLimit (20),
+	// DefaultMinLimit (4), DefaultMaxLimit (1000).
+	Initial, Min, Max int
 	// Smoothing is how far the limit moves towards its target in a window whose
 	// latency is above Tolerance, in (0, 1]; 0 means DefaultSmoothing (0.7).
 	Smoothing float64
@@ -123,46 +159,33 @@ type Options struct {
 	// at the rate of the one before ÷ LatencySamples, so a busy server does not read
 	// the clock twice per request.
 	LatencySamples int
+}
 
-	// MaxQueue is how many requests may wait for a slot; 0 means DefaultMaxQueue (64),
+// QueueOptions configure the queue of requests waiting for a slot. The zero value is
+// a queue of DefaultMaxQueue (64) timed CoDel-style at 5 ms and 100 ms.
+type QueueOptions struct {
+	// Max is how many requests may wait for a slot; 0 means DefaultMaxQueue (64),
 	// negative means no queue.
-	MaxQueue int
-	// QueueTarget and QueueInterval time the queue CoDel-style: a request waits at
-	// most QueueInterval, or only QueueTarget while a standing queue exists (the queue
-	// has not been empty for QueueInterval), and then the newest is served first.
-	// 0 means 5 ms and 100 ms.
-	QueueTarget, QueueInterval time.Duration
-	// SheddableShare is the share of the limit sheddable work may fill, in (0, 1]; 0
-	// means DefaultSheddableShare (0.75).
-	SheddableShare float64
+	Max int
+	// Target and Interval time the queue CoDel-style: a request waits at most
+	// Interval, or only Target while a standing queue exists (the queue has not been
+	// empty for Interval), and then the newest is served first. 0 means
+	// DefaultQueueTarget (5 ms) and DefaultQueueInterval (100 ms).
+	Target, Interval time.Duration
+}
 
-	// Priority gives a request's priority; nil means PriorityDefault for all. A retry
-	// (attempt header above 1) is sheddable whatever this says.
-	Priority func(*http.Request) Priority
-	// Quota, if non-nil, limits each client's rate.
-	Quota *Quota
-	// Breaker, if non-nil, guards the handler's dependency: while it is open the
-	// middleware answers 503 with the breaker's remaining open time as Retry-After.
-	Breaker *breaker.Breaker
-
-	// RejectStatus is the status of a rejection: 429 (the zero value) or 503.
-	RejectStatus int
+// RefusalOptions configure what a refused request is told. The zero value answers
+// 429 with a Retry-After of at most DefaultMaxRetryAfter (30 s).
+type RefusalOptions struct {
+	// Status is the status of a refusal for want of a slot: 429 (the zero value) or
+	// 503.
+	Status int
 	// MaxRetryAfter caps the Retry-After of refusals for want of a slot, jitter
-	// included; 0 means 30 s. The value follows the share of requests refused (see
-	// [Shedder.RetryAfter]) and is sent with up to +50 % upward jitter in whole seconds.
-	// An open breaker's refusals say the breaker's own open time, a quota's the
-	// client's next token.
+	// included; 0 means DefaultMaxRetryAfter (30 s). The value follows the share of
+	// requests refused (see [Shedder.RetryAfter]) and is sent with up to +50 % upward
+	// jitter in whole seconds. An open breaker's refusals say the breaker's own open
+	// time, a quota's the client's next token.
 	MaxRetryAfter time.Duration
-
-	// Observer receives an EventShed for every rejection by [Middleware] and by
-	// [Shedder.Admit]. Calls through a pipeline report to the pipeline's Observer
-	// instead (to this one only if the pipeline has none), so every refusal is
-	// reported exactly once.
-	Observer event.Observer
-	// Clock and Rand are seams for tests; nil means policy.SystemClock() and
-	// policy.SystemRand().
-	Clock policy.Clock
-	Rand  policy.Rand
 }
 
 // Shedder admits work up to a concurrency limit and refuses the rest early and
@@ -205,9 +228,7 @@ type Shedder struct {
 
 // New returns a Shedder, or an error matching ErrInvalidOptions naming the bad field.
 func New(o Options) (*Shedder, error) {
-	bad := func(format string, args ...any) (*Shedder, error) {
-		return nil, fmt.Errorf("%w: "+format, append([]any{ErrInvalidOptions}, args...)...)
-	}
+	bad := check.Invalid[*Shedder](ErrInvalidOptions)
 	s := &Shedder{opts: o, name: o.Name, clock: policy.ClockOr(o.Clock), rand: policy.RandOr(o.Rand)}
 	if s.name == "" {
 		s.name = "shed"
@@ -215,36 +236,36 @@ func New(o Options) (*Shedder, error) {
 	if err := s.limits(o); err != nil {
 		return nil, err
 	}
-	if o.MaxQueue == 0 {
-		s.opts.MaxQueue = DefaultMaxQueue
+	if o.Queue.Max == 0 {
+		s.opts.Queue.Max = DefaultMaxQueue
 	}
 	switch {
-	case o.QueueTarget < 0:
-		return bad("QueueTarget is %v; want > 0, or 0 for the default %v", o.QueueTarget, DefaultQueueTarget)
-	case o.QueueInterval < 0:
-		return bad("QueueInterval is %v; want > 0, or 0 for the default %v", o.QueueInterval, DefaultQueueInterval)
-	case o.QueueTarget > 0 && o.QueueInterval > 0 && o.QueueTarget > o.QueueInterval:
-		return bad("QueueTarget is %v, above QueueInterval %v; want QueueTarget ≤ QueueInterval", o.QueueTarget, o.QueueInterval)
+	case o.Queue.Target < 0:
+		return bad("Queue.Target is %v; want > 0, or 0 for the default %v", o.Queue.Target, DefaultQueueTarget)
+	case o.Queue.Interval < 0:
+		return bad("Queue.Interval is %v; want > 0, or 0 for the default %v", o.Queue.Interval, DefaultQueueInterval)
+	case o.Queue.Target > 0 && o.Queue.Interval > 0 && o.Queue.Target > o.Queue.Interval:
+		return bad("Queue.Target is %v, above Queue.Interval %v; want Queue.Target ≤ Queue.Interval", o.Queue.Target, o.Queue.Interval)
 	}
 	// A default gives way to the value the user set: the interval is at least the
 	// target, the target at most the interval.
-	s.opts.QueueTarget = orDefaultD(o.QueueTarget, min(DefaultQueueTarget, orDefaultD(o.QueueInterval, DefaultQueueTarget)))
-	s.opts.QueueInterval = orDefaultD(o.QueueInterval, max(DefaultQueueInterval, s.opts.QueueTarget))
+	s.opts.Queue.Target = orDefaultD(o.Queue.Target, min(DefaultQueueTarget, orDefaultD(o.Queue.Interval, DefaultQueueTarget)))
+	s.opts.Queue.Interval = orDefaultD(o.Queue.Interval, max(DefaultQueueInterval, s.opts.Queue.Target))
 	s.sheddable = orDefaultF(o.SheddableShare, DefaultSheddableShare)
 	if !(s.sheddable > 0 && s.sheddable <= 1) {
 		return bad("SheddableShare is %v; want a number in (0, 1]", o.SheddableShare)
 	}
-	switch o.RejectStatus {
+	switch o.Refusal.Status {
 	case 0:
 		s.status = http.StatusTooManyRequests
 	case http.StatusTooManyRequests, http.StatusServiceUnavailable:
-		s.status = o.RejectStatus
+		s.status = o.Refusal.Status
 	default:
-		return bad("RejectStatus is %d; want 429 or 503", o.RejectStatus)
+		return bad("Refusal.Status is %d; want 429 or 503", o.Refusal.Status)
 	}
-	maxRA := orDefaultD(o.MaxRetryAfter, DefaultMaxRetryAfter)
+	maxRA := orDefaultD(o.Refusal.MaxRetryAfter, DefaultMaxRetryAfter)
 	if maxRA < time.Second {
-		return bad("MaxRetryAfter is %v; want ≥ 1s", o.MaxRetryAfter)
+		return bad("Refusal.MaxRetryAfter is %v; want ≥ 1s", o.Refusal.MaxRetryAfter)
 	}
 	s.pressure = pressure{max: int64(maxRA / time.Second), base: 1}
 	if o.Quota != nil {
@@ -268,10 +289,10 @@ func adaptiveFields(o Options) []string {
 		name string
 		set  bool
 	}{
-		{"InitialLimit", o.InitialLimit != 0}, {"MinLimit", o.MinLimit != 0}, {"MaxLimit", o.MaxLimit != 0},
-		{"Smoothing", o.Smoothing != 0}, {"Tolerance", o.Tolerance != 0}, {"Headroom", o.Headroom != 0},
-		{"Window", o.Window != 0}, {"MinSamples", o.MinSamples != 0},
-		{"LatencySamples", o.LatencySamples != 0},
+		{"Limit.Initial", o.Limit.Initial != 0}, {"Limit.Min", o.Limit.Min != 0}, {"Limit.Max", o.Limit.Max != 0},
+		{"Limit.Smoothing", o.Limit.Smoothing != 0}, {"Limit.Tolerance", o.Limit.Tolerance != 0}, {"Limit.Headroom", o.Limit.Headroom != 0},
+		{"Limit.Window", o.Limit.Window != 0}, {"Limit.MinSamples", o.Limit.MinSamples != 0},
+		{"Limit.LatencySamples", o.Limit.LatencySamples != 0},
 	} {
 		if f.set {
 			set = append(set, f.name)
@@ -284,35 +305,33 @@ func adaptiveFields(o Options) []string {
 // range the user set (MaxLimit 10 alone lowers the initial limit to 10); values the
 // user set that contradict each other are refused, naming them.
 func (s *Shedder) limits(o Options) error {
-	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w: "+format, append([]any{ErrInvalidOptions}, args...)...)
+	bad := func(format string, args ...any) error { return check.Err(ErrInvalidOptions, format, args...) }
+	if o.Limit.Fixed < 0 {
+		return bad("Limit.Fixed is %d; want ≥ 1, or 0 for an adaptive limit", o.Limit.Fixed)
 	}
-	if o.Limit < 0 {
-		return bad("Limit is %d; want ≥ 1, or 0 for an adaptive limit", o.Limit)
-	}
-	if o.Limit > 0 {
+	if o.Limit.Fixed > 0 {
 		if set := adaptiveFields(o); len(set) > 0 {
-			return bad("Limit is %d (a fixed limit) and %s is set, which applies to the adaptive limit only; set one or the other",
-				o.Limit, strings.Join(set, ", "))
+			return bad("Limit.Fixed is %d (a fixed limit) and %s is set, which applies to the adaptive limit only; set one or the other",
+				o.Limit.Fixed, strings.Join(set, ", "))
 		}
-		s.limit.Store(int64(o.Limit))
+		s.limit.Store(int64(o.Limit.Fixed))
 		return nil
 	}
 	for _, f := range []struct {
 		name string
 		v    int
-	}{{"InitialLimit", o.InitialLimit}, {"MinLimit", o.MinLimit}, {"MaxLimit", o.MaxLimit}, {"MinSamples", o.MinSamples},
-		{"LatencySamples", o.LatencySamples}} {
+	}{{"Limit.Initial", o.Limit.Initial}, {"Limit.Min", o.Limit.Min}, {"Limit.Max", o.Limit.Max}, {"Limit.MinSamples", o.Limit.MinSamples},
+		{"Limit.LatencySamples", o.Limit.LatencySamples}} {
 		if f.v < 0 {
 			return bad("%s is %d; want ≥ 1, or 0 for the default", f.name, f.v)
 		}
 	}
-	lo, hi, initial := o.MinLimit, o.MaxLimit, o.InitialLimit
+	lo, hi, initial := o.Limit.Min, o.Limit.Max, o.Limit.Initial
 	if lo > 0 && hi > 0 && lo > hi {
-		return bad("MinLimit is %d, above MaxLimit %d; want MinLimit ≤ MaxLimit", lo, hi)
+		return bad("Limit.Min is %d, above Limit.Max %d; want Limit.Min ≤ Limit.Max", lo, hi)
 	}
 	if initial > 0 && (lo > 0 && initial < lo || hi > 0 && initial > hi) {
-		return bad("InitialLimit is %d, outside [MinLimit %d, MaxLimit %d]; want it within", initial, lo, hi)
+		return bad("Limit.Initial is %d, outside [Limit.Min %d, Limit.Max %d]; want it within", initial, lo, hi)
 	}
 	// Each default gives way to every value the user set.
 	if lo == 0 {
@@ -326,21 +345,21 @@ func (s *Shedder) limits(o Options) error {
 	}
 	g := &gradient{
 		min: float64(lo), max: float64(hi),
-		smoothing: orDefaultF(o.Smoothing, DefaultSmoothing), tol: orDefaultF(o.Tolerance, DefaultTolerance),
-		headroom: orDefaultF(o.Headroom, DefaultHeadroom), window: orDefaultD(o.Window, DefaultWindow),
-		minSamples: orDefault(o.MinSamples, DefaultMinSamples),
-		samples:    int64(orDefault(o.LatencySamples, DefaultLatencySamples)),
+		smoothing: orDefaultF(o.Limit.Smoothing, DefaultSmoothing), tol: orDefaultF(o.Limit.Tolerance, DefaultTolerance),
+		headroom: orDefaultF(o.Limit.Headroom, DefaultHeadroom), window: orDefaultD(o.Limit.Window, DefaultWindow),
+		minSamples: orDefault(o.Limit.MinSamples, DefaultMinSamples),
+		samples:    int64(orDefault(o.Limit.LatencySamples, DefaultLatencySamples)),
 	}
 	g.stride.Store(1)
 	switch {
 	case !(g.smoothing > 0 && g.smoothing <= 1):
-		return bad("Smoothing is %v; want a number in (0, 1]", o.Smoothing)
+		return bad("Limit.Smoothing is %v; want a number in (0, 1]", o.Limit.Smoothing)
 	case !(g.tol >= 1) || math.IsInf(g.tol, 0):
-		return bad("Tolerance is %v; want ≥ 1", o.Tolerance)
+		return bad("Limit.Tolerance is %v; want ≥ 1", o.Limit.Tolerance)
 	case !(g.headroom >= 0) || math.IsInf(g.headroom, 0):
-		return bad("Headroom is %v; want ≥ 0", o.Headroom)
+		return bad("Limit.Headroom is %v; want ≥ 0", o.Limit.Headroom)
 	case g.window < 0:
-		return bad("Window is %v; want > 0, or 0 for the default %v", o.Window, DefaultWindow)
+		return bad("Limit.Window is %v; want > 0, or 0 for the default %v", o.Limit.Window, DefaultWindow)
 	}
 	g.limit = float64(initial)
 	s.adaptive = g
@@ -441,7 +460,7 @@ func (s *Shedder) tryAdmit(ctx context.Context, p Priority) (Permit, Reason, int
 		if s.adaptive != nil {
 			s.adaptive.full.Add(1)
 		}
-		if s.opts.MaxQueue < 0 {
+		if s.opts.Queue.Max < 0 {
 			return s.refuse(ReasonLimit, p)
 		}
 		return s.wait(ctx, p)
@@ -461,7 +480,7 @@ func (s *Shedder) tryAdmit(ctx context.Context, p Priority) (Permit, Reason, int
 	if p < 0 {
 		return s.refuse(ReasonPriority, p)
 	}
-	if s.opts.MaxQueue < 0 {
+	if s.opts.Queue.Max < 0 {
 		return s.refuse(ReasonLimit, p)
 	}
 	return s.wait(ctx, p)
@@ -588,7 +607,7 @@ func (s *Shedder) reject(r Reason) Reason {
 	return r
 }
 
-// report sends the EventShed of a refusal to obs, the one place this refusal's events
+// report sends the event.Shed of a refusal to obs, the one place this refusal's events
 // go: the pipeline's Observer for a call through a pipeline, Options.Observer for a
 // request through the middleware.
 func (s *Shedder) report(ctx context.Context, obs event.Observer, pipeline string, r Reason, p Priority, ra int) {
@@ -607,7 +626,7 @@ func (s *Shedder) report(ctx context.Context, obs event.Observer, pipeline strin
 // T / (1 − ρ) on average; the base is that for T = 1 s, rounded to whole seconds — 1 s
 // while under a third of the requests are refused, 2 s at half, 10 s at 90 % — and it falls back
 // to 1 s after a second without refusals. The value sent is drawn uniformly from
-// [base, base + ⌈base/2⌉] and never exceeds MaxRetryAfter: at base 1 s half the
+// [base, base + ⌈base/2⌉] and never exceeds Refusal.MaxRetryAfter: at base 1 s half the
 // clients are told 1 and half 2; at 16 s the values 16…24 are equally likely. Whole
 // seconds are what RFC 9110's delay-seconds can say; clients that arrive over time
 // then return spread over the whole range.
@@ -770,8 +789,8 @@ func (s *Shedder) ExplainStage() policy.Stage {
 		limit = fmt.Sprintf("an adaptive limit (now %d, within %v–%v) that follows latency", s.Limit(), g.min, g.max)
 	}
 	queue := "no queue"
-	if s.opts.MaxQueue > 0 {
-		queue = fmt.Sprintf("a queue of %d (%v, or %v under a standing queue)", s.opts.MaxQueue, s.opts.QueueInterval, s.opts.QueueTarget)
+	if s.opts.Queue.Max > 0 {
+		queue = fmt.Sprintf("a queue of %d (%v, or %v under a standing queue)", s.opts.Queue.Max, s.opts.Queue.Interval, s.opts.Queue.Target)
 	}
 	return policy.Stage{
 		Summary: fmt.Sprintf("shedder %q admits work up to %s, with %s; retries may fill %v%% of the limit", s.name, limit, queue, s.sheddable*100),

@@ -42,22 +42,22 @@ func TestNew_RefusesBadOptions(t *testing.T) {
 		o   shed.Options
 		msg string
 	}{
-		{shed.Options{Limit: -1}, "Limit is -1"},
-		{shed.Options{MinLimit: 50, MaxLimit: 10}, "MinLimit is 50, above MaxLimit 10"},
-		{shed.Options{InitialLimit: 2000, MaxLimit: 100}, "InitialLimit is 2000, outside"},
-		{shed.Options{Limit: 8, MinLimit: 2}, "Limit is 8 (a fixed limit) and MinLimit is set"},
-		{shed.Options{Limit: 8, Smoothing: 0.5, Window: time.Second}, "Smoothing, Window is set"},
-		{shed.Options{MinLimit: -1}, "MinLimit is -1"},
-		{shed.Options{LatencySamples: -5}, "LatencySamples is -5"},
-		{shed.Options{Limit: 8, LatencySamples: 64}, "Limit is 8 (a fixed limit) and LatencySamples is set"},
-		{shed.Options{QueueTarget: -time.Second}, "QueueTarget is -1s"},
-		{shed.Options{Smoothing: 1.5}, "Smoothing is 1.5"},
-		{shed.Options{Tolerance: 0.5}, "Tolerance is 0.5"},
-		{shed.Options{Headroom: -1}, "Headroom is -1"},
-		{shed.Options{QueueTarget: time.Second, QueueInterval: time.Millisecond}, "QueueTarget is 1s, above QueueInterval 1ms"},
+		{shed.Options{Limit: shed.LimitOptions{Fixed: -1}}, "Limit.Fixed is -1"},
+		{shed.Options{Limit: shed.LimitOptions{Min: 50, Max: 10}}, "Limit.Min is 50, above Limit.Max 10"},
+		{shed.Options{Limit: shed.LimitOptions{Initial: 2000, Max: 100}}, "Limit.Initial is 2000, outside"},
+		{shed.Options{Limit: shed.LimitOptions{Fixed: 8, Min: 2}}, "Limit.Fixed is 8 (a fixed limit) and Limit.Min is set"},
+		{shed.Options{Limit: shed.LimitOptions{Fixed: 8, Smoothing: 0.5, Window: time.Second}}, "Limit.Smoothing, Limit.Window is set"},
+		{shed.Options{Limit: shed.LimitOptions{Min: -1}}, "Limit.Min is -1"},
+		{shed.Options{Limit: shed.LimitOptions{LatencySamples: -5}}, "Limit.LatencySamples is -5"},
+		{shed.Options{Limit: shed.LimitOptions{Fixed: 8, LatencySamples: 64}}, "Limit.Fixed is 8 (a fixed limit) and Limit.LatencySamples is set"},
+		{shed.Options{Queue: shed.QueueOptions{Target: -time.Second}}, "Queue.Target is -1s"},
+		{shed.Options{Limit: shed.LimitOptions{Smoothing: 1.5}}, "Limit.Smoothing is 1.5"},
+		{shed.Options{Limit: shed.LimitOptions{Tolerance: 0.5}}, "Limit.Tolerance is 0.5"},
+		{shed.Options{Limit: shed.LimitOptions{Headroom: -1}}, "Limit.Headroom is -1"},
+		{shed.Options{Queue: shed.QueueOptions{Target: time.Second, Interval: time.Millisecond}}, "Queue.Target is 1s, above Queue.Interval 1ms"},
 		{shed.Options{SheddableShare: 2}, "SheddableShare is 2"},
-		{shed.Options{RejectStatus: 500}, "RejectStatus is 500"},
-		{shed.Options{MaxRetryAfter: time.Millisecond}, "MaxRetryAfter is 1ms"},
+		{shed.Options{Refusal: shed.RefusalOptions{Status: 500}}, "Refusal.Status is 500"},
+		{shed.Options{Refusal: shed.RefusalOptions{MaxRetryAfter: time.Millisecond}}, "Refusal.MaxRetryAfter is 1ms"},
 		{shed.Options{Quota: &shed.Quota{Rate: 1, Burst: 1}}, "Quota.Key is nil"},
 		{shed.Options{Quota: &shed.Quota{Key: func(*http.Request) string { return "" }, Rate: 0, Burst: 1}}, "Quota.Rate is 0"},
 		{shed.Options{Quota: &shed.Quota{Key: func(*http.Request) string { return "" }, Rate: 1}}, "Quota.Burst is 0"},
@@ -77,14 +77,14 @@ func TestNew_DefaultsGiveWayToTheUsersRange(t *testing.T) {
 		o     shed.Options
 		limit int
 	}{
-		{shed.Options{MaxLimit: 10}, 10},     // initial 20 clamped down to the max
-		{shed.Options{MinLimit: 50}, 50},     // initial 20 raised to the min
-		{shed.Options{MaxLimit: 2}, 2},       // default min 4 lowered to the max
-		{shed.Options{MinLimit: 2000}, 2000}, // default max 1000 raised to the min
-		{shed.Options{InitialLimit: 2000}, 2000},
-		{shed.Options{InitialLimit: 2}, 2},
-		{shed.Options{QueueTarget: 200 * time.Millisecond}, 20}, // interval raised to the target
-		{shed.Options{QueueInterval: 2 * time.Millisecond}, 20}, // target lowered to the interval
+		{shed.Options{Limit: shed.LimitOptions{Max: 10}}, 10},     // initial 20 clamped down to the max
+		{shed.Options{Limit: shed.LimitOptions{Min: 50}}, 50},     // initial 20 raised to the min
+		{shed.Options{Limit: shed.LimitOptions{Max: 2}}, 2},       // default min 4 lowered to the max
+		{shed.Options{Limit: shed.LimitOptions{Min: 2000}}, 2000}, // default max 1000 raised to the min
+		{shed.Options{Limit: shed.LimitOptions{Initial: 2000}}, 2000},
+		{shed.Options{Limit: shed.LimitOptions{Initial: 2}}, 2},
+		{shed.Options{Queue: shed.QueueOptions{Target: 200 * time.Millisecond}}, 20}, // interval raised to the target
+		{shed.Options{Queue: shed.QueueOptions{Interval: 2 * time.Millisecond}}, 20}, // target lowered to the interval
 	} {
 		s, err := shed.New(tt.o)
 		if err != nil {
@@ -115,7 +115,7 @@ func round(t *testing.T, s *shed.Shedder, clock *policytest.Clock, n int, latenc
 
 func TestLimit_GrowsUnderSteadyLatencyAndShrinksWhenItRisesWithConcurrency(t *testing.T) {
 	clock := policytest.NewClock(t0)
-	s, err := shed.New(shed.Options{InitialLimit: 20, MinLimit: 10, MaxLimit: 40, Window: 100 * time.Millisecond, Clock: clock})
+	s, err := shed.New(shed.Options{Limit: shed.LimitOptions{Initial: 20, Min: 10, Max: 40, Window: 100 * time.Millisecond}, Clock: clock})
 	require.NoError(t, err)
 
 	// Steady 100ms latency with the limit in use: the limit grows, up to MaxLimit.
@@ -151,8 +151,11 @@ func (c *countingClock) Now() time.Time { c.reads.Add(1); return c.Clock.Now() }
 // reads each) instead of all, and the limit reacts to latency as before.
 func TestLimit_ABusyServerTimesASampleAndStillAdapts(t *testing.T) {
 	clock := &countingClock{Clock: policytest.NewClock(t0)}
-	s := shed.MustNew(shed.Options{InitialLimit: 400, MinLimit: 100, MaxLimit: 400, Window: 100 * time.Millisecond,
-		LatencySamples: 20, Clock: clock, Rand: policy.SeededRand(1, 2)})
+	s := shed.MustNew(shed.Options{
+		Limit: shed.LimitOptions{Initial: 400, Min: 100, Max: 400, Window: 100 * time.Millisecond, LatencySamples: 20},
+		Clock: clock,
+		Rand:  policy.SeededRand(1, 2),
+	})
 	clock.reads.Store(0)
 
 	// A new shedder times every request until it has timed too many.
@@ -181,8 +184,11 @@ func TestLimit_ABusyServerTimesASampleAndStillAdapts(t *testing.T) {
 // rate since, instead of waiting ~1 000 requests for ten samples at the old stride.
 func TestLimit_AFallInTrafficTimesMoreAgain(t *testing.T) {
 	clock := &countingClock{Clock: policytest.NewClock(t0)}
-	s := shed.MustNew(shed.Options{InitialLimit: 400, MinLimit: 100, MaxLimit: 400, Window: 100 * time.Millisecond,
-		LatencySamples: 4, Clock: clock, Rand: policy.SeededRand(1, 2)})
+	s := shed.MustNew(shed.Options{
+		Limit: shed.LimitOptions{Initial: 400, Min: 100, Max: 400, Window: 100 * time.Millisecond, LatencySamples: 4},
+		Clock: clock,
+		Rand:  policy.SeededRand(1, 2),
+	})
 	for range 10 {
 		round(t, s, clock.Clock, 400, 100*time.Millisecond)
 	}
@@ -201,7 +207,7 @@ func TestLimit_AFallInTrafficTimesMoreAgain(t *testing.T) {
 
 func TestLimit_AppLimitedWindowsChangeNothing(t *testing.T) {
 	clock := policytest.NewClock(t0)
-	s := shed.MustNew(shed.Options{InitialLimit: 20, Window: 100 * time.Millisecond, Clock: clock})
+	s := shed.MustNew(shed.Options{Limit: shed.LimitOptions{Initial: 20, Window: 100 * time.Millisecond}, Clock: clock})
 	for range 50 {
 		round(t, s, clock, 9, 100*time.Millisecond) // 9 < 20/2 in flight
 	}
@@ -209,7 +215,7 @@ func TestLimit_AppLimitedWindowsChangeNothing(t *testing.T) {
 }
 
 func TestAdmit_FixedLimitAndSheddableShare(t *testing.T) {
-	s := shed.MustNew(shed.Options{Limit: 4, MaxQueue: -1})
+	s := shed.MustNew(shed.Options{Limit: shed.LimitOptions{Fixed: 4}, Queue: shed.QueueOptions{Max: -1}})
 	var held []shed.Permit
 	for range 3 {
 		p, why := s.Admit(context.Background(), shed.PrioritySheddable)
@@ -249,7 +255,7 @@ func queued(s *shed.Shedder, ctx context.Context, p shed.Priority, name string, 
 
 func TestQueue_FIFOThenLIFOUnderAStandingQueue(t *testing.T) {
 	clock := policytest.NewClock(t0)
-	s := shed.MustNew(shed.Options{Limit: 1, Clock: clock})
+	s := shed.MustNew(shed.Options{Limit: shed.LimitOptions{Fixed: 1}, Clock: clock})
 	holder, _ := s.Admit(context.Background(), shed.PriorityDefault)
 	out := make(chan string, 10)
 
@@ -283,7 +289,7 @@ func TestQueue_FIFOThenLIFOUnderAStandingQueue(t *testing.T) {
 
 func TestQueue_StandingQueueShortensTheWait(t *testing.T) {
 	clock := policytest.NewClock(t0)
-	s := shed.MustNew(shed.Options{Limit: 1, Clock: clock})
+	s := shed.MustNew(shed.Options{Limit: shed.LimitOptions{Fixed: 1}, Clock: clock})
 	holder, _ := s.Admit(context.Background(), shed.PriorityDefault)
 	defer holder.Release()
 	out := make(chan string, 10)
@@ -306,7 +312,7 @@ func TestQueue_StandingQueueShortensTheWait(t *testing.T) {
 
 func TestQueue_CriticalFirst(t *testing.T) {
 	clock := policytest.NewClock(t0)
-	s := shed.MustNew(shed.Options{Limit: 1, Clock: clock})
+	s := shed.MustNew(shed.Options{Limit: shed.LimitOptions{Fixed: 1}, Clock: clock})
 	holder, _ := s.Admit(context.Background(), shed.PriorityDefault)
 	out := make(chan string, 10)
 	queued(s, context.Background(), shed.PriorityDefault, "default", out)
@@ -320,7 +326,7 @@ func TestQueue_CriticalFirst(t *testing.T) {
 
 func TestQueue_FullDeadlineAndCancel(t *testing.T) {
 	clock := policytest.NewClock(t0)
-	s := shed.MustNew(shed.Options{Limit: 1, MaxQueue: 1, Clock: clock})
+	s := shed.MustNew(shed.Options{Limit: shed.LimitOptions{Fixed: 1}, Queue: shed.QueueOptions{Max: 1}, Clock: clock})
 	holder, _ := s.Admit(context.Background(), shed.PriorityDefault)
 	defer holder.Release()
 	out := make(chan string, 10)
@@ -340,7 +346,7 @@ func TestQueue_FullDeadlineAndCancel(t *testing.T) {
 }
 
 func TestShedder_AsAPolicy(t *testing.T) {
-	s := shed.MustNew(shed.Options{Limit: 1, MaxQueue: -1, Rand: pinned(0)})
+	s := shed.MustNew(shed.Options{Limit: shed.LimitOptions{Fixed: 1}, Queue: shed.QueueOptions{Max: -1}, Rand: pinned(0)})
 	var events []event.Event
 	p := policy.MustWrap(s).With(policy.Name("consumer"), policy.Observe(event.ObserverFunc(func(e event.Event) { events = append(events, e) })))
 	release := make(chan struct{})
@@ -387,7 +393,7 @@ func TestShedder_AsAPolicy(t *testing.T) {
 // so with one slot an idle server still admits a retry; shedding retries first is for
 // when there is pressure (TestAdmit_FixedLimitAndSheddableShare).
 func TestShedder_IdleServerAdmitsARetry(t *testing.T) {
-	for _, o := range []shed.Options{{Limit: 1, MaxQueue: -1}, {MinLimit: 1, InitialLimit: 1, MaxLimit: 1, MaxQueue: -1}} {
+	for _, o := range []shed.Options{{Limit: shed.LimitOptions{Fixed: 1}, Queue: shed.QueueOptions{Max: -1}}, {Limit: shed.LimitOptions{Min: 1, Initial: 1, Max: 1}, Queue: shed.QueueOptions{Max: -1}}} {
 		s := shed.MustNew(o)
 		permit, why := s.Admit(context.Background(), shed.PrioritySheddable)
 		require.Equal(t, shed.ReasonNone, why, "idle %+v: a retry is admitted", o)
@@ -400,7 +406,7 @@ func TestShedder_IdleServerAdmitsARetry(t *testing.T) {
 // before; jitter never takes it above MaxRetryAfter; a calm second brings it back.
 func TestRetryAfter_FollowsTheShareRefused(t *testing.T) {
 	clock := policytest.NewClock(t0)
-	s := shed.MustNew(shed.Options{Limit: 1, MaxQueue: -1, Clock: clock, Rand: pinned(0), MaxRetryAfter: 8 * time.Second})
+	s := shed.MustNew(shed.Options{Limit: shed.LimitOptions{Fixed: 1}, Queue: shed.QueueOptions{Max: -1}, Clock: clock, Rand: pinned(0), Refusal: shed.RefusalOptions{MaxRetryAfter: 8 * time.Second}})
 	require.Equal(t, time.Duration(1)*time.Second, s.RetryAfter(), "calm: 1s")
 	// second plays one second of admitted requests and refusals.
 	second := func(admitted, refused int) {
@@ -433,13 +439,13 @@ func TestRetryAfter_FollowsTheShareRefused(t *testing.T) {
 		require.Equal(t, time.Duration(tt.want)*time.Second, s.RetryAfter(), "after a second of %d admitted and %d refused", tt.admitted, tt.refused)
 	}
 
-	top := shed.MustNew(shed.Options{Limit: 1, MaxQueue: -1, Clock: clock, Rand: pinned(0.9999), MaxRetryAfter: 8 * time.Second})
+	top := shed.MustNew(shed.Options{Limit: shed.LimitOptions{Fixed: 1}, Queue: shed.QueueOptions{Max: -1}, Clock: clock, Rand: pinned(0.9999), Refusal: shed.RefusalOptions{MaxRetryAfter: 8 * time.Second}})
 	held, _ := top.Admit(context.Background(), shed.PriorityDefault)
 	for range 3 {
 		_, _ = top.Admit(context.Background(), shed.PriorityDefault)
 		clock.Advance(time.Second)
 	}
-	require.Equal(t, time.Duration(8)*time.Second, top.RetryAfter(), "base 5 with the most jitter: 5 + 3 = MaxRetryAfter, never above")
+	require.Equal(t, time.Duration(8)*time.Second, top.RetryAfter(), "base 5 with the most jitter: 5 + 3 = Refusal.MaxRetryAfter, never above")
 	held.Release()
 
 	hi := shed.MustNew(shed.Options{Rand: pinned(0.9999)})
@@ -447,7 +453,7 @@ func TestRetryAfter_FollowsTheShareRefused(t *testing.T) {
 
 	// With a real random source the values spread over [base, ⌈1.5·base⌉].
 	clock2 := policytest.NewClock(t0)
-	busy := shed.MustNew(shed.Options{Limit: 1, MaxQueue: -1, Clock: clock2, Rand: rand.New(rand.NewPCG(1, 2))})
+	busy := shed.MustNew(shed.Options{Limit: shed.LimitOptions{Fixed: 1}, Queue: shed.QueueOptions{Max: -1}, Clock: clock2, Rand: rand.New(rand.NewPCG(1, 2))})
 	held2, _ := busy.Admit(context.Background(), shed.PriorityDefault)
 	defer held2.Release()
 	for range 2 { // everything refused for a second: base 20 (20 + 10 = MaxRetryAfter 30 s)
@@ -476,7 +482,7 @@ func TestShedder_EachRefusalReportedOnce(t *testing.T) {
 			}
 		})
 	}
-	s := shed.MustNew(shed.Options{Limit: 1, MaxQueue: -1, Observer: count(&own)})
+	s := shed.MustNew(shed.Options{Limit: shed.LimitOptions{Fixed: 1}, Queue: shed.QueueOptions{Max: -1}, Observer: count(&own)})
 	p := policy.MustWrap(s).With(policy.Observe(count(&pipe)))
 	held, _ := s.Admit(context.Background(), shed.PriorityDefault)
 	defer held.Release()

@@ -1,28 +1,3 @@
-// Package throttle is client-side adaptive throttling, as the Google SRE book
-// describes it ("Handling Overload", client-side throttling): each client keeps, over
-// the last Window, the requests it made and the requests its backend accepted, and
-// refuses a new request itself, without sending it, with probability
-//
-//	max(0, (requests − K × accepts) / (requests + 1))
-//
-// While the backend accepts everything, nothing is refused. When it starts refusing,
-// the client sends it about K times what it accepts and refuses the rest locally, at
-// no cost to the backend; refused requests still count as requests, so the less the
-// backend accepts the more the client refuses. K = 2 (the book's choice) lets the
-// backend see twice the load it accepts: enough to learn of its recovery at once.
-//
-// Unlike a retry budget, a throttle refuses first attempts too: a client stops
-// sending work that a backend is turning away. Its refusals match policy.ErrRejected,
-// so no retry retries them.
-//
-// # Where it stands
-//
-// A throttle is a policy of kind throttle, placed like a breaker: outside or inside a
-// retry, never outside a shedder (O5). Inside the retry — Wrap(deadline, budget,
-// retry, throttle) — it counts attempts, which is what the backend sees, and its
-// refusal ends the call at the attempt it refuses; outside, it counts calls and
-// refuses a call before any attempt. Inside is the book's model, and the default to
-// reach for.
 package throttle
 
 import (
@@ -34,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/backstop-go/backstop/internal/check"
 	"github.com/backstop-go/backstop/internal/window"
 	"github.com/backstop-go/backstop/policy"
 )
@@ -96,9 +72,7 @@ type Throttle struct {
 // New returns a throttle named name (it names its refusals and events) or an error
 // matching ErrInvalidOptions naming the bad field.
 func New(name string, o Options) (*Throttle, error) {
-	bad := func(format string, args ...any) (*Throttle, error) {
-		return nil, fmt.Errorf("%w: %s: "+format, append([]any{ErrInvalidOptions, name}, args...)...)
-	}
+	bad := check.Invalid[*Throttle](fmt.Errorf("%w: %s", ErrInvalidOptions, name))
 	switch {
 	case name == "":
 		return bad("name is empty; want the backend's name")

@@ -1,36 +1,39 @@
 // Command backstop explains and lints retry configurations — Envoy routes and gRPC
-// service configs — by building the Backstop pipelines that behave the same and
-// saying what they will do: attempts per call, the worst-case time, the sleeps, what
-// ends a call; and what is wrong with them: attempts that cannot run before the
-// timeout, no jitter, gRPC's silent cap of 5 attempts, no retry budget, 500 retried,
-// and two retry owners on one call path.
+// service configs — in their own words: what each route or method will do (tries,
+// timeouts, the back-off as Envoy or gRFC A6 documents it, whether a server's
+// Retry-After or pushback is honoured, the worst case), and what is dangerous in them,
+// each finding with its file:line:column, a one-line why and the fix.
 //
 // Usage:
 //
 //	backstop explain [-json] [-envoy route.yaml] [-grpc service_config.json]
-//	backstop lint [-json] [-envoy route.yaml] [-grpc service_config.json]
+//	backstop lint [-json] [-max-worst-case 30s] [-envoy route.yaml] [-grpc service_config.json]
 //
 // -envoy takes a RouteConfiguration, a VirtualHost, a Route (with or without match: a
-// pasted route: block loads as it is) or a RouteAction; a file it refuses is named
-// with the line, column and field path of the fault.
+// pasted route: block loads as it is) or a RouteAction, in YAML or JSON; -grpc a
+// service config in JSON. A file named - is read from standard input (one of the two
+// at most). Every finding and error is placed at file:line:column, a finding about a
+// file as a whole at its 1:1.
 //
-// lint exits 1 when it finds an error, 2 on bad input or usage, 0 otherwise.
+// lint exits 1 when it finds an error (a config Envoy or gRPC refuses is one), 2 on
+// bad usage or a file it cannot read, 0 otherwise; explain exits 2 on a config it
+// cannot read or that is refused.
 package main
 
 import (
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
-	"strings"
+	"time"
 
-	"github.com/backstop-go/backstop/policy"
 	"github.com/backstop-go/backstop/policyenvoy"
 	"github.com/backstop-go/backstop/policygrpc"
 )
 
-func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+func main() { os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) }
 
 // Exit codes.
 const (
@@ -41,15 +44,19 @@ const (
 
 const usage = `usage:
   backstop explain [-json] [-envoy route.yaml] [-grpc service_config.json]
-  backstop lint    [-json] [-envoy route.yaml] [-grpc service_config.json]
+  backstop lint    [-json] [-max-worst-case 30s] [-envoy route.yaml] [-grpc service_config.json]
 
-explain says what each route or method will do: attempts, worst-case time, sleeps,
-what ends a call. lint reports what is wrong, with a severity; it exits 1 if any
+explain says what each Envoy route or gRPC method will do, in Envoy's and gRPC's words:
+tries, timeouts, back-off, Retry-After and pushback, the worst case. lint reports what
+is dangerous, each finding at file:line:column with why and the fix; it exits 1 if any
 finding is an error. Give -envoy, -grpc or both (lint then also checks that one call
-path does not have two retry owners).
+path does not have two retry owners). A file named - is standard input.
 `
 
-func run(args []string, stdout, stderr io.Writer) int {
+// stdinName is how standard input is named in output.
+const stdinName = "<stdin>"
+
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 || (args[0] != "explain" && args[0] != "lint") {
 		fmt.Fprint(stderr, usage)
 		return exitUsage
@@ -57,9 +64,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 	cmd := args[0]
 	fs := flag.NewFlagSet("backstop "+cmd, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	envoyPath := fs.String("envoy", "", "an Envoy route configuration, YAML or JSON")
-	grpcPath := fs.String("grpc", "", "a gRPC service config, JSON")
+	envoyPath := fs.String("envoy", "", "an Envoy route configuration, YAML or JSON; - for standard input")
+	grpcPath := fs.String("grpc", "", "a gRPC service config, JSON; - for standard input")
 	asJSON := fs.Bool("json", false, "print JSON")
+	maxWorst := DefaultMaxWorstCase
+	if cmd == "lint" {
+		fs.DurationVar(&maxWorst, "max-worst-case", DefaultMaxWorstCase, "report a worst case above this")
+	}
 	fs.Usage = func() { fmt.Fprint(stderr, usage) }
 	if err := fs.Parse(args[1:]); err != nil {
 		return exitUsage
@@ -68,11 +79,18 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "backstop %s: unexpected argument %q\n%s", cmd, fs.Arg(0), usage)
 		return exitUsage
 	}
-	if *envoyPath == "" && *grpcPath == "" {
+	switch {
+	case *envoyPath == "" && *grpcPath == "":
 		fmt.Fprintf(stderr, "backstop %s: give -envoy FILE, -grpc FILE or both\n", cmd)
 		return exitUsage
+	case *envoyPath == "-" && *grpcPath == "-":
+		fmt.Fprintf(stderr, "backstop %s: -envoy and -grpc cannot both read standard input\n", cmd)
+		return exitUsage
+	case maxWorst <= 0:
+		fmt.Fprintf(stderr, "backstop %s: -max-worst-case is %v; want a duration > 0\n", cmd, maxWorst)
+		return exitUsage
 	}
-	in, err := load(*envoyPath, *grpcPath)
+	in, err := load(stdin, *envoyPath, *grpcPath)
 	if err != nil {
 		fmt.Fprintf(stderr, "backstop %s: %v\n", cmd, err)
 		return exitUsage
@@ -80,89 +98,127 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if cmd == "explain" {
 		return explain(in, *asJSON, stdout, stderr)
 	}
-	return lintCmd(in, *asJSON, stdout, stderr)
+	return lintCmd(in, maxWorst, *asJSON, stdout, stderr)
 }
 
-// input is what the files said.
+// input is what the files said: the configs read, or why each was refused.
 type input struct {
 	envoyFile, grpcFile string
+	envoyData           []byte
 	routes              []*policyenvoy.Route
+	envoyErr            error // the Envoy config was refused
 	grpc                *policygrpc.ServiceConfig
+	grpcErr             error // the service config was refused
 }
 
-func load(envoyPath, grpcPath string) (*input, error) {
-	in := &input{envoyFile: envoyPath, grpcFile: grpcPath}
+func read(stdin io.Reader, path string) (name string, data []byte, err error) {
+	if path == "-" {
+		data, err = io.ReadAll(stdin)
+		if err != nil {
+			return stdinName, nil, fmt.Errorf("reading standard input: %w", err)
+		}
+		return stdinName, data, nil
+	}
+	data, err = os.ReadFile(path)
+	return path, data, err
+}
+
+// load reads the files; a config that is refused is kept as its error, for lint to
+// report and explain to print.
+func load(stdin io.Reader, envoyPath, grpcPath string) (*input, error) {
+	in := &input{}
 	if envoyPath != "" {
-		data, err := os.ReadFile(envoyPath)
+		name, data, err := read(stdin, envoyPath)
 		if err != nil {
 			return nil, err
 		}
-		if in.routes, err = policyenvoy.Parse(data); err != nil {
-			return nil, fmt.Errorf("%s: %w", envoyPath, err)
-		}
+		in.envoyFile, in.envoyData = name, data
+		in.routes, in.envoyErr = policyenvoy.Parse(data)
 	}
 	if grpcPath != "" {
-		data, err := os.ReadFile(grpcPath)
+		name, data, err := read(stdin, grpcPath)
 		if err != nil {
 			return nil, err
 		}
-		if in.grpc, err = policygrpc.ParseServiceConfig(data); err != nil {
-			return nil, fmt.Errorf("%s: %w", grpcPath, err)
-		}
+		in.grpcFile = name
+		in.grpc, in.grpcErr = policygrpc.ParseServiceConfig(data)
 	}
 	return in, nil
 }
 
-// explained is one route or method's explanation, for -json.
-type explained struct {
-	File string `json:"file"`
-	policy.Explanation
-}
-
-func (e explained) MarshalJSON() ([]byte, error) {
-	inner, err := json.Marshal(e.Explanation)
-	if err != nil {
-		return nil, err
-	}
-	file, _ := json.Marshal(e.File)
-	return append([]byte(`{"file":`+string(file)+`,`), inner[1:]...), nil
-}
-
-func explanations(in *input) []explained {
-	var out []explained
-	for _, r := range in.routes {
-		out = append(out, explained{in.envoyFile, r.Explain()})
-	}
-	if in.grpc != nil {
-		for _, e := range in.grpc.Entries() {
-			out = append(out, explained{in.grpcFile, e.Pipeline.Explain()})
+// placed prints a refusal at file:line:column.
+func placed(file string, err error) string {
+	var ee *policyenvoy.ConfigError
+	var ge *policygrpc.ServiceConfigError
+	line, col, msg := 1, 1, err.Error()
+	switch {
+	case errors.As(err, &ee):
+		if ee.Line > 0 {
+			line, col = ee.Line, max(ee.Column, 1)
+		}
+		msg = ee.Msg
+		if ee.Path != "" {
+			msg = ee.Path + ": " + msg
+		}
+	case errors.As(err, &ge):
+		if ge.Line > 0 {
+			line, col = ge.Line, max(ge.Column, 1)
+		}
+		msg = ge.Msg
+		if ge.Path != "" {
+			msg = ge.Path + " " + msg
 		}
 	}
-	return out
+	return fmt.Sprintf("%s:%d:%d: %s", file, line, col, msg)
 }
 
 func explain(in *input, asJSON bool, stdout, stderr io.Writer) int {
-	es := explanations(in)
-	if asJSON {
-		return writeJSON(stdout, stderr, es)
+	failed := false
+	for _, f := range []struct {
+		file string
+		err  error
+	}{{in.envoyFile, in.envoyErr}, {in.grpcFile, in.grpcErr}} {
+		if f.err != nil {
+			fmt.Fprintf(stderr, "backstop explain: %s\n", placed(f.file, f.err))
+			failed = true
+		}
 	}
-	for i, e := range es {
+	if failed {
+		return exitUsage
+	}
+	var views []any
+	for _, r := range in.routes {
+		views = append(views, explainRoute(in.envoyFile, r))
+	}
+	if in.grpc != nil {
+		for _, en := range in.grpc.Entries() {
+			views = append(views, explainMethod(in.grpcFile, in.grpc, en))
+		}
+	}
+	if asJSON {
+		return writeJSON(stdout, stderr, views)
+	}
+	for i, v := range views {
 		if i > 0 {
 			fmt.Fprintln(stdout)
 		}
-		fmt.Fprintf(stdout, "%s\n%s", e.File, e.Explanation)
-	}
-	for _, r := range in.routes {
-		for _, u := range r.Unsupported {
-			fmt.Fprintf(stdout, "%s: %s: not honoured by Backstop: %s\n", in.envoyFile, r.Name, u)
-		}
+		v.(interface{ text(io.Writer) }).text(stdout)
 	}
 	return exitOK
 }
 
-func lintCmd(in *input, asJSON bool, stdout, stderr io.Writer) int {
-	fs := lint(in)
+func lintCmd(in *input, maxWorst time.Duration, asJSON bool, stdout, stderr io.Writer) int {
+	fs := lint(in, maxWorst)
+	errs := 0
+	for _, f := range fs {
+		if f.Level == levelError {
+			errs++
+		}
+	}
 	if asJSON {
+		if fs == nil {
+			fs = []finding{}
+		}
 		if code := writeJSON(stdout, stderr, fs); code != exitOK {
 			return code
 		}
@@ -170,18 +226,10 @@ func lintCmd(in *input, asJSON bool, stdout, stderr io.Writer) int {
 		for _, f := range fs {
 			fmt.Fprintln(stdout, f)
 		}
-		errs := 0
-		for _, f := range fs {
-			if f.Severity == sevError {
-				errs++
-			}
-		}
-		fmt.Fprintf(stdout, "%d findings, %d errors\n", len(fs), errs)
+		fmt.Fprintf(stdout, "%s, %s\n", plural(len(fs), "finding"), plural(errs, "error"))
 	}
-	for _, f := range fs {
-		if f.Severity == sevError {
-			return exitFindings
-		}
+	if errs > 0 {
+		return exitFindings
 	}
 	return exitOK
 }
@@ -196,5 +244,10 @@ func writeJSON(stdout, stderr io.Writer, v any) int {
 	return exitOK
 }
 
-// joinNames is for messages.
-func joinNames(ns []string) string { return strings.Join(ns, ", ") }
+// plural is "1 finding", "2 findings".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}

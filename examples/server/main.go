@@ -151,7 +151,7 @@ func serve(addr, dep string, flaky float64, selftest bool, logger *slog.Logger) 
 	per := deadline.MustPerAttempt(300 * time.Millisecond)
 	p := policy.MustWrap(d, brk, bud, rt, per).
 		With(policy.Name("inventory"), policy.Observe(event.Observers(obs, metrics.Slog(logger, slog.LevelInfo))))
-	inventory := &http.Client{Transport: policyhttp.NewTransport(nil, p)}
+	inventory := &http.Client{Transport: policyhttp.NewTransport(nil, p, policyhttp.Options{})}
 	depURL := "http://" + depLn.Addr().String()
 
 	mux := http.NewServeMux()

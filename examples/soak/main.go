@@ -136,7 +136,7 @@ func build(rnd policy.Rand) (*topology, error) {
 		p := policy.MustWrap(deadline.MustNew(2500*time.Millisecond), brk, budget.MustNewTokenBucket(10, 0.1),
 			retry.MustNew(retry.Options{MaxAttempts: 4, Base: 50 * time.Millisecond, Cap: time.Second, Rand: rnd}),
 			deadline.MustPerAttempt(time.Second))
-		client := &http.Client{Transport: policyhttp.NewTransport(counter, p)}
+		client := &http.Client{Transport: policyhttp.NewTransport(counter, p, policyhttp.Options{})}
 		next := url
 		handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			req, _ := http.NewRequestWithContext(r.Context(), r.Method, next, nil)

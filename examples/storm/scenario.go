@@ -237,12 +237,12 @@ func backstopPipeline(m mode, name string, r policy.Rand, obs event.Observer) (*
 	rt := retry.MustNew(retry.Options{MaxAttempts: attempts, Base: naiveBase, Cap: time.Second, Rand: r})
 	per := deadline.MustPerAttempt(hopTimeout)
 	if m == modeOwnerOnly {
-		return policy.MustWrap(d, rt, per).With(policy.Name(name), policy.Observe(obs)), nil
+		return policy.MustWrap(d, rt, per, policy.Name(name), policy.Observe(obs)), nil
 	}
 	b := breaker.MustNew(name, breaker.Options{OpenTimeout: 50 * time.Millisecond, MaxOpenTimeout: 50 * time.Millisecond,
 		HalfOpenProbes: 3, Rand: r})
 	bud := budget.MustNewTokenBucket(10, 0.1)
-	return policy.MustWrap(d, b, bud, rt, per).With(policy.Name(name), policy.Observe(obs)), b
+	return policy.MustWrap(d, b, bud, rt, per, policy.Name(name), policy.Observe(obs)), b
 }
 
 // stack is one run's four services on loopback.
@@ -300,7 +300,7 @@ func start(cfg config, s *series) (*stack, error) {
 		if cfg.mode != modeNaive {
 			var p *policy.Pipeline
 			p, brk = backstopPipeline(cfg.mode, name+"→below", rnd, &s.events)
-			h = backstopHop{client: &http.Client{Transport: policyhttp.NewTransport(tr, p)}}
+			h = backstopHop{client: &http.Client{Transport: policyhttp.NewTransport(tr, p, policyhttp.Options{})}}
 		}
 		var handler http.Handler = forward(h, url, brk != nil)
 		switch cfg.mode {

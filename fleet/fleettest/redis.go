@@ -1,5 +1,3 @@
-// Package fleettest starts a real redis-server for tests and examples of the fleet
-// policies: on a free 127.0.0.1 port, without persistence, stopped by its caller.
 package fleettest
 
 import (
@@ -18,12 +16,14 @@ var ErrNoRedis = errors.New("fleettest: redis-server is not installed (Debian: a
 // Server is a redis-server process. It is not safe for concurrent use.
 type Server struct {
 	port int
+	args []string
 	cmd  *exec.Cmd
 }
 
 // Start starts a redis-server on a free loopback port and returns once it accepts
-// connections.
-func Start() (*Server, error) {
+// connections. args are more redis-server options ("--replica-serve-stale-data",
+// "no"), given on every Restart too.
+func Start(args ...string) (*Server, error) {
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		return nil, ErrNoRedis
 	}
@@ -33,7 +33,7 @@ func Start() (*Server, error) {
 	}
 	port := l.Addr().(*net.TCPAddr).Port
 	l.Close()
-	s := &Server{port: port}
+	s := &Server{port: port, args: args}
 	return s, s.Restart()
 }
 
@@ -45,8 +45,9 @@ func (s *Server) Restart() error {
 	if s.cmd != nil {
 		return errors.New("fleettest: the server is running")
 	}
-	cmd := exec.Command("redis-server", "--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no", "--loglevel", "notice")
+	args := append([]string{"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
+		"--save", "", "--appendonly", "no", "--loglevel", "notice"}, s.args...)
+	cmd := exec.Command("redis-server", args...)
 	dieWithParent(cmd)
 	out, err := cmd.StdoutPipe()
 	if err != nil {

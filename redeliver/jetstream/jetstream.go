@@ -1,22 +1,3 @@
-// Package jetstream applies redeliver's decisions to NATS JetStream messages: a
-// handler wrapper that reads the delivery count from the message's metadata, acks a
-// success, negatively acknowledges a retryable failure with the decided delay
-// (NakWithDelay), and dead-letters the rest — publishes the message, with headers that
-// tell its history, to a dead-letter subject, then terminates it.
-//
-// The consumer's MaxDeliver must be unlimited (-1) or larger than the policy's
-// MaxDeliveries, and its AckWait longer than a handler runs, so that JetStream neither
-// gives up nor redelivers before the policy decides.
-//
-// # Panics
-//
-// [Consumer.Handle] runs on the NATS client's goroutine, where no caller could recover a
-// panic: a panic in the Handler there is recovered and becomes the delivery's error, a
-// *policy.PanicError with the panic's value and stack, decided like any other failure
-// (redelivered after its delay, dead-lettered after MaxDeliveries), and reported as a
-// event.Panic (Source [PanicSource]) to Options.Observer. [Consumer.Process] runs
-// on its caller's goroutine, where a panic propagates unchanged (the message, neither
-// acked nor naked, is redelivered after AckWait).
 package jetstream
 
 import (
@@ -56,12 +37,12 @@ type Stats struct {
 	Deliveries, Acked, Retried, DeadLettered uint64
 }
 
-// Consumer wraps a Handler with a redeliver.Policy.
+// Consumer wraps a Handler with a redeliver.Schedule.
 //
 // A Consumer is safe for concurrent use. Build it with [New].
 type Consumer struct {
 	js       jetstream.JetStream
-	p        *redeliver.Policy
+	p        *redeliver.Schedule
 	dlq      string
 	h        Handler
 	now      func() time.Time
@@ -85,12 +66,12 @@ type Options struct {
 }
 
 // New returns a Consumer that runs h under p and dead-letters to o.DeadLetter.
-func New(js jetstream.JetStream, p *redeliver.Policy, h Handler, o Options) (*Consumer, error) {
+func New(js jetstream.JetStream, p *redeliver.Schedule, h Handler, o Options) (*Consumer, error) {
 	switch {
 	case js == nil:
 		return nil, fmt.Errorf("redeliver/jetstream: the JetStream is nil")
 	case p == nil:
-		return nil, fmt.Errorf("redeliver/jetstream: the Policy is nil")
+		return nil, fmt.Errorf("redeliver/jetstream: the Schedule is nil")
 	case h == nil:
 		return nil, fmt.Errorf("redeliver/jetstream: the Handler is nil")
 	case o.DeadLetter == "":

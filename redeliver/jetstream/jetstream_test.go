@@ -66,7 +66,7 @@ type delivery struct {
 // run consumes with a Consumer whose handler answers fail(n) for delivery n, until
 // done says so or 20 s pass (a bound on a broken test, not a timing), and returns the
 // deliveries seen.
-func run(t *testing.T, b *broker, p *redeliver.Policy, fail func(n int) error, done func([]delivery) bool) []delivery {
+func run(t *testing.T, b *broker, p *redeliver.Schedule, fail func(n int) error, done func([]delivery) bool) []delivery {
 	t.Helper()
 	var mu sync.Mutex
 	var seen []delivery

@@ -14,7 +14,7 @@ import (
 )
 
 // longPolicy decides a 12-hour delay for every retryable failure.
-func longPolicy() *redeliver.Policy {
+func longPolicy() *redeliver.Schedule {
 	return redeliver.MustNew(redeliver.Options{Base: 12 * time.Hour, Cap: 12 * time.Hour, Strategy: retry.None{},
 		MaxDelay: redeliver.SQSMaxDelay})
 }
@@ -22,7 +22,7 @@ func longPolicy() *redeliver.Policy {
 func TestConsumer_ADelayEndsWithinTwelveHoursOfTheReceive(t *testing.T) {
 	for _, tt := range []struct {
 		name      string
-		policy    *redeliver.Policy
+		policy    *redeliver.Schedule
 		handler   time.Duration // how long the handler runs
 		want      int           // the visibility timeout asked, s
 		shortened bool

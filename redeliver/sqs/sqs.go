@@ -1,34 +1,3 @@
-// Package sqs applies redeliver's decisions to Amazon SQS messages: a handler wrapper
-// that reads the receive count (ApproximateReceiveCount), deletes a message whose
-// handler succeeded, makes a retryable failure visible again after the decided delay
-// (ChangeMessageVisibility: SQS's own visibility timeout is a fixed delay, so the
-// growing one is set message by message), and dead-letters the rest — sends the
-// message, with attributes that tell its history, to a dead-letter queue, then deletes
-// it.
-//
-// Build the Policy with MaxDelay redeliver.SQSMaxDelay (12 h, the longest SQS hides a
-// message); a longer delay is cut to it.
-//
-// # The 12-hour limit counts from the receive
-//
-// SQS refuses a visibility timeout that would keep a message hidden longer than 12
-// hours after it was received (ChangeMessageVisibility: "If you attempt to set the
-// VisibilityTimeout to an amount more than the maximum time left, Amazon SQS returns
-// an error"); the time the handler ran is spent from those 12 hours. The Consumer
-// therefore asks for at most the time left since the receive, less [LimitMargin],
-// and the Decision it hands to Options.OnDecide carries the delay it asked for, so a
-// long delay is honoured as far as SQS allows (Stats.Shortened counts the delays so
-// cut). [Consumer.Run] counts from the moment before its ReceiveMessage request;
-// [Consumer.ProcessReceived] takes that moment from the caller, and
-// [Consumer.Process] counts from its own start.
-//
-// A queue's own redrive policy may stay as a
-// safety net if its maxReceiveCount is above the Policy's MaxDeliveries; below it,
-// SQS would move messages before the Policy decides.
-//
-// The adapter is tested against a fake of SQS's JSON protocol (AWS JSON 1.0) served
-// on 127.0.0.1 by the tests, not a real SQS: no SQS-compatible server that speaks the
-// protocol of current aws-sdk-go-v2 clients and counts receives runs here.
 package sqs
 
 import (
@@ -98,18 +67,18 @@ type Options struct {
 	MaxMessages int
 	// OnDecide, if set, is called with every decision, after it is applied; a retry's
 	// Delay is the visibility timeout asked of SQS, which may be shorter than the
-	// Policy's (see the package doc).
+	// Schedule's (see the package doc).
 	OnDecide func(m types.Message, receives int, d redeliver.Decision)
 	// Clock reads the time the 12 hours from a receive are counted on; nil means the
 	// system clock.
 	Clock policy.Clock
 }
 
-// Consumer wraps a Handler with a redeliver.Policy. It is safe for concurrent use.
+// Consumer wraps a Handler with a redeliver.Schedule. It is safe for concurrent use.
 // Build it with [New].
 type Consumer struct {
 	api API
-	p   *redeliver.Policy
+	p   *redeliver.Schedule
 	h   Handler
 	o   Options
 	clk policy.Clock
@@ -119,12 +88,12 @@ type Consumer struct {
 
 // New returns a Consumer of o.QueueURL that runs h under p and dead-letters to
 // o.DeadLetterURL, or an error naming the bad input.
-func New(api API, p *redeliver.Policy, h Handler, o Options) (*Consumer, error) {
+func New(api API, p *redeliver.Schedule, h Handler, o Options) (*Consumer, error) {
 	switch {
 	case api == nil:
 		return nil, errors.New("redeliver/sqs: the API is nil")
 	case p == nil:
-		return nil, errors.New("redeliver/sqs: the Policy is nil")
+		return nil, errors.New("redeliver/sqs: the Schedule is nil")
 	case h == nil:
 		return nil, errors.New("redeliver/sqs: the Handler is nil")
 	case o.QueueURL == "":

@@ -44,7 +44,7 @@ func setup(t *testing.T) (*fakeSQS, *awssqs.Client) {
 }
 
 // policy is the jobs policy with a pinned draw: delays of half the backoff window.
-func jobPolicy() *redeliver.Policy {
+func jobPolicy() *redeliver.Schedule {
 	return redeliver.MustNew(redeliver.Options{MaxDeliveries: 4, MaxDelay: redeliver.SQSMaxDelay, Rand: policytest.NewRand(0.5)})
 }
 
@@ -180,13 +180,13 @@ func TestNew_RefusesBadInput(t *testing.T) {
 	h := func(context.Context, types.Message) error { return nil }
 	for _, tt := range []struct {
 		api  sqs.API
-		p    *redeliver.Policy
+		p    *redeliver.Schedule
 		h    sqs.Handler
 		o    sqs.Options
 		want string
 	}{
 		{nil, p, h, sqs.Options{QueueURL: jobs, DeadLetterURL: dlq}, "API is nil"},
-		{client, nil, h, sqs.Options{QueueURL: jobs, DeadLetterURL: dlq}, "Policy is nil"},
+		{client, nil, h, sqs.Options{QueueURL: jobs, DeadLetterURL: dlq}, "Schedule is nil"},
 		{client, p, nil, sqs.Options{QueueURL: jobs, DeadLetterURL: dlq}, "Handler is nil"},
 		{client, p, h, sqs.Options{DeadLetterURL: dlq}, "QueueURL is empty"},
 		{client, p, h, sqs.Options{QueueURL: jobs}, "DeadLetterURL is empty"},

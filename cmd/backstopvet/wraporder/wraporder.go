@@ -1,11 +1,3 @@
-// Package wraporder is a go/analysis check that refuses, at compile time, the policy
-// stacks policy.Wrap refuses at start-up: calls of policy.Wrap and policy.MustWrap whose
-// arguments come from Backstop's constructors and break the ordering rules O1–O7. The
-// rules are policy.CheckKinds's, the ones Wrap applies: they live in one place.
-//
-// A stack that is wrong on purpose (a test of Wrap's refusal) carries a comment:
-//
-//	//backstopvet:ignore wraporder (why)
 package wraporder
 
 import (
@@ -42,8 +34,7 @@ var constructors = map[string]policy.Kind{
 	module + "budget.ParseTokenBucket": policy.KindBudget,
 	module + "budget.NewRatio":         policy.KindBudget, module + "budget.MustNewRatio": policy.KindBudget,
 	module + "budget.NewRate": policy.KindBudget, module + "budget.MustNewRate": policy.KindBudget,
-	module + "budget.NewRateWith": policy.KindBudget,
-	module + "budget.NewQuota":    policy.KindBudget, module + "budget.MustNewQuota": policy.KindBudget,
+	module + "budget.NewRetryQuota": policy.KindBudget, module + "budget.MustNewRetryQuota": policy.KindBudget,
 	module + "budget.NewInFlight": policy.KindBudget, module + "budget.MustNewInFlight": policy.KindBudget,
 	module + "fleet.NewBreaker": policy.KindBreaker,
 	module + "fleet.NewRatio":   policy.KindBudget, module + "fleet.NewTokenBucket": policy.KindBudget,

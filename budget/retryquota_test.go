@@ -19,7 +19,7 @@ import (
 var errDown = errors.New("down")
 
 func TestQuota_TheAWSStandardMode(t *testing.T) {
-	q := budget.MustNewQuota(budget.QuotaOptions{})
+	q := budget.MustNewRetryQuota(budget.RetryQuotaOptions{})
 	require.Equal(t, 500, q.Tokens(), "starts full at 500")
 
 	// 100 retries of 5 empty it; the 101st is refused.
@@ -49,7 +49,7 @@ func TestQuota_TheAWSStandardMode(t *testing.T) {
 	require.Equal(t, 0, q.Tokens(), "a failed retry is not refunded")
 
 	// Never above the capacity.
-	full := budget.MustNewQuota(budget.QuotaOptions{})
+	full := budget.MustNewRetryQuota(budget.RetryQuotaOptions{})
 	full.OnSuccess()
 	full.End(5, true)
 	require.Equal(t, 500, full.Tokens())
@@ -58,7 +58,7 @@ func TestQuota_TheAWSStandardMode(t *testing.T) {
 }
 
 func TestQuota_ThroughARetryAnOutageCostsAboutAHundredRetries(t *testing.T) {
-	q := budget.MustNewQuota(budget.QuotaOptions{})
+	q := budget.MustNewRetryQuota(budget.RetryQuotaOptions{})
 	p := policy.MustWrap(q, retry.MustNew(retry.Options{MaxAttempts: 3, Clock: policytest.NewClock(t0).AutoAdvance(true)}))
 	attempts := 0
 	down := func(context.Context) error { attempts++; return fault.Retryable(errDown) }
@@ -90,28 +90,28 @@ func TestQuota_ThroughARetryAnOutageCostsAboutAHundredRetries(t *testing.T) {
 	require.Equal(t, 20, q.Tokens(), "10 more successes × 1; the retries that made them were refunded")
 }
 
-func TestNewQuota_RefusesBadOptions(t *testing.T) {
+func TestNewRetryQuota_RefusesBadOptions(t *testing.T) {
 	for _, c := range []struct {
-		o    budget.QuotaOptions
+		o    budget.RetryQuotaOptions
 		want string
 	}{
-		{budget.QuotaOptions{Tokens: -1}, "Tokens is -1"},
-		{budget.QuotaOptions{RetryCost: -5}, "RetryCost is -5"},
-		{budget.QuotaOptions{TimeoutCost: -1}, "TimeoutCost is -1"},
-		{budget.QuotaOptions{Tokens: 8}, "no retry could ever be made"},
+		{budget.RetryQuotaOptions{Tokens: -1}, "Tokens is -1"},
+		{budget.RetryQuotaOptions{RetryCost: -5}, "RetryCost is -5"},
+		{budget.RetryQuotaOptions{TimeoutCost: -1}, "TimeoutCost is -1"},
+		{budget.RetryQuotaOptions{Tokens: 8}, "no retry could ever be made"},
 	} {
-		_, err := budget.NewQuota(c.o)
+		_, err := budget.NewRetryQuota(c.o)
 		require.ErrorIs(t, err, budget.ErrInvalidOptions)
 		require.ErrorContains(t, err, c.want)
 	}
-	q := budget.MustNewQuota(budget.QuotaOptions{SuccessGain: -1})
+	q := budget.MustNewRetryQuota(budget.RetryQuotaOptions{SuccessGain: -1})
 	_, _ = q.Take("")
 	q.OnSuccess()
 	require.Equal(t, 495, q.Tokens(), "a negative SuccessGain adds nothing")
 }
 
 func TestInFlight_CapsRetriesInFlight(t *testing.T) {
-	inner := budget.MustNewQuota(budget.QuotaOptions{})
+	inner := budget.MustNewRetryQuota(budget.RetryQuotaOptions{})
 	f := budget.MustNewInFlight(inner, 2)
 	a, ok := f.Take("retryable")
 	require.True(t, ok)
@@ -178,6 +178,6 @@ func TestInFlight_ThroughARetryUnderConcurrentCalls(t *testing.T) {
 func TestNewInFlight_RefusesBadInput(t *testing.T) {
 	_, err := budget.NewInFlight(nil, 1)
 	require.ErrorIs(t, err, budget.ErrInvalidOptions)
-	_, err = budget.NewInFlight(budget.MustNewQuota(budget.QuotaOptions{}), 0)
+	_, err = budget.NewInFlight(budget.MustNewRetryQuota(budget.RetryQuotaOptions{}), 0)
 	require.ErrorContains(t, err, "max is 0")
 }

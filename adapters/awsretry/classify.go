@@ -1,0 +1,104 @@
+package awsretry
+
+import (
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awsretry "github.com/aws/aws-sdk-go-v2/aws/retry"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
+
+	"github.com/backstop-go/backstop/fault"
+	"github.com/backstop-go/backstop/retry"
+)
+
+// HeaderAmzRetryAfter is the AWS services' hint, in milliseconds, of when to come back.
+const HeaderAmzRetryAfter = "X-Amz-Retry-After"
+
+// Classify marks an AWS SDK error with what it means to a Backstop retry, by the SDK's
+// own rules (aws/retry.DefaultRetryables): throttling codes (ThrottlingException,
+// SlowDown, ProvisionedThroughputExceededException, …), HTTP 500, 502, 503 and 504,
+// connection errors and a request the service found signed with a skewed clock are
+// marked fault.Retryable — fault.After with the server's X-Amz-Retry-After (ms) or
+// Retry-After when it sent one —, and a RequestTimeout code is a timeout (retried as
+// retry.ReasonTimeout, which budget.RetryQuota prices at its TimeoutCost). A canceled
+// request stays as it is (never retried), and any other answer in 4xx is marked
+// fault.Client: a breaker does not count the caller's mistakes against the service.
+// Anything else is returned as it is. Classify(nil) is nil.
+//
+// A Retryer classifies every attempt with it; a pipeline that runs SDK calls itself,
+// with aws.NopRetryer as the client's retryer, can do the same.
+func Classify(err error) error { return classify(err, nil, time.Now()) }
+
+func classify(err error, extra map[string]struct{}, now time.Time) error {
+	if err == nil {
+		return nil
+	}
+	var canceled interface{ CanceledError() bool }
+	if errors.As(err, &canceled) && canceled.CanceledError() {
+		return err
+	}
+	var to interface{ Timeout() bool }
+	if errors.As(err, &to) && to.Timeout() {
+		return err // the default classifier retries a timeout as retry.ReasonTimeout
+	}
+	code := errorCode(err)
+	if _, ok := timeoutCodes[code]; ok {
+		return &timeout{err}
+	}
+	_, listed := extra[code]
+	if listed || sdkRetryables.IsErrorRetryable(err) == aws.TrueTernary {
+		if d, ok := hint(err, now); ok {
+			return fault.After(err, d)
+		}
+		return fault.Retryable(err)
+	}
+	var status interface{ HTTPStatusCode() int }
+	if errors.As(err, &status) && status.HTTPStatusCode() >= 400 && status.HTTPStatusCode() < 500 {
+		return fault.Client(err)
+	}
+	return err
+}
+
+// sdkRetryables are the SDK's retryable checks without its timeout codes, which
+// classify handles first.
+var sdkRetryables = awsretry.IsErrorRetryables(awsretry.DefaultRetryables)
+
+// timeoutCodes are the SDK's retryable codes that say the request timed out
+// (aws/retry.DefaultRetryableErrorCodes).
+var timeoutCodes = map[string]struct{}{"RequestTimeout": {}, "RequestTimeoutException": {}}
+
+func errorCode(err error) string {
+	var api interface{ ErrorCode() string }
+	if errors.As(err, &api) {
+		return api.ErrorCode()
+	}
+	return ""
+}
+
+// hint reads the server's hint of when to come back from the response of err.
+func hint(err error, now time.Time) (time.Duration, bool) {
+	var re *smithyhttp.ResponseError
+	if !errors.As(err, &re) || re.Response == nil || re.Response.Response == nil {
+		return 0, false
+	}
+	h := re.Response.Header
+	if v := h.Get(HeaderAmzRetryAfter); v != "" {
+		if ms, perr := strconv.ParseInt(v, 10, 64); perr == nil && ms >= 0 && ms <= int64(retry.MaxRetryAfter/time.Millisecond) {
+			return time.Duration(ms) * time.Millisecond, true
+		}
+	}
+	if v := h.Get("Retry-After"); v != "" {
+		return retry.ParseRetryAfter(v, now)
+	}
+	return 0, false
+}
+
+// timeout is an error the SDK retries because the request timed out: the default
+// classifier retries it as a timeout.
+type timeout struct{ err error }
+
+func (e *timeout) Error() string { return e.err.Error() }
+func (e *timeout) Unwrap() error { return e.err }
+func (e *timeout) Timeout() bool { return true }

@@ -1,0 +1,51 @@
+// Package awsretry makes a Backstop pipeline the one retry owner of AWS SDK for Go v2
+// clients: a [Retryer] is the client's aws.RetryerV2 and puts a middleware around the
+// SDK's retry loop, so every attempt the client sends is one the pipeline allowed.
+//
+// # Who owns the retries
+//
+// Every AWS SDK client retries on its own: 3 attempts in its standard mode, behind a
+// retry quota. Put a Backstop retry on the same call path — a policyhttp transport as
+// the client's HTTP client, or a pipeline around the call — and the two multiply: a
+// GET that S3 answers 503 SlowDown is sent 3 × 3 = 9 times, and a throttled DynamoDB
+// call 9 times under a retrying pipeline, to a service that asked for less. With a
+// Retryer the SDK's loop makes one attempt each time the pipeline calls it, and the
+// pipeline decides the rest:
+//
+//	r := awsretry.NewStandard("dynamodb") // or awsretry.New(p, awsretry.Options{})
+//	r.Configure(&cfg)                     // cfg from config.LoadDefaultConfig
+//	db := dynamodb.NewFromConfig(cfg)
+//
+// The pipeline's retry makes the attempts (3 per call: the server counts 3), its budget
+// prices them — budget.RetryQuota is the SDKs' retry quota: 500 tokens, 5 a retry, 10 after
+// a timeout, given back by a retry that succeeds, 1 back per successful call — and its
+// breaker, deadline and per-attempt timeout bound them. Under a caller that already owns
+// the call path (callpath.Owned: a pipeline with a retry further up this process, or a
+// request whose attempt header a Backstop server middleware read) the call makes one
+// attempt, and its error, still marked retryable, goes up to that owner. A client
+// built with a Retryer under such an owner, over a policyhttp transport, still sends
+// one request per attempt: the transport sees the owner too.
+//
+// # What the SDK keeps
+//
+// The SDK still builds, signs and sends each attempt, rewinds its body, corrects its
+// clock skew from the service's Date header and numbers it: the Retryer's middleware
+// rewrites the SDK's attempt header (amz-sdk-request: attempt=2; max=3) with the
+// pipeline's numbers and adds Backstop's own (callpath.HeaderAttempt), both signed,
+// while amz-sdk-invocation-id stays one per call. A Retryer installed as the client's
+// aws.Retryer without its middleware refuses every call with [ErrNotInstalled] rather
+// than silently never retrying.
+//
+// # What is retried
+//
+// [Classify] marks each attempt's error by the SDK's own rules
+// (aws/retry.DefaultRetryables): throttling codes (ThrottlingException, SlowDown,
+// ProvisionedThroughputExceededException, …), HTTP 500, 502, 503 and 504, connection
+// errors and a request signed with a skewed clock are retryable, honouring a server's
+// X-Amz-Retry-After or Retry-After; RequestTimeout is a timeout; other 4xx answers are
+// the caller's (fault.Client), which a breaker does not count. The pipeline's retry
+// then judges the marked error with its classifier, as for any other call.
+//
+// A pipeline with a hedge (retry.NewHedge) cannot run SDK calls: two attempts of one
+// request cannot be in flight at once ([ErrHedged]).
+package awsretry

@@ -1,0 +1,27 @@
+module github.com/backstop-go/backstop/adapters/connectpolicy
+
+go 1.26.0
+
+replace github.com/backstop-go/backstop => ../../
+
+replace github.com/backstop-go/backstop/policygrpc => ../../policygrpc
+
+require (
+	connectrpc.com/connect v1.21.1
+	github.com/backstop-go/backstop v0.0.0-00010101000000-000000000000
+	github.com/backstop-go/backstop/policygrpc v0.0.0-00010101000000-000000000000
+	github.com/stretchr/testify v1.12.1
+	go.uber.org/goleak v1.3.0
+	google.golang.org/grpc v1.83.2
+	google.golang.org/protobuf v1.36.12
+)
+
+require (
+	github.com/sony/gobreaker/v2 v2.4.0 // indirect
+	go.yaml.in/yaml/v3 v3.0.5 // indirect
+	golang.org/x/net v0.60.0 // indirect
+	golang.org/x/sys v0.48.0 // indirect
+	golang.org/x/text v0.42.0 // indirect
+	golang.org/x/time v0.15.0 // indirect
+	google.golang.org/genproto/googleapis/rpc v0.0.0-20260817212433-ac3dfec99bb1 // indirect
+)

@@ -1,0 +1,89 @@
+package connectpolicy_test
+
+import (
+	"context"
+	"strconv"
+	"testing"
+
+	"connectrpc.com/connect"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/backstop-go/backstop/adapters/connectpolicy"
+	"github.com/backstop-go/backstop/callpath"
+	"github.com/backstop-go/backstop/fault"
+	"github.com/backstop-go/backstop/shed"
+)
+
+func totalRejected(s *shed.Shedder) uint64 {
+	var n uint64
+	for _, v := range s.Stats().Rejected {
+		n += v
+	}
+	return n
+}
+
+// TestShed_RefusesInTheCallsProtocol: with its one slot held, the shedder answers a
+// unary call and a stream at once, without their handlers, with resource_exhausted
+// and the metadata that tells each kind of client when to come back; a Backstop client
+// retries the refusal after the hint and counts it as the server's refusal.
+func TestShed_RefusesInTheCallsProtocol(t *testing.T) {
+	for _, w := range wires {
+		t.Run(w.name, func(t *testing.T) {
+			s := shed.MustNew(shed.Options{Name: "echo", Limit: shed.LimitOptions{Fixed: 1}, Queue: shed.QueueOptions{Max: -1}})
+			e := &echo{hold: make(chan struct{}), in: make(chan struct{}, 1)}
+			srv := serve(t, e.handler(connect.WithInterceptors(connectpolicy.MustNewShedInterceptor(s, connectpolicy.ShedOptions{}))), w.h2c)
+			sayc, countc := newClient(t, srv.URL, w)
+
+			first := connect.NewRequest(wrapperspb.String("first"))
+			first.Header().Set(callpath.HeaderAttempt, "1") // from a retry owner upstream
+			done := make(chan error, 1)
+			go func() {
+				_, err := sayc.CallUnary(context.Background(), first)
+				done <- err
+			}()
+			<-e.in // the first call holds the only slot
+
+			err := say(context.Background(), sayc)
+			var ce *connect.Error
+			require.ErrorAs(t, err, &ce)
+			require.Equal(t, connect.CodeResourceExhausted, ce.Code(), "%v", err)
+			secs, perr := strconv.Atoi(ce.Meta().Get(connectpolicy.HeaderRetryAfter))
+			require.NoError(t, perr, "Retry-After %q", ce.Meta().Get(connectpolicy.HeaderRetryAfter))
+			require.GreaterOrEqual(t, secs, 1)
+			require.Equal(t, strconv.Itoa(secs*1000), ce.Meta().Get(connectpolicy.HeaderPushback), "the pushback says the same")
+			require.Equal(t, "limit", ce.Meta().Get(callpath.HeaderRefused))
+
+			stream, err := countc.CallServerStream(context.Background(), connect.NewRequest(wrapperspb.String("n")))
+			if err == nil {
+				for stream.Receive() {
+				}
+				err = stream.Err()
+				require.NoError(t, stream.Close())
+			}
+			require.Equal(t, connect.CodeResourceExhausted, connect.CodeOf(err), "the stream: %v", err)
+
+			clock := autoClock()
+			backstopc, _ := newClient(t, srv.URL, w, connect.WithInterceptors(connectpolicy.MustNewInterceptor(retrying(t, clock), connectpolicy.Options{})))
+			before := totalRejected(s)
+			err = say(context.Background(), backstopc)
+			require.True(t, fault.Of(err).Refused, "a Backstop client reads the refusal as the server's: %v", err)
+			require.Equal(t, uint64(3), totalRejected(s)-before, "a refusal is retried after its hint")
+			for _, d := range clock.Waits() {
+				require.GreaterOrEqual(t, d.Milliseconds(), int64(1000), "the retries waited the server's hint")
+			}
+
+			close(e.hold)
+			require.NoError(t, <-done)
+			require.Equal(t, 1, e.calls(), "only the admitted call reached a handler")
+			require.Equal(t, []string{"attempt 1 upstream=true"}, e.ownership(), "the admitted handler's context is owned upstream")
+		})
+	}
+}
+
+func TestNewShedInterceptor_RefusesBadOptions(t *testing.T) {
+	_, err := connectpolicy.NewShedInterceptor(nil, connectpolicy.ShedOptions{})
+	require.ErrorContains(t, err, "Shedder is nil")
+	_, err = connectpolicy.NewShedInterceptor(shed.MustNew(shed.Options{}), connectpolicy.ShedOptions{RejectCode: connect.CodeInternal})
+	require.ErrorContains(t, err, "RejectCode is internal")
+}

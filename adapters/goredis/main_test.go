@@ -1,0 +1,92 @@
+package goredis_test
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/goleak"
+
+	"github.com/backstop-go/backstop/fleet/fleettest"
+)
+
+func TestMain(m *testing.M) {
+	// A pool that failed to dial probes the server once a second until it answers or
+	// the client is closed; the probe then ends at its next wake-up.
+	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("github.com/redis/go-redis/v9/internal/pool.(*ConnPool).tryDial"))
+}
+
+// startRedis starts a real redis-server for t, stopped when t ends.
+func startRedis(t testing.TB, args ...string) *fleettest.Server {
+	t.Helper()
+	s, err := fleettest.Start(args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Stop)
+	return s
+}
+
+// admin returns a plain client for the test's own commands, without retries.
+func admin(t testing.TB, addr string) *redis.Client {
+	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// serverCalls returns what the server counted of command name in INFO commandstats:
+// the calls it ran and the calls it refused before running them.
+func serverCalls(t testing.TB, c *redis.Client, name string) (calls, rejected int) {
+	t.Helper()
+	info, err := c.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		t.Fatalf("INFO commandstats: %v", err)
+	}
+	for line := range strings.Lines(info) {
+		rest, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_"+name+":")
+		if !ok {
+			continue
+		}
+		for kv := range strings.SplitSeq(rest, ",") {
+			k, v, _ := strings.Cut(kv, "=")
+			n, _ := strconv.Atoi(v)
+			switch k {
+			case "calls":
+				calls = n
+			case "rejected_calls":
+				rejected = n
+			}
+		}
+	}
+	return calls, rejected
+}
+
+// counter is a hook added after the adapter's: it sees every round trip the adapter
+// makes, each command or pipeline once per attempt.
+type counter struct{ sends atomic.Int64 }
+
+func (c *counter) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (c *counter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if cmd.Name() != "hello" && cmd.Name() != "client" {
+			c.sends.Add(1)
+		}
+		return next(ctx, cmd)
+	}
+}
+func (c *counter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if len(cmds) > 0 && cmds[0].Name() != "hello" && cmds[0].Name() != "client" {
+			c.sends.Add(1)
+		}
+		return next(ctx, cmds)
+	}
+}
+
+func (c *counter) take() int { return int(c.sends.Swap(0)) }
+
+var quick = redis.Options{DialTimeout: time.Second, PoolSize: 2, DisableIdentity: true}

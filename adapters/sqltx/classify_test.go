@@ -1,0 +1,61 @@
+package sqltx_test
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"io"
+	"testing"
+
+	"github.com/backstop-go/backstop/adapters/sqltx"
+	"github.com/backstop-go/backstop/fault"
+	"github.com/backstop-go/backstop/retry"
+)
+
+// stateErr is a driver's error carrying a SQLSTATE, as pgconn.PgError and pq.Error do.
+type stateErr string
+
+func (s stateErr) Error() string    { return "ERROR: SQLSTATE " + string(s) }
+func (s stateErr) SQLState() string { return string(s) }
+
+func TestClassify(t *testing.T) {
+	cases := []struct {
+		err        error
+		committing bool
+		retried    bool
+		permanent  bool
+		unknown    bool // matches ErrCommitUnknown
+	}{
+		{stateErr("40001"), false, true, false, false},
+		{stateErr("40001"), true, true, false, false}, // at COMMIT: rolled back
+		{stateErr("40P01"), false, true, false, false},
+		{fmt.Errorf("transfer: %w", stateErr("40P01")), false, true, false, false},
+		{driver.ErrBadConn, false, true, false, false},
+		{driver.ErrBadConn, true, true, false, false}, // nothing was sent
+		{stateErr("23505"), false, false, true, false},
+		{stateErr("23505"), true, false, true, false},
+		{stateErr("25P02"), false, false, true, false}, // in failed transaction
+		{io.ErrUnexpectedEOF, true, false, true, true},
+		{context.DeadlineExceeded, true, false, true, true},
+		{sql.ErrTxDone, true, false, true, true},
+		{errors.New("the caller's own error"), false, false, false, false},
+	}
+	for _, tc := range cases {
+		got := sqltx.Classify(tc.err, tc.committing)
+		m := fault.Of(got)
+		if retry.DefaultShouldRetry(got) != tc.retried || m.Permanent != tc.permanent ||
+			errors.Is(got, sqltx.ErrCommitUnknown) != tc.unknown {
+			t.Errorf("Classify(%v, committing=%v): retried %v, permanent %v, unknown commit %v; want %v, %v, %v",
+				tc.err, tc.committing, retry.DefaultShouldRetry(got), m.Permanent, errors.Is(got, sqltx.ErrCommitUnknown),
+				tc.retried, tc.permanent, tc.unknown)
+		}
+		if !errors.Is(got, tc.err) {
+			t.Errorf("Classify(%v, committing=%v) = %v, which does not unwrap to it", tc.err, tc.committing, got)
+		}
+	}
+	if sqltx.Classify(nil, true) != nil {
+		t.Error("Classify(nil) != nil")
+	}
+}

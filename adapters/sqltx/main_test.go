@@ -1,0 +1,97 @@
+package sqltx_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"testing"
+
+	_ "github.com/jackc/pgx/v5/stdlib"
+	"go.uber.org/goleak"
+
+	"github.com/backstop-go/backstop/adapters/sqltx/internal/pgserver"
+)
+
+// dsn is the server every test of the package shares: a real PostgreSQL, started
+// once (initdb takes a while), each test in a schema of its own.
+var dsn string
+
+func TestMain(m *testing.M) {
+	srv, err := pgserver.Start()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	dsn = srv.DSN()
+	code := m.Run()
+	srv.Stop()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+var schemas int
+
+// open returns a database for t whose connections use a schema of t's own, holding
+// table acct (id, n) with rows 1 and 2 at 0, and a sequence attempts that each
+// attempt of a transaction draws from: sequences ignore rollbacks, so it counts on the
+// server every attempt that reached it.
+func open(t *testing.T) *sql.DB {
+	t.Helper()
+	schemas++
+	schema := fmt.Sprintf("t%d", schemas)
+	setup, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer setup.Close()
+	for _, q := range []string{
+		"CREATE SCHEMA " + schema,
+		"CREATE TABLE " + schema + ".acct (id int PRIMARY KEY, n int NOT NULL)",
+		"INSERT INTO " + schema + ".acct VALUES (1, 0), (2, 0)",
+		"CREATE SEQUENCE " + schema + ".attempts",
+	} {
+		if _, err := setup.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	db, err := sql.Open("pgx", dsn+"&search_path="+schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// attempt draws from the attempts sequence, inside a transaction's attempt.
+func attempt(tx *sql.Tx) error {
+	_, err := tx.Exec("SELECT nextval('attempts')")
+	return err
+}
+
+// attempts returns how many attempts reached the server so far.
+func attempts(t *testing.T, db *sql.DB) int {
+	t.Helper()
+	var n int
+	if err := db.QueryRow("SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM attempts").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// balance returns acct row id's n.
+func balance(t *testing.T, db *sql.DB, id int) int {
+	t.Helper()
+	var n int
+	if err := db.QueryRow("SELECT n FROM acct WHERE id = $1", id).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+var bg = context.Background()

@@ -1,0 +1,117 @@
+package sqltx
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+
+	"github.com/backstop-go/backstop/fault"
+	"github.com/backstop-go/backstop/policy"
+)
+
+// The SQLSTATEs [RunTx] retries: the server rolled the transaction back, and running
+// it again may succeed.
+const (
+	SerializationFailure = "40001" // serialization_failure: a concurrent transaction won
+	DeadlockDetected     = "40P01" // deadlock_detected: this transaction was chosen to end the deadlock
+)
+
+var (
+	// ErrInvalidArgument is matched by the error of RunTx called with a nil database,
+	// pipeline or function; the error names it.
+	ErrInvalidArgument = errors.New("sqltx: invalid argument")
+	// ErrCommitUnknown is matched by the error of a transaction whose COMMIT got no
+	// answer (the connection broke, the context ended): it may have committed. The
+	// error is marked fault.Permanent, so no retry, here or further up, runs it again.
+	ErrCommitUnknown = errors.New("sqltx: the commit may have succeeded")
+)
+
+// RunTx runs fn in a transaction of db through p: each attempt begins a transaction,
+// calls fn, and commits if fn returns nil or rolls back if it returns an error. An
+// attempt's error is classified by [Classify]: the pipeline's retry runs the whole
+// transaction again after a serialization failure, a deadlock or a connection that
+// broke before anything was sent (driver.ErrBadConn), and never after a COMMIT that
+// got no answer.
+//
+// The transaction is bound to the attempt's context: a per-attempt timeout, an overall
+// deadline or the caller's cancellation rolls it back. fn may run more than once: it
+// must do its work through tx only, and keep no state across calls that the
+// transaction does not (read what you need inside it).
+func RunTx(ctx context.Context, db *sql.DB, p *policy.Pipeline, fn func(*sql.Tx) error) error {
+	return RunTxWith(ctx, db, p, nil, fn)
+}
+
+// RunTxWith is [RunTx] with the options of each transaction (its isolation level,
+// read-only); nil means the driver's defaults.
+func RunTxWith(ctx context.Context, db *sql.DB, p *policy.Pipeline, opts *sql.TxOptions, fn func(*sql.Tx) error) error {
+	switch {
+	case db == nil:
+		return fmt.Errorf("%w: the database is nil", ErrInvalidArgument)
+	case p == nil:
+		return fmt.Errorf("%w: the pipeline is nil; want one built with policy.Wrap", ErrInvalidArgument)
+	case fn == nil:
+		return fmt.Errorf("%w: the transaction's function is nil", ErrInvalidArgument)
+	}
+	return p.Do(ctx, func(ctx context.Context) error {
+		tx, err := db.BeginTx(ctx, opts)
+		if err != nil {
+			return Classify(err, false)
+		}
+		if err := fn(tx); err != nil {
+			_ = tx.Rollback()
+			return Classify(err, false)
+		}
+		return Classify(tx.Commit(), true)
+	})
+}
+
+// SQLState returns the SQLSTATE code err carries, as the drivers' error types say it
+// (pgx's *pgconn.PgError, lib/pq's *pq.Error: a SQLState() string method), or "".
+func SQLState(err error) string {
+	var s interface{ SQLState() string }
+	if errors.As(err, &s) {
+		return s.SQLState()
+	}
+	return ""
+}
+
+// Classify marks err, from one attempt of a transaction, with what it means for a
+// retry; committing says whether it came from COMMIT. nil stays nil.
+//
+//   - SQLSTATE 40001 or 40P01: fault.Retryable — the server rolled the transaction
+//     back.
+//   - driver.ErrBadConn: fault.Retryable — the driver says so only when nothing was
+//     sent (database/sql already retried it on a new connection where it could).
+//   - At COMMIT, an error without a SQLSTATE: it may have committed. The error matches
+//     ErrCommitUnknown and is marked fault.Permanent.
+//   - At COMMIT, any other SQLSTATE: the server answered and rolled back; marked
+//     fault.Permanent, as is every other SQLSTATE (a constraint, a syntax error: running
+//     the transaction again would fail again).
+//   - Anything else, before COMMIT: left as it is, for the retry's classifier — the
+//     transaction did not commit, so a timeout or a reset connection may be retried.
+func Classify(err error, committing bool) error {
+	if err == nil {
+		return nil
+	}
+	state := SQLState(err)
+	switch {
+	case state == SerializationFailure || state == DeadlockDetected:
+		return fault.Retryable(err)
+	case errors.Is(err, driver.ErrBadConn):
+		return fault.Retryable(err)
+	case committing && state == "":
+		return fault.Permanent(fmt.Errorf("%w: %w", ErrCommitUnknown, err))
+	case state != "":
+		return fault.Permanent(err)
+	}
+	return err
+}
+
+// Explain says, in one line, what [RunTx] does through p: how many times a
+// transaction may run, and on which errors.
+func Explain(p *policy.Pipeline) string {
+	return fmt.Sprintf("database/sql: at most %d runs of a transaction, each whole, on SQLSTATE %s or %s or driver.ErrBadConn; never after a COMMIT without an answer (database/sql itself redials a connection that failed before anything was sent, inside an attempt)",
+		p.Explain().MaxAttempts, SerializationFailure, DeadlockDetected)
+}

@@ -1,0 +1,26 @@
+// Package throttle is client-side adaptive throttling, as the Google SRE book
+// describes it ("Handling Overload", client-side throttling): each client keeps, over
+// the last Window, the requests it made and the requests its backend accepted, and
+// refuses a new request itself, without sending it, with probability
+//
+//	max(0, (requests − K × accepts) / (requests + 1))
+//
+// While the backend accepts everything, nothing is refused. When it starts refusing,
+// the client sends it about K times what it accepts and refuses the rest locally, at
+// no cost to the backend; refused requests still count as requests, so the less the
+// backend accepts the more the client refuses. K = 2 (the book's choice) lets the
+// backend see twice the load it accepts: enough to learn of its recovery at once.
+//
+// Unlike a retry budget, a throttle refuses first attempts too: a client stops
+// sending work that a backend is turning away. Its refusals match policy.ErrRejected,
+// so no retry retries them.
+//
+// # Where it stands
+//
+// A throttle is a policy of kind throttle, placed like a breaker: outside or inside a
+// retry, never outside a shedder (O5). Inside the retry — Wrap(deadline, budget,
+// retry, throttle) — it counts attempts, which is what the backend sees, and its
+// refusal ends the call at the attempt it refuses; outside, it counts calls and
+// refuses a call before any attempt. Inside is the book's model, and the default to
+// reach for.
+package throttle
