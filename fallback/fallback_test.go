@@ -263,3 +263,21 @@ func TestFallback_GetAllocatesTheCallAndItsFunc(t *testing.T) {
 		t.Errorf("fb.Get of a call answered by Value allocates %v; want 2", got)
 	}
 }
+
+// Under a hedge two attempts run at once; when both succeed, Get keeps the winner's
+// value and no other write races it (run with -race).
+func TestFallback_GetUnderAHedge(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fb := fallback.MustNew("prices", fallback.Options[int]{Value: -1, LastGood: time.Minute})
+		p := policy.MustWrap(fb, retry.MustNewHedge(retry.HedgeOptions{MaxAttempts: 2, Delay: time.Millisecond}))
+		for range 10 {
+			v, err := fb.Get(context.Background(), p, func(ctx context.Context) (int, error) {
+				n, _, _ := callpath.Attempt(ctx)
+				time.Sleep(3 * time.Millisecond)
+				return n, nil
+			})
+			require.NoError(t, err)
+			require.Contains(t, []int{1, 2}, v)
+		}
+	})
+}
