@@ -277,10 +277,17 @@ func (b *Bulkhead) ExplainStage() policy.Stage {
 		}
 		wait = fmt.Sprintf("%d more wait for a slot, each %s", b.maxQueue, limit)
 	}
+	refused := fmt.Sprintf("finds its %d slots taken", b.max)
+	switch {
+	case b.maxQueue > 0 && b.maxWait > 0:
+		refused = fmt.Sprintf("finds its %d slots taken and %d waiting, or has waited %v or until its deadline", b.max, b.maxQueue, b.maxWait)
+	case b.maxQueue > 0:
+		refused = fmt.Sprintf("finds its %d slots taken and %d waiting, or has waited until its deadline", b.max, b.maxQueue)
+	}
 	st := policy.Stage{
 		Summary: fmt.Sprintf("bulkhead %q: at most %d at once (calls outside the retry, attempts inside it); %s", b.name, b.max, wait),
-		Refusal: fmt.Sprintf("bulkhead %q refuses a call that finds its %d slots taken and no room to wait (bulkhead.ErrFull), with a Retry-After from the mean time a call holds its slot",
-			b.name, b.max),
+		Refusal: fmt.Sprintf("bulkhead %q refuses a call that %s (bulkhead.ErrFull), with a Retry-After from the mean time a call holds its slot",
+			b.name, refused),
 	}
 	if b.maxQueue > 0 {
 		st.Wait, st.WaitUnbounded = b.maxWait, b.maxWait == 0
