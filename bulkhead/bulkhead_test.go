@@ -3,7 +3,9 @@ package bulkhead_test
 import (
 	"context"
 	"errors"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -288,4 +290,41 @@ func BenchmarkBulkhead(b *testing.B) {
 			}
 		})
 	})
+}
+
+func TestBulkhead_NeverMoreInFlightThanItsLimit(t *testing.T) {
+	const limit, callers, calls = 4, 32, 50
+	b := bulkhead.MustNew("db", bulkhead.Options{MaxConcurrent: limit, MaxQueue: callers})
+	p := policy.MustWrap(b)
+	var now, most atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, callers)
+	for range callers {
+		wg.Go(func() {
+			for range calls {
+				err := p.Do(context.Background(), func(context.Context) error {
+					n := now.Add(1)
+					for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+					}
+					runtime.Gosched()
+					now.Add(-1)
+					return nil
+				})
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Errorf("a call with room to wait for every caller failed: %v", err)
+	}
+	if m := most.Load(); m > limit {
+		t.Errorf("%d calls ran at once through a bulkhead of %d", m, limit)
+	}
+	require.Equal(t, 0, b.InFlight())
+	require.Equal(t, 0, b.Waiting())
 }
