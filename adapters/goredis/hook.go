@@ -97,7 +97,7 @@ func (h *Hook) DialHook(next redis.DialHook) redis.DialHook { return next }
 // errors.Is and errors.As find it. redis.Nil is a success.
 func (h *Hook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		if ctx.Value(inside{}) != nil {
+		if ctx.Value(inside{}) == h {
 			return next(ctx, cmd)
 		}
 		safe := h.repeatable(ctx, cmd)
@@ -128,7 +128,7 @@ func (h *Hook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 // may run twice, or when the dial failed and none was sent.
 func (h *Hook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
-		if ctx.Value(inside{}) != nil {
+		if ctx.Value(inside{}) == h {
 			return next(ctx, cmds)
 		}
 		safe := h.repeatable(ctx, cmds...)

@@ -5,9 +5,7 @@ import (
 	"context"
 	"io"
 	"testing"
-	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/backstop-go/backstop/adapters/goredis"
@@ -33,10 +31,7 @@ func TestAttempts_LostReplyOfIncr(t *testing.T) {
 		return calls
 	}
 
-	alone := quick
-	alone.Addr, alone.MinRetryBackoff, alone.MaxRetryBackoff = proxy.Addr(), time.Millisecond, time.Millisecond
-	plain := redis.NewClient(&alone)
-	defer plain.Close()
+	plain := ownRetries(t, proxy.Addr())
 	require.Error(t, plain.Incr(bg, "n").Err())
 	require.Equal(t, 4, runs(), "runs of one INCR by go-redis alone")
 

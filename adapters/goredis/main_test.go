@@ -90,3 +90,13 @@ func (c *counter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proc
 func (c *counter) take() int { return int(c.sends.Swap(0)) }
 
 var quick = redis.Options{DialTimeout: time.Second, PoolSize: 2, DisableIdentity: true}
+
+// ownRetries returns a client for addr with go-redis's own retries as they come (3
+// retries), their backoff cut to a millisecond: the tests count sends, not time.
+func ownRetries(t testing.TB, addr string) *redis.Client {
+	opt := quick
+	opt.Addr, opt.MinRetryBackoff, opt.MaxRetryBackoff = addr, time.Millisecond, time.Millisecond
+	c := redis.NewClient(&opt)
+	t.Cleanup(func() { c.Close() })
+	return c
+}
