@@ -14,7 +14,13 @@ import (
 	"github.com/backstop-go/backstop/fleet/fleettest"
 )
 
+// quiet drops go-redis's log: the tests break connections on purpose.
+type quiet struct{}
+
+func (quiet) Printf(context.Context, string, ...any) {}
+
 func TestMain(m *testing.M) {
+	redis.SetLogger(quiet{})
 	// A pool that failed to dial probes the server once a second until it answers or
 	// the client is closed; the probe then ends at its next wake-up.
 	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("github.com/redis/go-redis/v9/internal/pool.(*ConnPool).tryDial"))
