@@ -126,6 +126,13 @@ func TestNonIdempotent_NotRetriedAfterTimeout(t *testing.T) {
 			})
 			return err
 		}, 1},
+		{"MULTI SET EXEC", func() error {
+			_, err := c.TxPipelined(bg, func(pp redis.Pipeliner) error {
+				pp.Set(bg, "c", 3, 0)
+				return nil
+			})
+			return err
+		}, 3},
 		{"MULTI INCR EXEC", func() error {
 			_, err := c.TxPipelined(bg, func(pp redis.Pipeliner) error {
 				pp.Incr(bg, "n")
