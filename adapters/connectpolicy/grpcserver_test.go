@@ -180,4 +180,3 @@ func TestGRPCServer_ConnectClientThroughPolicygrpc(t *testing.T) {
 		require.NoError(t, <-done)
 	})
 }
-
