@@ -96,7 +96,7 @@ func TestShed_AHandlerWaitingOnAConnectCallHoldsNoSlot(t *testing.T) {
 	back := &echo{hold: make(chan struct{}), in: make(chan struct{}, 2)}
 	backSrv := serve(t, back.handler(), false)
 	backc, _ := newClient(t, backSrv.URL, wires[0], connect.WithInterceptors(connectpolicy.MustNewInterceptor(retrying(t, autoClock()), connectpolicy.Options{})))
-	s := shed.MustNew(shed.Options{Name: "front", Limit: 1, MaxQueue: -1})
+	s := shed.MustNew(shed.Options{Name: "front", Limit: shed.LimitOptions{Fixed: 1}, Queue: shed.QueueOptions{Max: -1}})
 	front := connect.NewUnaryHandler(sayProcedure, func(ctx context.Context, _ *connect.Request[msg]) (*connect.Response[msg], error) {
 		if err := say(ctx, backc); err != nil {
 			return nil, err
