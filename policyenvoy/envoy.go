@@ -41,6 +41,9 @@ type Route struct {
 	Name string
 	// Timeout is the route's timeout (0: none); PerTryTimeout each attempt's (0: none).
 	Timeout, PerTryTimeout time.Duration
+	// DefaultTimeout reports that the route gives no timeout, so that Timeout is
+	// Envoy's DefaultRouteTimeout.
+	DefaultTimeout bool
 	// NumRetries is how many retries may follow the first attempt.
 	NumRetries int
 	// RetryOn are the retry_on conditions, as written.
@@ -158,7 +161,7 @@ var (
 )
 
 func build(name string, ra *routev3.RouteAction, vh *routev3.VirtualHost, o Options) (*Route, error) {
-	r := &Route{Name: name, Timeout: DefaultRouteTimeout}
+	r := &Route{Name: name, Timeout: DefaultRouteTimeout, DefaultTimeout: ra.Timeout == nil}
 	if ra.Timeout != nil {
 		r.Timeout = ra.GetTimeout().AsDuration()
 	}
@@ -189,7 +192,7 @@ func build(name string, ra *routev3.RouteAction, vh *routev3.VirtualHost, o Opti
 			case honoured[c]:
 				cond[c] = true
 			case grpcOnly[c]:
-				r.Unsupported = append(r.Unsupported, "retry_policy.retry_on "+c+" (a gRPC condition: use policygrpc on gRPC routes)")
+				r.Unsupported = append(r.Unsupported, "retry_policy.retry_on "+c+" (a gRPC condition: Backstop reads gRPC retries from the service config)")
 			case c == "retriable-headers", c == "http3-post-connect-failure":
 				r.Unsupported = append(r.Unsupported, "retry_policy.retry_on "+c)
 			default:

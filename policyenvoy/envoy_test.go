@@ -56,6 +56,8 @@ func TestParse_TheRouteInTestdata(t *testing.T) {
 func TestParse_EnvoysDefaults(t *testing.T) {
 	r := parseOne(t, `{"cluster": "api", "retry_policy": {"retry_on": "5xx"}}`)
 	require.Equal(t, policyenvoy.DefaultRouteTimeout, r.Timeout)
+	require.True(t, r.DefaultTimeout)
+	require.False(t, parseOne(t, `{"cluster": "api", "timeout": "15s"}`).DefaultTimeout)
 	require.Equal(t, 1, r.NumRetries)
 	require.Equal(t, 25*time.Millisecond, r.BaseInterval)
 	require.Equal(t, 250*time.Millisecond, r.MaxInterval)
@@ -83,7 +85,7 @@ retry_policy:
 		"retry_policy.retriable_headers",
 		"retry_policy.retry_host_predicate",
 		"retry_policy.retry_on retriable-headers",
-		"retry_policy.retry_on unavailable (a gRPC condition: use policygrpc on gRPC routes)",
+		"retry_policy.retry_on unavailable (a gRPC condition: Backstop reads gRPC retries from the service config)",
 	}, r.Unsupported)
 	require.Equal(t, []string{"made-up"}, r.UnknownRetryOn, "a condition Envoy does not know is not Backstop's to honour")
 }

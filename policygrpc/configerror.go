@@ -192,10 +192,10 @@ func (ix *jsonIndex) decodeError(err error) *ServiceConfigError {
 	switch {
 	case errors.As(err, &se):
 		line, col := position(ix.data, int(se.Offset)-1)
-		return &ServiceConfigError{Line: line, Column: col, Msg: "is not JSON: " + se.Error()}
+		return &ServiceConfigError{Line: line, Column: col, Msg: "the input is not JSON: " + se.Error()}
 	case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF):
 		line, col := position(ix.data, len(ix.data))
-		return &ServiceConfigError{Line: line, Column: col, Msg: "is not JSON: unexpected end of input"}
+		return &ServiceConfigError{Line: line, Column: col, Msg: "the input is not JSON: unexpected end of input"}
 	case errors.As(err, &te):
 		// The value ends at te.Offset: the token that ends there is the one refused.
 		for _, t := range ix.tokens {

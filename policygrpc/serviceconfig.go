@@ -56,7 +56,12 @@ func (c *ServiceConfig) Throttling() (Throttling, bool) { return c.throttle, c.b
 // its path, as [ServiceConfigError.Path] and [Entry.Field] name them
 // ("methodConfig[0].retryPolicy.maxAttempts"), or of the deepest field of the path
 // that the input has; 0, 0 if none.
-func (c *ServiceConfig) Position(path string) (line, col int) { return c.ix.Position(path) }
+func (c *ServiceConfig) Position(path string) (line, col int) {
+	if c == nil || c.ix == nil {
+		return 0, 0
+	}
+	return c.ix.Position(path)
+}
 
 // Entry is one methodConfig entry of a service config, as read, for tools that
 // explain or lint a config.

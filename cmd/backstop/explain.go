@@ -112,6 +112,7 @@ func waitsOf(e policy.Explanation) []wait {
 func explainRoute(file string, r *policyenvoy.Route) routeView {
 	e := r.Explain()
 	line, col := r.Position("")
+	line, col = max(line, 1), max(col, 1)
 	v := routeView{Config: "envoy-route", File: file, Line: line, Column: col, Name: r.Name,
 		Retries: r.Retrying, NumRetries: r.NumRetries, RetryOn: r.RetryOn, RetriableStatusCodes: r.RetriableStatusCodes,
 		UnknownRetryOn: r.UnknownRetryOn, NotHonouredByBackstop: r.Unsupported, AttemptsAtMost: 1}
@@ -124,9 +125,7 @@ func explainRoute(file string, r *policyenvoy.Route) routeView {
 	if r.Timeout > 0 {
 		v.TimeoutSeconds = seconds(r.Timeout)
 	}
-	if l, c := r.Position("timeout"); l == line && c == col {
-		v.TimeoutIsDefault = r.Timeout == policyenvoy.DefaultRouteTimeout // the input has no timeout
-	}
+	v.TimeoutIsDefault = r.DefaultTimeout
 	if r.PerTryTimeout > 0 {
 		v.PerTryTimeoutSeconds = seconds(r.PerTryTimeout)
 	}
@@ -184,6 +183,7 @@ func retryAfter(r *policyenvoy.Route) (bool, string) {
 func explainMethod(file string, sc *policygrpc.ServiceConfig, en policygrpc.Entry) methodView {
 	e := en.Pipeline.Explain()
 	line, col := sc.Position(en.Field)
+	line, col = max(line, 1), max(col, 1)
 	v := methodView{Config: "grpc-method-config", File: file, Line: line, Column: col, Field: en.Field, Names: en.Names,
 		Policy: "none", AttemptsAtMost: e.MaxAttempts}
 	if en.Timeout > 0 {
@@ -204,7 +204,7 @@ func explainMethod(file string, sc *policygrpc.ServiceConfig, en policygrpc.Entr
 	case en.Hedging:
 		v.Policy, v.StatusCodesField = "hedgingPolicy", "nonFatalStatusCodes"
 		v.HedgingDelaySeconds = en.HedgingDelay.Seconds()
-		v.ServerPushback = "honoured as gRFC A6 says: a server's grpc-retry-pushback-ms delays the next hedged request; a negative or malformed one stops hedging"
+		v.ServerPushback = "honoured as gRFC A6 says: a server's grpc-retry-pushback-ms delays the next hedged request"
 	}
 	if en.Retrying || en.Hedging {
 		v.MaxAttemptsAsWritten = en.MaxAttempts
@@ -309,7 +309,11 @@ func (v methodView) text(w io.Writer) {
 			row("", "before attempt %d: %v–%v, mean %v", s.BeforeAttempt, dur(s.MinSeconds), dur(s.MaxSeconds), dur(s.MeanSeconds))
 		}
 	case "hedgingPolicy":
-		row("hedgingPolicy.maxAttempts", "%d requests at most in flight (as written: %d)", v.AttemptsAtMost, v.MaxAttemptsAsWritten)
+		if v.MaxAttemptsAsWritten > v.AttemptsAtMost {
+			row("hedging maxAttempts", "%d, which gRPC caps at %d requests in flight", v.MaxAttemptsAsWritten, v.AttemptsAtMost)
+		} else {
+			row("hedging maxAttempts", "%d requests at most in flight, the first included", v.AttemptsAtMost)
+		}
 		row("hedgingDelay", "%v between them", dur(v.HedgingDelaySeconds))
 		row("nonFatalStatusCodes", "%s", strings.Join(v.StatusCodes, ", "))
 	default:

@@ -215,8 +215,11 @@ func (l *linter) route(r *policyenvoy.Route) {
 		l.add(id, file, line, col, where, "retry_policy.retry_on", fix, format, args...)
 	}
 	for _, c := range r.UnknownRetryOn {
-		onCondition("unknown-retry-on", c, "spell it as one of "+strings.Join(policyenvoy.RetryOnConditions(), ", "),
-			"retry_on %q is not a condition Envoy knows: it never retries on it", c)
+		fix := "spell it as one of " + strings.Join(policyenvoy.RetryOnConditions(), ", ")
+		if near := nearest(c, policyenvoy.RetryOnConditions()); near != "" {
+			fix = fmt.Sprintf("did you mean %s? Envoy's conditions are %s", near, strings.Join(policyenvoy.RetryOnConditions(), ", "))
+		}
+		onCondition("unknown-retry-on", c, fix, "retry_on %q is not a condition Envoy knows: it never retries on it", c)
 	}
 	for _, u := range r.Unsupported {
 		field, cond, _ := strings.Cut(u, " ")
@@ -399,4 +402,37 @@ func routeCovers(route, grpcPath string) (covers, sure bool) {
 		return p == grpcPath || grpcPath == "/" || (strings.HasSuffix(grpcPath, "/") && strings.HasPrefix(p, grpcPath)), true
 	}
 	return true, false
+}
+
+// nearest returns the word of known within two edits of w, the closest first; "" if
+// none is.
+func nearest(w string, known []string) string {
+	best, bestD := "", 3
+	for _, k := range known {
+		if d := editDistance(strings.ToLower(w), k); d < bestD {
+			best, bestD = k, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance of a and b, in bytes.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }

@@ -126,24 +126,32 @@ func read(stdin io.Reader, path string) (name string, data []byte, err error) {
 // load reads the files; a config that is refused is kept as its error, for lint to
 // report and explain to print.
 func load(stdin io.Reader, envoyPath, grpcPath string) (*input, error) {
-	in := &input{}
+	var envoyName, grpcName string
+	var envoyData, grpcData []byte
+	var err error
 	if envoyPath != "" {
-		name, data, err := read(stdin, envoyPath)
-		if err != nil {
+		if envoyName, envoyData, err = read(stdin, envoyPath); err != nil {
 			return nil, err
 		}
-		in.envoyFile, in.envoyData = name, data
-		in.routes, in.envoyErr = policyenvoy.Parse(data)
 	}
 	if grpcPath != "" {
-		name, data, err := read(stdin, grpcPath)
-		if err != nil {
+		if grpcName, grpcData, err = read(stdin, grpcPath); err != nil {
 			return nil, err
 		}
-		in.grpcFile = name
-		in.grpc, in.grpcErr = policygrpc.ParseServiceConfig(data)
 	}
-	return in, nil
+	return parse(envoyName, envoyData, grpcName, grpcData), nil
+}
+
+// parse reads the configs given ("" names none).
+func parse(envoyName string, envoyData []byte, grpcName string, grpcData []byte) *input {
+	in := &input{envoyFile: envoyName, envoyData: envoyData, grpcFile: grpcName}
+	if envoyName != "" {
+		in.routes, in.envoyErr = policyenvoy.Parse(envoyData)
+	}
+	if grpcName != "" {
+		in.grpc, in.grpcErr = policygrpc.ParseServiceConfig(grpcData)
+	}
+	return in
 }
 
 // placed prints a refusal at file:line:column.
@@ -179,7 +187,7 @@ func explain(in *input, asJSON bool, stdout, stderr io.Writer) int {
 		err  error
 	}{{in.envoyFile, in.envoyErr}, {in.grpcFile, in.grpcErr}} {
 		if f.err != nil {
-			fmt.Fprintf(stderr, "backstop explain: %s\n", placed(f.file, f.err))
+			fmt.Fprintln(stderr, placed(f.file, f.err))
 			failed = true
 		}
 	}

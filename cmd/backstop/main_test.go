@@ -35,7 +35,7 @@ func lintJSON(t *testing.T, args ...string) (int, []finding) {
 }
 
 // goWords are Go names that output meant for mesh and gRPC users must not hold.
-var goWords = regexp.MustCompile(`Options\.|policyenvoy\.|policygrpc\.|policy\.|retry\.|deadline\.|budget\.|ShouldRetry|Backoff\{|Err[A-Z]|→`)
+var goWords = regexp.MustCompile(`\bOptions\.|policyenvoy|policygrpc|\bpolicy\.|\bretry\.|\bdeadline\.|\bbudget\.|ShouldRetry|Backoff\{|\bErr[A-Z]|→`)
 
 var seedArgs = []string{"-envoy", "testdata/seed-envoy-route.yaml", "-grpc", "testdata/seed-grpc-service-config.json"}
 
@@ -198,6 +198,16 @@ func TestLint_EveryCheckHasATriggeringExample(t *testing.T) {
 			strings.Join(links, " + "), filepath.Base(hit.File), hit.Line, hit.Column, escape(src))
 	}
 	checkREADME(t, "lint-findings", table.String())
+	for _, c := range checks {
+		args, files := example(t, c.ID)
+		_, out, _ := runCLI(append([]string{"lint"}, args...)...)
+		for _, f := range files {
+			out = strings.ReplaceAll(out, f, "FILE")
+		}
+		if m := goWords.FindString(out); m != "" {
+			t.Errorf("lint of the %s example holds the Go name %q:\n%s", c.ID, m, out)
+		}
+	}
 }
 
 func hasError(fs []finding) bool {
@@ -310,7 +320,8 @@ func TestBadInput_ClearErrors(t *testing.T) {
 		{[]string{"explain", "-max-worst-case", "1s", "-envoy", "testdata/route.yaml"}, "flag provided but not defined"},
 	} {
 		code, _, errs := runCLI(tt.args...)
-		if code != exitUsage || !strings.Contains(errs, tt.want) || strings.Contains(errs, "goroutine ") {
+		if code != exitUsage || !strings.Contains(errs, tt.want) || strings.Contains(errs, "goroutine ") ||
+			(strings.Contains(tt.want, ":3:3:") || strings.Contains(tt.want, ":6:5:") || strings.Contains(tt.want, ":7:47:")) && !strings.HasPrefix(errs, tt.want) {
 			t.Errorf("backstop %q = %d, stderr %q; want %d and a message holding %q", tt.args, code, errs, exitUsage, tt.want)
 		}
 	}
@@ -318,6 +329,48 @@ func TestBadInput_ClearErrors(t *testing.T) {
 	code, out, _ := runCLI("lint", "-envoy", bad)
 	if code != exitFindings || !strings.Contains(out, bad+":3:3: error [refused]: YAML: ") {
 		t.Errorf("lint of bad YAML = %d:\n%s", code, out)
+	}
+}
+
+// TestLint_UnknownRetryOn: a misspelt condition is placed on itself in the
+// retry_on string and the fix names the condition meant.
+func TestLint_UnknownRetryOn(t *testing.T) {
+	_, fs := lintJSON(t, "-envoy", "testdata/lint/unknown-retry-on.yaml")
+	for _, f := range fs {
+		if f.ID == "unknown-retry-on" {
+			if f.Line != 5 || f.Column != 22 || !strings.HasPrefix(f.Fix, "did you mean gateway-error?") || f.Field != "retry_policy.retry_on" {
+				t.Errorf("finding %+v; want 5:22, retry_policy.retry_on, and gateway-error suggested", f)
+			}
+			return
+		}
+	}
+	t.Errorf("no unknown-retry-on finding in %+v", fs)
+}
+
+// TestLint_NoTimeoutSaysTheWorstCase: timeout 0s under retries is unbounded without
+// a per_try_timeout, and bounded by the tries with one; lint says which.
+func TestLint_NoTimeoutSaysTheWorstCase(t *testing.T) {
+	for _, tt := range []struct{ src, want string }{
+		{"route: {cluster: a, timeout: 0s, retry_policy: {retry_on: reset, num_retries: 2}}", "unbounded: no per_try_timeout either"},
+		{"route: {cluster: a, timeout: 0s, retry_policy: {retry_on: reset, num_retries: 2, per_try_timeout: 1s}}",
+			"up to 3.1s: 3 tries of per_try_timeout 1s and their longest waits"},
+	} {
+		_, out, _ := runStdin(tt.src, "lint", "-envoy", "-")
+		if !strings.Contains(out, "<stdin>:1:21: warning [no-timeout]") || !strings.Contains(out, tt.want) {
+			t.Errorf("lint of %s lacks the no-timeout warning with %q:\n%s", tt.src, tt.want, out)
+		}
+	}
+}
+
+// TestExplain_Hedging: a hedgingPolicy is explained in A6's words.
+func TestExplain_Hedging(t *testing.T) {
+	_, out, errs := runStdin(`{"methodConfig": [{"name": [{"service": "s", "method": "Get"}], "timeout": "0.5s",
+  "hedgingPolicy": {"maxAttempts": 7, "hedgingDelay": "0.1s", "nonFatalStatusCodes": ["UNAVAILABLE", 2]}}]}`, "explain", "-grpc", "-")
+	for _, want := range []string{"<stdin>:1:19: gRPC methodConfig[0] for /s/Get", "hedging maxAttempts:      7, which gRPC caps at 5 requests in flight",
+		"hedgingDelay:             100ms between them", "nonFatalStatusCodes:      UNAVAILABLE, UNKNOWN", "worst case:               500ms, bound by the timeout"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("explain of a hedgingPolicy lacks %q (stderr %q):\n%s", want, errs, out)
+		}
 	}
 }
 
@@ -354,7 +407,7 @@ func TestExplain_RateLimitedBackOff(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("explain = %d, stderr %q", code, errs)
 	}
-	for _, want := range []string{"Retry-After:              honoured as a reset header",
+	for _, want := range []string{"timeout:                  15s, Envoy's default, for the whole request", "Retry-After:              honoured as a reset header",
 		"the first of Retry-After (seconds), X-RateLimit-Reset (a Unix timestamp) whose interval is 1s to 5m0s",
 		"random(interval, 1.5 × interval), at most 7m30s", "above 5m0s is passed over for the next", "with none left the back-off above applies"} {
 		if !strings.Contains(out, want) {
@@ -380,28 +433,23 @@ func FuzzLint(f *testing.F) {
 	f.Add(string(seedE), string(seedG))
 	f.Add("route: {cluster: a, retry_policy: {retry_on: \"5xx,5xx,\\u00e9x\"}}", `{"methodConfig": [{"name": [{}], "hedgingPolicy": {"maxAttempts": 9}}]}`)
 	f.Fuzz(func(t *testing.T, envoy, grpc string) {
-		dir := t.TempDir()
-		ef, gf := filepath.Join(dir, "e.yaml"), filepath.Join(dir, "g.json")
-		if err := os.WriteFile(ef, []byte(envoy), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(gf, []byte(grpc), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		lines := map[string]int{ef: strings.Count(envoy, "\n") + 1, gf: strings.Count(grpc, "\n") + 1}
-		code, fs := lintJSON(t, "-envoy", ef, "-grpc", gf)
-		if code != exitOK && code != exitFindings {
-			t.Fatalf("lint = %d", code)
-		}
-		for _, x := range fs {
+		in := parse("e.yaml", []byte(envoy), "g.json", []byte(grpc))
+		lines := map[string]int{"e.yaml": strings.Count(envoy, "\n") + 1, "g.json": strings.Count(grpc, "\n") + 1}
+		for _, x := range lint(in, DefaultMaxWorstCase) {
 			// YAML also ends lines at CR, NEL, LS and PS: a line beyond the LF count is
 			// still in the input.
-			if x.Line < 1 || x.Column < 1 || (x.Line > lines[x.File] && !strings.ContainsAny(envoy, "\r\u0085\u2028\u2029")) || x.Message == "" {
+			if x.Line < 1 || x.Column < 1 || (x.Line > lines[x.File] && !strings.ContainsAny(envoy, "\r\u0085\u2028\u2029")) ||
+				x.Message == "" || x.Level != levelOf(x.ID) {
 				t.Fatalf("finding %+v is not placed in its file", x)
 			}
 		}
-		if code, _, errs := runCLI("explain", "-envoy", ef, "-grpc", gf); code == exitUsage && !strings.Contains(errs, ":") {
-			t.Fatalf("explain refused without a place: %q", errs)
+		var out, errs bytes.Buffer
+		if code := explain(in, false, &out, &errs); code == exitUsage && !strings.Contains(errs.String(), ":") {
+			t.Fatalf("explain refused without a place: %q", errs.String())
+		}
+		var js bytes.Buffer
+		if code := explain(in, true, &js, &errs); code == exitOK && !json.Valid(js.Bytes()) {
+			t.Fatalf("explain -json is not JSON: %s", js.String())
 		}
 	})
 }
