@@ -37,9 +37,9 @@ func (m Mode) String() string {
 // The reasons of a [*RejectError], also the Reason of its event; a call that waited
 // and went through is reported with ReasonWaited.
 const (
-	ReasonNoToken   = "no-token"   // Refuse mode: no token now
+	ReasonNoToken   = "no_token"   // Refuse mode: no token now
 	ReasonDeadline  = "deadline"   // Wait mode: the token would come after the call's deadline
-	ReasonWaitLimit = "wait-limit" // Wait mode: the token would come after MaxWait
+	ReasonWaitLimit = "wait_limit" // Wait mode: the token would come after MaxWait
 	ReasonWaited    = "waited"     // Wait mode: the call waited Delay for its token (an event, not a refusal)
 )
 
