@@ -14,8 +14,8 @@ import (
 
 	"github.com/backstop-go/backstop/adapters/connectpolicy"
 	"github.com/backstop-go/backstop/breaker"
-	"github.com/backstop-go/backstop/deadline"
 	"github.com/backstop-go/backstop/callpath"
+	"github.com/backstop-go/backstop/deadline"
 	"github.com/backstop-go/backstop/fault"
 	"github.com/backstop-go/backstop/policy"
 	"github.com/backstop-go/backstop/retry"
