@@ -72,7 +72,9 @@ type interceptor struct {
 // connect clients it calls with this interceptor, make one attempt each.
 //
 // p may be nil: the interceptor then only carries and reads the ownership. An
-// error names a bad Options field.
+// error names a bad Options field. The interceptor is safe for concurrent use; one
+// may serve every client and handler of a process, its pipeline's state (a breaker,
+// a budget) then shared by their calls.
 func NewInterceptor(p *policy.Pipeline, o Options) (connect.Interceptor, error) {
 	c, err := newClassifier(o)
 	if err != nil {
