@@ -98,10 +98,6 @@ func (i *interceptor) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
 			ctx, _ = owned(ctx, req.Header())
 			return next(ctx, req)
 		}
-		if i.p == nil {
-			setAttempt(ctx, req.Header())
-			return next(ctx, req)
-		}
 		// The caller's request keeps the attempt headers it came with.
 		h := req.Header()
 		prevAttempt, prevPrevious := h.Values(callpath.HeaderAttempt), h.Values(callpath.HeaderGRPCPreviousAttempts)
@@ -109,6 +105,10 @@ func (i *interceptor) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
 			restore(h, callpath.HeaderAttempt, prevAttempt)
 			restore(h, callpath.HeaderGRPCPreviousAttempts, prevPrevious)
 		}()
+		if i.p == nil {
+			setAttempt(ctx, h)
+			return next(ctx, req)
+		}
 		// A server's shedder does not count a handler's call while it waits on this
 		// one, as with policyhttp's transport: the server called sheds for itself, and
 		// the pipeline's deadline and breaker bound the wait.
