@@ -72,7 +72,9 @@ type interceptor struct {
 // connect clients it calls with this interceptor, make one attempt each.
 //
 // p may be nil: the interceptor then only carries and reads the ownership. An
-// error names a bad Options field.
+// error names a bad Options field. The interceptor is safe for concurrent use; one
+// may serve every client and handler of a process, its pipeline's state (a breaker,
+// a budget) then shared by their calls.
 func NewInterceptor(p *policy.Pipeline, o Options) (connect.Interceptor, error) {
 	c, err := newClassifier(o)
 	if err != nil {
@@ -96,10 +98,6 @@ func (i *interceptor) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
 			ctx, _ = owned(ctx, req.Header())
 			return next(ctx, req)
 		}
-		if i.p == nil {
-			setAttempt(ctx, req.Header())
-			return next(ctx, req)
-		}
 		// The caller's request keeps the attempt headers it came with.
 		h := req.Header()
 		prevAttempt, prevPrevious := h.Values(callpath.HeaderAttempt), h.Values(callpath.HeaderGRPCPreviousAttempts)
@@ -107,6 +105,10 @@ func (i *interceptor) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
 			restore(h, callpath.HeaderAttempt, prevAttempt)
 			restore(h, callpath.HeaderGRPCPreviousAttempts, prevPrevious)
 		}()
+		if i.p == nil {
+			setAttempt(ctx, h)
+			return next(ctx, req)
+		}
 		// A server's shedder does not count a handler's call while it waits on this
 		// one, as with policyhttp's transport: the server called sheds for itself, and
 		// the pipeline's deadline and breaker bound the wait.
