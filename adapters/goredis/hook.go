@@ -104,10 +104,9 @@ func (h *Hook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 			return next(ctx, cmd)
 		}
 		safe := h.repeatable(ctx, cmd)
-		ctx = context.WithValue(ctx, inside{}, h)
-		if !safe {
-			ctx = callpath.WithoutRepeats(ctx) // never hedged
-		}
+		// Never hedged: a hedge's attempts run at once, and would write one command's
+		// reply together.
+		ctx = callpath.WithoutRepeats(context.WithValue(ctx, inside{}, h))
 		err := h.p.Do(ctx, func(ctx context.Context) error {
 			cmd.SetErr(nil)
 			err := next(ctx, cmd)
@@ -136,10 +135,7 @@ func (h *Hook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Process
 			return next(ctx, cmds)
 		}
 		safe := h.repeatable(ctx, cmds...)
-		ctx = context.WithValue(ctx, inside{}, h)
-		if !safe {
-			ctx = callpath.WithoutRepeats(ctx)
-		}
+		ctx = callpath.WithoutRepeats(context.WithValue(ctx, inside{}, h)) // never hedged
 		var raw error // what go-redis said of the last attempt
 		err := h.p.Do(ctx, func(ctx context.Context) error {
 			for _, c := range cmds {

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/backstop-go/backstop/adapters/sqltx"
+	"github.com/backstop-go/backstop/deadline"
 	"github.com/backstop-go/backstop/fault"
 	"github.com/backstop-go/backstop/policy"
 	"github.com/backstop-go/backstop/retry"
@@ -26,15 +27,15 @@ var repeatableRead = &sql.TxOptions{Isolation: sql.LevelRepeatableRead}
 // that, on its first attempt only, reads row 1 and then lets another transaction
 // increment and commit it before writing: that attempt fails with SQLSTATE 40001
 // (could not serialize access due to concurrent update).
-func conflicted(t *testing.T, db *sql.DB, run func(fn func(*sql.Tx) error) error) error {
+func conflicted(t *testing.T, db *sql.DB, run func(fn func(context.Context, *sql.Tx) error) error) error {
 	t.Helper()
 	first := true
-	return run(func(tx *sql.Tx) error {
-		if err := attempt(tx); err != nil {
+	return run(func(ctx context.Context, tx *sql.Tx) error {
+		if err := attempt(ctx, tx); err != nil {
 			return err
 		}
 		var n int
-		if err := tx.QueryRow("SELECT n FROM acct WHERE id = 1").Scan(&n); err != nil {
+		if err := tx.QueryRowContext(ctx, "SELECT n FROM acct WHERE id = 1").Scan(&n); err != nil {
 			return err // the snapshot is taken
 		}
 		if first {
@@ -42,14 +43,14 @@ func conflicted(t *testing.T, db *sql.DB, run func(fn func(*sql.Tx) error) error
 			_, err := db.Exec("UPDATE acct SET n = n + 1 WHERE id = 1") // commits at once
 			require.NoError(t, err, "the concurrent transaction")
 		}
-		_, err := tx.Exec("UPDATE acct SET n = n + 1 WHERE id = 1")
+		_, err := tx.ExecContext(ctx, "UPDATE acct SET n = n + 1 WHERE id = 1")
 		return err
 	})
 }
 
 func TestRunTx_SerializationFailureRetried(t *testing.T) {
 	db := open(t)
-	err := conflicted(t, db, func(fn func(*sql.Tx) error) error {
+	err := conflicted(t, db, func(fn func(context.Context, *sql.Tx) error) error {
 		return sqltx.RunTxWith(bg, db, retry3(), repeatableRead, fn)
 	})
 	require.NoError(t, err)
@@ -66,12 +67,12 @@ func TestRunTx_WriteSkewRetried(t *testing.T) {
 	barrier.Add(2)
 	run := func(id int) error {
 		first := true
-		return sqltx.RunTxWith(bg, db, retry3(), &sql.TxOptions{Isolation: sql.LevelSerializable}, func(tx *sql.Tx) error {
-			if err := attempt(tx); err != nil {
+		return sqltx.RunTxWith(bg, db, retry3(), &sql.TxOptions{Isolation: sql.LevelSerializable}, func(ctx context.Context, tx *sql.Tx) error {
+			if err := attempt(ctx, tx); err != nil {
 				return err
 			}
 			var sum int
-			if err := tx.QueryRow("SELECT sum(n) FROM acct").Scan(&sum); err != nil {
+			if err := tx.QueryRowContext(ctx, "SELECT sum(n) FROM acct").Scan(&sum); err != nil {
 				return err
 			}
 			if first { // both have read before either writes
@@ -79,7 +80,7 @@ func TestRunTx_WriteSkewRetried(t *testing.T) {
 				barrier.Done()
 				barrier.Wait()
 			}
-			_, err := tx.Exec("UPDATE acct SET n = $1 WHERE id = $2", sum+1, id)
+			_, err := tx.ExecContext(ctx, "UPDATE acct SET n = $1 WHERE id = $2", sum+1, id)
 			return err
 		})
 	}
@@ -102,11 +103,11 @@ func TestRunTx_DeadlockRetried(t *testing.T) {
 	barrier.Add(2)
 	run := func(a, b int) error {
 		first := true
-		return sqltx.RunTx(bg, db, retry3(), func(tx *sql.Tx) error {
-			if err := attempt(tx); err != nil {
+		return sqltx.RunTx(bg, db, retry3(), func(ctx context.Context, tx *sql.Tx) error {
+			if err := attempt(ctx, tx); err != nil {
 				return err
 			}
-			if _, err := tx.Exec("UPDATE acct SET n = n + 1 WHERE id = $1", a); err != nil {
+			if _, err := tx.ExecContext(ctx, "UPDATE acct SET n = n + 1 WHERE id = $1", a); err != nil {
 				return err
 			}
 			if first { // each holds its first row before it asks for the other's
@@ -114,7 +115,7 @@ func TestRunTx_DeadlockRetried(t *testing.T) {
 				barrier.Done()
 				barrier.Wait()
 			}
-			_, err := tx.Exec("UPDATE acct SET n = n + 1 WHERE id = $1", b)
+			_, err := tx.ExecContext(ctx, "UPDATE acct SET n = n + 1 WHERE id = $1", b)
 			return err
 		})
 	}
@@ -133,11 +134,11 @@ func TestRunTx_DeadlockRetried(t *testing.T) {
 
 func TestRunTx_ConstraintNotRetried(t *testing.T) {
 	db := open(t)
-	err := sqltx.RunTx(bg, db, retry3(), func(tx *sql.Tx) error {
-		if err := attempt(tx); err != nil {
+	err := sqltx.RunTx(bg, db, retry3(), func(ctx context.Context, tx *sql.Tx) error {
+		if err := attempt(ctx, tx); err != nil {
 			return err
 		}
-		_, err := tx.Exec("INSERT INTO acct VALUES (1, 5)")
+		_, err := tx.ExecContext(ctx, "INSERT INTO acct VALUES (1, 5)")
 		return err
 	})
 	require.Equal(t, "23505", sqltx.SQLState(err), "duplicate key: %v", err)
@@ -151,7 +152,7 @@ func TestRunTx_ConstraintNotRetried(t *testing.T) {
 func TestRunTx_UnderAnOwner(t *testing.T) {
 	db := open(t)
 	owner := retry3()
-	err := conflicted(t, db, func(fn func(*sql.Tx) error) error {
+	err := conflicted(t, db, func(fn func(context.Context, *sql.Tx) error) error {
 		return owner.Do(bg, func(ctx context.Context) error {
 			return sqltx.RunTxWith(ctx, db, retry3(), repeatableRead, fn)
 		})
@@ -162,7 +163,7 @@ func TestRunTx_UnderAnOwner(t *testing.T) {
 
 func TestRunTx_RefusesNil(t *testing.T) {
 	db := open(t)
-	fn := func(*sql.Tx) error { return nil }
+	fn := func(context.Context, *sql.Tx) error { return nil }
 	for name, err := range map[string]error{
 		"db":       sqltx.RunTx(bg, nil, retry3(), fn),
 		"pipeline": sqltx.RunTx(bg, db, nil, fn),
@@ -170,4 +171,27 @@ func TestRunTx_RefusesNil(t *testing.T) {
 	} {
 		require.ErrorIs(t, err, sqltx.ErrInvalidArgument, "RunTx with a nil %s", name)
 	}
+}
+
+// A hedge never runs a second transaction beside the first: the first waits on a row
+// another transaction holds until the deadline, and is the only attempt.
+func TestRunTx_NeverHedged(t *testing.T) {
+	db := open(t)
+	blocker, err := db.Begin()
+	require.NoError(t, err)
+	defer blocker.Rollback()
+	_, err = blocker.Exec("UPDATE acct SET n = n + 1 WHERE id = 1")
+	require.NoError(t, err)
+
+	p := policy.MustWrap(deadline.MustNew(200*time.Millisecond),
+		retry.MustNewHedge(retry.HedgeOptions{MaxAttempts: 3, Delay: time.Millisecond}))
+	err = sqltx.RunTx(bg, db, p, func(ctx context.Context, tx *sql.Tx) error {
+		if err := attempt(ctx, tx); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, "UPDATE acct SET n = n + 1 WHERE id = 1") // waits on the blocker
+		return err
+	})
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.Equal(t, 1, attempts(t, db))
 }
