@@ -136,7 +136,7 @@ func (h *Hook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Process
 		}
 		safe := h.repeatable(ctx, cmds...)
 		ctx = callpath.WithoutRepeats(context.WithValue(ctx, inside{}, h)) // never hedged
-		var raw error // what go-redis said of the last attempt
+		var raw error                                                      // what go-redis said of the last attempt
 		err := h.p.Do(ctx, func(ctx context.Context) error {
 			for _, c := range cmds {
 				c.SetErr(nil)
