@@ -135,8 +135,9 @@ func (h *Hook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Process
 			return next(ctx, cmds)
 		}
 		safe := h.repeatable(ctx, cmds...)
-		ctx = callpath.WithoutRepeats(context.WithValue(ctx, inside{}, h)) // never hedged
-		var raw error                                                      // what go-redis said of the last attempt
+		ctx = callpath.WithoutRepeats(context.WithValue(ctx, inside{}, h)) // never hedged, as above
+		// raw is what go-redis said of the last attempt.
+		var raw error
 		err := h.p.Do(ctx, func(ctx context.Context) error {
 			for _, c := range cmds {
 				c.SetErr(nil)
