@@ -21,6 +21,12 @@ func retry3() *policy.Pipeline {
 		policy.Name("db"))
 }
 
+// retryMany leaves room for conflicts that happen again: two transactions that both
+// failed retry at once, and may collide once more before one of them wins.
+func retryMany() *policy.Pipeline {
+	return policy.MustWrap(retry.MustNew(retry.Options{MaxAttempts: 10, Base: time.Millisecond, Cap: 20 * time.Millisecond}))
+}
+
 var repeatableRead = &sql.TxOptions{Isolation: sql.LevelRepeatableRead}
 
 // conflicted runs an increment of row 1 through run, in a REPEATABLE READ transaction
@@ -67,7 +73,7 @@ func TestRunTx_WriteSkewRetried(t *testing.T) {
 	barrier.Add(2)
 	run := func(id int) error {
 		first := true
-		return sqltx.RunTxWith(bg, db, retry3(), &sql.TxOptions{Isolation: sql.LevelSerializable}, func(ctx context.Context, tx *sql.Tx) error {
+		return sqltx.RunTxWith(bg, db, retryMany(), &sql.TxOptions{Isolation: sql.LevelSerializable}, func(ctx context.Context, tx *sql.Tx) error {
 			if err := attempt(ctx, tx); err != nil {
 				return err
 			}
@@ -90,8 +96,12 @@ func TestRunTx_WriteSkewRetried(t *testing.T) {
 	}
 	require.NoError(t, <-errs)
 	require.NoError(t, <-errs)
-	require.Equal(t, 3, attempts(t, db), "attempts: two first ones, one retry")
-	// Serially: the winner wrote 0+1, the retried one read 1 and wrote 2.
+	// Two first attempts and at least one retry: mostly exactly one, more when
+	// PostgreSQL ends both, or their retries collide again.
+	n := attempts(t, db)
+	require.GreaterOrEqual(t, n, 3, "attempts")
+	t.Logf("attempts: %d", n)
+	// As if run one after the other: the first wrote 0+1, the second read 1, wrote 2.
 	require.Equal(t, 3, balance(t, db, 1)+balance(t, db, 2))
 }
 
@@ -103,7 +113,7 @@ func TestRunTx_DeadlockRetried(t *testing.T) {
 	barrier.Add(2)
 	run := func(a, b int) error {
 		first := true
-		return sqltx.RunTx(bg, db, retry3(), func(ctx context.Context, tx *sql.Tx) error {
+		return sqltx.RunTx(bg, db, retryMany(), func(ctx context.Context, tx *sql.Tx) error {
 			if err := attempt(ctx, tx); err != nil {
 				return err
 			}
@@ -124,10 +134,12 @@ func TestRunTx_DeadlockRetried(t *testing.T) {
 	go func() { errs <- run(2, 1) }()
 	require.NoError(t, <-errs)
 	require.NoError(t, <-errs)
-	// Two first attempts, and a retry for each one PostgreSQL ended: one, or now and
-	// then both, when each detects the cycle before the other's end breaks it.
+	// Two first attempts, and a retry for each one PostgreSQL ended: one mostly; both
+	// now and then, when each detects the cycle before the other's end breaks it, and
+	// their retries may deadlock again.
 	n := attempts(t, db)
-	require.True(t, n == 3 || n == 4, "attempts = %d, want 3 or 4", n)
+	require.GreaterOrEqual(t, n, 3, "attempts")
+	t.Logf("attempts: %d", n)
 	require.Equal(t, 2, balance(t, db, 1), "each increment applied once")
 	require.Equal(t, 2, balance(t, db, 2), "each increment applied once")
 }
