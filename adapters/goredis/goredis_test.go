@@ -194,3 +194,20 @@ func TestKilled_BreakerOpens(t *testing.T) {
 	require.ErrorIs(t, err, policy.ErrRejected)
 	require.Equal(t, 0, n.take(), "sends of a GET while the breaker is open")
 }
+
+// A hedge never sends a command twice at once: both sends would write one command's
+// reply. The server holds the SET until the deadline; it was sent once.
+func TestHook_NeverHedged(t *testing.T) {
+	s := startRedis(t)
+	adm := admin(t, s.Addr())
+	p := policy.MustWrap(deadline.MustNew(200*time.Millisecond),
+		retry.MustNewHedge(retry.HedgeOptions{MaxAttempts: 3, Delay: time.Millisecond}))
+	c, n := adapted(t, s.Addr(), p)
+	require.NoError(t, c.Ping(bg).Err())
+	require.NoError(t, adm.Do(bg, "client", "pause", "600000", "write").Err())
+	defer adm.Do(bg, "client", "unpause")
+	n.take()
+	err := c.Set(bg, "k", "v", 0).Err()
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.Equal(t, 1, n.take(), "sends of a SET under a hedge")
+}

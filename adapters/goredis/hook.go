@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -104,13 +106,12 @@ func (h *Hook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 			return next(ctx, cmd)
 		}
 		safe := h.repeatable(ctx, cmd)
-		ctx = context.WithValue(ctx, inside{}, h)
-		if !safe {
-			ctx = callpath.WithoutRepeats(ctx) // never hedged
-		}
+		// Never hedged: a hedge's attempts run at once, and would write one command's
+		// reply together.
+		ctx = callpath.WithoutRepeats(context.WithValue(ctx, inside{}, h))
 		err := h.p.Do(ctx, func(ctx context.Context) error {
 			cmd.SetErr(nil)
-			err := next(ctx, cmd)
+			err := contextual(ctx, next(ctx, cmd))
 			if errors.Is(err, redis.Nil) {
 				return nil
 			}
@@ -136,16 +137,14 @@ func (h *Hook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Process
 			return next(ctx, cmds)
 		}
 		safe := h.repeatable(ctx, cmds...)
-		ctx = context.WithValue(ctx, inside{}, h)
-		if !safe {
-			ctx = callpath.WithoutRepeats(ctx)
-		}
-		var raw error // what go-redis said of the last attempt
+		ctx = callpath.WithoutRepeats(context.WithValue(ctx, inside{}, h)) // never hedged, as above
+		// raw is what go-redis said of the last attempt.
+		var raw error
 		err := h.p.Do(ctx, func(ctx context.Context) error {
 			for _, c := range cmds {
 				c.SetErr(nil)
 			}
-			err := next(ctx, cmds)
+			err := contextual(ctx, next(ctx, cmds))
 			raw = err
 			if errors.Is(err, redis.Nil) {
 				// Exec reports the first failed command; a missing key is no failure,
@@ -170,4 +169,21 @@ func (h *Hook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Process
 		}
 		return err
 	}
+}
+
+// contextual returns err, an attempt's error, as the context's when it is a timeout at
+// the context's deadline. go-redis sets its socket deadlines from the context's
+// (ContextTimeoutEnabled), so a read times out at the very instant the context ends,
+// and can return before the context says so; the deadline's stage would then not know
+// its own deadline in the error.
+func contextual(ctx context.Context, err error) error {
+	var ne net.Error
+	if err == nil || !errors.As(err, &ne) || !ne.Timeout() || ctx.Err() != nil {
+		return err
+	}
+	if d, ok := ctx.Deadline(); !ok || time.Now().Before(d) {
+		return err
+	}
+	<-ctx.Done() // past its deadline: done at once
+	return fmt.Errorf("%w: %w", ctx.Err(), err)
 }

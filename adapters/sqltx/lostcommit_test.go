@@ -26,11 +26,11 @@ func TestAttempts_LostCommit(t *testing.T) {
 	require.NoError(t, err)
 	defer proxy.Close()
 
-	increment := func(tx *sql.Tx) error {
-		if err := attempt(tx); err != nil {
+	increment := func(ctx context.Context, tx *sql.Tx) error {
+		if err := attempt(ctx, tx); err != nil {
 			return err
 		}
-		_, err := tx.Exec("UPDATE acct SET n = n + 1 WHERE id = 1")
+		_, err := tx.ExecContext(ctx, "UPDATE acct SET n = n + 1 WHERE id = 1")
 		return err
 	}
 	for _, way := range []struct {

@@ -85,8 +85,8 @@ func connect(t *testing.T, dsn, schema string) *sql.DB {
 }
 
 // attempt draws from the attempts sequence, inside a transaction's attempt.
-func attempt(tx *sql.Tx) error {
-	_, err := tx.Exec("SELECT nextval('attempts')")
+func attempt(ctx context.Context, tx *sql.Tx) error {
+	_, err := tx.ExecContext(ctx, "SELECT nextval('attempts')")
 	return err
 }
 

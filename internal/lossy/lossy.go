@@ -77,8 +77,10 @@ func (p *Proxy) serve() {
 		}
 		p.track(c, s)
 		var mu sync.Mutex
-		armed := false // guarded by mu: a watched request went up
-		p.wg.Go(func() { // client → server
+		// armed, guarded by mu: a watched request went up.
+		armed := false
+		// Client to server: forward, and arm on a watched request.
+		p.wg.Go(func() {
 			defer p.forget(c, s)
 			buf := make([]byte, 32<<10)
 			for {
@@ -98,7 +100,8 @@ func (p *Proxy) serve() {
 				}
 			}
 		})
-		p.wg.Go(func() { // server → client
+		// Server to client: forward, until an answer comes to an armed connection.
+		p.wg.Go(func() {
 			defer p.forget(c, s)
 			buf := make([]byte, 32<<10)
 			for {
