@@ -9,7 +9,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/require"
 
 	"github.com/backstop-go/backstop/breaker"
@@ -79,7 +78,11 @@ func sumOf(t *testing.T, g prometheus.Gatherer, family, label, value string) (fl
 			continue
 		}
 		for _, m := range mf.GetMetric() {
-			if !hasLabel(m, label, value) {
+			has := false
+			for _, l := range m.GetLabel() {
+				has = has || l.GetName() == label && l.GetValue() == value
+			}
+			if !has {
 				continue
 			}
 			found = true
@@ -94,15 +97,6 @@ func sumOf(t *testing.T, g prometheus.Gatherer, family, label, value string) (fl
 		}
 	}
 	return total, found
-}
-
-func hasLabel(m *dto.Metric, name, value string) bool {
-	for _, l := range m.GetLabel() {
-		if l.GetName() == name && l.GetValue() == value {
-			return true
-		}
-	}
-	return false
 }
 
 // TestShedder_RegisteredOnceExportsEverySeries: however a shedder and the Observer
