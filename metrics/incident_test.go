@@ -62,33 +62,36 @@ func newIncident(t *testing.T) *incident {
 	clock := in.clock
 	ordersBudget := budget.MustNewRatio(budget.RatioOptions{Ratio: 0.25, Clock: clock})
 	ordersRetry := retry.MustNew(retry.Options{MaxAttempts: 3, Base: time.Millisecond, Cap: 10 * time.Millisecond, Clock: clock})
-	in.fb = fallback.MustNew("inventory", fallback.Options[int]{Value: 0, Clock: clock})
+	inventoryFallback := fallback.MustNew("inventory", fallback.Options[int]{Value: 0, Clock: clock})
 	inventoryBreaker := breaker.MustNew("inventory", breaker.Options{ConsecutiveFailures: 5, OpenTimeout: time.Hour})
-	in.api = shed.MustNew(shed.Options{Name: "api", Limit: shed.LimitOptions{Fixed: 10}, Queue: shed.QueueOptions{Max: -1}, Clock: clock})
-	in.users = coalesce.MustNew(coalesce.Options[int, string]{TTL: 30 * time.Second, Clock: clock,
+	api := shed.MustNew(shed.Options{Name: "api", Limit: shed.LimitOptions{Fixed: 10}, Queue: shed.QueueOptions{Max: -1}, Clock: clock})
+	users := coalesce.MustNew(coalesce.Options[int, string]{TTL: 30 * time.Second, Clock: clock,
 		Load: func(ctx context.Context, id int) (string, error) { return "user", in.db(ctx) }})
-	in.jobs = redeliver.MustNew(redeliver.Options{MaxDeliveries: 3, Rand: policytest.NewRand(0.5)})
+	jobs := redeliver.MustNew(redeliver.Options{MaxDeliveries: 3, Rand: policytest.NewRand(0.5)})
+	mux := http.NewServeMux()
+	handler := http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})
+	log := t // the README's log.Fatal fails the test
 
 	// README wiring begin
 	reg := prometheus.NewRegistry()
 	obs := metrics.MustNew(reg, metrics.Options{
 		Budgets:  map[string]metrics.Leveler{"orders": ordersBudget},
-		Shedders: map[string]metrics.ShedGauges{"api": in.api}, // every shed series, however it refuses
+		Shedders: map[string]metrics.ShedGauges{"api": api}, // every shed series, however it refuses
 	})
 	// Breakers, bulkheads and rate limiters come with the pipelines they are in.
-	in.orders = policy.MustWrap(ordersBudget, ordersRetry, policy.Name("orders"), policy.Observe(obs))
-	in.inventory = policy.MustWrap(in.fb, inventoryBreaker, policy.Name("inventory"), policy.Observe(obs))
-	if err := obs.AddCache("users", in.users); err != nil {
-		t.Fatal(err)
+	orders := policy.MustWrap(ordersBudget, ordersRetry, policy.Name("orders"), policy.Observe(obs))
+	inventory := policy.MustWrap(inventoryFallback, inventoryBreaker, policy.Name("inventory"), policy.Observe(obs))
+	if err := obs.AddCache("users", users); err != nil {
+		log.Fatal(err)
 	}
-	if err := obs.AddRedeliver("jobs", in.jobs); err != nil {
-		t.Fatal(err)
+	if err := obs.AddRedeliver("jobs", jobs); err != nil {
+		log.Fatal(err)
 	}
-	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	mux.Handle("/", shed.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}), in.api))
+	mux.Handle("/", shed.Middleware(handler, api))
 	// README wiring end
 
+	in.api, in.users, in.jobs, in.fb, in.orders, in.inventory = api, users, jobs, inventoryFallback, orders, inventory
 	in.prices = policy.MustWrap(bulkhead.MustNew("prices", bulkhead.Options{MaxConcurrent: 1, Clock: clock}),
 		ratelimit.MustNew("prices", ratelimit.Options{Rate: 1, Burst: 1, MaxWait: 5 * time.Second, Clock: clock}),
 		policy.Name("prices"), policy.Observe(obs))
@@ -318,4 +321,30 @@ func dashboardQueries(t *testing.T) []string {
 	walk(d.Panels)
 	require.NotEmpty(t, qs)
 	return qs
+}
+
+// TestREADME_WiringIsTheIncidentsOwn: the wiring README.md shows under "Observing
+// Backstop" is, line for line, the one the incident above is built with.
+func TestREADME_WiringIsTheIncidentsOwn(t *testing.T) {
+	src, err := os.ReadFile("incident_test.go")
+	require.NoError(t, err)
+	text := string(src)
+	begin, end := strings.Index(text, "// README wiring begin\n"), strings.Index(text, "\t// README wiring end")
+	require.True(t, begin > 0 && end > begin)
+	var want []string
+	for _, line := range strings.Split(text[begin+len("// README wiring begin\n"):end], "\n") {
+		want = append(want, strings.TrimPrefix(line, "\t"))
+	}
+	readme, err := os.ReadFile("../README.md")
+	require.NoError(t, err)
+	section := string(readme)
+	start := strings.Index(section, "\n## Observing Backstop\n")
+	require.Positive(t, start, "README.md has a section Observing Backstop")
+	section = section[start+1:]
+	if next := strings.Index(section[1:], "\n## "); next > 0 {
+		section = section[:next+1]
+	}
+	block := regexp.MustCompile("(?s)```go\n(.*?)```").FindStringSubmatch(section)
+	require.NotNil(t, block, "the section shows its wiring in a go block")
+	require.Equal(t, strings.Join(want, "\n"), block[1])
 }
