@@ -45,7 +45,6 @@ type registrar struct {
 
 func (r *registrar) Register(stage any) { r.stages = append(r.stages, stage) }
 
-
 // TestPipeline_EachSourceEventReachesEachObserverOnce: however a pipeline is built —
 // options in Wrap's list or one With at a time, in any order, renamed, re-observed
 // with the same observer, combined with others by event.Observers, shared with a
