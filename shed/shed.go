@@ -205,6 +205,10 @@ type Shedder struct {
 	sheddable float64
 	status    int
 	bodies    [numReasons][]byte
+	// Read by every refusal and seldom written: kept apart from the counters that
+	// refusals write.
+	own  audience                         // Options.Observer
+	subs atomic.Pointer[[]event.Observer] // AddObserver's, copied on write
 
 	// Every admission and release writes inflight and admitted: they share one cache
 	// line, so a request moves one line between cores, not two. limit and waiting,
@@ -228,9 +232,7 @@ type Shedder struct {
 
 	rejected [numReasons]atomic.Uint64
 
-	own    audience                         // Options.Observer
-	subsMu sync.Mutex                       // guards writes of subs
-	subs   atomic.Pointer[[]event.Observer] // AddObserver's, copied on write
+	subsMu sync.Mutex // guards writes of subs
 }
 
 // audience is an observer a refusal is reported to and the observers it combines
