@@ -41,7 +41,8 @@ func TestObserver_FallbackBulkheadAndRateLimitSeries(t *testing.T) {
 	rl := ratelimit.MustNew("prices", ratelimit.Options{Rate: 10, Burst: 1, Mode: ratelimit.Refuse, Clock: clock})
 	require.NoError(t, obs.AddBulkhead("prices", bh))
 	require.NoError(t, obs.AddLimiter("prices", rl))
-	require.Error(t, obs.AddLimiter("prices", rl), "a name exported twice")
+	require.NoError(t, obs.AddLimiter("prices", rl), "the same limiter again")
+	require.ErrorIs(t, obs.AddLimiter("prices", ratelimit.MustNew("prices", ratelimit.Options{Rate: 1, Burst: 1})), metrics.ErrInvalidOptions, "another under its name")
 	require.ErrorIs(t, obs.AddBulkhead("x", nil), metrics.ErrInvalidOptions)
 	require.ErrorIs(t, obs.AddLimiter("x", nil), metrics.ErrInvalidOptions)
 
