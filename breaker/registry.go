@@ -77,7 +77,9 @@ type Snapshot struct {
 	OpenedAt time.Time `json:"-"`
 	// Until is when an open breaker lets probes through; zero unless open (and not forced).
 	Until time.Time `json:"-"`
-	// RetryAfter is Until − now, the Retry-After a server can send.
+	// RetryAfter is the Retry-After a server sends for a call the breaker refuses now
+	// (the refusal's RetryAfter, [Breaker.OpenNow]): Until − now when open, the
+	// breaker's MaxOpenTimeout when forced open, 0 otherwise.
 	RetryAfter time.Duration `json:"-"`
 	// Last is the last transition; zero if none. An open breaker whose time is up
 	// reads half-open before gobreaker moves it on the next call: Last then says
@@ -105,7 +107,9 @@ func (b *Breaker) Snapshot(now time.Time) Snapshot {
 		s.Tripped = *t
 	}
 	switch {
-	case s.State == StateOpen && !s.Forced:
+	case s.Forced:
+		s.RetryAfter = b.maxTimeout // what forcedErr.RetryAfter says
+	case s.State == StateOpen:
 		s.Until = b.until
 		s.RetryAfter = max(0, s.Until.Sub(now))
 	case s.State == StateHalfOpen && b.state == StateOpen:
