@@ -197,7 +197,7 @@ func TestBreaker_ForceOpenFromHalfOpenIsATransition(t *testing.T) {
 		_ = p.Do(context.Background(), fail) // trips
 		time.Sleep(time.Second)
 		tripped := b.Snapshot(time.Now()).OpenedAt
-		b.ForceOpen() // open and refusing: no transition, opened at kept
+		b.ForceOpen()                                                                        // open and refusing: no transition, opened at kept
 		require.Equal(t, []string{"orders: closed→open", "orders: open→closed"}, obs.take()) // sorted
 		require.Equal(t, tripped, b.Snapshot(time.Now()).OpenedAt)
 		require.Equal(t, []string{"closed→open", "half-open→open", "open→closed", "closed→open", "open→closed", "closed→open"}, callbacks)

@@ -321,9 +321,9 @@ func TestHandler_ForcedFromHalfOpen(t *testing.T) {
 
 		var got struct {
 			Breakers []struct {
-				Name       string  `json:"name"`
-				RetryAfter float64 `json:"retry_after_seconds"`
-				OpenedAt   string  `json:"opened_at"`
+				Name       string                        `json:"name"`
+				RetryAfter float64                       `json:"retry_after_seconds"`
+				OpenedAt   string                        `json:"opened_at"`
 				Last       struct{ From, To, At string } `json:"last_transition"`
 			} `json:"breakers"`
 		}
