@@ -21,8 +21,8 @@ const DefaultRefresh = 5 * time.Second
 
 // style is the page's stylesheet, allowed by its hash in contentSecurityPolicy.
 const style = `
-body{font:14px system-ui,sans-serif;margin:2em}table{border-collapse:collapse}
-th,td{padding:.3em .8em;border-bottom:1px solid #ddd;text-align:left}
+body{font:14px system-ui,sans-serif;margin:1em}table{border-collapse:collapse}
+th,td{padding:.3em .5em;border-bottom:1px solid #ddd;text-align:left}
 .closed{color:#070}.half-open{color:#a60}.open{color:#c00;font-weight:bold}
 .meta{color:#555}.t{white-space:nowrap}form{display:inline}
 `
