@@ -73,21 +73,21 @@ type config struct {
 
 // series counts what happened in each time bucket of a run.
 type series struct {
-	start     time.Time
-	width     time.Duration
-	mu        sync.Mutex // guards the slices
-	started   []int
-	ok        []int // by start time
-	okDone    []int // by completion time
-	failed    []int
-	lost      []int
+	start   time.Time
+	width   time.Duration
+	mu      sync.Mutex // guards the slices
+	started []int
+	ok      []int // by start time
+	okDone  []int // by completion time
+	failed  []int
+	lost    []int
 	// failedDone and lostDone count, by completion time, the calls answered with an
 	// error and those the user gave up on (at start + userTimeout).
 	failedDone, lostDone []int
-	db        []int
-	lat       []time.Duration // of every call
-	failedLat []time.Duration // of the calls answered with an error
-	events    events
+	db                   []int
+	lat                  []time.Duration // of every call
+	failedLat            []time.Duration // of the calls answered with an error
+	events               events
 }
 
 // events counts, from the pipelines' and shedders' events, why work did not happen.
