@@ -172,7 +172,7 @@ const (
 	Panic                 // user code panicked on a goroutine Backstop started and the panic became an error: Source (what started it: "coalesce", "hedge"), Attempt (a hedge's), Err (the *PanicError)
 	Fallback              // a fallback answered a failed call: Source (the fallback's name), Reason (the failure's policy.Outcome: "failure", "rejected", "deadline"), To (what answered: "value", "func", "last-good"), Err (the failure answered)
 	BulkheadRejected      // a bulkhead refused a call or attempt: Source (its name), Reason ("limit", "queue", "wait", "deadline"), Delay (the Retry-After estimate), Elapsed (time spent waiting)
-	RateLimited           // a rate limiter refused or delayed a call or attempt: Source (its name), Reason ("refused", "deadline", "wait-limit", or "waited" when it waited and let the call through), Delay (the Retry-After estimate, or the wait)
+	RateLimited           // a rate limiter refused or delayed a call or attempt: Source (its name), Reason ("no_token", "deadline", "wait_limit", or "waited" when it waited and let the call through), Delay (the Retry-After estimate, or the wait)
 )
 
 // The states an [Fleet] moves between.

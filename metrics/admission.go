@@ -26,7 +26,7 @@ func newAdmission(nativeFactor float64) *admission {
 			"pipeline", "fallback", "reason", "from"),
 		bulkhead: counter("bulkhead_rejections_total", "Calls or attempts a bulkhead refused, by why (limit, queue, wait, deadline).",
 			"pipeline", "bulkhead", "reason"),
-		limited: counter("ratelimit_rejections_total", "Calls or attempts a rate limiter refused, by why (refused, deadline, wait-limit).",
+		limited: counter("ratelimit_rejections_total", "Calls or attempts a rate limiter refused, by why (no_token, deadline, wait_limit).",
 			"pipeline", "limiter", "reason"),
 		waits: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: Namespace, Name: "ratelimit_wait_seconds",
 			Help:    "Waits for a rate limiter's token by calls that then went through.",

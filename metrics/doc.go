@@ -50,7 +50,7 @@
 //	| backstop_fallbacks_total             | counter   | pipeline, fallback, reason, from | failed calls a fallback answered (reason: failure, rejected, deadline; from: value, func, last-good) |
 //	| backstop_bulkhead_rejections_total   | counter   | pipeline, bulkhead, reason | calls or attempts a bulkhead refused (limit, queue, wait, deadline) |
 //	| backstop_bulkhead_inflight, _waiting, _limit | gauge | bulkhead          | a bulkhead's slots taken, calls waiting, slots (AddBulkhead) |
-//	| backstop_ratelimit_rejections_total  | counter   | pipeline, limiter, reason | calls or attempts a rate limiter refused (refused, deadline, wait-limit) |
+//	| backstop_ratelimit_rejections_total  | counter   | pipeline, limiter, reason | calls or attempts a rate limiter refused (no_token, deadline, wait_limit) |
 //	| backstop_ratelimit_wait_seconds      | histogram | limiter                  | waits for a token by calls that then went through    |
 //	| backstop_ratelimit_tokens            | gauge     | limiter                  | tokens in the bucket now, below 0 while calls wait (AddLimiter) |
 //

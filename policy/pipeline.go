@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/backstop-go/backstop/callpath"
 	"github.com/backstop-go/backstop/event"
 )
 
@@ -168,13 +169,14 @@ func (p *Pipeline) Do(ctx context.Context, fn Func) error {
 }
 
 // Get runs fn under p like [Pipeline.Do] and returns the value of the attempt that
-// succeeded, or T's zero value with the error. It allocates one closure per call more
+// succeeded (under a hedge, the one callpath.Win chose), or T's zero value with the
+// error. It allocates one closure per call more
 // than Do.
 func Get[T any](ctx context.Context, p *Pipeline, fn func(context.Context) (T, error)) (T, error) {
 	var v T
 	err := p.Do(ctx, func(ctx context.Context) error {
 		r, err := fn(ctx)
-		if err == nil {
+		if err == nil && callpath.Win(ctx) { // under a hedge, attempts run at once: keep the winner's
 			v = r
 		}
 		return err

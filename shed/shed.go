@@ -136,7 +136,7 @@ type LimitOptions struct {
 	// fields must then be zero.
 	Fixed int
 	// Initial, Min and Max bound the adaptive limit; 0 means DefaultInitialLimit (20),
-	// DefaultMinLimit (4), DefaultMaxLimit (1000).
+	// DefaultMinLimit (1), DefaultMaxLimit (1000).
 	Initial, Min, Max int
 	// Smoothing is how far the limit moves towards its target in a window whose
 	// latency is above Tolerance, in (0, 1]; 0 means DefaultSmoothing (0.7).

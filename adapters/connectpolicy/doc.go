@@ -7,8 +7,7 @@
 //
 // connect-go retries nothing on its own; its users add a retrying interceptor in each
 // service. A user call through a front, a middle and a back service whose clients each
-// retry 3 times reaches the back end 3 × 3 = 9 times when it is down (27 with one more
-// hop). With [NewInterceptor] on every client and handler the call path has one owner:
+// retry 3 times reaches the back end 3 × 3 = 9 times when it is down. With [NewInterceptor] on every client and handler the call path has one owner:
 // the front client retries; each of its attempts carries Backstop's attempt header
 // (callpath.HeaderAttempt, and Grpc-Previous-Rpc-Attempts for grpc-go servers); the
 // middle handler reads it and marks its context as owned upstream, so its own client

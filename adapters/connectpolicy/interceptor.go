@@ -100,6 +100,18 @@ func (i *interceptor) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
 			setAttempt(ctx, req.Header())
 			return next(ctx, req)
 		}
+		// The caller's request keeps the attempt headers it came with.
+		h := req.Header()
+		prevAttempt, prevPrevious := h.Values(callpath.HeaderAttempt), h.Values(callpath.HeaderGRPCPreviousAttempts)
+		defer func() {
+			restore(h, callpath.HeaderAttempt, prevAttempt)
+			restore(h, callpath.HeaderGRPCPreviousAttempts, prevPrevious)
+		}()
+		// A server's shedder does not count a handler's call while it waits on this
+		// one, as with policyhttp's transport: the server called sheds for itself, and
+		// the pipeline's deadline and breaker bound the wait.
+		ctx, resume := callpath.PauseFor(ctx)
+		defer resume()
 		var res connect.AnyResponse
 		err := i.p.Do(ctx, func(actx context.Context) error {
 			if callpath.InRace(actx) {
@@ -177,6 +189,15 @@ func setAttempt(ctx context.Context, h http.Header) {
 	if n > 1 {
 		h.Set(callpath.HeaderGRPCPreviousAttempts, strconv.Itoa(n-1))
 	}
+}
+
+// restore sets header k of h back to vs (absent if vs is nil).
+func restore(h http.Header, k string, vs []string) {
+	if vs == nil {
+		h.Del(k)
+		return
+	}
+	h[http.CanonicalHeaderKey(k)] = vs
 }
 
 // attemptOf reads the attempt headers of an incoming request.

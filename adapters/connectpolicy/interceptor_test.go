@@ -265,3 +265,18 @@ func TestExplain(t *testing.T) {
 	require.Equal(t, `connect: pipeline "echo" makes at most 3 attempts of a unary call, 1 under a retry owner further up or upstream; streams are not retried`,
 		connectpolicy.Explain(p))
 }
+
+// TestUnary_LeavesTheCallersRequestAsItWas: attempts carry the owner's headers, not
+// ones the caller copied from elsewhere, and the caller's request keeps its own.
+func TestUnary_LeavesTheCallersRequestAsItWas(t *testing.T) {
+	e := &echo{fail: failing(1, connect.CodeUnavailable)}
+	srv := serve(t, e.handler(), false)
+	sayc, _ := newClient(t, srv.URL, wires[0], connect.WithInterceptors(connectpolicy.MustNewInterceptor(retrying(t, autoClock()), connectpolicy.Options{})))
+	req := connect.NewRequest(wrapperspb.String("x"))
+	req.Header().Set(callpath.HeaderAttempt, "7")
+	_, err := sayc.CallUnary(context.Background(), req)
+	require.NoError(t, err)
+	require.Equal(t, []string{"1", "2"}, e.headers(callpath.HeaderAttempt), "the retry's own attempts")
+	require.Equal(t, "7", req.Header().Get(callpath.HeaderAttempt), "the caller's header afterwards")
+	require.Empty(t, req.Header().Values(callpath.HeaderGRPCPreviousAttempts))
+}

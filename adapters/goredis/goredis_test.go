@@ -50,10 +50,7 @@ func TestAttempts_MasterDown(t *testing.T) {
 	}
 
 	// go-redis alone: MaxRetries 3 by default, MASTERDOWN retried.
-	alone := quick
-	alone.Addr, alone.MinRetryBackoff, alone.MaxRetryBackoff = s.Addr(), time.Millisecond, time.Millisecond
-	plain := redis.NewClient(&alone)
-	defer plain.Close()
+	plain := ownRetries(t, s.Addr())
 	err := plain.Get(bg, "k").Err()
 	require.True(t, redis.IsMasterDownError(err), "GET: %v", err)
 	require.Equal(t, 4, sent(), "sends of one GET by go-redis alone")
@@ -129,6 +126,13 @@ func TestNonIdempotent_NotRetriedAfterTimeout(t *testing.T) {
 			})
 			return err
 		}, 1},
+		{"MULTI SET EXEC", func() error {
+			_, err := c.TxPipelined(bg, func(pp redis.Pipeliner) error {
+				pp.Set(bg, "c", 3, 0)
+				return nil
+			})
+			return err
+		}, 3},
 		{"MULTI INCR EXEC", func() error {
 			_, err := c.TxPipelined(bg, func(pp redis.Pipeliner) error {
 				pp.Incr(bg, "n")

@@ -81,6 +81,9 @@ func (h *Hook) repeatable(ctx context.Context, cmds ...redis.Cmder) bool {
 		return true
 	}
 	for _, c := range cmds {
+		if n := c.Name(); n == "multi" || n == "exec" {
+			continue // a transaction's frame: what it may repeat is what it holds
+		}
 		if !h.safe(c) {
 			return false
 		}
@@ -97,7 +100,7 @@ func (h *Hook) DialHook(next redis.DialHook) redis.DialHook { return next }
 // errors.Is and errors.As find it. redis.Nil is a success.
 func (h *Hook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		if ctx.Value(inside{}) != nil {
+		if ctx.Value(inside{}) == h {
 			return next(ctx, cmd)
 		}
 		safe := h.repeatable(ctx, cmd)
@@ -125,10 +128,11 @@ func (h *Hook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 // MULTI/EXEC transaction) through the pipeline as one attempt per round trip. After a
 // broken connection, a timeout or an error reply, the commands that did run cannot be
 // told from those that did not, so the batch is retried only if every command in it
-// may run twice, or when the dial failed and none was sent.
+// (a transaction's MULTI and EXEC aside) may run twice, or when the dial failed and
+// none was sent.
 func (h *Hook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
-		if ctx.Value(inside{}) != nil {
+		if ctx.Value(inside{}) == h {
 			return next(ctx, cmds)
 		}
 		safe := h.repeatable(ctx, cmds...)
