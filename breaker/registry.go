@@ -12,7 +12,7 @@ import (
 // ErrDuplicate is matched by Registry.Add's error for a name already registered.
 var ErrDuplicate = errors.New("breaker: duplicate name")
 
-// Registry lists breakers by name for inspection ([Handler]) and metrics. There is no
+// Registry lists breakers by name for inspection (breakerhttp.Handler) and metrics. There is no
 // global registry: create one and add the breakers you want listed.
 //
 // A Registry is safe for concurrent use. Its zero value is an empty registry.
@@ -67,7 +67,7 @@ func (r *Registry) List() []*Breaker {
 	return bs
 }
 
-// Snapshot is a breaker's state at one moment, as [Handler] serves it.
+// Snapshot is a breaker's state at one moment, as breakerhttp.Handler serves it.
 type Snapshot struct {
 	Name   string `json:"name"`
 	State  State  `json:"-"`
