@@ -82,6 +82,11 @@ func WithClock(c policy.Clock) Option {
 //	{"generated_at": "…", "breakers": [{"name": "db", "state": "open", "forced": false,
 //	  "counts": {"requests": 5, …}, "tripped_counts": {…}, "opened_at": "…", "until": "…",
 //	  "retry_after_seconds": 12.5, "last_transition": {"from": "closed", "to": "open", "at": "…"}}]}
+//
+// retry_after_seconds (the page's "retry after") is what a server sends as Retry-After
+// for a call the breaker refuses now: the time to its probes when open, its
+// MaxOpenTimeout when forced open. Forcing open a closed or half-open breaker is a
+// transition: last_transition and opened_at are then the forcing's.
 func Handler(reg *breaker.Registry, opts ...Option) http.Handler {
 	h := &handler{reg: reg, refresh: DefaultRefresh, clock: policy.SystemClock()}
 	for _, o := range opts {
