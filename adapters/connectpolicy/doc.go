@@ -20,6 +20,9 @@
 //	client := greetv1connect.NewGreetServiceClient(http.DefaultClient, url, connect.WithInterceptors(ic))
 //	mux.Handle(greetv1connect.NewGreetServiceHandler(svc, connect.WithInterceptors(ic)))
 //
+// (greetv1connect is the code connect generates for a GreetService; any generated
+// client and handler take the interceptor the same way.)
+//
 // Unary calls run through the pipeline: each attempt is one call, judged by its code
 // ([Options].RetryableCodes, by default unavailable) and by the server's metadata
 // ([Classify]: gRFC A6's pushback waited exactly, Retry-After, a Backstop server's
