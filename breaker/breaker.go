@@ -680,19 +680,28 @@ func (b *Breaker) OpenNow() (time.Duration, bool) {
 func (b *Breaker) StateValue() float64 { return float64(b.State()) }
 
 // ForceOpen makes the breaker refuse every call until [Breaker.Reset]. It is for
-// operators (a dependency known to be down, maintenance).
+// operators (a dependency known to be down, maintenance). Forcing open a closed or
+// half-open breaker is a transition to open like any other: it is reported to the
+// observers and OnStateChange, and sets the time the breaker opened. Forcing open an
+// open breaker changes no state: it keeps the time it tripped.
 func (b *Breaker) ForceOpen() {
-	if b.forced.Swap(true) {
-		return
-	}
 	now := time.Now()
 	b.mu.Lock()
-	if b.state == StateOpen {
-		// No change of state, only of who holds it open: nothing to report.
+	if b.forced.Load() {
+		b.mu.Unlock()
+		return
+	}
+	from := b.stateLocked(now) // before forced is set, which makes it read open
+	b.forced.Store(true)
+	if from == StateOpen {
+		// Open and refusing: no change of state, only of who holds it open. It
+		// opened when it tripped; nothing to report.
 		b.until = time.Time{}
 		b.openErr.Store(nil)
 	} else {
-		b.transitionLocked(b.state, StateOpen, now)
+		// Closed, or half-open (an open breaker whose time is up is half-open though
+		// gobreaker has not moved it yet): a transition to open, now.
+		b.transitionLocked(from, StateOpen, now)
 	}
 	b.mu.Unlock()
 	b.deliver()

@@ -3,9 +3,9 @@
 //
 // # In a pipeline
 //
-//	b, err := breaker.New("db", breaker.Options{})       // trips after 5 failures in a row
-//	p, err := policy.Wrap(deadline, b, retry)             // outside the retry: counts calls
-//	p, err := policy.Wrap(deadline, retry, b)             // inside: counts attempts
+//	b, err := breaker.New("db", breaker.Options{}) // trips after 5 failures in a row
+//	calls, err := policy.Wrap(deadline, b, retry)   // outside the retry: counts calls
+//	attempts, err := policy.Wrap(deadline, retry, b) // inside: counts attempts
 //
 // An open breaker refuses calls with an [*OpenError] that matches [ErrOpen] and
 // policy.ErrRejected, so no retry retries it, and whose Until says when probes will be
@@ -36,9 +36,10 @@
 // # Inspection
 //
 // [Breaker.State], [Breaker.Counts] and [Breaker.Snapshot] read a breaker; a
-// [Registry] lists breakers; [Handler] serves them as JSON and as a small HTML page.
-// [Breaker.ForceOpen] and [Breaker.Reset] are for operators, on the handler only with
-// [AllowControl].
+// [Registry] lists breakers; breakerhttp.Handler (package
+// github.com/backstop-go/backstop/breaker/breakerhttp) serves them as JSON and as a
+// small HTML page. [Breaker.ForceOpen] and [Breaker.Reset] are for operators, on that
+// page only with breakerhttp.AllowControl.
 //
 // # State changes
 //

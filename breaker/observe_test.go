@@ -147,3 +147,59 @@ func TestBreaker_WithChainSubscribesOnce(t *testing.T) {
 		})
 	}
 }
+
+// TestBreaker_ForceOpenFromHalfOpenIsATransition: a breaker whose open time is up
+// reads half-open before gobreaker moves it. Forcing it open then is a transition
+// half-open → open, now: it is observed, OnStateChange hears it, the snapshot's last
+// transition and opened-at move forward to it, and the snapshot's RetryAfter is the
+// one the refusal carries. Forcing open a closed breaker is a transition too; forcing
+// open an open one is not.
+func TestBreaker_ForceOpenFromHalfOpenIsATransition(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var callbacks []string
+		b := breaker.MustNew("db", breaker.Options{ConsecutiveFailures: 1, OpenTimeout: time.Minute, MaxOpenTimeout: time.Minute, OpenJitter: -1,
+			OnStateChange: func(_ string, from, to breaker.State) { callbacks = append(callbacks, from.String()+"→"+to.String()) }})
+		var obs transitions
+		p := policy.MustWrap(b).With(policy.Name("orders"), policy.Observe(&obs))
+		start := time.Now()
+		_ = p.Do(context.Background(), fail)
+		require.Equal(t, []string{"orders: closed→open"}, obs.take())
+
+		time.Sleep(90 * time.Second) // the open minute is up: half-open, not yet moved
+		now := time.Now()
+		require.Equal(t, breaker.StateHalfOpen, b.State())
+		require.Equal(t, start, b.Snapshot(now).OpenedAt)
+
+		b.ForceOpen()
+		require.Equal(t, []string{"orders: half-open→open"}, obs.take(), "forcing a half-open breaker open is observed")
+		s := b.Snapshot(now)
+		require.Equal(t, breaker.StateOpen, s.State)
+		require.True(t, s.Forced)
+		require.Equal(t, now, s.OpenedAt, "opened at is the time it was forced open")
+		require.Equal(t, breaker.Transition{From: breaker.StateHalfOpen, To: breaker.StateOpen, At: now}, s.Last,
+			"the last transition is the forcing, not the trip before it")
+		err := p.Do(context.Background(), ok)
+		var oe *breaker.OpenError
+		require.ErrorAs(t, err, &oe)
+		require.Equal(t, oe.RetryAfter(), s.RetryAfter, "the snapshot says the Retry-After the refusal carries")
+		d, open := b.OpenNow()
+		require.True(t, open)
+		require.Equal(t, d, s.RetryAfter)
+
+		b.ForceOpen() // already forced: nothing
+		b.Reset()
+		require.Equal(t, []string{"orders: open→closed"}, obs.take())
+		time.Sleep(time.Second)
+		b.ForceOpen()
+		require.Equal(t, []string{"orders: closed→open"}, obs.take())
+		require.Equal(t, time.Now(), b.Snapshot(time.Now()).OpenedAt)
+		b.Reset()
+		_ = p.Do(context.Background(), fail) // trips
+		time.Sleep(time.Second)
+		tripped := b.Snapshot(time.Now()).OpenedAt
+		b.ForceOpen()                                                                        // open and refusing: no transition, opened at kept
+		require.Equal(t, []string{"orders: closed→open", "orders: open→closed"}, obs.take()) // sorted
+		require.Equal(t, tripped, b.Snapshot(time.Now()).OpenedAt)
+		require.Equal(t, []string{"closed→open", "half-open→open", "open→closed", "closed→open", "open→closed", "closed→open"}, callbacks)
+	})
+}

@@ -12,7 +12,7 @@ import (
 // ErrDuplicate is matched by Registry.Add's error for a name already registered.
 var ErrDuplicate = errors.New("breaker: duplicate name")
 
-// Registry lists breakers by name for inspection ([Handler]) and metrics. There is no
+// Registry lists breakers by name for inspection (breakerhttp.Handler) and metrics. There is no
 // global registry: create one and add the breakers you want listed.
 //
 // A Registry is safe for concurrent use. Its zero value is an empty registry.
@@ -67,7 +67,7 @@ func (r *Registry) List() []*Breaker {
 	return bs
 }
 
-// Snapshot is a breaker's state at one moment, as [Handler] serves it.
+// Snapshot is a breaker's state at one moment, as breakerhttp.Handler serves it.
 type Snapshot struct {
 	Name   string `json:"name"`
 	State  State  `json:"-"`
@@ -77,7 +77,9 @@ type Snapshot struct {
 	OpenedAt time.Time `json:"-"`
 	// Until is when an open breaker lets probes through; zero unless open (and not forced).
 	Until time.Time `json:"-"`
-	// RetryAfter is Until − now, the Retry-After a server can send.
+	// RetryAfter is the Retry-After a server sends for a call the breaker refuses now
+	// (the refusal's RetryAfter, [Breaker.OpenNow]): Until − now when open, the
+	// breaker's MaxOpenTimeout when forced open, 0 otherwise.
 	RetryAfter time.Duration `json:"-"`
 	// Last is the last transition; zero if none. An open breaker whose time is up
 	// reads half-open before gobreaker moves it on the next call: Last then says
@@ -105,7 +107,9 @@ func (b *Breaker) Snapshot(now time.Time) Snapshot {
 		s.Tripped = *t
 	}
 	switch {
-	case s.State == StateOpen && !s.Forced:
+	case s.Forced:
+		s.RetryAfter = b.maxTimeout // what forcedErr.RetryAfter says
+	case s.State == StateOpen:
 		s.Until = b.until
 		s.RetryAfter = max(0, s.Until.Sub(now))
 	case s.State == StateHalfOpen && b.state == StateOpen:

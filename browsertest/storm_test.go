@@ -111,8 +111,24 @@ func TestStormReportPage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(widths) < 5 {
-		t.Errorf("the report shows %d charts; want at least 5 (database, goodput, outcomes of each mode)", len(widths))
+	if len(widths) < 6 {
+		t.Errorf("the report shows %d charts; want at least 6 (one user action, database, goodput, outcomes of each mode)", len(widths))
+	}
+	// The mission's number has its own chart, first.
+	if first, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.images[0].id + ': ' + document.images[0].alt`)); err != nil ||
+		!strings.HasPrefix(first, "one-action.png") || !strings.Contains(first, "naive 64") {
+		t.Errorf("the first chart is %q (%v); want one-action.png, naive 64", first, err)
+	}
+	// The outcome charts say how to read them.
+	if read, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#read-outcomes"))); err != nil || !strings.Contains(read, "when the answer came") {
+		t.Errorf("the outcome charts' note reads %q (%v)", read, err)
+	}
+	// The table fits 1280 px: no line of it scrolls.
+	if fit, err := chromedp.Run(ctx, chromedp.Evaluate[[]float64](`(e => [e.scrollWidth, e.clientWidth])(document.querySelector('#table'))`)); err != nil || len(fit) != 2 || fit[0] > fit[1] {
+		t.Errorf("the table is [scroll width, box width] %v px (%v); want it to fit at 1280 px", fit, err)
+	}
+	if w, err := chromedp.Run(ctx, chromedp.Evaluate[float64](`document.documentElement.scrollWidth`)); err != nil || w > 1280 {
+		t.Errorf("the report is %v px wide (%v); want it to fit 1280 px", w, err)
 	}
 	for i, w := range widths {
 		if w == 0 {

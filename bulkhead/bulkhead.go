@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"sync/atomic"
 	"time"
@@ -239,7 +240,11 @@ func (b *Bulkhead) estimate(queued int64) time.Duration {
 	if hold <= 0 {
 		return 0
 	}
-	return time.Duration(hold / int64(b.max) * (queued + 1))
+	per := hold / int64(b.max)
+	if per > math.MaxInt64/(queued+1) {
+		return math.MaxInt64
+	}
+	return time.Duration(per * (queued + 1))
 }
 
 // observeHold folds one slot hold into the mean, weighing it 1/8.
@@ -272,11 +277,22 @@ func (b *Bulkhead) ExplainStage() policy.Stage {
 		}
 		wait = fmt.Sprintf("%d more wait for a slot, each %s", b.maxQueue, limit)
 	}
-	return policy.Stage{
-		Summary: fmt.Sprintf("bulkhead %q: at most %d at once (calls outside the retry, attempts inside it); %s", b.name, b.max, wait),
-		Refusal: fmt.Sprintf("bulkhead %q refuses a call that finds its %d slots taken and no room to wait (bulkhead.ErrFull), with a Retry-After from the mean time a call holds its slot",
-			b.name, b.max),
+	refused := fmt.Sprintf("finds its %d slots taken", b.max)
+	switch {
+	case b.maxQueue > 0 && b.maxWait > 0:
+		refused = fmt.Sprintf("finds its %d slots taken and %d waiting, or has waited %v or until its deadline", b.max, b.maxQueue, b.maxWait)
+	case b.maxQueue > 0:
+		refused = fmt.Sprintf("finds its %d slots taken and %d waiting, or has waited until its deadline", b.max, b.maxQueue)
 	}
+	st := policy.Stage{
+		Summary: fmt.Sprintf("bulkhead %q: at most %d at once (calls outside the retry, attempts inside it); %s", b.name, b.max, wait),
+		Refusal: fmt.Sprintf("bulkhead %q refuses a call that %s (bulkhead.ErrFull), with a Retry-After from the mean time a call holds its slot",
+			b.name, refused),
+	}
+	if b.maxQueue > 0 {
+		st.Wait, st.WaitUnbounded = b.maxWait, b.maxWait == 0
+	}
+	return st
 }
 
 // RejectError is a bulkhead's refusal. It matches ErrFull and policy.ErrRejected (and

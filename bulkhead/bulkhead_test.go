@@ -3,7 +3,9 @@ package bulkhead_test
 import (
 	"context"
 	"errors"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -267,7 +269,14 @@ func TestBulkhead_Explain(t *testing.T) {
 	b := bulkhead.MustNew("db", bulkhead.Options{MaxConcurrent: 8, MaxQueue: 16, MaxWait: 50 * time.Millisecond})
 	st := b.ExplainStage()
 	require.Equal(t, `bulkhead "db": at most 8 at once (calls outside the retry, attempts inside it); 16 more wait for a slot, each up to 50ms, never past its deadline`, st.Summary)
-	require.Contains(t, st.Refusal, "bulkhead.ErrFull")
+	require.Equal(t, `bulkhead "db" refuses a call that finds its 8 slots taken and 16 waiting, or has waited 50ms or until its deadline (bulkhead.ErrFull), with a Retry-After from the mean time a call holds its slot`, st.Refusal)
+	require.Equal(t, 50*time.Millisecond, st.Wait)
+	st = bulkhead.MustNew("db", bulkhead.Options{MaxConcurrent: 8}).ExplainStage()
+	require.Equal(t, `bulkhead "db": at most 8 at once (calls outside the retry, attempts inside it); none waits for a slot`, st.Summary)
+	require.Equal(t, `bulkhead "db" refuses a call that finds its 8 slots taken (bulkhead.ErrFull), with a Retry-After from the mean time a call holds its slot`, st.Refusal)
+	require.Zero(t, st.Wait)
+	require.False(t, st.WaitUnbounded)
+	require.True(t, bulkhead.MustNew("db", bulkhead.Options{MaxQueue: 1}).ExplainStage().WaitUnbounded, "a queue with no MaxWait waits as long as the deadline allows")
 }
 
 func BenchmarkBulkhead(b *testing.B) {
@@ -288,4 +297,41 @@ func BenchmarkBulkhead(b *testing.B) {
 			}
 		})
 	})
+}
+
+func TestBulkhead_NeverMoreInFlightThanItsLimit(t *testing.T) {
+	const limit, callers, calls = 4, 32, 50
+	b := bulkhead.MustNew("db", bulkhead.Options{MaxConcurrent: limit, MaxQueue: callers})
+	p := policy.MustWrap(b)
+	var now, most atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, callers)
+	for range callers {
+		wg.Go(func() {
+			for range calls {
+				err := p.Do(context.Background(), func(context.Context) error {
+					n := now.Add(1)
+					for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+					}
+					runtime.Gosched()
+					now.Add(-1)
+					return nil
+				})
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Errorf("a call with room to wait for every caller failed: %v", err)
+	}
+	if m := most.Load(); m > limit {
+		t.Errorf("%d calls ran at once through a bulkhead of %d", m, limit)
+	}
+	require.Equal(t, 0, b.InFlight())
+	require.Equal(t, 0, b.Waiting())
 }

@@ -21,12 +21,16 @@
 //     attempt. Use it to cap the callers a dependency can hold up, whatever their
 //     retries do.
 //
+// A slot is given back when the call (the attempt, inside the retry) returns: a
+// response body read after policyhttp's RoundTrip has returned holds no slot.
+//
 // # Cost
 //
 // Admission is one non-blocking channel send (one short lock in the runtime, no
 // allocation); a call that must wait takes a queue place with a compare-and-swap and
-// waits on the channel, FIFO, with a timer only when MaxWait ends before the
-// context's deadline. The mean time a slot is held, from which refusals estimate their
+// waits on the channel — first come, first served among the waiting, though a call
+// that arrives just as a slot frees may take it — with a timer only when MaxWait ends
+// before the context's deadline. The mean time a slot is held, from which refusals estimate their
 // Retry-After, is kept from the first 16 calls and then a random one in 16, so most
 // calls read no clock.
 package bulkhead

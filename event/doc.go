@@ -1,6 +1,7 @@
 // Package event is what the stages of a pipeline report and who listens: an [Event]
 // per call, attempt, retry scheduled or suppressed, breaker transition, deadline
-// exceeded, request shed, fleet fallback and recovered panic, delivered to an
+// exceeded, request shed, fleet fallback, recovered panic, failure a fallback
+// answered, and bulkhead or rate limiter refusal, delivered to an
 // [Observer] set on the pipeline (policy.Observe).
 //
 // Observers that care for a few kinds say so ([SelectiveObserver], [Needs]), and then

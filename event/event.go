@@ -88,11 +88,47 @@ func (f ObserverFunc) Observe(e Event) { f(e) }
 //   - Subscribe keeps one subscription per o, however many pipelines subscribe it: o
 //     is comparable (a pointer, or the pipeline's box around an observer that is not),
 //     and a second Subscribe of the same o replaces the first, its pipeline name
-//     included. Each event then reaches each observer once.
+//     included. Each event then reaches each observer once. Pipelines subscribe each
+//     of [Members] of their Observer on its own, so an observer combined with others
+//     in one pipeline and alone in another is still one subscription.
 //   - Events are delivered outside the Source's locks, with Pipeline set to the
 //     subscription's name.
 type Source interface {
 	Subscribe(o Observer, pipeline string)
+}
+
+// A Registrar is an Observer that keeps series of the policies it observes, such as a
+// breaker's state read at every scrape. When a pipeline with a Registrar for its
+// Observer is bound (policy.Wrap, policy.Pipeline.With), Register is handed each of its
+// stages, so that a policy inside an observed pipeline needs no registration of its
+// own. Register must accept a stage it already knows (pipelines share stages, and
+// With binds them again) and ignore a stage it has no series for.
+type Registrar interface {
+	Observer
+	Register(stage any)
+}
+
+// Register hands stage to o if o is a [Registrar], and to each observer in o that is
+// one if o combines several ([Observers]).
+func Register(o Observer, stage any) {
+	for _, m := range Members(o) {
+		if r, ok := m.(Registrar); ok {
+			r.Register(stage)
+		}
+	}
+}
+
+// Members returns the observers o combines, in order, if it was made by [Observers];
+// o alone otherwise; nothing for a nil o. A [Source] keeps one subscription per member,
+// so that an observer reached through several combinations still hears each event once.
+func Members(o Observer) []Observer {
+	switch o := o.(type) {
+	case nil:
+		return nil
+	case multiObserver:
+		return append([]Observer(nil), o...)
+	}
+	return []Observer{o}
 }
 
 // Observers returns an Observer that hands each event to every non-nil observer in
@@ -172,7 +208,7 @@ const (
 	Panic                 // user code panicked on a goroutine Backstop started and the panic became an error: Source (what started it: "coalesce", "hedge"), Attempt (a hedge's), Err (the *PanicError)
 	Fallback              // a fallback answered a failed call: Source (the fallback's name), Reason (the failure's policy.Outcome: "failure", "rejected", "deadline"), To (what answered: "value", "func", "last-good"), Err (the failure answered)
 	BulkheadRejected      // a bulkhead refused a call or attempt: Source (its name), Reason ("limit", "queue", "wait", "deadline"), Delay (the Retry-After estimate), Elapsed (time spent waiting)
-	RateLimited           // a rate limiter refused or delayed a call or attempt: Source (its name), Reason ("refused", "deadline", "wait-limit", or "waited" when it waited and let the call through), Delay (the Retry-After estimate, or the wait)
+	RateLimited           // a rate limiter refused or delayed a call or attempt: Source (its name), Reason ("no_token", "deadline", "wait_limit", or "waited" when it waited and let the call through), Delay (the Retry-After estimate, or the wait)
 )
 
 // The states an [Fleet] moves between.

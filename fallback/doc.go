@@ -37,7 +37,10 @@
 // pipeline as policy.Get does and returns the fallback's answer when the fallback
 // answered. Under Pipeline.Do or policy.Get the fallback has no way to hand a value
 // over, so it steps aside and the failure is returned as it is: a fallback never
-// turns a failure into a zero value and a nil error.
+// turns a failure into a zero value and a nil error. The same holds in a pipeline that
+// Backstop runs with Do for you — policyhttp's transport, policygrpc's interceptors —
+// where there is no value to replace: put the fallback in a pipeline of its own around
+// the code that makes the request and reads its answer, and call it with Get.
 //
 // For a keyed last good value (per user, per product), put a coalesce.Cache in front
 // of the dependency: its StaleIfError serves the last value of each key.

@@ -83,7 +83,7 @@ func ExampleFallback_ExplainStage() {
 	//   attempt-timeout: each attempt ends after 300ms; the retry above may retry a timed-out attempt
 	//   attempts:        at most 3 per call; 1 per call when another layer owns retries on the call path
 	//   worst case:      2s, the overall deadline
-	//   ends a call:     bulkhead "prices" refuses a call that finds its 32 slots taken and no room to wait (bulkhead.ErrFull), with a Retry-After from the mean time a call holds its slot
+	//   ends a call:     bulkhead "prices" refuses a call that finds its 32 slots taken and 64 waiting, or has waited 100ms or until its deadline (bulkhead.ErrFull), with a Retry-After from the mean time a call holds its slot
 	//   ends a call:     breaker "prices", open, ends the call before any attempt (breaker.ErrOpen, with the time it reopens)
 	//   ends a call:     an exhausted budget stops the retrying: the call returns its last error (retry.ErrBudget)
 	//   ends a call:     rate limiter "prices" refuses at once a call whose token would come after its deadline (ratelimit.ErrLimited), with a Retry-After when it would

@@ -131,7 +131,9 @@ func (f *Fallback[T]) Answered() uint64 { return f.answered.Load() }
 
 // Get runs fn under p, which must hold f, and returns fn's value, or the fallback's
 // answer if fn failed and the fallback answered; otherwise T's zero value and the
-// error. It allocates one small object per call more than policy.Get.
+// error. It allocates two small objects per call, the call's context and its Func
+// (policy.Get allocates one); with Options.LastGood, a call that succeeds reads the
+// clock and allocates a third, the value kept.
 func (f *Fallback[T]) Get(ctx context.Context, p *policy.Pipeline, fn func(context.Context) (T, error)) (T, error) {
 	c := &call[T]{Context: ctx, f: f}
 	err := p.Do(c, c.bind(fn))

@@ -15,6 +15,7 @@ import (
 	"github.com/backstop-go/backstop/event"
 	"github.com/backstop-go/backstop/fallback"
 	"github.com/backstop-go/backstop/fault"
+	"github.com/backstop-go/backstop/internal/race"
 	"github.com/backstop-go/backstop/policy"
 	"github.com/backstop-go/backstop/policy/policytest"
 	"github.com/backstop-go/backstop/ratelimit"
@@ -234,7 +235,7 @@ func TestFallback_HandleReplacesTheDefault(t *testing.T) {
 
 func TestFallback_StandsOutsideTheRetry(t *testing.T) {
 	fb := fallback.MustNew("prices", fallback.Options[int]{})
-	_, err := policy.Wrap(retry.MustNew(retry.Options{}), fb)
+	_, err := policy.Wrap(retry.MustNew(retry.Options{}), fb) //backstopvet:ignore wraporder (Wrap must refuse it)
 	require.ErrorIs(t, err, policy.ErrOrder)
 	require.EqualError(t, err, "policy: O7: fallback at position 2 is inside retry at position 1; move the fallback outward, before every stage whose failures it answers")
 }
@@ -244,4 +245,39 @@ func TestFallback_Explain(t *testing.T) {
 	require.Equal(t, `fallback "prices": answers a failed call with the last good value while younger than 1m0s, else a fixed value (42); `+
 		`it answers every failure, refusals and the deadline included, except when the caller has gone, or when a retry owner further up may retry it`, st.Summary)
 	require.Empty(t, st.Refusal, "a fallback never ends a call without running it")
+}
+
+func TestFallback_GetAllocatesTheCallAndItsFunc(t *testing.T) {
+	if race.Enabled {
+		t.Skip("the race detector allocates")
+	}
+	fb := fallback.MustNew("prices", fallback.Options[int]{Value: -1})
+	p := policy.MustWrap(fb)
+	ctx := context.Background()
+	ok := func(context.Context) (int, error) { return 1, nil }
+	fail := func(context.Context) (int, error) { return 0, errDown }
+	if got := testing.AllocsPerRun(1000, func() { _, _ = fb.Get(ctx, p, ok) }); got != 2 {
+		t.Errorf("fb.Get of a call that succeeds allocates %v; want 2 (the call's context and its Func)", got)
+	}
+	if got := testing.AllocsPerRun(1000, func() { _, _ = fb.Get(ctx, p, fail) }); got != 2 {
+		t.Errorf("fb.Get of a call answered by Value allocates %v; want 2", got)
+	}
+}
+
+// Under a hedge two attempts run at once; when both succeed, Get keeps the winner's
+// value and no other write races it (run with -race).
+func TestFallback_GetUnderAHedge(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fb := fallback.MustNew("prices", fallback.Options[int]{Value: -1, LastGood: time.Minute})
+		p := policy.MustWrap(fb, retry.MustNewHedge(retry.HedgeOptions{MaxAttempts: 2, Delay: time.Millisecond}))
+		for range 10 {
+			v, err := fb.Get(context.Background(), p, func(ctx context.Context) (int, error) {
+				n, _, _ := callpath.Attempt(ctx)
+				time.Sleep(3 * time.Millisecond)
+				return n, nil
+			})
+			require.NoError(t, err)
+			require.Contains(t, []int{1, 2}, v)
+		}
+	})
 }

@@ -17,9 +17,13 @@
 //	rdb := redis.NewClient(&redis.Options{Addr: "redis:6379", ContextTimeoutEnabled: true})
 //	s := fleet.MustNew(rdb, fleet.Options{Observer: obs})
 //	br, err := fleet.NewBreaker(s, "payments", breaker.Options{})
-//	...
+//	if err != nil {
+//		return err
+//	}
 //	bu, err := fleet.NewRatio(s, "payments", budget.RatioOptions{})
-//	...
+//	if err != nil {
+//		return err
+//	}
 //	p := policy.MustWrap(deadline.MustNew(2*time.Second), br, bu, retry.MustNew(retry.Options{}))
 //	// register br.Local() with breaker.Registry and metrics as any breaker
 //

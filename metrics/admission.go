@@ -26,7 +26,7 @@ func newAdmission(nativeFactor float64) *admission {
 			"pipeline", "fallback", "reason", "from"),
 		bulkhead: counter("bulkhead_rejections_total", "Calls or attempts a bulkhead refused, by why (limit, queue, wait, deadline).",
 			"pipeline", "bulkhead", "reason"),
-		limited: counter("ratelimit_rejections_total", "Calls or attempts a rate limiter refused, by why (refused, deadline, wait-limit).",
+		limited: counter("ratelimit_rejections_total", "Calls or attempts a rate limiter refused, by why (no_token, deadline, wait_limit).",
 			"pipeline", "limiter", "reason"),
 		waits: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: Namespace, Name: "ratelimit_wait_seconds",
 			Help:    "Waits for a rate limiter's token by calls that then went through.",
@@ -61,7 +61,7 @@ type BulkheadGauges interface {
 }
 
 // AddBulkhead exports b as backstop_bulkhead_inflight, _waiting and _limit {bulkhead},
-// read at every scrape. A name already exported is an error.
+// read at every scrape. Adding the same one again does nothing; another under name is an error.
 func (m *Observer) AddBulkhead(name string, b BulkheadGauges) error {
 	if b == nil {
 		return fmt.Errorf("%w: AddBulkhead(%q, nil)", ErrInvalidOptions, name)
@@ -71,11 +71,13 @@ func (m *Observer) AddBulkhead(name string, b BulkheadGauges) error {
 		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: Namespace, Name: metric, Help: help, ConstLabels: labels},
 			func() float64 { return float64(f()) })
 	}
-	return m.register(
-		gauge("bulkhead_inflight", "Slots of a bulkhead taken now.", b.InFlight),
-		gauge("bulkhead_waiting", "Calls waiting for a slot of a bulkhead now.", b.Waiting),
-		gauge("bulkhead_limit", "A bulkhead's slots (MaxConcurrent).", b.Limit),
-	)
+	return m.once("bulkhead", name, b, func() error {
+		return m.register(
+			gauge("bulkhead_inflight", "Slots of a bulkhead taken now.", b.InFlight),
+			gauge("bulkhead_waiting", "Calls waiting for a slot of a bulkhead now.", b.Waiting),
+			gauge("bulkhead_limit", "A bulkhead's slots (MaxConcurrent).", b.Limit),
+		)
+	})
 }
 
 // LimiterGauges is what AddLimiter reads: ratelimit.Limiter has it.
@@ -90,6 +92,8 @@ func (m *Observer) AddLimiter(name string, l LimiterGauges) error {
 	if l == nil {
 		return fmt.Errorf("%w: AddLimiter(%q, nil)", ErrInvalidOptions, name)
 	}
-	return m.register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: Namespace, Name: "ratelimit_tokens",
-		Help: "Tokens in a rate limiter's bucket now; below 0 while calls wait for theirs.", ConstLabels: prometheus.Labels{"limiter": name}}, l.Tokens))
+	return m.once("limiter", name, l, func() error {
+		return m.register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: Namespace, Name: "ratelimit_tokens",
+			Help: "Tokens in a rate limiter's bucket now; below 0 while calls wait for theirs.", ConstLabels: prometheus.Labels{"limiter": name}}, l.Tokens))
+	})
 }

@@ -41,7 +41,8 @@ func TestObserver_FallbackBulkheadAndRateLimitSeries(t *testing.T) {
 	rl := ratelimit.MustNew("prices", ratelimit.Options{Rate: 10, Burst: 1, Mode: ratelimit.Refuse, Clock: clock})
 	require.NoError(t, obs.AddBulkhead("prices", bh))
 	require.NoError(t, obs.AddLimiter("prices", rl))
-	require.Error(t, obs.AddLimiter("prices", rl), "a name exported twice")
+	require.NoError(t, obs.AddLimiter("prices", rl), "the same limiter again")
+	require.ErrorIs(t, obs.AddLimiter("prices", ratelimit.MustNew("prices", ratelimit.Options{Rate: 1, Burst: 1})), metrics.ErrInvalidOptions, "another under its name")
 	require.ErrorIs(t, obs.AddBulkhead("x", nil), metrics.ErrInvalidOptions)
 	require.ErrorIs(t, obs.AddLimiter("x", nil), metrics.ErrInvalidOptions)
 
@@ -83,9 +84,9 @@ backstop_bulkhead_rejections_total{bulkhead="prices",pipeline="shop",reason="lim
 # HELP backstop_fallbacks_total Failed calls a fallback answered, by the failure's outcome (failure, rejected, deadline) and what answered (value, func, last-good).
 # TYPE backstop_fallbacks_total counter
 backstop_fallbacks_total{fallback="prices",from="value",pipeline="shop",reason="rejected"} 3
-# HELP backstop_ratelimit_rejections_total Calls or attempts a rate limiter refused, by why (refused, deadline, wait-limit).
+# HELP backstop_ratelimit_rejections_total Calls or attempts a rate limiter refused, by why (no_token, deadline, wait_limit).
 # TYPE backstop_ratelimit_rejections_total counter
-backstop_ratelimit_rejections_total{limiter="prices",pipeline="shop",reason="refused"} 2
+backstop_ratelimit_rejections_total{limiter="prices",pipeline="shop",reason="no_token"} 2
 # HELP backstop_ratelimit_tokens Tokens in a rate limiter's bucket now; below 0 while calls wait for theirs.
 # TYPE backstop_ratelimit_tokens gauge
 backstop_ratelimit_tokens{limiter="prices"} 0
@@ -93,7 +94,7 @@ backstop_ratelimit_tokens{limiter="prices"} 0
 		"backstop_ratelimit_rejections_total", "backstop_ratelimit_tokens")
 	require.NoError(t, err)
 
-	require.Contains(t, logs.String(), `level=INFO msg="rate limiter refused" pipeline=shop limiter=prices reason=refused retry_after=100ms`)
+	require.Contains(t, logs.String(), `level=INFO msg="rate limiter refused" pipeline=shop limiter=prices reason=no_token retry_after=100ms`)
 	require.Contains(t, logs.String(), `level=INFO msg="bulkhead refused" pipeline=shop bulkhead=prices reason=limit retry_after=0s waited=0s`)
 	require.Contains(t, logs.String(), `level=INFO msg="fallback answered" pipeline=shop fallback=prices reason=rejected from=value error="ratelimit: prices: no token; the next comes in 100ms"`)
 }

@@ -8,10 +8,17 @@
 //	obs, err := metrics.New(reg, metrics.Options{
 //		Budgets:  map[string]metrics.Leveler{"db": dbBudget},
 //		Shedders: map[string]metrics.ShedGauges{"api": shedder},
-//		Breakers: []metrics.BreakerGauge{dbBreaker},
 //	})
 //	p = p.With(policy.Name("db"), policy.Observe(event.Observers(obs, metrics.Slog(logger, slog.LevelInfo))))
 //	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+//
+// Register each thing once. A shedder listed in Options.Shedders (or added with
+// [Observer.AddShedder]) exports every shed series — its gauges, its admissions and
+// each of its refusals, counted once whichever way it refused and whatever observer
+// its own Options name. A breaker, shedder, bulkhead, rate limiter or throttle inside a
+// pipeline the Observer observes is exported when the pipeline is bound
+// ([Observer.Register]): the db breaker of p above needs no Options.Breakers. List
+// breakers that are in no observed pipeline (a shed.Options.Breaker, say).
 //
 // Use one [Observer] per registry and share it between pipelines; each pipeline's
 // series are resolved once, when the pipeline is bound, so a call does no label
@@ -50,7 +57,7 @@
 //	| backstop_fallbacks_total             | counter   | pipeline, fallback, reason, from | failed calls a fallback answered (reason: failure, rejected, deadline; from: value, func, last-good) |
 //	| backstop_bulkhead_rejections_total   | counter   | pipeline, bulkhead, reason | calls or attempts a bulkhead refused (limit, queue, wait, deadline) |
 //	| backstop_bulkhead_inflight, _waiting, _limit | gauge | bulkhead          | a bulkhead's slots taken, calls waiting, slots (AddBulkhead) |
-//	| backstop_ratelimit_rejections_total  | counter   | pipeline, limiter, reason | calls or attempts a rate limiter refused (refused, deadline, wait-limit) |
+//	| backstop_ratelimit_rejections_total  | counter   | pipeline, limiter, reason | calls or attempts a rate limiter refused (no_token, deadline, wait_limit) |
 //	| backstop_ratelimit_wait_seconds      | histogram | limiter                  | waits for a token by calls that then went through    |
 //	| backstop_ratelimit_tokens            | gauge     | limiter                  | tokens in the bucket now, below 0 while calls wait (AddLimiter) |
 //

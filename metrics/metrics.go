@@ -51,12 +51,17 @@ type Options struct {
 	// Budgets are exported as backstop_budget_level{budget}, by name.
 	Budgets map[string]Leveler
 	// Shedders are exported as backstop_shed_inflight, _limit and _queue_length
-	// {shedder}, by name.
+	// {shedder}, by name, and a shed.Shedder also as backstop_shed_admitted_total and
+	// backstop_shed_requests_total and _retry_after_seconds of every refusal it makes,
+	// whatever observer its Options name (see [Observer.AddShedder]). A name must be
+	// the shedder's own (shed.Options.Name).
 	Shedders map[string]ShedGauges
 	// Breakers are exported from the start: backstop_breaker_state{breaker} read at
 	// every scrape (so it is right after a Reset, and present before any change), and
 	// backstop_breaker_transitions_total{breaker, from, to} at 0 for every pair of
-	// states. Breakers not listed get their state series at their first change.
+	// states. A breaker inside a pipeline this Observer observes is exported when the
+	// pipeline is bound, listed or not ([Observer.Register]); one in no such pipeline
+	// (a shed.Options.Breaker, say) is exported only if listed or added.
 	Breakers []BreakerGauge
 }
 
@@ -83,6 +88,13 @@ type Observer struct {
 
 	pipelines sync.Map // pipeline name → *pipelineSeries
 	reg       prometheus.Registerer
+
+	knownMu sync.Mutex     // guards known
+	known   map[string]any // what is exported under a name, by kind and name (see once)
+	// listened holds the names of shedders whose refusals reach the Observer through
+	// its shedListener: the same refusals reaching it another way are not counted.
+	listened sync.Map
+	listener *shedListener
 }
 
 // outcomes lists policy.Outcome's values in a fixed order, for pre-resolved series.
@@ -154,11 +166,23 @@ func New(reg prometheus.Registerer, o Options) (*Observer, error) {
 		cs = append(cs, budgetGauge(name, b))
 	}
 	for name, sh := range o.Shedders {
+		if err := checkShedder(name, sh); err != nil {
+			return nil, err
+		}
 		cs = append(cs, shedGauges(name, sh)...)
 	}
 	m.reg = reg
+	m.known = map[string]any{}
+	m.listener = &shedListener{m}
 	if err := m.register(cs...); err != nil {
 		return nil, err
+	}
+	for name, b := range o.Budgets {
+		m.known["budget\x00"+name] = b
+	}
+	for name, sh := range o.Shedders {
+		m.known["shedder\x00"+name] = sh
+		m.listen(name, sh)
 	}
 	for _, b := range o.Breakers {
 		if err := m.AddBreaker(b); err != nil {
@@ -218,18 +242,28 @@ func (c *breakerStates) transition(e event.Event) bool {
 var breakerStateNames = [...]string{"closed", "half-open", "open"}
 
 // AddBreaker exports b's state from now on, read at every scrape, and its transition
-// counters at 0. A name already added is an error.
+// counters at 0, and subscribes the Observer to b's transitions if b is an
+// event.Source (breaker.Breaker is), so that they are counted even if b is in no
+// observed pipeline. Adding b again does nothing; another breaker under b's name is
+// an error. A breaker in a pipeline the Observer observes needs no AddBreaker.
 func (m *Observer) AddBreaker(b BreakerGauge) error {
 	if b == nil {
 		return fmt.Errorf("%w: AddBreaker(nil)", ErrInvalidOptions)
 	}
 	name := b.Name()
 	m.breakerState.mu.Lock()
-	defer m.breakerState.mu.Unlock()
-	if _, ok := m.breakerState.live[name]; ok {
-		return fmt.Errorf("%w: breaker %q is already added", ErrInvalidOptions, name)
+	if prev, ok := m.breakerState.live[name]; ok {
+		m.breakerState.mu.Unlock()
+		if prev == b {
+			return nil
+		}
+		return fmt.Errorf("%w: another breaker is already added as %q", ErrInvalidOptions, name)
 	}
 	m.breakerState.live[name] = b
+	m.breakerState.mu.Unlock()
+	if src, ok := b.(event.Source); ok {
+		src.Subscribe(m, "")
+	}
 	for _, from := range breakerStateNames {
 		for _, to := range breakerStateNames {
 			if from != to {
@@ -256,14 +290,52 @@ func (m *Observer) register(cs ...prometheus.Collector) error {
 }
 
 // AddBudget exports b as backstop_budget_level{budget=name}, for budgets built after
-// the Observer. A name already exported is an error.
-func (m *Observer) AddBudget(name string, b Leveler) error { return m.register(budgetGauge(name, b)) }
+// the Observer. Adding b again does nothing; another budget under name is an error.
+func (m *Observer) AddBudget(name string, b Leveler) error {
+	if b == nil {
+		return fmt.Errorf("%w: AddBudget(%q, nil)", ErrInvalidOptions, name)
+	}
+	return m.once("budget", name, b, func() error { return m.register(budgetGauge(name, b)) })
+}
 
-// AddShedder exports s's gauges under shedder=name, for shedders built after the
-// Observer (a shedder that reports to the Observer is). A name already exported is an
-// error.
+// AddShedder exports s under shedder=name, as Options.Shedders does, for shedders
+// built after the Observer: its gauges, and for a shed.Shedder its admissions and
+// every refusal it makes (backstop_shed_requests_total, _retry_after_seconds), by its
+// middleware, by Admit or in a pipeline, whether or not its Options.Observer or the
+// pipeline's observer is this Observer too — each refusal is counted once. The order
+// of New, shed.New and AddShedder does not matter. Adding s again does nothing;
+// another shedder under name is an error, and so is a name other than the shedder's
+// own (shed.Options.Name), which its refusals are labelled with.
 func (m *Observer) AddShedder(name string, s ShedGauges) error {
-	return m.register(shedGauges(name, s)...)
+	if err := checkShedder(name, s); err != nil {
+		return err
+	}
+	return m.once("shedder", name, s, func() error {
+		if err := m.register(shedGauges(name, s)...); err != nil {
+			return err
+		}
+		m.listen(name, s)
+		return nil
+	})
+}
+
+// checkShedder refuses a nil shedder and one registered under a name not its own.
+func checkShedder(name string, s ShedGauges) error {
+	if s == nil {
+		return fmt.Errorf("%w: Shedders[%q] is nil", ErrInvalidOptions, name)
+	}
+	if n, ok := s.(named); ok && n.Name() != name {
+		return fmt.Errorf("%w: Shedders[%q] is the shedder named %q; register a shedder under its own name, which labels its refusals", ErrInvalidOptions, name, n.Name())
+	}
+	return nil
+}
+
+// listen has s report every refusal to the Observer's listener, if s can.
+func (m *Observer) listen(name string, s ShedGauges) {
+	if n, ok := s.(notifier); ok {
+		m.listened.Store(name, true)
+		n.AddObserver(m.listener)
+	}
 }
 
 func budgetGauge(name string, b Leveler) prometheus.Collector {
@@ -384,9 +456,8 @@ func (m *Observer) Observe(e event.Event) {
 			m.transitions.WithLabelValues(e.Source, e.From, e.To).Inc()
 		}
 	case event.Shed:
-		m.shed.WithLabelValues(e.Source, e.Reason, e.Priority).Inc()
-		if e.Delay > 0 {
-			m.retryAfter.WithLabelValues(e.Source).Observe(e.Delay.Seconds())
+		if _, ok := m.listened.Load(e.Source); !ok { // else counted by the listener
+			m.countShed(e)
 		}
 	case event.Fleet:
 		m.fleet.WithLabelValues(e.Source, e.Reason, e.To).Inc()
@@ -394,6 +465,14 @@ func (m *Observer) Observe(e event.Event) {
 		m.panics.WithLabelValues(e.Pipeline, e.Source).Inc()
 	case event.Fallback, event.BulkheadRejected, event.RateLimited:
 		m.admission.observe(e)
+	}
+}
+
+// countShed counts a refusal.
+func (m *Observer) countShed(e event.Event) {
+	m.shed.WithLabelValues(e.Source, e.Reason, e.Priority).Inc()
+	if e.Delay > 0 {
+		m.retryAfter.WithLabelValues(e.Source).Observe(e.Delay.Seconds())
 	}
 }
 

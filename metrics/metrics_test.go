@@ -65,7 +65,8 @@ func TestObserver_CountsEveryEvent(t *testing.T) {
 
 	// Calls: 2 successes, 1 failure, then 1 rejected. Attempts: 1 + 3 + 3 = 7, of which
 	// 2 succeeded. Retries: 2 + 2 = 4. The breaker, outside the retry, counts calls:
-	// the failed call opened it, once.
+	// the failed call opened it, once. The breaker is registered by the pipeline it is
+	// in: its transitions exist at 0 from the moment the pipeline is bound.
 	err = testutil.GatherAndCompare(reg, strings.NewReader(`
 # HELP backstop_attempts_total Attempts a pipeline's retry made, by outcome.
 # TYPE backstop_attempts_total counter
@@ -79,7 +80,12 @@ backstop_attempts_total{outcome="success",pipeline="orders"} 2
 backstop_breaker_state{breaker="db"} 2
 # HELP backstop_breaker_transitions_total Breaker state changes.
 # TYPE backstop_breaker_transitions_total counter
+backstop_breaker_transitions_total{breaker="db",from="closed",to="half-open"} 0
 backstop_breaker_transitions_total{breaker="db",from="closed",to="open"} 1
+backstop_breaker_transitions_total{breaker="db",from="half-open",to="closed"} 0
+backstop_breaker_transitions_total{breaker="db",from="half-open",to="open"} 0
+backstop_breaker_transitions_total{breaker="db",from="open",to="closed"} 0
+backstop_breaker_transitions_total{breaker="db",from="open",to="half-open"} 0
 # HELP backstop_calls_total Calls that left a pipeline, by outcome (success, failure, rejected, canceled, deadline).
 # TYPE backstop_calls_total counter
 backstop_calls_total{outcome="canceled",pipeline="orders"} 0
@@ -109,8 +115,11 @@ func TestObserver_SuppressionsGaugesAndShed(t *testing.T) {
 	obs, err := metrics.New(reg, metrics.Options{Budgets: map[string]metrics.Leveler{"db": bud}})
 	require.NoError(t, err)
 	require.NoError(t, obs.AddShedder("api", s))
-	require.Error(t, obs.AddShedder("api", s), "a name exported twice")
-	require.Error(t, obs.AddBudget("db", bud), "a name exported twice")
+	require.NoError(t, obs.AddShedder("api", s), "the same shedder again")
+	require.ErrorIs(t, obs.AddShedder("api", shed.MustNew(shed.Options{Name: "api"})), metrics.ErrInvalidOptions, "another shedder under the name")
+	require.ErrorIs(t, obs.AddShedder("web", s), metrics.ErrInvalidOptions, "a name not the shedder's own")
+	require.NoError(t, obs.AddBudget("db", bud), "the same budget again")
+	require.ErrorIs(t, obs.AddBudget("db", budget.MustNewTokenBucket(1, 1)), metrics.ErrInvalidOptions, "another budget under the name")
 
 	clock := policytest.NewClock(time.Unix(0, 0)).AutoAdvance(true)
 	inner := policy.MustWrap(retry.MustNew(retry.Options{Clock: clock})).With(policy.Name("inner"), policy.Observe(obs))
@@ -153,13 +162,14 @@ backstop_shed_limit{shedder="api"} 1
 backstop_shed_queue_length{shedder="api"} 0
 # HELP backstop_shed_requests_total Requests a shedder refused, by reason and priority.
 # TYPE backstop_shed_requests_total counter
+backstop_shed_requests_total{priority="default",reason="limit",shedder="api"} 1
 backstop_shed_requests_total{priority="sheddable",reason="priority",shedder="api2"} 1
 `), "backstop_budget_level", "backstop_retries_suppressed_total", "backstop_shed_inflight", "backstop_shed_limit",
 		"backstop_shed_queue_length", "backstop_shed_requests_total")
-	require.NoError(t, err)
+	require.NoError(t, err, "api's refusal in a pipeline with no observer is counted: AddShedder alone exports it")
 	n, err := testutil.GatherAndCount(reg, "backstop_shed_retry_after_seconds")
 	require.NoError(t, err)
-	require.Equal(t, 1, n)
+	require.Equal(t, 2, n)
 	permit.Release()
 	p2.Release()
 }
@@ -250,7 +260,7 @@ func bench(b *testing.B, obs event.Observer, parallel bool) {
 
 func TestOptions_ShedderAndBudgetGauges(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
-	s := shed.MustNew(shed.Options{Limit: shed.LimitOptions{Fixed: 7}})
+	s := shed.MustNew(shed.Options{Name: "edge", Limit: shed.LimitOptions{Fixed: 7}})
 	bud := budget.MustNewRatio(budget.RatioOptions{})
 	_, err := metrics.New(reg, metrics.Options{
 		Budgets:  map[string]metrics.Leveler{"users": bud},
@@ -314,7 +324,8 @@ backstop_breaker_transitions_total{breaker="db",from="open",to="half-open"} 0
 
 	brk.Reset()
 	require.Equal(t, 0.0, state(), "the gauge follows an operator's Reset")
-	require.Error(t, obs.AddBreaker(brk), "a breaker added twice")
+	require.NoError(t, obs.AddBreaker(brk), "the same breaker again")
+	require.ErrorIs(t, obs.AddBreaker(breaker.MustNew("db", breaker.Options{})), metrics.ErrInvalidOptions, "another breaker under its name")
 }
 
 // gaugeOf returns the collector-independent value of one series, for testutil.

@@ -17,17 +17,19 @@ type ThrottleGauges interface {
 
 // AddThrottle exports t as backstop_throttle_probability{throttle} (the chance that a
 // request is refused now) and backstop_throttle_refused_total{throttle}, read at every
-// scrape. A name already exported is an error.
+// scrape. Adding t again does nothing; another throttle under name is an error.
 func (m *Observer) AddThrottle(name string, t ThrottleGauges) error {
 	if t == nil {
 		return fmt.Errorf("%w: AddThrottle(%q, nil)", ErrInvalidOptions, name)
 	}
 	labels := prometheus.Labels{"throttle": name}
-	return m.register(
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: Namespace, Name: "throttle_probability",
-			Help: "The chance that a client-side adaptive throttle refuses a request now.", ConstLabels: labels}, t.Probability),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: Namespace, Name: "throttle_refused_total",
-			Help: "Requests a client-side adaptive throttle refused locally.", ConstLabels: labels},
-			func() float64 { return float64(t.Refused()) }),
-	)
+	return m.once("throttle", name, t, func() error {
+		return m.register(
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: Namespace, Name: "throttle_probability",
+				Help: "The chance that a client-side adaptive throttle refuses a request now.", ConstLabels: labels}, t.Probability),
+			prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: Namespace, Name: "throttle_refused_total",
+				Help: "Requests a client-side adaptive throttle refused locally.", ConstLabels: labels},
+				func() float64 { return float64(t.Refused()) }),
+		)
+	})
 }

@@ -20,7 +20,8 @@ func TestObserver_AddThrottle(t *testing.T) {
 	obs := metrics.MustNew(reg, metrics.Options{})
 	th := throttle.MustNew("inventory", throttle.Options{Rand: policytest.NewRand(0)}) // refuses whenever p > 0
 	require.NoError(t, obs.AddThrottle("inventory", th))
-	require.Error(t, obs.AddThrottle("inventory", th), "a name exported twice")
+	require.NoError(t, obs.AddThrottle("inventory", th), "the same throttle again")
+	require.ErrorIs(t, obs.AddThrottle("inventory", throttle.MustNew("inventory", throttle.Options{})), metrics.ErrInvalidOptions, "another under its name")
 	require.ErrorIs(t, obs.AddThrottle("x", nil), metrics.ErrInvalidOptions)
 
 	p := policy.MustWrap(th)

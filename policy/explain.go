@@ -40,6 +40,14 @@ type Stage struct {
 	MaxHint time.Duration `json:"-"`
 	// Refusal says how the stage may end a call without running it; "" if it never does.
 	Refusal string `json:"refusal,omitempty"`
+	// Wait is the longest the stage may hold a call before letting it run — a
+	// bulkhead's queue, a rate limiter's wait for a token — or, inside the retry, each
+	// attempt; 0 if it never waits, or if only the call's deadline bounds the wait
+	// (then WaitUnbounded is set).
+	Wait time.Duration `json:"-"`
+	// WaitUnbounded is set for a stage that may hold a call as long as its deadline
+	// allows: without an overall deadline, nothing bounds how long a call takes.
+	WaitUnbounded bool `json:"wait_unbounded,omitempty"`
 }
 
 // Sleep is the range of one backoff sleep.
@@ -70,8 +78,9 @@ type Explanation struct {
 	// retry that owns the call path further up: 1 (the owner rule), or MaxAttempts
 	// for a pipeline without a retry, which the owner's attempts multiply anyway.
 	MaxAttemptsPerCallPath int
-	// WorstCase is the longest a call can take, sleeps included; 0 if nothing bounds it
-	// (no overall deadline and no per-attempt timeout).
+	// WorstCase is the longest a call can take, sleeps and waits included; 0 if nothing
+	// bounds it (no overall deadline, and no per-attempt timeout or a stage that may wait
+	// as long as the call's deadline allows).
 	WorstCase time.Duration
 	// WorstCaseFrom says what bounds it: "deadline", "attempts", or "" if unbounded.
 	WorstCaseFrom string
@@ -92,6 +101,8 @@ func (p *Pipeline) Explain() Explanation {
 	e.Pipeline = p.name
 	var overall, perAttempt time.Duration
 	var sleeps time.Duration
+	var callWaits, attemptWaits time.Duration // what waiting stages add, once per call or per attempt
+	unboundedWait := false
 	for i, pol := range p.policies {
 		x, ok := pol.(StageExplainer)
 		if !ok {
@@ -119,13 +130,19 @@ func (p *Pipeline) Explain() Explanation {
 		if st.Refusal != "" {
 			e.Refusals = append(e.Refusals, st.Refusal)
 		}
+		unboundedWait = unboundedWait || st.WaitUnbounded
+		if p.retry >= 0 && i > p.retry {
+			attemptWaits = check.AddSat(attemptWaits, st.Wait)
+		} else {
+			callWaits = check.AddSat(callWaits, st.Wait)
+		}
 	}
 	e.MaxAttemptsPerCallPath = e.MaxAttempts
 	if p.retry >= 0 {
 		e.MaxAttemptsPerCallPath = 1
 	}
-	if perAttempt > 0 {
-		e.WorstCase, e.WorstCaseFrom = check.AddSat(check.MulSat(perAttempt, e.MaxAttempts), sleeps), "attempts"
+	if perAttempt > 0 && !unboundedWait {
+		e.WorstCase, e.WorstCaseFrom = check.AddSat(check.AddSat(check.MulSat(check.AddSat(perAttempt, attemptWaits), e.MaxAttempts), sleeps), callWaits), "attempts"
 	}
 	if overall > 0 && (e.WorstCase == 0 || overall <= e.WorstCase) {
 		e.WorstCase, e.WorstCaseFrom = overall, "deadline"
@@ -167,9 +184,13 @@ func (e Explanation) String() string {
 	case "deadline":
 		fmt.Fprintf(&b, "  worst case:      %v, the overall deadline\n", e.WorstCase)
 	case "attempts":
-		fmt.Fprintf(&b, "  worst case:      %v: every attempt to its timeout, every sleep at its longest\n", e.WorstCase)
+		fmt.Fprintf(&b, "  worst case:      %v: every attempt to its timeout, every sleep and wait at its longest\n", e.WorstCase)
 	default:
-		b.WriteString("  worst case:      unbounded: no overall deadline and no per-attempt timeout\n")
+		if e.unboundedWait() {
+			b.WriteString("  worst case:      unbounded: no overall deadline, and a stage may wait as long as the call's deadline allows\n")
+		} else {
+			b.WriteString("  worst case:      unbounded: no overall deadline and no per-attempt timeout\n")
+		}
 	}
 	for _, r := range e.Refusals {
 		fmt.Fprintf(&b, "  ends a call:     %s\n", r)
@@ -180,17 +201,28 @@ func (e Explanation) String() string {
 	return b.String()
 }
 
+// unboundedWait reports whether a stage may wait as long as the call's deadline allows.
+func (e Explanation) unboundedWait() bool {
+	for _, st := range e.Stack {
+		if st.WaitUnbounded {
+			return true
+		}
+	}
+	return false
+}
+
 // MarshalJSON writes the explanation with durations in seconds; worst_case_seconds is
 // null when nothing bounds a call.
 func (e Explanation) MarshalJSON() ([]byte, error) {
 	type stage struct {
 		Kind         string  `json:"kind"`
 		LimitSeconds float64 `json:"limit_seconds,omitempty"`
+		WaitSeconds  float64 `json:"wait_seconds,omitempty"`
 		Stage
 	}
 	stack := make([]stage, len(e.Stack))
 	for i, st := range e.Stack {
-		stack[i] = stage{Kind: st.Kind.String(), LimitSeconds: st.Limit.Seconds(), Stage: st}
+		stack[i] = stage{Kind: st.Kind.String(), LimitSeconds: st.Limit.Seconds(), WaitSeconds: st.Wait.Seconds(), Stage: st}
 	}
 	var worst *float64
 	if e.WorstCaseFrom != "" {

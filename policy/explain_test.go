@@ -9,8 +9,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/backstop-go/backstop/budget"
+	"github.com/backstop-go/backstop/bulkhead"
 	"github.com/backstop-go/backstop/deadline"
 	"github.com/backstop-go/backstop/policy"
+	"github.com/backstop-go/backstop/ratelimit"
 	"github.com/backstop-go/backstop/retry"
 	"github.com/backstop-go/backstop/shed"
 )
@@ -76,7 +78,7 @@ func TestExplain_EveryBuiltInPolicySaysWhatItDoes(t *testing.T) {
 		{budget.MustNewRate(budget.RateOptions{Limit: 2, Burst: 3}), "at most 2 retries per second in this process, in bursts of up to 3"},
 		{budget.MustNewTokenBucket(4, 0.5), "retries stop after the 2nd failure in a row (tokens ≤ 2)"},
 		{shed.MustNew(shed.Options{Name: "api", Limit: shed.LimitOptions{Fixed: 8}, Queue: shed.QueueOptions{Max: -1}}), `shedder "api" admits work up to a fixed limit of 8 in flight, with no queue`},
-		{shed.MustNew(shed.Options{Name: "api"}), "an adaptive limit (now 20, within 4–1000)"},
+		{shed.MustNew(shed.Options{Name: "api"}), "an adaptive limit (now 20, within 1–1000)"},
 	} {
 		x, ok := tt.p.(policy.StageExplainer)
 		require.True(t, ok, "%T is a StageExplainer", tt.p)
@@ -123,4 +125,45 @@ func TestExplain_JSON(t *testing.T) {
 	b, err = json.Marshal(policy.MustWrap(retry.MustNew(retry.Options{})).Explain())
 	require.NoError(t, err)
 	require.Contains(t, string(b), `"worst_case_seconds":null`, "unbounded is null, not 0")
+}
+
+func TestExplain_WaitsCountInTheWorstCase(t *testing.T) {
+	rt := func() *retry.Retry {
+		return retry.MustNew(retry.Options{MaxAttempts: 3, Strategy: retry.None{}, MaxHintDelay: time.Millisecond}) // hints below the backoff
+	}
+	perTry := func() *deadline.Deadline { return deadline.MustPerAttempt(300 * time.Millisecond) }
+	queue := func() *bulkhead.Bulkhead {
+		return bulkhead.MustNew("db", bulkhead.Options{MaxConcurrent: 4, MaxQueue: 8, MaxWait: 50 * time.Millisecond})
+	}
+	tokens := func() *ratelimit.Limiter {
+		return ratelimit.MustNew("db", ratelimit.Options{Rate: 10, MaxWait: 20 * time.Millisecond})
+	}
+
+	// 3 attempts × 300 ms + sleeps of 100 and 200 ms = 1.2 s, and a wait in the
+	// bulkhead outside the retry, once: 1.25 s.
+	e := policy.MustWrap(queue(), rt(), perTry()).Explain()
+	require.Equal(t, 1250*time.Millisecond, e.WorstCase)
+
+	// Inside the retry, the wait comes before each attempt: 3 × (300 + 50 + 20) ms +
+	// 300 ms of sleeps = 1.41 s.
+	e = policy.MustWrap(rt(), queue(), tokens(), perTry()).Explain()
+	require.Equal(t, 1410*time.Millisecond, e.WorstCase)
+	require.Contains(t, e.String(), "every sleep and wait at its longest")
+
+	// A rate limiter that waits as long as the deadline allows, with no deadline:
+	// nothing bounds the call.
+	e = policy.MustWrap(rt(), ratelimit.MustNew("db", ratelimit.Options{Rate: 10}), perTry()).Explain()
+	require.Zero(t, e.WorstCase)
+	require.Equal(t, "", e.WorstCaseFrom)
+	require.Contains(t, e.String(), "worst case:      unbounded: no overall deadline, and a stage may wait as long as the call's deadline allows")
+
+	// With a deadline, the deadline bounds it.
+	e = policy.MustWrap(deadline.MustNew(time.Second), rt(), ratelimit.MustNew("db", ratelimit.Options{Rate: 10}), perTry()).Explain()
+	require.Equal(t, time.Second, e.WorstCase)
+	require.Equal(t, "deadline", e.WorstCaseFrom)
+
+	// Refuse mode and a bulkhead with no queue never wait.
+	e = policy.MustWrap(rt(), bulkhead.MustNew("db", bulkhead.Options{}),
+		ratelimit.MustNew("db", ratelimit.Options{Rate: 10, Mode: ratelimit.Refuse}), perTry()).Explain()
+	require.Equal(t, 1200*time.Millisecond, e.WorstCase)
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/backstop-go/backstop/callpath"
 	"github.com/backstop-go/backstop/event"
 )
 
@@ -20,11 +21,11 @@ type Pipeline struct {
 	policies      []Policy
 	budget, retry int // indexes in policies, −1 if absent
 	name          string
-	obs           event.Observer // as given to Observe
-	sub           event.Observer // obs as it subscribes to event.Sources: comparable
-	bound         event.Observer // obs prepared for this pipeline (event.PipelineObserver)
-	startNeeds    event.Needs    // what bound reads of call starts
-	endNeeds      event.Needs    // and of call ends
+	obs           event.Observer   // as given to Observe
+	subs          []event.Observer // obs's members as they subscribe to event.Sources: comparable
+	bound         event.Observer   // obs prepared for this pipeline (event.PipelineObserver)
+	startNeeds    event.Needs      // what bound reads of call starts
+	endNeeds      event.Needs      // and of call ends
 	clock         Clock
 	runner        Runner
 }
@@ -44,9 +45,10 @@ type Pipeline struct {
 // such as the *retry.Retry of a failed retry.New, is refused under O6. Wrap with no
 // policies is valid: the pipeline is a pass-through that runs fn directly.
 //
-// Wrap binds each stage once, innermost first, and then subscribes the pipeline's
-// Observer to each stage that reports events of its own (an event.Source: a breaker's
-// transitions). Wrap never panics: a policy whose Kind or Bind panics is refused with
+// Wrap binds each stage once, innermost first, and then hands each stage to the
+// pipeline's Observer if it keeps series of policies (an event.Registrar: metrics
+// exports a breaker's state from then on) and subscribes the Observer to each stage
+// that reports events of its own (an event.Source: a breaker's transitions). Wrap never panics: a policy whose Kind or Bind panics is refused with
 // an error naming its position.
 func Wrap(policies ...Policy) (p *Pipeline, err error) {
 	defer func() {
@@ -124,10 +126,13 @@ func (p *Pipeline) bind() error {
 		}
 	}
 	p.runner = r
-	if p.sub != nil {
+	if p.obs != nil {
 		for _, pol := range p.policies {
+			event.Register(p.obs, pol)
 			if src, ok := pol.(event.Source); ok {
-				src.Subscribe(p.sub, p.name)
+				for _, sub := range p.subs {
+					src.Subscribe(sub, p.name)
+				}
 			}
 		}
 	}
@@ -168,13 +173,14 @@ func (p *Pipeline) Do(ctx context.Context, fn Func) error {
 }
 
 // Get runs fn under p like [Pipeline.Do] and returns the value of the attempt that
-// succeeded, or T's zero value with the error. It allocates one closure per call more
+// succeeded (under a hedge, the one callpath.Win chose), or T's zero value with the
+// error. It allocates one closure per call more
 // than Do.
 func Get[T any](ctx context.Context, p *Pipeline, fn func(context.Context) (T, error)) (T, error) {
 	var v T
 	err := p.Do(ctx, func(ctx context.Context) error {
 		r, err := fn(ctx)
-		if err == nil {
+		if err == nil && callpath.Win(ctx) { // under a hedge, attempts run at once: keep the winner's
 			v = r
 		}
 		return err
@@ -189,8 +195,9 @@ func Get[T any](ctx context.Context, p *Pipeline, fn func(context.Context) (T, e
 // With returns a copy of p with the options applied, bound anew: a second name for the
 // same stack (a route of its own), another observer. Policy objects are shared with
 // p: a breaker keeps one state for both pipelines. Subscriptions are not doubled: an
-// event.Source keeps one per Observer, so p.With(Observe(o)).With(Name("db")) hears
-// each of a breaker's transitions once, under the last name.
+// event.Source keeps one per observer, so p.With(Observe(o)).With(Name("db")) hears
+// each of a breaker's transitions once, under the last name, and so does an o
+// combined with others by event.Observers in one pipeline and alone in another.
 func (p *Pipeline) With(opts ...Option) *Pipeline {
 	if p == nil {
 		p = &Pipeline{budget: -1, retry: -1, clock: SystemClock()}
@@ -265,22 +272,22 @@ func Name(name string) Option { return optionFunc(func(p *Pipeline) { p.name = n
 // Observe sets the pipeline's event.Observer, replacing any earlier one; nil removes it.
 // Use event.Observers to send events to several.
 func Observe(o event.Observer) Option {
-	sub := subscriber(o)
-	return optionFunc(func(p *Pipeline) { p.obs, p.sub = o, sub })
+	subs := subscribers(o)
+	return optionFunc(func(p *Pipeline) { p.obs, p.subs = o, subs })
 }
 
-// subscriber is o as it subscribes to event.Sources, which keep one subscription per
-// subscriber: o itself when it is a pointer, else o in a box made once per Observe,
-// so that an ObserverFunc (a func, not comparable) given once is one subscriber
-// however many pipelines With derives.
-func subscriber(o event.Observer) event.Observer {
-	if o == nil {
-		return nil
+// subscribers are o's members (event.Members) as they subscribe to event.Sources,
+// which keep one subscription per subscriber: a member itself when it is a pointer,
+// else the member in a box made once per Observe, so that an ObserverFunc (a func, not
+// comparable) given once is one subscriber however many pipelines With derives.
+func subscribers(o event.Observer) []event.Observer {
+	ms := event.Members(o)
+	for i, m := range ms {
+		if reflect.TypeOf(m).Kind() != reflect.Pointer {
+			ms[i] = &boxed{m}
+		}
 	}
-	if reflect.TypeOf(o).Kind() == reflect.Pointer {
-		return o
-	}
-	return &boxed{o}
+	return ms
 }
 
 type boxed struct{ event.Observer }

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/backstop-go/backstop/callpath"
 	"github.com/backstop-go/backstop/event"
 
 	"github.com/backstop-go/backstop/policy"
@@ -176,4 +178,22 @@ func TestSelectiveObserver_StagesSkipWhatItDoesNotRead(t *testing.T) {
 	require.Equal(t, event.NeedsTiming, event.NeedsOf(event.Observers(obs, plain), event.AttemptStart))
 	require.Equal(t, event.NeedsEvent, event.NeedsOf(event.Observers(obs, &selective{}), event.AttemptEnd))
 	require.Equal(t, event.NeedsNothing, event.NeedsOf(nil, event.CallEnd))
+}
+
+// TestGet_UnderAHedgeKeepsOneAttemptsValue guards the value Get returns when a hedge
+// runs two attempts at once and both succeed: only the winner writes it (run with
+// -race, two writers are a data race).
+func TestGet_UnderAHedgeKeepsOneAttemptsValue(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := policy.MustWrap(retry.MustNewHedge(retry.HedgeOptions{MaxAttempts: 2, Delay: time.Millisecond}))
+		for range 10 {
+			v, err := policy.Get(context.Background(), p, func(ctx context.Context) (int, error) {
+				n, _, _ := callpath.Attempt(ctx)
+				time.Sleep(3 * time.Millisecond) // the hedge starts attempt 2 while attempt 1 runs
+				return n, nil
+			})
+			require.NoError(t, err)
+			require.Contains(t, []int{1, 2}, v)
+		}
+	})
 }

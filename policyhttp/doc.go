@@ -8,7 +8,7 @@
 //	if err != nil {
 //		return err
 //	}
-//	client := &http.Client{Transport: policyhttp.NewTransport(nil, p, Options{})}
+//	client := &http.Client{Transport: policyhttp.NewTransport(nil, p, policyhttp.Options{})}
 //
 // Each request is cloned per attempt; only idempotent requests (or those with an
 // Idempotency-Key) are retried; responses are judged by [DefaultClassifier]
@@ -39,7 +39,7 @@
 //
 // # Server
 //
-//	http.ListenAndServe(addr, policyhttp.Middleware(mux))
+//	err := http.ListenAndServe(addr, policyhttp.Middleware(mux))
 //
 // [Middleware] reads the attempt headers of Backstop, Envoy and gRPC and marks the
 // request's context as owned upstream: the handler's own retrying pipelines then make

@@ -56,7 +56,7 @@ func TestObserver_FallbackBulkheadAndRateLimit(t *testing.T) {
 	require.Equal(t, int64(1), sum(t, ms["backstop.fallbacks"], attribute.String("pipeline", "shop-bh"),
 		attribute.String("fallback", "prices"), attribute.String("reason", "rejected"), attribute.String("from", "value")))
 	require.Equal(t, int64(1), sum(t, ms["backstop.ratelimit.rejections"], attribute.String("pipeline", "geo"),
-		attribute.String("limiter", "geo"), attribute.String("reason", "refused")))
+		attribute.String("limiter", "geo"), attribute.String("reason", "no_token")))
 	h := ms["backstop.ratelimit.wait"].Data.(metricdata.Histogram[float64]).DataPoints
 	require.Len(t, h, 1)
 	require.Equal(t, uint64(1), h[0].Count)

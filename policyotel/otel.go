@@ -33,6 +33,12 @@ type Observer struct {
 	mu                     sync.Mutex // guards budgets and shedders
 	budgets                map[string]Leveler
 	shedders               map[string]ShedGauges
+
+	// listened holds the names of shedders whose refusals reach the Observer through
+	// listener (shed.Shedder.AddObserver): the same refusals reaching it another way
+	// are not recorded again.
+	listened sync.Map
+	listener *shedListener
 }
 
 // Leveler is what the budget gauge reads: every budget in package budget has it.
@@ -101,6 +107,7 @@ func New(mp metric.MeterProvider) (*Observer, error) {
 		return nil, fmt.Errorf("policyotel: creating instruments: %w", err)
 	}
 	o.budgets, o.shedders = map[string]Leveler{}, map[string]ShedGauges{}
+	o.listener = &shedListener{o}
 	// The registration lives as long as mp: shut mp down to stop the reads.
 	if _, err := m.RegisterCallback(o.observe, o.budgetLevel, o.inFlight, o.limit, o.queue, o.admitted); err != nil {
 		return nil, fmt.Errorf("policyotel: registering the gauges' callback: %w", err)
@@ -109,30 +116,88 @@ func New(mp metric.MeterProvider) (*Observer, error) {
 }
 
 // AddBudget exports b's level as backstop.budget.level{budget=name}, read at every
-// collection. A nil b, or a name already added, is an error.
+// collection. Adding b again does nothing; a nil b, or another budget under name, is
+// an error.
 func (o *Observer) AddBudget(name string, b Leveler) error {
-	return add(o, o.budgets, "budget", name, b)
+	_, err := add(o, o.budgets, "budget", name, b)
+	return err
 }
 
 // AddShedder exports s as backstop.shed.inflight, backstop.shed.limit,
 // backstop.shed.queue_length and backstop.shed.admitted, each {shedder=name}, read at
-// every collection. A nil s, or a name already added, is an error.
+// every collection, and for a shed.Shedder every refusal it makes
+// (backstop.shed.requests, backstop.shed.retry_after and the span event), by its
+// middleware, by Admit or in a pipeline, whether or not its Options.Observer or the
+// pipeline's observer is this Observer too: each refusal is recorded once, in whatever
+// order the Observer, the shedder and AddShedder come. A shedder in a pipeline this
+// Observer observes is added when the pipeline is bound ([Observer.Register]). Adding
+// s again does nothing; a nil s, another shedder under name, or a name other than the
+// shedder's own (which labels its refusals) is an error.
 func (o *Observer) AddShedder(name string, s ShedGauges) error {
-	return add(o, o.shedders, "shedder", name, s)
+	if n, ok := s.(interface{ Name() string }); ok && s != nil && n.Name() != name {
+		return fmt.Errorf("policyotel: the shedder added as %q is named %q; add a shedder under its own name, which labels its refusals", name, n.Name())
+	}
+	added, err := add(o, o.shedders, "shedder", name, s)
+	if added {
+		if n, ok := s.(interface{ AddObserver(event.Observer) }); ok {
+			o.listened.Store(name, true)
+			n.AddObserver(o.listener)
+		}
+	}
+	return err
 }
 
-// add puts v in sources under name, once.
-func add[T any](o *Observer, sources map[string]T, what, name string, v T) error {
-	if any(v) == nil {
-		return fmt.Errorf("policyotel: the %s %q is nil", what, name)
+// Register implements event.Registrar: policy.Wrap and Pipeline.With hand it each
+// stage of a pipeline this Observer observes. A shedder is added as AddShedder adds
+// it (unless another shedder has its name), and a breaker's state is recorded as it
+// is now, so that backstop.breaker.state has a point from the moment the pipeline is
+// bound rather than from the breaker's first transition.
+func (o *Observer) Register(stage any) {
+	p, ok := stage.(policy.Policy)
+	if !ok {
+		return
+	}
+	n, ok := stage.(interface{ Name() string })
+	if !ok {
+		return
+	}
+	switch p.Kind() {
+	case policy.KindShed:
+		if s, ok := stage.(ShedGauges); ok {
+			_ = o.AddShedder(n.Name(), s)
+		}
+	case policy.KindBreaker:
+		if b, ok := stage.(interface{ StateValue() float64 }); ok {
+			o.state.Record(context.Background(), int64(b.StateValue()), metric.WithAttributes(attribute.String("breaker", n.Name())))
+		}
+	}
+}
+
+// add puts v in sources under name, once, and says whether it did.
+func add[T comparable](o *Observer, sources map[string]T, what, name string, v T) (bool, error) {
+	var zero T
+	if v == zero {
+		return false, fmt.Errorf("policyotel: the %s %q is nil", what, name)
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if _, dup := sources[name]; dup {
-		return fmt.Errorf("policyotel: a %s named %q is already added", what, name)
+	if prev, dup := sources[name]; dup {
+		if prev == v {
+			return false, nil
+		}
+		return false, fmt.Errorf("policyotel: another %s named %q is already added", what, name)
 	}
 	sources[name] = v
-	return nil
+	return true, nil
+}
+
+// shedListener is how the Observer hears the refusals of the shedders it exports.
+type shedListener struct{ o *Observer }
+
+func (l *shedListener) Observe(e event.Event) {
+	if e.Kind == event.Shed {
+		l.o.recordShed(e)
+	}
 }
 
 func (o *Observer) observe(_ context.Context, obs metric.Observer) error {
@@ -206,18 +271,29 @@ func (o *Observer) Observe(e event.Event) {
 		o.transitions.Add(ctx, 1, metric.WithAttributes(b, attribute.String("from", e.From), attribute.String("to", e.To)))
 		o.state.Record(ctx, states[e.To], metric.WithAttributes(b))
 	case event.Shed:
-		s := attribute.String("shedder", e.Source)
-		o.shed.Add(ctx, 1, metric.WithAttributes(s, attribute.String("reason", e.Reason), attribute.String("priority", e.Priority)))
-		if e.Delay > 0 {
-			o.retryAfter.Record(ctx, e.Delay.Seconds(), metric.WithAttributes(s))
-		}
-		if recording {
-			span.AddEvent("backstop.shed", trace.WithTimestamp(e.Time), trace.WithAttributes(s,
-				attribute.String("backstop.reason", e.Reason), attribute.String("backstop.priority", e.Priority)))
+		if _, ok := o.listened.Load(e.Source); !ok { // else recorded by the listener
+			o.recordShed(e)
 		}
 	case event.Fleet:
 		o.fleet.Add(ctx, 1, metric.WithAttributes(attribute.String("policy", e.Source), attribute.String("to", e.To)))
 	case event.Fallback, event.BulkheadRejected, event.RateLimited:
 		o.adm.observe(ctx, e, span, recording)
+	}
+}
+
+// recordShed records a refusal and adds its span event.
+func (o *Observer) recordShed(e event.Event) {
+	ctx := e.Context
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	s := attribute.String("shedder", e.Source)
+	o.shed.Add(ctx, 1, metric.WithAttributes(s, attribute.String("reason", e.Reason), attribute.String("priority", e.Priority)))
+	if e.Delay > 0 {
+		o.retryAfter.Record(ctx, e.Delay.Seconds(), metric.WithAttributes(s))
+	}
+	if span := trace.SpanFromContext(ctx); span.IsRecording() {
+		span.AddEvent("backstop.shed", trace.WithTimestamp(e.Time), trace.WithAttributes(s,
+			attribute.String("backstop.reason", e.Reason), attribute.String("backstop.priority", e.Priority)))
 	}
 }

@@ -181,15 +181,18 @@ func TestNew_NeedsAMeterProvider(t *testing.T) {
 }
 
 // TestObserver_BudgetAndShedderGauges: added budgets and shedders are read at every
-// collection, by name; a name added twice or a nil source is refused.
+// collection, by name; another source under a name, or a nil source, is refused.
 func TestObserver_BudgetAndShedderGauges(t *testing.T) {
 	obs, reader, _, _ := setup(t)
 	b := budget.MustNewTokenBucket(10, 0.1)
 	s := shed.MustNew(shed.Options{Name: "api", Limit: shed.LimitOptions{Fixed: 4}, Queue: shed.QueueOptions{Max: -1}})
 	require.NoError(t, obs.AddBudget("orders", b))
 	require.NoError(t, obs.AddShedder("api", s))
-	require.Error(t, obs.AddBudget("orders", b), "a name added twice")
-	require.Error(t, obs.AddShedder("api", s), "a name added twice")
+	require.NoError(t, obs.AddBudget("orders", b), "the same budget again")
+	require.NoError(t, obs.AddShedder("api", s), "the same shedder again")
+	require.Error(t, obs.AddBudget("orders", budget.MustNewTokenBucket(1, 1)), "another budget under the name")
+	require.Error(t, obs.AddShedder("api", shed.MustNew(shed.Options{Name: "api"})), "another shedder under the name")
+	require.Error(t, obs.AddShedder("web", s), "a name not the shedder's own")
 	require.Error(t, obs.AddBudget("x", nil))
 	require.Error(t, obs.AddShedder("x", nil))
 

@@ -32,8 +32,8 @@ func ExampleNew() {
 	// call 1: sent
 	// call 2: sent
 	// call 3: sent
-	// call 4: refused (refused), come back in 200ms
-	// call 5: refused (refused), come back in 200ms
+	// call 4: refused (no_token), come back in 200ms
+	// call 5: refused (no_token), come back in 200ms
 	// 200ms later: <nil>
 }
 

@@ -37,9 +37,9 @@ func (m Mode) String() string {
 // The reasons of a [*RejectError], also the Reason of its event; a call that waited
 // and went through is reported with ReasonWaited.
 const (
-	ReasonRefused   = "refused"    // Refuse mode: no token now
+	ReasonNoToken   = "no_token"   // Refuse mode: no token now
 	ReasonDeadline  = "deadline"   // Wait mode: the token would come after the call's deadline
-	ReasonWaitLimit = "wait-limit" // Wait mode: the token would come after MaxWait
+	ReasonWaitLimit = "wait_limit" // Wait mode: the token would come after MaxWait
 	ReasonWaited    = "waited"     // Wait mode: the call waited Delay for its token (an event, not a refusal)
 )
 
@@ -169,7 +169,7 @@ func (r *runner) Run(ctx context.Context, fn policy.Func) error {
 		reason := ""
 		switch d, ok := ctx.Deadline(); {
 		case l.o.Mode == Refuse:
-			reason = ReasonRefused
+			reason = ReasonNoToken
 		case l.o.MaxWait > 0 && delay > l.o.MaxWait:
 			reason = ReasonWaitLimit
 		case ok && !now.Add(delay).Before(d):
@@ -220,18 +220,22 @@ func (l *Limiter) ExplainStage() policy.Stage {
 		mode = "a call waits for its token, never past its deadline"
 		refusal = fmt.Sprintf("rate limiter %q refuses at once a call whose token would come after its deadline (ratelimit.ErrLimited), with a Retry-After when it would", l.name)
 	}
-	return policy.Stage{
+	st := policy.Stage{
 		Summary: fmt.Sprintf("rate limiter %q: %v a second in bursts of up to %d (calls outside the retry, attempts inside it); %s",
 			l.name, l.o.Rate, l.o.Burst, mode),
 		Refusal: refusal,
 	}
+	if l.o.Mode == Wait {
+		st.Wait, st.WaitUnbounded = l.o.MaxWait, l.o.MaxWait == 0
+	}
+	return st
 }
 
 // RejectError is a rate limiter's refusal. It matches ErrLimited and
 // policy.ErrRejected, and implements policy.Rejection.
 type RejectError struct {
 	Name string // the limiter's
-	// Why is ReasonRefused, ReasonDeadline or ReasonWaitLimit; Reason returns it.
+	// Why is ReasonNoToken, ReasonDeadline or ReasonWaitLimit; Reason returns it.
 	Why string
 	// After is how long from the refusal the call's token would have come.
 	After time.Duration

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"math"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -92,12 +94,12 @@ func TestLimiter_RefuseModeRefusesAtOnceWithWhenTheNextTokenComes(t *testing.T) 
 	require.ErrorIs(t, err, policy.ErrRejected)
 	var rej policy.Rejection
 	require.ErrorAs(t, err, &rej)
-	require.Equal(t, ratelimit.ReasonRefused, rej.Reason())
+	require.Equal(t, ratelimit.ReasonNoToken, rej.Reason())
 	require.Equal(t, 100*time.Millisecond, rej.RetryAfter(), "10 a second: the next token in 100ms")
 	require.Equal(t, "ratelimit: api: no token; the next comes in 100ms", err.Error())
 	require.Equal(t, 0.0, l.Tokens(), "the refused call's reservation was given back")
 	require.Len(t, events, 1)
-	require.Equal(t, event.Event{Kind: event.RateLimited, Pipeline: "orders", Source: "api", Time: t0, Reason: ratelimit.ReasonRefused,
+	require.Equal(t, event.Event{Kind: event.RateLimited, Pipeline: "orders", Source: "api", Time: t0, Reason: ratelimit.ReasonNoToken,
 		Delay: 100 * time.Millisecond, Err: err, Context: events[0].Context}, events[0])
 
 	clock.Advance(100 * time.Millisecond)
@@ -263,4 +265,30 @@ func BenchmarkLimiter(b *testing.B) {
 			}
 		})
 	})
+}
+
+func TestLimiter_ConcurrentCallersShareTheBurst(t *testing.T) {
+	clock := policytest.NewClock(t0)
+	l := ratelimit.MustNew("api", ratelimit.Options{Rate: 1, Burst: 10, Mode: ratelimit.Refuse, Clock: clock})
+	p := policy.MustWrap(l)
+	var sent, refused atomic.Int64
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Go(func() {
+			for range 20 {
+				switch err := p.Do(context.Background(), nop); {
+				case err == nil:
+					sent.Add(1)
+				case errors.Is(err, ratelimit.ErrLimited):
+					refused.Add(1)
+				default:
+					t.Errorf("Do = %v; want nil or a refusal", err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	require.Equal(t, int64(10), sent.Load(), "the clock stood still: the burst of 10, no more")
+	require.Equal(t, int64(310), refused.Load())
+	require.Equal(t, uint64(310), l.Refused())
 }

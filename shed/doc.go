@@ -30,7 +30,7 @@
 //	| setting         | default | meaning                                   |
 //	|-----------------|---------|-------------------------------------------|
 //	| Initial         | 20      | limit before any measurement              |
-//	| Min             | 4       | never below                               |
+//	| Min             | 1       | never below                               |
 //	| Max             | 1000    | never above                               |
 //	| Smoothing       | 0.7     | how far a congested window moves the limit|
 //	| Tolerance       | 1.5     | latency rise tolerated over the baseline  |

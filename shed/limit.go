@@ -12,8 +12,10 @@ import (
 // Defaults of the adaptive limit, for zero Options fields.
 const (
 	DefaultInitialLimit = 20
-	DefaultMinLimit     = 4
-	DefaultMaxLimit     = 1000
+	// DefaultMinLimit is one request in flight: a server on one core whose work is
+	// CPU-bound serves best at about that many.
+	DefaultMinLimit = 1
+	DefaultMaxLimit = 1000
 	// DefaultSmoothing is the weight of a congested window's target in the new
 	// limit: the limit moves 70 % of the way to limit × Tolerance · baseline / latency.
 	DefaultSmoothing = 0.7
@@ -53,7 +55,13 @@ const (
 	// for two windows to measure the latency of less concurrency (as Envoy's adaptive
 	// concurrency filter re-measures its minimum RTT).
 	probeAbove = 1.2
-	probeAfter = 5
+	probeAfter = 3
+	// A probe whose second window admitted at least probeHeld of the rate before it
+	// held the server's throughput at half the concurrency: the limit stays at the
+	// probe's and the next probe halves it again, so a server far past its knee (a
+	// CPU-bound one offered many times what its cores serve) finds the knee in a few
+	// probes rather than a few per halving.
+	probeHeld = 0.9
 )
 
 // gradient is the adaptive concurrency limit. Each sample window (Window old and
@@ -79,10 +87,14 @@ const (
 // and the limit returns to where the episode began. A concurrency-bound server's
 // latency falls as its limit does, and it keeps shrinking. The converse — a baseline
 // learnt while the server already queued, which would let the limit sit well past the
-// knee — is found by a probe: after 5 saturated windows whose latency is
+// knee — is found by a probe: after 3 saturated windows whose latency is
 // within Tolerance of the baseline but above 1.2× it, the limit is halved for two
-// windows (the first still holds work admitted before) and then restored; what the
-// probe measured enters the baseline, and the next windows bring the limit to it.
+// windows (the first still holds work admitted before). If the second admitted at
+// least 90 % of the rate of the window before the probe, half the concurrency served
+// as much: the server was queueing, and the next probe halves the limit again, so a
+// server far past its knee (a CPU-bound one offered many times what its cores serve)
+// finds it in a few probes. Otherwise the limit is restored; what the probe measured
+// enters the baseline, and the next windows bring the limit to it.
 // (Windows above the tolerance between those 5 do not break the count: a limit that
 // sits at the knee alternates between the two.)
 // Envoy's adaptive concurrency filter re-measures its minimum RTT the same way, on a
@@ -136,6 +148,7 @@ type gradient struct {
 	elevated    int
 	probeLimit  float64
 	probing     int           // windows of the probe closed so far
+	probeRate   float64       // admissions per second of the window before the probe
 	base        atomic.Int64  // the baseline, for readers without the lock
 	seen        atomic.Uint64 // requests admitted when the last window closed
 	seenFull    int64         // full when the last window closed
@@ -149,7 +162,8 @@ type window struct {
 	used  int64   // most in flight at once
 	// arrivals is the requests that arrived: admitted, or refused for want of a slot.
 	arrivals uint64
-	full     int64 // requests that found the limit full
+	admitted uint64 // the requests admitted
+	full     int64  // requests that found the limit full
 }
 
 // strideFor returns the stride that times about LatencySamples requests a window when
@@ -220,7 +234,8 @@ func (g *gradient) sample(now time.Time, rtt time.Duration, admitted, refused ui
 	}
 	g.stride.Store(g.strideFor(since(admitted, g.seen.Load()), age))
 	full := g.full.Load()
-	w := window{age: age, arrivals: since(admitted, g.seen.Load()) + since(refused, g.seenRefused), full: max(0, full-g.seenFull)}
+	w := window{age: age, admitted: since(admitted, g.seen.Load()), full: max(0, full-g.seenFull)}
+	w.arrivals = w.admitted + since(refused, g.seenRefused)
 	g.seen.Store(admitted)
 	g.seenFull, g.seenRefused = full, refused
 	g.start.Store(t)
@@ -254,9 +269,17 @@ func (g *gradient) closeLocked(w window) {
 		// A probe lasts two windows, the first holding work admitted before it began.
 		// When it ends its latency is in the baseline; the limit returns and the next
 		// window is judged against what the probe found.
-		if g.probing++; g.probing >= 2 {
-			g.limit, g.probeLimit, g.probing = g.probeLimit, 0, 0
+		if g.probing++; g.probing < 2 {
+			return
 		}
+		rate := float64(w.admitted) / w.age.Seconds()
+		if rate >= probeHeld*g.probeRate && w.short/base <= g.tol && g.limit/2 >= g.min {
+			// Half the concurrency served as much at a lower latency: this server
+			// was queueing, its knee is lower still. Probe again at half of this.
+			g.probeLimit, g.limit, g.probeRate, g.probing = g.limit, g.limit/2, rate, 0
+			return
+		}
+		g.limit, g.probeLimit, g.probing = g.probeLimit, 0, 0
 		return
 	}
 	r := w.short / base
@@ -274,6 +297,7 @@ func (g *gradient) closeLocked(w window) {
 			// an unloaded server? Measure it at half the limit for one window.
 			g.elevated = 0
 			g.probeLimit, g.limit = g.limit, g.limit/2
+			g.probeRate = float64(w.admitted) / w.age.Seconds()
 			return
 		}
 		// Little's law: in flight = arrival rate × latency.

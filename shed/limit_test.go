@@ -135,6 +135,33 @@ func TestLimit_KneeConvergesNearTheWorkersAndHoldsGoodput(t *testing.T) {
 	require.GreaterOrEqual(t, float64(busy)/float64(took), 0.9, "share of the workers kept busy in the last 5 s")
 }
 
+// TestLimit_OneCoreFarPastItsKneeFindsIt: a CPU-bound server on one core (one worker
+// of 1 ms) offered 60 in flight at once. Each probe that halves the limit and keeps
+// the throughput halves it again, so the limit comes down from 20 to the knee within
+// 2 s and stays near it: admitted work waits little more than an unloaded server's
+// 1 ms, and the worker stays busy.
+func TestLimit_OneCoreFarPastItsKneeFindsIt(t *testing.T) {
+	v := newServer(t, shed.Options{}, knee(1, time.Millisecond))
+	for v.clock.Now().Sub(v.start) < 10*time.Second {
+		v.round(60)
+	}
+	found := slices.IndexFunc(v.limits, func(l int) bool { return l <= 3 })
+	require.GreaterOrEqual(t, found, 0, "the limit never came down to 3; limits %v", v.limits)
+	require.LessOrEqual(t, v.at[found], 2*time.Second, "when the limit first reached 3")
+	from := v.since(5 * time.Second)
+	limits := slices.Clone(v.limits[from:])
+	slices.Sort(limits)
+	require.LessOrEqual(t, limits[len(limits)*9/10], 3, "90th percentile of the limit in the last 5 s")
+	var took time.Duration
+	for i := from; i < len(v.took); i++ {
+		took += v.took[i]
+	}
+	mean := took / time.Duration(len(v.took)-from)
+	require.LessOrEqual(t, mean, 2*time.Millisecond, "mean latency of admitted work in the last 5 s (unloaded: 1ms)")
+	require.GreaterOrEqual(t, sum(v.admitted[from:]), int(0.9*float64((10*time.Second-v.at[from])/time.Millisecond)),
+		"admitted in the last 5 s: the worker kept ≥ 90 % busy")
+}
+
 // TestLimit_AStepTheLimitDoesNotCauseIsFollowedBothWays: at 2 500 requests/s the
 // handler goes from 20 ms to 40 ms for 5 s and back — a slower dependency, which
 // fewer requests in flight do not speed up. Little's law now asks for 100 in flight

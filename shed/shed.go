@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -121,7 +123,8 @@ type Options struct {
 	// Observer receives an event.Shed for every rejection by [Middleware] and by
 	// [Shedder.Admit]. Calls through a pipeline report to the pipeline's Observer
 	// instead (to this one only if the pipeline has none), so every refusal is
-	// reported exactly once.
+	// reported exactly once. Observers added with [Shedder.AddObserver] hear every
+	// refusal, however made.
 	Observer event.Observer
 	// Clock and Rand are seams for tests; nil means policy.SystemClock() and
 	// policy.SystemRand().
@@ -136,7 +139,7 @@ type LimitOptions struct {
 	// fields must then be zero.
 	Fixed int
 	// Initial, Min and Max bound the adaptive limit; 0 means DefaultInitialLimit (20),
-	// DefaultMinLimit (4), DefaultMaxLimit (1000).
+	// DefaultMinLimit (1), DefaultMaxLimit (1000).
 	Initial, Min, Max int
 	// Smoothing is how far the limit moves towards its target in a window whose
 	// latency is above Tolerance, in (0, 1]; 0 means DefaultSmoothing (0.7).
@@ -202,6 +205,10 @@ type Shedder struct {
 	sheddable float64
 	status    int
 	bodies    [numReasons][]byte
+	// Read by every refusal and seldom written: kept apart from the counters that
+	// refusals write.
+	own  audience                         // Options.Observer
+	subs atomic.Pointer[[]event.Observer] // AddObserver's, copied on write
 
 	// Every admission and release writes inflight and admitted: they share one cache
 	// line, so a request moves one line between cores, not two. limit and waiting,
@@ -224,12 +231,50 @@ type Shedder struct {
 	quota    *quotas
 
 	rejected [numReasons]atomic.Uint64
+
+	subsMu sync.Mutex // guards writes of subs
 }
+
+// audience is an observer a refusal is reported to and the observers it combines
+// (event.Members), so that an observer added with AddObserver that is also among them
+// hears the refusal once.
+type audience struct {
+	obs     event.Observer
+	members []event.Observer
+}
+
+func audienceOf(o event.Observer) audience { return audience{o, event.Members(o)} }
+
+// AddObserver makes o hear every refusal of the shedder from now on, as an
+// event.Shed: the middleware's, Admit's and those of every pipeline the shedder is a
+// stage of, whatever observer those report to. An o added twice, or also among the
+// observers a refusal is reported to, hears it once; o should be a pointer (other
+// values are kept in a box of their own each time). A nil o is ignored. This is how
+// metrics.Observer.AddShedder counts the refusals of a shedder it exports.
+func (s *Shedder) AddObserver(o event.Observer) {
+	s.subsMu.Lock()
+	defer s.subsMu.Unlock()
+	var list []event.Observer
+	if cur := s.subs.Load(); cur != nil {
+		list = append(list, *cur...)
+	}
+	for _, m := range event.Members(o) {
+		if reflect.TypeOf(m).Kind() != reflect.Pointer {
+			m = &boxed{m}
+		}
+		if !slices.Contains(list, m) {
+			list = append(list, m)
+		}
+	}
+	s.subs.Store(&list)
+}
+
+type boxed struct{ event.Observer }
 
 // New returns a Shedder, or an error matching ErrInvalidOptions naming the bad field.
 func New(o Options) (*Shedder, error) {
 	bad := check.Invalid[*Shedder](ErrInvalidOptions)
-	s := &Shedder{opts: o, name: o.Name, clock: policy.ClockOr(o.Clock), rand: policy.RandOr(o.Rand)}
+	s := &Shedder{opts: o, name: o.Name, clock: policy.ClockOr(o.Clock), rand: policy.RandOr(o.Rand), own: audienceOf(o.Observer)}
 	if s.name == "" {
 		s.name = "shed"
 	}
@@ -438,7 +483,7 @@ type Permit struct {
 func (s *Shedder) Admit(ctx context.Context, p Priority) (Permit, Reason) {
 	permit, why, ra := s.tryAdmit(ctx, p)
 	if why != ReasonNone {
-		s.report(ctx, s.opts.Observer, "", why, p, ra)
+		s.report(ctx, s.own, "", why, p, ra)
 	}
 	return permit, why
 }
@@ -607,13 +652,25 @@ func (s *Shedder) reject(r Reason) Reason {
 	return r
 }
 
-// report sends the event.Shed of a refusal to obs, the one place this refusal's events
-// go: the pipeline's Observer for a call through a pipeline, Options.Observer for a
-// request through the middleware.
-func (s *Shedder) report(ctx context.Context, obs event.Observer, pipeline string, r Reason, p Priority, ra int) {
-	if obs != nil {
-		obs.Observe(event.Event{Kind: event.Shed, Pipeline: pipeline, Source: s.name, Time: s.clock.Now(),
-			Reason: r.String(), Priority: p.String(), Delay: time.Duration(ra) * time.Second, Level: float64(s.limit.Load()), Context: ctx})
+// report sends the event.Shed of a refusal to to.obs — the pipeline's Observer for a
+// call through a pipeline, Options.Observer for a request through the middleware —
+// and to each observer added with AddObserver that is not among to's members.
+func (s *Shedder) report(ctx context.Context, to audience, pipeline string, r Reason, p Priority, ra int) {
+	subs := s.subs.Load()
+	if to.obs == nil && subs == nil {
+		return
+	}
+	e := event.Event{Kind: event.Shed, Pipeline: pipeline, Source: s.name, Time: s.clock.Now(),
+		Reason: r.String(), Priority: p.String(), Delay: time.Duration(ra) * time.Second, Level: float64(s.limit.Load()), Context: ctx}
+	if to.obs != nil {
+		to.obs.Observe(e)
+	}
+	if subs != nil {
+		for _, o := range *subs {
+			if !slices.Contains(to.members, o) {
+				o.Observe(e)
+			}
+		}
 	}
 }
 
@@ -717,17 +774,17 @@ func (s *Shedder) Kind() policy.Kind { return policy.KindShed }
 // [*RejectError]. Refusals are reported to env.Observer, or to Options.Observer if the
 // pipeline has none: each refusal is reported once.
 func (s *Shedder) Bind(next policy.Runner, env policy.Env) policy.Runner {
-	obs := env.Observer
-	if obs == nil {
-		obs = s.opts.Observer
+	to := s.own
+	if env.Observer != nil {
+		to = audienceOf(env.Observer)
 	}
-	return &runner{s: s, next: next, obs: obs, pipeline: env.Pipeline}
+	return &runner{s: s, next: next, to: to, pipeline: env.Pipeline}
 }
 
 type runner struct {
 	s        *Shedder
 	next     policy.Runner
-	obs      event.Observer
+	to       audience
 	pipeline string
 }
 
@@ -735,7 +792,7 @@ func (r *runner) Run(ctx context.Context, fn policy.Func) error {
 	p := priorityOf(ctx)
 	permit, why, ra := r.s.tryAdmit(ctx, p)
 	if why != ReasonNone {
-		r.s.report(ctx, r.obs, r.pipeline, why, p, ra)
+		r.s.report(ctx, r.to, r.pipeline, why, p, ra)
 		if why == ReasonCanceled {
 			return fmt.Errorf("shed: %w", ctx.Err())
 		}

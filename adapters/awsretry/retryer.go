@@ -205,6 +205,11 @@ func (m *loop) HandleFinalize(ctx context.Context, in middleware.FinalizeInput, 
 	// The SDK's attempt header is rewritten only when this pipeline owns the call
 	// path: under another owner the SDK's own "attempt=1; max=1" is the truth.
 	ctx = context.WithValue(ctx, loopKey{}, &call{r: m.r, owner: !callpath.Owned(ctx)})
+	// A server's shedder does not count a request while it waits on AWS, as with
+	// policyhttp's transport: the service throttles for itself, and the pipeline's
+	// deadline and breaker bound the wait.
+	ctx, resume := callpath.PauseFor(ctx)
+	defer resume()
 	n := 0
 	err = m.r.p.Do(ctx, func(actx context.Context) error {
 		if callpath.InRace(actx) {

@@ -256,6 +256,9 @@ func TestRetryer_ServerHint(t *testing.T) {
 	}
 }
 
+// TestRetryer_RewindsTheBodyForEachAttempt: over plain HTTP the SDK signs the payload
+// (and reads it back to its start to do so); TestRetryer_RewindsAnUnsignedBody is the
+// case only the Retryer's rewind covers.
 func TestRetryer_RewindsTheBodyForEachAttempt(t *testing.T) {
 	var bodies []string
 	s := newService(t, nil)

@@ -7,8 +7,7 @@
 //
 // connect-go retries nothing on its own; its users add a retrying interceptor in each
 // service. A user call through a front, a middle and a back service whose clients each
-// retry 3 times reaches the back end 3 × 3 = 9 times when it is down (27 with one more
-// hop). With [NewInterceptor] on every client and handler the call path has one owner:
+// retry 3 times reaches the back end 3 × 3 = 9 times when it is down. With [NewInterceptor] on every client and handler the call path has one owner:
 // the front client retries; each of its attempts carries Backstop's attempt header
 // (callpath.HeaderAttempt, and Grpc-Previous-Rpc-Attempts for grpc-go servers); the
 // middle handler reads it and marks its context as owned upstream, so its own client
@@ -20,6 +19,9 @@
 //	ic, err := connectpolicy.NewInterceptor(p, connectpolicy.Options{})
 //	client := greetv1connect.NewGreetServiceClient(http.DefaultClient, url, connect.WithInterceptors(ic))
 //	mux.Handle(greetv1connect.NewGreetServiceHandler(svc, connect.WithInterceptors(ic)))
+//
+// (greetv1connect is the code connect generates for a GreetService; any generated
+// client and handler take the interceptor the same way.)
 //
 // Unary calls run through the pipeline: each attempt is one call, judged by its code
 // ([Options].RetryableCodes, by default unavailable) and by the server's metadata

@@ -72,7 +72,9 @@ type interceptor struct {
 // connect clients it calls with this interceptor, make one attempt each.
 //
 // p may be nil: the interceptor then only carries and reads the ownership. An
-// error names a bad Options field.
+// error names a bad Options field. The interceptor is safe for concurrent use; one
+// may serve every client and handler of a process, its pipeline's state (a breaker,
+// a budget) then shared by their calls.
 func NewInterceptor(p *policy.Pipeline, o Options) (connect.Interceptor, error) {
 	c, err := newClassifier(o)
 	if err != nil {
@@ -96,10 +98,22 @@ func (i *interceptor) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
 			ctx, _ = owned(ctx, req.Header())
 			return next(ctx, req)
 		}
+		// The caller's request keeps the attempt headers it came with.
+		h := req.Header()
+		prevAttempt, prevPrevious := h.Values(callpath.HeaderAttempt), h.Values(callpath.HeaderGRPCPreviousAttempts)
+		defer func() {
+			restore(h, callpath.HeaderAttempt, prevAttempt)
+			restore(h, callpath.HeaderGRPCPreviousAttempts, prevPrevious)
+		}()
 		if i.p == nil {
-			setAttempt(ctx, req.Header())
+			setAttempt(ctx, h)
 			return next(ctx, req)
 		}
+		// A server's shedder does not count a handler's call while it waits on this
+		// one, as with policyhttp's transport: the server called sheds for itself, and
+		// the pipeline's deadline and breaker bound the wait.
+		ctx, resume := callpath.PauseFor(ctx)
+		defer resume()
 		var res connect.AnyResponse
 		err := i.p.Do(ctx, func(actx context.Context) error {
 			if callpath.InRace(actx) {
@@ -177,6 +191,15 @@ func setAttempt(ctx context.Context, h http.Header) {
 	if n > 1 {
 		h.Set(callpath.HeaderGRPCPreviousAttempts, strconv.Itoa(n-1))
 	}
+}
+
+// restore sets header k of h back to vs (absent if vs is nil).
+func restore(h http.Header, k string, vs []string) {
+	if vs == nil {
+		h.Del(k)
+		return
+	}
+	h[http.CanonicalHeaderKey(k)] = vs
 }
 
 // attemptOf reads the attempt headers of an incoming request.

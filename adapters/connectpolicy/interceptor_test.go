@@ -3,6 +3,7 @@ package connectpolicy_test
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/backstop-go/backstop/adapters/connectpolicy"
 	"github.com/backstop-go/backstop/breaker"
 	"github.com/backstop-go/backstop/callpath"
+	"github.com/backstop-go/backstop/deadline"
 	"github.com/backstop-go/backstop/fault"
 	"github.com/backstop-go/backstop/policy"
 	"github.com/backstop-go/backstop/retry"
@@ -264,4 +266,49 @@ func TestExplain(t *testing.T) {
 	p := policy.MustWrap(retry.MustNew(retry.Options{MaxAttempts: 3}), policy.Name("echo"))
 	require.Equal(t, `connect: pipeline "echo" makes at most 3 attempts of a unary call, 1 under a retry owner further up or upstream; streams are not retried`,
 		connectpolicy.Explain(p))
+}
+
+// TestUnary_LeavesTheCallersRequestAsItWas: attempts carry the owner's headers, not
+// ones the caller copied from elsewhere, and the caller's request keeps its own.
+func TestUnary_LeavesTheCallersRequestAsItWas(t *testing.T) {
+	e := &echo{fail: failing(1, connect.CodeUnavailable)}
+	srv := serve(t, e.handler(), false)
+	sayc, _ := newClient(t, srv.URL, wires[0], connect.WithInterceptors(connectpolicy.MustNewInterceptor(retrying(t, autoClock()), connectpolicy.Options{})))
+	req := connect.NewRequest(wrapperspb.String("x"))
+	req.Header().Set(callpath.HeaderAttempt, "7")
+	_, err := sayc.CallUnary(context.Background(), req)
+	require.NoError(t, err)
+	require.Equal(t, []string{"1", "2"}, e.headers(callpath.HeaderAttempt), "the retry's own attempts")
+	require.Equal(t, "7", req.Header().Get(callpath.HeaderAttempt), "the caller's header afterwards")
+	require.Empty(t, req.Header().Values(callpath.HeaderGRPCPreviousAttempts))
+}
+
+// TestUnary_PerAttemptTimeout: the pipeline's per-attempt timeout ends each attempt
+// at a server that never answers — connect-go sends it on as the call's timeout —
+// and the retry makes the next.
+func TestUnary_PerAttemptTimeout(t *testing.T) {
+	for _, w := range []wire{wires[0], wires[3]} {
+		t.Run(w.name, func(t *testing.T) {
+			e := &echo{}
+			srv := serve(t, http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+				e.record(r.Context(), r.Header)
+				_, _ = io.Copy(io.Discard, r.Body) // then net/http sees the client hang up
+				<-r.Context().Done()
+			}), w.h2c)
+			p := policy.MustWrap(retry.MustNew(retry.Options{MaxAttempts: 3, Base: time.Millisecond, Clock: autoClock()}),
+				deadline.MustPerAttempt(50*time.Millisecond))
+			sayc, _ := newClient(t, srv.URL, w, connect.WithInterceptors(connectpolicy.MustNewInterceptor(p, connectpolicy.Options{})))
+			err := say(context.Background(), sayc)
+			require.ErrorIs(t, err, retry.ErrExhausted)
+			require.Equal(t, connect.CodeDeadlineExceeded, connect.CodeOf(err), "%v", err)
+			require.Equal(t, 3, e.calls())
+			timeouts := e.headers("Connect-Timeout-Ms")
+			if w.protocol != nil {
+				timeouts = e.headers("Grpc-Timeout")
+			}
+			for _, v := range timeouts {
+				require.NotEmpty(t, v, "the attempt's timeout is sent on")
+			}
+		})
+	}
 }

@@ -42,7 +42,7 @@ type shedInterceptor struct {
 // slot until its handler returns, except while it waits for the client's next message.
 // Every call is served or answered.
 //
-// On a client it does nothing. connect handlers are http.Handlers, so shed.Middleware
+// The interceptor is safe for concurrent use. On a client it does nothing. connect handlers are http.Handlers, so shed.Middleware
 // can guard them too; its refusals are plain HTTP 429s, which connect and gRPC clients
 // read as unavailable without a pushback.
 func NewShedInterceptor(s *shed.Shedder, o ShedOptions) (connect.Interceptor, error) {

@@ -3,6 +3,7 @@ package connectpolicy_test
 import (
 	"context"
 	"strconv"
+	"sync"
 	"testing"
 
 	"connectrpc.com/connect"
@@ -86,4 +87,38 @@ func TestNewShedInterceptor_RefusesBadOptions(t *testing.T) {
 	require.ErrorContains(t, err, "Shedder is nil")
 	_, err = connectpolicy.NewShedInterceptor(shed.MustNew(shed.Options{}), connectpolicy.ShedOptions{RejectCode: connect.CodeInternal})
 	require.ErrorContains(t, err, "RejectCode is internal")
+}
+
+// TestShed_AHandlerWaitingOnAConnectCallHoldsNoSlot: a handler admitted to the only
+// slot gives it back while its connect call waits on the next service, so a second
+// call is admitted, not refused.
+func TestShed_AHandlerWaitingOnAConnectCallHoldsNoSlot(t *testing.T) {
+	back := &echo{hold: make(chan struct{}), in: make(chan struct{}, 2)}
+	backSrv := serve(t, back.handler(), false)
+	backc, _ := newClient(t, backSrv.URL, wires[0], connect.WithInterceptors(connectpolicy.MustNewInterceptor(retrying(t, autoClock()), connectpolicy.Options{})))
+	s := shed.MustNew(shed.Options{Name: "front", Limit: shed.LimitOptions{Fixed: 1}, Queue: shed.QueueOptions{Max: -1}})
+	front := connect.NewUnaryHandler(sayProcedure, func(ctx context.Context, _ *connect.Request[msg]) (*connect.Response[msg], error) {
+		if err := say(ctx, backc); err != nil {
+			return nil, err
+		}
+		return connect.NewResponse(wrapperspb.String("ok")), nil
+	}, connect.WithInterceptors(connectpolicy.MustNewShedInterceptor(s, connectpolicy.ShedOptions{})))
+	frontc, _ := newClient(t, serve(t, front, false).URL, wires[0])
+
+	release := sync.OnceFunc(func() { close(back.hold) })
+	t.Cleanup(release) // before the servers close, should the test fail
+
+	done := make(chan error, 2)
+	for i := range 2 {
+		go func() { done <- say(context.Background(), frontc) }()
+		select {
+		case <-back.in: // this call was admitted and waits on the back end
+		case err := <-done:
+			t.Fatalf("call %d ended before it reached the back end (%v): the first held the slot", i+1, err)
+		}
+	}
+	release()
+	require.NoError(t, <-done)
+	require.NoError(t, <-done)
+	require.Empty(t, s.Stats().Rejected, "nothing refused")
 }

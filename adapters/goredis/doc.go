@@ -9,7 +9,8 @@
 // DialerRetries (5 by default) dials each connection again. Put a Backstop retry
 // around such a client and the two multiply: 3 attempts × 4 sends = 12 sends of one
 // GET to a replica that lost its primary, where either alone makes 4 or 3. go-redis
-// also resends an INCR whose reply was lost, which may then count twice.
+// also resends a write whose reply was lost: an INCR whose replies never arrive runs
+// 4 times on the server, 12 under a Backstop retry, once through this package.
 //
 // [NewClient] builds the client with its own retries off ([DisableClientRetries])
 // when the pipeline holds a retry, and adds a [Hook] that runs every command and

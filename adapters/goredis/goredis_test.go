@@ -50,10 +50,7 @@ func TestAttempts_MasterDown(t *testing.T) {
 	}
 
 	// go-redis alone: MaxRetries 3 by default, MASTERDOWN retried.
-	alone := quick
-	alone.Addr, alone.MinRetryBackoff, alone.MaxRetryBackoff = s.Addr(), time.Millisecond, time.Millisecond
-	plain := redis.NewClient(&alone)
-	defer plain.Close()
+	plain := ownRetries(t, s.Addr())
 	err := plain.Get(bg, "k").Err()
 	require.True(t, redis.IsMasterDownError(err), "GET: %v", err)
 	require.Equal(t, 4, sent(), "sends of one GET by go-redis alone")
@@ -129,6 +126,13 @@ func TestNonIdempotent_NotRetriedAfterTimeout(t *testing.T) {
 			})
 			return err
 		}, 1},
+		{"MULTI SET EXEC", func() error {
+			_, err := c.TxPipelined(bg, func(pp redis.Pipeliner) error {
+				pp.Set(bg, "c", 3, 0)
+				return nil
+			})
+			return err
+		}, 3},
 		{"MULTI INCR EXEC", func() error {
 			_, err := c.TxPipelined(bg, func(pp redis.Pipeliner) error {
 				pp.Incr(bg, "n")
@@ -189,4 +193,21 @@ func TestKilled_BreakerOpens(t *testing.T) {
 	err = c.Get(bg, "k").Err()
 	require.ErrorIs(t, err, policy.ErrRejected)
 	require.Equal(t, 0, n.take(), "sends of a GET while the breaker is open")
+}
+
+// A hedge never sends a command twice at once: both sends would write one command's
+// reply. The server holds the SET until the deadline; it was sent once.
+func TestHook_NeverHedged(t *testing.T) {
+	s := startRedis(t)
+	adm := admin(t, s.Addr())
+	p := policy.MustWrap(deadline.MustNew(200*time.Millisecond),
+		retry.MustNewHedge(retry.HedgeOptions{MaxAttempts: 3, Delay: time.Millisecond}))
+	c, n := adapted(t, s.Addr(), p)
+	require.NoError(t, c.Ping(bg).Err())
+	require.NoError(t, adm.Do(bg, "client", "pause", "600000", "write").Err())
+	defer adm.Do(bg, "client", "unpause")
+	n.take()
+	err := c.Set(bg, "k", "v", 0).Err()
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.Equal(t, 1, n.take(), "sends of a SET under a hedge")
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -81,6 +83,9 @@ func (h *Hook) repeatable(ctx context.Context, cmds ...redis.Cmder) bool {
 		return true
 	}
 	for _, c := range cmds {
+		if n := c.Name(); n == "multi" || n == "exec" {
+			continue // a transaction's frame: what it may repeat is what it holds
+		}
 		if !h.safe(c) {
 			return false
 		}
@@ -97,17 +102,16 @@ func (h *Hook) DialHook(next redis.DialHook) redis.DialHook { return next }
 // errors.Is and errors.As find it. redis.Nil is a success.
 func (h *Hook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		if ctx.Value(inside{}) != nil {
+		if ctx.Value(inside{}) == h {
 			return next(ctx, cmd)
 		}
 		safe := h.repeatable(ctx, cmd)
-		ctx = context.WithValue(ctx, inside{}, h)
-		if !safe {
-			ctx = callpath.WithoutRepeats(ctx) // never hedged
-		}
+		// Never hedged: a hedge's attempts run at once, and would write one command's
+		// reply together.
+		ctx = callpath.WithoutRepeats(context.WithValue(ctx, inside{}, h))
 		err := h.p.Do(ctx, func(ctx context.Context) error {
 			cmd.SetErr(nil)
-			err := next(ctx, cmd)
+			err := contextual(ctx, next(ctx, cmd))
 			if errors.Is(err, redis.Nil) {
 				return nil
 			}
@@ -125,23 +129,22 @@ func (h *Hook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 // MULTI/EXEC transaction) through the pipeline as one attempt per round trip. After a
 // broken connection, a timeout or an error reply, the commands that did run cannot be
 // told from those that did not, so the batch is retried only if every command in it
-// may run twice, or when the dial failed and none was sent.
+// (a transaction's MULTI and EXEC aside) may run twice, or when the dial failed and
+// none was sent.
 func (h *Hook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
-		if ctx.Value(inside{}) != nil {
+		if ctx.Value(inside{}) == h {
 			return next(ctx, cmds)
 		}
 		safe := h.repeatable(ctx, cmds...)
-		ctx = context.WithValue(ctx, inside{}, h)
-		if !safe {
-			ctx = callpath.WithoutRepeats(ctx)
-		}
-		var raw error // what go-redis said of the last attempt
+		ctx = callpath.WithoutRepeats(context.WithValue(ctx, inside{}, h)) // never hedged, as above
+		// raw is what go-redis said of the last attempt.
+		var raw error
 		err := h.p.Do(ctx, func(ctx context.Context) error {
 			for _, c := range cmds {
 				c.SetErr(nil)
 			}
-			err := next(ctx, cmds)
+			err := contextual(ctx, next(ctx, cmds))
 			raw = err
 			if errors.Is(err, redis.Nil) {
 				// Exec reports the first failed command; a missing key is no failure,
@@ -166,4 +169,21 @@ func (h *Hook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Process
 		}
 		return err
 	}
+}
+
+// contextual returns err, an attempt's error, as the context's when it is a timeout at
+// the context's deadline. go-redis sets its socket deadlines from the context's
+// (ContextTimeoutEnabled), so a read times out at the very instant the context ends,
+// and can return before the context says so; the deadline's stage would then not know
+// its own deadline in the error.
+func contextual(ctx context.Context, err error) error {
+	var ne net.Error
+	if err == nil || !errors.As(err, &ne) || !ne.Timeout() || ctx.Err() != nil {
+		return err
+	}
+	if d, ok := ctx.Deadline(); !ok || time.Now().Before(d) {
+		return err
+	}
+	<-ctx.Done() // past its deadline: done at once
+	return fmt.Errorf("%w: %w", ctx.Err(), err)
 }

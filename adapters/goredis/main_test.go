@@ -14,7 +14,13 @@ import (
 	"github.com/backstop-go/backstop/fleet/fleettest"
 )
 
+// quiet drops go-redis's log: the tests break connections on purpose.
+type quiet struct{}
+
+func (quiet) Printf(context.Context, string, ...any) {}
+
 func TestMain(m *testing.M) {
+	redis.SetLogger(quiet{})
 	// A pool that failed to dial probes the server once a second until it answers or
 	// the client is closed; the probe then ends at its next wake-up.
 	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("github.com/redis/go-redis/v9/internal/pool.(*ConnPool).tryDial"))
@@ -90,3 +96,13 @@ func (c *counter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proc
 func (c *counter) take() int { return int(c.sends.Swap(0)) }
 
 var quick = redis.Options{DialTimeout: time.Second, PoolSize: 2, DisableIdentity: true}
+
+// ownRetries returns a client for addr with go-redis's own retries as they come (3
+// retries), their backoff cut to a millisecond: the tests count sends, not time.
+func ownRetries(t testing.TB, addr string) *redis.Client {
+	opt := quick
+	opt.Addr, opt.MinRetryBackoff, opt.MaxRetryBackoff = addr, time.Millisecond, time.Millisecond
+	c := redis.NewClient(&opt)
+	t.Cleanup(func() { c.Close() })
+	return c
+}

@@ -12,12 +12,12 @@ import (
 )
 
 // tx is a transaction written by hand: begin, fn, commit or roll back.
-func tx(ctx context.Context, db *sql.DB, opts *sql.TxOptions, fn func(*sql.Tx) error) error {
+func tx(ctx context.Context, db *sql.DB, opts *sql.TxOptions, fn func(context.Context, *sql.Tx) error) error {
 	tx, err := db.BeginTx(ctx, opts)
 	if err != nil {
 		return err
 	}
-	if err := fn(tx); err != nil {
+	if err := fn(ctx, tx); err != nil {
 		_ = tx.Rollback()
 		return err
 	}
@@ -25,11 +25,11 @@ func tx(ctx context.Context, db *sql.DB, opts *sql.TxOptions, fn func(*sql.Tx) e
 }
 
 // duplicate inserts a row that exists: SQLSTATE 23505, whatever the attempt.
-func duplicate(tx *sql.Tx) error {
-	if err := attempt(tx); err != nil {
+func duplicate(ctx context.Context, tx *sql.Tx) error {
+	if err := attempt(ctx, tx); err != nil {
 		return err
 	}
-	_, err := tx.Exec("INSERT INTO acct VALUES (1, 5)")
+	_, err := tx.ExecContext(ctx, "INSERT INTO acct VALUES (1, 5)")
 	return err
 }
 
@@ -42,20 +42,20 @@ func TestAttempts_ThreeWays(t *testing.T) {
 	var got [3]result
 	for i, way := range []struct {
 		name string
-		run  func(db *sql.DB, opts *sql.TxOptions, fn func(*sql.Tx) error) error
+		run  func(db *sql.DB, opts *sql.TxOptions, fn func(context.Context, *sql.Tx) error) error
 	}{
-		{"database/sql alone", func(db *sql.DB, opts *sql.TxOptions, fn func(*sql.Tx) error) error {
+		{"database/sql alone", func(db *sql.DB, opts *sql.TxOptions, fn func(context.Context, *sql.Tx) error) error {
 			return tx(bg, db, opts, fn)
 		}},
-		{"Backstop around it, every error retried", func(db *sql.DB, opts *sql.TxOptions, fn func(*sql.Tx) error) error {
+		{"Backstop around it, every error retried", func(db *sql.DB, opts *sql.TxOptions, fn func(context.Context, *sql.Tx) error) error {
 			return retry3().Do(bg, func(ctx context.Context) error { return fault.Retryable(tx(ctx, db, opts, fn)) })
 		}},
-		{"sqltx.RunTx", func(db *sql.DB, opts *sql.TxOptions, fn func(*sql.Tx) error) error {
+		{"sqltx.RunTx", func(db *sql.DB, opts *sql.TxOptions, fn func(context.Context, *sql.Tx) error) error {
 			return sqltx.RunTxWith(bg, db, retry3(), opts, fn)
 		}},
 	} {
 		db := open(t)
-		err := conflicted(t, db, func(fn func(*sql.Tx) error) error { return way.run(db, repeatableRead, fn) })
+		err := conflicted(t, db, func(fn func(context.Context, *sql.Tx) error) error { return way.run(db, repeatableRead, fn) })
 		got[i].conflict = attempts(t, db)
 		if i == 0 {
 			require.Equal(t, sqltx.SerializationFailure, sqltx.SQLState(err), "%s, conflicted: %v", way.name, err)

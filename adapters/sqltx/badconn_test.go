@@ -1,6 +1,7 @@
 package sqltx_test
 
 import (
+	"context"
 	"database/sql"
 	"testing"
 
@@ -30,11 +31,11 @@ func TestRunTx_ConnectionLostWhileIdle(t *testing.T) {
 	var pid int
 	require.NoError(t, db.QueryRow("SELECT pg_backend_pid()").Scan(&pid))
 	terminate(t, db, pid)
-	err := sqltx.RunTx(bg, db, retry3(), func(tx *sql.Tx) error {
-		if err := attempt(tx); err != nil {
+	err := sqltx.RunTx(bg, db, retry3(), func(ctx context.Context, tx *sql.Tx) error {
+		if err := attempt(ctx, tx); err != nil {
 			return err
 		}
-		_, err := tx.Exec("UPDATE acct SET n = n + 1 WHERE id = 1")
+		_, err := tx.ExecContext(ctx, "UPDATE acct SET n = n + 1 WHERE id = 1")
 		return err
 	})
 	require.NoError(t, err)
@@ -49,17 +50,17 @@ func TestRunTx_ConnectionLostInTransaction(t *testing.T) {
 	db := open(t)
 	db.SetMaxOpenConns(1)
 	first := true
-	err := sqltx.RunTx(bg, db, retry3(), func(tx *sql.Tx) error {
-		if err := attempt(tx); err != nil {
+	err := sqltx.RunTx(bg, db, retry3(), func(ctx context.Context, tx *sql.Tx) error {
+		if err := attempt(ctx, tx); err != nil {
 			return err
 		}
 		if first {
 			first = false
 			var pid int
-			require.NoError(t, tx.QueryRow("SELECT pg_backend_pid()").Scan(&pid))
+			require.NoError(t, tx.QueryRowContext(ctx, "SELECT pg_backend_pid()").Scan(&pid))
 			terminate(t, db, pid)
 		}
-		_, err := tx.Exec("UPDATE acct SET n = n + 1 WHERE id = 1")
+		_, err := tx.ExecContext(ctx, "UPDATE acct SET n = n + 1 WHERE id = 1")
 		return err
 	})
 	require.Equal(t, "57P01", sqltx.SQLState(err), "the transaction's error: %v", err)

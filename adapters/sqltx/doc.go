@@ -16,8 +16,8 @@
 // [RunTx] makes the pipeline the one owner of transaction retries:
 //
 //	p, err := policy.Wrap(deadline.MustNew(2*time.Second), retry.MustNew(retry.Options{}), policy.Name("db"))
-//	err = sqltx.RunTx(ctx, db, p, func(tx *sql.Tx) error {
-//		_, err := tx.Exec("UPDATE acct SET n = n - 10 WHERE id = 1")
+//	err = sqltx.RunTx(ctx, db, p, func(ctx context.Context, tx *sql.Tx) error {
+//		_, err := tx.ExecContext(ctx, "UPDATE acct SET n = n - 10 WHERE id = 1")
 //		return err
 //	})
 //

@@ -39,7 +39,7 @@ func ExampleRunTx() {
 		return
 	}
 	ctx := context.Background()
-	err = sqltx.RunTxWith(ctx, db, p, &sql.TxOptions{Isolation: sql.LevelSerializable}, func(tx *sql.Tx) error {
+	err = sqltx.RunTxWith(ctx, db, p, &sql.TxOptions{Isolation: sql.LevelSerializable}, func(ctx context.Context, tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, "UPDATE account SET balance = balance - 30 WHERE id = 1"); err != nil {
 			return err
 		}

@@ -13,12 +13,16 @@ import (
 	"github.com/backstop-go/backstop/adapters/sqltx/internal/pgserver"
 )
 
-// dsn is the server every test of the package shares: a real PostgreSQL, started
-// once (initdb takes a while), each test in a schema of its own.
-var dsn string
+// srv is the server every test of the package shares: a real PostgreSQL, started
+// once (initdb takes a while), each test in a schema of its own; dsn is its DSN.
+var (
+	srv *pgserver.Server
+	dsn string
+)
 
 func TestMain(m *testing.M) {
-	srv, err := pgserver.Start()
+	var err error
+	srv, err = pgserver.Start()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -43,6 +47,12 @@ var schemas int
 // server every attempt that reached it.
 func open(t *testing.T) *sql.DB {
 	t.Helper()
+	return connect(t, dsn, setup(t))
+}
+
+// setup makes a schema for t, as open says, and returns its name.
+func setup(t *testing.T) string {
+	t.Helper()
 	schemas++
 	schema := fmt.Sprintf("t%d", schemas)
 	setup, err := sql.Open("pgx", dsn)
@@ -60,6 +70,12 @@ func open(t *testing.T) *sql.DB {
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
+	return schema
+}
+
+// connect opens a database on dsn whose connections use schema.
+func connect(t *testing.T, dsn, schema string) *sql.DB {
+	t.Helper()
 	db, err := sql.Open("pgx", dsn+"&search_path="+schema)
 	if err != nil {
 		t.Fatal(err)
@@ -69,8 +85,8 @@ func open(t *testing.T) *sql.DB {
 }
 
 // attempt draws from the attempts sequence, inside a transaction's attempt.
-func attempt(tx *sql.Tx) error {
-	_, err := tx.Exec("SELECT nextval('attempts')")
+func attempt(ctx context.Context, tx *sql.Tx) error {
+	_, err := tx.ExecContext(ctx, "SELECT nextval('attempts')")
 	return err
 }
 

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/backstop-go/backstop/callpath"
 	"github.com/backstop-go/backstop/fault"
 	"github.com/backstop-go/backstop/policy"
 )
@@ -35,17 +36,22 @@ var (
 // broke before anything was sent (driver.ErrBadConn), and never after a COMMIT that
 // got no answer.
 //
-// The transaction is bound to the attempt's context: a per-attempt timeout, an overall
-// deadline or the caller's cancellation rolls it back. fn may run more than once: it
-// must do its work through tx only, and keep no state across calls that the
-// transaction does not (read what you need inside it).
-func RunTx(ctx context.Context, db *sql.DB, p *policy.Pipeline, fn func(*sql.Tx) error) error {
+// fn gets the attempt's context and the transaction, to which both are bound: a
+// per-attempt timeout, an overall deadline or the caller's cancellation rolls the
+// transaction back and cancels the statement in flight, if fn runs its statements
+// with that context (ExecContext, QueryContext; database/sql cannot cancel a
+// statement run without one, and a transaction waiting on a lock would wait on past
+// every deadline). fn may run more than once: it must do its work through tx only,
+// and keep no state across calls that the transaction does not (read what you need
+// inside it). A hedge (retry.NewHedge) in p makes no second attempt while the first
+// runs: the call is marked callpath.WithoutRepeats.
+func RunTx(ctx context.Context, db *sql.DB, p *policy.Pipeline, fn func(context.Context, *sql.Tx) error) error {
 	return RunTxWith(ctx, db, p, nil, fn)
 }
 
 // RunTxWith is [RunTx] with the options of each transaction (its isolation level,
 // read-only); nil means the driver's defaults.
-func RunTxWith(ctx context.Context, db *sql.DB, p *policy.Pipeline, opts *sql.TxOptions, fn func(*sql.Tx) error) error {
+func RunTxWith(ctx context.Context, db *sql.DB, p *policy.Pipeline, opts *sql.TxOptions, fn func(context.Context, *sql.Tx) error) error {
 	switch {
 	case db == nil:
 		return fmt.Errorf("%w: the database is nil", ErrInvalidArgument)
@@ -54,12 +60,14 @@ func RunTxWith(ctx context.Context, db *sql.DB, p *policy.Pipeline, opts *sql.Tx
 	case fn == nil:
 		return fmt.Errorf("%w: the transaction's function is nil", ErrInvalidArgument)
 	}
+	// Never hedged: a hedge's second transaction would do the work again, at once.
+	ctx = callpath.WithoutRepeats(ctx)
 	return p.Do(ctx, func(ctx context.Context) error {
 		tx, err := db.BeginTx(ctx, opts)
 		if err != nil {
 			return Classify(err, false)
 		}
-		if err := fn(tx); err != nil {
+		if err := fn(ctx, tx); err != nil {
 			_ = tx.Rollback()
 			return Classify(err, false)
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/backstop-go/backstop/adapters/sqltx"
+	"github.com/backstop-go/backstop/deadline"
 	"github.com/backstop-go/backstop/fault"
 	"github.com/backstop-go/backstop/policy"
 	"github.com/backstop-go/backstop/retry"
@@ -20,21 +21,27 @@ func retry3() *policy.Pipeline {
 		policy.Name("db"))
 }
 
+// retryMany leaves room for conflicts that happen again: two transactions that both
+// failed retry at once, and may collide once more before one of them wins.
+func retryMany() *policy.Pipeline {
+	return policy.MustWrap(retry.MustNew(retry.Options{MaxAttempts: 10, Base: time.Millisecond, Cap: 20 * time.Millisecond}))
+}
+
 var repeatableRead = &sql.TxOptions{Isolation: sql.LevelRepeatableRead}
 
 // conflicted runs an increment of row 1 through run, in a REPEATABLE READ transaction
 // that, on its first attempt only, reads row 1 and then lets another transaction
 // increment and commit it before writing: that attempt fails with SQLSTATE 40001
 // (could not serialize access due to concurrent update).
-func conflicted(t *testing.T, db *sql.DB, run func(fn func(*sql.Tx) error) error) error {
+func conflicted(t *testing.T, db *sql.DB, run func(fn func(context.Context, *sql.Tx) error) error) error {
 	t.Helper()
 	first := true
-	return run(func(tx *sql.Tx) error {
-		if err := attempt(tx); err != nil {
+	return run(func(ctx context.Context, tx *sql.Tx) error {
+		if err := attempt(ctx, tx); err != nil {
 			return err
 		}
 		var n int
-		if err := tx.QueryRow("SELECT n FROM acct WHERE id = 1").Scan(&n); err != nil {
+		if err := tx.QueryRowContext(ctx, "SELECT n FROM acct WHERE id = 1").Scan(&n); err != nil {
 			return err // the snapshot is taken
 		}
 		if first {
@@ -42,14 +49,14 @@ func conflicted(t *testing.T, db *sql.DB, run func(fn func(*sql.Tx) error) error
 			_, err := db.Exec("UPDATE acct SET n = n + 1 WHERE id = 1") // commits at once
 			require.NoError(t, err, "the concurrent transaction")
 		}
-		_, err := tx.Exec("UPDATE acct SET n = n + 1 WHERE id = 1")
+		_, err := tx.ExecContext(ctx, "UPDATE acct SET n = n + 1 WHERE id = 1")
 		return err
 	})
 }
 
 func TestRunTx_SerializationFailureRetried(t *testing.T) {
 	db := open(t)
-	err := conflicted(t, db, func(fn func(*sql.Tx) error) error {
+	err := conflicted(t, db, func(fn func(context.Context, *sql.Tx) error) error {
 		return sqltx.RunTxWith(bg, db, retry3(), repeatableRead, fn)
 	})
 	require.NoError(t, err)
@@ -66,12 +73,12 @@ func TestRunTx_WriteSkewRetried(t *testing.T) {
 	barrier.Add(2)
 	run := func(id int) error {
 		first := true
-		return sqltx.RunTxWith(bg, db, retry3(), &sql.TxOptions{Isolation: sql.LevelSerializable}, func(tx *sql.Tx) error {
-			if err := attempt(tx); err != nil {
+		return sqltx.RunTxWith(bg, db, retryMany(), &sql.TxOptions{Isolation: sql.LevelSerializable}, func(ctx context.Context, tx *sql.Tx) error {
+			if err := attempt(ctx, tx); err != nil {
 				return err
 			}
 			var sum int
-			if err := tx.QueryRow("SELECT sum(n) FROM acct").Scan(&sum); err != nil {
+			if err := tx.QueryRowContext(ctx, "SELECT sum(n) FROM acct").Scan(&sum); err != nil {
 				return err
 			}
 			if first { // both have read before either writes
@@ -79,7 +86,7 @@ func TestRunTx_WriteSkewRetried(t *testing.T) {
 				barrier.Done()
 				barrier.Wait()
 			}
-			_, err := tx.Exec("UPDATE acct SET n = $1 WHERE id = $2", sum+1, id)
+			_, err := tx.ExecContext(ctx, "UPDATE acct SET n = $1 WHERE id = $2", sum+1, id)
 			return err
 		})
 	}
@@ -89,8 +96,12 @@ func TestRunTx_WriteSkewRetried(t *testing.T) {
 	}
 	require.NoError(t, <-errs)
 	require.NoError(t, <-errs)
-	require.Equal(t, 3, attempts(t, db), "attempts: two first ones, one retry")
-	// Serially: the winner wrote 0+1, the retried one read 1 and wrote 2.
+	// Two first attempts and at least one retry: mostly exactly one, more when
+	// PostgreSQL ends both, or their retries collide again.
+	n := attempts(t, db)
+	require.GreaterOrEqual(t, n, 3, "attempts")
+	t.Logf("attempts: %d", n)
+	// As if run one after the other: the first wrote 0+1, the second read 1, wrote 2.
 	require.Equal(t, 3, balance(t, db, 1)+balance(t, db, 2))
 }
 
@@ -102,11 +113,11 @@ func TestRunTx_DeadlockRetried(t *testing.T) {
 	barrier.Add(2)
 	run := func(a, b int) error {
 		first := true
-		return sqltx.RunTx(bg, db, retry3(), func(tx *sql.Tx) error {
-			if err := attempt(tx); err != nil {
+		return sqltx.RunTx(bg, db, retryMany(), func(ctx context.Context, tx *sql.Tx) error {
+			if err := attempt(ctx, tx); err != nil {
 				return err
 			}
-			if _, err := tx.Exec("UPDATE acct SET n = n + 1 WHERE id = $1", a); err != nil {
+			if _, err := tx.ExecContext(ctx, "UPDATE acct SET n = n + 1 WHERE id = $1", a); err != nil {
 				return err
 			}
 			if first { // each holds its first row before it asks for the other's
@@ -114,7 +125,7 @@ func TestRunTx_DeadlockRetried(t *testing.T) {
 				barrier.Done()
 				barrier.Wait()
 			}
-			_, err := tx.Exec("UPDATE acct SET n = n + 1 WHERE id = $1", b)
+			_, err := tx.ExecContext(ctx, "UPDATE acct SET n = n + 1 WHERE id = $1", b)
 			return err
 		})
 	}
@@ -123,21 +134,23 @@ func TestRunTx_DeadlockRetried(t *testing.T) {
 	go func() { errs <- run(2, 1) }()
 	require.NoError(t, <-errs)
 	require.NoError(t, <-errs)
-	// Two first attempts, and a retry for each one PostgreSQL ended: one, or now and
-	// then both, when each detects the cycle before the other's end breaks it.
+	// Two first attempts, and a retry for each one PostgreSQL ended: one mostly; both
+	// now and then, when each detects the cycle before the other's end breaks it, and
+	// their retries may deadlock again.
 	n := attempts(t, db)
-	require.True(t, n == 3 || n == 4, "attempts = %d, want 3 or 4", n)
+	require.GreaterOrEqual(t, n, 3, "attempts")
+	t.Logf("attempts: %d", n)
 	require.Equal(t, 2, balance(t, db, 1), "each increment applied once")
 	require.Equal(t, 2, balance(t, db, 2), "each increment applied once")
 }
 
 func TestRunTx_ConstraintNotRetried(t *testing.T) {
 	db := open(t)
-	err := sqltx.RunTx(bg, db, retry3(), func(tx *sql.Tx) error {
-		if err := attempt(tx); err != nil {
+	err := sqltx.RunTx(bg, db, retry3(), func(ctx context.Context, tx *sql.Tx) error {
+		if err := attempt(ctx, tx); err != nil {
 			return err
 		}
-		_, err := tx.Exec("INSERT INTO acct VALUES (1, 5)")
+		_, err := tx.ExecContext(ctx, "INSERT INTO acct VALUES (1, 5)")
 		return err
 	})
 	require.Equal(t, "23505", sqltx.SQLState(err), "duplicate key: %v", err)
@@ -151,7 +164,7 @@ func TestRunTx_ConstraintNotRetried(t *testing.T) {
 func TestRunTx_UnderAnOwner(t *testing.T) {
 	db := open(t)
 	owner := retry3()
-	err := conflicted(t, db, func(fn func(*sql.Tx) error) error {
+	err := conflicted(t, db, func(fn func(context.Context, *sql.Tx) error) error {
 		return owner.Do(bg, func(ctx context.Context) error {
 			return sqltx.RunTxWith(ctx, db, retry3(), repeatableRead, fn)
 		})
@@ -162,7 +175,7 @@ func TestRunTx_UnderAnOwner(t *testing.T) {
 
 func TestRunTx_RefusesNil(t *testing.T) {
 	db := open(t)
-	fn := func(*sql.Tx) error { return nil }
+	fn := func(context.Context, *sql.Tx) error { return nil }
 	for name, err := range map[string]error{
 		"db":       sqltx.RunTx(bg, nil, retry3(), fn),
 		"pipeline": sqltx.RunTx(bg, db, nil, fn),
@@ -170,4 +183,27 @@ func TestRunTx_RefusesNil(t *testing.T) {
 	} {
 		require.ErrorIs(t, err, sqltx.ErrInvalidArgument, "RunTx with a nil %s", name)
 	}
+}
+
+// A hedge never runs a second transaction beside the first: the first waits on a row
+// another transaction holds until the deadline, and is the only attempt.
+func TestRunTx_NeverHedged(t *testing.T) {
+	db := open(t)
+	blocker, err := db.Begin()
+	require.NoError(t, err)
+	defer blocker.Rollback()
+	_, err = blocker.Exec("UPDATE acct SET n = n + 1 WHERE id = 1")
+	require.NoError(t, err)
+
+	p := policy.MustWrap(deadline.MustNew(200*time.Millisecond),
+		retry.MustNewHedge(retry.HedgeOptions{MaxAttempts: 3, Delay: time.Millisecond}))
+	err = sqltx.RunTx(bg, db, p, func(ctx context.Context, tx *sql.Tx) error {
+		if err := attempt(ctx, tx); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, "UPDATE acct SET n = n + 1 WHERE id = 1") // waits on the blocker
+		return err
+	})
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.Equal(t, 1, attempts(t, db))
 }

@@ -21,10 +21,10 @@ const DefaultRefresh = 5 * time.Second
 
 // style is the page's stylesheet, allowed by its hash in contentSecurityPolicy.
 const style = `
-body{font:14px system-ui,sans-serif;margin:2em}table{border-collapse:collapse}
-th,td{padding:.3em .8em;border-bottom:1px solid #ddd;text-align:left}
+body{font:14px system-ui,sans-serif;margin:1em}table{border-collapse:collapse}
+th,td{padding:.3em .5em;border-bottom:1px solid #ddd;text-align:left}
 .closed{color:#070}.half-open{color:#a60}.open{color:#c00;font-weight:bold}
-.meta{color:#555}td.t{white-space:nowrap}form{display:inline}
+.meta{color:#555}.t{white-space:nowrap}form{display:inline}
 `
 
 // contentSecurityPolicy is the Content-Security-Policy header of every response:
@@ -82,6 +82,11 @@ func WithClock(c policy.Clock) Option {
 //	{"generated_at": "…", "breakers": [{"name": "db", "state": "open", "forced": false,
 //	  "counts": {"requests": 5, …}, "tripped_counts": {…}, "opened_at": "…", "until": "…",
 //	  "retry_after_seconds": 12.5, "last_transition": {"from": "closed", "to": "open", "at": "…"}}]}
+//
+// retry_after_seconds (the page's "retry after") is what a server sends as Retry-After
+// for a call the breaker refuses now: the time to its probes when open, its
+// MaxOpenTimeout when forced open. Forcing open a closed or half-open breaker is a
+// transition: last_transition and opened_at are then the forcing's.
 func Handler(reg *breaker.Registry, opts ...Option) http.Handler {
 	h := &handler{reg: reg, refresh: DefaultRefresh, clock: policy.SystemClock()}
 	for _, o := range opts {
@@ -245,8 +250,8 @@ var page = template.Must(template.New("breakers").Funcs(template.FuncMap{
 {{- if not .Breakers}}<p>No breakers registered.</p>{{else}}
 <table><tr><th>name</th><th>state</th><th>requests</th><th>successes</th><th>failures</th><th>excluded</th><th>tripped with</th><th>opened at</th><th>until</th><th>retry after</th><th>last transition</th>{{if .Control}}<th></th>{{end}}</tr>
 {{- range .Breakers}}
-<tr id="breaker-{{.Name}}"><td>{{.Name}}</td><td class="{{.State}}">{{.State}}{{if .Forced}} (forced){{end}}</td><td>{{.Counts.Requests}}</td><td>{{.Counts.TotalSuccesses}}</td><td>{{.Counts.TotalFailures}}</td><td>{{.Counts.TotalExclusions}}</td><td>{{with .Tripped}}{{.TotalFailures}} of {{.Requests}} failed, {{.ConsecutiveFailures}} in a row{{else}}—{{end}}</td><td class="t">{{ts .OpenedAt}}</td><td class="t">{{ts .Until}}</td><td>{{secs .RetryAfter}}</td><td>{{with .Last}}{{.From}} → {{.To}} at {{.At.Format "2006-01-02T15:04:05Z07:00"}}{{else}}—{{end}}</td>
-{{- if $.Control}}<td><form method="post"><input type="hidden" name="name" value="{{.Name}}"><button name="action" value="open">force open</button> <button name="action" value="reset">reset</button></form></td>{{end}}</tr>
+<tr id="breaker-{{.Name}}"><td>{{.Name}}</td><td class="{{.State}} t">{{.State}}{{if .Forced}} (forced){{end}}</td><td>{{.Counts.Requests}}</td><td>{{.Counts.TotalSuccesses}}</td><td>{{.Counts.TotalFailures}}</td><td>{{.Counts.TotalExclusions}}</td><td>{{with .Tripped}}{{.TotalFailures}} of {{.Requests}} failed, {{.ConsecutiveFailures}} in a row{{else}}—{{end}}</td><td class="t">{{ts .OpenedAt}}</td><td class="t">{{ts .Until}}</td><td class="t">{{secs .RetryAfter}}</td><td>{{with .Last}}<span class="t">{{.From}} → {{.To}}</span> at <time class="t">{{.At.Format "2006-01-02T15:04:05Z07:00"}}</time>{{else}}—{{end}}</td>
+{{- if $.Control}}<td class="t"><form method="post"><input type="hidden" name="name" value="{{.Name}}"><button name="action" value="open">force open</button> <button name="action" value="reset">reset</button></form></td>{{end}}</tr>
 {{- end}}
 </table>{{end}}
 </body></html>

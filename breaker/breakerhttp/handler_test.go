@@ -22,6 +22,7 @@ import (
 	"github.com/backstop-go/backstop/breaker"
 	"github.com/backstop-go/backstop/breaker/breakerhttp"
 	"github.com/backstop-go/backstop/policy"
+	"github.com/backstop-go/backstop/policyhttp"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -119,13 +120,13 @@ func TestHandler_PageSaysWhatHappened(t *testing.T) {
 		require.Contains(t, page, "refreshes every 5 s")
 		db := row(t, page, "db")
 		require.Contains(t, db, "2 of 2 failed, 2 in a row", "the counts at the moment of tripping")
-		require.Contains(t, db, "<td>20 s</td>", "retry after")
+		require.Contains(t, db, `<td class="t">20 s</td>`, "retry after")
 
 		// Half-open: its time is up, gobreaker has not moved yet.
 		time.Sleep(20*time.Second + time.Nanosecond)
 		db = row(t, get(t, h), "db")
-		require.Contains(t, db, `class="half-open">half-open`)
-		require.Contains(t, db, "open → half-open at 2000-01-01T00:00:30Z")
+		require.Contains(t, db, `class="half-open t">half-open`)
+		require.Contains(t, db, `open → half-open</span> at <time class="t">2000-01-01T00:00:30Z</time>`)
 
 		// Forced open from closed: closed → open, never open → open.
 		reg.Get("cache").ForceOpen()
@@ -291,5 +292,48 @@ func TestHandler_NoOpenRedirect(t *testing.T) {
 			require.Equal(t, "example.test", got.Host, "%s: POST %s redirects to %q", tt.name, tt.target, w.Header().Get("Location"))
 			require.Equal(t, tt.want, got.String(), "%s: POST %s redirects to %q", tt.name, tt.target, w.Header().Get("Location"))
 		}
+	})
+}
+
+// TestHandler_ForcedFromHalfOpen: forcing open a breaker that reads half-open is a
+// transition now — the page's last transition and opened-at move forward to it, never
+// back to the trip before — and the page's retry-after is the Retry-After a server's
+// 503 sends for the refusal (policyhttp.WriteRejection).
+func TestHandler_ForcedFromHalfOpen(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		reg := fixture(t)
+		h := breakerhttp.Handler(reg)
+		time.Sleep(25 * time.Second) // 00:00:35: db's 30 s are up, it reads half-open
+		db := reg.Get("db")
+		db.ForceOpen()
+		page := row(t, get(t, h), "db")
+		require.Contains(t, page, "open (forced)")
+		require.Contains(t, page, `half-open → open</span> at <time class="t">2000-01-01T00:00:35Z</time>`)
+		require.Contains(t, page, `<td class="t">2000-01-01T00:00:35Z</td>`, "opened at is the forcing")
+		require.NotContains(t, page, "00:00:00Z", "nothing on the row goes back to the trip")
+
+		err := policy.MustWrap(db).Do(context.Background(), ok)
+		w := httptest.NewRecorder()
+		require.True(t, policyhttp.WriteRejection(w, err))
+		require.Equal(t, http.StatusServiceUnavailable, w.Code)
+		require.Equal(t, "30", w.Header().Get("Retry-After"))
+		require.Contains(t, page, `<td class="t">30 s</td>`, "the page says the Retry-After the 503 sends")
+
+		var got struct {
+			Breakers []struct {
+				Name       string                        `json:"name"`
+				RetryAfter float64                       `json:"retry_after_seconds"`
+				OpenedAt   string                        `json:"opened_at"`
+				Last       struct{ From, To, At string } `json:"last_transition"`
+			} `json:"breakers"`
+		}
+		w = httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest("GET", "/?format=json", nil))
+		require.NoError(t, json.Unmarshal(w.Body.Bytes(), &got))
+		require.Equal(t, "db", got.Breakers[1].Name)
+		require.Equal(t, 30.0, got.Breakers[1].RetryAfter)
+		require.Equal(t, "2000-01-01T00:00:35Z", got.Breakers[1].OpenedAt)
+		require.Equal(t, "half-open", got.Breakers[1].Last.From)
+		require.Equal(t, "2000-01-01T00:00:35Z", got.Breakers[1].Last.At)
 	})
 }

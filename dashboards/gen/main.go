@@ -150,7 +150,7 @@ func Dashboard() *dashboard.DashboardBuilder {
 			query(`sum by (pipeline) (rate(backstop_fallbacks_total{`+pipe+`}[$__rate_interval])) / sum by (pipeline) (rate(backstop_calls_total{`+pipe+`}[$__rate_interval]))`, "{{pipeline}}"))).
 		WithPanel(series("Fallbacks by reason", "Failed calls a fallback answered, by the failure (failure, rejected, deadline) and what answered (value, func, last-good).", "reqps",
 			query(`sum by (pipeline, fallback, reason, from) (rate(backstop_fallbacks_total{`+pipe+`}[$__rate_interval]))`, "{{pipeline}} {{reason}} by {{from}}"))).
-		WithPanel(series("Bulkhead and rate limiter refusals", "Calls or attempts refused client-side: by a full bulkhead (limit, queue, wait, deadline) or a rate limiter out of tokens (refused, deadline, wait-limit).", "reqps",
+		WithPanel(series("Bulkhead and rate limiter refusals", "Calls or attempts refused client-side: by a full bulkhead (limit, queue, wait, deadline) or a rate limiter out of tokens (no_token, deadline, wait_limit).", "reqps",
 			query(`sum by (pipeline, bulkhead, reason) (rate(backstop_bulkhead_rejections_total{`+pipe+`}[$__rate_interval]))`, "{{pipeline}} bulkhead {{bulkhead}} {{reason}}"),
 			query(`sum by (pipeline, limiter, reason) (rate(backstop_ratelimit_rejections_total{`+pipe+`}[$__rate_interval]))`, "{{pipeline}} limiter {{limiter}} {{reason}}"))).
 		WithPanel(series("Bulkhead slots", "Slots each bulkhead has taken, against its limit, and the calls waiting for one.", "short",

@@ -15,13 +15,16 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -341,6 +344,64 @@ func (svc *service) selftest() error {
 		return fmt.Errorf("selftest: after recovery the breaker is %q (%v); want closed", s, err)
 	}
 
+	// 5. An operator forces the breaker open from /debug/breakers: a transition to
+	// open, counted, and the page's retry-after is the Retry-After the 503 sends.
+	opened := func() (float64, error) {
+		body, err := get(client, svc.url+"/metrics")
+		if err != nil {
+			return 0, err
+		}
+		m := regexp.MustCompile(`backstop_breaker_transitions_total\{breaker="inventory",from="closed",to="open"\} (\d+)`).FindStringSubmatch(body)
+		if m == nil {
+			return 0, nil
+		}
+		return strconv.ParseFloat(m[1], 64)
+	}
+	openedBefore, err := opened()
+	if err != nil {
+		return err
+	}
+	if err := svc.control(client, "open"); err != nil {
+		return err
+	}
+	js, err := get(client, svc.url+"/debug/breakers?format=json")
+	if err != nil {
+		return err
+	}
+	var page struct {
+		Breakers []struct {
+			State      string  `json:"state"`
+			Forced     bool    `json:"forced"`
+			RetryAfter float64 `json:"retry_after_seconds"`
+			Last       struct {
+				From, To string
+			} `json:"last_transition"`
+		} `json:"breakers"`
+	}
+	if err := json.Unmarshal([]byte(js), &page); err != nil || len(page.Breakers) != 1 {
+		return fmt.Errorf("selftest: /debug/breakers: %v %s", err, js)
+	}
+	forced := page.Breakers[0]
+	if !forced.Forced || forced.State != "open" || forced.Last.From != "closed" || forced.Last.To != "open" {
+		return fmt.Errorf("selftest: forced open, the page says %s", js)
+	}
+	res, err := client.Get(svc.url + "/orders")
+	if err != nil {
+		return err
+	}
+	_, _ = io.Copy(io.Discard, res.Body)
+	res.Body.Close()
+	if want := strconv.FormatFloat(math.Ceil(forced.RetryAfter), 'f', 0, 64); res.StatusCode != http.StatusServiceUnavailable || res.Header.Get("Retry-After") != want {
+		return fmt.Errorf("selftest: forced open, /orders answered %d with Retry-After %q; the page says %s s", res.StatusCode, res.Header.Get("Retry-After"), want)
+	}
+	if n, err := opened(); err != nil || n != openedBefore+1 {
+		return fmt.Errorf("selftest: forcing the breaker open counted %v closed → open transitions (%v); want 1", n-openedBefore, err)
+	}
+	fmt.Printf("selftest: forced open from the page: counted, and /orders says Retry-After: %s as the page does\n", res.Header.Get("Retry-After"))
+	if err := svc.control(client, "reset"); err != nil {
+		return err
+	}
+
 	body, err := get(client, svc.url+"/metrics")
 	if err != nil {
 		return err
@@ -356,6 +417,20 @@ func (svc *service) selftest() error {
 	}
 	fmt.Printf("selftest: responses by status %v; the breaker opened, shed, recovered and is closed\n", codes)
 	fmt.Println("selftest: ok")
+	return nil
+}
+
+// control presses a button of /debug/breakers: action "open" or "reset".
+func (svc *service) control(c *http.Client, action string) error {
+	res, err := c.PostForm(svc.url+"/debug/breakers", url.Values{"name": {"inventory"}, "action": {action}})
+	if err != nil {
+		return err
+	}
+	_, _ = io.Copy(io.Discard, res.Body)
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK { // the redirect back to the page, followed
+		return fmt.Errorf("selftest: POST /debug/breakers action=%s: %s", action, res.Status)
+	}
 	return nil
 }
 

@@ -70,6 +70,10 @@ func main() {
 		fmt.Fprintln(os.Stderr, "storm: -claims:", err)
 		os.Exit(2)
 	}
+	if err := writable(*out); err != nil {
+		fmt.Fprintln(os.Stderr, "storm: -out:", err)
+		os.Exit(2)
+	}
 	failed, err := storms(*duration, list, *seeds != "", *contend, *rate, *out)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "storm:", err)
@@ -85,6 +89,26 @@ func main() {
 		}
 	}
 	os.Exit(exit)
+}
+
+// writable makes the report folder dir, if need be, and checks that a file can be
+// written in it, so that an unusable -out fails before the runs, not after them.
+func writable(dir string) error {
+	if dir == "" {
+		return errors.New("empty; want a folder for the report")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("%q: %w", dir, err)
+	}
+	f, err := os.CreateTemp(dir, ".storm-*")
+	if err != nil {
+		return fmt.Errorf("%q is not writable: %w", dir, err)
+	}
+	name := f.Name()
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("%q: %w", dir, err)
+	}
+	return os.Remove(name)
 }
 
 // claimNames are the claims -claims may name.
@@ -323,39 +347,54 @@ func storm(duration time.Duration, seed uint64, rate float64, out string, probes
 	modes := []mode{modeNaive, modeOwnerOnly, modeBackstop}
 	fmt.Printf("storm: edge → api → data → db on 127.0.0.1, %.0f calls/s for %v per mode, db down %v–%v, seed %d\n",
 		rate, duration, base.down, base.up, seed)
+	phases := plan(modes, duration, probes)
+	var estimate time.Duration
+	for _, ph := range phases {
+		estimate += ph.budget
+	}
+	nProbes := 0
+	if probes {
+		nProbes = len(modes)
+	}
 	fmt.Printf("storm: %d runs of %v and %d probes; the whole takes about %v\n\n",
-		len(modes), duration, len(modes), time.Duration(len(modes))*(duration+userTimeout)+10*time.Second)
-	// One bar over every run, so it never goes backwards; a plain line per mode when
-	// stderr is not a terminal.
+		len(modes), duration, nProbes, estimate.Round(time.Second))
+	// One bar over every phase, runs and probes, in 100 ms of the estimate, so it
+	// never goes backwards and its time left is the estimate's; a plain line per phase
+	// when stderr is not a terminal.
 	tty := term.IsTerminal(int(os.Stderr.Fd()))
-	perRun := int(duration / base.bucket)
-	bar := progressbar.NewOptions(len(modes)*perRun, progressbar.OptionSetWriter(os.Stderr),
+	bar := progressbar.NewOptions(int(estimate/tick), progressbar.OptionSetWriter(os.Stderr),
 		progressbar.OptionThrottle(200*time.Millisecond), progressbar.OptionClearOnFinish(), progressbar.OptionSetWidth(30),
 		progressbar.OptionSetVisibility(tty))
+	began := time.Now()
+	var done time.Duration // the budgets of the phases finished
+	phase := func(ph phase, f func() error) error {
+		bar.Describe(ph.name)
+		start := time.Now()
+		stop := ticking(func() {
+			if time.Since(start) < ph.budget-tick { // a phase over its budget waits at its end
+				_ = bar.Add(1)
+			}
+		})
+		err := f()
+		stop()
+		done += ph.budget
+		_ = bar.Set(int(done / tick))
+		if !tty && err == nil {
+			fmt.Fprintf(os.Stderr, "storm: %s done in %v\n", ph.name, time.Since(start).Round(100*time.Millisecond))
+		}
+		return err
+	}
 	var runs []*series
 	var cfgs []config
 	for k, m := range modes {
 		cfg := base
 		cfg.mode = m
-		bar.Describe(m.String())
-		done := 0
-		began := time.Now()
-		s, err := run(cfg, func() {
-			if done < perRun { // the run's tail (waiting for the last calls) adds nothing
-				done++
-				_ = bar.Add(1)
-			}
-		})
-		if err != nil {
+		var s *series
+		if err := phase(phases[k], func() (err error) { s, err = run(cfg, func() {}); return err }); err != nil {
 			return nil, fmt.Errorf("%v run: %w", m, err)
-		}
-		_ = bar.Set((k + 1) * perRun)
-		if !tty {
-			fmt.Fprintf(os.Stderr, "storm: %s run done in %v\n", m, time.Since(began).Round(100*time.Millisecond))
 		}
 		runs, cfgs = append(runs, s), append(cfgs, cfg)
 	}
-	_ = bar.Finish()
 
 	rs := make([]result, len(modes))
 	for k, m := range modes {
@@ -364,16 +403,11 @@ func storm(duration time.Duration, seed uint64, rate float64, out string, probes
 			rs[k].probe = -1
 			continue
 		}
-		began := time.Now()
-		n, err := probe(m, seed)
-		if err != nil {
+		if err := phase(phases[len(modes)+k], func() (err error) { rs[k].probe, err = probe(m, seed); return err }); err != nil {
 			return nil, fmt.Errorf("%v probe: %w", m, err)
 		}
-		if !tty {
-			fmt.Fprintf(os.Stderr, "storm: %s probe done in %v\n", m, time.Since(began).Round(100*time.Millisecond))
-		}
-		rs[k].probe = n
 	}
+	_ = bar.Finish()
 
 	text := renderLoad(base, rs) + "\n" + renderTable(rs) + "\n" + renderTrade(rs)
 	fmt.Print(text)
@@ -381,6 +415,7 @@ func storm(duration time.Duration, seed uint64, rate float64, out string, probes
 		return nil, fmt.Errorf("report: %w", err)
 	}
 	fmt.Printf("\nreport: %s/index.html, summary.json\n", out)
+	fmt.Printf("storm: runs and probes took %v (estimated %v)\n", time.Since(began).Round(100*time.Millisecond), estimate.Round(100*time.Millisecond))
 	naive, bs := rs[0], rs[len(rs)-1]
 	if probes {
 		fmt.Printf("storm: backstop lost %d calls; database requests for one user action, database down: naive %d, owner_only %d, backstop %d\n",
@@ -389,4 +424,79 @@ func storm(duration time.Duration, seed uint64, rate float64, out string, probes
 		fmt.Printf("storm: backstop lost %d calls\n", bs.lost)
 	}
 	return rs, nil
+}
+
+// tick is the step of the progress bar.
+const tick = 100 * time.Millisecond
+
+// ticking calls f every tick until stop is called.
+func ticking(f func()) (stop func()) {
+	t := time.NewTicker(tick)
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		for {
+			select {
+			case <-t.C:
+				f()
+			case <-done:
+				return
+			}
+		}
+	}()
+	return func() { t.Stop(); close(done); <-finished }
+}
+
+// A phase is one run or probe, with the time it is expected to take.
+type phase struct {
+	name   string
+	budget time.Duration
+}
+
+// plan returns the phases of one seed, runs then probes, and how long each takes.
+// A run lasts its duration, and then waits for the calls still out: the naive stack,
+// which never recovers within the run, has calls out until the user gives up on them
+// (userTimeout); the others answer theirs within a request's timeout, and in practice
+// at once. The naive probe lasts as long as its nested retries back off on a database
+// that fails at once (naiveProbeTime); the others end within a request's timeout
+// (one retry owner, 4 attempts), and in practice within half a second.
+func plan(modes []mode, duration time.Duration, probes bool) []phase {
+	var ps []phase
+	for _, m := range modes {
+		tail := probeSlack
+		if m == modeNaive {
+			tail = userTimeout
+		}
+		ps = append(ps, phase{m.String() + " run", duration + tail})
+	}
+	if probes {
+		for _, m := range modes {
+			d := probeSlack
+			if m == modeNaive {
+				d = naiveProbeTime() + probeSlack
+			}
+			ps = append(ps, phase{m.String() + " probe", d})
+		}
+	}
+	return ps
+}
+
+// probeSlack is the time a phase takes beyond what it waits for: starting and
+// stopping the services, the answers of a database that is up.
+const probeSlack = 500 * time.Millisecond
+
+// naiveProbeTime is how long one user action takes on the naive stack when the
+// database fails at once: each layer makes 4 attempts of the layer below with the
+// un-jittered backoffs between them (50 + 100 + 200 ms), three layers deep.
+func naiveProbeTime() time.Duration {
+	var backoffs time.Duration
+	for n := 2; n <= attempts; n++ {
+		backoffs += naiveBase << (n - 2)
+	}
+	var t time.Duration
+	for range 3 { // data → db, api → data, edge → api
+		t = attempts*t + backoffs
+	}
+	return t
 }

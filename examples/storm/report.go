@@ -224,8 +224,8 @@ func renderTrade(rs []result) string {
 			"", r.failedP50.Round(time.Millisecond), r.failedP99.Round(time.Millisecond),
 			owner.failedP50.Round(time.Millisecond), owner.failedP99.Round(time.Millisecond), r.lost)
 		if r.breakerRefused+r.shedded+r.budget > 0 {
-			fmt.Fprintf(&b, ";\n  %-9s refused fast: %d calls at an open breaker, %d requests by a shedder (its breaker gate included), %d retries by a budget",
-				"", r.breakerRefused, r.shedded, r.budget)
+			fmt.Fprintf(&b, ";\n  %-9s refused fast: %d calls at an open breaker, %d requests by a shedder\n  %-9s (its breaker gate included), %d retries by a budget",
+				"", r.breakerRefused, r.shedded, "", r.budget)
 		}
 		b.WriteString("\n")
 	}
@@ -317,11 +317,21 @@ func writeReport(dir string, cfg config, rs []result, ss []*series, text string)
 			Data: template.URL("data:image/png;base64," + base64.StdEncoding.EncodeToString(b))})
 		return nil
 	}
+	if rs[0].probe >= 0 {
+		p, err := missionChart(rs)
+		if err != nil {
+			return err
+		}
+		if err := add("one-action.png", "Database requests for one user action, database down",
+			"bar chart: database requests made for one user action while the database is down, per mode: "+probeText(rs), p); err != nil {
+			return err
+		}
+	}
 	lines := make([]line, len(ss))
 	for k, s := range ss {
 		lines[k] = line{rs[k].name, smooth(cfg, func(i int) float64 { return float64(s.db[i]) * perSecond }), modeColors[k%len(modeColors)], nil}
 	}
-	p := timeChart(cfg, "Database requests per second (log scale; 500 ms means)", "database requests per second", true, lines, float64(dbCapacity))
+	p := timeChart(cfg, "Database requests per second (log scale, 0 on the bottom line; 500 ms means)", "database requests per second", true, lines, float64(dbCapacity))
 	if err := add("db-requests.png", "Database requests", "database requests per second for each mode, log scale, with the database's capacity", p); err != nil {
 		return err
 	}
@@ -332,14 +342,20 @@ func writeReport(dir string, cfg config, rs []result, ss []*series, text string)
 	if err := add("goodput.png", "Goodput", "successful user calls per second for each mode", p); err != nil {
 		return err
 	}
+	// Outcomes by the time they reached the user: the run plus the time the last calls
+	// may take, up to the user giving up.
+	done := cfg
+	done.duration += userTimeout
 	for k, s := range ss {
 		out := []line{
-			{"answered ok", smooth(cfg, func(i int) float64 { return float64(s.ok[i]) * perSecond }), outcomeColors[0], nil},
-			{"answered with an error", smooth(cfg, func(i int) float64 { return float64(s.failed[i]) * perSecond }), outcomeColors[1], []vg.Length{vg.Points(6), vg.Points(3)}},
-			{"lost (user gave up)", smooth(cfg, func(i int) float64 { return float64(s.lost[i]) * perSecond }), outcomeColors[2], []vg.Length{vg.Points(2), vg.Points(2)}},
+			{"answered ok", smooth(done, func(i int) float64 { return float64(s.okDone[i]) * perSecond }), outcomeColors[0], nil},
+			{"answered with an error", smooth(done, func(i int) float64 { return float64(s.failedDone[i]) * perSecond }), outcomeColors[1], []vg.Length{vg.Points(6), vg.Points(3)}},
+			{"lost (user gave up)", smooth(done, func(i int) float64 { return float64(s.lostDone[i]) * perSecond }), outcomeColors[2], []vg.Length{vg.Points(2), vg.Points(2)}},
 		}
-		p = timeChart(cfg, "Outcomes of user calls by start time, "+rs[k].name+" (500 ms means)", "user calls per second", false, out, 0)
-		if err := add("outcomes-"+rs[k].name+".png", "Outcomes, "+rs[k].name, "user calls per second answered ok, with an error, or lost, for "+rs[k].name, p); err != nil {
+		p = timeChart(done, "Outcomes of user calls by the time the user had them, "+rs[k].name+" (500 ms means)", "user calls per second", false, out, 0)
+		p.X.Label.Text = "time since the run started (s): when the answer came, or the user gave up"
+		if err := add("outcomes-"+rs[k].name+".png", "Outcomes, "+rs[k].name+", by completion time",
+			"user calls per second answered ok, with an error, or given up on by the user, by the time that happened, for "+rs[k].name, p); err != nil {
 			return err
 		}
 	}
@@ -352,7 +368,8 @@ func writeReport(dir string, cfg config, rs []result, ss []*series, text string)
 		Capacity           int
 		Text               string
 		Charts             []chartFile
-	}{cfg.rate, cfg.duration, cfg.down, cfg.up, cfg.seed, cfg.contend, dbCapacity, text, charts}); err != nil {
+		UserTimeout        time.Duration
+	}{cfg.rate, cfg.duration, cfg.down, cfg.up, cfg.seed, cfg.contend, dbCapacity, text, charts, userTimeout}); err != nil {
 		return err
 	}
 	return os.WriteFile(filepath.Join(dir, "index.html"), html.Bytes(), 0o644)
@@ -365,11 +382,12 @@ func writeCSV(path string, rs []result, ss []*series, cfg config) error {
 	}
 	defer f.Close()
 	w := csv.NewWriter(f)
-	_ = w.Write([]string{"mode", "t_seconds", "calls_started", "calls_ok", "calls_failed", "calls_lost", "calls_ok_completed", "db_requests"})
+	_ = w.Write([]string{"mode", "t_seconds", "calls_started", "calls_ok", "calls_failed", "calls_lost", "calls_ok_completed", "db_requests", "calls_failed_completed", "calls_lost_completed"})
 	for k, s := range ss {
 		for i := range s.db {
 			_ = w.Write([]string{rs[k].name, strconv.FormatFloat(float64(i)*cfg.bucket.Seconds(), 'f', 1, 64),
-				strconv.Itoa(s.started[i]), strconv.Itoa(s.ok[i]), strconv.Itoa(s.failed[i]), strconv.Itoa(s.lost[i]), strconv.Itoa(s.okDone[i]), strconv.Itoa(s.db[i])})
+				strconv.Itoa(s.started[i]), strconv.Itoa(s.ok[i]), strconv.Itoa(s.failed[i]), strconv.Itoa(s.lost[i]), strconv.Itoa(s.okDone[i]), strconv.Itoa(s.db[i]),
+				strconv.Itoa(s.failedDone[i]), strconv.Itoa(s.lostDone[i])})
 		}
 	}
 	w.Flush()
@@ -412,8 +430,72 @@ func smooth(cfg config, y func(i int) float64) plotter.XYs {
 	return pts
 }
 
-// logFloor is where a log-scale chart draws zero.
+// logFloor is where a log-scale chart draws zero, on its bottom line, labelled 0. The
+// charts plot means of 5 buckets of 100 ms in units per second, so a value that is
+// not zero is at least 2: nothing else is drawn as low as the floor.
 const logFloor = 1
+
+// zeroFloor labels the floor of a log axis "0": values of zero are drawn there.
+type zeroFloor struct{ m plot.Ticker }
+
+func (z zeroFloor) Ticks(lo, hi float64) []plot.Tick {
+	ticks := z.m.Ticks(lo, hi)
+	for i := range ticks {
+		if ticks[i].Value == logFloor {
+			ticks[i].Label = "0"
+			return ticks
+		}
+	}
+	return append([]plot.Tick{{Value: logFloor, Label: "0"}}, ticks...)
+}
+
+// missionChart draws the database requests one user action makes while the
+// database is down, per mode.
+func missionChart(rs []result) (*plot.Plot, error) {
+	p := plot.New()
+	p.Title.Text = "Database requests for one user action, database down"
+	p.Y.Label.Text = "database requests"
+	vals := make(plotter.Values, len(rs))
+	names := make([]string, len(rs))
+	top := 0.0
+	for k, r := range rs {
+		vals[k], names[k] = float64(r.probe), r.name
+		top = max(top, vals[k])
+	}
+	bars, err := plotter.NewBarChart(vals, vg.Points(60))
+	if err != nil {
+		return nil, err
+	}
+	bars.Color = modeColors[2]
+	bars.LineStyle.Width = 0
+	p.Add(plotter.NewGrid(), bars)
+	p.NominalX(names...)
+	p.X.Min, p.X.Max = -0.5, float64(len(rs))-0.5 // room beside the outer bars
+	p.Y.Min, p.Y.Max = 0, math.Max(top, 1)*1.2
+	p.Y.Tick.Marker = plotticks.Plain(plot.DefaultTicks{})
+	xys := make(plotter.XYs, len(rs))
+	labels := make([]string, len(rs))
+	for k, v := range vals {
+		xys[k] = plotter.XY{X: float64(k), Y: v}
+		labels[k] = strconv.Itoa(int(v))
+	}
+	l, err := plotter.NewLabels(plotter.XYLabels{XYs: xys, Labels: labels})
+	if err != nil {
+		return nil, err
+	}
+	l.Offset = vg.Point{X: -vg.Points(5), Y: vg.Points(4)}
+	p.Add(l)
+	return p, nil
+}
+
+// probeText is the probes' figures, "naive 64, owner_only 4, backstop 4".
+func probeText(rs []result) string {
+	parts := make([]string, len(rs))
+	for k, r := range rs {
+		parts[k] = r.name + " " + strconv.Itoa(r.probe)
+	}
+	return strings.Join(parts, ", ")
+}
 
 // timeChart draws lines over the run's time, with the outage shaded, an optional
 // horizontal capacity line, and the legend above every line.
@@ -434,7 +516,7 @@ func timeChart(cfg config, title, ylabel string, logY bool, lines []line, capaci
 	if logY {
 		lo = logFloor
 		p.Y.Scale = plot.LogScale{}
-		p.Y.Tick.Marker = plotticks.Plain(plot.LogTicks{Prec: -1})
+		p.Y.Tick.Marker = zeroFloor{plotticks.Plain(plot.LogTicks{Prec: -1})}
 		p.Y.Max = math.Max(top, 10) * 8 // a decade and more of headroom for the legend
 		for i := range lines {
 			pts := slices.Clone(lines[i].pts)
@@ -490,21 +572,26 @@ func timeChart(cfg config, title, ylabel string, logY bool, lines []line, capaci
 
 var page = template.Must(template.New("storm").Parse(`<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>Backstop storm report</title>
-<style>body{font:15px system-ui,sans-serif;margin:2em;max-width:72em}pre{background:#f6f6f6;padding:1em;overflow-x:auto}img{max-width:100%}</style>
+<style>body{font:15px system-ui,sans-serif;margin:2em;max-width:72em}pre{font-size:13px;background:#f6f6f6;padding:1em;overflow-x:auto}img{max-width:100%}</style>
 </head><body>
 <h1>Retry storm: naive, owner rule only, and Backstop</h1>
 <p>edge → api → data → database on 127.0.0.1; {{printf "%.0f" .Rate}} user calls/s for {{.Duration}} in each mode;
 the database (capacity {{.Capacity}} requests/s) is down from {{.Down}} to {{.Up}}; seed {{.Seed}}{{if .Contend}}; {{.Contend}} busy goroutines beside it (CPU contention){{end}}.</p>
 <h2>What to look at</h2>
-<p id="what">First the row <em>database requests for one user action, database down</em>: three layers that each
+<p id="what">First the chart and the row <em>database requests for one user action, database down</em>: three layers that each
 retry 4 times turn one click into 4 × 4 × 4 = 64 requests against a database that is already down, while with one
-retry owner per call path it stays at 4. Then the database chart (log scale): the naive stack offers the database
+retry owner per call path it stays at 4. Then the database chart (log scale; a mode that sends the database nothing
+is drawn on the bottom line, labelled 0): the naive stack offers the database
 many times its capacity during the outage and stays above it after the database returns, so it never recovers; the
 owner rule alone removes most of that. Backstop's breakers probe the dead database 20 times a second instead, refuse
 the rest at once (every failure is answered within a few hundred milliseconds), tell the caller when they probe next,
 and let go within about 50 ms of the database's return: it answers as many calls as the owner rule alone at a few
 per cent of its load on the database. The paragraph under the table says what each stack cost and bought.
 Every call is accounted for: answered ok, answered with an error, or lost because the user gave up first.</p>
+<p id="read-outcomes">The outcome charts count each call when its user had the outcome: when the answer came, or,
+for a lost call, when the user gave up, {{.UserTimeout}} after starting it. So they run {{.UserTimeout}} past the
+end of the calls, and a call started just before the outage and answered ok during it is counted during it. The
+table counts calls by the time they started.</p>
 <pre id="table">{{.Text}}</pre>
 {{range .Charts}}<h2>{{.Title}}</h2><img id="{{.Name}}" src="{{.Data}}" alt="{{.Alt}}">
 {{end}}<p>The per-100 ms series are in storm.csv and the figures in summary.json, beside this page.</p>

@@ -73,18 +73,21 @@ type config struct {
 
 // series counts what happened in each time bucket of a run.
 type series struct {
-	start     time.Time
-	width     time.Duration
-	mu        sync.Mutex // guards the slices
-	started   []int
-	ok        []int // by start time
-	okDone    []int // by completion time
-	failed    []int
-	lost      []int
-	db        []int
-	lat       []time.Duration // of every call
-	failedLat []time.Duration // of the calls answered with an error
-	events    events
+	start   time.Time
+	width   time.Duration
+	mu      sync.Mutex // guards the slices
+	started []int
+	ok      []int // by start time
+	okDone  []int // by completion time
+	failed  []int
+	lost    []int
+	// failedDone and lostDone count, by completion time, the calls answered with an
+	// error and those the user gave up on (at start + userTimeout).
+	failedDone, lostDone []int
+	db                   []int
+	lat                  []time.Duration // of every call
+	failedLat            []time.Duration // of the calls answered with an error
+	events               events
 }
 
 // events counts, from the pipelines' and shedders' events, why work did not happen.
@@ -114,7 +117,8 @@ func (c *events) Observe(e event.Event) {
 func newSeries(start time.Time, width, total time.Duration) *series {
 	n := int(total/width) + 1
 	return &series{start: start, width: width, started: make([]int, n), ok: make([]int, n),
-		okDone: make([]int, n), failed: make([]int, n), lost: make([]int, n), db: make([]int, n)}
+		okDone: make([]int, n), failed: make([]int, n), lost: make([]int, n), db: make([]int, n),
+		failedDone: make([]int, n), lostDone: make([]int, n)}
 }
 
 func (s *series) index(t time.Time) int {
@@ -145,9 +149,11 @@ func (s *series) call(start time.Time, outcome int, latency time.Duration) {
 		s.okDone[s.index(start.Add(latency))]++
 	case callFailed:
 		s.failed[i]++
+		s.failedDone[s.index(start.Add(latency))]++
 		s.failedLat = append(s.failedLat, latency)
 	default:
 		s.lost[i]++
+		s.lostDone[s.index(start.Add(latency))]++
 	}
 	s.lat = append(s.lat, latency)
 }

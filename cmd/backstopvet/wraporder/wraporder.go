@@ -45,6 +45,10 @@ var constructors = map[string]policy.Kind{
 	module + "chaos.New": policy.KindOther, module + "chaos.MustNew": policy.KindOther,
 }
 
+// options are the constructors of policy.Option, which Wrap takes among its stages and
+// sets aside: positions count the stages only.
+var options = map[string]bool{module + "policy.Name": true, module + "policy.Observe": true, module + "policy.UseClock": true}
+
 // calleeName returns "pkgpath.Name" of a call to a package-level function, or "".
 func calleeName(info *types.Info, call *ast.CallExpr) string {
 	var id *ast.Ident
@@ -143,10 +147,14 @@ func run(pass *analysis.Pass) (any, error) {
 		}
 		stack := make([]policy.Kind, 0, len(call.Args))
 		seen := map[types.Object]int{}
-		for i, arg := range call.Args {
+		for _, arg := range call.Args {
 			switch a := ast.Unparen(arg).(type) {
 			case *ast.CallExpr:
-				k, ok := constructors[calleeName(pass.TypesInfo, a)]
+				name := calleeName(pass.TypesInfo, a)
+				if options[name] {
+					continue // an Option among the stages: Wrap takes it out
+				}
+				k, ok := constructors[name]
 				if !ok {
 					return
 				}
@@ -159,10 +167,10 @@ func run(pass *analysis.Pass) (any, error) {
 				}
 				if j, dup := seen[obj]; dup {
 					pass.Reportf(call.Pos(), "policy: O6: the same %s policy (%s) stands at positions %d and %d; use it once, or create a second one",
-						k, a.Name, j+1, i+1)
+						k, a.Name, j+1, len(stack)+1)
 					return
 				}
-				seen[obj] = i
+				seen[obj] = len(stack) // positions count stages, not options
 				stack = append(stack, k)
 			default:
 				return // not known statically

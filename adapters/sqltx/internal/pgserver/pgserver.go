@@ -136,9 +136,16 @@ func credential() (*syscall.Credential, error) {
 	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
 }
 
+// Addr returns the server's host:port.
+func (s *Server) Addr() string { return "127.0.0.1:" + strconv.Itoa(s.port) }
+
 // DSN returns a connection string for database postgres as user backstop.
-func (s *Server) DSN() string {
-	return fmt.Sprintf("postgres://backstop@127.0.0.1:%d/postgres?sslmode=disable", s.port)
+func (s *Server) DSN() string { return DSN(s.Addr()) }
+
+// DSN returns a connection string for database postgres as user backstop at addr
+// (the server's, or a proxy's in front of it).
+func DSN(addr string) string {
+	return "postgres://backstop@" + addr + "/postgres?sslmode=disable"
 }
 
 // Stop shuts the server down (a fast shutdown), waits for it and removes its

@@ -45,7 +45,10 @@ func fallbacks() {
 	_ = policy.MustWrap(fb, deadline.MustNew(time.Second), bh, retry.MustNew(retry.Options{}), rl, deadline.MustPerAttempt(time.Second))
 	_ = policy.MustWrap(deadline.MustNew(time.Second), fb, retry.MustNew(retry.Options{}))                                       // want `policy: O7: fallback at position 2 is inside deadline at position 1; move the fallback outward`
 	_ = policy.MustWrap(ratelimit.MustNew("x", ratelimit.Options{Rate: 1}), fallback.MustNew[int]("x", fallback.Options[int]{})) // want `policy: O7: fallback at position 2 is inside rate-limit at position 1`
-	_ = policy.MustWrap(fallback.MustNew("a", fallback.Options[int]{}), fallback.MustNew("b", fallback.Options[int]{}))          // want `policy: O7: fallbacks at positions 1 and 2`
+	_ = policy.MustWrap(retry.MustNew(retry.Options{}), fb, policy.Name("prices"))                                               // want `policy: O7: fallback at position 2 is inside retry at position 1`
+	_ = policy.MustWrap(policy.Name("prices"), fb, retry.MustNew(retry.Options{}), policy.Observe(nil))
+	_ = policy.MustWrap(bh, policy.Name("x"), rl, bh)                                                                   // want `policy: O6: the same bulkhead policy \(bh\) stands at positions 1 and 3`
+	_ = policy.MustWrap(fallback.MustNew("a", fallback.Options[int]{}), fallback.MustNew("b", fallback.Options[int]{})) // want `policy: O7: fallbacks at positions 1 and 2`
 }
 
 // Stacks it cannot know statically are left alone.

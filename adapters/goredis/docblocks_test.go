@@ -1,0 +1,24 @@
+package goredis_test
+
+import (
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/backstop-go/backstop/adapters/goredis"
+	"github.com/backstop-go/backstop/deadline"
+	"github.com/backstop-go/backstop/policy"
+	"github.com/backstop-go/backstop/retry"
+)
+
+// The wiring the package documentation shows, compiled with the tests so that it
+// cannot drift from the API; it is not run.
+var _ = func(br policy.Policy, addr string) (*redis.Client, error) {
+	p, err := policy.Wrap(deadline.MustNew(time.Second), br, retry.MustNew(retry.Options{}),
+		deadline.MustPerAttempt(200*time.Millisecond), policy.Name("redis"))
+	if err != nil {
+		return nil, err
+	}
+	rdb, err := goredis.NewClient(redis.Options{Addr: addr}, p, goredis.Options{})
+	return rdb, err
+}

@@ -1,0 +1,97 @@
+package metrics
+
+import (
+	"fmt"
+
+	"github.com/backstop-go/backstop/event"
+	"github.com/backstop-go/backstop/policy"
+)
+
+// named is a policy with a name of its own: breakers, shedders, bulkheads, rate
+// limiters and throttles have one.
+type named interface{ Name() string }
+
+// notifier is a shedder that reports every refusal to observers added to it:
+// shed.Shedder has it.
+type notifier interface{ AddObserver(event.Observer) }
+
+// once runs add the first time name is exported as what, and remembers v as that
+// name's: exporting the same v again does nothing, another v under the name is an
+// error.
+func (m *Observer) once(what, name string, v any, add func() error) error {
+	m.knownMu.Lock()
+	defer m.knownMu.Unlock()
+	key := what + "\x00" + name
+	if prev, ok := m.known[key]; ok {
+		if prev == v {
+			return nil
+		}
+		return fmt.Errorf("%w: another %s is already exported as %q", ErrInvalidOptions, what, name)
+	}
+	if err := add(); err != nil {
+		return err
+	}
+	m.known[key] = v
+	return nil
+}
+
+// Register exports stage's series if it is a policy this package has series for and
+// that has a name of its own: a breaker (as [Observer.AddBreaker] does), a shedder
+// ([Observer.AddShedder]), a bulkhead, a rate limiter or a throttle. It implements
+// event.Registrar: policy.Wrap and Pipeline.With hand it every stage of a pipeline the
+// Observer observes, so a breaker inside an observed pipeline has its
+// backstop_breaker_state series from the moment the pipeline is bound. A stage
+// already exported is left as it is, and so is one whose name another policy of its
+// kind exports already (register that one with the Add method to get the error).
+// Budgets have no name of their own: export them with Options.Budgets or AddBudget.
+func (m *Observer) Register(stage any) {
+	p, ok := stage.(policy.Policy)
+	if !ok {
+		return
+	}
+	n, ok := stage.(named)
+	if !ok {
+		return
+	}
+	switch p.Kind() {
+	case policy.KindBreaker:
+		if b, ok := stage.(BreakerGauge); ok {
+			_ = m.AddBreaker(b)
+		}
+	case policy.KindShed:
+		if s, ok := stage.(ShedGauges); ok {
+			_ = m.AddShedder(n.Name(), s)
+		}
+	case policy.KindBulkhead:
+		if b, ok := stage.(BulkheadGauges); ok {
+			_ = m.AddBulkhead(n.Name(), b)
+		}
+	case policy.KindRateLimit:
+		if l, ok := stage.(LimiterGauges); ok {
+			_ = m.AddLimiter(n.Name(), l)
+		}
+	case policy.KindThrottle:
+		if t, ok := stage.(ThrottleGauges); ok {
+			_ = m.AddThrottle(n.Name(), t)
+		}
+	}
+}
+
+// shedListener is how the Observer hears the refusals of the shedders it exports:
+// one per Observer, added to each (shed.Shedder.AddObserver), so that a shedder's
+// refusals are counted once whether or not they also reach the Observer another way.
+type shedListener struct{ m *Observer }
+
+func (l *shedListener) Observe(e event.Event) {
+	if e.Kind == event.Shed {
+		l.m.countShed(e)
+	}
+}
+
+// Needs: the listener counts refusals and their Retry-After, and reads no time.
+func (l *shedListener) Needs(k event.Kind) event.Needs {
+	if k == event.Shed {
+		return event.NeedsEvent
+	}
+	return event.NeedsNothing
+}
