@@ -40,7 +40,7 @@ func serveApart(mode string) error {
 	switch mode {
 	case "bare":
 	case "shed":
-		s = shed.MustNew(shed.Options{Name: "overload", MinLimit: 1})
+		s = shed.MustNew(shed.Options{Name: "overload"})
 		h = shed.Middleware(h, s)
 	default:
 		return fmt.Errorf("%s=%q: want bare or shed", serveEnv, mode)

@@ -30,10 +30,12 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"gonum.org/v1/plot"
@@ -353,18 +355,37 @@ func burn(iterations int) uint64 {
 	return x
 }
 
-// calibrate returns the iterations of burn that take about d on this machine.
+// calibrate returns the iterations of burn that take about d of CPU on this machine,
+// timed on the calling thread's CPU clock, so that a busy machine does not shrink the
+// work (wall time would count the time the thread waited for a core).
 func calibrate(d time.Duration) int {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	n := 1 << 16
 	for {
-		start := time.Now()
+		start := threadCPU()
 		sink.Add(burn(n))
-		if took := time.Since(start); took > 20*time.Millisecond {
+		if took := threadCPU() - start; took > 20*time.Millisecond {
 			return int(float64(n) * float64(d) / float64(took))
 		}
 		n *= 2
 	}
 }
+
+// threadCPU is the CPU time the calling thread has used, where the system reports it
+// (Linux's RUSAGE_THREAD); elsewhere the wall clock since the program began.
+func threadCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(rusageThread, &ru); err != nil {
+		return time.Since(began)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// rusageThread is Linux's RUSAGE_THREAD.
+const rusageThread = 1
+
+var began = time.Now()
 
 var sink atomic.Uint64
 
