@@ -391,6 +391,8 @@ var sink atomic.Uint64
 
 func overload(d time.Duration, seed uint64, out string) ([]string, error) {
 	iterations := calibrate(time.Millisecond)
+	// The server has one core; the generator keeps to the other.
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	// measure serves the work in a child on one core, with a shedder or without, and
 	// runs load against it; it returns what the child served, timed there.
 	measure := func(withShed bool, load func(a *apart)) ([]record, error) {
