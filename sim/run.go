@@ -193,7 +193,7 @@ type Summary struct {
 	P50 float64 `json:"p50_ms"`
 	P99 float64 `json:"p99_ms"`
 	// Outage is the first fault of the scenario (none: nil) and what it did.
-	Outage *Outage   `json:"outage,omitempty"`
+	Outage *Outage  `json:"outage,omitempty"`
 	Series []Bucket `json:"series"`
 }
 

@@ -43,7 +43,7 @@ type world struct {
 
 // service is a Service at run time.
 type service struct {
-	w       *world
+	w *world
 	Service
 	handler http.Handler
 	hops    []*hop // one per Calls entry
