@@ -8,6 +8,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"net/http"
+	"os"
 	"slices"
 	"sort"
 	"testing"
@@ -59,7 +60,7 @@ func play(sc Scenario) Summary {
 		go w.userCall(userTimeout)
 	}
 	if l.Burst > 0 {
-		w.e.After(0, func() {
+		w.e.After(l.At, func() {
 			for range l.Burst {
 				call()
 			}
@@ -338,3 +339,6 @@ func median(sorted []float64) float64 {
 	}
 	return (sorted[n/2-1] + sorted[n/2]) / 2
 }
+
+// WriteFile writes the summary's JSON (summary.json) to path.
+func (s Summary) WriteFile(path string) error { return os.WriteFile(path, s.JSON(), 0o644) }

@@ -128,12 +128,13 @@ type Service struct {
 
 // Load is the open-loop client population: Poisson arrivals at Rate per second for
 // Duration, each call given up after UserTimeout. Burst, if > 0, sends that many
-// calls at once at the start instead (a probe).
+// calls at once at At instead (a probe).
 type Load struct {
 	Rate        float64
 	Duration    time.Duration
 	UserTimeout time.Duration // 0 means DefaultUserTimeout; negative means none
 	Burst       int
+	At          time.Duration // Burst's time
 }
 
 // Scenario is one simulated run.
@@ -241,6 +242,8 @@ func (s *Scenario) Validate() error {
 	switch {
 	case l.Burst < 0:
 		return bad("Load.Burst", "%d; want ≥ 0", l.Burst)
+	case l.At < 0:
+		return bad("Load.At", "%v; want ≥ 0", l.At)
 	case l.Burst == 0 && (l.Rate <= 0 || l.Duration <= 0):
 		return bad("Load.Rate", "%v for %v; want a rate > 0 for a duration > 0, or a Burst", l.Rate, l.Duration)
 	}
@@ -262,4 +265,19 @@ func Storm(stack Stack, seed uint64, rate float64, duration time.Duration) Scena
 		},
 		Load: Load{Rate: rate, Duration: duration},
 	}
+}
+
+// Chain returns users calling a chain of hops services (1–5) above a database like
+// the storm's (4 workers, 25 ms a query), every service on stack: "s1" → … → "db".
+func Chain(stack Stack, hops int, seed uint64, load Load, faults ...Fault) Scenario {
+	sc := Scenario{Name: fmt.Sprintf("chain-%d", hops), Seed: seed, Stack: stack, Load: load}
+	for i := 1; i <= hops; i++ {
+		next := fmt.Sprintf("s%d", i+1)
+		if i == hops {
+			next = "db"
+		}
+		sc.Services = append(sc.Services, Service{Name: fmt.Sprintf("s%d", i), Calls: []string{next}})
+	}
+	sc.Services = append(sc.Services, Service{Name: "db", Workers: 4, Work: Dist{Mean: 25 * time.Millisecond}, Faults: faults})
+	return sc
 }
