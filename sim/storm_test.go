@@ -2,6 +2,8 @@ package sim_test
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"runtime"
 	"testing"
 	"time"
 
@@ -42,5 +44,25 @@ func TestStorm_FullRuns(t *testing.T) {
 	}
 	if naive.Outage.PerCall <= runs[sim.OwnerOnly].Outage.PerCall {
 		t.Errorf("naive sent %v database requests per call during the outage, owner_only %v; want more", naive.Outage.PerCall, runs[sim.OwnerOnly].Outage.PerCall)
+	}
+}
+
+// The summary does not depend on how many threads run the bubble's goroutines.
+func TestRun_SameSummaryWhateverGOMAXPROCS(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	for _, stack := range []sim.Stack{sim.Naive, sim.OwnerOnly, sim.Backstop} {
+		var digests [][32]byte
+		for _, procs := range []int{1, 4} {
+			runtime.GOMAXPROCS(procs)
+			s, err := sim.Run(t, sim.Storm(stack, 1, 100, 8*time.Second))
+			if err != nil {
+				t.Fatal(err)
+			}
+			digests = append(digests, sha256.Sum256(s.JSON()))
+		}
+		if digests[0] != digests[1] {
+			t.Errorf("%s: GOMAXPROCS 1 and 4 gave different summaries", stack)
+		}
+		t.Logf("%s %x", stack, digests[0])
 	}
 }

@@ -7,7 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"net/http"
-	"net/http/httptest"
+	"net/url"
 	"strconv"
 	"sync"
 	"time"
@@ -45,6 +45,7 @@ type world struct {
 type service struct {
 	w *world
 	Service
+	url     *url.URL
 	handler http.Handler
 	hops    []*hop // one per Calls entry
 	// the worker pool, guarded by w.mu
@@ -55,7 +56,7 @@ type service struct {
 // hop is a service's client for one dependency.
 type hop struct {
 	to      *service
-	client  *http.Client
+	client  http.RoundTripper
 	naive   bool
 	guarded bool // a breaker counts this dependency's failures
 	breaker *breaker.Breaker
@@ -71,7 +72,7 @@ func newWorld(sc Scenario) *world {
 		w.sc.Bucket = DefaultBucket
 	}
 	for _, s := range sc.Services {
-		sv := &service{w: w, Service: s}
+		sv := &service{w: w, Service: s, url: &url.URL{Scheme: "http", Host: s.Name, Path: "/"}}
 		if sv.Stack == "" {
 			sv.Stack = sc.Stack
 		}
@@ -101,14 +102,38 @@ func (c wire) RoundTrip(req *http.Request) (*http.Response, error) {
 	stop := context.AfterFunc(req.Context(), cancel)
 	defer stop()
 	defer cancel()
-	sreq := httptest.NewRequestWithContext(sctx, http.MethodGet, "http://"+c.to.Name+"/", nil)
-	sreq.Header = req.Header.Clone()
-	rec := httptest.NewRecorder()
-	c.to.handler.ServeHTTP(rec, sreq)
+	sreq := (&http.Request{Method: http.MethodGet, URL: c.to.url, Host: c.to.Name, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header: req.Header.Clone(), Body: http.NoBody, RemoteAddr: "sim", RequestURI: "/"}).WithContext(sctx)
+	rw := &response{header: http.Header{}}
+	c.to.handler.ServeHTTP(rw, sreq)
 	if err := req.Context().Err(); err != nil {
 		return nil, err // the caller went away before the answer
 	}
-	return rec.Result(), nil
+	if rw.status == 0 {
+		rw.status = http.StatusOK
+	}
+	return &http.Response{Status: http.StatusText(rw.status), StatusCode: rw.status, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header: rw.header, Body: http.NoBody, Request: req}, nil
+}
+
+// response is the http.ResponseWriter a service answers into: a status and headers
+// (the simulated services send no body).
+type response struct {
+	header http.Header
+	status int
+}
+
+func (r *response) Header() http.Header { return r.header }
+func (r *response) Write(b []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	return len(b), nil
+}
+func (r *response) WriteHeader(code int) {
+	if r.status == 0 {
+		r.status = code
+	}
 }
 
 func (w *world) newHop(from, to *service) *hop {
@@ -117,7 +142,7 @@ func (w *world) newHop(from, to *service) *hop {
 	t := w.tune
 	if from.Stack == Naive {
 		h.naive = true
-		h.client = &http.Client{Transport: base}
+		h.client = base
 		return h
 	}
 	name := from.Name + "→" + to.Name
@@ -134,7 +159,7 @@ func (w *world) newHop(from, to *service) *hop {
 		bud := budget.MustNewTokenBucket(10, 0.1)
 		p = policy.MustWrap(d, h.breaker, bud, rt, per, policy.Name(name), policy.UseClock(w.clock))
 	}
-	h.client = &http.Client{Transport: policyhttp.NewTransport(base, p, policyhttp.Options{Clock: w.clock})}
+	h.client = policyhttp.NewTransport(base, p, policyhttp.Options{Clock: w.clock})
 	return h
 }
 
@@ -193,8 +218,9 @@ func (h *hop) get(ctx context.Context) (answer, error) {
 }
 
 func (h *hop) once(ctx context.Context) (answer, error) {
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+h.to.Name+"/", nil)
-	res, err := h.client.Do(req)
+	req := (&http.Request{Method: http.MethodGet, URL: h.to.url, Host: h.to.Name, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header: http.Header{}}).WithContext(ctx)
+	res, err := h.client.RoundTrip(req)
 	if err != nil {
 		return answer{}, err
 	}
