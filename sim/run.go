@@ -11,6 +11,7 @@ import (
 	"os"
 	"slices"
 	"sort"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -53,11 +54,23 @@ func play(sc Scenario) Summary {
 	if userTimeout == 0 {
 		userTimeout = DefaultUserTimeout
 	}
+	entries := []*service{w.svcs[0]}
+	if len(sc.Entries) > 0 {
+		entries = entries[:0]
+		for _, e := range sc.Entries {
+			entries = append(entries, w.byName[e])
+		}
+	}
+	arrivals := rand.New(rand.NewPCG(sc.Seed, 2))
 	call := func() {
+		to := entries[0]
+		if len(entries) > 1 {
+			to = entries[arrivals.IntN(len(entries))]
+		}
 		w.mu.Lock()
 		w.pending++
 		w.mu.Unlock()
-		go w.userCall(userTimeout)
+		w.users.start(func() { w.userCall(to, userTimeout) })
 	}
 	if l.Burst > 0 {
 		w.e.After(l.At, func() {
@@ -66,7 +79,6 @@ func play(sc Scenario) Summary {
 			}
 		})
 	} else {
-		arrivals := rand.New(rand.NewPCG(sc.Seed, 2))
 		w.arriving = true
 		var next func()
 		gap := func() time.Duration { return time.Duration(arrivals.ExpFloat64() / l.Rate * float64(time.Second)) }
@@ -82,6 +94,7 @@ func play(sc Scenario) Summary {
 		}
 		w.e.After(gap(), next)
 	}
+	defer w.users.close()
 	w.e.loop(func() bool {
 		w.mu.Lock()
 		defer w.mu.Unlock()
@@ -96,15 +109,16 @@ const (
 	outcomeLost
 )
 
-func (w *world) userCall(timeout time.Duration) {
+func (w *world) userCall(to *service, timeout time.Duration) {
 	at := time.Now()
 	ctx, cancel := context.Background(), context.CancelFunc(func() {})
 	if timeout > 0 {
 		ctx, cancel = context.WithTimeout(ctx, timeout)
 	}
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+w.svcs[0].Name+"/", nil)
-	res, err := w.entry.Do(req)
+	req := (&http.Request{Method: http.MethodGet, URL: to.url, Host: to.Name, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header: http.Header{}}).WithContext(ctx)
+	res, err := wire{to}.RoundTrip(req)
 	outcome := outcomeOK
 	switch {
 	case err != nil && ctx.Err() != nil:
@@ -147,7 +161,9 @@ func (r *recorder) bucket(t time.Duration) *Bucket {
 
 func (r *recorder) request(s *service, t time.Duration) {
 	r.requests[s.Name]++
-	r.bucket(t).Requests[s.Name]++
+	if s.Workers > 0 || len(s.Faults) > 0 {
+		r.bucket(t).Requests[s.Name]++
+	}
 }
 
 func (r *recorder) call(at, latency time.Duration, outcome int) {
@@ -165,7 +181,7 @@ func (r *recorder) call(at, latency time.Duration, outcome int) {
 }
 
 // Bucket is one time bucket of a run: the calls started in it and what became of
-// them, and the requests each service received in it.
+// them, and the requests each service with workers or faults received in it.
 type Bucket struct {
 	At       float64        `json:"at_s"`
 	Started  int            `json:"started"`
@@ -342,3 +358,44 @@ func median(sorted []float64) float64 {
 
 // WriteFile writes the summary's JSON (summary.json) to path.
 func (s Summary) WriteFile(path string) error { return os.WriteFile(path, s.JSON(), 0o644) }
+
+// users runs user calls on goroutines kept between calls: a call's deep stack
+// (every hop runs in its caller's goroutine) is grown once, not once per call. An
+// idle goroutine waits on the channel; which one takes a call makes no difference.
+type users struct {
+	mu   sync.Mutex // guards idle
+	idle int
+	work chan func()
+}
+
+func (u *users) start(fn func()) {
+	u.mu.Lock()
+	if u.work == nil {
+		u.work = make(chan func())
+	}
+	if u.idle > 0 {
+		u.idle--
+		u.mu.Unlock()
+		u.work <- fn // an idle goroutine is blocked receiving: this does not block
+		return
+	}
+	u.mu.Unlock()
+	go func() {
+		for {
+			fn()
+			u.mu.Lock()
+			u.idle++
+			u.mu.Unlock()
+			var ok bool
+			if fn, ok = <-u.work; !ok {
+				return
+			}
+		}
+	}()
+}
+
+func (u *users) close() {
+	if u.work != nil {
+		close(u.work)
+	}
+}

@@ -144,8 +144,11 @@ type Scenario struct {
 	// Stack is every service's stack unless the service names its own.
 	Stack    Stack
 	Tuning   Tuning
-	Services []Service // Services[0] receives the users' calls
-	Load     Load
+	Services []Service
+	// Entries are the services users call, each call to one drawn uniformly; empty
+	// means Services[0] alone.
+	Entries []string
+	Load    Load
 	// Bucket is the width of the time series; 0 means DefaultBucket (100 ms).
 	Bucket time.Duration
 }
@@ -238,6 +241,11 @@ func (s *Scenario) Validate() error {
 			return err
 		}
 	}
+	for i, e := range s.Entries {
+		if names[e] == 0 {
+			return bad(fmt.Sprintf("Entries[%d]", i), "%q names no service", e)
+		}
+	}
 	l := s.Load
 	switch {
 	case l.Burst < 0:
@@ -280,4 +288,48 @@ func Chain(stack Stack, hops int, seed uint64, load Load, faults ...Fault) Scena
 	}
 	sc.Services = append(sc.Services, Service{Name: "db", Workers: 4, Work: Dist{Mean: 25 * time.Millisecond}, Faults: faults})
 	return sc
+}
+
+// Layered returns n services (n ≥ 6) in six layers, the last of databases like the
+// storm's (4 workers, 25 ms a query); each service calls one of the next layer (the
+// i-th of a layer calls the (i mod size)-th of the next). Users call the first three
+// layers, so a call crosses 5, 4 or 3 services that retry before a database. rate is
+// the users' calls per second; Capacity gives the databases' requests per second.
+func Layered(stack Stack, n int, seed uint64, load Load) Scenario {
+	sc := Scenario{Name: fmt.Sprintf("layered-%d", n), Seed: seed, Stack: stack, Load: load}
+	const layers = 6
+	size := func(k int) int { // the first layer takes the remainder
+		if k == 0 {
+			return n - (layers-1)*(n/layers)
+		}
+		return n / layers
+	}
+	name := func(k, i int) string { return fmt.Sprintf("L%d-%d", k, i) }
+	for k := range layers {
+		for i := range size(k) {
+			sv := Service{Name: name(k, i)}
+			if k == layers-1 {
+				sv.Workers, sv.Work = 4, Dist{Mean: 25 * time.Millisecond}
+			} else {
+				sv.Calls = []string{name(k+1, i%size(k+1))}
+			}
+			if k < 3 {
+				sc.Entries = append(sc.Entries, sv.Name)
+			}
+			sc.Services = append(sc.Services, sv)
+		}
+	}
+	return sc
+}
+
+// Capacity returns the requests per second the scenario's services with workers
+// serve together at their mean service times.
+func (s *Scenario) Capacity() float64 {
+	c := 0.0
+	for _, sv := range s.Services {
+		if sv.Workers > 0 {
+			c += float64(sv.Workers) / sv.Work.Mean.Seconds()
+		}
+	}
+	return c
 }

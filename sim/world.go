@@ -32,13 +32,13 @@ type world struct {
 	start  time.Time
 	svcs   []*service
 	byName map[string]*service
-	entry  *http.Client // the users' client for Services[0]
 
 	mu       sync.Mutex // guards what follows
 	draws    *rand.Rand // service times and fault shares
 	pending  int        // user calls not yet answered
 	arriving bool       // arrivals are still to come
 	rec      recorder
+	users    users
 }
 
 // service is a Service at run time.
@@ -87,7 +87,6 @@ func newWorld(sc Scenario) *world {
 		}
 		sv.handler = sv.guard(http.HandlerFunc(sv.serve))
 	}
-	w.entry = &http.Client{Transport: wire{w.svcs[0]}}
 	return w
 }
 
