@@ -158,6 +158,10 @@ func TestValidate_NamesTheField(t *testing.T) {
 		"Services[0].Stack":          func(s *sim.Scenario) { s.Services[0].Stack = "x" },
 		"Load.Rate":                  func(s *sim.Scenario) { s.Load.Rate = 0 },
 		"Load.Burst":                 func(s *sim.Scenario) { s.Load.Burst = -1 },
+		"Load.Users":                 func(s *sim.Scenario) { s.Load.Users = 3 },
+		"Load.Think.Mean":            func(s *sim.Scenario) { s.Load = sim.Load{Users: 3, Duration: time.Second} },
+		"Load.At":                    func(s *sim.Scenario) { s.Load = sim.Load{Burst: 1, At: -1} },
+		"Entries[0]":                 func(s *sim.Scenario) { s.Entries = []string{"nowhere"} },
 		"Bucket":                     func(s *sim.Scenario) { s.Bucket = -1 },
 	} {
 		sc := good()
@@ -173,5 +177,44 @@ func TestValidate_NamesTheField(t *testing.T) {
 	sc := good()
 	if err := sc.Validate(); err != nil {
 		t.Errorf("the storm: %v", err)
+	}
+}
+
+// Closed-loop users: each calls, thinks 100 ms and calls again. A call takes 50 ms
+// unqueued, so a user makes at most 7 calls in a second (starting within its first
+// think time) and at least 5 (a cycle is at most 50 ms queued + 50 + 100).
+func TestLoad_ClosedLoopUsers(t *testing.T) {
+	sc := sim.Scenario{Stack: sim.Naive, Seed: 1,
+		Services: []sim.Service{{Name: "db", Workers: 1, Work: sim.Dist{Mean: 50 * time.Millisecond}}},
+		Load:     sim.Load{Users: 2, Think: sim.Dist{Mean: 100 * time.Millisecond}, Duration: time.Second}}
+	s, err := sim.Run(t, sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Calls < 10 || s.Calls > 14 || s.OK != s.Calls {
+		t.Errorf("%d calls, %d ok; want 10–14, all ok", s.Calls, s.OK)
+	}
+	if s.P99 > 100 {
+		t.Errorf("slowest call %v ms; two users on one worker wait at most one other call", s.P99)
+	}
+}
+
+// A service calls its dependencies one after another and stops at the first that
+// fails: with "a" down, "b" is never asked.
+func TestService_FanOutInOrder(t *testing.T) {
+	for _, c := range []struct {
+		faults []sim.Fault
+		a, b   int
+	}{{nil, 1, 1}, {[]sim.Fault{alwaysDown}, 4, 0}} {
+		sc := sim.Scenario{Stack: sim.Naive, Seed: 1, Load: oneAction, Tuning: sim.Tuning{NoHopTimeout: true},
+			Services: []sim.Service{{Name: "api", Calls: []string{"a", "b"}},
+				{Name: "a", Faults: c.faults}, {Name: "b"}}}
+		s, err := sim.Run(t, sc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Requests["a"] != c.a || s.Requests["b"] != c.b {
+			t.Errorf("faults %v: a %d b %d requests; want %d and %d", c.faults, s.Requests["a"], s.Requests["b"], c.a, c.b)
+		}
 	}
 }

@@ -62,23 +62,54 @@ func play(sc Scenario) Summary {
 		}
 	}
 	arrivals := rand.New(rand.NewPCG(sc.Seed, 2))
-	call := func() {
-		to := entries[0]
-		if len(entries) > 1 {
-			to = entries[arrivals.IntN(len(entries))]
+	pick := func() *service {
+		if len(entries) == 1 {
+			return entries[0]
 		}
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return entries[arrivals.IntN(len(entries))]
+	}
+	finish := func() {
+		w.mu.Lock()
+		w.pending--
+		w.mu.Unlock()
+	}
+	call := func() {
+		to := pick()
 		w.mu.Lock()
 		w.pending++
 		w.mu.Unlock()
-		w.users.start(func() { w.userCall(to, userTimeout) })
+		w.users.start(func() { w.userCall(to, userTimeout); finish() })
 	}
-	if l.Burst > 0 {
+	switch {
+	case l.Burst > 0:
 		w.e.After(l.At, func() {
 			for range l.Burst {
 				call()
 			}
 		})
-	} else {
+	case l.Users > 0:
+		// Closed loop: each user calls, thinks, and calls again until Duration; the
+		// users start spread over one think time.
+		think := func() time.Duration {
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			return w.draw(l.Think)
+		}
+		w.pending = l.Users
+		for range l.Users {
+			w.e.After(time.Duration(arrivals.Float64()*float64(l.Think.Mean)), func() {
+				w.users.start(func() {
+					for time.Since(w.start) < l.Duration {
+						w.userCall(pick(), userTimeout)
+						<-w.clock.NewTimer(think()).C()
+					}
+					finish()
+				})
+			})
+		}
+	default:
 		w.arriving = true
 		var next func()
 		gap := func() time.Duration { return time.Duration(arrivals.ExpFloat64() / l.Rate * float64(time.Second)) }
@@ -134,7 +165,6 @@ func (w *world) userCall(to *service, timeout time.Duration) {
 	}
 	w.mu.Lock()
 	w.rec.call(at.Sub(w.start), time.Since(at), outcome)
-	w.pending--
 	w.mu.Unlock()
 }
 

@@ -126,13 +126,16 @@ type Service struct {
 	Faults []Fault
 }
 
-// Load is the open-loop client population: Poisson arrivals at Rate per second for
-// Duration, each call given up after UserTimeout. Burst, if > 0, sends that many
-// calls at once at At instead (a probe).
+// Load is the client population, one of three: open-loop Poisson arrivals at Rate
+// per second for Duration; or Users closed-loop users, each calling, thinking for a
+// Think time and calling again until Duration; or a Burst of calls at once at At (a
+// probe). Each call is given up after UserTimeout.
 type Load struct {
 	Rate        float64
 	Duration    time.Duration
 	UserTimeout time.Duration // 0 means DefaultUserTimeout; negative means none
+	Users       int
+	Think       Dist
 	Burst       int
 	At          time.Duration // Burst's time
 }
@@ -252,8 +255,16 @@ func (s *Scenario) Validate() error {
 		return bad("Load.Burst", "%d; want ≥ 0", l.Burst)
 	case l.At < 0:
 		return bad("Load.At", "%v; want ≥ 0", l.At)
-	case l.Burst == 0 && (l.Rate <= 0 || l.Duration <= 0):
-		return bad("Load.Rate", "%v for %v; want a rate > 0 for a duration > 0, or a Burst", l.Rate, l.Duration)
+	case l.Users < 0:
+		return bad("Load.Users", "%d; want ≥ 0", l.Users)
+	case l.Users > 0 && (l.Burst > 0 || l.Rate != 0):
+		return bad("Load.Users", "%d with a Rate or a Burst; want one population", l.Users)
+	case l.Users > 0 && (l.Think.Mean <= 0 || l.Duration <= 0):
+		return bad("Load.Think.Mean", "%v for %v; want a think time > 0 for a duration > 0", l.Think.Mean, l.Duration)
+	case l.Burst > 0 && l.Rate != 0:
+		return bad("Load.Burst", "%d with a Rate; want one population", l.Burst)
+	case l.Burst == 0 && l.Users == 0 && (l.Rate <= 0 || l.Duration <= 0):
+		return bad("Load.Rate", "%v for %v; want a rate > 0 for a duration > 0, Users or a Burst", l.Rate, l.Duration)
 	}
 	return nil
 }

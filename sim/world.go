@@ -326,11 +326,7 @@ func (s *service) work(ctx context.Context, factor float64) error {
 	done := make(chan struct{})
 	w.mu.Lock()
 	start := func() { // w.mu held
-		d := s.Work.Mean
-		if s.Work.Exponential {
-			d = time.Duration(w.draws.ExpFloat64() * float64(d))
-		}
-		d = time.Duration(float64(d) * factor)
+		d := time.Duration(float64(w.draw(s.Work)) * factor)
 		w.e.After(d, func() {
 			close(done)
 			w.mu.Lock()
@@ -362,4 +358,12 @@ func (s *service) work(ctx context.Context, factor float64) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// draw returns a time from d; w.mu must be held.
+func (w *world) draw(d Dist) time.Duration {
+	if d.Exponential {
+		return time.Duration(w.draws.ExpFloat64() * float64(d.Mean))
+	}
+	return d.Mean
 }
