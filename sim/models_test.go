@@ -218,3 +218,19 @@ func TestService_FanOutInOrder(t *testing.T) {
 		}
 	}
 }
+
+// A latency-bound service (no worker limit) answers 10 calls at once in one work
+// time; a capacity-bound one with 2 workers takes five.
+func TestService_LatencyBoundAndCapacityBound(t *testing.T) {
+	for workers, want := range map[int]float64{0: 100, 2: 500} {
+		sc := sim.Scenario{Stack: sim.Naive, Seed: 1, Load: sim.Load{Burst: 10},
+			Services: []sim.Service{{Name: "svc", Workers: workers, Work: sim.Dist{Mean: 100 * time.Millisecond}}}}
+		s, err := sim.Run(t, sc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.OK != 10 || s.P99 != want {
+			t.Errorf("%d workers: %d ok, slowest %v ms; want 10 and %v", workers, s.OK, s.P99, want)
+		}
+	}
+}

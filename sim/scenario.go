@@ -110,11 +110,13 @@ type Fault struct {
 // Service is one node of the call graph.
 type Service struct {
 	Name string
-	// Workers is how many requests the service works on at a time; 0 means no limit
-	// and no service time (a thin middle service).
+	// Workers is how many requests the service works on at a time (capacity-bound:
+	// the rest queue); 0 means no limit (latency-bound: every request takes its Work
+	// time at once, however many there are; with no Work, a thin middle service).
 	Workers int
-	// Work is each request's service time; a worker is held for it even if the
-	// caller has gone away (abandoned work still takes its turn).
+	// Work is each request's service time before the service calls its
+	// dependencies. A worker is held for it even if the caller has gone away
+	// (abandoned work still takes its turn).
 	Work Dist
 	// Queue bounds the requests waiting for a worker; 0 means no bound. A request
 	// beyond it is answered with a 503.
@@ -189,6 +191,8 @@ func (s *Scenario) Validate() error {
 			return bad(f+".Workers", "%d; want ≥ 0", sv.Workers)
 		case sv.Workers > 0 && sv.Work.Mean <= 0:
 			return bad(f+".Work.Mean", "%v; want > 0 with Workers", sv.Work.Mean)
+		case sv.Work.Mean < 0:
+			return bad(f+".Work.Mean", "%v; want ≥ 0", sv.Work.Mean)
 		case sv.Queue < 0:
 			return bad(f+".Queue", "%d; want ≥ 0", sv.Queue)
 		case sv.Stack != "" && !sv.Stack.valid():

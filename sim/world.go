@@ -281,8 +281,21 @@ func (s *service) serve(rw http.ResponseWriter, r *http.Request) {
 		rw.WriteHeader(http.StatusServiceUnavailable)
 		return
 	}
-	if s.Workers > 0 {
+	switch {
+	case s.Workers > 0:
 		if err := s.work(r.Context(), f.factor); err != nil {
+			rw.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+	case s.Work.Mean > 0: // latency-bound: no limit, each request takes its time
+		w.mu.Lock()
+		d := time.Duration(float64(w.draw(s.Work)) * f.factor)
+		w.mu.Unlock()
+		tm := w.clock.NewTimer(d)
+		select {
+		case <-tm.C():
+		case <-r.Context().Done():
+			tm.Stop()
 			rw.WriteHeader(http.StatusServiceUnavailable)
 			return
 		}
