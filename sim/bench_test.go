@@ -16,12 +16,12 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// TestScale runs the 1 000-service layered graph at 40 % of its databases' capacity.
+// TestScale_ThousandServices runs the 1 000-service layered graph at 40 % of its databases' capacity.
 // SIM_CALLS sets the number of user calls (default 20 000; the run is
 // 1 000 000).
 func TestScale_ThousandServices(t *testing.T) {
-	if testing.Short() {
-		t.Skip("a long run")
+	if testing.Short() || raceEnabled {
+		t.Skip("a throughput figure: a long run, and meaningless under the race detector")
 	}
 	calls := 20000
 	if v := os.Getenv("SIM_CALLS"); v != "" {
