@@ -22,7 +22,7 @@
 //
 // sim uses both together. Every run happens inside a synctest bubble ([Run] calls
 // synctest.Test), so the runtime's time is virtual and nothing sleeps on the wall
-// clock. Within it a discrete-event [Engine] orders the simulation's own events —
+// clock. Within it a discrete-event engine orders the simulation's own events —
 // arrivals, the end of each piece of work, the timers of the policy.Clock it gives the
 // stages — by (time, order of scheduling), fires one, then waits (synctest.Wait)
 // until what it set off has settled before it fires the next. That serialisation is

@@ -9,7 +9,7 @@ import (
 	"github.com/backstop-go/backstop/policy"
 )
 
-// Engine is the discrete-event scheduler of a simulated run. It must run inside a
+// engine is the discrete-event scheduler of a simulated run. It must run inside a
 // testing/synctest bubble (see [Run]): the bubble's clock is the virtual time, and
 // synctest.Wait tells the engine when every simulated goroutine is blocked.
 //
@@ -20,7 +20,7 @@ import (
 // engine sleeps on the bubble's clock to the next event's time, which lets the runtime
 // timers of the bubble (context deadlines, gobreaker's time.Now) see the same virtual
 // time; a goroutine those timers wake that schedules an earlier event wakes the engine.
-type Engine struct {
+type engine struct {
 	mu    sync.Mutex
 	q     events
 	seq   uint64
@@ -58,13 +58,13 @@ func (q *events) Pop() any {
 	return it
 }
 
-func newEngine() *Engine { return &Engine{kick: make(chan struct{}, 1)} }
+func newEngine() *engine { return &engine{kick: make(chan struct{}, 1)} }
 
 // After schedules fn to run on the engine's goroutine once d of virtual time has
 // passed; fn must not block. It is safe for concurrent use.
-func (e *Engine) After(d time.Duration, fn func()) { e.schedule(max(d, 0), fn) }
+func (e *engine) After(d time.Duration, fn func()) { e.schedule(max(d, 0), fn) }
 
-func (e *Engine) schedule(d time.Duration, fn func()) *item {
+func (e *engine) schedule(d time.Duration, fn func()) *item {
 	e.mu.Lock()
 	e.seq++
 	it := &item{at: time.Now().Add(d), seq: e.seq, fn: fn}
@@ -78,7 +78,7 @@ func (e *Engine) schedule(d time.Duration, fn func()) *item {
 }
 
 // cancel removes it from the queue and reports whether it was still there.
-func (e *Engine) cancel(it *item) bool {
+func (e *engine) cancel(it *item) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if it.index < 0 {
@@ -89,7 +89,7 @@ func (e *Engine) cancel(it *item) bool {
 }
 
 // loop fires events until done reports true once every goroutine is blocked.
-func (e *Engine) loop(done func() bool) {
+func (e *engine) loop(done func() bool) {
 	sleep := time.NewTimer(time.Hour)
 	sleep.Stop()
 	for {
@@ -130,9 +130,9 @@ func (e *Engine) loop(done func() bool) {
 
 // Clock returns the engine's policy.Clock: Now is the bubble's virtual time and its
 // timers are events of the engine, fired in their turn.
-func (e *Engine) Clock() policy.Clock { return clock{e} }
+func (e *engine) Clock() policy.Clock { return clock{e} }
 
-type clock struct{ e *Engine }
+type clock struct{ e *engine }
 
 func (clock) Now() time.Time { return time.Now() }
 
@@ -143,7 +143,7 @@ func (c clock) NewTimer(d time.Duration) policy.Timer {
 }
 
 type timer struct {
-	e  *Engine
+	e  *engine
 	it *item
 	c  chan time.Time
 }

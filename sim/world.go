@@ -26,7 +26,7 @@ import (
 type world struct {
 	sc     Scenario
 	tune   Tuning
-	e      *Engine
+	e      *engine
 	clock  policy.Clock
 	stages policy.Rand // the stages' jitter
 	start  time.Time
