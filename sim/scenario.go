@@ -156,6 +156,9 @@ type Scenario struct {
 	Load    Load
 	// Bucket is the width of the time series; 0 means DefaultBucket (100 ms).
 	Bucket time.Duration
+	// Network is each request's and each answer's delay on the wire, one way; the
+	// zero value means none.
+	Network Dist
 }
 
 // ErrInvalidScenario is wrapped by every error of [Scenario.Validate].
@@ -178,6 +181,9 @@ func (s *Scenario) Validate() error {
 	}
 	if s.Bucket < 0 {
 		return bad("Bucket", "%v; want ≥ 0", s.Bucket)
+	}
+	if s.Network.Mean < 0 {
+		return bad("Network.Mean", "%v; want ≥ 0", s.Network.Mean)
 	}
 	names := map[string]int{}
 	for i, sv := range s.Services {
@@ -275,10 +281,11 @@ func (s *Scenario) Validate() error {
 
 // Storm returns the storm example's scenario (examples/storm) for stack: users at
 // rate calls/s for duration on edge → api → data → db, the database (4 workers,
-// 25 ms a query: 160 requests/s) down from duration/4 to duration·3/5.
+// 25 ms a query: 160 requests/s) down from duration/4 to duration·3/5, and
+// StormNetwork each way on the wire.
 func Storm(stack Stack, seed uint64, rate float64, duration time.Duration) Scenario {
 	return Scenario{
-		Name: "storm", Seed: seed, Stack: stack,
+		Name: "storm", Seed: seed, Stack: stack, Network: Dist{Mean: StormNetwork},
 		Services: []Service{
 			{Name: "edge", Calls: []string{"api"}},
 			{Name: "api", Calls: []string{"data"}},
@@ -289,6 +296,12 @@ func Storm(stack Stack, seed uint64, rate float64, duration time.Duration) Scena
 		Load: Load{Rate: rate, Duration: duration},
 	}
 }
+
+// StormNetwork is Storm's one-way delay on the wire: 0.5 ms, about what a request
+// between two of the storm's services on 127.0.0.1 takes each way on a loaded
+// machine. It is what the loopback storm has and a zero-delay wire has not: the time a
+// breaker's probe takes to answer, and a shedder's baseline latency.
+const StormNetwork = 500 * time.Microsecond
 
 // Chain returns users calling a chain of hops services (1–5) above a database like
 // the storm's (4 workers, 25 ms a query), every service on stack: "s1" → … → "db".

@@ -3,6 +3,7 @@ package sim_test
 import (
 	"bytes"
 	"crypto/sha256"
+	"os"
 	"runtime"
 	"testing"
 	"time"
@@ -21,6 +22,9 @@ func TestStorm_FullRuns(t *testing.T) {
 	runs := map[sim.Stack]sim.Summary{}
 	for _, stack := range []sim.Stack{sim.Naive, sim.OwnerOnly, sim.Backstop} {
 		sc := sim.Storm(stack, 1, 100, 20*time.Second)
+		if v := os.Getenv("SIM_NETWORK"); v != "" {
+			sc.Network.Mean, _ = time.ParseDuration(v)
+		}
 		start := time.Now()
 		a, err := sim.Run(t, sc)
 		if err != nil {

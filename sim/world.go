@@ -97,6 +97,10 @@ func newWorld(sc Scenario) *world {
 type wire struct{ to *service }
 
 func (c wire) RoundTrip(req *http.Request) (*http.Response, error) {
+	w := c.to.w
+	if err := w.network(req.Context()); err != nil { // the request's way there
+		return nil, err
+	}
 	sctx, cancel := context.WithCancel(context.Background())
 	stop := context.AfterFunc(req.Context(), cancel)
 	defer stop()
@@ -107,6 +111,9 @@ func (c wire) RoundTrip(req *http.Request) (*http.Response, error) {
 	c.to.handler.ServeHTTP(rw, sreq)
 	if err := req.Context().Err(); err != nil {
 		return nil, err // the caller went away before the answer
+	}
+	if err := w.network(req.Context()); err != nil { // the answer's way back
+		return nil, err
 	}
 	if rw.status == 0 {
 		rw.status = http.StatusOK
@@ -379,4 +386,22 @@ func (w *world) draw(d Dist) time.Duration {
 		return time.Duration(w.draws.ExpFloat64() * float64(d.Mean))
 	}
 	return d.Mean
+}
+
+// network waits one way's network delay (Scenario.Network), or until ctx is done.
+func (w *world) network(ctx context.Context) error {
+	if w.sc.Network.Mean == 0 {
+		return nil
+	}
+	w.mu.Lock()
+	d := w.draw(w.sc.Network)
+	w.mu.Unlock()
+	tm := w.clock.NewTimer(d)
+	select {
+	case <-tm.C():
+		return nil
+	case <-ctx.Done():
+		tm.Stop()
+		return ctx.Err()
+	}
 }
