@@ -43,7 +43,7 @@ func RunSeeds(t *testing.T, sc Scenario, seeds []uint64) ([]Summary, Spread, err
 		}
 		runs = append(runs, s)
 	}
-	return runs, spreadOf(runs), nil
+	return runs, SpreadOf(runs), nil
 }
 
 // play runs sc inside the current bubble.
@@ -337,7 +337,8 @@ type Spread struct {
 	Recovery *Figure `json:"recovery_s,omitempty"`
 }
 
-func spreadOf(runs []Summary) Spread {
+// SpreadOf returns the spread of runs' figures.
+func SpreadOf(runs []Summary) Spread {
 	sp := Spread{Runs: len(runs)}
 	pick := func(get func(Summary) float64, lowWorst bool) Figure {
 		v := make([]float64, len(runs))
