@@ -234,3 +234,35 @@ func TestService_LatencyBoundAndCapacityBound(t *testing.T) {
 		}
 	}
 }
+
+// A hedge after 30 ms cuts the tail of a latency-bound service whose times are
+// exponential (mean 20 ms): the second attempt's own time races the first's. The
+// attempts run in goroutines of their own, and the run is still repeatable.
+func TestTuning_HedgeCutsTheTail(t *testing.T) {
+	p99 := map[bool]float64{}
+	for _, hedge := range []bool{false, true} {
+		sc := sim.Scenario{Stack: sim.Backstop, Seed: 1, Load: sim.Load{Rate: 200, Duration: 5 * time.Second},
+			Services: []sim.Service{{Name: "api", Calls: []string{"db"}},
+				{Name: "db", Work: sim.Dist{Mean: 20 * time.Millisecond, Exponential: true}}}}
+		if hedge {
+			sc.Tuning.Hedge = 30 * time.Millisecond
+		}
+		a, err := sim.Run(t, sc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := sim.Run(t, sc)
+		if !bytes.Equal(a.JSON(), b.JSON()) {
+			t.Errorf("hedge %v: two runs of one seed differ", hedge)
+		}
+		if a.OKShare < 0.98 {
+			t.Errorf("hedge %v: %d of %d ok", hedge, a.OK, a.Calls)
+		}
+		t.Logf("hedge %v: %d of %d ok, db requests %d", hedge, a.OK, a.Calls, a.Requests["db"])
+		p99[hedge] = a.P99
+	}
+	t.Logf("p99 without a hedge %v ms, with %v ms", p99[false], p99[true])
+	if p99[true] >= 0.8*p99[false] {
+		t.Errorf("p99 with a hedge %v ms, without %v ms; want at least 20 %% less", p99[true], p99[false])
+	}
+}

@@ -42,6 +42,9 @@ type Tuning struct {
 	BreakerOpen time.Duration
 	// NoHopTimeout leaves out the naive loop's per-request timeout.
 	NoHopTimeout bool
+	// Hedge, if > 0, puts a hedge (retry.Hedge, 2 attempts in flight, the second
+	// after Hedge with no answer) in the Backstop stack in place of its retry.
+	Hedge time.Duration
 }
 
 // The defaults of Tuning.
@@ -176,7 +179,7 @@ func (s *Scenario) Validate() error {
 	if len(s.Services) == 0 {
 		return bad("Services", "empty; want at least the service users call")
 	}
-	if s.Tuning.Attempts < 0 || s.Tuning.Base < 0 || s.Tuning.HopTimeout < 0 || s.Tuning.CallBudget < 0 || s.Tuning.BreakerOpen < 0 {
+	if s.Tuning.Attempts < 0 || s.Tuning.Base < 0 || s.Tuning.HopTimeout < 0 || s.Tuning.CallBudget < 0 || s.Tuning.BreakerOpen < 0 || s.Tuning.Hedge < 0 {
 		return bad("Tuning", "negative value")
 	}
 	if s.Bucket < 0 {

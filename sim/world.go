@@ -163,7 +163,11 @@ func (w *world) newHop(from, to *service) *hop {
 			HalfOpenProbes: 3, Rand: w.stages})
 		h.guarded = true
 		bud := budget.MustNewTokenBucket(10, 0.1)
-		p = policy.MustWrap(d, h.breaker, bud, rt, per, policy.Name(name), policy.UseClock(w.clock))
+		var again policy.Policy = rt
+		if t.Hedge > 0 {
+			again = retry.MustNewHedge(retry.HedgeOptions{MaxAttempts: 2, Delay: t.Hedge, Clock: w.clock})
+		}
+		p = policy.MustWrap(d, h.breaker, bud, again, per, policy.Name(name), policy.UseClock(w.clock))
 	}
 	h.client = policyhttp.NewTransport(base, p, policyhttp.Options{Clock: w.clock})
 	return h
