@@ -30,11 +30,19 @@
 // account. The only wakeups outside the engine are the runtime's own timers (context
 // deadlines); the engine sleeps on the bubble's clock to its next event, so they fire
 // at their virtual time, and a goroutine one of them wakes that schedules an earlier
-// event wakes the engine.
+// event wakes the engine. One case is left to the runtime's scheduler: two runtime
+// timers due at the same nanosecond wake their goroutines together. Times come from
+// Poisson arrivals and random draws, so such ties are rare; the tests check that
+// GOMAXPROCS 1 and 4 give the same summaries.
+//
+// The stages' own cost bounds a run's speed, not the engine's: in a profile of the
+// 1 000-service graph the engine's loop is about 6 % of the time, the pipelines, the
+// transport and the shedder nearly all the rest.
 //
 // The price is that synctest.Test needs a *testing.T: a simulation runs in a test
-// binary (go test), which is where a user asserts "my stack recovers within 1 s of a
-// 7 s outage". A command would run the same code through a test binary it builds.
+// (go test), which is where a user asserts "my stack recovers within 1 s of a 7 s
+// outage"; the command sim/cmd/backstopsim runs its scenarios as the one test of
+// testing.Main.
 //
 // # Models
 //
