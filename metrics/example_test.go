@@ -31,7 +31,7 @@ import (
 func Example() {
 	dbBudget := budget.MustNewTokenBucket(10, 0.1)
 	dbBreaker := breaker.MustNew("db", breaker.Options{})
-	shedder := shed.MustNew(shed.Options{})
+	shedder := shed.MustNew(shed.Options{Name: "api"})
 	logger := slog.New(slog.DiscardHandler) // your service's logger
 	p := policy.MustWrap(deadline.MustNew(time.Second), dbBreaker, dbBudget,
 		retry.MustNew(retry.Options{Base: time.Millisecond, Cap: time.Millisecond}))

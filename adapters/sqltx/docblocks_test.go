@@ -18,8 +18,8 @@ var _ = func(ctx context.Context, db *sql.DB) error {
 	if err != nil {
 		return err
 	}
-	err = sqltx.RunTx(ctx, db, p, func(tx *sql.Tx) error {
-		_, err := tx.Exec("UPDATE acct SET n = n - 10 WHERE id = 1")
+	err = sqltx.RunTx(ctx, db, p, func(ctx context.Context, tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, "UPDATE acct SET n = n - 10 WHERE id = 1")
 		return err
 	})
 	return err

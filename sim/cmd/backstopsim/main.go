@@ -1,0 +1,261 @@
+// Command backstopsim plays a simulated scenario with Backstop's real stages (package
+// sim) for one or more stacks and seeds, in virtual time, and prints a table of
+// figures: with -out it also writes each run's summary.json and the spread over seeds.
+//
+//	go run ./sim/cmd/backstopsim                       # the storm, every stack, seed 1
+//	go run ./sim/cmd/backstopsim -load 0.62 -outage 5s-12s -seeds 1-5 -out sim-report
+//	go run ./sim/cmd/backstopsim -scenario chain -hops 2 -stack naive,backstop
+//	go run ./sim/cmd/backstopsim -scenario layered -services 1000 -load 0.4 -duration 10s
+//
+// A simulation runs in a testing/synctest bubble, which needs a *testing.T: the
+// command runs its scenarios as the one test of testing.Main, the standard library's
+// way for a program to act as a test binary, so no test binary needs to be built.
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/backstop-go/backstop/sim"
+)
+
+// config is what the flags ask for.
+type config struct {
+	scenario string
+	stacks   []sim.Stack
+	seeds    []uint64
+	rate     float64 // calls/s; 0: from load
+	load     float64 // share of the databases' capacity
+	duration time.Duration
+	outage   [2]time.Duration // from, to; to 0: none
+	hops     int
+	services int
+	network  time.Duration
+	out      string
+}
+
+func parse(args []string) (config, error) {
+	fs := flag.NewFlagSet("backstopsim", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	var (
+		scenario = fs.String("scenario", "storm", "storm (edge → api → data → db), chain (-hops services above a database) or layered (-services in six layers)")
+		stacks   = fs.String("stack", "naive,owner_only,backstop", "stacks to run, comma-separated")
+		seeds    = fs.String("seeds", "1", `seeds: one, a range "1-5" or a list "1,4,7"`)
+		rate     = fs.Float64("rate", 0, "user calls per second; 0 means -load of the databases' capacity")
+		load     = fs.Float64("load", 0.625, "user calls as a share of the databases' capacity, when -rate is 0")
+		duration = fs.Duration("duration", 20*time.Second, "how long users arrive, in virtual time")
+		outage   = fs.String("outage", "", `the databases' outage "from-to" (e.g. 5s-12s); "" means duration/4 to duration·3/5, "none" none`)
+		hops     = fs.Int("hops", 3, "chain: services above the database, 1–5")
+		services = fs.Int("services", 1000, "layered: services, at least 6")
+		network  = fs.Duration("network", sim.StormNetwork, "one-way delay on the wire")
+		out      = fs.String("out", "", "folder for summary.json of every run and spread.json of every stack; empty means none")
+	)
+	if err := fs.Parse(args); err != nil {
+		return config{}, err
+	}
+	if fs.NArg() > 0 {
+		return config{}, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	c := config{scenario: *scenario, rate: *rate, load: *load, duration: *duration, hops: *hops,
+		services: *services, network: *network, out: *out}
+	switch c.scenario {
+	case "storm", "chain", "layered":
+	default:
+		return c, fmt.Errorf("-scenario %q: want storm, chain or layered", c.scenario)
+	}
+	for _, s := range strings.Split(*stacks, ",") {
+		st := sim.Stack(strings.TrimSpace(s))
+		if st != sim.Naive && st != sim.OwnerOnly && st != sim.Backstop {
+			return c, fmt.Errorf("-stack %q: want naive, owner_only or backstop", s)
+		}
+		c.stacks = append(c.stacks, st)
+	}
+	var err error
+	if c.seeds, err = parseSeeds(*seeds); err != nil {
+		return c, fmt.Errorf("-seeds %q: %w", *seeds, err)
+	}
+	switch {
+	case c.rate < 0:
+		return c, fmt.Errorf("-rate %v: want ≥ 0", c.rate)
+	case c.rate == 0 && c.load <= 0:
+		return c, fmt.Errorf("-load %v: want > 0 (or a -rate)", c.load)
+	case c.duration <= 0:
+		return c, fmt.Errorf("-duration %v: want > 0", c.duration)
+	case c.hops < 1 || c.hops > 5:
+		return c, fmt.Errorf("-hops %d: want 1–5", c.hops)
+	case c.services < 6:
+		return c, fmt.Errorf("-services %d: want at least 6", c.services)
+	case c.network < 0:
+		return c, fmt.Errorf("-network %v: want ≥ 0", c.network)
+	}
+	switch *outage {
+	case "":
+		c.outage = [2]time.Duration{c.duration / 4, c.duration * 3 / 5}
+	case "none":
+	default:
+		from, to, ok := strings.Cut(*outage, "-")
+		f, err1 := time.ParseDuration(from)
+		t, err2 := time.ParseDuration(to)
+		if !ok || err1 != nil || err2 != nil || f < 0 || t <= f {
+			return c, fmt.Errorf(`-outage %q: want "from-to", two durations with 0 ≤ from < to, or "none"`, *outage)
+		}
+		c.outage = [2]time.Duration{f, t}
+	}
+	return c, nil
+}
+
+func parseSeeds(s string) ([]uint64, error) {
+	if from, to, ok := strings.Cut(s, "-"); ok {
+		a, err1 := strconv.ParseUint(from, 10, 64)
+		b, err2 := strconv.ParseUint(to, 10, 64)
+		if err1 != nil || err2 != nil || b < a || b-a >= 1000 {
+			return nil, errors.New(`want a range "a-b" with a ≤ b, at most 1 000 seeds`)
+		}
+		var seeds []uint64
+		for n := a; n <= b; n++ {
+			seeds = append(seeds, n)
+		}
+		return seeds, nil
+	}
+	var seeds []uint64
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.ParseUint(strings.TrimSpace(f), 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("%q is not a seed", f)
+		}
+		seeds = append(seeds, n)
+	}
+	return seeds, nil
+}
+
+// scenario builds the run of stack for seed.
+func (c config) build(stack sim.Stack, seed uint64) sim.Scenario {
+	var sc sim.Scenario
+	switch c.scenario {
+	case "storm":
+		sc = sim.Storm(stack, seed, 1, c.duration)
+	case "chain":
+		sc = sim.Chain(stack, c.hops, seed, sim.Load{})
+	default:
+		sc = sim.Layered(stack, c.services, seed, sim.Load{})
+		sc.Bucket = time.Second
+	}
+	rate := c.rate
+	if rate == 0 {
+		rate = c.load * sc.Capacity()
+	}
+	sc.Load = sim.Load{Rate: rate, Duration: c.duration}
+	sc.Network = sim.Dist{Mean: c.network}
+	for i := range sc.Services {
+		sv := &sc.Services[i]
+		sv.Faults = nil
+		if sv.Workers > 0 && c.outage[1] > 0 {
+			sv.Faults = []sim.Fault{{Kind: sim.Down, From: c.outage[0], To: c.outage[1]}}
+		}
+	}
+	return sc
+}
+
+// simulate runs every stack and seed, printing progress and the table to w.
+func simulate(t *testing.T, c config, w io.Writer) error {
+	fmt.Fprintf(w, "backstopsim: %s, %v of users, outage %s, seeds %v\n", c.scenario, c.duration, outageText(c), seedsText(c.seeds))
+	type row struct {
+		stack  sim.Stack
+		spread sim.Spread
+		runs   []sim.Summary
+		wall   time.Duration
+	}
+	var rows []row
+	for _, stack := range c.stacks {
+		r := row{stack: stack}
+		for _, seed := range c.seeds {
+			sc := c.build(stack, seed)
+			start := time.Now()
+			s, err := sim.Run(t, sc)
+			if err != nil {
+				return err
+			}
+			el := time.Since(start)
+			r.wall += el
+			r.runs = append(r.runs, s)
+			fmt.Fprintf(w, "  %s seed %d: %d calls in %v (%.0f calls per second)\n", stack, seed, s.Calls, el.Round(time.Millisecond), float64(s.Calls)/el.Seconds())
+			if c.out != "" {
+				dir := filepath.Join(c.out, string(stack), fmt.Sprintf("seed-%d", seed))
+				if err := os.MkdirAll(dir, 0o755); err != nil {
+					return err
+				}
+				if err := s.WriteFile(filepath.Join(dir, "summary.json")); err != nil {
+					return err
+				}
+			}
+		}
+		r.spread = sim.SpreadOf(r.runs)
+		if c.out != "" {
+			b, _ := json.MarshalIndent(r.spread, "", "  ")
+			if err := os.WriteFile(filepath.Join(c.out, string(stack), "spread.json"), append(b, '\n'), 0o644); err != nil {
+				return err
+			}
+		}
+		rows = append(rows, r)
+	}
+	fmt.Fprintf(w, "\n%-11s %14s %14s %18s %16s\n", "stack", "ok share", "p99 ms", "db req/call out.", "recovery s")
+	fmt.Fprintf(w, "%-11s %14s %14s %18s %16s\n", "", "median/worst", "median/worst", "median/worst", "median/worst")
+	for _, r := range rows {
+		sp := r.spread
+		pc, rec := "—", "—"
+		if sp.PerCall != nil {
+			pc = fmt.Sprintf("%.2f/%.2f", sp.PerCall.Median, sp.PerCall.Worst)
+			rec = fmt.Sprintf("%s/%s", secs(sp.Recovery.Median), secs(sp.Recovery.Worst))
+		}
+		fmt.Fprintf(w, "%-11s %14s %14s %18s %16s\n", r.stack, fmt.Sprintf("%.3f/%.3f", sp.OKShare.Median, sp.OKShare.Worst),
+			fmt.Sprintf("%.0f/%.0f", sp.P99.Median, sp.P99.Worst), pc, rec)
+	}
+	return nil
+}
+
+func secs(v float64) string {
+	if v < 0 {
+		return "never"
+	}
+	return strconv.FormatFloat(v, 'f', 1, 64)
+}
+
+func outageText(c config) string {
+	if c.outage[1] == 0 {
+		return "none"
+	}
+	return fmt.Sprintf("%v–%v", c.outage[0], c.outage[1])
+}
+
+func seedsText(s []uint64) string {
+	if len(s) == 1 {
+		return strconv.FormatUint(s[0], 10)
+	}
+	return fmt.Sprintf("%d–%d (%d)", s[0], s[len(s)-1], len(s))
+}
+
+func main() {
+	c, err := parse(os.Args[1:])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "backstopsim:", err)
+		os.Exit(2)
+	}
+	os.Args = os.Args[:1] // testing.Main reads the flags too: it gets none
+	testing.Main(func(pat, str string) (bool, error) { return regexp.MatchString(pat, str) },
+		[]testing.InternalTest{{Name: "backstopsim", F: func(t *testing.T) {
+			if err := simulate(t, c, os.Stdout); err != nil {
+				fmt.Fprintln(os.Stderr, "backstopsim:", err)
+				t.FailNow()
+			}
+		}}}, nil, nil)
+}

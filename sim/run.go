@@ -1,0 +1,432 @@
+package sim
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"slices"
+	"sort"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// Run plays sc in a testing/synctest bubble of t and returns its figures. Nothing in
+// the run waits on the wall clock: a 20 s scenario takes the time its events take to
+// compute. Run must not be called from inside another bubble.
+func Run(t *testing.T, sc Scenario) (Summary, error) {
+	t.Helper()
+	if err := sc.Validate(); err != nil {
+		return Summary{}, err
+	}
+	var s Summary
+	synctest.Test(t, func(*testing.T) { s = play(sc) })
+	return s, nil
+}
+
+// RunSeeds plays sc once for every seed and returns each run and the spread of its
+// figures.
+func RunSeeds(t *testing.T, sc Scenario, seeds []uint64) ([]Summary, Spread, error) {
+	t.Helper()
+	runs := make([]Summary, 0, len(seeds))
+	for _, seed := range seeds {
+		sc.Seed = seed
+		s, err := Run(t, sc)
+		if err != nil {
+			return nil, Spread{}, err
+		}
+		runs = append(runs, s)
+	}
+	return runs, SpreadOf(runs), nil
+}
+
+// play runs sc inside the current bubble.
+func play(sc Scenario) Summary {
+	w := newWorld(sc)
+	l := sc.Load
+	userTimeout := l.UserTimeout
+	if userTimeout == 0 {
+		userTimeout = DefaultUserTimeout
+	}
+	entries := []*service{w.svcs[0]}
+	if len(sc.Entries) > 0 {
+		entries = entries[:0]
+		for _, e := range sc.Entries {
+			entries = append(entries, w.byName[e])
+		}
+	}
+	arrivals := rand.New(rand.NewPCG(sc.Seed, 2))
+	pick := func() *service {
+		if len(entries) == 1 {
+			return entries[0]
+		}
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return entries[arrivals.IntN(len(entries))]
+	}
+	finish := func() {
+		w.mu.Lock()
+		w.pending--
+		w.mu.Unlock()
+	}
+	call := func() {
+		to := pick()
+		w.mu.Lock()
+		w.pending++
+		w.mu.Unlock()
+		w.users.start(func() { w.userCall(to, userTimeout); finish() })
+	}
+	switch {
+	case l.Burst > 0:
+		w.e.After(l.At, func() {
+			for range l.Burst {
+				call()
+			}
+		})
+	case l.Users > 0:
+		// Closed loop: each user calls, thinks, and calls again until Duration; the
+		// users start spread over one think time.
+		think := func() time.Duration {
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			return w.draw(l.Think)
+		}
+		w.pending = l.Users
+		for range l.Users {
+			w.e.After(time.Duration(arrivals.Float64()*float64(l.Think.Mean)), func() {
+				w.users.start(func() {
+					for time.Since(w.start) < l.Duration {
+						w.userCall(pick(), userTimeout)
+						<-w.clock.NewTimer(think()).C()
+					}
+					finish()
+				})
+			})
+		}
+	default:
+		w.arriving = true
+		var next func()
+		gap := func() time.Duration { return time.Duration(arrivals.ExpFloat64() / l.Rate * float64(time.Second)) }
+		next = func() {
+			call()
+			if d := gap(); time.Since(w.start)+d < l.Duration {
+				w.e.After(d, next)
+			} else {
+				w.mu.Lock()
+				w.arriving = false
+				w.mu.Unlock()
+			}
+		}
+		w.e.After(gap(), next)
+	}
+	defer w.users.close()
+	w.e.loop(func() bool {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return !w.arriving && w.pending == 0 && (l.Burst == 0 || w.e.fired > 0)
+	})
+	return w.summary()
+}
+
+const (
+	outcomeOK = iota
+	outcomeFailed
+	outcomeLost
+)
+
+func (w *world) userCall(to *service, timeout time.Duration) {
+	at := time.Now()
+	ctx, cancel := context.Background(), context.CancelFunc(func() {})
+	if timeout > 0 {
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+	}
+	defer cancel()
+	req := (&http.Request{Method: http.MethodGet, URL: to.url, Host: to.Name, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header: http.Header{}}).WithContext(ctx)
+	res, err := wire{to}.RoundTrip(req)
+	outcome := outcomeOK
+	switch {
+	case err != nil && ctx.Err() != nil:
+		outcome = outcomeLost
+	case err != nil:
+		outcome = outcomeFailed
+	default:
+		_, _ = io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		if res.StatusCode != http.StatusOK {
+			outcome = outcomeFailed
+		}
+	}
+	w.mu.Lock()
+	w.rec.call(at.Sub(w.start), time.Since(at), outcome)
+	w.mu.Unlock()
+}
+
+// recorder counts a run in time buckets (by the start of each call).
+type recorder struct {
+	w        *world
+	buckets  []Bucket
+	okLat    []time.Duration
+	requests map[string]int
+}
+
+func (r *recorder) init(w *world) {
+	r.w = w
+	r.requests = map[string]int{}
+}
+
+func (r *recorder) bucket(t time.Duration) *Bucket {
+	i := int(t / r.w.sc.Bucket)
+	for len(r.buckets) <= i {
+		r.buckets = append(r.buckets, Bucket{At: seconds(time.Duration(len(r.buckets)) * r.w.sc.Bucket), Requests: map[string]int{}})
+	}
+	return &r.buckets[i]
+}
+
+func (r *recorder) request(s *service, t time.Duration) {
+	r.requests[s.Name]++
+	if s.Workers > 0 || len(s.Faults) > 0 {
+		r.bucket(t).Requests[s.Name]++
+	}
+}
+
+func (r *recorder) call(at, latency time.Duration, outcome int) {
+	b := r.bucket(at)
+	b.Started++
+	switch outcome {
+	case outcomeOK:
+		b.OK++
+		r.okLat = append(r.okLat, latency)
+	case outcomeFailed:
+		b.Failed++
+	default:
+		b.Lost++
+	}
+}
+
+// Bucket is one time bucket of a run: the calls started in it and what became of
+// them, and the requests each service with workers or faults received in it.
+type Bucket struct {
+	At       float64        `json:"at_s"`
+	Started  int            `json:"started"`
+	OK       int            `json:"ok"`
+	Failed   int            `json:"failed"`
+	Lost     int            `json:"lost"`
+	Requests map[string]int `json:"requests"`
+}
+
+// Summary is a run's figures; its JSON (summary.json) is the same, byte for byte, for
+// the same scenario and seed.
+type Summary struct {
+	Scenario string  `json:"scenario"`
+	Stack    Stack   `json:"stack"`
+	Seed     uint64  `json:"seed"`
+	Virtual  float64 `json:"virtual_s"` // virtual time the run took
+	Events   uint64  `json:"events"`    // engine events fired
+	Calls    int     `json:"calls"`
+	OK       int     `json:"ok"`
+	Failed   int     `json:"failed"`
+	Lost     int     `json:"lost"`
+	OKShare  float64 `json:"ok_share"`
+	// Requests is each service's requests received over the run.
+	Requests map[string]int `json:"requests"`
+	// P50 and P99 are the latencies of the calls answered 200, in ms.
+	P50 float64 `json:"p50_ms"`
+	P99 float64 `json:"p99_ms"`
+	// Outage is the first fault of the scenario (none: nil) and what it did.
+	Outage *Outage  `json:"outage,omitempty"`
+	Series []Bucket `json:"series"`
+}
+
+// Outage is what the scenario's first fault did.
+type Outage struct {
+	Service string  `json:"service"`
+	From    float64 `json:"from_s"`
+	To      float64 `json:"to_s"`
+	// PerCall is the faulty service's requests per user call started during the
+	// fault.
+	PerCall float64 `json:"requests_per_call"`
+	// Recovery is the time from the fault's end to the start of the first bucket whose
+	// calls were at least 95 % answered (RecoveryShare), in seconds; -1 if none was.
+	Recovery float64 `json:"recovery_s"`
+}
+
+// RecoveryShare is the share of calls answered that marks a recovered bucket.
+const RecoveryShare = 0.95
+
+func seconds(d time.Duration) float64 { return math.Round(d.Seconds()*1e6) / 1e6 }
+
+func (w *world) summary() Summary {
+	r := &w.rec
+	s := Summary{Scenario: w.sc.Name, Stack: w.sc.Stack, Seed: w.sc.Seed, Virtual: seconds(time.Since(w.start)),
+		Events: w.e.fired, Requests: r.requests, Series: r.buckets}
+	for _, b := range r.buckets {
+		s.Calls += b.Started
+		s.OK += b.OK
+		s.Failed += b.Failed
+		s.Lost += b.Lost
+	}
+	if s.Calls > 0 {
+		s.OKShare = float64(s.OK) / float64(s.Calls)
+	}
+	slices.Sort(r.okLat)
+	s.P50, s.P99 = quantile(r.okLat, 0.5), quantile(r.okLat, 0.99)
+	for _, sv := range w.svcs {
+		if len(sv.Faults) == 0 {
+			continue
+		}
+		f := sv.Faults[0]
+		o := &Outage{Service: sv.Name, From: seconds(f.From), To: seconds(f.To), Recovery: -1}
+		calls, reqs := 0, 0
+		for _, b := range r.buckets {
+			at := time.Duration(b.At * float64(time.Second))
+			if at >= f.From && at < f.To {
+				calls += b.Started
+				reqs += b.Requests[sv.Name]
+			}
+			if o.Recovery < 0 && at >= f.To && b.Started > 0 && float64(b.OK) >= RecoveryShare*float64(b.Started) {
+				o.Recovery = seconds(at - f.To)
+			}
+		}
+		if calls > 0 {
+			o.PerCall = math.Round(float64(reqs)/float64(calls)*1e4) / 1e4
+		}
+		s.Outage = o
+		break
+	}
+	return s
+}
+
+func quantile(sorted []time.Duration, q float64) float64 {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := min(len(sorted)-1, int(q*float64(len(sorted))))
+	return float64(sorted[i].Microseconds()) / 1000
+}
+
+// JSON returns the summary as summary.json writes it.
+func (s Summary) JSON() []byte {
+	b, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		panic(fmt.Sprintf("sim: summary: %v", err)) // only plain values: cannot happen
+	}
+	return append(b, '\n')
+}
+
+// Figure is one figure over seeds.
+type Figure struct {
+	Median float64 `json:"median"`
+	Worst  float64 `json:"worst"`
+}
+
+// Spread is the median and worst of a set of runs' figures: worst is the lowest
+// share answered, the highest latency, requests per call and recovery time (a run
+// that never recovered counts as the worst).
+type Spread struct {
+	Runs     int     `json:"runs"`
+	OKShare  Figure  `json:"ok_share"`
+	P99      Figure  `json:"p99_ms"`
+	PerCall  *Figure `json:"requests_per_call,omitempty"`
+	Recovery *Figure `json:"recovery_s,omitempty"`
+}
+
+// SpreadOf returns the spread of runs' figures.
+func SpreadOf(runs []Summary) Spread {
+	sp := Spread{Runs: len(runs)}
+	pick := func(get func(Summary) float64, lowWorst bool) Figure {
+		v := make([]float64, len(runs))
+		for i, r := range runs {
+			v[i] = get(r)
+		}
+		sort.Float64s(v)
+		f := Figure{Median: median(v)}
+		if lowWorst {
+			f.Worst = v[0]
+		} else {
+			f.Worst = v[len(v)-1]
+		}
+		return f
+	}
+	if len(runs) == 0 {
+		return sp
+	}
+	sp.OKShare = pick(func(s Summary) float64 { return s.OKShare }, true)
+	sp.P99 = pick(func(s Summary) float64 { return s.P99 }, false)
+	if runs[0].Outage != nil {
+		pc := pick(func(s Summary) float64 { return s.Outage.PerCall }, false)
+		sp.PerCall = &pc
+		rec := pick(func(s Summary) float64 {
+			if s.Outage.Recovery < 0 {
+				return math.Inf(1)
+			}
+			return s.Outage.Recovery
+		}, false)
+		if math.IsInf(rec.Worst, 1) {
+			rec.Worst = -1 // never recovered
+		}
+		if math.IsInf(rec.Median, 1) {
+			rec.Median = -1
+		}
+		sp.Recovery = &rec
+	}
+	return sp
+}
+
+func median(sorted []float64) float64 {
+	n := len(sorted)
+	if n%2 == 1 {
+		return sorted[n/2]
+	}
+	return (sorted[n/2-1] + sorted[n/2]) / 2
+}
+
+// WriteFile writes the summary's JSON (summary.json) to path.
+func (s Summary) WriteFile(path string) error { return os.WriteFile(path, s.JSON(), 0o644) }
+
+// users runs user calls on goroutines kept between calls: a call's deep stack
+// (every hop runs in its caller's goroutine) is grown once, not once per call. An
+// idle goroutine waits on the channel; which one takes a call makes no difference.
+type users struct {
+	mu   sync.Mutex // guards idle
+	idle int
+	work chan func()
+}
+
+func (u *users) start(fn func()) {
+	u.mu.Lock()
+	if u.work == nil {
+		u.work = make(chan func())
+	}
+	if u.idle > 0 {
+		u.idle--
+		u.mu.Unlock()
+		u.work <- fn // an idle goroutine is blocked receiving: this does not block
+		return
+	}
+	u.mu.Unlock()
+	go func() {
+		for {
+			fn()
+			u.mu.Lock()
+			u.idle++
+			u.mu.Unlock()
+			var ok bool
+			if fn, ok = <-u.work; !ok {
+				return
+			}
+		}
+	}()
+}
+
+func (u *users) close() {
+	if u.work != nil {
+		close(u.work)
+	}
+}

@@ -1,0 +1,411 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"io"
+	"math"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/backstop-go/backstop/breaker"
+	"github.com/backstop-go/backstop/budget"
+	"github.com/backstop-go/backstop/callpath"
+	"github.com/backstop-go/backstop/deadline"
+	"github.com/backstop-go/backstop/policy"
+	"github.com/backstop-go/backstop/policyhttp"
+	"github.com/backstop-go/backstop/retry"
+	"github.com/backstop-go/backstop/shed"
+)
+
+// world is one run: the engine, the services and what they count.
+type world struct {
+	sc     Scenario
+	tune   Tuning
+	e      *engine
+	clock  policy.Clock
+	stages policy.Rand // the stages' jitter
+	start  time.Time
+	svcs   []*service
+	byName map[string]*service
+
+	mu       sync.Mutex // guards what follows
+	draws    *rand.Rand // service times and fault shares
+	pending  int        // user calls not yet answered
+	arriving bool       // arrivals are still to come
+	rec      recorder
+	users    users
+}
+
+// service is a Service at run time.
+type service struct {
+	w *world
+	Service
+	url     *url.URL
+	handler http.Handler
+	hops    []*hop // one per Calls entry
+	// the worker pool, guarded by w.mu
+	busy  int
+	queue []func()
+}
+
+// hop is a service's client for one dependency.
+type hop struct {
+	to      *service
+	client  http.RoundTripper
+	naive   bool
+	guarded bool // a breaker counts this dependency's failures
+	breaker *breaker.Breaker
+	w       *world
+}
+
+func newWorld(sc Scenario) *world {
+	w := &world{sc: sc, tune: sc.Tuning.withDefaults(), e: newEngine(), start: time.Now(),
+		stages: policy.SeededRand(sc.Seed, 1), draws: rand.New(rand.NewPCG(sc.Seed, 3)),
+		byName: map[string]*service{}}
+	w.clock = w.e.Clock()
+	if w.sc.Bucket == 0 {
+		w.sc.Bucket = DefaultBucket
+	}
+	for _, s := range sc.Services {
+		sv := &service{w: w, Service: s, url: &url.URL{Scheme: "http", Host: s.Name, Path: "/"}}
+		if sv.Stack == "" {
+			sv.Stack = sc.Stack
+		}
+		w.svcs = append(w.svcs, sv)
+		w.byName[s.Name] = sv
+	}
+	w.rec.init(w)
+	// Build the handlers bottom up: a service's hops need only their targets' names.
+	for _, sv := range w.svcs {
+		for _, c := range sv.Calls {
+			sv.hops = append(sv.hops, w.newHop(sv, w.byName[c]))
+		}
+		sv.handler = sv.guard(http.HandlerFunc(sv.serve))
+	}
+	return w
+}
+
+// wire carries a request to a service's handler in the caller's goroutine. The
+// service sees a fresh request: the caller's headers, and a context cancelled when the
+// caller's is (as a server sees its client go away) but with none of its values or
+// its deadline.
+type wire struct{ to *service }
+
+func (c wire) RoundTrip(req *http.Request) (*http.Response, error) {
+	w := c.to.w
+	if err := w.network(req.Context()); err != nil { // the request's way there
+		return nil, err
+	}
+	sctx, cancel := context.WithCancel(context.Background())
+	stop := context.AfterFunc(req.Context(), cancel)
+	defer stop()
+	defer cancel()
+	sreq := (&http.Request{Method: http.MethodGet, URL: c.to.url, Host: c.to.Name, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header: req.Header.Clone(), Body: http.NoBody, RemoteAddr: "sim", RequestURI: "/"}).WithContext(sctx)
+	rw := &response{header: http.Header{}}
+	c.to.handler.ServeHTTP(rw, sreq)
+	if err := req.Context().Err(); err != nil {
+		return nil, err // the caller went away before the answer
+	}
+	if err := w.network(req.Context()); err != nil { // the answer's way back
+		return nil, err
+	}
+	if rw.status == 0 {
+		rw.status = http.StatusOK
+	}
+	return &http.Response{Status: http.StatusText(rw.status), StatusCode: rw.status, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header: rw.header, Body: http.NoBody, Request: req}, nil
+}
+
+// response is the http.ResponseWriter a service answers into: a status and headers
+// (the simulated services send no body).
+type response struct {
+	header http.Header
+	status int
+}
+
+func (r *response) Header() http.Header { return r.header }
+func (r *response) Write(b []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	return len(b), nil
+}
+func (r *response) WriteHeader(code int) {
+	if r.status == 0 {
+		r.status = code
+	}
+}
+
+func (w *world) newHop(from, to *service) *hop {
+	h := &hop{to: to, w: w}
+	base := wire{to}
+	t := w.tune
+	if from.Stack == Naive {
+		h.naive = true
+		h.client = base
+		return h
+	}
+	name := from.Name + "→" + to.Name
+	d := deadline.MustNew(t.CallBudget)
+	rt := retry.MustNew(retry.Options{MaxAttempts: t.Attempts, Base: t.Base, Cap: time.Second, Rand: w.stages, Clock: w.clock})
+	per := deadline.MustPerAttempt(t.HopTimeout)
+	var p *policy.Pipeline
+	if from.Stack == OwnerOnly {
+		p = policy.MustWrap(d, rt, per, policy.Name(name), policy.UseClock(w.clock))
+	} else {
+		h.breaker = breaker.MustNew(name, breaker.Options{OpenTimeout: t.BreakerOpen, MaxOpenTimeout: t.BreakerOpen,
+			HalfOpenProbes: 3, Rand: w.stages})
+		h.guarded = true
+		bud := budget.MustNewTokenBucket(10, 0.1)
+		var again policy.Policy = rt
+		if t.Hedge > 0 {
+			again = retry.MustNewHedge(retry.HedgeOptions{MaxAttempts: 2, Delay: t.Hedge, Clock: w.clock})
+		}
+		p = policy.MustWrap(d, h.breaker, bud, again, per, policy.Name(name), policy.UseClock(w.clock))
+	}
+	h.client = policyhttp.NewTransport(base, p, policyhttp.Options{Clock: w.clock})
+	return h
+}
+
+// guard puts the service's own protection around its handler.
+func (s *service) guard(h http.Handler) http.Handler {
+	switch s.Stack {
+	case OwnerOnly:
+		return policyhttp.Middleware(h)
+	case Backstop:
+		var brk *breaker.Breaker
+		if len(s.hops) > 0 {
+			brk = s.hops[0].breaker
+		}
+		return shed.Middleware(h, shed.MustNew(shed.Options{Name: s.Name, Breaker: brk, Rand: s.w.stages, Clock: s.w.clock}))
+	}
+	return h
+}
+
+// answer is what a hop passes up: the status and the headers that matter.
+type answer struct {
+	status                      int
+	retryAfter, refused, millis string
+}
+
+func (h *hop) get(ctx context.Context) (answer, error) {
+	if !h.naive {
+		return h.once(ctx)
+	}
+	t := h.w.tune
+	var a answer
+	var err error
+	for n := 1; n <= t.Attempts; n++ {
+		if n > 1 {
+			tm := h.w.clock.NewTimer(t.Base << (n - 2))
+			select {
+			case <-tm.C():
+			case <-ctx.Done():
+				tm.Stop()
+				return answer{}, ctx.Err()
+			}
+		}
+		actx, cancel := ctx, context.CancelFunc(func() {})
+		if !t.NoHopTimeout {
+			actx, cancel = context.WithTimeout(ctx, t.HopTimeout)
+		}
+		a, err = h.once(actx)
+		cancel()
+		if err == nil && a.status < 500 && a.status != http.StatusTooManyRequests {
+			return a, nil
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return a, err
+}
+
+func (h *hop) once(ctx context.Context) (answer, error) {
+	req := (&http.Request{Method: http.MethodGet, URL: h.to.url, Host: h.to.Name, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header: http.Header{}}).WithContext(ctx)
+	res, err := h.client.RoundTrip(req)
+	if err != nil {
+		return answer{}, err
+	}
+	_, _ = io.Copy(io.Discard, res.Body)
+	res.Body.Close()
+	return answer{status: res.StatusCode, retryAfter: res.Header.Get("Retry-After"),
+		refused: res.Header.Get(callpath.HeaderRefused), millis: res.Header.Get(callpath.HeaderRetryAfterMillis)}, nil
+}
+
+// fault is the state of a service's faults at one time.
+type faultNow struct {
+	refuse     float64 // share answered 503 at once
+	retryAfter time.Duration
+	factor     float64
+}
+
+func (s *service) faultAt(t time.Duration) faultNow {
+	f := faultNow{factor: 1}
+	for _, ft := range s.Faults {
+		weight := 0.0
+		switch {
+		case t >= ft.From && t < ft.To:
+			weight = 1
+		case t >= ft.To && t < ft.To+ft.Recover:
+			weight = 1 - float64(t-ft.To)/float64(ft.Recover)
+		}
+		if weight == 0 {
+			continue
+		}
+		switch ft.Kind {
+		case Down:
+			f.refuse = max(f.refuse, weight)
+		case Erroring:
+			f.refuse = max(f.refuse, weight*ft.Rate)
+			f.retryAfter = max(f.retryAfter, ft.RetryAfter)
+		case Slow:
+			f.factor = max(f.factor, 1+weight*(ft.Factor-1))
+		}
+	}
+	return f
+}
+
+var errQueueFull = errors.New("sim: queue full")
+
+// serve is the service's own handler: the fault schedule, its work on a worker, then
+// its dependencies one after another, answering as the storm's middle services do.
+func (s *service) serve(rw http.ResponseWriter, r *http.Request) {
+	w := s.w
+	now := time.Since(w.start)
+	w.mu.Lock()
+	w.rec.request(s, now)
+	f := s.faultAt(now)
+	refuse := f.refuse > 0 && (f.refuse >= 1 || w.draws.Float64() < f.refuse)
+	w.mu.Unlock()
+	if refuse {
+		if f.retryAfter > 0 {
+			rw.Header().Set("Retry-After", strconv.Itoa(max(1, int(math.Ceil(f.retryAfter.Seconds())))))
+		}
+		rw.WriteHeader(http.StatusServiceUnavailable)
+		return
+	}
+	switch {
+	case s.Workers > 0:
+		if err := s.work(r.Context(), f.factor); err != nil {
+			rw.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+	case s.Work.Mean > 0: // latency-bound: no limit, each request takes its time
+		w.mu.Lock()
+		d := time.Duration(float64(w.draw(s.Work)) * f.factor)
+		w.mu.Unlock()
+		tm := w.clock.NewTimer(d)
+		select {
+		case <-tm.C():
+		case <-r.Context().Done():
+			tm.Stop()
+			rw.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+	}
+	for _, h := range s.hops {
+		a, err := h.get(r.Context())
+		var rej policy.Rejection
+		switch {
+		case errors.As(err, &rej):
+			left := rej.RetryAfter()
+			a = answer{status: http.StatusServiceUnavailable, refused: "breaker",
+				retryAfter: strconv.Itoa(max(1, int(math.Ceil(left.Seconds())))),
+				millis:     strconv.FormatInt(max(1, (left+30*time.Millisecond).Milliseconds()), 10)}
+		case err != nil:
+			a.status = http.StatusBadGateway
+		case h.guarded && a.status >= 500 && a.refused == "":
+			a.refused = "dependency"
+		}
+		if a.status == http.StatusOK {
+			continue
+		}
+		if a.retryAfter != "" {
+			rw.Header().Set("Retry-After", a.retryAfter)
+		}
+		if h.guarded && a.refused != "" {
+			rw.Header().Set(callpath.HeaderRefused, a.refused)
+			if a.millis != "" {
+				rw.Header().Set(callpath.HeaderRetryAfterMillis, a.millis)
+			}
+		}
+		rw.WriteHeader(a.status)
+		return
+	}
+	rw.WriteHeader(http.StatusOK)
+}
+
+// work waits for a worker and holds it for one service time. The worker is held to
+// the end even if ctx is done first: the caller stops waiting, the work goes on.
+func (s *service) work(ctx context.Context, factor float64) error {
+	w := s.w
+	done := make(chan struct{})
+	w.mu.Lock()
+	start := func() { // w.mu held
+		d := time.Duration(float64(w.draw(s.Work)) * factor)
+		w.e.After(d, func() {
+			close(done)
+			w.mu.Lock()
+			if len(s.queue) > 0 {
+				next := s.queue[0]
+				s.queue[0] = nil
+				s.queue = s.queue[1:]
+				next()
+			} else {
+				s.busy--
+			}
+			w.mu.Unlock()
+		})
+	}
+	switch {
+	case s.busy < s.Workers:
+		s.busy++
+		start()
+	case s.Queue > 0 && len(s.queue) >= s.Queue:
+		w.mu.Unlock()
+		return errQueueFull
+	default:
+		s.queue = append(s.queue, start)
+	}
+	w.mu.Unlock()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// draw returns a time from d; w.mu must be held.
+func (w *world) draw(d Dist) time.Duration {
+	if d.Exponential {
+		return time.Duration(w.draws.ExpFloat64() * float64(d.Mean))
+	}
+	return d.Mean
+}
+
+// network waits one way's network delay (Scenario.Network), or until ctx is done.
+func (w *world) network(ctx context.Context) error {
+	if w.sc.Network.Mean == 0 {
+		return nil
+	}
+	w.mu.Lock()
+	d := w.draw(w.sc.Network)
+	w.mu.Unlock()
+	tm := w.clock.NewTimer(d)
+	select {
+	case <-tm.C():
+		return nil
+	case <-ctx.Done():
+		tm.Stop()
+		return ctx.Err()
+	}
+}
