@@ -2,9 +2,7 @@ module github.com/backstop-go/backstop/sim
 
 go 1.26.0
 
-replace github.com/backstop-go/backstop => ../
-
-require github.com/backstop-go/backstop v0.0.0-00010101000000-000000000000
+require github.com/backstop-go/backstop v0.1.0
 
 require (
 	github.com/sony/gobreaker/v2 v2.4.0 // indirect
