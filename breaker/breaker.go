@@ -197,15 +197,14 @@ type Breaker struct {
 	subsMu sync.Mutex                // guards subs
 	subs   map[event.Observer]string // who hears of transitions, and under which pipeline name
 
-	mu         sync.Mutex // guards the fields below
-	gen        uint64     // which gobreaker instance is current (Reset makes a new one)
-	state      State      // as of the last transition
-	reopens    int        // failed probes since the breaker last closed
-	openedAt   time.Time
-	until      time.Time // when an open breaker lets probes through (jitter included)
-	last       Transition
-	lastBefore Transition   // last, before the latest transition
-	queue      []Transition // to deliver, outside every lock
+	mu       sync.Mutex // guards the fields below
+	gen      uint64     // which gobreaker instance is current (Reset makes a new one)
+	state    State      // as of the last transition
+	reopens  int        // failed probes since the breaker last closed
+	openedAt time.Time
+	until    time.Time // when an open breaker lets probes through (jitter included)
+	last     Transition
+	queue    []Transition // to deliver, outside every lock
 }
 
 // New returns a closed breaker named name (the name labels its events and metrics) or

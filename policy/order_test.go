@@ -135,7 +135,7 @@ func TestWrap_O1MessageIsExact(t *testing.T) {
 }
 
 // uncomparable is a policy whose dynamic type cannot be compared with ==.
-type uncomparable struct{ tags []string }
+type uncomparable struct{ _ []string }
 
 func (uncomparable) Kind() policy.Kind                                   { return policy.KindOther }
 func (uncomparable) Bind(next policy.Runner, _ policy.Env) policy.Runner { return next }

@@ -89,9 +89,9 @@ func DefaultClassifier(res *http.Response, now time.Time) error {
 	return err
 }
 
-// maxRetryAfterMillis bounds callpath.HeaderRetryAfterMillis as retry.ParseRetryAfter
+// maxRetryAfterHeader bounds callpath.HeaderRetryAfterMillis as retry.ParseRetryAfter
 // bounds Retry-After: a day.
-const maxRetryAfterMillis = 24 * time.Hour
+const maxRetryAfterHeader = 24 * time.Hour
 
 // parseMillis reads callpath.HeaderRetryAfterMillis: a non-negative integer of
 // milliseconds, at most a day (larger values saturate); anything else is false.
@@ -103,5 +103,5 @@ func parseMillis(v string) (time.Duration, bool) {
 	if err != nil {
 		return 0, false
 	}
-	return min(time.Duration(n)*time.Millisecond, maxRetryAfterMillis), true
+	return min(time.Duration(n)*time.Millisecond, maxRetryAfterHeader), true
 }

@@ -3,7 +3,6 @@ package policyhttp_test
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -402,8 +401,6 @@ func TestMiddleware_MarksOwnedUpstream(t *testing.T) {
 		}
 	}
 }
-
-var errDown = errors.New("down")
 
 // TestTransport_BreakerInsideRetryReturnsTheLastResponse: with the breaker counting
 // attempts, the attempt it refuses sends nothing, and the caller gets the last

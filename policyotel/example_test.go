@@ -49,7 +49,7 @@ func Example() {
 				for _, dp := range sum.DataPoints {
 					outcome, _ := dp.Attributes.Value("outcome")
 					reason, _ := dp.Attributes.Value("reason")
-					fmt.Println(m.Name, outcome.Emit()+reason.Emit(), dp.Value)
+					fmt.Println(m.Name, outcome.String()+reason.String(), dp.Value)
 				}
 			}
 		}

@@ -109,7 +109,7 @@ func (e *engine) loop(done func() bool) {
 			continue
 		}
 		next := e.q[0]
-		if d := next.at.Sub(time.Now()); d > 0 {
+		if d := time.Until(next.at); d > 0 {
 			e.mu.Unlock()
 			sleep.Reset(d)
 			select {

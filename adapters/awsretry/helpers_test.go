@@ -101,11 +101,6 @@ func s3Object(_ int, w http.ResponseWriter, _ *http.Request) {
 	_, _ = io.WriteString(w, "hello")
 }
 
-func dynamoItem(_ int, w http.ResponseWriter, _ *http.Request) {
-	w.Header().Set("Content-Type", "application/x-amz-json-1.0")
-	_, _ = io.WriteString(w, `{"Item":{"id":{"S":"1"}}}`)
-}
-
 // failThen answers the first n attempts with fail and the others with ok.
 func failThen(n int, fail, ok answer) answer {
 	return func(i int, w http.ResponseWriter, r *http.Request) {

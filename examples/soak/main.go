@@ -181,10 +181,10 @@ type phase struct {
 
 // result is one phase's figures.
 type result struct {
-	phase                                string
-	calls, ok, failed, lost, canceled, n int64
-	peakHeapMB                           float64
-	goroutines                           int
+	phase                             string
+	calls, ok, failed, lost, canceled int64
+	peakHeapMB                        float64
+	goroutines                        int
 }
 
 func soak(total time.Duration, seed uint64) (bool, error) {
