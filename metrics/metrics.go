@@ -72,9 +72,7 @@ type Options struct {
 // pipeline (set it with policy.Observe): each pipeline gets its series resolved once,
 // when it is bound (see [Observer.ForPipeline]). Build it with [New].
 type Observer struct {
-	calls        *prometheus.CounterVec
-	callDuration *prometheus.HistogramVec
-	attempts     *prometheus.CounterVec
+	callSeries   *callSeries // calls, attempts and their duration: the hot path
 	retries      *prometheus.CounterVec
 	suppressed   *prometheus.CounterVec
 	deadlines    *prometheus.CounterVec
@@ -114,13 +112,6 @@ func outcomeIndex(err error) int {
 	return 4
 }
 
-// pipelineSeries are one pipeline's children, resolved once so that a call's events
-// do no label lookups.
-type pipelineSeries struct {
-	calls, attempts [len(outcomes)]prometheus.Counter
-	duration        prometheus.Observer
-}
-
 // New registers the Observer's collectors on reg (never the global registry unless
 // you pass it) and returns it. A second Observer on the same registry fails with
 // prometheus.AlreadyRegisteredError.
@@ -135,15 +126,15 @@ func New(reg prometheus.Registerer, o Options) (*Observer, error) {
 	if buckets == nil {
 		buckets = prometheus.DefBuckets
 	}
+	calls, err := newCallSeries(buckets, o.NativeHistograms)
+	if err != nil {
+		return nil, err
+	}
 	counter := func(name, help string, labels ...string) *prometheus.CounterVec {
 		return prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: name, Help: help}, labels)
 	}
 	m := &Observer{
-		calls: counter("calls_total", "Calls that left a pipeline, by outcome (success, failure, rejected, canceled, deadline).", "pipeline", "outcome"),
-		callDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: Namespace, Name: "call_duration_seconds",
-			Help: "Time calls spent in a pipeline, retries and backoff included.", Buckets: buckets,
-			NativeHistogramBucketFactor: o.NativeHistograms}, []string{"pipeline"}),
-		attempts:   counter("attempts_total", "Attempts a pipeline's retry made, by outcome.", "pipeline", "outcome"),
+		callSeries: calls,
 		retries:    counter("retries_total", "Retries scheduled, by why the error was retryable (retryable, hint, timeout, network, custom).", "pipeline", "reason"),
 		suppressed: counter("retries_suppressed_total", "Retries that would have happened and did not, by why (owner, budget, deadline, hint).", "pipeline", "why"),
 		deadlines:  counter("deadlines_exceeded_total", "Calls or attempts whose deadline ran out, by kind (deadline, attempt-timeout).", "pipeline", "kind"),
@@ -158,8 +149,8 @@ func New(reg prometheus.Registerer, o Options) (*Observer, error) {
 		fleet:  counter("fleet_transitions_total", "Fleet policies moving between deciding on shared state (shared) and on their own when the store is out of reach (local).", "policy", "kind", "to"),
 		panics: counter("panics_total", "Panics in user code recovered on goroutines Backstop started, by what started them (coalesce, hedge, redeliver/jetstream).", "pipeline", "source"),
 	}
-	cs := []prometheus.Collector{m.calls, m.callDuration, m.attempts, m.retries, m.suppressed, m.deadlines,
-		m.breakerState, m.transitions, m.shed, m.retryAfter, m.fleet, m.panics}
+	cs := append(m.callSeries.collectors(), m.retries, m.suppressed, m.deadlines,
+		m.breakerState, m.transitions, m.shed, m.retryAfter, m.fleet, m.panics)
 	m.admission = newAdmission(o.NativeHistograms)
 	cs = append(cs, m.admission.collectors()...)
 	for name, b := range o.Budgets {
@@ -362,11 +353,7 @@ func (m *Observer) pipeline(name string) *pipelineSeries {
 	if s, ok := m.pipelines.Load(name); ok {
 		return s.(*pipelineSeries)
 	}
-	s := &pipelineSeries{duration: m.callDuration.WithLabelValues(name)}
-	for i, o := range outcomes {
-		s.calls[i] = m.calls.WithLabelValues(name, o)
-		s.attempts[i] = m.attempts.WithLabelValues(name, o)
-	}
+	s := m.callSeries.pipeline(name)
 	// Counters of things that may not have happened yet exist at 0, so that rate()
 	// and alerts see a series from the start.
 	for _, r := range retryReasons {
@@ -418,10 +405,9 @@ func (o *pipelineObserver) Observe(e event.Event) {
 	switch e.Kind {
 	case event.CallStart, event.AttemptStart:
 	case event.CallEnd:
-		o.s.calls[outcomeIndex(e.Err)].Inc()
-		o.s.duration.Observe(e.Elapsed.Seconds())
+		o.s.call(outcomeIndex(e.Err), e.Elapsed)
 	case event.AttemptEnd:
-		o.s.attempts[outcomeIndex(e.Err)].Inc()
+		o.s.attempt(outcomeIndex(e.Err))
 	default:
 		o.m.Observe(e)
 	}
@@ -440,11 +426,9 @@ var (
 func (m *Observer) Observe(e event.Event) {
 	switch e.Kind {
 	case event.CallEnd:
-		s := m.pipeline(e.Pipeline)
-		s.calls[outcomeIndex(e.Err)].Inc()
-		s.duration.Observe(e.Elapsed.Seconds())
+		m.pipeline(e.Pipeline).call(outcomeIndex(e.Err), e.Elapsed)
 	case event.AttemptEnd:
-		m.pipeline(e.Pipeline).attempts[outcomeIndex(e.Err)].Inc()
+		m.pipeline(e.Pipeline).attempt(outcomeIndex(e.Err))
 	case event.RetryScheduled:
 		m.retries.WithLabelValues(e.Pipeline, e.Reason).Inc()
 	case event.RetrySuppressed:
