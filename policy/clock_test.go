@@ -1,6 +1,8 @@
 package policy_test
 
 import (
+	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -53,4 +55,41 @@ func TestStopwatch_OnTheSystemClockElapsedAloneSkipsTheWallClock(t *testing.T) {
 	require.False(t, w.Started().Before(before), "NeedsTiming reads the wall clock at the start")
 	now, _ = w.Stop()
 	require.False(t, now.Before(w.Started()))
+}
+
+// elapsedOnly reads call ends with their Elapsed, and nothing else.
+type elapsedOnly struct{ ends []event.Event }
+
+func (o *elapsedOnly) Observe(e event.Event) { o.ends = append(o.ends, e) }
+
+func (o *elapsedOnly) Needs(k event.Kind) event.Needs {
+	if k == event.CallEnd {
+		return event.NeedsElapsed
+	}
+	return event.NeedsNothing
+}
+
+func TestDo_TimesACallForAnObserverOfElapsedAlone(t *testing.T) {
+	obs := &elapsedOnly{}
+	p := policy.MustWrap(policy.Name("db"), policy.Observe(obs))
+	errDown := errors.New("down")
+	var inner time.Duration
+	before := time.Now()
+	err := p.Do(context.Background(), func(context.Context) error {
+		start := time.Now()
+		for time.Since(start) <= 0 { // let the monotonic clock move
+		}
+		inner = time.Since(start)
+		return errDown
+	})
+	outer := time.Since(before)
+	require.ErrorIs(t, err, errDown)
+	require.Len(t, obs.ends, 1, "one call end")
+	e := obs.ends[0]
+	require.Equal(t, event.CallEnd, e.Kind)
+	require.Equal(t, "db", e.Pipeline)
+	require.ErrorIs(t, e.Err, errDown)
+	require.True(t, e.Time.IsZero(), "no wall time is read: %v", e.Time)
+	require.GreaterOrEqual(t, e.Elapsed, inner, "Elapsed covers fn")
+	require.LessOrEqual(t, e.Elapsed, outer, "Elapsed lies within the interval measured around Do")
 }

@@ -26,6 +26,10 @@ type Pipeline struct {
 	bound         event.Observer   // obs prepared for this pipeline (event.PipelineObserver)
 	startNeeds    event.Needs      // what bound reads of call starts
 	endNeeds      event.Needs      // and of call ends
+	// elapsedOnly is true when bound reads call ends with their Elapsed alone, and no
+	// call starts, on the system clock: Do then times calls on the monotonic clock
+	// with no Stopwatch (the observed path of package metrics).
+	elapsedOnly bool
 	clock         Clock
 	runner        Runner
 }
@@ -114,6 +118,7 @@ func (p *Pipeline) bind() error {
 		}
 	}
 	p.startNeeds, p.endNeeds = event.NeedsOf(p.bound, event.CallStart), event.NeedsOf(p.bound, event.CallEnd)
+	p.elapsedOnly = p.startNeeds == event.NeedsNothing && p.endNeeds == event.NeedsElapsed && isSystem(p.clock)
 	var r Runner = terminal{}
 	for i := len(p.policies) - 1; i >= 0; i-- {
 		env := Env{Pipeline: p.name, Observer: p.bound, Position: i + 1}
@@ -158,6 +163,12 @@ func (p *Pipeline) Do(ctx context.Context, fn Func) error {
 	}
 	if p.startNeeds|p.endNeeds == event.NeedsNothing {
 		return p.runner.Run(ctx, fn)
+	}
+	if p.elapsedOnly {
+		start := time.Since(epoch)
+		err := p.runner.Run(ctx, fn)
+		p.bound.Observe(event.Event{Kind: event.CallEnd, Pipeline: p.name, Err: err, Context: ctx, Elapsed: time.Since(epoch) - start})
+		return err
 	}
 	w := StartStopwatch(p.clock, p.startNeeds|p.endNeeds)
 	if p.startNeeds != event.NeedsNothing {
