@@ -220,10 +220,7 @@ var states = map[string]int64{"closed": 0, "half-open": 1, "open": 2}
 
 // Observe records e.
 func (o *Observer) Observe(e event.Event) {
-	ctx := e.Context
-	if ctx == nil {
-		ctx = context.Background()
-	}
+	ctx := contextOf(e)
 	pipeline := attribute.String("pipeline", e.Pipeline)
 	span := trace.SpanFromContext(ctx)
 	recording := span.IsRecording()
@@ -234,8 +231,8 @@ func (o *Observer) Observe(e event.Event) {
 		o.duration.Record(ctx, e.Elapsed.Seconds(), metric.WithAttributes(pipeline))
 		if recording && outcome == policy.OutcomeRejected {
 			// error.type is the refusal's Go type (a breaker open, a shed): bounded, unlike its text.
-			span.AddEvent("backstop.call.rejected", trace.WithTimestamp(e.Time), trace.WithAttributes(pipeline,
-				attribute.String("error.type", fmt.Sprintf("%T", e.Err))))
+			span.AddEvent("backstop.call.rejected", stamp(e, trace.WithAttributes(pipeline,
+				attribute.String("error.type", fmt.Sprintf("%T", e.Err))))...)
 		}
 	case event.AttemptStart:
 		if recording {
@@ -243,7 +240,7 @@ func (o *Observer) Observe(e event.Event) {
 			if e.Attempt > 1 {
 				attrs = append(attrs, attribute.Int("http.request.resend_count", e.Attempt-1))
 			}
-			span.AddEvent("backstop.attempt", trace.WithAttributes(attrs...), trace.WithTimestamp(e.Time))
+			span.AddEvent("backstop.attempt", stamp(e, trace.WithAttributes(attrs...))...)
 		}
 	case event.AttemptEnd:
 		o.attempts.Add(ctx, 1, metric.WithAttributes(pipeline, attribute.String("outcome", policy.Outcome(e.Err))))
