@@ -97,15 +97,21 @@ type Stats struct {
 // call Close to wait for the loads under way when done. Keys are compared with ==, as
 // map keys are: two keys share a load and an entry only if they are equal.
 type Cache[K comparable, V any] struct {
-	o       Options[K, V]
-	clock   policy.Clock
-	rand    policy.Rand
+	o     Options[K, V]
+	clock policy.Clock
+	rand  policy.Rand
+	// Entries keep their times as durations since epoch, read on the monotonic clock
+	// alone when the clock is the system clock (system): half the cost of time.Now
+	// on every hit.
+	epoch   time.Time
+	system  bool
 	timeout time.Duration // bounds each origin call; 0 for none
 	store   *otter.Cache[K, *entry[V]]
 	flights sync.Map       // K → *flight[V]: the load under way for each key
 	bg      sync.WaitGroup // loads under way, for Close
 
-	hits                                              striped // the hot path: no shared cache line
+	_                                                 [64]byte // keeps hits off the lines of the fields above
+	hits                                              striped  // the hot path: no shared cache line
 	misses, waits, refreshes, stale, loadErrs, panics atomic.Uint64
 }
 
@@ -139,8 +145,8 @@ type entry[V any] struct {
 	value    V
 	ok       bool          // value is a good value
 	err      error         // the last load's error, if it failed
-	fresh    time.Time     // the value is fresh until then
-	errUntil time.Time     // err is remembered until then
+	fresh    time.Duration // the value is fresh until then (since the cache's epoch)
+	errUntil time.Duration // err is remembered until then (since the cache's epoch)
 	failures int           // loads failed in a row
 	took     time.Duration // how long the last good load took, for XFetch
 }
@@ -195,7 +201,9 @@ func New[K comparable, V any](o Options[K, V]) (*Cache[K, V], error) {
 	if timeout == 0 && (o.Pipeline == nil || o.Pipeline.Explain().WorstCase == 0) {
 		timeout = DefaultLoadTimeout
 	}
-	return &Cache[K, V]{o: o, clock: policy.ClockOr(o.Clock), rand: policy.RandOr(o.Rand), timeout: max(timeout, 0), store: store}, nil
+	clock := policy.ClockOr(o.Clock)
+	return &Cache[K, V]{o: o, clock: clock, rand: policy.RandOr(o.Rand), timeout: max(timeout, 0), store: store,
+		epoch: clock.Now(), system: clock == policy.SystemClock()}, nil
 }
 
 // MustNew is like [New] but panics on bad options.
@@ -229,18 +237,18 @@ func (c *Cache[K, V]) Close() { c.bg.Wait() }
 // goes on for the others (bounded by LoadTimeout). A panic in Load reaches every
 // caller of that load as a *policy.PanicError (see the package documentation).
 func (c *Cache[K, V]) Get(ctx context.Context, key K) (V, error) {
-	now := c.clock.Now()
+	now := c.now()
 	e, found := c.store.GetIfPresent(key)
-	failed := found && e.err != nil && now.Before(e.errUntil) // the last load failed: the origin is not asked again yet
+	failed := found && e.err != nil && now < e.errUntil // the last load failed: the origin is not asked again yet
 	if found && e.ok {
 		switch {
-		case now.Before(e.fresh):
+		case now < e.fresh:
 			c.hits.Add(1)
 			if !failed && c.early(now, e) {
 				c.refresh(ctx, key)
 			}
 			return e.value, nil
-		case now.Before(e.fresh.Add(c.o.StaleWhileRefresh)):
+		case now < check.AddSat(e.fresh, c.o.StaleWhileRefresh):
 			c.stale.Add(1)
 			if !failed {
 				c.refresh(ctx, key)
@@ -249,7 +257,7 @@ func (c *Cache[K, V]) Get(ctx context.Context, key K) (V, error) {
 		}
 	}
 	if failed {
-		if e.ok && now.Before(e.fresh.Add(c.o.StaleIfError)) {
+		if e.ok && now < check.AddSat(e.fresh, c.o.StaleIfError) {
 			c.stale.Add(1)
 			return e.value, nil
 		}
@@ -260,8 +268,16 @@ func (c *Cache[K, V]) Get(ctx context.Context, key K) (V, error) {
 	return c.wait(ctx, key)
 }
 
+// now is the time on the cache's clock as a duration since its epoch.
+func (c *Cache[K, V]) now() time.Duration {
+	if c.system {
+		return time.Since(c.epoch) // the monotonic clock alone
+	}
+	return c.clock.Now().Sub(c.epoch)
+}
+
 // early reports whether XFetch says to refresh a fresh entry now.
-func (c *Cache[K, V]) early(now time.Time, e *entry[V]) bool {
+func (c *Cache[K, V]) early(now time.Duration, e *entry[V]) bool {
 	if c.o.XFetchBeta == 0 || e.took <= 0 {
 		return false
 	}
@@ -270,7 +286,7 @@ func (c *Cache[K, V]) early(now time.Time, e *entry[V]) bool {
 		return false
 	}
 	gap := time.Duration(-float64(e.took) * c.o.XFetchBeta * math.Log(r))
-	return !now.Add(gap).Before(e.fresh)
+	return check.AddSat(now, gap) >= e.fresh
 }
 
 // wait joins (or starts) the key's shared load and waits for it or for ctx. A caller
@@ -332,18 +348,18 @@ func (c *Cache[K, V]) run(ctx context.Context, key K, f *flight[V]) {
 // load calls the origin through the pipeline and stores what it got. It runs once per
 // key at a time, detached from the callers' contexts.
 func (c *Cache[K, V]) load(ctx context.Context, key K) (V, error) {
-	start := c.clock.Now()
-	if e, ok := c.store.GetIfPresent(key); ok && e.ok && start.Before(e.fresh) && !c.early(start, e) {
+	start := c.now()
+	if e, ok := c.store.GetIfPresent(key); ok && e.ok && start < e.fresh && !c.early(start, e) {
 		return e.value, nil // a load that finished just before this one began
 	}
 	c.refreshes.Add(1)
 	v, err := c.call(ctx, key)
-	now := c.clock.Now()
+	now := c.now()
 	prev, _ := c.store.GetIfPresent(key)
 	keep := key == key // a key holding a NaN could never be found again: it is not stored
 	if err == nil {
 		if keep {
-			c.store.Set(key, &entry[V]{value: v, ok: true, fresh: now.Add(c.ttl()), took: now.Sub(start)})
+			c.store.Set(key, &entry[V]{value: v, ok: true, fresh: check.AddSat(now, c.ttl()), took: now - start})
 		}
 		return v, nil
 	}
@@ -357,11 +373,11 @@ func (c *Cache[K, V]) load(ctx context.Context, key K) (V, error) {
 	for i := 1; i < e.failures && neg < c.o.MaxNegativeTTL; i++ {
 		neg *= 2
 	}
-	e.errUntil = now.Add(min(neg, c.o.MaxNegativeTTL))
+	e.errUntil = check.AddSat(now, min(neg, c.o.MaxNegativeTTL))
 	if keep {
 		c.store.Set(key, e)
 	}
-	if e.ok && now.Before(e.fresh.Add(c.o.StaleIfError)) {
+	if e.ok && now < check.AddSat(e.fresh, c.o.StaleIfError) {
 		c.stale.Add(1)
 		return e.value, nil // stale if error (an open breaker included)
 	}
