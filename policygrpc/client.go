@@ -74,15 +74,23 @@ func unary(ctx context.Context, p *policy.Pipeline, c *classifier, method string
 		if callpath.InRace(actx) {
 			return hedgedAttempt(actx, c, counted, method, req, reply, cc, invoker, opts)
 		}
-		var trailer metadata.MD
-		callOpts := append(opts[:len(opts):len(opts)], grpc.Trailer(&trailer))
+		a := new(attemptOptions)
+		callOpts := append(append(a.buf[:0], opts...), grpc.Trailer(&a.trailer))
 		err := invoker(withAttemptMetadata(actx), method, req, reply, cc, callOpts...)
 		if counted {
-			c.record(actx, err, trailer)
+			c.record(actx, err, a.trailer)
 		}
-		return c.classify(actx, err, trailer)
+		return c.classify(actx, err, a.trailer)
 	})
 	return statusError(err)
+}
+
+// attemptOptions are an attempt's call options, the caller's and one that receives
+// the trailer, with the trailer: one allocation for both when the caller's options
+// fit in buf, as most calls' do.
+type attemptOptions struct {
+	trailer metadata.MD
+	buf     [4]grpc.CallOption
 }
 
 // hedgedAttempt is one of a hedge's attempts, which run at the same time: each

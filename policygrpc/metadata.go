@@ -34,6 +34,11 @@ func withAttemptMetadata(ctx context.Context) context.Context {
 		switch {
 		case !owned:
 			return ctx
+		case n >= 1 && n < len(attemptMD):
+			if ctx == backgroundAttempts[n] {
+				return backgroundOutgoing[n]
+			}
+			return metadata.NewOutgoingContext(ctx, attemptMD[n])
 		case n > 1:
 			return metadata.AppendToOutgoingContext(ctx, MetadataAttempt, count(n), MetadataPreviousAttempts, count(n-1))
 		}
@@ -49,6 +54,24 @@ func withAttemptMetadata(ctx context.Context) context.Context {
 	}
 	return metadata.NewOutgoingContext(ctx, md)
 }
+
+// attemptMD are the outgoing metadata of small attempt numbers, made once and shared:
+// gRPC only reads an outgoing context's metadata, and metadata.FromOutgoingContext
+// hands out copies. backgroundAttempts are the contexts a retry marks its attempts
+// with under a bare context.Background() (callpath.WithAttempt makes them once), and
+// backgroundOutgoing the same with their metadata, so that a call under
+// context.Background() carries its attempt metadata with no allocation at all.
+var attemptMD, backgroundAttempts, backgroundOutgoing = func() (md [17]metadata.MD, bg, out [17]context.Context) {
+	for n := 1; n < len(md); n++ {
+		md[n] = metadata.MD{MetadataAttempt: {count(n)}}
+		if n > 1 {
+			md[n][MetadataPreviousAttempts] = []string{count(n - 1)}
+		}
+		bg[n] = callpath.WithAttempt(context.Background(), n)
+		out[n] = metadata.NewOutgoingContext(bg[n], md[n])
+	}
+	return md, bg, out
+}()
 
 // counts are the decimal forms of small attempt numbers, so that marking an attempt
 // formats nothing.
