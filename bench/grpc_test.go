@@ -89,3 +89,20 @@ func BenchmarkGRPCInterceptor_Backstop(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkGRPCInterceptorRequest_Backstop is the interceptor alone under a
+// cancellable context, as a server handler's outbound calls run: the retry marks each
+// attempt's context and the attempt metadata need a context of their own.
+func BenchmarkGRPCInterceptorRequest_Backstop(b *testing.B) {
+	p := policy.MustWrap(retry.MustNew(retry.Options{MaxAttempts: 4}))
+	ic := policygrpc.UnaryClientInterceptor(p, policygrpc.Options{})
+	invoker := func(context.Context, string, any, any, *grpc.ClientConn, ...grpc.CallOption) error { return nil }
+	ctx, cancel := requestCtx()
+	defer cancel()
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := ic(ctx, "/s/m", nil, nil, nil, invoker); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
