@@ -244,7 +244,7 @@ func (c *Cache[K, V]) Get(ctx context.Context, key K) (V, error) {
 		switch {
 		case now < e.fresh:
 			c.hits.Add(1)
-			if !failed && c.early(now, e) {
+			if c.o.XFetchBeta != 0 && !failed && c.early(now, e) {
 				c.refresh(ctx, key)
 			}
 			return e.value, nil
