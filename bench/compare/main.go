@@ -7,6 +7,10 @@
 //	go run ./compare -count 5
 //	go run ./compare -count 5 -cpu 1,2        # each benchmark at GOMAXPROCS 1 and 2
 //	go run ./compare -count 5 -json > r.json  # the same figures for a script
+//	go run ./compare -count 9 -stat min       # on a loaded machine: each one's fastest round
+//
+// Backstop's implementations are named Backstop (BackstopShed for the shedder,
+// Coalesce for the cache); every other implementation of a stack is a peer.
 package main
 
 import (
@@ -31,7 +35,13 @@ func main() {
 	filter := flag.String("bench", ".", "-test.bench pattern")
 	cpu := flag.String("cpu", "", "-test.cpu list, e.g. 1,2; empty means GOMAXPROCS as it is")
 	asJSON := flag.Bool("json", false, "print JSON instead of Markdown")
+	stat := flag.String("stat", "median", "the figure of each benchmark over the rounds: median, or min (its fastest round, "+
+		"which other work on a loaded machine disturbs least)")
 	flag.Parse()
+	if *stat != "median" && *stat != "min" {
+		fmt.Fprintf(os.Stderr, "compare: -stat %q: want median or min\n", *stat)
+		os.Exit(2)
+	}
 	if *count < 1 {
 		fmt.Fprintln(os.Stderr, "compare: -count must be ≥ 1")
 		os.Exit(2)
@@ -44,7 +54,7 @@ func main() {
 			}
 		}
 	}
-	if err := compare(*count, *benchtime, *filter, *cpu, *asJSON); err != nil {
+	if err := compare(*count, *benchtime, *filter, *cpu, *stat, *asJSON); err != nil {
 		fmt.Fprintln(os.Stderr, "compare:", err)
 		os.Exit(1)
 	}
@@ -56,7 +66,7 @@ type sample struct{ ns, bytes, allocs float64 }
 // line is a benchmark's result; the name ends with -GOMAXPROCS unless that is 1.
 var line = regexp.MustCompile(`^Benchmark(\S+?)(?:-(\d+))?\s+\d+\s+([\d.]+) ns/op(?:\s+([\d.]+) B/op\s+([\d.]+) allocs/op)?`)
 
-func compare(count int, benchtime, filter, cpu string, asJSON bool) error {
+func compare(count int, benchtime, filter, cpu, stat string, asJSON bool) error {
 	dir, err := os.MkdirTemp("", "backstop-bench")
 	if err != nil {
 		return err
@@ -105,10 +115,14 @@ func compare(count int, benchtime, filter, cpu string, asJSON bool) error {
 			nss[i] = s.ns
 		}
 		slices.Sort(nss)
-		med[name] = sample{ns: nss[len(nss)/2], bytes: ss[0].bytes, allocs: ss[0].allocs}
+		ns := nss[len(nss)/2]
+		if stat == "min" {
+			ns = nss[0]
+		}
+		med[name] = sample{ns: ns, bytes: ss[0].bytes, allocs: ss[0].allocs}
 	}
 	r := summarize(med)
-	r.Count, r.Benchtime = count, benchtime
+	r.Count, r.Benchtime, r.Stat = count, benchtime, stat
 	if asJSON {
 		enc := json.NewEncoder(os.Stdout)
 		enc.SetIndent("", "  ")
@@ -122,6 +136,7 @@ func compare(count int, benchtime, filter, cpu string, asJSON bool) error {
 type result struct {
 	Count     int       `json:"count"`
 	Benchtime string    `json:"benchtime"`
+	Stat      string    `json:"stat"` // median or min of the rounds
 	Figures   []figure  `json:"figures"`
 	Ratios    []ratio   `json:"ratios"`
 	Scaling   []scaling `json:"parallel_scaling"`
@@ -156,6 +171,9 @@ type scaling struct {
 	Factor float64 `json:"serial_ns_over_parallel_ns"`
 }
 
+// ourImpls are the names of Backstop's implementations; the others are peers.
+var ourImpls = []string{"Backstop", "BackstopShed", "Coalesce"}
+
 // summarize sorts the medians into figures, Backstop's ratio to each peer of its stack,
 // mode and GOMAXPROCS, and each implementation's parallel scaling. Names are
 // Stack_Impl/mode@cpu.
@@ -184,10 +202,10 @@ func summarize(med map[string]sample) result {
 		return a.Impl < b.Impl
 	})
 	for _, f := range r.Figures {
-		if f.Impl == "Backstop" || f.Impl == "BackstopShed" {
+		if slices.Contains(ourImpls, f.Impl) {
 			continue
 		}
-		for _, ours := range []string{"Backstop", "BackstopShed"} {
+		for _, ours := range ourImpls {
 			if b, ok := byKey[fmt.Sprintf("%s_%s/%s@%d", f.Stack, ours, f.Mode, f.CPU)]; ok {
 				r.Ratios = append(r.Ratios, ratio{Stack: f.Stack, Mode: f.Mode, CPU: f.CPU, Backstop: b, Peer: f, Ratio: b.Ns / f.Ns})
 				break
@@ -207,7 +225,11 @@ func summarize(med map[string]sample) result {
 
 // markdown prints the ratios as a table, then the parallel scaling.
 func (r result) markdown() {
-	fmt.Printf("Medians of %d interleaved rounds, -benchtime %s.\n\n", r.Count, r.Benchtime)
+	what := "Medians"
+	if r.Stat == "min" {
+		what = "Fastest"
+	}
+	fmt.Printf("%s of %d interleaved rounds, -benchtime %s.\n\n", what, r.Count, r.Benchtime)
 	fmt.Println("| stack | mode | cpu | Backstop ns/op | B/op | allocs | peer | peer ns/op | peer B/op | peer allocs | Backstop ÷ peer |")
 	fmt.Println("|---|---|---:|---:|---:|---:|---|---:|---:|---:|---:|")
 	for _, x := range r.Ratios {
