@@ -71,12 +71,17 @@ var epoch = time.Now()
 
 // StartStopwatch starts timing an interval on c for an event that needs needs.
 func StartStopwatch(c Clock, needs event.Needs) Stopwatch {
+	if needs&(needsTime|needsElapsed) == 0 {
+		return Stopwatch{needs: needs} // small enough to inline: an untimed event costs nothing
+	}
+	return startStopwatch(c, needs)
+}
+
+func startStopwatch(c Clock, needs event.Needs) Stopwatch {
 	w := Stopwatch{clock: c, needs: needs}
-	switch {
-	case needs&(needsTime|needsElapsed) == 0:
-	case needs&needsTime == 0 && isSystem(c):
+	if needs&needsTime == 0 && isSystem(c) {
 		w.mono = time.Since(epoch)
-	default:
+	} else {
 		w.start = c.Now()
 	}
 	return w
@@ -89,10 +94,14 @@ func (w Stopwatch) Started() time.Time { return w.start }
 // Stop returns the time now and the time elapsed since the start, each zero if the
 // needs do not include it (the time is also given whenever the clock was read anyway).
 func (w Stopwatch) Stop() (now time.Time, elapsed time.Duration) {
-	switch {
-	case w.needs&(needsTime|needsElapsed) == 0:
+	if w.needs&(needsTime|needsElapsed) == 0 {
 		return time.Time{}, 0
-	case w.needs&needsTime == 0 && isSystem(w.clock):
+	}
+	return w.stop()
+}
+
+func (w Stopwatch) stop() (now time.Time, elapsed time.Duration) {
+	if w.needs&needsTime == 0 && isSystem(w.clock) {
 		return time.Time{}, time.Since(epoch) - w.mono
 	}
 	now = w.clock.Now()
