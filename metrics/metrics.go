@@ -99,6 +99,9 @@ type Observer struct {
 var outcomes = [...]string{policy.OutcomeSuccess, policy.OutcomeFailure, policy.OutcomeRejected, policy.OutcomeCanceled, policy.OutcomeDeadline}
 
 func outcomeIndex(err error) int {
+	if err == nil {
+		return 0 // the common case, without a call
+	}
 	switch policy.Outcome(err) {
 	case policy.OutcomeSuccess:
 		return 0
