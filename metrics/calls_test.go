@@ -108,7 +108,7 @@ func TestNew_RefusesBucketsThatDoNotIncrease(t *testing.T) {
 // TestCalls_CountedExactlyUnderConcurrency runs calls on many goroutines, which land on
 // different stripes, and checks that a scrape sums them all.
 func TestCalls_CountedExactlyUnderConcurrency(t *testing.T) {
-	reg := prometheus.NewRegistry()
+	reg := prometheus.NewPedanticRegistry() // also checks what is collected against what is described
 	obs := metrics.MustNew(reg, metrics.Options{})
 	p := policy.MustWrap(policy.Name("db"), policy.Observe(obs))
 	const goroutines, calls = 8, 500
