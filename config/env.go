@@ -155,16 +155,41 @@ func child(m *yaml.Node, key string) *yaml.Node {
 	return nil
 }
 
+// unalias replaces an alias under key in m by a copy of what it names, so that an
+// override written into it reaches this place only, not every place the anchor is
+// used.
+func (d *decoder) unalias(m *yaml.Node, key string) {
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key && m.Content[i+1].Kind == yaml.AliasNode {
+			m.Content[i+1] = d.copyNode(m.Content[i+1])
+		}
+	}
+}
+
+func (d *decoder) copyNode(n *yaml.Node) *yaml.Node {
+	for n.Kind == yaml.AliasNode && n.Alias != nil {
+		n = n.Alias
+	}
+	cp := *n
+	cp.Anchor = ""
+	cp.Content = nil
+	if d.nodes++; d.nodes > maxNodes {
+		return &cp
+	}
+	for _, c := range n.Content {
+		cp.Content = append(cp.Content, d.copyNode(c))
+	}
+	return &cp
+}
+
 // ensure returns the mapping under key in m, adding an empty one if there is none. A
 // value that is not a mapping is returned as it is, for the decoder to refuse.
 func (d *decoder) ensure(m *yaml.Node, key, env string) *yaml.Node {
 	if m.Kind != yaml.MappingNode {
 		return m
 	}
+	d.unalias(m, key)
 	if c := child(m, key); c != nil {
-		for c.Kind == yaml.AliasNode && c.Alias != nil {
-			c = c.Alias
-		}
 		if c.Kind == yaml.ScalarNode && c.Tag == "!!null" {
 			c.Kind, c.Tag, c.Value = yaml.MappingNode, "!!map", ""
 		}

@@ -180,3 +180,12 @@ func TestParse_RefusesMalformedFiles(t *testing.T) {
 		require.Contains(t, strings.Join(ps, "\n"), want, "file %q", src)
 	}
 }
+
+// TestParse_EnvironmentLeavesAnchorsAlone: an override of a stack written with an
+// alias changes that stack only.
+func TestParse_EnvironmentLeavesAnchorsAlone(t *testing.T) {
+	c, err := parse(t, "stacks:\n  a: &base {retry: {attempts: 3}}\n  b: *base\n", "BACKSTOP_B_RETRY_ATTEMPTS=5")
+	require.NoError(t, err)
+	require.Equal(t, 3, c.Pipeline("a").Explain().MaxAttempts)
+	require.Equal(t, 5, c.Pipeline("b").Explain().MaxAttempts)
+}

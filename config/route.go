@@ -165,28 +165,14 @@ func grpcMsg(err error) string {
 	return msg
 }
 
-// Match implements policyhttp.Router: the route of req in the configuration's HTTP
-// table; nil if the file has no http section, or no route and no default applies.
-func (c *Config) Match(req *http.Request) *policyhttp.Route {
-	if c == nil {
-		return nil
-	}
-	return c.http.Match(req)
-}
-
-// MatchMethod returns the gRPC route of fullMethod; see [Config.GRPC].
-func (c *Config) MatchMethod(fullMethod string) *policygrpc.Route {
-	if c == nil {
-		return nil
-	}
-	return c.grpc.Match(fullMethod)
-}
-
-// GRPC returns the configuration's gRPC routing table, a policygrpc.Router; nil
-// matches nothing.
+// GRPC returns the configuration's gRPC routing table, a policygrpc.Router (see
+// policygrpc.RouterDialOptions); nil, which matches nothing, if the file has no grpc
+// section.
 func (c *Config) GRPC() *policygrpc.Routes { return c.grpc }
 
-// HTTP returns the configuration's HTTP routing table; nil matches nothing.
+// HTTP returns the configuration's HTTP routing table, a policyhttp.Router (see
+// policyhttp.NewRouterTransport); nil, which matches nothing, if the file has no http
+// section.
 func (c *Config) HTTP() *policyhttp.Routes { return c.http }
 
 // Pipeline returns the pipeline of the stack named name, or nil if there is none.
