@@ -24,8 +24,8 @@ const maxNodes = 100_000
 type decoder struct {
 	file  string
 	probs []Problem
-	pos   map[string]Pos         // a field's path → where its value was written
-	env   map[*yaml.Node]string  // nodes that came from the environment → the variable
+	pos   map[string]Pos        // a field's path → where its value was written
+	env   map[*yaml.Node]string // nodes that came from the environment → the variable
 	nodes int
 }
 

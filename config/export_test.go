@@ -4,4 +4,6 @@ import "context"
 
 // WatchReady is Watch, closing ready once the file is watched, for tests that must
 // not write the file before.
-func WatchReady(l *Loader, ctx context.Context, ready chan<- struct{}) error { return l.watch(ctx, ready) }
+func WatchReady(l *Loader, ctx context.Context, ready chan<- struct{}) error {
+	return l.watch(ctx, ready)
+}

@@ -56,11 +56,11 @@ type Options struct {
 // policyhttp.Router and a policygrpc.Router. A [Loader] replaces one Config with the
 // next on reload.
 type Config struct {
-	file   string
-	stacks []*stack
-	byName map[string]*stack
-	http   *policyhttp.Routes
-	grpc   *policygrpc.Routes
+	file                   string
+	stacks                 []*stack
+	byName                 map[string]*stack
+	http                   *policyhttp.Routes
+	grpc                   *policygrpc.Routes
 	httpRoutes, grpcRoutes []routeInfo
 }
 

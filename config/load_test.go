@@ -169,10 +169,10 @@ func TestParse_RefusesMalformedFiles(t *testing.T) {
 		"":                          "backstop.yaml:1:1: stacks: the file names no stack",
 		"stacks: [a, b]":            "backstop.yaml:1:9: stacks: is a list; want a mapping of stack names to stacks",
 		"stacks:\n  a: {}\n  a: {}": "backstop.yaml:3:3: stacks.a: is given twice",
-		"stacks:\n  defaults: {}":    `backstop.yaml:2:3: stacks.defaults: "defaults" is reserved`,
-		"stacks: {a: {}}\nx: 1":      "backstop.yaml:2:1: x: unknown field; want one of defaults, stacks, http, grpc",
-		"stacks: {a: {\n":            "backstop.yaml:1:1: not YAML or JSON: did not find expected node content",
-		"stacks:\n  a: {}\n b: {}":   "backstop.yaml:2:1: not YAML or JSON: did not find expected key",
+		"stacks:\n  defaults: {}":   `backstop.yaml:2:3: stacks.defaults: "defaults" is reserved`,
+		"stacks: {a: {}}\nx: 1":     "backstop.yaml:2:1: x: unknown field; want one of defaults, stacks, http, grpc",
+		"stacks: {a: {\n":           "backstop.yaml:1:1: not YAML or JSON: did not find expected node content",
+		"stacks:\n  a: {}\n b: {}":  "backstop.yaml:2:1: not YAML or JSON: did not find expected key",
 		"stacks: {a: {deadline: 1s}, b-c: {}, b_c: {}}": "stacks.b_c: has the environment name B_C, as stack \"b-c\" has",
 	} {
 		_, err := parse(t, src)

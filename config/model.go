@@ -37,13 +37,13 @@ type Stack struct {
 	Deadline *Duration `yaml:"deadline" json:"deadline"`
 	// AttemptTimeout bounds each attempt (deadline.PerAttempt); it needs a retry
 	// or hedge outside it (rule O3).
-	AttemptTimeout *Duration `yaml:"attempt_timeout" json:"attempt_timeout"`
-	Breaker        *Breaker  `yaml:"breaker" json:"breaker"`
-	Budget         *Budget   `yaml:"budget" json:"budget"`
-	Retry          *Retry    `yaml:"retry" json:"retry"`
-	Hedge          *Hedge    `yaml:"hedge" json:"hedge"`
-	Throttle       *Throttle `yaml:"throttle" json:"throttle"`
-	Bulkhead       *Bulkhead `yaml:"bulkhead" json:"bulkhead"`
+	AttemptTimeout *Duration  `yaml:"attempt_timeout" json:"attempt_timeout"`
+	Breaker        *Breaker   `yaml:"breaker" json:"breaker"`
+	Budget         *Budget    `yaml:"budget" json:"budget"`
+	Retry          *Retry     `yaml:"retry" json:"retry"`
+	Hedge          *Hedge     `yaml:"hedge" json:"hedge"`
+	Throttle       *Throttle  `yaml:"throttle" json:"throttle"`
+	Bulkhead       *Bulkhead  `yaml:"bulkhead" json:"bulkhead"`
 	RateLimit      *RateLimit `yaml:"rate_limit" json:"rate_limit"`
 }
 
