@@ -62,6 +62,7 @@ type Config struct {
 	http                   *policyhttp.Routes
 	grpc                   *policygrpc.Routes
 	httpRoutes, grpcRoutes []routeInfo
+	pos                    map[string]Pos // every field written, by path
 }
 
 // routeInfo is one route as written, for explanations.
@@ -222,7 +223,7 @@ type builder struct {
 }
 
 func (b *builder) build(f *File) *Config {
-	c := &Config{file: b.d.file, byName: make(map[string]*stack)}
+	c := &Config{file: b.d.file, byName: make(map[string]*stack), pos: b.d.pos}
 	b.current = c
 	for _, ns := range f.Stacks {
 		s := merge(f.Defaults, ns.Stack)

@@ -189,3 +189,23 @@ func TestParse_EnvironmentLeavesAnchorsAlone(t *testing.T) {
 	require.Equal(t, 3, c.Pipeline("a").Explain().MaxAttempts)
 	require.Equal(t, 5, c.Pipeline("b").Explain().MaxAttempts)
 }
+
+func TestConfig_ExplainCoversTheRoutingTable(t *testing.T) {
+	c, err := config.Load("testdata/backstop.yaml", config.Options{})
+	require.NoError(t, err)
+	got := c.Explain().String()
+	for _, want := range []string{
+		"HTTP routes (the most specific pattern wins, as in http.ServeMux; then the default):\n" +
+			"  (default)                       → reports   (testdata/backstop.yaml:40:12)\n" +
+			"  POST api.example.com/v1/charges → payments   (testdata/backstop.yaml:42:14)\n" +
+			"  GET /v1/search/                 → search   (testdata/backstop.yaml:44:14)\n",
+		"gRPC routes (a method's route wins over its service's; then the default):\n" +
+			"  (default)              → reports   (testdata/backstop.yaml:48:12)\n" +
+			"  payments.v1.Payments/* → payments   (testdata/backstop.yaml:50:13)\n" +
+			"  search.v1.Search/Query → search   (testdata/backstop.yaml:52:13)\n",
+		"stack payments (testdata/backstop.yaml:16:3)\npayments: deadline → breaker → budget → retry → attempt-timeout\n",
+		"stack search (testdata/backstop.yaml:26:3)\nsearch: deadline → breaker → retry → attempt-timeout\n",
+	} {
+		require.Contains(t, got, want)
+	}
+}
