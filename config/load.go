@@ -588,8 +588,55 @@ func (b *builder) count(name, rel string, p *int) uint32 {
 	return uint32(*p)
 }
 
+// zeros lists the fields whose 0 the library reads as "the default": written in a
+// file, 0 is refused, since leaving the field out says that.
+var zeros = map[string]func(s Stack) any{
+	"hedge.attempts":          func(s Stack) any { return s.Hedge.Attempts },
+	"bulkhead.max_concurrent": func(s Stack) any { return s.Bulkhead.MaxConcurrent },
+	"rate_limit.burst":        func(s Stack) any { return s.RateLimit.Burst },
+	"throttle.k":              func(s Stack) any { return s.Throttle.K },
+	"budget.ratio.ratio": func(s Stack) any {
+		if s.Budget.Ratio == nil {
+			return (*float64)(nil)
+		}
+		return s.Budget.Ratio.Ratio
+	},
+	"budget.ratio.min_per_second": func(s Stack) any {
+		if s.Budget.Ratio == nil {
+			return (*float64)(nil)
+		}
+		return s.Budget.Ratio.MinPerSecond
+	},
+}
+
+// zeroWritten reports a field of stage written as 0 whose 0 would mean the default.
+func (b *builder) zeroWritten(name, stage string, s Stack) bool {
+	bad := false
+	for field, get := range zeros {
+		if !strings.HasPrefix(field, stage+".") {
+			continue
+		}
+		switch v := get(s).(type) {
+		case *int:
+			if v != nil && *v == 0 {
+				b.problem(name, field, nil, "is 0; leave it out for the default")
+				bad = true
+			}
+		case *float64:
+			if v != nil && *v == 0 {
+				b.problem(name, field, nil, "is 0; leave it out for the default")
+				bad = true
+			}
+		}
+	}
+	return bad
+}
+
 // stage builds one stage; nil after reporting a problem.
 func (b *builder) stage(name, stage string, s Stack) policy.Policy {
+	if b.zeroWritten(name, stage, s) {
+		return nil
+	}
 	var p policy.Policy
 	var err error
 	switch stage {
