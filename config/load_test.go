@@ -96,7 +96,7 @@ http:
 		`backstop.yaml:9:13: stacks.payments.retry.base: is "soon", not a duration; want one such as "250ms", "2s" or "1m30s"`,
 		`backstop.yaml:11:29: stacks.payments.breaker.consecutive_failures: is -1; want ≥ 1`,
 		`backstop.yaml:12:29: stacks.payments.budget.ratio.ratio: budget: invalid options: Ratio is 2; want a number in (0, 1]`,
-		`backstop.yaml:14:22: stacks.orders.attempt_timeout: O3: attempt-timeout at position 1 has no retry to stand inside; use deadline.New for a single attempt (positions: 1 attempt_timeout)`,
+		`backstop.yaml:14:22: stacks.orders.attempt_timeout: O3: attempt-timeout at position 1 has no retry to stand inside; use deadline for a single attempt (positions: 1 attempt_timeout)`,
 		`backstop.yaml:18:14: http.routes[0].match: parsing "GET /x/{id": at offset 7: bad wildcard segment (must end with '}')`,
 		`backstop.yaml:21:14: http.routes[1].stack: names no stack "paymnts"; want one of payments, orders (did you mean "payments"?)`,
 	}, problems(t, err))
