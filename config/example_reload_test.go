@@ -82,8 +82,8 @@ http:
 	// Output:
 	// 503 Service Unavailable | 503 Service Unavailable | refused by the open breaker
 	// before the reloads: open after 2 requests
-	// reload 1: [{payments retry }] <nil> | same breaker: true | open
-	// reload 2: [{payments breaker open}] <nil> | same breaker: false | open
+	// reload 1: [{payments retry changed }] <nil> | same breaker: true | open
+	// reload 2: [{payments breaker changed open}] <nil> | same breaker: false | open
 	// refused by the open breaker | requests: 2
 	// refused: config: invalid configuration: backstop.yaml:4:37: stacks.payments.breaker.consecutive_failures: is "five"; want a whole number
 	// still running: open | consecutive_failures 5: true

@@ -85,6 +85,13 @@ type stack struct {
 	codes    []codes.Code
 }
 
+// The reasons of a [Change].
+const (
+	StageChanged = "changed" // its settings changed: a new stage, fresh
+	StageAdded   = "added"   // the stack did not have it
+	StageRemoved = "removed" // the stack no longer has it
+)
+
 // Stage names, as a stack's fields and Order name them, in the canonical order.
 const (
 	StageRateLimit      = "rate_limit"
@@ -144,9 +151,12 @@ func Parse(name string, data []byte, o Options) (*Config, error) {
 	return c, err
 }
 
-// Change is a stage a reload replaced: its settings changed, so it starts fresh.
+// Change is a stage a reload replaced, added or removed in a stack that was there
+// before: a stage built anew starts fresh.
 type Change struct {
 	Stack, Stage string
+	// Reason is StageChanged, StageAdded or StageRemoved.
+	Reason string
 	// Kept says what state the new stage took over from the old one: "open" for a
 	// breaker that was open (it stays open until the old one would have let probes
 	// through); "" for none.
@@ -384,8 +394,10 @@ func (b *builder) stack(name string, s Stack) *stack {
 			continue
 		}
 		if prev != nil {
-			if old, ok := prev.prints[stage]; ok && old != st.prints[stage] {
-				b.changes = append(b.changes, Change{Stack: name, Stage: stage, Kept: carryOver(prev.stages[stage], p)})
+			if old, ok := prev.prints[stage]; !ok {
+				b.changes = append(b.changes, Change{Stack: name, Stage: stage, Reason: StageAdded})
+			} else if old != st.prints[stage] {
+				b.changes = append(b.changes, Change{Stack: name, Stage: stage, Reason: StageChanged, Kept: carryOver(prev.stages[stage], p)})
 			}
 		}
 		st.stages[stage] = p
@@ -393,6 +405,13 @@ func (b *builder) stack(name string, s Stack) *stack {
 	}
 	if len(b.d.probs) > before {
 		return st
+	}
+	if prev != nil {
+		for _, stage := range prev.order {
+			if _, ok := st.prints[stage]; !ok {
+				b.changes = append(b.changes, Change{Stack: name, Stage: stage, Reason: StageRemoved})
+			}
+		}
 	}
 	st.pipeline = b.wrap(name, ps)
 	if present(s, StageHedge) {

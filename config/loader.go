@@ -59,7 +59,7 @@ type LoaderOptions struct {
 // limiter's) is the same object in the new configuration, with its state — a
 // breaker open stays open with its counts, a budget keeps its tokens. A stage whose
 // settings changed is built anew and starts fresh, reported as an event.StageReset
-// naming the stack and the stage, with one exception that errs on the side of the
+// naming the stack and the stage (as is a stage added to a stack or removed from it), with one exception that errs on the side of the
 // dependency: a breaker that was open when its settings changed stays open until the
 // old one would have let probes through (the event's To is "open").
 //
@@ -157,8 +157,8 @@ func (l *Loader) refused(err error) {
 
 func (l *Loader) applied(changes []Change) {
 	for _, ch := range changes {
-		l.log.Info("backstop: stage replaced: its settings changed", "file", l.path, "stack", ch.Stack, "stage", ch.Stage, "kept", ch.Kept)
-		l.observe(event.Event{Kind: event.StageReset, Pipeline: ch.Stack, Source: ch.Stage, Reason: "changed", To: ch.Kept})
+		l.log.Info("backstop: stage reset by a reload", "file", l.path, "stack", ch.Stack, "stage", ch.Stage, "reason", ch.Reason, "kept", ch.Kept)
+		l.observe(event.Event{Kind: event.StageReset, Pipeline: ch.Stack, Source: ch.Stage, Reason: ch.Reason, To: ch.Kept})
 		if l.resets != nil {
 			l.resets.WithLabelValues(ch.Stack, ch.Stage).Inc()
 		}

@@ -28,6 +28,8 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/backstop-go/backstop/breaker"
+	"github.com/backstop-go/backstop/budget"
+	"github.com/backstop-go/backstop/callpath"
 	"github.com/backstop-go/backstop/config"
 	"github.com/backstop-go/backstop/event"
 	"github.com/backstop-go/backstop/policy/policytest"
@@ -141,7 +143,7 @@ func TestLoader_ReloadKeepsBreakerOpen(t *testing.T) {
 	writeFile(t, path, paymentsFile("2", "3"))
 	changes, err := l.Reload()
 	require.NoError(t, err)
-	require.Equal(t, []config.Change{{Stack: "payments", Stage: "retry"}}, changes)
+	require.Equal(t, []config.Change{{Stack: "payments", Stage: "retry", Reason: config.StageChanged}}, changes)
 	kept := l.Config().Stage("payments", "breaker").(*breaker.Breaker)
 	require.Same(t, b, kept, "an unchanged breaker is the same object")
 	require.Equal(t, breaker.StateOpen, kept.State())
@@ -152,7 +154,7 @@ func TestLoader_ReloadKeepsBreakerOpen(t *testing.T) {
 	writeFile(t, path, paymentsFile("5", "3"))
 	changes, err = l.Reload()
 	require.NoError(t, err)
-	require.Equal(t, []config.Change{{Stack: "payments", Stage: "breaker", Kept: "open"}}, changes)
+	require.Equal(t, []config.Change{{Stack: "payments", Stage: "breaker", Reason: config.StageChanged, Kept: "open"}}, changes)
 	fresh := l.Config().Stage("payments", "breaker").(*breaker.Breaker)
 	require.NotSame(t, b, fresh)
 	require.Equal(t, breaker.StateOpen, fresh.State(), "a breaker that was open stays open across its own change")
@@ -350,3 +352,52 @@ func (u *unavailable) UnaryCall(context.Context, *testgrpc.SimpleRequest) (*test
 }
 
 var _ = errors.New
+
+// TestLoader_ReloadReportsAddedAndRemovedStages: a stage added to a stack, or removed
+// from it, is a change too; a budget left alone keeps its tokens.
+func TestLoader_ReloadReportsAddedAndRemovedStages(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "backstop.yaml")
+	writeFile(t, path, "stacks:\n  s:\n    budget: {token_bucket: {max_tokens: 10, token_ratio: 0.1}}\n    retry: {attempts: 3}\n    breaker: {}\n")
+	l, err := config.NewLoader(path, config.LoaderOptions{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	require.NoError(t, err)
+	b := l.Config().Stage("s", "budget").(*budget.TokenBucket)
+	b.OnFailure() // tokens 9 = 10 − 1 failure
+	writeFile(t, path, "stacks:\n  s:\n    budget: {token_bucket: {max_tokens: 10, token_ratio: 0.1}}\n    retry: {attempts: 3}\n    deadline: 1s\n")
+	changes, err := l.Reload()
+	require.NoError(t, err)
+	require.Equal(t, []config.Change{
+		{Stack: "s", Stage: "deadline", Reason: config.StageAdded},
+		{Stack: "s", Stage: "breaker", Reason: config.StageRemoved},
+	}, changes)
+	require.Same(t, b, l.Config().Stage("s", "budget"), "the budget is kept")
+	require.Equal(t, 9.0, b.Tokens(), "with its tokens")
+}
+
+// TestLoader_OneRetryOwnerPerCallPath: a handler behind policyhttp.Middleware, called
+// by a retry owner upstream, calls through a route whose stack retries 3 times: it
+// makes one attempt, since the owner upstream retries the call path.
+func TestLoader_OneRetryOwnerPerCallPath(t *testing.T) {
+	backend, hits := failing(t)
+	path := filepath.Join(t.TempDir(), "backstop.yaml")
+	writeFile(t, path, "stacks:\n  s: {retry: {attempts: 3, strategy: none, base: 1ms}}\nhttp: {default: s}\n")
+	l, err := config.NewLoader(path, config.LoaderOptions{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	require.NoError(t, err)
+	client := &http.Client{Transport: l.Transport(nil, policyhttp.Options{})}
+	front := httptest.NewServer(policyhttp.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		req, _ := http.NewRequestWithContext(r.Context(), http.MethodGet, backend.URL, nil)
+		if res, err := client.Do(req); err == nil {
+			res.Body.Close()
+		}
+		w.WriteHeader(http.StatusBadGateway)
+	})))
+	t.Cleanup(front.Close)
+
+	req, _ := http.NewRequest(http.MethodGet, front.URL, nil)
+	req.Header.Set(callpath.HeaderAttempt, "1") // a retry owner upstream
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	res.Body.Close()
+	require.EqualValues(t, 1, hits.Load(), "under an owner upstream the route's retry makes one attempt")
+	require.NoError(t, get(t, client, backend.URL))
+	require.EqualValues(t, 4, hits.Load(), "on its own the route's retry makes 3")
+}

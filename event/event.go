@@ -210,7 +210,7 @@ const (
 	BulkheadRejected      // a bulkhead refused a call or attempt: Source (its name), Reason ("limit", "queue", "wait", "deadline"), Delay (the Retry-After estimate), Elapsed (time spent waiting)
 	RateLimited           // a rate limiter refused or delayed a call or attempt: Source (its name), Reason ("no_token", "deadline", "wait_limit", or "waited" when it waited and let the call through), Delay (the Retry-After estimate, or the wait)
 	ConfigReload          // a configuration reload was applied or refused: Source ("config"), Reason (ConfigApplied or ConfigRefused), Err (why it was refused)
-	StageReset            // a reload replaced a stage whose settings changed, which starts fresh: Pipeline (the stack), Source (the stage: "breaker", "budget", …), Reason ("changed"), To (state carried over to the new stage: "open" for a breaker that was open, else "")
+	StageReset            // a reload replaced a stage whose settings changed (it starts fresh), added one or removed one: Pipeline (the stack), Source (the stage: "breaker", "budget", …), Reason ("changed", "added" or "removed"), To (state carried over to the new stage: "open" for a breaker that was open, else "")
 )
 
 // The reasons a [ConfigReload] gives.
