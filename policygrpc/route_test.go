@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	testgrpc "google.golang.org/grpc/interop/grpc_testing"
 	"google.golang.org/grpc/status"
@@ -68,4 +70,33 @@ func TestRouterInterceptors_PipelinePerMethod(t *testing.T) {
 	_, err = c.UnaryCall(context.Background(), &testgrpc.SimpleRequest{})
 	require.Equal(t, codes.Unavailable, status.Code(err))
 	require.Equal(t, 4, s.calls(), "UnaryCall: the service's route retries only ABORTED: 1 attempt")
+}
+
+// flakyStreams fails the first n streams with UNAVAILABLE before any message.
+type flakyStreams struct {
+	testgrpc.UnimplementedTestServiceServer
+	n, calls atomic.Int64
+}
+
+func (s *flakyStreams) StreamingInputCall(stream grpc.ClientStreamingServer[testgrpc.StreamingInputCallRequest, testgrpc.StreamingInputCallResponse]) error {
+	if s.calls.Add(1) <= s.n.Load() {
+		return status.Error(codes.Unavailable, "down")
+	}
+	return stream.SendAndClose(&testgrpc.StreamingInputCallResponse{})
+}
+
+// TestRouterInterceptors_StreamsUseTheRoute: a stream runs through its route's
+// StreamPipeline, retried before it commits.
+func TestRouterInterceptors_StreamsUseTheRoute(t *testing.T) {
+	s := &flakyStreams{}
+	s.n.Store(2)
+	addr := listen(t, s)
+	clock := policytest.NewClock(t0).AutoAdvance(true)
+	rt := policygrpc.MustNewRoutes(policygrpc.Route{Name: "grpc.testing.TestService", Pipeline: retrying(2, clock), StreamPipeline: retrying(3, clock)})
+	c := dial(t, addr, policygrpc.RouterDialOptions(rt)...)
+	stream, err := c.StreamingInputCall(context.Background())
+	require.NoError(t, err)
+	_, err = stream.CloseAndRecv()
+	require.NoError(t, err, "the stream pipeline's 3 attempts outlast 2 failures")
+	require.EqualValues(t, 3, s.calls.Load())
 }
