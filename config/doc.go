@@ -71,4 +71,24 @@
 //
 // A refused file returns an [*Error] matching [ErrInvalid] (and policy.ErrOrder when
 // a rule is broken).
+//
+// # Routing
+//
+// http.routes[].match is an http.ServeMux pattern (Go 1.22: "[METHOD ][HOST]/[PATH]"),
+// matched by net/http's own matcher (policyhttp.Routes): the most specific pattern
+// wins, then http.default; without a default, an unmatched request is sent with no
+// pipeline. grpc.routes[].name is "pkg.Service/Method" or "pkg.Service", matched as a
+// service config's names are (policygrpc.Routes), then grpc.default. [Config.Explain]
+// covers both tables and every stack; `backstop explain -config` prints it.
+//
+// # Reload
+//
+// A [Loader] holds the running [Config] and replaces it on [Loader.Reload] (for SIGHUP)
+// or when [Loader.Watch] sees the file change: all or nothing, a refused file leaving
+// the running configuration in place (reported as an error, an event.ConfigReload, a
+// metric and a log line); calls in flight finish on the stack they started with; a
+// stage whose settings did not change keeps its state (it is the same object), a
+// changed one starts fresh (an event.StageReset says which), except that a breaker
+// that was open stays open until the old one would have let probes through.
+// [Loader.Transport] and [Loader.DialOptions] route by the running configuration.
 package config

@@ -52,9 +52,8 @@ type Options struct {
 }
 
 // Config is a loaded configuration: every stack's pipeline built, the HTTP and gRPC
-// routing tables resolved. It is immutable and safe for concurrent use; it is a
-// policyhttp.Router and a policygrpc.Router. A [Loader] replaces one Config with the
-// next on reload.
+// routing tables resolved ([Config.HTTP], [Config.GRPC]). It is immutable and safe for
+// concurrent use. A [Loader] replaces one Config with the next on reload.
 type Config struct {
 	file                   string
 	stacks                 []*stack
