@@ -615,6 +615,7 @@ var zeros = map[string]func(s Stack) any{
 	"bulkhead.max_concurrent": func(s Stack) any { return s.Bulkhead.MaxConcurrent },
 	"rate_limit.burst":        func(s Stack) any { return s.RateLimit.Burst },
 	"throttle.k":              func(s Stack) any { return s.Throttle.K },
+	"retry.multiplier":        func(s Stack) any { return s.Retry.Multiplier },
 	"budget.ratio.ratio": func(s Stack) any {
 		if s.Budget.Ratio == nil {
 			return (*float64)(nil)
@@ -784,12 +785,7 @@ func (b *builder) strategy(name string, c *Retry) (retry.Strategy, bool) {
 	case "none":
 		return retry.None{}, true
 	case "grpc":
-		m := floatp(c.Multiplier)
-		if c.Multiplier != nil && m <= 1 {
-			b.problem(name, "retry.multiplier", nil, "is %v; want > 1", m)
-			return nil, false
-		}
-		return retry.GRPC{Multiplier: m}, true
+		return retry.GRPC{Multiplier: floatp(c.Multiplier)}, true // retry.New checks it
 	}
 	b.problem(name, "retry.strategy", nil, "is %q; want one of %s%s", s, strings.Join(strategies, ", "), suggest(s, strategies))
 	return nil, false
