@@ -119,7 +119,7 @@ func (svc *service) inventoryBreaker() *breaker.Breaker {
 // breakerGauge reads the state of whichever breaker is running, for the metrics.
 type breakerGauge struct{ svc *service }
 
-func (g breakerGauge) Name() string         { return "inventory" }
+func (g breakerGauge) Name() string        { return "inventory" }
 func (g breakerGauge) StateValue() float64 { return g.svc.inventoryBreaker().StateValue() }
 
 func (svc *service) setMode(m string) { svc.mode.Store(m) }
