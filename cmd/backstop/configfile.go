@@ -42,11 +42,11 @@ func (l *linter) configRefused(file string, err error) {
 			id, fix, msg = "order", "reorder the stack's order field, or leave it out for the canonical order, which obeys every rule", p.Rule+": "+p.Msg
 		}
 		where := p.Pos.File
-		if where == "" {
-			where = "$" + p.Pos.Env
-		}
 		if p.Path != "" {
 			msg = p.Path + ": " + msg
+		}
+		if p.Pos.Env != "" { // a value from the environment: the file as a whole, naming the variable
+			where, msg = file, "$"+p.Pos.Env+": "+msg
 		}
 		l.add(id, where, p.Pos.Line, p.Pos.Column, "", p.Path, fix, "%s", msg)
 	}

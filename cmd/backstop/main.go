@@ -6,15 +6,15 @@
 //
 // Usage:
 //
-//	backstop explain [-json] [-config backstop.yaml] [-envoy route.yaml] [-grpc service_config.json]
-//	backstop lint [-json] [-max-worst-case 30s] [-config backstop.yaml] [-envoy route.yaml] [-grpc service_config.json]
+//	backstop explain [-json] [-config backstop.yaml [-env]] [-envoy route.yaml] [-grpc service_config.json]
+//	backstop lint [-json] [-max-worst-case 30s] [-config backstop.yaml [-env]] [-envoy route.yaml] [-grpc service_config.json]
 //
 // -config takes a Backstop configuration file (package config of the config module):
 // explain prints its HTTP and gRPC routing tables and what every stack does; lint
 // reports every problem the loader finds (an ordering rule under its number, O1–O7)
 // and the same findings as for the other configs (no-timeout, worst-case,
-// attempts-fit, retry-500), plus no-budget. The environment's overrides are not
-// applied: the file is checked as written.
+// attempts-fit, retry-500), plus no-budget. The file is checked as written, unless
+// -env applies this process's BACKSTOP_<STACK>_<FIELD> overrides to it.
 //
 // -envoy takes a RouteConfiguration, a VirtualHost, a Route (with or without match: a
 // pasted route: block loads as it is) or a RouteAction, in YAML or JSON; -grpc a
@@ -51,8 +51,8 @@ const (
 )
 
 const usage = `usage:
-  backstop explain [-json] [-config backstop.yaml] [-envoy route.yaml] [-grpc service_config.json]
-  backstop lint    [-json] [-max-worst-case 30s] [-config backstop.yaml] [-envoy route.yaml] [-grpc service_config.json]
+  backstop explain [-json] [-config backstop.yaml [-env]] [-envoy route.yaml] [-grpc service_config.json]
+  backstop lint    [-json] [-max-worst-case 30s] [-config backstop.yaml [-env]] [-envoy route.yaml] [-grpc service_config.json]
 
 explain says what each Backstop stack and route, Envoy route or gRPC method will do:
 tries, timeouts, back-off, Retry-After and pushback, the worst case. lint reports what
@@ -76,6 +76,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	envoyPath := fs.String("envoy", "", "an Envoy route configuration, YAML or JSON; - for standard input")
 	grpcPath := fs.String("grpc", "", "a gRPC service config, JSON; - for standard input")
 	configPath := fs.String("config", "", "a Backstop configuration file, YAML or JSON; - for standard input")
+	useEnv := fs.Bool("env", false, "apply this process's BACKSTOP_ environment overrides to -config, as a program that passes os.Environ() would")
 	asJSON := fs.Bool("json", false, "print JSON")
 	maxWorst := DefaultMaxWorstCase
 	if cmd == "lint" {
@@ -112,7 +113,11 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return exitUsage
 		}
 		in.configFile = name
-		in.config, in.configErr = config.Parse(name, data, config.Options{})
+		var o config.Options
+		if *useEnv {
+			o.Env = os.Environ()
+		}
+		in.config, in.configErr = config.Parse(name, data, o)
 	}
 	if cmd == "explain" {
 		return explain(in, *asJSON, stdout, stderr)

@@ -497,3 +497,16 @@ func TestConfig_ExplainAndLint(t *testing.T) {
 		t.Errorf("lint -config - = %d:\n%s", code, out)
 	}
 }
+
+// TestConfig_EnvAppliesOverrides: -env checks the file as a program that passes its
+// environment would run it.
+func TestConfig_EnvAppliesOverrides(t *testing.T) {
+	t.Setenv("BACKSTOP_ORDERS_RETRY_ATTEMPTS", "0")
+	if code, out, _ := runCLI("lint", "-config", "testdata/lint/no-budget.backstop.yaml"); code != exitOK {
+		t.Errorf("lint without -env = %d:\n%s", code, out)
+	}
+	code, out, _ := runCLI("lint", "-env", "-config", "testdata/lint/no-budget.backstop.yaml")
+	if code != exitFindings || !strings.Contains(out, "testdata/lint/no-budget.backstop.yaml:1:1: error [refused]: $BACKSTOP_ORDERS_RETRY_ATTEMPTS: stacks.orders.retry.attempts: is 0") {
+		t.Errorf("lint -env = %d:\n%s", code, out)
+	}
+}
