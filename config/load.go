@@ -165,8 +165,18 @@ type Change struct {
 func parse(name string, data []byte, o Options, prev *Config) (*Config, []Change, error) {
 	d := &decoder{file: name, pos: make(map[string]Pos), env: make(map[*yaml.Node]string)}
 	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&doc); err != nil && !errors.Is(err, io.EOF) {
 		return nil, nil, &Error{Problems: []Problem{syntaxProblem(name, err)}}
+	}
+	var second yaml.Node
+	if err := dec.Decode(&second); !errors.Is(err, io.EOF) {
+		line := second.Line
+		if err != nil {
+			return nil, nil, &Error{Problems: []Problem{syntaxProblem(name, err)}}
+		}
+		return nil, nil, &Error{Problems: []Problem{{Pos: Pos{File: name, Line: line, Column: 1},
+			Msg: "a second YAML document; a configuration file holds one"}}}
 	}
 	root := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Line: 1, Column: 1}
 	if doc.Kind == yaml.DocumentNode && len(doc.Content) > 0 {
