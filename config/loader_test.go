@@ -3,7 +3,6 @@ package config_test
 import (
 	"bytes"
 	"context"
-	"errors"
 	"io"
 	"log/slog"
 	"net"
@@ -351,7 +350,6 @@ func (u *unavailable) UnaryCall(context.Context, *testgrpc.SimpleRequest) (*test
 	return nil, status.Error(codes.Unavailable, "down")
 }
 
-var _ = errors.New
 
 // TestLoader_ReloadReportsAddedAndRemovedStages: a stage added to a stack, or removed
 // from it, is a change too; a budget left alone keeps its tokens.
