@@ -79,7 +79,8 @@ type Snapshot struct {
 	Until time.Time `json:"-"`
 	// RetryAfter is the Retry-After a server sends for a call the breaker refuses now
 	// (the refusal's RetryAfter, [Breaker.OpenNow]): Until − now when open, the
-	// breaker's MaxOpenTimeout when forced open, 0 otherwise.
+	// breaker's MaxOpenTimeout when forced open, its OpenTimeout (the time its probes
+	// are given) when half-open, 0 when closed.
 	RetryAfter time.Duration `json:"-"`
 	// Last is the last transition; zero if none. An open breaker whose time is up
 	// reads half-open before gobreaker moves it on the next call: Last then says
@@ -112,8 +113,11 @@ func (b *Breaker) Snapshot(now time.Time) Snapshot {
 	case s.State == StateOpen:
 		s.Until = b.until
 		s.RetryAfter = max(0, s.Until.Sub(now))
-	case s.State == StateHalfOpen && b.state == StateOpen:
-		s.Last = Transition{From: StateOpen, To: StateHalfOpen, At: b.until}
+	case s.State == StateHalfOpen:
+		s.RetryAfter = b.timeout // what halfOpenErr.RetryAfter says
+		if b.state == StateOpen {
+			s.Last = Transition{From: StateOpen, To: StateHalfOpen, At: b.until}
+		}
 	}
 	return s
 }

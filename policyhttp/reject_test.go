@@ -38,6 +38,15 @@ func TestWriteRejection_AHalfOpenBreakerSaysComeBackInASecond(t *testing.T) {
 	require.Equal(t, "half-open", rec.Header().Get(callpath.HeaderRefused))
 }
 
+// A half-open breaker's refusal asks callers back after the time its probes are given:
+// coming back at once would spend a caller's attempts while the probes are still out.
+func TestWriteRejection_AHalfOpenBreakerGivesItsProbesTime(t *testing.T) {
+	rec := httptest.NewRecorder()
+	require.True(t, policyhttp.WriteRejection(rec, &breaker.OpenError{Name: "db", HalfOpen: true, ProbeTime: 1500 * time.Millisecond}))
+	require.Equal(t, "2", rec.Header().Get("Retry-After"), "1.5 s rounded up to whole seconds")
+	require.Equal(t, "1500", rec.Header().Get(callpath.HeaderRetryAfterMillis))
+}
+
 func TestWriteRejection_WritesNothingForOtherErrors(t *testing.T) {
 	rec := httptest.NewRecorder()
 	require.False(t, policyhttp.WriteRejection(rec, errors.New("boom")))

@@ -162,10 +162,24 @@ type LimitOptions struct {
 	// at the rate of the one before ÷ LatencySamples, so a busy server does not read
 	// the clock twice per request.
 	LatencySamples int
+	// SchedLatency, if > 0, also watches this process's CPUs: when goroutines have
+	// waited longer than SchedLatency for one (the 90th percentile of the runtime's
+	// /sched/latencies:seconds over a Window), requests are queueing where no
+	// concurrency limit sees them — in the run queue, in sockets, in clients' pools —
+	// as on a CPU-bound server whose handlers run to completion one after another, so
+	// that only one is ever in flight. The shedder then refuses a share of new work
+	// (ReasonCPU; critical work never, sheddable work first), 10 points more each such
+	// window, up to 95 %, halving each window the wait is under half of SchedLatency.
+	// Refusing is cheap, so the queue in front drains. 0 means off, the default: the
+	// latency is the whole process's, so turn it on where the process is the server,
+	// not one of several servers or beside batch work in one process. 5–10 ms suits most
+	// servers. Negative is refused.
+	SchedLatency time.Duration
 }
 
 // QueueOptions configure the queue of requests waiting for a slot. The zero value is
-// a queue of DefaultMaxQueue (64) timed CoDel-style at 5 ms and 100 ms.
+// a queue of DefaultMaxQueue (64) timed CoDel-style at 5 ms and 100 ms, times that
+// grow with the work's latency under an adaptive limit (see Target).
 type QueueOptions struct {
 	// Max is how many requests may wait for a slot; 0 means DefaultMaxQueue (64),
 	// negative means no queue.
@@ -173,7 +187,11 @@ type QueueOptions struct {
 	// Target and Interval time the queue CoDel-style: a request waits at most
 	// Interval, or only Target while a standing queue exists (the queue has not been
 	// empty for Interval), and then the newest is served first. 0 means
-	// DefaultQueueTarget (5 ms) and DefaultQueueInterval (100 ms).
+	// DefaultQueueTarget (5 ms) and DefaultQueueInterval (100 ms) — and, under an
+	// adaptive limit, at least half the baseline latency (up to 100 ms) and ten times
+	// it (up to 1 s): CoDel's constants assume work of a few milliseconds, and a
+	// server whose requests take 25 ms is not overloaded when one waits 5 ms. A value
+	// set is kept as it is.
 	Target, Interval time.Duration
 }
 
@@ -226,6 +244,9 @@ type Shedder struct {
 	mu        sync.Mutex   // guards the queue and the fields below
 	queues    [2][]*waiter // [0] default, [1] critical
 	lastEmpty time.Time
+	// scaleTarget and scaleInterval: the queue's target and interval were left to
+	// their defaults, and follow the baseline latency (queueTimes).
+	scaleTarget, scaleInterval bool
 
 	pressure pressure
 	quota    *quotas
@@ -281,6 +302,15 @@ func New(o Options) (*Shedder, error) {
 	if err := s.limits(o); err != nil {
 		return nil, err
 	}
+	if s.adaptive != nil && s.adaptive.cpu != nil {
+		s.adaptive.cpu.counts = func() (uint64, uint64, int64) {
+			var refused uint64
+			for r := range s.rejected {
+				refused += s.rejected[r].Load()
+			}
+			return s.admitted.Load(), refused, s.inflight.Load()
+		}
+	}
 	if o.Queue.Max == 0 {
 		s.opts.Queue.Max = DefaultMaxQueue
 	}
@@ -296,6 +326,7 @@ func New(o Options) (*Shedder, error) {
 	// target, the target at most the interval.
 	s.opts.Queue.Target = orDefaultD(o.Queue.Target, min(DefaultQueueTarget, orDefaultD(o.Queue.Interval, DefaultQueueTarget)))
 	s.opts.Queue.Interval = orDefaultD(o.Queue.Interval, max(DefaultQueueInterval, s.opts.Queue.Target))
+	s.scaleTarget, s.scaleInterval = o.Queue.Target == 0 && s.adaptive != nil, o.Queue.Interval == 0 && s.adaptive != nil
 	s.sheddable = orDefaultF(o.SheddableShare, DefaultSheddableShare)
 	if !(s.sheddable > 0 && s.sheddable <= 1) {
 		return bad("SheddableShare is %v; want a number in (0, 1]", o.SheddableShare)
@@ -337,7 +368,7 @@ func adaptiveFields(o Options) []string {
 		{"Limit.Initial", o.Limit.Initial != 0}, {"Limit.Min", o.Limit.Min != 0}, {"Limit.Max", o.Limit.Max != 0},
 		{"Limit.Smoothing", o.Limit.Smoothing != 0}, {"Limit.Tolerance", o.Limit.Tolerance != 0}, {"Limit.Headroom", o.Limit.Headroom != 0},
 		{"Limit.Window", o.Limit.Window != 0}, {"Limit.MinSamples", o.Limit.MinSamples != 0},
-		{"Limit.LatencySamples", o.Limit.LatencySamples != 0},
+		{"Limit.LatencySamples", o.Limit.LatencySamples != 0}, {"Limit.SchedLatency", o.Limit.SchedLatency != 0},
 	} {
 		if f.set {
 			set = append(set, f.name)
@@ -405,6 +436,10 @@ func (s *Shedder) limits(o Options) error {
 		return bad("Limit.Headroom is %v; want ≥ 0", o.Limit.Headroom)
 	case g.window < 0:
 		return bad("Limit.Window is %v; want > 0, or 0 for the default %v", o.Limit.Window, DefaultWindow)
+	case o.Limit.SchedLatency < 0:
+		return bad("Limit.SchedLatency is %v; want > 0, or 0 for none", o.Limit.SchedLatency)
+	case o.Limit.SchedLatency > 0:
+		g.cpu = &cpuGuard{target: o.Limit.SchedLatency, read: newSchedReader().read}
 	}
 	g.limit = float64(initial)
 	s.adaptive = g
@@ -490,6 +525,10 @@ func (s *Shedder) Admit(ctx context.Context, p Priority) (Permit, Reason) {
 
 // tryAdmit is Admit that also returns the Retry-After (seconds) of a refusal.
 func (s *Shedder) tryAdmit(ctx context.Context, p Priority) (Permit, Reason, int) {
+	if g := s.adaptive; g != nil && g.cpu != nil && g.cpu.share.Load() != 0 && g.cpu.refuses(p, s.rand.Float64()) {
+		g.refreshCPU(s.clock.Now())
+		return s.refuse(ReasonCPU, p)
+	}
 	limit := s.limit.Load()
 	room := limit // how many in flight this priority may join
 	if p < 0 {
@@ -844,10 +883,17 @@ func (s *Shedder) ExplainStage() policy.Stage {
 	limit := fmt.Sprintf("a fixed limit of %d in flight", s.Limit())
 	if g := s.adaptive; g != nil {
 		limit = fmt.Sprintf("an adaptive limit (now %d, within %v–%v) that follows latency", s.Limit(), g.min, g.max)
+		if g.cpu != nil {
+			limit += fmt.Sprintf(", and refuses a growing share of new work while this process's goroutines wait over %v for a CPU", g.cpu.target)
+		}
 	}
 	queue := "no queue"
 	if s.opts.Queue.Max > 0 {
 		queue = fmt.Sprintf("a queue of %d (%v, or %v under a standing queue)", s.opts.Queue.Max, s.opts.Queue.Interval, s.opts.Queue.Target)
+		if s.scaleTarget || s.scaleInterval {
+			queue = fmt.Sprintf("a queue of %d (%v, or %v under a standing queue; longer for slower work: ten and half its latency, up to %v and %v)",
+				s.opts.Queue.Max, s.opts.Queue.Interval, s.opts.Queue.Target, maxScaledInterval, maxScaledTarget)
+		}
 	}
 	return policy.Stage{
 		Summary: fmt.Sprintf("shedder %q admits work up to %s, with %s; retries may fill %v%% of the limit", s.name, limit, queue, s.sheddable*100),
