@@ -341,7 +341,7 @@ func New(name string, o Options) (*Breaker, error) {
 	ready := s.ReadyToTrip
 	b := &Breaker{name: name, settings: s, timeout: o.OpenTimeout, maxTimeout: o.MaxOpenTimeout, jitter: o.OpenJitter, rand: policy.RandOr(o.Rand),
 		onChange: o.OnStateChange, trip: trip, slow: o.SlowCall, slowStart: o.SlowStart,
-		rampErr: &OpenError{Name: name, Ramping: true, ProbeTime: o.SlowStart / 10},
+		rampErr:     &OpenError{Name: name, Ramping: true, ProbeTime: o.SlowStart / 10},
 		halfOpenErr: &OpenError{Name: name, HalfOpen: true, ProbeTime: o.OpenTimeout}, forcedErr: &OpenError{Name: name, Forced: true, forcedFor: o.MaxOpenTimeout}}
 	// Keep the counts that trip the breaker: gobreaker clears them as it opens.
 	b.settings.ReadyToTrip = func(c gobreaker.Counts) bool {

@@ -12,42 +12,10 @@ type waiter struct {
 	inflight int64         // in-flight count on admission, set when granted
 }
 
-// Bounds of the queue times that follow the baseline latency (queueTimes).
-const (
-	maxScaledTarget   = 100 * time.Millisecond
-	maxScaledInterval = time.Second
-)
-
-// queueTimes returns the queue's CoDel target and interval. Values the user set are
-// kept. The defaults, 5 ms and 100 ms, suit work of a few milliseconds; under an
-// adaptive limit they grow with the baseline latency b (the service time of the
-// server unloaded) to b/2 (at most 100 ms) and 10·b (at most 1 s): CoDel's interval is
-// meant to hold a few round trips of the work it queues, and a request waiting half a
-// service time in a standing queue is no sign of overload on a server whose work
-// takes 25 ms — while a standing queue that lasts ten service times is.
-func (s *Shedder) queueTimes() (target, interval time.Duration) {
-	target, interval = s.opts.Queue.Target, s.opts.Queue.Interval
-	if !s.scaleTarget && !s.scaleInterval {
-		return target, interval
-	}
-	b := s.adaptive.baseline()
-	if s.scaleTarget {
-		target = max(target, min(b/2, maxScaledTarget))
-	}
-	if s.scaleInterval {
-		interval = max(interval, min(10*b, maxScaledInterval), target)
-	}
-	return target, interval
-}
-
 // standingLocked reports whether a standing queue exists: requests have been waiting
-// without the queue emptying for longer than the queue's interval. mu must be held.
+// without the queue emptying for longer than Queue.Interval. mu must be held.
 func (s *Shedder) standingLocked(now time.Time) bool {
-	if s.waiting.Load() == 0 {
-		return false
-	}
-	_, interval := s.queueTimes()
-	return now.Sub(s.lastEmpty) > interval
+	return s.waiting.Load() > 0 && now.Sub(s.lastEmpty) > s.opts.Queue.Interval
 }
 
 // wait queues a request that found no free slot, until a slot is handed to it, its
@@ -68,9 +36,9 @@ func (s *Shedder) wait(ctx context.Context, p Priority) (Permit, Reason, int) {
 		s.mu.Unlock()
 		return s.refuse(ReasonQueueFull, p)
 	}
-	target, timeout := s.queueTimes()
+	timeout := s.opts.Queue.Interval
 	if s.standingLocked(now) {
-		timeout = target
+		timeout = s.opts.Queue.Target
 	}
 	if s.waiting.Load() == 0 {
 		s.lastEmpty = now

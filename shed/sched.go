@@ -2,8 +2,8 @@ package shed
 
 import (
 	"math"
-	"slices"
 	"runtime/metrics"
+	"slices"
 	"sync/atomic"
 	"time"
 )

@@ -178,8 +178,7 @@ type LimitOptions struct {
 }
 
 // QueueOptions configure the queue of requests waiting for a slot. The zero value is
-// a queue of DefaultMaxQueue (64) timed CoDel-style at 5 ms and 100 ms, times that
-// grow with the work's latency under an adaptive limit (see Target).
+// a queue of DefaultMaxQueue (64) timed CoDel-style at 5 ms and 100 ms.
 type QueueOptions struct {
 	// Max is how many requests may wait for a slot; 0 means DefaultMaxQueue (64),
 	// negative means no queue.
@@ -187,11 +186,7 @@ type QueueOptions struct {
 	// Target and Interval time the queue CoDel-style: a request waits at most
 	// Interval, or only Target while a standing queue exists (the queue has not been
 	// empty for Interval), and then the newest is served first. 0 means
-	// DefaultQueueTarget (5 ms) and DefaultQueueInterval (100 ms) — and, under an
-	// adaptive limit, at least half the baseline latency (up to 100 ms) and ten times
-	// it (up to 1 s): CoDel's constants assume work of a few milliseconds, and a
-	// server whose requests take 25 ms is not overloaded when one waits 5 ms. A value
-	// set is kept as it is.
+	// DefaultQueueTarget (5 ms) and DefaultQueueInterval (100 ms).
 	Target, Interval time.Duration
 }
 
@@ -244,9 +239,6 @@ type Shedder struct {
 	mu        sync.Mutex   // guards the queue and the fields below
 	queues    [2][]*waiter // [0] default, [1] critical
 	lastEmpty time.Time
-	// scaleTarget and scaleInterval: the queue's target and interval were left to
-	// their defaults, and follow the baseline latency (queueTimes).
-	scaleTarget, scaleInterval bool
 
 	pressure pressure
 	quota    *quotas
@@ -326,7 +318,6 @@ func New(o Options) (*Shedder, error) {
 	// target, the target at most the interval.
 	s.opts.Queue.Target = orDefaultD(o.Queue.Target, min(DefaultQueueTarget, orDefaultD(o.Queue.Interval, DefaultQueueTarget)))
 	s.opts.Queue.Interval = orDefaultD(o.Queue.Interval, max(DefaultQueueInterval, s.opts.Queue.Target))
-	s.scaleTarget, s.scaleInterval = o.Queue.Target == 0 && s.adaptive != nil, o.Queue.Interval == 0 && s.adaptive != nil
 	s.sheddable = orDefaultF(o.SheddableShare, DefaultSheddableShare)
 	if !(s.sheddable > 0 && s.sheddable <= 1) {
 		return bad("SheddableShare is %v; want a number in (0, 1]", o.SheddableShare)
@@ -890,10 +881,6 @@ func (s *Shedder) ExplainStage() policy.Stage {
 	queue := "no queue"
 	if s.opts.Queue.Max > 0 {
 		queue = fmt.Sprintf("a queue of %d (%v, or %v under a standing queue)", s.opts.Queue.Max, s.opts.Queue.Interval, s.opts.Queue.Target)
-		if s.scaleTarget || s.scaleInterval {
-			queue = fmt.Sprintf("a queue of %d (%v, or %v under a standing queue; longer for slower work: ten and half its latency, up to %v and %v)",
-				s.opts.Queue.Max, s.opts.Queue.Interval, s.opts.Queue.Target, maxScaledInterval, maxScaledTarget)
-		}
 	}
 	return policy.Stage{
 		Summary: fmt.Sprintf("shedder %q admits work up to %s, with %s; retries may fill %v%% of the limit", s.name, limit, queue, s.sheddable*100),
