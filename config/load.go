@@ -562,7 +562,7 @@ func stageWords(msg string, order []string) string {
 var goNames = map[string][][2]string{
 	StageBreaker: {{"ConsecutiveFailures", "consecutive_failures"}, {"FailureRatio", "failure_ratio"}, {"MinRequests", "min_requests"},
 		{"MaxOpenTimeout", "max_open_timeout"}, {"OpenTimeout", "open_timeout"}, {"HalfOpenProbes", "half_open_probes"},
-		{"SlowCall", "slow_call"}, {"Window", "window"}},
+		{"SlowCall", "slow_call"}, {"SlowStart", "slow_start"}, {"Window", "window"}},
 	StageRetry: {{"MaxAttempts", "attempts"}, {"MaxHintDelay", "max_hint"}, {"Base", "base"}, {"Cap", "cap"}, {"Multiplier", "multiplier"}},
 	StageHedge: {{"MaxAttempts", "attempts"}, {"Delay", "delay"}},
 	StageBudget: {{"maxTokens", "token_bucket.max_tokens"}, {"tokenRatio", "token_bucket.token_ratio"},
@@ -686,6 +686,7 @@ func (b *builder) stage(name, stage string, s Stack) policy.Policy {
 			MaxOpenTimeout:      durp(c.MaxOpenTimeout),
 			HalfOpenProbes:      b.count(name, "breaker.half_open_probes", c.HalfOpenProbes),
 			SlowCall:            durp(c.SlowCall),
+			SlowStart:           durp(c.SlowStart),
 			Rand:                b.o.Rand,
 		}
 		if c.FailureRatio != nil && *c.FailureRatio <= 0 {

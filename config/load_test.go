@@ -209,3 +209,10 @@ func TestConfig_ExplainCoversTheRoutingTable(t *testing.T) {
 		require.Contains(t, got, want)
 	}
 }
+
+// TestParse_BreakerSlowStart: slow_start reaches the breaker.
+func TestParse_BreakerSlowStart(t *testing.T) {
+	c, err := parse(t, "stacks:\n  s: {breaker: {slow_start: 10s}}\n")
+	require.NoError(t, err)
+	require.Contains(t, c.Stage("s", "breaker").(*breaker.Breaker).ExplainStage().Summary, "10s")
+}

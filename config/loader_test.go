@@ -350,7 +350,6 @@ func (u *unavailable) UnaryCall(context.Context, *testgrpc.SimpleRequest) (*test
 	return nil, status.Error(codes.Unavailable, "down")
 }
 
-
 // TestLoader_ReloadReportsAddedAndRemovedStages: a stage added to a stack, or removed
 // from it, is a change too; a budget left alone keeps its tokens.
 func TestLoader_ReloadReportsAddedAndRemovedStages(t *testing.T) {

@@ -69,6 +69,9 @@ type Breaker struct {
 	HalfOpenProbes *int `yaml:"half_open_probes" json:"half_open_probes"`
 	// SlowCall counts a success slower than this as a failure (default off).
 	SlowCall *Duration `yaml:"slow_call" json:"slow_call"`
+	// SlowStart ramps the traffic up over this long after the breaker closes
+	// (default off).
+	SlowStart *Duration `yaml:"slow_start" json:"slow_start"`
 }
 
 // Budget configures a retry budget: exactly one of TokenBucket or Ratio.
