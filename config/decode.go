@@ -158,8 +158,8 @@ func (d *decoder) stacks(n *yaml.Node, path string, v reflect.Value) {
 		case k.Kind != yaml.ScalarNode || !stackName.MatchString(name):
 			d.problem(k, fp, "is not a stack name; want a letter, then letters, digits, _ or -")
 			continue
-		case name == "defaults":
-			d.problem(k, fp, `"defaults" is reserved: write the defaults at the top level`)
+		case envWord(name) == "DEFAULTS":
+			d.problem(k, fp, `%q is reserved: write the defaults at the top level, under defaults:`, name)
 			continue
 		case seen[name]:
 			d.problem(k, fp, "is given twice")
