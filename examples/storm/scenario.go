@@ -346,7 +346,7 @@ func forward(h hop, next string, guarded bool) http.Handler {
 		var rej policy.Rejection
 		switch {
 		case errors.As(err, &rej):
-			// Until the probe (0 when half-open: its probes are in flight), and the
+			// Until the probe (when half-open, the time its probes are given), and the
 			// probe's own time (about one request to the dependency).
 			left := rej.RetryAfter()
 			a = answer{status: http.StatusServiceUnavailable, refused: "breaker",
