@@ -22,12 +22,46 @@ import (
 // compute. Run must not be called from inside another bubble.
 func Run(t *testing.T, sc Scenario) (Summary, error) {
 	t.Helper()
+	return RunWith(t, sc, Options{})
+}
+
+// Options are what a run may report while it goes. The zero value reports nothing.
+type Options struct {
+	// Progress, if not nil, is called from the run's engine each time virtual time
+	// passes a whole multiple of ProgressEvery, with the virtual time since the start
+	// and the user calls started so far. It must not block for long, nor call into
+	// the run.
+	Progress func(virtual time.Duration, calls int)
+	// ProgressEvery is the virtual time between calls of Progress; 0 means 1 s.
+	ProgressEvery time.Duration
+}
+
+// RunWith is [Run] with options.
+func RunWith(t *testing.T, sc Scenario, o Options) (Summary, error) {
+	t.Helper()
 	if err := sc.Validate(); err != nil {
 		return Summary{}, err
 	}
 	var s Summary
-	synctest.Test(t, func(*testing.T) { s = play(sc) })
-	return s, nil
+	var err error
+	synctest.Test(t, func(*testing.T) { s, err = play(sc, o) })
+	return s, err
+}
+
+// Until is the virtual time by which a scenario's last call has started, plus its
+// users' timeout: about how long a run lasts in virtual time, for progress reports.
+func (s *Scenario) Until() time.Duration {
+	l := s.Load
+	d := l.Duration
+	if l.Burst > 0 {
+		d = l.At
+	}
+	if l.UserTimeout == 0 {
+		d += DefaultUserTimeout
+	} else if l.UserTimeout > 0 {
+		d += l.UserTimeout
+	}
+	return d
 }
 
 // RunSeeds plays sc once for every seed and returns each run and the spread of its
@@ -47,8 +81,30 @@ func RunSeeds(t *testing.T, sc Scenario, seeds []uint64) ([]Summary, Spread, err
 }
 
 // play runs sc inside the current bubble.
-func play(sc Scenario) Summary {
-	w := newWorld(sc)
+func play(sc Scenario, o Options) (Summary, error) {
+	w, err := newWorld(sc)
+	if err != nil {
+		return Summary{}, err
+	}
+	if o.Progress != nil {
+		every := o.ProgressEvery
+		if every <= 0 {
+			every = time.Second
+		}
+		next := every
+		w.e.tick = func() {
+			if at := time.Since(w.start); at >= next {
+				next = (at/every + 1) * every
+				w.mu.Lock()
+				calls := 0
+				for _, b := range w.rec.buckets {
+					calls += b.Started
+				}
+				w.mu.Unlock()
+				o.Progress(at, calls)
+			}
+		}
+	}
 	l := sc.Load
 	userTimeout := l.UserTimeout
 	if userTimeout == 0 {
@@ -112,7 +168,8 @@ func play(sc Scenario) Summary {
 	default:
 		w.arriving = true
 		var next func()
-		gap := func() time.Duration { return time.Duration(arrivals.ExpFloat64() / l.Rate * float64(time.Second)) }
+		rate := sc.rate()
+		gap := func() time.Duration { return time.Duration(arrivals.ExpFloat64() / rate * float64(time.Second)) }
 		next = func() {
 			call()
 			if d := gap(); time.Since(w.start)+d < l.Duration {
@@ -131,7 +188,7 @@ func play(sc Scenario) Summary {
 		defer w.mu.Unlock()
 		return !w.arriving && w.pending == 0 && (l.Burst == 0 || w.e.fired > 0)
 	})
-	return w.summary()
+	return w.summary(), nil
 }
 
 const (

@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"math/rand/v2"
@@ -63,7 +64,7 @@ type hop struct {
 	w       *world
 }
 
-func newWorld(sc Scenario) *world {
+func newWorld(sc Scenario) (*world, error) {
 	w := &world{sc: sc, tune: sc.Tuning.withDefaults(), e: newEngine(), start: time.Now(),
 		stages: policy.SeededRand(sc.Seed, 1), draws: rand.New(rand.NewPCG(sc.Seed, 3)),
 		byName: map[string]*service{}}
@@ -83,11 +84,15 @@ func newWorld(sc Scenario) *world {
 	// Build the handlers bottom up: a service's hops need only their targets' names.
 	for _, sv := range w.svcs {
 		for _, c := range sv.Calls {
-			sv.hops = append(sv.hops, w.newHop(sv, w.byName[c]))
+			h, err := w.newHop(sv, w.byName[c])
+			if err != nil {
+				return nil, err
+			}
+			sv.hops = append(sv.hops, h)
 		}
 		sv.handler = sv.guard(http.HandlerFunc(sv.serve))
 	}
-	return w
+	return w, nil
 }
 
 // wire carries a request to a service's handler in the caller's goroutine. The
@@ -142,14 +147,25 @@ func (r *response) WriteHeader(code int) {
 	}
 }
 
-func (w *world) newHop(from, to *service) *hop {
+func (w *world) newHop(from, to *service) (*hop, error) {
 	h := &hop{to: to, w: w}
 	base := wire{to}
 	t := w.tune
 	if from.Stack == Naive {
 		h.naive = true
 		h.client = base
-		return h
+		return h, nil
+	}
+	if fn := w.sc.Custom[from.Stack]; fn != nil {
+		c, err := fn(Hop{From: from.Name, To: to.Name, Clock: w.clock, Rand: w.stages})
+		switch {
+		case err != nil:
+			return nil, fmt.Errorf("sim: stack %s, %s→%s: %w", from.Stack, from.Name, to.Name, err)
+		case c.Pipeline == nil:
+			return nil, fmt.Errorf("sim: stack %s, %s→%s: no pipeline", from.Stack, from.Name, to.Name)
+		}
+		h.client = policyhttp.NewTransport(base, c.Pipeline, policyhttp.Options{Clock: w.clock, Classifier: c.Classifier})
+		return h, nil
 	}
 	name := from.Name + "→" + to.Name
 	d := deadline.MustNew(t.CallBudget)
@@ -170,12 +186,14 @@ func (w *world) newHop(from, to *service) *hop {
 		p = policy.MustWrap(d, h.breaker, bud, again, per, policy.Name(name), policy.UseClock(w.clock))
 	}
 	h.client = policyhttp.NewTransport(base, p, policyhttp.Options{Clock: w.clock})
-	return h
+	return h, nil
 }
 
 // guard puts the service's own protection around its handler.
 func (s *service) guard(h http.Handler) http.Handler {
 	switch s.Stack {
+	case Naive:
+		return h
 	case OwnerOnly:
 		return policyhttp.Middleware(h)
 	case Backstop:
@@ -185,7 +203,7 @@ func (s *service) guard(h http.Handler) http.Handler {
 		}
 		return shed.Middleware(h, shed.MustNew(shed.Options{Name: s.Name, Breaker: brk, Rand: s.w.stages, Clock: s.w.clock}))
 	}
-	return h
+	return policyhttp.Middleware(h) // a custom stack
 }
 
 // answer is what a hop passes up: the status and the headers that matter.
