@@ -20,15 +20,15 @@ import (
 // |Normal(10 ms, 2 ms)|. Each client is a pipeline with Backstop's retry (its backoff
 // on the engine's clock); an attempt is one read and one conditional write.
 
-// HerdNetwork is the herd's one-way delay on the wire: |Normal(HerdNetwork, HerdNetworkSigma)|.
+// The herd's one-way delay on the wire: |Normal(herdNetwork, herdNetworkSigma)|.
 const (
-	HerdNetwork      = 10 * time.Millisecond
-	HerdNetworkSigma = 2 * time.Millisecond
+	herdNetwork      = 10 * time.Millisecond
+	herdNetworkSigma = 2 * time.Millisecond
 )
 
-// HerdRun is one herd: its writes, failed and successful (the work), and when the last
+// herdRun is one herd: its writes, failed and successful (the work), and when the last
 // client's update succeeded.
-type HerdRun struct {
+type herdRun struct {
 	Writes int
 	Done   time.Duration
 }
@@ -37,20 +37,20 @@ var errStale = errors.New("sim: stale write")
 
 // herd plays n clients, each retrying with o (its Clock and Rand are set here), inside
 // the current bubble.
-func herd(n int, o retry.Options, seed uint64) HerdRun {
+func herd(n int, o retry.Options, seed uint64) herdRun {
 	e := newEngine()
 	clk := e.Clock()
 	net := rand.New(rand.NewPCG(seed, 4))
 	var (
 		mu        sync.Mutex // guards what follows
 		version   int
-		run       HerdRun
+		run       herdRun
 		remaining = n
 	)
 	start := time.Now()
 	wire := func() {
 		mu.Lock()
-		d := time.Duration(math.Abs(net.NormFloat64()*float64(HerdNetworkSigma) + float64(HerdNetwork)))
+		d := time.Duration(math.Abs(net.NormFloat64()*float64(herdNetworkSigma) + float64(herdNetwork)))
 		mu.Unlock()
 		<-clk.NewTimer(d).C()
 	}
