@@ -247,7 +247,7 @@ func (r *recorder) bucket(t time.Duration) *Bucket {
 }
 
 func (r *recorder) request(s *service, t time.Duration) {
-	r.requests[s.Name]++
+	s.requests++
 	if s.Workers > 0 || len(s.Faults) > 0 {
 		r.bucket(t).Requests[s.Name]++
 	}
@@ -321,6 +321,11 @@ func seconds(d time.Duration) float64 { return math.Round(d.Seconds()*1e6) / 1e6
 
 func (w *world) summary() Summary {
 	r := &w.rec
+	for _, sv := range w.svcs {
+		if sv.requests > 0 {
+			r.requests[sv.Name] = sv.requests
+		}
+	}
 	s := Summary{Scenario: w.sc.Name, Stack: w.sc.Stack, Seed: w.sc.Seed, Virtual: seconds(time.Since(w.start)),
 		Events: w.e.fired, Requests: r.requests, Series: r.buckets}
 	for _, b := range r.buckets {

@@ -49,9 +49,10 @@ type service struct {
 	url     *url.URL
 	handler http.Handler
 	hops    []*hop // one per Calls entry
-	// the worker pool, guarded by w.mu
-	busy  int
-	queue []func()
+	// guarded by w.mu: the worker pool, and the requests received
+	busy     int
+	queue    []func()
+	requests int
 }
 
 // hop is a service's client for one dependency.
@@ -106,13 +107,11 @@ func (c wire) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err := w.network(req.Context()); err != nil { // the request's way there
 		return nil, err
 	}
-	sctx, cancel := context.WithCancel(context.Background())
-	stop := context.AfterFunc(req.Context(), cancel)
-	defer stop()
-	defer cancel()
+	// The headers are the attempt's own: policyhttp's transport clones the request
+	// for each attempt, and the services only read them.
 	sreq := (&http.Request{Method: http.MethodGet, URL: c.to.url, Host: c.to.Name, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-		Header: req.Header.Clone(), Body: http.NoBody, RemoteAddr: "sim", RequestURI: "/"}).WithContext(sctx)
-	rw := &response{header: http.Header{}}
+		Header: req.Header, Body: http.NoBody, RemoteAddr: "sim", RequestURI: "/"}).WithContext(detached{req.Context()})
+	rw := &response{}
 	c.to.handler.ServeHTTP(rw, sreq)
 	if err := req.Context().Err(); err != nil {
 		return nil, err // the caller went away before the answer
@@ -127,6 +126,26 @@ func (c wire) RoundTrip(req *http.Request) (*http.Response, error) {
 		Header: rw.header, Body: http.NoBody, Request: req}, nil
 }
 
+// detached is the context a service's request carries: done when the caller's is,
+// with context.Canceled, and without the caller's deadline or values (the caller's
+// call-path marks stay in its process). It costs no goroutine and no registration of
+// its own: a context derived from it registers with the caller's through AfterFunc.
+type detached struct{ caller context.Context }
+
+func (detached) Deadline() (time.Time, bool) { return time.Time{}, false }
+func (d detached) Done() <-chan struct{}     { return d.caller.Done() }
+func (d detached) Err() error {
+	if d.caller.Err() != nil {
+		return context.Canceled
+	}
+	return nil
+}
+func (detached) Value(any) any { return nil }
+
+// AfterFunc lets context.WithCancel and its kin derive from a detached context
+// without a goroutine each (the context package looks for this method).
+func (d detached) AfterFunc(f func()) func() bool { return context.AfterFunc(d.caller, f) }
+
 // response is the http.ResponseWriter a service answers into: a status and headers
 // (the simulated services send no body).
 type response struct {
@@ -134,7 +153,12 @@ type response struct {
 	status int
 }
 
-func (r *response) Header() http.Header { return r.header }
+func (r *response) Header() http.Header {
+	if r.header == nil { // most answers set none
+		r.header = http.Header{}
+	}
+	return r.header
+}
 func (r *response) Write(b []byte) (int, error) {
 	if r.status == 0 {
 		r.status = http.StatusOK
