@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -230,6 +231,7 @@ type recorder struct {
 	w        *world
 	buckets  []Bucket
 	okLat    []time.Duration
+	calls    []callAt // every call's start and whether it was answered, for RecoveryStrict
 	requests map[string]int
 }
 
@@ -254,6 +256,7 @@ func (r *recorder) request(s *service, t time.Duration) {
 }
 
 func (r *recorder) call(at, latency time.Duration, outcome int) {
+	r.calls = append(r.calls, callAt{at, outcome == outcomeOK})
 	b := r.bucket(at)
 	b.Started++
 	switch outcome {
@@ -265,6 +268,41 @@ func (r *recorder) call(at, latency time.Duration, outcome int) {
 	default:
 		b.Lost++
 	}
+}
+
+type callAt struct {
+	at time.Duration
+	ok bool
+}
+
+// StrictWindow is how long every call must go on being answered for
+// Outage.RecoveryStrict.
+const StrictWindow = time.Second
+
+// recoveryStrict returns the time from to to the start of the first call answered
+// after it from which every call started within StrictWindow was answered, or -1 if
+// none was before the last StrictWindow of arrivals. calls must be sorted by start.
+func recoveryStrict(calls []callAt, to time.Duration) time.Duration {
+	if len(calls) == 0 {
+		return -1
+	}
+	last := calls[len(calls)-1].at
+	nextFail := len(calls) // the first failed call after i
+	best := time.Duration(-1)
+	for i := len(calls) - 1; i >= 0 && calls[i].at >= to; i-- {
+		if !calls[i].ok {
+			nextFail = i
+			continue
+		}
+		c := calls[i].at
+		if c+StrictWindow > last {
+			continue
+		}
+		if nextFail == len(calls) || calls[nextFail].at > c+StrictWindow {
+			best = c - to
+		}
+	}
+	return best
 }
 
 // Bucket is one time bucket of a run: the calls started in it and what became of
@@ -312,6 +350,11 @@ type Outage struct {
 	// Recovery is the time from the fault's end to the start of the first bucket whose
 	// calls were at least 95 % answered (RecoveryShare), in seconds; -1 if none was.
 	Recovery float64 `json:"recovery_s"`
+	// RecoveryStrict is the time from the fault's end to the start of the first call
+	// from which every call started within StrictWindow (1 s) was answered, in
+	// seconds, to the microsecond; -1 if there was none. It does not depend on the
+	// buckets.
+	RecoveryStrict float64 `json:"recovery_strict_s"`
 }
 
 // RecoveryShare is the share of calls answered that marks a recovered bucket.
@@ -359,6 +402,11 @@ func (w *world) summary() Summary {
 		if calls > 0 {
 			o.PerCall = math.Round(float64(reqs)/float64(calls)*1e4) / 1e4
 		}
+		slices.SortStableFunc(r.calls, func(a, b callAt) int { return cmp.Compare(a.at, b.at) })
+		o.RecoveryStrict = -1
+		if d := recoveryStrict(r.calls, f.To); d >= 0 {
+			o.RecoveryStrict = seconds(d)
+		}
 		s.Outage = o
 		break
 	}
@@ -397,6 +445,8 @@ type Spread struct {
 	P99      Figure  `json:"p99_ms"`
 	PerCall  *Figure `json:"requests_per_call,omitempty"`
 	Recovery *Figure `json:"recovery_s,omitempty"`
+	// RecoveryStrict is Outage.RecoveryStrict's, -1 for never.
+	RecoveryStrict *Figure `json:"recovery_strict_s,omitempty"`
 }
 
 // SpreadOf returns the spread of runs' figures.
@@ -424,19 +474,23 @@ func SpreadOf(runs []Summary) Spread {
 	if runs[0].Outage != nil {
 		pc := pick(func(s Summary) float64 { return s.Outage.PerCall }, false)
 		sp.PerCall = &pc
-		rec := pick(func(s Summary) float64 {
-			if s.Outage.Recovery < 0 {
+		never := func(get func(*Outage) float64) *Figure {
+			f := pick(func(s Summary) float64 {
+				if v := get(s.Outage); v >= 0 {
+					return v
+				}
 				return math.Inf(1)
+			}, false)
+			if math.IsInf(f.Worst, 1) {
+				f.Worst = -1 // never recovered
 			}
-			return s.Outage.Recovery
-		}, false)
-		if math.IsInf(rec.Worst, 1) {
-			rec.Worst = -1 // never recovered
+			if math.IsInf(f.Median, 1) {
+				f.Median = -1
+			}
+			return &f
 		}
-		if math.IsInf(rec.Median, 1) {
-			rec.Median = -1
-		}
-		sp.Recovery = &rec
+		sp.Recovery = never(func(o *Outage) float64 { return o.Recovery })
+		sp.RecoveryStrict = never(func(o *Outage) float64 { return o.RecoveryStrict })
 	}
 	return sp
 }
