@@ -40,7 +40,10 @@ func (e *ScenarioError) Unwrap() error { return ErrInvalidScenario }
 //
 // Every error is reported, not only the first: each is a [*ScenarioError] with its
 // line, column and path, joined with errors.Join. An unknown field is an error, and
-// so is a field given twice.
+// so is a field given twice. A file that does not decode (an unknown field, a value of
+// the wrong kind) gets those errors alone; one that decodes gets every rule of
+// [Scenario.Validate] it breaks, each placed at the field's value, or at the mapping
+// that leaves a needed field out.
 func ParseScenario(data []byte, custom map[Stack]ClientFunc) (Scenario, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {

@@ -38,6 +38,7 @@ and charts (PNG) to -out. A service on stack envoy calls its dependencies throug
 route -envoy gives (its timeouts and retry_policy), one on stack grpc through the
 -grpc service config's method. -stack replaces the file's stack (the services that
 name their own keep it); without it the file's stack runs, then envoy and grpc if given.
+It exits 2 on bad flags or files, 1 if a run fails.
 `
 
 // simConfig is what backstop sim was asked to do.
@@ -55,7 +56,10 @@ type simConfig struct {
 func parseSim(args []string, stdin io.Reader, stderr io.Writer, terminal bool) (*simConfig, int) {
 	fs := flag.NewFlagSet("backstop sim", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, simUsage) }
+	fs.Usage = func() {
+		fmt.Fprint(stderr, simUsage, "\nflags:\n")
+		fs.PrintDefaults()
+	}
 	file := fs.String("scenario", "", "the scenario file, YAML; - for standard input")
 	envoyPath := fs.String("envoy", "", "an Envoy route configuration, YAML or JSON, for stack envoy")
 	route := fs.String("route", "", "the route of -envoy stack envoy uses; empty means the first that retries, else the first")
@@ -327,7 +331,11 @@ func grpcClassifier(retryable []codes.Code) func(*http.Response, time.Time) erro
 // the table to stdout and the files to c.out.
 func simulate(t *testing.T, c *simConfig, stdout, progress io.Writer) error {
 	sc := c.sc
-	fmt.Fprintf(stdout, "backstop sim: %s (%s), stacks %v, seeds %v\n", c.file, sc.Name, c.stacks, c.seeds)
+	name := c.file
+	if sc.Name != "" {
+		name += " (" + sc.Name + ")"
+	}
+	fmt.Fprintf(stdout, "backstop sim: %s, stacks %v, seeds %v\n", name, c.stacks, c.seeds)
 	if c.out != "" {
 		if err := os.MkdirAll(c.out, 0o755); err != nil {
 			return err
