@@ -144,35 +144,11 @@ func parseSim(args []string, stdin io.Reader, stderr io.Writer, terminal bool) (
 	}
 	c.seeds = []uint64{c.sc.Seed}
 	if *seeds != "" {
-		if c.seeds, err = parseSeeds(*seeds); err != nil {
+		if c.seeds, err = sim.ParseSeeds(*seeds); err != nil {
 			return fail("-seeds %q: %v", *seeds, err)
 		}
 	}
 	return c, exitOK
-}
-
-func parseSeeds(s string) ([]uint64, error) {
-	if from, to, ok := strings.Cut(s, "-"); ok {
-		a, err1 := strconv.ParseUint(from, 10, 64)
-		b, err2 := strconv.ParseUint(to, 10, 64)
-		if err1 != nil || err2 != nil || b < a || b-a >= 1000 {
-			return nil, errors.New(`want a range "a-b" with a ≤ b, at most 1 000 seeds`)
-		}
-		var seeds []uint64
-		for n := a; n <= b; n++ {
-			seeds = append(seeds, n)
-		}
-		return seeds, nil
-	}
-	var seeds []uint64
-	for _, f := range strings.Split(s, ",") {
-		n, err := strconv.ParseUint(strings.TrimSpace(f), 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("%q is not a seed", f)
-		}
-		seeds = append(seeds, n)
-	}
-	return seeds, nil
 }
 
 // envoyStack is stack envoy: each hop runs the route's pipeline, read again for the

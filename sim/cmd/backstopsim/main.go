@@ -13,7 +13,6 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -79,7 +78,7 @@ func parse(args []string) (config, error) {
 		c.stacks = append(c.stacks, st)
 	}
 	var err error
-	if c.seeds, err = parseSeeds(*seeds); err != nil {
+	if c.seeds, err = sim.ParseSeeds(*seeds); err != nil {
 		return c, fmt.Errorf("-seeds %q: %w", *seeds, err)
 	}
 	switch {
@@ -110,30 +109,6 @@ func parse(args []string) (config, error) {
 		c.outage = [2]time.Duration{f, t}
 	}
 	return c, nil
-}
-
-func parseSeeds(s string) ([]uint64, error) {
-	if from, to, ok := strings.Cut(s, "-"); ok {
-		a, err1 := strconv.ParseUint(from, 10, 64)
-		b, err2 := strconv.ParseUint(to, 10, 64)
-		if err1 != nil || err2 != nil || b < a || b-a >= 1000 {
-			return nil, errors.New(`want a range "a-b" with a ≤ b, at most 1 000 seeds`)
-		}
-		var seeds []uint64
-		for n := a; n <= b; n++ {
-			seeds = append(seeds, n)
-		}
-		return seeds, nil
-	}
-	var seeds []uint64
-	for _, f := range strings.Split(s, ",") {
-		n, err := strconv.ParseUint(strings.TrimSpace(f), 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("%q is not a seed", f)
-		}
-		seeds = append(seeds, n)
-	}
-	return seeds, nil
 }
 
 // scenario builds the run of stack for seed.
