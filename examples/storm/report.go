@@ -208,7 +208,7 @@ func renderTable(rs []result) string {
 			}
 			return r.recovery.String()
 		}},
-		{"recovery, to the call (every call ok for 1 s from then)", func(r result) string {
+		{"recovery to the call (all ok for 1 s)", func(r result) string {
 			if r.recoveryStrict < 0 {
 				return "never (within the run)"
 			}
