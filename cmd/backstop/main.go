@@ -8,6 +8,10 @@
 //
 //	backstop explain [-json] [-envoy route.yaml] [-grpc service_config.json]
 //	backstop lint [-json] [-max-worst-case 30s] [-envoy route.yaml] [-grpc service_config.json]
+//	backstop sim -scenario FILE [-envoy route.yaml] [-grpc service_config.json] [-out DIR]
+//
+// sim plays a scenario file in virtual time with Backstop's real stages (module sim):
+// what a route or a service config does to a database during an outage. See sim.go.
 //
 // -envoy takes a RouteConfiguration, a VirtualHost, a Route (with or without match: a
 // pasted route: block loads as it is) or a RouteAction, in YAML or JSON; -grpc a
@@ -33,7 +37,12 @@ import (
 	"github.com/backstop-go/backstop/policygrpc"
 )
 
-func main() { os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) }
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == "sim" {
+		simMain(os.Args[2:]) // exits
+	}
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
 
 // Exit codes.
 const (
@@ -45,12 +54,14 @@ const (
 const usage = `usage:
   backstop explain [-json] [-envoy route.yaml] [-grpc service_config.json]
   backstop lint    [-json] [-max-worst-case 30s] [-envoy route.yaml] [-grpc service_config.json]
+  backstop sim     -scenario FILE [-envoy route.yaml] [-grpc service_config.json] [-out DIR]
 
 explain says what each Envoy route or gRPC method will do, in Envoy's and gRPC's words:
 tries, timeouts, back-off, Retry-After and pushback, the worst case. lint reports what
 is dangerous, each finding at file:line:column with why and the fix; it exits 1 if any
 finding is an error. Give -envoy, -grpc or both (lint then also checks that one call
-path does not have two retry owners). A file named - is standard input.
+path does not have two retry owners). A file named - is standard input. sim plays a
+scenario in virtual time with the real stages (backstop sim -h).
 `
 
 // stdinName is how standard input is named in output.
