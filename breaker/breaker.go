@@ -202,8 +202,10 @@ type Breaker struct {
 	forced  atomic.Bool
 	pending atomic.Bool // transitions wait in queue
 
-	// rampFrom is when the breaker last closed from half-open, Unix ns, while its slow
-	// start lasts; 0 otherwise. rampErr is the refusal of a call the ramp holds back.
+	// rampFrom is when the breaker last closed from half-open, in nanoseconds since
+	// epoch (monotonic, plus one so that it is never 0), while its slow start lasts; 0
+	// otherwise. rampErr is the refusal of a call the ramp holds back.
+	epoch    time.Time
 	rampFrom atomic.Int64
 	rampErr  *OpenError
 
@@ -340,7 +342,7 @@ func New(name string, o Options) (*Breaker, error) {
 	}
 	ready := s.ReadyToTrip
 	b := &Breaker{name: name, settings: s, timeout: o.OpenTimeout, maxTimeout: o.MaxOpenTimeout, jitter: o.OpenJitter, rand: policy.RandOr(o.Rand),
-		onChange: o.OnStateChange, trip: trip, slow: o.SlowCall, slowStart: o.SlowStart,
+		onChange: o.OnStateChange, trip: trip, slow: o.SlowCall, slowStart: o.SlowStart, epoch: time.Now(),
 		rampErr:     &OpenError{Name: name, Ramping: true, ProbeTime: o.SlowStart / 10},
 		halfOpenErr: &OpenError{Name: name, HalfOpen: true, ProbeTime: o.OpenTimeout}, forcedErr: &OpenError{Name: name, Forced: true, forcedFor: o.MaxOpenTimeout}}
 	// Keep the counts that trip the breaker: gobreaker clears them as it opens.
@@ -464,7 +466,7 @@ func (b *Breaker) transitionLocked(from, to State, now time.Time) {
 		if to == StateClosed {
 			b.reopens = 0
 			if from == StateHalfOpen && b.slowStart > 0 {
-				b.rampFrom.Store(now.UnixNano())
+				b.rampFrom.Store(int64(now.Sub(b.epoch)) + 1)
 			}
 		}
 		b.until = time.Time{}
@@ -601,11 +603,11 @@ func (r *runner) Run(ctx context.Context, fn policy.Func) error {
 	return err
 }
 
-// heldBack reports whether the slow start that began at from (Unix ns) holds this
-// call back: it lets through a share growing linearly from SlowStartMinShare to 1 over
-// SlowStart, and ends itself once SlowStart has passed.
+// heldBack reports whether the slow start that began at from (see rampFrom) holds
+// this call back: it lets through a share growing linearly from SlowStartMinShare to 1
+// over SlowStart, and ends itself once SlowStart has passed.
 func (b *Breaker) heldBack(from int64) bool {
-	elapsed := time.Duration(time.Now().UnixNano() - from)
+	elapsed := time.Since(b.epoch) - time.Duration(from-1)
 	if elapsed >= b.slowStart {
 		b.rampFrom.CompareAndSwap(from, 0)
 		return false
@@ -643,8 +645,11 @@ type OpenError struct {
 	Ramping bool
 	// ProbeTime, when HalfOpen, is the time the breaker's probes are given to answer:
 	// its OpenTimeout, the open time after a first trip. It is the refusal's
-	// RetryAfter: a caller that comes back after it finds the probes answered — the
-	// breaker closed, or open again for at least as long. Zero: come back at once.
+	// RetryAfter: by then probes that answer as fast as the dependency usually does
+	// have answered (nothing bounds a slow one), and the breaker is closed, or open
+	// again for at least as long. Every refusal of the episode says the same time; a
+	// Backstop retry spreads its callers with its upward jitter on a hint (up to +50
+	// %). Zero: come back at once.
 	ProbeTime time.Duration
 
 	forcedFor time.Duration // Forced: the breaker's MaxOpenTimeout
@@ -802,13 +807,14 @@ func (b *Breaker) ExplainStage() policy.Stage {
 	if b.slow > 0 {
 		slow = fmt.Sprintf("; a success slower than %v counts as a failure", b.slow)
 	}
-	ramp := ""
+	ramp, rampRefusal := "", ""
 	if b.slowStart > 0 {
+		rampRefusal = fmt.Sprintf("; just closed, it refuses the calls its slow start holds back (breaker.ErrOpen, reason slow-start, come back after %v)", b.slowStart/10)
 		ramp = fmt.Sprintf("; once closed, lets %v%% of the calls through, rising to all over %v (slow start)", SlowStartMinShare*100, b.slowStart)
 	}
 	return policy.Stage{
 		Summary: fmt.Sprintf("breaker %q %s (the caller's cancellation, refusals and client faults do not count%s); "+
 			"stays open %s, then lets %d probe(s) through%s", b.name, b.trip, slow, open, b.settings.MaxRequests, ramp),
-		Refusal: fmt.Sprintf("breaker %q, open, ends the call before any attempt (breaker.ErrOpen, with the time it reopens)", b.name),
+		Refusal: fmt.Sprintf("breaker %q, open, ends the call before any attempt (breaker.ErrOpen, with the time it reopens)%s", b.name, rampRefusal),
 	}
 }

@@ -89,6 +89,10 @@ type Snapshot struct {
 	// Tripped are the counts that last tripped the breaker open (gobreaker clears
 	// Counts when it opens); zero if it never tripped by itself.
 	Tripped Counts `json:"-"`
+	// SlowStart is, while a breaker that has just closed ramps its traffic up
+	// (Options.SlowStart), the share of calls it lets through now; 0 otherwise.
+	// RetryAfter is then what its refusals say.
+	SlowStart float64 `json:"-"`
 }
 
 // Snapshot returns the breaker's state as of now.
@@ -113,6 +117,11 @@ func (b *Breaker) Snapshot(now time.Time) Snapshot {
 	case s.State == StateOpen:
 		s.Until = b.until
 		s.RetryAfter = max(0, s.Until.Sub(now))
+	case s.State == StateClosed && b.rampFrom.Load() != 0:
+		if elapsed := now.Sub(b.epoch) - time.Duration(b.rampFrom.Load()-1); elapsed < b.slowStart {
+			s.SlowStart = SlowStartMinShare + (1-SlowStartMinShare)*float64(max(elapsed, 0))/float64(b.slowStart)
+			s.RetryAfter = b.rampErr.ProbeTime
+		}
 	case s.State == StateHalfOpen:
 		s.RetryAfter = b.timeout // what halfOpenErr.RetryAfter says
 		if b.state == StateOpen {

@@ -48,6 +48,9 @@ func TestBreaker_SlowStartRampsTheTrafficUp(t *testing.T) {
 			}
 			return float64(through) / 1000
 		}
+		if s := b.Snapshot(time.Now()); s.SlowStart < 0.1 || s.SlowStart > 0.11 || s.RetryAfter != 100*time.Millisecond {
+			t.Errorf("Snapshot at the start of the ramp: SlowStart %v, RetryAfter %v; want 10 %% and 100ms", s.SlowStart, s.RetryAfter)
+		}
 		var shares []float64
 		for range 10 {
 			shares = append(shares, share())
@@ -59,6 +62,9 @@ func TestBreaker_SlowStartRampsTheTrafficUp(t *testing.T) {
 		}
 		for range 100 {
 			require.NoError(t, r.Do(context.Background(), ok), "after the ramp, every call")
+		}
+		if s := b.Snapshot(time.Now()); s.SlowStart != 0 || s.RetryAfter != 0 {
+			t.Errorf("Snapshot after the ramp: SlowStart %v, RetryAfter %v; want 0 and 0", s.SlowStart, s.RetryAfter)
 		}
 		require.Equal(t, breaker.StateClosed, b.State(), "held-back calls are not failures")
 	})

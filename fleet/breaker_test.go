@@ -22,10 +22,10 @@ import (
 func TestMain(m *testing.M) {
 	redis.SetLogger(quiet{}) // the dial failures the tests cause on purpose
 	if fleettest.Installed() != nil {
-		// An Example cannot skip: without redis-server only the tests run, and each
-		// that needs the server skips saying how to install it.
+		// An Example cannot skip: without redis-server the Examples are left out, and
+		// each test that needs the server skips saying how to install it.
 		flag.Parse()
-		_ = flag.Set("test.run", "^Test")
+		_ = flag.Set("test.skip", "^Example")
 	}
 	goleak.VerifyTestMain(m)
 }

@@ -30,7 +30,7 @@ func TestWriteRejection_AnswersAForcedBreakerWithItsRetryAfter(t *testing.T) {
 	require.Equal(t, "application/problem+json", rec.Header().Get("Content-Type"))
 }
 
-func TestWriteRejection_AHalfOpenBreakerSaysComeBackInASecond(t *testing.T) {
+func TestWriteRejection_AHalfOpenBreakerWithoutProbeTimeSaysComeBackInASecond(t *testing.T) {
 	rec := httptest.NewRecorder()
 	require.True(t, policyhttp.WriteRejection(rec, &breaker.OpenError{Name: "db", HalfOpen: true}))
 	require.Equal(t, "1", rec.Header().Get("Retry-After"), "at least 1 s: delay-seconds has no smaller value")

@@ -93,7 +93,11 @@ func secondsDuration(s float64) time.Duration {
 // CPU quota): there, refusing more does not bring the latency down, and a share that
 // grew while it stayed high would refuse work the server could do. So the share never
 // exceeds what brings the work admitted down to 90 % of the most the server has
-// completed in a window lately: 1 − 0.9 × best completions ÷ arrivals.
+// completed in a window lately: 1 − 0.9 × best completions ÷ arrivals. While the guard
+// refuses, its windows' completions are held down by the guard itself, so they may
+// raise the best but never lower it; the best falls only as windows without
+// refusals replace it (after cpuWindows of them). Sheddable work is refused at twice
+// the share, but never past that cap either.
 type cpuGuard struct {
 	target time.Duration
 	// read returns the scheduling latency of the window and how many goroutines it
@@ -103,6 +107,7 @@ type cpuGuard struct {
 	// requests in flight now.
 	counts func() (admitted, refused uint64, inflight int64)
 	share  atomic.Uint32 // refused share × cpuScale
+	cap    atomic.Uint32 // the most it may refuse now × cpuScale (see cpuGuard)
 	last   atomic.Int64  // when it last moved the share, Unix ns
 
 	// Guarded by the gradient's lock: the counts when the share last moved, and the
@@ -116,7 +121,7 @@ type cpuGuard struct {
 // cpuWindows is how many windows' completion rates the guard remembers; cpuHeadroom is
 // the share of the best of them it admits at most while it refuses.
 const (
-	cpuWindows  = 20
+	cpuWindows  = 100
 	cpuHeadroom = 0.9
 )
 
@@ -129,7 +134,7 @@ func (c *cpuGuard) refuses(p Priority, u float64) bool {
 	}
 	share := float64(sh) / cpuScale
 	if p < 0 {
-		share *= 2
+		share = min(2*share, float64(c.cap.Load())/cpuScale)
 	}
 	return u < share
 }
@@ -143,8 +148,11 @@ func (c *cpuGuard) update(now time.Time) {
 	var arrivals float64 // per second, since the share last moved
 	if prev != 0 && age > 0 {
 		// Completions: what was admitted, less what is still in flight of it.
-		done := float64(since(admitted, c.prevAdmitted)) - float64(inflight-c.prevInflight)
-		c.completed[c.next] = math.Max(0, done) / age
+		done := math.Max(0, float64(since(admitted, c.prevAdmitted))-float64(inflight-c.prevInflight)) / age
+		if c.share.Load() != 0 {
+			done = math.Max(done, slices.Max(c.completed[:])) // held down by the guard: raises the best, never lowers it
+		}
+		c.completed[c.next] = done
 		c.next = (c.next + 1) % cpuWindows
 		arrivals = float64(since(admitted, c.prevAdmitted)+since(refused, c.prevRefused)) / age
 	}
@@ -161,9 +169,12 @@ func (c *cpuGuard) update(now time.Time) {
 			share = 0
 		}
 	}
+	limit := cpuMaxShare
 	if best := slices.Max(c.completed[:]); arrivals > 0 && best > 0 {
-		share = math.Min(share, math.Max(0, 1-cpuHeadroom*best/arrivals))
+		limit = math.Min(limit, math.Max(0, 1-cpuHeadroom*best/arrivals))
 	}
+	share = math.Min(share, limit)
+	c.cap.Store(uint32(limit * cpuScale))
 	c.share.Store(uint32(share * cpuScale))
 }
 

@@ -85,6 +85,27 @@ func TestSchedLatency_RefusesWhileTheCPUsAreSaturated(t *testing.T) {
 			t.Errorf("refused shares %.2f fall at window %d while the wait lasts; want them to climb", shares, k)
 		}
 	}
+	// Held there: the guard's own refusals hold the completions down, which must not
+	// lower the best it caps against (else the share creeps up window after window).
+	var held []float64
+	for range 600 {
+		held = append(held, window(PriorityDefault))
+	}
+	mean := 0.0
+	for k, got := range held[len(held)-50:] {
+		mean += got / 50
+		if got < 0.5 || got > 0.85 {
+			t.Errorf("refused share %.2f at window %d of 600 more while the wait lasts; want it to stay near 70 %%", got, k+550)
+		}
+	}
+	if mean < 0.64 || mean > 0.76 {
+		t.Errorf("refused share %.2f on average over windows 550–600 of the wait; want 70 %%, neither creeping up nor down", mean)
+	}
+	// Sheddable work goes first (twice the share), but never past the cap: a server
+	// offered only retries still serves 90 % of what it completes.
+	if got := window(PrioritySheddable); got < 0.6 || got > 0.8 {
+		t.Errorf("sheddable work refused at %.2f; want near 70 %%, the cap", got)
+	}
 	if got := window(PriorityCritical); got != 0 {
 		t.Errorf("critical work refused at %.2f while the CPUs are saturated; want none", got)
 	}

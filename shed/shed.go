@@ -296,10 +296,9 @@ func New(o Options) (*Shedder, error) {
 	}
 	if s.adaptive != nil && s.adaptive.cpu != nil {
 		s.adaptive.cpu.counts = func() (uint64, uint64, int64) {
-			var refused uint64
-			for r := range s.rejected {
-				refused += s.rejected[r].Load()
-			}
+			// Refusals of work that reached the limit: a client over its quota, or
+			// work refused at an open breaker's gate, is no demand on this server.
+			refused := s.refusedAtLimit() + s.rejected[ReasonCanceled].Load() + s.rejected[ReasonCPU].Load()
 			return s.admitted.Load(), refused, s.inflight.Load()
 		}
 	}
@@ -517,8 +516,9 @@ func (s *Shedder) Admit(ctx context.Context, p Priority) (Permit, Reason) {
 // tryAdmit is Admit that also returns the Retry-After (seconds) of a refusal.
 func (s *Shedder) tryAdmit(ctx context.Context, p Priority) (Permit, Reason, int) {
 	if g := s.adaptive; g != nil && g.cpu != nil && g.cpu.share.Load() != 0 && g.cpu.refuses(p, s.rand.Float64()) {
-		g.refreshCPU(s.clock.Now())
-		return s.refuse(ReasonCPU, p)
+		now := s.clock.Now()
+		g.refreshCPU(now)
+		return s.refuseAt(now, ReasonCPU, p)
 	}
 	limit := s.limit.Load()
 	room := limit // how many in flight this priority may join
@@ -563,7 +563,12 @@ func (s *Shedder) tryAdmit(ctx context.Context, p Priority) (Permit, Reason, int
 
 // refuse is reject with the pressure-adapted Retry-After.
 func (s *Shedder) refuse(r Reason, p Priority) (Permit, Reason, int) {
-	s.pressure.reject(s.clock.Now(), s.admitted.Load())
+	return s.refuseAt(s.clock.Now(), r, p)
+}
+
+// refuseAt is refuse at now.
+func (s *Shedder) refuseAt(now time.Time, r Reason, p Priority) (Permit, Reason, int) {
+	s.pressure.reject(now, s.admitted.Load())
 	ra := s.retryAfterSeconds()
 	return Permit{}, s.reject(r), ra
 }

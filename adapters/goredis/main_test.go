@@ -24,10 +24,10 @@ func (quiet) Printf(context.Context, string, ...any) {}
 func TestMain(m *testing.M) {
 	redis.SetLogger(quiet{})
 	if fleettest.Installed() != nil {
-		// An Example cannot skip: without redis-server only the tests run, and each
-		// that needs the server skips saying how to install it.
+		// An Example cannot skip: without redis-server the Examples are left out, and
+		// each test that needs the server skips saying how to install it.
 		flag.Parse()
-		_ = flag.Set("test.run", "^Test")
+		_ = flag.Set("test.skip", "^Example")
 	}
 	// A pool that failed to dial probes the server once a second until it answers or
 	// the client is closed; the probe then ends at its next wake-up.

@@ -25,21 +25,23 @@ var (
 func TestMain(m *testing.M) {
 	var err error
 	srv, err = pgserver.Start()
-	if errors.Is(err, pgserver.ErrNoPostgres) {
-		// An Example cannot skip: without PostgreSQL only the tests run, and each
-		// skips saying how to install it (need).
+	switch {
+	case errors.Is(err, pgserver.ErrNoPostgres):
+		// An Example cannot skip: without PostgreSQL the Examples are left out, and
+		// each test skips saying how to install it (need).
 		noPostgres = err
 		flag.Parse()
-		_ = flag.Set("test.run", "^Test")
-		os.Exit(m.Run())
-	}
-	if err != nil {
+		_ = flag.Set("test.skip", "^Example")
+	case err != nil:
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
+	default:
+		dsn = srv.DSN()
 	}
-	dsn = srv.DSN()
 	code := m.Run()
-	srv.Stop()
+	if srv != nil {
+		srv.Stop()
+	}
 	if code == 0 {
 		if err := goleak.Find(); err != nil {
 			fmt.Fprintln(os.Stderr, "goleak:", err)

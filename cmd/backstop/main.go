@@ -8,6 +8,7 @@
 //
 //	backstop explain [-json] [-config backstop.yaml [-env]] [-envoy route.yaml] [-grpc service_config.json]
 //	backstop lint [-json] [-max-worst-case 30s] [-config backstop.yaml [-env]] [-envoy route.yaml] [-grpc service_config.json]
+//	backstop sim -scenario FILE [-envoy route.yaml] [-grpc service_config.json] [-out DIR]
 //
 // -config takes a Backstop configuration file (package config of the config module):
 // explain prints its HTTP and gRPC routing tables and what every stack does; lint
@@ -15,6 +16,9 @@
 // and the same findings as for the other configs (no-timeout, worst-case,
 // attempts-fit, retry-500), plus no-budget. The file is checked as written, unless
 // -env applies this process's BACKSTOP_<STACK>_<FIELD> overrides to it.
+//
+// sim plays a scenario file in virtual time with Backstop's real stages (module sim):
+// what a route or a service config does to a database during an outage. See sim.go.
 //
 // -envoy takes a RouteConfiguration, a VirtualHost, a Route (with or without match: a
 // pasted route: block loads as it is) or a RouteAction, in YAML or JSON; -grpc a
@@ -41,7 +45,12 @@ import (
 	"github.com/backstop-go/backstop/policygrpc"
 )
 
-func main() { os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) }
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == "sim" {
+		simMain(os.Args[2:]) // exits
+	}
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
 
 // Exit codes.
 const (
@@ -53,13 +62,15 @@ const (
 const usage = `usage:
   backstop explain [-json] [-config backstop.yaml [-env]] [-envoy route.yaml] [-grpc service_config.json]
   backstop lint    [-json] [-max-worst-case 30s] [-config backstop.yaml [-env]] [-envoy route.yaml] [-grpc service_config.json]
+  backstop sim     -scenario FILE [-envoy route.yaml] [-grpc service_config.json] [-out DIR]
 
 explain says what each Backstop stack and route, Envoy route or gRPC method will do:
 tries, timeouts, back-off, Retry-After and pushback, the worst case. lint reports what
 is dangerous, each finding at file:line:column with why and the fix; it exits 1 if any
 finding is an error. Give -config, -envoy, -grpc or several (with -envoy and -grpc,
 lint also checks that one call path does not have two retry owners). A file named -
-is standard input.
+is standard input. sim plays a scenario in virtual time with the real stages
+(backstop sim -h).
 `
 
 // stdinName is how standard input is named in output.

@@ -8,14 +8,18 @@
 //
 // One package per module, not one test for all: go test bounds each test binary's run
 // (10 minutes unless -timeout says otherwise), and the modules together take longer
-// than that on a cold two-core machine; as packages they run under go test's own
-// parallelism, two at a time on two cores.
+// than that on a cold two-core machine. As packages they run under go test's own
+// parallelism (-p, the number of CPUs), each module's go test with its own -p inside.
 //
 // go test caches a passing package and replays it while the package's binary and the
 // files and environment variables its test read are unchanged. The module is run in
 // another process, whose reads go test does not see, so [Run] looks at every file of
-// the workspace itself (their sizes and times): a change anywhere runs the module's
-// tests again, and the inner go test's own cache decides what is stale within it.
+// the workspace itself (their sizes and times), at the programs nested tests start
+// when installed (redis-server, PostgreSQL, Chromium, promtool), at the storm report
+// browsertest checks, and at the variables nested tests read: a change to any runs
+// the module's tests again, and the inner go test's own cache decides what is stale
+// within it. (-count=1 is not passed on: go test does not tell a test how it was
+// asked; clean the inner cache with go clean -testcache.)
 package moduletest
 
 import (
@@ -30,6 +34,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/backstop-go/backstop/internal/race"
 )
@@ -42,6 +47,11 @@ const modulesDir = "internal/modules"
 // must run the tests again, so the outer test reads them too (go test keys its cache
 // on the variables a test reads).
 var env = []string{"PATH", "GOFLAGS", "STORM_REPORT", "CGO_ENABLED", "GOMAXPROCS"}
+
+// tools are the programs nested tests start when they are installed: installing one
+// must run the tests that skipped without it again, so the outer test looks them up
+// too (go test keys its cache on the files a test looked at, present or not).
+var tools = []string{"redis-server", "initdb", "postgres", "chromium", "chromium-browser", "google-chrome", "promtool", "curl"}
 
 // Workspace returns the folder of the go.work the go command uses here, and the
 // folders of the modules it uses other than the root's own, relative to it. ok is
@@ -109,8 +119,16 @@ func Run(t *testing.T) {
 	if testing.Verbose() {
 		args = append(args, "-v")
 	}
+	if dl, ok := t.Deadline(); ok {
+		// The module's run ends before this test's own time bound, so that its
+		// output is reported rather than lost with a killed binary.
+		if left := time.Until(dl) - 10*time.Second; left > 0 {
+			args = append(args, "-timeout", left.Round(time.Second).String())
+		}
+	}
 	args = append(args, "./...")
-	cmd := exec.Command("go", args...)
+	cmd := exec.CommandContext(t.Context(), "go", args...)
+	cmd.WaitDelay = 10 * time.Second
 	cmd.Dir = filepath.Join(root, filepath.FromSlash(rel))
 	var out bytes.Buffer
 	// Verbose: the module's output as it comes, so a reader (or a CI script that
@@ -165,6 +183,21 @@ func watch(t *testing.T, root string) {
 	t.Helper()
 	for _, k := range env {
 		os.Getenv(k)
+	}
+	for _, tool := range tools {
+		_, _ = exec.LookPath(tool)
+	}
+	pg, _ := filepath.Glob("/usr/lib/postgresql/*/bin/initdb")
+	for _, p := range append(pg, "/usr/lib/postgresql") {
+		_, _ = os.Stat(p)
+	}
+	if dir := os.Getenv("STORM_REPORT"); dir != "" {
+		_ = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				_, _ = os.Stat(path)
+			}
+			return nil
+		})
 	}
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
