@@ -40,6 +40,9 @@ const (
 	DefaultBuckets = 10
 	// DefaultHalfOpenProbes is the calls let through while half-open.
 	DefaultHalfOpenProbes = 1
+	// SlowStartMinShare is the share of calls a breaker in slow start (Options.SlowStart)
+	// lets through the moment it closes.
+	SlowStartMinShare = 0.1
 	// DefaultOpenJitter lengthens each open period by up to 10 % at random, so that
 	// the breakers of many clients opened by one outage do not re-probe the recovering
 	// dependency in lockstep.
@@ -96,6 +99,17 @@ type Options struct {
 	// HalfOpenProbes is how many calls the half-open breaker lets through; that many
 	// successes in a row close it, one failure opens it again. 0 means 1.
 	HalfOpenProbes uint32
+	// SlowStart, if > 0, ramps the traffic up after the breaker closes from
+	// half-open, so that the calls held back while it was open do not all reach a
+	// dependency that has just come back: for SlowStart, a share of the calls that
+	// grows linearly from SlowStartMinShare (10 %) to all of them goes through, the
+	// others are refused at once with an [*OpenError] (Ramping) whose Retry-After is a
+	// tenth of SlowStart — Envoy's slow start mode, linear. A failure during the ramp
+	// counts as in the closed state. 0 means off, the default: a dependency behind a
+	// Backstop shedder sheds its own surge, and a retry owner's budget bounds the
+	// retries that come back; turn it on in front of one that cannot (a database, a
+	// service without admission control). Negative is refused.
+	SlowStart time.Duration
 	// SlowCall, if > 0, counts a call (inside a retry: an attempt) that succeeded but
 	// took longer than SlowCall as a failure, as resilience4j's slowCallDurationThreshold
 	// does: a dependency that answers too slowly trips the breaker like one that fails
@@ -181,11 +195,19 @@ type Breaker struct {
 	onChange   func(name string, from, to State)
 	trip       string // when it trips, for ExplainStage
 	slow       time.Duration
+	slowStart  time.Duration
 
 	cb      atomic.Pointer[gobreaker.CircuitBreaker[struct{}]]
 	gens    atomic.Uint64 // the last generation handed out
 	forced  atomic.Bool
 	pending atomic.Bool // transitions wait in queue
+
+	// rampFrom is when the breaker last closed from half-open, in nanoseconds since
+	// epoch (monotonic, plus one so that it is never 0), while its slow start lasts; 0
+	// otherwise. rampErr is the refusal of a call the ramp holds back.
+	epoch    time.Time
+	rampFrom atomic.Int64
+	rampErr  *OpenError
 
 	// The refusals, built once per open episode so that refusing allocates nothing.
 	// openErr is non-nil exactly while the breaker is open (not forced): its Until,
@@ -231,6 +253,9 @@ func New(name string, o Options) (*Breaker, error) {
 		o.MaxOpenTimeout = max(DefaultMaxOpenTimeout, o.OpenTimeout)
 	case o.MaxOpenTimeout < o.OpenTimeout:
 		return bad("MaxOpenTimeout is %v, below OpenTimeout %v; want MaxOpenTimeout ≥ OpenTimeout", o.MaxOpenTimeout, o.OpenTimeout)
+	}
+	if o.SlowStart < 0 {
+		return bad("SlowStart is %v; want > 0, or 0 for none", o.SlowStart)
 	}
 	if o.HalfOpenProbes == 0 {
 		o.HalfOpenProbes = DefaultHalfOpenProbes
@@ -317,8 +342,9 @@ func New(name string, o Options) (*Breaker, error) {
 	}
 	ready := s.ReadyToTrip
 	b := &Breaker{name: name, settings: s, timeout: o.OpenTimeout, maxTimeout: o.MaxOpenTimeout, jitter: o.OpenJitter, rand: policy.RandOr(o.Rand),
-		onChange: o.OnStateChange, trip: trip, slow: o.SlowCall,
-		halfOpenErr: &OpenError{Name: name, HalfOpen: true}, forcedErr: &OpenError{Name: name, Forced: true, forcedFor: o.MaxOpenTimeout}}
+		onChange: o.OnStateChange, trip: trip, slow: o.SlowCall, slowStart: o.SlowStart, epoch: time.Now(),
+		rampErr:     &OpenError{Name: name, Ramping: true, ProbeTime: o.SlowStart / 10},
+		halfOpenErr: &OpenError{Name: name, HalfOpen: true, ProbeTime: o.OpenTimeout}, forcedErr: &OpenError{Name: name, Forced: true, forcedFor: o.MaxOpenTimeout}}
 	// Keep the counts that trip the breaker: gobreaker clears them as it opens.
 	b.settings.ReadyToTrip = func(c gobreaker.Counts) bool {
 		if !ready(c) {
@@ -439,9 +465,15 @@ func (b *Breaker) transitionLocked(from, to State, now time.Time) {
 	default:
 		if to == StateClosed {
 			b.reopens = 0
+			if from == StateHalfOpen && b.slowStart > 0 {
+				b.rampFrom.Store(int64(now.Sub(b.epoch)) + 1)
+			}
 		}
 		b.until = time.Time{}
 		b.openErr.Store(nil)
+	}
+	if to != StateClosed {
+		b.rampFrom.Store(0)
 	}
 	b.last = Transition{From: from, To: to, At: now}
 	b.queue = append(b.queue, b.last)
@@ -535,6 +567,9 @@ func (r *runner) Run(ctx context.Context, fn policy.Func) error {
 	if e := b.openErr.Load(); e != nil && time.Now().Before(e.Until) {
 		return e // open: refused without gobreaker's lock, until the jittered time
 	}
+	if from := b.rampFrom.Load(); from != 0 && b.heldBack(from) {
+		return b.rampErr
+	}
 	_, err := b.cb.Load().Execute(func() (struct{}, error) {
 		var start time.Time
 		if b.slow > 0 {
@@ -568,6 +603,19 @@ func (r *runner) Run(ctx context.Context, fn policy.Func) error {
 	return err
 }
 
+// heldBack reports whether the slow start that began at from (see rampFrom) holds
+// this call back: it lets through a share growing linearly from SlowStartMinShare to 1
+// over SlowStart, and ends itself once SlowStart has passed.
+func (b *Breaker) heldBack(from int64) bool {
+	elapsed := time.Since(b.epoch) - time.Duration(from-1)
+	if elapsed >= b.slowStart {
+		b.rampFrom.CompareAndSwap(from, 0)
+		return false
+	}
+	share := SlowStartMinShare + (1-SlowStartMinShare)*float64(max(elapsed, 0))/float64(b.slowStart)
+	return b.rand.Float64() >= share
+}
+
 // passthrough carries a gobreaker sentinel returned by the work through Execute.
 type passthrough struct{ err error }
 
@@ -592,6 +640,17 @@ type OpenError struct {
 	Until    time.Time
 	HalfOpen bool
 	Forced   bool
+	// Ramping is a call held back by the slow start after the breaker closed
+	// (Options.SlowStart); its RetryAfter is ProbeTime, a tenth of SlowStart.
+	Ramping bool
+	// ProbeTime, when HalfOpen, is the time the breaker's probes are given to answer:
+	// its OpenTimeout, the open time after a first trip. It is the refusal's
+	// RetryAfter: by then probes that answer as fast as the dependency usually does
+	// have answered (nothing bounds a slow one), and the breaker is closed, or open
+	// again for at least as long. Every refusal of the episode says the same time; a
+	// Backstop retry spreads its callers with its upward jitter on a hint (up to +50
+	// %). Zero: come back at once.
+	ProbeTime time.Duration
 
 	forcedFor time.Duration // Forced: the breaker's MaxOpenTimeout
 }
@@ -602,6 +661,8 @@ func (e *OpenError) Error() string {
 		return "breaker: " + e.Name + " is forced open"
 	case e.HalfOpen:
 		return "breaker: " + e.Name + " is half-open and its probes are taken"
+	case e.Ramping:
+		return "breaker: " + e.Name + " has just closed and holds this call back while it ramps up"
 	}
 	return "breaker: " + e.Name + " is open until " + e.Until.UTC().Format(time.RFC3339Nano)
 }
@@ -609,26 +670,29 @@ func (e *OpenError) Error() string {
 // Is matches ErrOpen and policy.ErrRejected.
 func (e *OpenError) Is(target error) bool { return target == ErrOpen || target == policy.ErrRejected }
 
-// RetryAfter is the time left until the breaker lets a probe through; 0 when HalfOpen
-// (the probes in flight decide soon); Options.MaxOpenTimeout, the longest it would stay
-// open on its own, when Forced.
+// RetryAfter is the time left until the breaker lets a probe through; ProbeTime when
+// HalfOpen (the probes in flight decide by then; telling callers 0 would have them
+// spend their attempts while the probes are still out); Options.MaxOpenTimeout, the
+// longest it would stay open on its own, when Forced.
 func (e *OpenError) RetryAfter() time.Duration {
 	switch {
 	case e.Forced:
 		return e.forcedFor
-	case e.HalfOpen:
-		return 0
+	case e.HalfOpen, e.Ramping:
+		return e.ProbeTime
 	}
 	return max(time.Until(e.Until), 0)
 }
 
-// Reason is "open", "half-open" or "forced".
+// Reason is "open", "half-open", "forced" or "slow-start".
 func (e *OpenError) Reason() string {
 	switch {
 	case e.Forced:
 		return "forced"
 	case e.HalfOpen:
 		return "half-open"
+	case e.Ramping:
+		return "slow-start"
 	}
 	return "open"
 }
@@ -743,9 +807,14 @@ func (b *Breaker) ExplainStage() policy.Stage {
 	if b.slow > 0 {
 		slow = fmt.Sprintf("; a success slower than %v counts as a failure", b.slow)
 	}
+	ramp, rampRefusal := "", ""
+	if b.slowStart > 0 {
+		rampRefusal = fmt.Sprintf("; just closed, it refuses the calls its slow start holds back (breaker.ErrOpen, reason slow-start, come back after %v)", b.slowStart/10)
+		ramp = fmt.Sprintf("; once closed, lets %v%% of the calls through, rising to all over %v (slow start)", SlowStartMinShare*100, b.slowStart)
+	}
 	return policy.Stage{
 		Summary: fmt.Sprintf("breaker %q %s (the caller's cancellation, refusals and client faults do not count%s); "+
-			"stays open %s, then lets %d probe(s) through", b.name, b.trip, slow, open, b.settings.MaxRequests),
-		Refusal: fmt.Sprintf("breaker %q, open, ends the call before any attempt (breaker.ErrOpen, with the time it reopens)", b.name),
+			"stays open %s, then lets %d probe(s) through%s", b.name, b.trip, slow, open, b.settings.MaxRequests, ramp),
+		Refusal: fmt.Sprintf("breaker %q, open, ends the call before any attempt (breaker.ErrOpen, with the time it reopens)%s", b.name, rampRefusal),
 	}
 }

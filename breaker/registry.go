@@ -79,7 +79,8 @@ type Snapshot struct {
 	Until time.Time `json:"-"`
 	// RetryAfter is the Retry-After a server sends for a call the breaker refuses now
 	// (the refusal's RetryAfter, [Breaker.OpenNow]): Until − now when open, the
-	// breaker's MaxOpenTimeout when forced open, 0 otherwise.
+	// breaker's MaxOpenTimeout when forced open, its OpenTimeout (the time its probes
+	// are given) when half-open, 0 when closed.
 	RetryAfter time.Duration `json:"-"`
 	// Last is the last transition; zero if none. An open breaker whose time is up
 	// reads half-open before gobreaker moves it on the next call: Last then says
@@ -88,6 +89,10 @@ type Snapshot struct {
 	// Tripped are the counts that last tripped the breaker open (gobreaker clears
 	// Counts when it opens); zero if it never tripped by itself.
 	Tripped Counts `json:"-"`
+	// SlowStart is, while a breaker that has just closed ramps its traffic up
+	// (Options.SlowStart), the share of calls it lets through now; 0 otherwise.
+	// RetryAfter is then what its refusals say.
+	SlowStart float64 `json:"-"`
 }
 
 // Snapshot returns the breaker's state as of now.
@@ -112,8 +117,16 @@ func (b *Breaker) Snapshot(now time.Time) Snapshot {
 	case s.State == StateOpen:
 		s.Until = b.until
 		s.RetryAfter = max(0, s.Until.Sub(now))
-	case s.State == StateHalfOpen && b.state == StateOpen:
-		s.Last = Transition{From: StateOpen, To: StateHalfOpen, At: b.until}
+	case s.State == StateClosed && b.rampFrom.Load() != 0:
+		if elapsed := now.Sub(b.epoch) - time.Duration(b.rampFrom.Load()-1); elapsed < b.slowStart {
+			s.SlowStart = SlowStartMinShare + (1-SlowStartMinShare)*float64(max(elapsed, 0))/float64(b.slowStart)
+			s.RetryAfter = b.rampErr.ProbeTime
+		}
+	case s.State == StateHalfOpen:
+		s.RetryAfter = b.timeout // what halfOpenErr.RetryAfter says
+		if b.state == StateOpen {
+			s.Last = Transition{From: StateOpen, To: StateHalfOpen, At: b.until}
+		}
 	}
 	return s
 }

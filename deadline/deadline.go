@@ -133,14 +133,17 @@ func (r *runner) Run(ctx context.Context, fn policy.Func) error {
 // ours reports whether err says that this stage's limit, not the caller's, ended the
 // call: the caller's ctx is still live, err is a timeout, and either our timer fired
 // or err is a context.DeadlineExceeded under a deadline that is ours (a retry below
-// that gave up because no attempt could finish in the time left). An unrelated error
-// returned just as the timer fired keeps its own meaning.
+// that gave up because no attempt could finish in the time left). When our timer
+// fired, err may also be the context's cause, ErrExceeded or ErrAttemptTimeout
+// itself: net/http's transport, for one, returns context.Cause of a request whose
+// context ended. An unrelated error returned just as the timer fired keeps its own
+// meaning.
 func (r *runner) ours(ctx, tctx context.Context, err error) bool {
 	if ctx.Err() != nil {
 		return false
 	}
 	if tctx.Err() != nil {
-		return isTimeout(err)
+		return isTimeout(err) || errors.Is(err, r.cause)
 	}
 	if !errors.Is(err, context.DeadlineExceeded) {
 		return false

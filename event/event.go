@@ -209,6 +209,14 @@ const (
 	Fallback              // a fallback answered a failed call: Source (the fallback's name), Reason (the failure's policy.Outcome: "failure", "rejected", "deadline"), To (what answered: "value", "func", "last-good"), Err (the failure answered)
 	BulkheadRejected      // a bulkhead refused a call or attempt: Source (its name), Reason ("limit", "queue", "wait", "deadline"), Delay (the Retry-After estimate), Elapsed (time spent waiting)
 	RateLimited           // a rate limiter refused or delayed a call or attempt: Source (its name), Reason ("no_token", "deadline", "wait_limit", or "waited" when it waited and let the call through), Delay (the Retry-After estimate, or the wait)
+	ConfigReload          // a configuration reload was applied or refused: Source ("config"), Reason (ConfigApplied or ConfigRefused), Err (why it was refused)
+	StageReset            // a reload replaced a stage whose settings changed (it starts fresh), added one or removed one: Pipeline (the stack), Source (the stage: "breaker", "budget", …), Reason ("changed", "added" or "removed"), To (state carried over to the new stage: "open" for a breaker that was open, else "")
+)
+
+// The reasons a [ConfigReload] gives.
+const (
+	ConfigApplied = "applied" // the new configuration runs every call that starts from now on
+	ConfigRefused = "refused" // the file was refused whole; the running configuration stays
 )
 
 // The states an [Fleet] moves between.
@@ -232,6 +240,8 @@ var eventNames = [...]string{
 	Fallback:         "fallback",
 	BulkheadRejected: "bulkhead_rejected",
 	RateLimited:      "rate_limited",
+	ConfigReload:     "config_reload",
+	StageReset:       "stage_reset",
 }
 
 // String returns the event's snake_case name, e.g. "retry_suppressed".

@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/backstop-go/backstop v0.1.0
+	github.com/backstop-go/backstop/config v0.1.0
 	github.com/backstop-go/backstop/fleet v0.1.0
 	github.com/backstop-go/backstop/policygrpc v0.1.0
 	github.com/prometheus/client_golang v1.24.1
@@ -16,6 +17,7 @@ require (
 
 require (
 	github.com/antithesishq/antithesis-sdk-go v0.9.0-default-no-op // indirect
+	github.com/fsnotify/fsnotify v1.10.1 // indirect
 	github.com/go-redis/redis_rate/v10 v10.0.1 // indirect
 	github.com/google/go-tpm v0.9.8 // indirect
 	github.com/klauspost/compress v1.20.4 // indirect
@@ -26,6 +28,7 @@ require (
 	github.com/nats-io/nuid v1.0.1 // indirect
 	go.uber.org/atomic v1.12.0 // indirect
 	go.uber.org/goleak v1.3.0 // indirect
+	go.yaml.in/yaml/v3 v3.0.6 // indirect
 	golang.org/x/crypto v0.58.0 // indirect
 )
 

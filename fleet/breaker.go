@@ -212,7 +212,7 @@ func NewBreaker(s *Store, name string, o breaker.Options) (*Breaker, error) {
 		lease:       orDefault(o.OpenTimeout, breaker.DefaultOpenTimeout),
 		maxOpen:     longestOpen(o),
 		wake:        make(chan struct{}, 1),
-		halfOpenErr: &breaker.OpenError{Name: name, HalfOpen: true}}
+		halfOpenErr: &breaker.OpenError{Name: name, HalfOpen: true, ProbeTime: orDefault(o.OpenTimeout, breaker.DefaultOpenTimeout)}}
 	f.link = link{s: s, name: name, kind: KindBreaker}
 	user := o.OnStateChange
 	o.OnStateChange = func(name string, from, to breaker.State) {

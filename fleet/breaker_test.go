@@ -3,6 +3,7 @@ package fleet
 import (
 	"context"
 	"errors"
+	"flag"
 	"net"
 	"sync"
 	"testing"
@@ -14,11 +15,18 @@ import (
 
 	"github.com/backstop-go/backstop/breaker"
 	"github.com/backstop-go/backstop/event"
+	"github.com/backstop-go/backstop/fleet/fleettest"
 	"github.com/backstop-go/backstop/policy"
 )
 
 func TestMain(m *testing.M) {
 	redis.SetLogger(quiet{}) // the dial failures the tests cause on purpose
+	if fleettest.Installed() != nil {
+		// An Example cannot skip: without redis-server the Examples are left out, and
+		// each test that needs the server skips saying how to install it.
+		flag.Parse()
+		_ = flag.Set("test.skip", "^Example")
+	}
 	goleak.VerifyTestMain(m)
 }
 

@@ -38,7 +38,7 @@ var (
 //   - RetryAfter is how long from now the policy expects to admit work again, ≥ 0; 0
 //     when it cannot tell (come back soon, with backoff);
 //   - Reason names why, from a small closed set of the policy's own (it may become a
-//     metrics label): "open", "half-open", "forced", "limit", "queue", "throttled", …;
+//     metrics label): "open", "half-open", "forced", "slow-start", "limit", "queue", "cpu", "throttled", …;
 //   - the value may be shared by many refusals: callers treat it as read-only.
 type Rejection interface {
 	error

@@ -54,4 +54,11 @@
 //
 // After a retry made on a server's pushback, the next backoff starts again from
 // initialBackoff, as A6 says (TestUnary_BackoffRestartsAfterPushback).
+//
+// # Routing
+//
+// [RouterDialOptions] picks a pipeline per RPC from a [Router]: a [Routes] table names
+// methods ("pkg.Service/Method"), services ("pkg.Service") and a default ("") as a
+// service config's name entries do, the method's route winning over its service's.
+// The config module's loader is a Router whose table a reload replaces.
 package policygrpc

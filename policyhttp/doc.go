@@ -37,6 +37,22 @@
 // dependency does not make every server above it refuse. The pipeline's deadline,
 // per-attempt timeout and breaker (with SlowCall) bound that wait.
 //
+// # Routing
+//
+// [NewRouterTransport] picks a pipeline per request: a [Routes] table maps
+// http.ServeMux patterns (Go 1.22 syntax, "[METHOD ][HOST]/[PATH]") to pipelines, the
+// most specific pattern winning as in a ServeMux, with a default for the rest:
+//
+//	routes, err := policyhttp.NewRoutes(
+//		policyhttp.Route{Pattern: "POST api.example.com/v1/charges", Pipeline: payments},
+//		policyhttp.Route{Pattern: "GET /v1/", Pipeline: reads},
+//		policyhttp.Route{Pipeline: general}, // the default
+//	)
+//	client := &http.Client{Transport: policyhttp.NewRouterTransport(nil, routes, policyhttp.Options{})}
+//
+// The matching is net/http's own (an internal ServeMux, used only to match). Any
+// [Router] will do: the config module's loader is one whose table a reload replaces.
+//
 // # Server
 //
 //	err := http.ListenAndServe(addr, policyhttp.Middleware(mux))

@@ -23,3 +23,14 @@ var _ = func(addr string, mux *http.ServeMux) error {
 	err := http.ListenAndServe(addr, policyhttp.Middleware(mux))
 	return err
 }
+
+var _ = func(payments, reads, general *policy.Pipeline) error {
+	routes, err := policyhttp.NewRoutes(
+		policyhttp.Route{Pattern: "POST api.example.com/v1/charges", Pipeline: payments},
+		policyhttp.Route{Pattern: "GET /v1/", Pipeline: reads},
+		policyhttp.Route{Pipeline: general}, // the default
+	)
+	client := &http.Client{Transport: policyhttp.NewRouterTransport(nil, routes, policyhttp.Options{})}
+	_ = client
+	return err
+}

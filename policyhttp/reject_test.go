@@ -30,12 +30,21 @@ func TestWriteRejection_AnswersAForcedBreakerWithItsRetryAfter(t *testing.T) {
 	require.Equal(t, "application/problem+json", rec.Header().Get("Content-Type"))
 }
 
-func TestWriteRejection_AHalfOpenBreakerSaysComeBackInASecond(t *testing.T) {
+func TestWriteRejection_AHalfOpenBreakerWithoutProbeTimeSaysComeBackInASecond(t *testing.T) {
 	rec := httptest.NewRecorder()
 	require.True(t, policyhttp.WriteRejection(rec, &breaker.OpenError{Name: "db", HalfOpen: true}))
 	require.Equal(t, "1", rec.Header().Get("Retry-After"), "at least 1 s: delay-seconds has no smaller value")
 	require.Equal(t, "0", rec.Header().Get(callpath.HeaderRetryAfterMillis))
 	require.Equal(t, "half-open", rec.Header().Get(callpath.HeaderRefused))
+}
+
+// A half-open breaker's refusal asks callers back after the time its probes are given:
+// coming back at once would spend a caller's attempts while the probes are still out.
+func TestWriteRejection_AHalfOpenBreakerGivesItsProbesTime(t *testing.T) {
+	rec := httptest.NewRecorder()
+	require.True(t, policyhttp.WriteRejection(rec, &breaker.OpenError{Name: "db", HalfOpen: true, ProbeTime: 1500 * time.Millisecond}))
+	require.Equal(t, "2", rec.Header().Get("Retry-After"), "1.5 s rounded up to whole seconds")
+	require.Equal(t, "1500", rec.Header().Get(callpath.HeaderRetryAfterMillis))
 }
 
 func TestWriteRejection_WritesNothingForOtherErrors(t *testing.T) {

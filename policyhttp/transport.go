@@ -72,6 +72,7 @@ type transport struct {
 	genKey   func() string
 	maxDrain int64
 	clock    policy.Clock
+	router   Router // chooses p and classify per request; nil means the fields above
 
 	drainTimeout time.Duration
 }
@@ -160,8 +161,18 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if !repeatable || upgrading(req.Header) {
 		ctx = callpath.WithoutRepeats(ctx) // never hedged
 	}
-	a := &attempts{t: t, req: req, key: key, repeatable: repeatable}
-	err := t.p.Do(ctx, a.run)
+	p, classify := t.p, t.classify
+	if t.router != nil {
+		p = nil
+		if r := t.router.Match(req); r != nil {
+			p = r.Pipeline
+			if r.Classifier != nil {
+				classify = r.Classifier
+			}
+		}
+	}
+	a := &attempts{t: t, req: req, key: key, repeatable: repeatable, classify: classify}
+	err := p.Do(ctx, a.run)
 	a.mu.Lock() // the pipeline has returned: every attempt has
 	sent, res := a.sent, a.res
 	a.mu.Unlock()
@@ -210,6 +221,7 @@ type attempts struct {
 	req        *http.Request
 	key        string
 	repeatable bool
+	classify   Classifier
 
 	mu   sync.Mutex     // guards the fields below
 	sent bool           // the first attempt went out (it owns req.Body)
@@ -260,7 +272,7 @@ func (a *attempts) run(ctx context.Context) error {
 		}
 		return err
 	}
-	err = a.t.classify(res, a.t.clock.Now())
+	err = a.classify(res, a.t.clock.Now())
 	// Under a hedge, a success is kept only by the attempt that wins the race: the
 	// winner's context is the one left alive for reading the body.
 	win := err == nil && callpath.Win(ctx)

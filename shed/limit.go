@@ -124,6 +124,7 @@ type gradient struct {
 	samples        int64 // LatencySamples
 
 	stride atomic.Int64 // one request in stride is timed, at random; ≥ 1
+	cpu    *cpuGuard    // nil unless LimitOptions.SchedLatency is set
 
 	// The current window's samples, added without a lock: every release records one,
 	// so a mutex here would serialise the server. Samples that land while a window is
@@ -247,6 +248,9 @@ func (g *gradient) sample(now time.Time, rtt time.Duration, admitted, refused ui
 	}
 	old := int64(g.limit)
 	g.closeLocked(w)
+	if g.cpu != nil {
+		g.cpu.update(now)
+	}
 	return int64(g.limit), int64(g.limit) != old
 }
 
@@ -330,6 +334,19 @@ func (g *gradient) closeLocked(w window) {
 			g.episodeWindows = 0
 		}
 	}
+}
+
+// refreshCPU moves the CPU guard's share when a window has passed since it last did.
+// A guard refusing most work admits little, so few windows close: the refusals keep
+// it up to date, as long as no window is being closed meanwhile.
+func (g *gradient) refreshCPU(now time.Time) {
+	if !g.cpu.due(now, g.window) || !g.mu.TryLock() {
+		return
+	}
+	if g.cpu.due(now, g.window) {
+		g.cpu.update(now)
+	}
+	g.mu.Unlock()
 }
 
 // baseline returns the baseline latency, 0 until known.

@@ -19,10 +19,11 @@ const (
 	ReasonCanceled         // the caller gave up while queued
 	ReasonQuota            // the client's quota is spent
 	ReasonBreaker          // the breaker guarding the handler's dependency is open
+	ReasonCPU              // the process's CPUs are saturated (LimitOptions.SchedLatency)
 	numReasons
 )
 
-var reasonNames = [numReasons]string{"none", "limit", "priority", "queue_full", "queue", "deadline", "canceled", "quota", "breaker"}
+var reasonNames = [numReasons]string{"none", "limit", "priority", "queue_full", "queue", "deadline", "canceled", "quota", "breaker", "cpu"}
 
 // String returns the reason's name, e.g. "queue_full".
 func (r Reason) String() string {

@@ -162,6 +162,19 @@ type LimitOptions struct {
 	// at the rate of the one before ÷ LatencySamples, so a busy server does not read
 	// the clock twice per request.
 	LatencySamples int
+	// SchedLatency, if > 0, also watches this process's CPUs: when goroutines have
+	// waited longer than SchedLatency for one (the 90th percentile of the runtime's
+	// /sched/latencies:seconds over a Window), requests are queueing where no
+	// concurrency limit sees them — in the run queue, in sockets, in clients' pools —
+	// as on a CPU-bound server whose handlers run to completion one after another, so
+	// that only one is ever in flight. The shedder then refuses a share of new work
+	// (ReasonCPU; critical work never, sheddable work first), 10 points more each such
+	// window, up to 95 %, halving each window the wait is under half of SchedLatency.
+	// Refusing is cheap, so the queue in front drains. 0 means off, the default: the
+	// latency is the whole process's, so turn it on where the process is the server,
+	// not one of several servers or beside batch work in one process. 5–10 ms suits most
+	// servers. Negative is refused.
+	SchedLatency time.Duration
 }
 
 // QueueOptions configure the queue of requests waiting for a slot. The zero value is
@@ -281,6 +294,14 @@ func New(o Options) (*Shedder, error) {
 	if err := s.limits(o); err != nil {
 		return nil, err
 	}
+	if s.adaptive != nil && s.adaptive.cpu != nil {
+		s.adaptive.cpu.counts = func() (uint64, uint64, int64) {
+			// Refusals of work that reached the limit: a client over its quota, or
+			// work refused at an open breaker's gate, is no demand on this server.
+			refused := s.refusedAtLimit() + s.rejected[ReasonCanceled].Load() + s.rejected[ReasonCPU].Load()
+			return s.admitted.Load(), refused, s.inflight.Load()
+		}
+	}
 	if o.Queue.Max == 0 {
 		s.opts.Queue.Max = DefaultMaxQueue
 	}
@@ -337,7 +358,7 @@ func adaptiveFields(o Options) []string {
 		{"Limit.Initial", o.Limit.Initial != 0}, {"Limit.Min", o.Limit.Min != 0}, {"Limit.Max", o.Limit.Max != 0},
 		{"Limit.Smoothing", o.Limit.Smoothing != 0}, {"Limit.Tolerance", o.Limit.Tolerance != 0}, {"Limit.Headroom", o.Limit.Headroom != 0},
 		{"Limit.Window", o.Limit.Window != 0}, {"Limit.MinSamples", o.Limit.MinSamples != 0},
-		{"Limit.LatencySamples", o.Limit.LatencySamples != 0},
+		{"Limit.LatencySamples", o.Limit.LatencySamples != 0}, {"Limit.SchedLatency", o.Limit.SchedLatency != 0},
 	} {
 		if f.set {
 			set = append(set, f.name)
@@ -405,6 +426,10 @@ func (s *Shedder) limits(o Options) error {
 		return bad("Limit.Headroom is %v; want ≥ 0", o.Limit.Headroom)
 	case g.window < 0:
 		return bad("Limit.Window is %v; want > 0, or 0 for the default %v", o.Limit.Window, DefaultWindow)
+	case o.Limit.SchedLatency < 0:
+		return bad("Limit.SchedLatency is %v; want > 0, or 0 for none", o.Limit.SchedLatency)
+	case o.Limit.SchedLatency > 0:
+		g.cpu = &cpuGuard{target: o.Limit.SchedLatency, read: newSchedReader().read}
 	}
 	g.limit = float64(initial)
 	s.adaptive = g
@@ -490,6 +515,11 @@ func (s *Shedder) Admit(ctx context.Context, p Priority) (Permit, Reason) {
 
 // tryAdmit is Admit that also returns the Retry-After (seconds) of a refusal.
 func (s *Shedder) tryAdmit(ctx context.Context, p Priority) (Permit, Reason, int) {
+	if g := s.adaptive; g != nil && g.cpu != nil && g.cpu.share.Load() != 0 && g.cpu.refuses(p, s.rand.Float64()) {
+		now := s.clock.Now()
+		g.refreshCPU(now)
+		return s.refuseAt(now, ReasonCPU, p)
+	}
 	limit := s.limit.Load()
 	room := limit // how many in flight this priority may join
 	if p < 0 {
@@ -533,7 +563,12 @@ func (s *Shedder) tryAdmit(ctx context.Context, p Priority) (Permit, Reason, int
 
 // refuse is reject with the pressure-adapted Retry-After.
 func (s *Shedder) refuse(r Reason, p Priority) (Permit, Reason, int) {
-	s.pressure.reject(s.clock.Now(), s.admitted.Load())
+	return s.refuseAt(s.clock.Now(), r, p)
+}
+
+// refuseAt is refuse at now.
+func (s *Shedder) refuseAt(now time.Time, r Reason, p Priority) (Permit, Reason, int) {
+	s.pressure.reject(now, s.admitted.Load())
 	ra := s.retryAfterSeconds()
 	return Permit{}, s.reject(r), ra
 }
@@ -844,6 +879,9 @@ func (s *Shedder) ExplainStage() policy.Stage {
 	limit := fmt.Sprintf("a fixed limit of %d in flight", s.Limit())
 	if g := s.adaptive; g != nil {
 		limit = fmt.Sprintf("an adaptive limit (now %d, within %v–%v) that follows latency", s.Limit(), g.min, g.max)
+		if g.cpu != nil {
+			limit += fmt.Sprintf(", and refuses a growing share of new work while this process's goroutines wait over %v for a CPU", g.cpu.target)
+		}
 	}
 	queue := "no queue"
 	if s.opts.Queue.Max > 0 {

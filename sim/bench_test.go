@@ -23,6 +23,7 @@ func TestScale_ThousandServices(t *testing.T) {
 	if testing.Short() || raceEnabled {
 		t.Skip("a throughput figure: a long run, and meaningless under the race detector")
 	}
+	defer sim.Tune()()
 	calls := 20000
 	if v := os.Getenv("SIM_CALLS"); v != "" {
 		calls, _ = strconv.Atoi(v)

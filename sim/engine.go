@@ -26,6 +26,7 @@ type engine struct {
 	seq   uint64
 	kick  chan struct{} // a scheduled event may be earlier than the engine's sleep
 	fired uint64
+	tick  func() // if not nil, called on the engine's goroutine after each event
 }
 
 type item struct {
@@ -125,6 +126,9 @@ func (e *engine) loop(done func() bool) {
 		e.fired++
 		e.mu.Unlock()
 		next.fn()
+		if e.tick != nil {
+			e.tick()
+		}
 	}
 }
 

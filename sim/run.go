@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -22,12 +23,46 @@ import (
 // compute. Run must not be called from inside another bubble.
 func Run(t *testing.T, sc Scenario) (Summary, error) {
 	t.Helper()
+	return RunWith(t, sc, Options{})
+}
+
+// Options are what a run may report while it goes. The zero value reports nothing.
+type Options struct {
+	// Progress, if not nil, is called from the run's engine each time virtual time
+	// passes a whole multiple of ProgressEvery, with the virtual time since the start
+	// and the user calls started so far. It must not block for long, nor call into
+	// the run.
+	Progress func(virtual time.Duration, calls int)
+	// ProgressEvery is the virtual time between calls of Progress; 0 means 1 s.
+	ProgressEvery time.Duration
+}
+
+// RunWith is [Run] with options.
+func RunWith(t *testing.T, sc Scenario, o Options) (Summary, error) {
+	t.Helper()
 	if err := sc.Validate(); err != nil {
 		return Summary{}, err
 	}
 	var s Summary
-	synctest.Test(t, func(*testing.T) { s = play(sc) })
-	return s, nil
+	var err error
+	synctest.Test(t, func(*testing.T) { s, err = play(sc, o) })
+	return s, err
+}
+
+// Until is the virtual time by which a scenario's last call has started, plus its
+// users' timeout: about how long a run lasts in virtual time, for progress reports.
+func (s *Scenario) Until() time.Duration {
+	l := s.Load
+	d := l.Duration
+	if l.Burst > 0 {
+		d = l.At
+	}
+	if l.UserTimeout == 0 {
+		d += DefaultUserTimeout
+	} else if l.UserTimeout > 0 {
+		d += l.UserTimeout
+	}
+	return d
 }
 
 // RunSeeds plays sc once for every seed and returns each run and the spread of its
@@ -47,8 +82,30 @@ func RunSeeds(t *testing.T, sc Scenario, seeds []uint64) ([]Summary, Spread, err
 }
 
 // play runs sc inside the current bubble.
-func play(sc Scenario) Summary {
-	w := newWorld(sc)
+func play(sc Scenario, o Options) (Summary, error) {
+	w, err := newWorld(sc)
+	if err != nil {
+		return Summary{}, err
+	}
+	if o.Progress != nil {
+		every := o.ProgressEvery
+		if every <= 0 {
+			every = time.Second
+		}
+		next := every
+		w.e.tick = func() {
+			if at := time.Since(w.start); at >= next {
+				next = (at/every + 1) * every
+				w.mu.Lock()
+				calls := 0
+				for _, b := range w.rec.buckets {
+					calls += b.Started
+				}
+				w.mu.Unlock()
+				o.Progress(at, calls)
+			}
+		}
+	}
 	l := sc.Load
 	userTimeout := l.UserTimeout
 	if userTimeout == 0 {
@@ -112,7 +169,8 @@ func play(sc Scenario) Summary {
 	default:
 		w.arriving = true
 		var next func()
-		gap := func() time.Duration { return time.Duration(arrivals.ExpFloat64() / l.Rate * float64(time.Second)) }
+		rate := sc.rate()
+		gap := func() time.Duration { return time.Duration(arrivals.ExpFloat64() / rate * float64(time.Second)) }
 		next = func() {
 			call()
 			if d := gap(); time.Since(w.start)+d < l.Duration {
@@ -131,7 +189,7 @@ func play(sc Scenario) Summary {
 		defer w.mu.Unlock()
 		return !w.arriving && w.pending == 0 && (l.Burst == 0 || w.e.fired > 0)
 	})
-	return w.summary()
+	return w.summary(), nil
 }
 
 const (
@@ -173,6 +231,7 @@ type recorder struct {
 	w        *world
 	buckets  []Bucket
 	okLat    []time.Duration
+	calls    []callAt // every call's start and whether it was answered, for RecoveryStrict
 	requests map[string]int
 }
 
@@ -190,13 +249,14 @@ func (r *recorder) bucket(t time.Duration) *Bucket {
 }
 
 func (r *recorder) request(s *service, t time.Duration) {
-	r.requests[s.Name]++
+	s.requests++
 	if s.Workers > 0 || len(s.Faults) > 0 {
 		r.bucket(t).Requests[s.Name]++
 	}
 }
 
 func (r *recorder) call(at, latency time.Duration, outcome int) {
+	r.calls = append(r.calls, callAt{at, outcome == outcomeOK})
 	b := r.bucket(at)
 	b.Started++
 	switch outcome {
@@ -208,6 +268,41 @@ func (r *recorder) call(at, latency time.Duration, outcome int) {
 	default:
 		b.Lost++
 	}
+}
+
+type callAt struct {
+	at time.Duration
+	ok bool
+}
+
+// StrictWindow is how long every call must go on being answered for
+// Outage.RecoveryStrict.
+const StrictWindow = time.Second
+
+// recoveryStrict returns the time from to to the start of the first call answered
+// after it from which every call started within StrictWindow was answered, or -1 if
+// none was before the last StrictWindow of arrivals. calls must be sorted by start.
+func recoveryStrict(calls []callAt, to time.Duration) time.Duration {
+	if len(calls) == 0 {
+		return -1
+	}
+	last := calls[len(calls)-1].at
+	nextFail := len(calls) // the first failed call after i
+	best := time.Duration(-1)
+	for i := len(calls) - 1; i >= 0 && calls[i].at >= to; i-- {
+		if !calls[i].ok {
+			nextFail = i
+			continue
+		}
+		c := calls[i].at
+		if c+StrictWindow > last {
+			continue
+		}
+		if nextFail == len(calls) || calls[nextFail].at > c+StrictWindow {
+			best = c - to
+		}
+	}
+	return best
 }
 
 // Bucket is one time bucket of a run: the calls started in it and what became of
@@ -255,6 +350,11 @@ type Outage struct {
 	// Recovery is the time from the fault's end to the start of the first bucket whose
 	// calls were at least 95 % answered (RecoveryShare), in seconds; -1 if none was.
 	Recovery float64 `json:"recovery_s"`
+	// RecoveryStrict is the time from the fault's end to the start of the first call
+	// from which every call started within StrictWindow (1 s) was answered, in
+	// seconds, to the microsecond; -1 if there was none. It does not depend on the
+	// buckets.
+	RecoveryStrict float64 `json:"recovery_strict_s"`
 }
 
 // RecoveryShare is the share of calls answered that marks a recovered bucket.
@@ -264,6 +364,11 @@ func seconds(d time.Duration) float64 { return math.Round(d.Seconds()*1e6) / 1e6
 
 func (w *world) summary() Summary {
 	r := &w.rec
+	for _, sv := range w.svcs {
+		if sv.requests > 0 {
+			r.requests[sv.Name] = sv.requests
+		}
+	}
 	s := Summary{Scenario: w.sc.Name, Stack: w.sc.Stack, Seed: w.sc.Seed, Virtual: seconds(time.Since(w.start)),
 		Events: w.e.fired, Requests: r.requests, Series: r.buckets}
 	for _, b := range r.buckets {
@@ -296,6 +401,11 @@ func (w *world) summary() Summary {
 		}
 		if calls > 0 {
 			o.PerCall = math.Round(float64(reqs)/float64(calls)*1e4) / 1e4
+		}
+		slices.SortStableFunc(r.calls, func(a, b callAt) int { return cmp.Compare(a.at, b.at) })
+		o.RecoveryStrict = -1
+		if d := recoveryStrict(r.calls, f.To); d >= 0 {
+			o.RecoveryStrict = seconds(d)
 		}
 		s.Outage = o
 		break
@@ -335,6 +445,8 @@ type Spread struct {
 	P99      Figure  `json:"p99_ms"`
 	PerCall  *Figure `json:"requests_per_call,omitempty"`
 	Recovery *Figure `json:"recovery_s,omitempty"`
+	// RecoveryStrict is Outage.RecoveryStrict's, -1 for never.
+	RecoveryStrict *Figure `json:"recovery_strict_s,omitempty"`
 }
 
 // SpreadOf returns the spread of runs' figures.
@@ -362,19 +474,23 @@ func SpreadOf(runs []Summary) Spread {
 	if runs[0].Outage != nil {
 		pc := pick(func(s Summary) float64 { return s.Outage.PerCall }, false)
 		sp.PerCall = &pc
-		rec := pick(func(s Summary) float64 {
-			if s.Outage.Recovery < 0 {
+		never := func(get func(*Outage) float64) *Figure {
+			f := pick(func(s Summary) float64 {
+				if v := get(s.Outage); v >= 0 {
+					return v
+				}
 				return math.Inf(1)
+			}, false)
+			if math.IsInf(f.Worst, 1) {
+				f.Worst = -1 // never recovered
 			}
-			return s.Outage.Recovery
-		}, false)
-		if math.IsInf(rec.Worst, 1) {
-			rec.Worst = -1 // never recovered
+			if math.IsInf(f.Median, 1) {
+				f.Median = -1
+			}
+			return &f
 		}
-		if math.IsInf(rec.Median, 1) {
-			rec.Median = -1
-		}
-		sp.Recovery = &rec
+		sp.Recovery = never(func(o *Outage) float64 { return o.Recovery })
+		sp.RecoveryStrict = never(func(o *Outage) float64 { return o.RecoveryStrict })
 	}
 	return sp
 }

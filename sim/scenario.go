@@ -3,7 +3,12 @@ package sim
 import (
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
+
+	"github.com/backstop-go/backstop/policy"
+	"github.com/backstop-go/backstop/policyhttp"
 )
 
 // Stack is how a service calls its dependencies, and what guards the service itself.
@@ -25,7 +30,31 @@ const (
 	Backstop Stack = "backstop"
 )
 
-func (s Stack) valid() bool { return s == Naive || s == OwnerOnly || s == Backstop }
+func (s Stack) builtin() bool { return s == Naive || s == OwnerOnly || s == Backstop }
+
+// Client is a custom stack's client for one hop: the pipeline each request to the
+// dependency runs under, through policyhttp's transport, and the classifier that
+// judges its answers.
+type Client struct {
+	// Pipeline runs every request of the hop; it must not be nil.
+	Pipeline *policy.Pipeline
+	// Classifier judges each answer; nil means policyhttp.DefaultClassifier.
+	Classifier policyhttp.Classifier
+}
+
+// Hop is what a [ClientFunc] is told about the hop it builds a client for.
+type Hop struct {
+	From, To string
+	// Clock and Rand are the run's: a pipeline that times or draws anything with
+	// others keeps the run off the engine's clock, or makes it differ between runs.
+	Clock policy.Clock
+	Rand  policy.Rand
+}
+
+// ClientFunc builds a custom stack's client for each hop of a service on that stack,
+// when a run starts. A service on a custom stack is guarded by policyhttp.Middleware
+// (it reads the attempt headers and marks its calls as owned upstream).
+type ClientFunc func(Hop) (Client, error)
 
 // Tuning is the stacks' parameters. Zero fields take the storm's values.
 type Tuning struct {
@@ -136,7 +165,10 @@ type Service struct {
 // Think time and calling again until Duration; or a Burst of calls at once at At (a
 // probe). Each call is given up after UserTimeout.
 type Load struct {
-	Rate        float64
+	Rate float64
+	// Share, if > 0, sets Rate to this share of the scenario's Capacity (0.62: 62 %
+	// of what its services with workers serve); give Rate or Share, not both.
+	Share       float64
 	Duration    time.Duration
 	UserTimeout time.Duration // 0 means DefaultUserTimeout; negative means none
 	Users       int
@@ -162,124 +194,208 @@ type Scenario struct {
 	// Network is each request's and each answer's delay on the wire, one way; the
 	// zero value means none.
 	Network Dist
+	// Custom are stacks beyond the built-in ones, each building its own clients (an
+	// Envoy route's, a gRPC service config's). A scenario file cannot set them.
+	Custom map[Stack]ClientFunc
+}
+
+// knows reports whether st is a built-in stack or one of s.Custom.
+func (s *Scenario) knows(st Stack) bool {
+	if st.builtin() {
+		return true
+	}
+	_, ok := s.Custom[st]
+	return ok
+}
+
+// stackNames lists the stacks s knows, for errors.
+func (s *Scenario) stackNames() string {
+	names := []string{string(Naive), string(OwnerOnly), string(Backstop)}
+	var custom []string
+	for st := range s.Custom {
+		custom = append(custom, string(st))
+	}
+	slices.Sort(custom)
+	names = append(names, custom...)
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }
 
 // ErrInvalidScenario is wrapped by every error of [Scenario.Validate].
 var ErrInvalidScenario = errors.New("sim: invalid scenario")
 
-func bad(field, format string, args ...any) error {
-	return fmt.Errorf("%w: %s: %s", ErrInvalidScenario, field, fmt.Sprintf(format, args...))
+// FieldError is one bad field of a scenario, named by its Go path
+// ("Services[3].Faults[0].To"). It matches ErrInvalidScenario.
+type FieldError struct {
+	Field string
+	Msg   string
 }
 
-// Validate reports the first bad field of s, naming it.
+func (e *FieldError) Error() string {
+	return ErrInvalidScenario.Error() + ": " + e.Field + ": " + e.Msg
+}
+func (e *FieldError) Unwrap() error { return ErrInvalidScenario }
+
+// Validate reports every bad field of s, each as a [*FieldError], joined with
+// errors.Join; nil if there is none.
 func (s *Scenario) Validate() error {
-	if !s.Stack.valid() {
-		return bad("Stack", "%q; want naive, owner_only or backstop", s.Stack)
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, &FieldError{Field: field, Msg: fmt.Sprintf(format, args...)})
+	}
+	if !s.knows(s.Stack) {
+		bad("Stack", "%q; want %s", s.Stack, s.stackNames())
+	}
+	for st, fn := range s.Custom {
+		if st.builtin() || st == "" || fn == nil {
+			bad("Custom", "%q: want a new name and a ClientFunc", st)
+		}
 	}
 	if len(s.Services) == 0 {
-		return bad("Services", "empty; want at least the service users call")
+		bad("Services", "empty; want at least the service users call")
 	}
-	if s.Tuning.Attempts < 0 || s.Tuning.Base < 0 || s.Tuning.HopTimeout < 0 || s.Tuning.CallBudget < 0 || s.Tuning.BreakerOpen < 0 || s.Tuning.Hedge < 0 {
-		return bad("Tuning", "negative value")
+	t := s.Tuning
+	for _, f := range []struct {
+		name string
+		d    time.Duration
+	}{{"Base", t.Base}, {"HopTimeout", t.HopTimeout}, {"CallBudget", t.CallBudget}, {"BreakerOpen", t.BreakerOpen}, {"Hedge", t.Hedge}} {
+		if f.d < 0 {
+			bad("Tuning."+f.name, "%v; want ≥ 0", f.d)
+		}
+	}
+	if t.Attempts < 0 {
+		bad("Tuning.Attempts", "%d; want ≥ 0", t.Attempts)
 	}
 	if s.Bucket < 0 {
-		return bad("Bucket", "%v; want ≥ 0", s.Bucket)
+		bad("Bucket", "%v; want ≥ 0", s.Bucket)
 	}
 	if s.Network.Mean < 0 {
-		return bad("Network.Mean", "%v; want ≥ 0", s.Network.Mean)
+		bad("Network.Mean", "%v; want ≥ 0", s.Network.Mean)
 	}
 	names := map[string]int{}
 	for i, sv := range s.Services {
 		f := fmt.Sprintf("Services[%d]", i)
 		switch {
 		case sv.Name == "":
-			return bad(f+".Name", "empty")
+			bad(f+".Name", "empty")
 		case names[sv.Name] > 0:
-			return bad(f+".Name", "%q named twice", sv.Name)
-		case sv.Workers < 0:
-			return bad(f+".Workers", "%d; want ≥ 0", sv.Workers)
-		case sv.Workers > 0 && sv.Work.Mean <= 0:
-			return bad(f+".Work.Mean", "%v; want > 0 with Workers", sv.Work.Mean)
-		case sv.Work.Mean < 0:
-			return bad(f+".Work.Mean", "%v; want ≥ 0", sv.Work.Mean)
-		case sv.Queue < 0:
-			return bad(f+".Queue", "%d; want ≥ 0", sv.Queue)
-		case sv.Stack != "" && !sv.Stack.valid():
-			return bad(f+".Stack", "%q; want naive, owner_only or backstop", sv.Stack)
+			bad(f+".Name", "%q named twice", sv.Name)
+		default:
+			names[sv.Name] = i + 1
 		}
-		names[sv.Name] = i + 1
+		switch {
+		case sv.Workers < 0:
+			bad(f+".Workers", "%d; want ≥ 0", sv.Workers)
+		case sv.Workers > 0 && sv.Work.Mean <= 0:
+			bad(f+".Work.Mean", "%v; want > 0 with Workers", sv.Work.Mean)
+		case sv.Work.Mean < 0:
+			bad(f+".Work.Mean", "%v; want ≥ 0", sv.Work.Mean)
+		}
+		if sv.Queue < 0 {
+			bad(f+".Queue", "%d; want ≥ 0", sv.Queue)
+		}
+		if sv.Stack != "" && !s.knows(sv.Stack) {
+			bad(f+".Stack", "%q; want %s", sv.Stack, s.stackNames())
+		}
 		for j, ft := range sv.Faults {
 			g := fmt.Sprintf("%s.Faults[%d]", f, j)
+			if ft.Kind != Down && ft.Kind != Slow && ft.Kind != Erroring {
+				bad(g+".Kind", "%q; want down, slow or erroring", ft.Kind)
+			}
 			switch {
-			case ft.Kind != Down && ft.Kind != Slow && ft.Kind != Erroring:
-				return bad(g+".Kind", "%q; want down, slow or erroring", ft.Kind)
-			case ft.From < 0 || ft.To <= ft.From:
-				return bad(g+".To", "%v–%v; want 0 ≤ From < To", ft.From, ft.To)
-			case ft.Recover < 0:
-				return bad(g+".Recover", "%v; want ≥ 0", ft.Recover)
+			case ft.From < 0:
+				bad(g+".From", "%v; want ≥ 0", ft.From)
+			case ft.To <= ft.From:
+				bad(g+".To", "%v–%v; want 0 ≤ From < To", ft.From, ft.To)
+			}
+			if ft.Recover < 0 {
+				bad(g+".Recover", "%v; want ≥ 0", ft.Recover)
+			}
+			switch {
 			case ft.Kind == Slow && ft.Factor < 1:
-				return bad(g+".Factor", "%v; want ≥ 1", ft.Factor)
-			case ft.Kind == Erroring && (ft.Rate <= 0 || ft.Rate > 1):
-				return bad(g+".Rate", "%v; want in (0, 1]", ft.Rate)
-			case ft.RetryAfter < 0:
-				return bad(g+".RetryAfter", "%v; want ≥ 0", ft.RetryAfter)
+				bad(g+".Factor", "%v; want ≥ 1", ft.Factor)
+			case ft.Kind == Erroring && !(ft.Rate > 0 && ft.Rate <= 1):
+				bad(g+".Rate", "%v; want in (0, 1]", ft.Rate)
+			}
+			if ft.RetryAfter < 0 {
+				bad(g+".RetryAfter", "%v; want ≥ 0", ft.RetryAfter)
 			}
 		}
 	}
 	// Every call names a service and the graph has no cycle.
+	dangling := false
 	for i, sv := range s.Services {
 		for j, c := range sv.Calls {
 			if names[c] == 0 {
-				return bad(fmt.Sprintf("Services[%d].Calls[%d]", i, j), "%q names no service", c)
+				bad(fmt.Sprintf("Services[%d].Calls[%d]", i, j), "%q names no service", c)
+				dangling = true
 			}
 		}
 	}
-	state := make([]int, len(s.Services))
-	var visit func(i int) error
-	visit = func(i int) error {
-		switch state[i] {
-		case 1:
-			return bad(fmt.Sprintf("Services[%d].Calls", i), "a cycle through %q", s.Services[i].Name)
-		case 2:
-			return nil
-		}
-		state[i] = 1
-		for _, c := range s.Services[i].Calls {
-			if err := visit(names[c] - 1); err != nil {
-				return err
+	if !dangling && len(names) == len(s.Services) {
+		state := make([]int, len(s.Services))
+		var visit func(i int) bool
+		visit = func(i int) bool {
+			switch state[i] {
+			case 1:
+				bad(fmt.Sprintf("Services[%d].Calls", i), "a cycle through %q", s.Services[i].Name)
+				return false
+			case 2:
+				return true
 			}
+			state[i] = 1
+			for _, c := range s.Services[i].Calls {
+				if !visit(names[c] - 1) {
+					return false
+				}
+			}
+			state[i] = 2
+			return true
 		}
-		state[i] = 2
-		return nil
-	}
-	for i := range s.Services {
-		if err := visit(i); err != nil {
-			return err
+		for i := range s.Services {
+			if !visit(i) {
+				break
+			}
 		}
 	}
 	for i, e := range s.Entries {
 		if names[e] == 0 {
-			return bad(fmt.Sprintf("Entries[%d]", i), "%q names no service", e)
+			bad(fmt.Sprintf("Entries[%d]", i), "%q names no service", e)
 		}
 	}
 	l := s.Load
+	rate := l.Rate != 0 || l.Share != 0
 	switch {
 	case l.Burst < 0:
-		return bad("Load.Burst", "%d; want ≥ 0", l.Burst)
+		bad("Load.Burst", "%d; want ≥ 0", l.Burst)
 	case l.At < 0:
-		return bad("Load.At", "%v; want ≥ 0", l.At)
+		bad("Load.At", "%v; want ≥ 0", l.At)
 	case l.Users < 0:
-		return bad("Load.Users", "%d; want ≥ 0", l.Users)
-	case l.Users > 0 && (l.Burst > 0 || l.Rate != 0):
-		return bad("Load.Users", "%d with a Rate or a Burst; want one population", l.Users)
+		bad("Load.Users", "%d; want ≥ 0", l.Users)
+	case l.Users > 0 && (l.Burst > 0 || rate):
+		bad("Load.Users", "%d with a Rate or a Burst; want one population", l.Users)
 	case l.Users > 0 && (l.Think.Mean <= 0 || l.Duration <= 0):
-		return bad("Load.Think.Mean", "%v for %v; want a think time > 0 for a duration > 0", l.Think.Mean, l.Duration)
-	case l.Burst > 0 && l.Rate != 0:
-		return bad("Load.Burst", "%d with a Rate; want one population", l.Burst)
-	case l.Burst == 0 && l.Users == 0 && (l.Rate <= 0 || l.Duration <= 0):
-		return bad("Load.Rate", "%v for %v; want a rate > 0 for a duration > 0, Users or a Burst", l.Rate, l.Duration)
+		bad("Load.Think.Mean", "%v for %v; want a think time > 0 for a duration > 0", l.Think.Mean, l.Duration)
+	case l.Burst > 0 && rate:
+		bad("Load.Burst", "%d with a Rate; want one population", l.Burst)
+	case l.Rate != 0 && l.Share != 0:
+		bad("Load.Share", "%v with a Rate; want one of them", l.Share)
+	case l.Share < 0 || (l.Share > 0 && s.Capacity() == 0):
+		bad("Load.Share", "%v of a capacity of %v/s; want > 0 of the capacity of services with workers", l.Share, s.Capacity())
+	case l.Burst == 0 && l.Users == 0 && (!(l.Rate > 0 || l.Share > 0) || l.Duration <= 0):
+		bad("Load.Rate", "%v for %v; want a rate > 0 for a duration > 0, Users or a Burst", l.Rate, l.Duration)
 	}
-	return nil
+	if l.Rate > 1e9 || l.Share > 1e3 {
+		bad("Load.Rate", "%v calls/s (share %v); want at most 10⁹", l.Rate, l.Share)
+	}
+	return errors.Join(errs...)
+}
+
+// rate is the load's arrival rate per second.
+func (s *Scenario) rate() float64 {
+	if s.Load.Share > 0 {
+		return s.Load.Share * s.Capacity()
+	}
+	return s.Load.Rate
 }
 
 // Storm returns the storm example's scenario (examples/storm) for stack: users at

@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"math/rand/v2"
@@ -48,9 +49,10 @@ type service struct {
 	url     *url.URL
 	handler http.Handler
 	hops    []*hop // one per Calls entry
-	// the worker pool, guarded by w.mu
-	busy  int
-	queue []func()
+	// guarded by w.mu: the worker pool, and the requests received
+	busy     int
+	queue    []func()
+	requests int
 }
 
 // hop is a service's client for one dependency.
@@ -63,7 +65,7 @@ type hop struct {
 	w       *world
 }
 
-func newWorld(sc Scenario) *world {
+func newWorld(sc Scenario) (*world, error) {
 	w := &world{sc: sc, tune: sc.Tuning.withDefaults(), e: newEngine(), start: time.Now(),
 		stages: policy.SeededRand(sc.Seed, 1), draws: rand.New(rand.NewPCG(sc.Seed, 3)),
 		byName: map[string]*service{}}
@@ -83,11 +85,15 @@ func newWorld(sc Scenario) *world {
 	// Build the handlers bottom up: a service's hops need only their targets' names.
 	for _, sv := range w.svcs {
 		for _, c := range sv.Calls {
-			sv.hops = append(sv.hops, w.newHop(sv, w.byName[c]))
+			h, err := w.newHop(sv, w.byName[c])
+			if err != nil {
+				return nil, err
+			}
+			sv.hops = append(sv.hops, h)
 		}
 		sv.handler = sv.guard(http.HandlerFunc(sv.serve))
 	}
-	return w
+	return w, nil
 }
 
 // wire carries a request to a service's handler in the caller's goroutine. The
@@ -101,13 +107,11 @@ func (c wire) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err := w.network(req.Context()); err != nil { // the request's way there
 		return nil, err
 	}
-	sctx, cancel := context.WithCancel(context.Background())
-	stop := context.AfterFunc(req.Context(), cancel)
-	defer stop()
-	defer cancel()
+	// The headers are the attempt's own: policyhttp's transport clones the request
+	// for each attempt, and the services only read them.
 	sreq := (&http.Request{Method: http.MethodGet, URL: c.to.url, Host: c.to.Name, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-		Header: req.Header.Clone(), Body: http.NoBody, RemoteAddr: "sim", RequestURI: "/"}).WithContext(sctx)
-	rw := &response{header: http.Header{}}
+		Header: req.Header, Body: http.NoBody, RemoteAddr: "sim", RequestURI: "/"}).WithContext(detached{req.Context()})
+	rw := &response{}
 	c.to.handler.ServeHTTP(rw, sreq)
 	if err := req.Context().Err(); err != nil {
 		return nil, err // the caller went away before the answer
@@ -122,6 +126,26 @@ func (c wire) RoundTrip(req *http.Request) (*http.Response, error) {
 		Header: rw.header, Body: http.NoBody, Request: req}, nil
 }
 
+// detached is the context a service's request carries: done when the caller's is,
+// with context.Canceled, and without the caller's deadline or values (the caller's
+// call-path marks stay in its process). It costs no goroutine and no registration of
+// its own: a context derived from it registers with the caller's through AfterFunc.
+type detached struct{ caller context.Context }
+
+func (detached) Deadline() (time.Time, bool) { return time.Time{}, false }
+func (d detached) Done() <-chan struct{}     { return d.caller.Done() }
+func (d detached) Err() error {
+	if d.caller.Err() != nil {
+		return context.Canceled
+	}
+	return nil
+}
+func (detached) Value(any) any { return nil }
+
+// AfterFunc lets context.WithCancel and its kin derive from a detached context
+// without a goroutine each (the context package looks for this method).
+func (d detached) AfterFunc(f func()) func() bool { return context.AfterFunc(d.caller, f) }
+
 // response is the http.ResponseWriter a service answers into: a status and headers
 // (the simulated services send no body).
 type response struct {
@@ -129,7 +153,12 @@ type response struct {
 	status int
 }
 
-func (r *response) Header() http.Header { return r.header }
+func (r *response) Header() http.Header {
+	if r.header == nil { // most answers set none
+		r.header = http.Header{}
+	}
+	return r.header
+}
 func (r *response) Write(b []byte) (int, error) {
 	if r.status == 0 {
 		r.status = http.StatusOK
@@ -142,14 +171,25 @@ func (r *response) WriteHeader(code int) {
 	}
 }
 
-func (w *world) newHop(from, to *service) *hop {
+func (w *world) newHop(from, to *service) (*hop, error) {
 	h := &hop{to: to, w: w}
 	base := wire{to}
 	t := w.tune
 	if from.Stack == Naive {
 		h.naive = true
 		h.client = base
-		return h
+		return h, nil
+	}
+	if fn := w.sc.Custom[from.Stack]; fn != nil {
+		c, err := fn(Hop{From: from.Name, To: to.Name, Clock: w.clock, Rand: w.stages})
+		switch {
+		case err != nil:
+			return nil, fmt.Errorf("sim: stack %s, %s→%s: %w", from.Stack, from.Name, to.Name, err)
+		case c.Pipeline == nil:
+			return nil, fmt.Errorf("sim: stack %s, %s→%s: no pipeline", from.Stack, from.Name, to.Name)
+		}
+		h.client = policyhttp.NewTransport(base, c.Pipeline, policyhttp.Options{Clock: w.clock, Classifier: c.Classifier})
+		return h, nil
 	}
 	name := from.Name + "→" + to.Name
 	d := deadline.MustNew(t.CallBudget)
@@ -170,12 +210,14 @@ func (w *world) newHop(from, to *service) *hop {
 		p = policy.MustWrap(d, h.breaker, bud, again, per, policy.Name(name), policy.UseClock(w.clock))
 	}
 	h.client = policyhttp.NewTransport(base, p, policyhttp.Options{Clock: w.clock})
-	return h
+	return h, nil
 }
 
 // guard puts the service's own protection around its handler.
 func (s *service) guard(h http.Handler) http.Handler {
 	switch s.Stack {
+	case Naive:
+		return h
 	case OwnerOnly:
 		return policyhttp.Middleware(h)
 	case Backstop:
@@ -185,7 +227,7 @@ func (s *service) guard(h http.Handler) http.Handler {
 		}
 		return shed.Middleware(h, shed.MustNew(shed.Options{Name: s.Name, Breaker: brk, Rand: s.w.stages, Clock: s.w.clock}))
 	}
-	return h
+	return policyhttp.Middleware(h) // a custom stack
 }
 
 // answer is what a hop passes up: the status and the headers that matter.

@@ -2,6 +2,8 @@ package goredis_test
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -21,6 +23,12 @@ func (quiet) Printf(context.Context, string, ...any) {}
 
 func TestMain(m *testing.M) {
 	redis.SetLogger(quiet{})
+	if fleettest.Installed() != nil {
+		// An Example cannot skip: without redis-server the Examples are left out, and
+		// each test that needs the server skips saying how to install it.
+		flag.Parse()
+		_ = flag.Set("test.skip", "^Example")
+	}
 	// A pool that failed to dial probes the server once a second until it answers or
 	// the client is closed; the probe then ends at its next wake-up.
 	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("github.com/redis/go-redis/v9/internal/pool.(*ConnPool).tryDial"))
@@ -30,6 +38,9 @@ func TestMain(m *testing.M) {
 func startRedis(t testing.TB, args ...string) *fleettest.Server {
 	t.Helper()
 	s, err := fleettest.Start(args...)
+	if errors.Is(err, fleettest.ErrNoRedis) {
+		t.Skip(err)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,7 @@ import (
 // every error runs it again (3 commits: the increment applied three times); RunTx
 // returns ErrCommitUnknown and runs it once.
 func TestAttempts_LostCommit(t *testing.T) {
+	need(t)
 	proxy, err := lossy.Start(srv.Addr(), func(up []byte) bool {
 		return bytes.Contains(bytes.ToLower(up), []byte("commit\x00"))
 	})

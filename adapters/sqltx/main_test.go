@@ -3,6 +3,8 @@ package sqltx_test
 import (
 	"context"
 	"database/sql"
+	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"testing"
@@ -23,13 +25,23 @@ var (
 func TestMain(m *testing.M) {
 	var err error
 	srv, err = pgserver.Start()
-	if err != nil {
+	switch {
+	case errors.Is(err, pgserver.ErrNoPostgres):
+		// An Example cannot skip: without PostgreSQL the Examples are left out, and
+		// each test skips saying how to install it (need).
+		noPostgres = err
+		flag.Parse()
+		_ = flag.Set("test.skip", "^Example")
+	case err != nil:
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
+	default:
+		dsn = srv.DSN()
 	}
-	dsn = srv.DSN()
 	code := m.Run()
-	srv.Stop()
+	if srv != nil {
+		srv.Stop()
+	}
 	if code == 0 {
 		if err := goleak.Find(); err != nil {
 			fmt.Fprintln(os.Stderr, "goleak:", err)
@@ -40,6 +52,17 @@ func TestMain(m *testing.M) {
 }
 
 var schemas int
+
+// noPostgres is why there is no server, when PostgreSQL is not installed.
+var noPostgres error
+
+// need skips t, saying how to install PostgreSQL, when it is not installed.
+func need(t *testing.T) {
+	t.Helper()
+	if noPostgres != nil {
+		t.Skip(noPostgres)
+	}
+}
 
 // open returns a database for t whose connections use a schema of t's own, holding
 // table acct (id, n) with rows 1 and 2 at 0, and a sequence attempts that each
@@ -53,6 +76,7 @@ func open(t *testing.T) *sql.DB {
 // setup makes a schema for t, as open says, and returns its name.
 func setup(t *testing.T) string {
 	t.Helper()
+	need(t)
 	schemas++
 	schema := fmt.Sprintf("t%d", schemas)
 	setup, err := sql.Open("pgx", dsn)

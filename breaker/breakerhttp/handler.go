@@ -117,6 +117,9 @@ type jsonSnapshot struct {
 	Until      *time.Time      `json:"until,omitempty"`
 	RetryAfter float64         `json:"retry_after_seconds"`
 	Last       *jsonTransition `json:"last_transition,omitempty"`
+	// SlowStart is the share of calls a breaker that has just closed lets through
+	// while it ramps its traffic up; absent otherwise.
+	SlowStart float64 `json:"slow_start_share,omitempty"`
 }
 
 type jsonTransition struct {
@@ -136,7 +139,7 @@ func timePtr(t time.Time) *time.Time {
 func wire(s breaker.Snapshot) jsonSnapshot {
 	j := jsonSnapshot{
 		Name: s.Name, State: s.State.String(), Forced: s.Forced, Counts: s.Counts,
-		OpenedAt: timePtr(s.OpenedAt), Until: timePtr(s.Until), RetryAfter: s.RetryAfter.Seconds(),
+		OpenedAt: timePtr(s.OpenedAt), Until: timePtr(s.Until), RetryAfter: s.RetryAfter.Seconds(), SlowStart: s.SlowStart,
 	}
 	if s.Tripped != (breaker.Counts{}) {
 		t := s.Tripped

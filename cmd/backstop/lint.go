@@ -41,10 +41,11 @@ type check struct {
 
 // checks are every finding lint makes, in the README's order.
 var checks = []check{
-	{"refused", levelError, "a config Envoy or gRPC itself refuses: an unknown field, a value of the wrong type, a gRPC maxAttempts below 2, a YAML or JSON syntax error"},
+	{"refused", levelError, "a config Envoy, gRPC or Backstop's loader refuses: an unknown field, a value of the wrong type, a gRPC maxAttempts below 2, a bare-number duration, a YAML or JSON syntax error"},
 	{"negative-duration", levelError, "a negative duration anywhere in the config; Envoy and gRPC refuse them"},
 	{"unknown-retry-on", levelError, "a retry_on condition Envoy does not know (a typo such as 5xxx): Envoy never retries on it"},
 	{"bad-status-code", levelError, "a retryableStatusCodes or nonFatalStatusCodes entry that is not a gRPC status code, or is OK"},
+	{"order", levelError, "a Backstop stack in an order policy.Wrap refuses, under the rule's number (O1–O7), at the stage that breaks it"},
 	{"two-owners", levelError, "an Envoy route that retries, in front of a gRPC service whose config retries too: the attempts multiply"},
 	{"maybe-two-owners", levelWarning, "a retrying Envoy route with no match (a pasted route: block) given with a retrying gRPC config: they may share a call path"},
 	{"no-timeout", levelWarning, "retries with nothing bounding the whole request: Envoy timeout: 0s, a gRPC method with no timeout"},
@@ -55,6 +56,7 @@ var checks = []check{
 	{"attempts-fit", levelWarning, "tries that cannot all run to their per_try_timeout, with their back-off, before the route's timeout"},
 	{"retry-500", levelWarning, "retrying 500 (retry_on 5xx) or INTERNAL, UNKNOWN: these usually report a bug that a retry hits again"},
 	{"no-throttling", levelWarning, "a gRPC config that retries with no retryThrottling: nothing stops the retries in an outage"},
+	{"no-budget", levelWarning, "a Backstop stack that retries with no budget: nothing stops the retries in an outage"},
 	{"cluster-budget", levelInfo, "an Envoy route that retries: its bound in an outage is the cluster's circuit_breakers retry_budget, which a route config cannot show"},
 	{"not-honoured", levelInfo, "a field or condition Envoy honours and Backstop's pipeline for the route does not (retriable_headers, hedge_policy, gRPC conditions on an HTTP route, …)"},
 }
@@ -157,6 +159,14 @@ func lint(in *input, maxWorstCase time.Duration) []finding {
 	if in.grpc != nil {
 		for _, en := range in.grpc.Entries() {
 			l.method(en)
+		}
+	}
+	if in.configErr != nil {
+		l.configRefused(in.configFile, in.configErr)
+	}
+	if in.config != nil {
+		for _, se := range in.config.Explain().Stacks {
+			l.stack(in.config, se)
 		}
 	}
 	l.owners()

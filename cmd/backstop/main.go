@@ -1,13 +1,24 @@
-// Command backstop explains and lints retry configurations — Envoy routes and gRPC
-// service configs — in their own words: what each route or method will do (tries,
+// Command backstop explains and lints retry configurations — Backstop's own
+// configuration files, Envoy routes and gRPC service configs — in their own words: what each route or method will do (tries,
 // timeouts, the back-off as Envoy or gRFC A6 documents it, whether a server's
 // Retry-After or pushback is honoured, the worst case), and what is dangerous in them,
 // each finding with its file:line:column, a one-line why and the fix.
 //
 // Usage:
 //
-//	backstop explain [-json] [-envoy route.yaml] [-grpc service_config.json]
-//	backstop lint [-json] [-max-worst-case 30s] [-envoy route.yaml] [-grpc service_config.json]
+//	backstop explain [-json] [-config backstop.yaml [-env]] [-envoy route.yaml] [-grpc service_config.json]
+//	backstop lint [-json] [-max-worst-case 30s] [-config backstop.yaml [-env]] [-envoy route.yaml] [-grpc service_config.json]
+//	backstop sim -scenario FILE [-envoy route.yaml] [-grpc service_config.json] [-out DIR]
+//
+// -config takes a Backstop configuration file (package config of the config module):
+// explain prints its HTTP and gRPC routing tables and what every stack does; lint
+// reports every problem the loader finds (an ordering rule under its number, O1–O7)
+// and the same findings as for the other configs (no-timeout, worst-case,
+// attempts-fit, retry-500), plus no-budget. The file is checked as written, unless
+// -env applies this process's BACKSTOP_<STACK>_<FIELD> overrides to it.
+//
+// sim plays a scenario file in virtual time with Backstop's real stages (module sim):
+// what a route or a service config does to a database during an outage. See sim.go.
 //
 // -envoy takes a RouteConfiguration, a VirtualHost, a Route (with or without match: a
 // pasted route: block loads as it is) or a RouteAction, in YAML or JSON; -grpc a
@@ -29,11 +40,17 @@ import (
 	"os"
 	"time"
 
+	"github.com/backstop-go/backstop/config"
 	"github.com/backstop-go/backstop/policyenvoy"
 	"github.com/backstop-go/backstop/policygrpc"
 )
 
-func main() { os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) }
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == "sim" {
+		simMain(os.Args[2:]) // exits
+	}
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
 
 // Exit codes.
 const (
@@ -43,14 +60,17 @@ const (
 )
 
 const usage = `usage:
-  backstop explain [-json] [-envoy route.yaml] [-grpc service_config.json]
-  backstop lint    [-json] [-max-worst-case 30s] [-envoy route.yaml] [-grpc service_config.json]
+  backstop explain [-json] [-config backstop.yaml [-env]] [-envoy route.yaml] [-grpc service_config.json]
+  backstop lint    [-json] [-max-worst-case 30s] [-config backstop.yaml [-env]] [-envoy route.yaml] [-grpc service_config.json]
+  backstop sim     -scenario FILE [-envoy route.yaml] [-grpc service_config.json] [-out DIR]
 
-explain says what each Envoy route or gRPC method will do, in Envoy's and gRPC's words:
+explain says what each Backstop stack and route, Envoy route or gRPC method will do:
 tries, timeouts, back-off, Retry-After and pushback, the worst case. lint reports what
 is dangerous, each finding at file:line:column with why and the fix; it exits 1 if any
-finding is an error. Give -envoy, -grpc or both (lint then also checks that one call
-path does not have two retry owners). A file named - is standard input.
+finding is an error. Give -config, -envoy, -grpc or several (with -envoy and -grpc,
+lint also checks that one call path does not have two retry owners). A file named -
+is standard input. sim plays a scenario in virtual time with the real stages
+(backstop sim -h).
 `
 
 // stdinName is how standard input is named in output.
@@ -66,6 +86,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	envoyPath := fs.String("envoy", "", "an Envoy route configuration, YAML or JSON; - for standard input")
 	grpcPath := fs.String("grpc", "", "a gRPC service config, JSON; - for standard input")
+	configPath := fs.String("config", "", "a Backstop configuration file, YAML or JSON; - for standard input")
+	useEnv := fs.Bool("env", false, "apply this process's BACKSTOP_ environment overrides to -config, as a program that passes os.Environ() would")
 	asJSON := fs.Bool("json", false, "print JSON")
 	maxWorst := DefaultMaxWorstCase
 	if cmd == "lint" {
@@ -80,11 +102,11 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	switch {
-	case *envoyPath == "" && *grpcPath == "":
-		fmt.Fprintf(stderr, "backstop %s: give -envoy FILE, -grpc FILE or both\n", cmd)
+	case *envoyPath == "" && *grpcPath == "" && *configPath == "":
+		fmt.Fprintf(stderr, "backstop %s: give -config FILE, -envoy FILE, -grpc FILE or several\n", cmd)
 		return exitUsage
-	case *envoyPath == "-" && *grpcPath == "-":
-		fmt.Fprintf(stderr, "backstop %s: -envoy and -grpc cannot both read standard input\n", cmd)
+	case stdinCount(*envoyPath, *grpcPath, *configPath) > 1:
+		fmt.Fprintf(stderr, "backstop %s: only one of -config, -envoy and -grpc can read standard input\n", cmd)
 		return exitUsage
 	case maxWorst <= 0:
 		fmt.Fprintf(stderr, "backstop %s: -max-worst-case is %v; want a duration > 0\n", cmd, maxWorst)
@@ -94,6 +116,19 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintf(stderr, "backstop %s: %v\n", cmd, err)
 		return exitUsage
+	}
+	if *configPath != "" {
+		name, data, err := read(stdin, *configPath)
+		if err != nil {
+			fmt.Fprintf(stderr, "backstop %s: %v\n", cmd, err)
+			return exitUsage
+		}
+		in.configFile = name
+		var o config.Options
+		if *useEnv {
+			o.Env = os.Environ()
+		}
+		in.config, in.configErr = config.Parse(name, data, o)
 	}
 	if cmd == "explain" {
 		return explain(in, *asJSON, stdout, stderr)
@@ -109,6 +144,19 @@ type input struct {
 	envoyErr            error // the Envoy config was refused
 	grpc                *policygrpc.ServiceConfig
 	grpcErr             error // the service config was refused
+	configFile          string
+	config              *config.Config
+	configErr           error // the Backstop configuration was refused
+}
+
+func stdinCount(paths ...string) int {
+	n := 0
+	for _, p := range paths {
+		if p == "-" {
+			n++
+		}
+	}
+	return n
 }
 
 func read(stdin io.Reader, path string) (name string, data []byte, err error) {
@@ -191,10 +239,23 @@ func explain(in *input, asJSON bool, stdout, stderr io.Writer) int {
 			failed = true
 		}
 	}
+	var ce *config.Error
+	if errors.As(in.configErr, &ce) {
+		for _, p := range ce.Problems {
+			fmt.Fprintln(stderr, p)
+		}
+		failed = true
+	} else if in.configErr != nil {
+		fmt.Fprintf(stderr, "%s:1:1: %v\n", in.configFile, in.configErr)
+		failed = true
+	}
 	if failed {
 		return exitUsage
 	}
 	var views []any
+	if in.config != nil {
+		views = append(views, configView{in.config.Explain()})
+	}
 	for _, r := range in.routes {
 		views = append(views, explainRoute(in.envoyFile, r))
 	}

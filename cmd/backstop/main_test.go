@@ -132,6 +132,11 @@ func TestLint_SeedConfigs(t *testing.T) {
 	}
 }
 
+func fileExists(f string) bool {
+	_, err := os.Stat(f)
+	return err == nil
+}
+
 // example is a check's example config: the files that trigger it.
 func example(t *testing.T, id string) (args []string, files []string) {
 	t.Helper()
@@ -142,6 +147,10 @@ func example(t *testing.T, id string) (args []string, files []string) {
 		}
 		flagName := map[string]string{"yaml": "-envoy", "json": "-grpc"}[ext]
 		args = append(args, flagName, f)
+		files = append(files, f)
+	}
+	if f := filepath.Join("testdata", "lint", id+".backstop.yaml"); fileExists(f) {
+		args = append(args, "-config", f)
 		files = append(files, f)
 	}
 	if len(files) == 0 {
@@ -290,7 +299,7 @@ func TestStdin(t *testing.T) {
 	if code != exitFindings || !strings.Contains(out, "<stdin>:2:72: error [bad-status-code]: methodConfig[0].retryPolicy.retryableStatusCodes[0] is OK") {
 		t.Errorf("lint -grpc - = %d:\n%s", code, out)
 	}
-	if code, _, errs := runStdin("", "lint", "-grpc", "-", "-envoy", "-"); code != exitUsage || !strings.Contains(errs, "cannot both read standard input") {
+	if code, _, errs := runStdin("", "lint", "-grpc", "-", "-envoy", "-"); code != exitUsage || !strings.Contains(errs, "only one of -config, -envoy and -grpc can read standard input") {
 		t.Errorf("both from stdin = %d, %q", code, errs)
 	}
 }
@@ -307,7 +316,9 @@ func TestBadInput_ClearErrors(t *testing.T) {
 	}{
 		{[]string{}, "usage:"},
 		{[]string{"frobnicate"}, "usage:"},
-		{[]string{"explain"}, "give -envoy FILE, -grpc FILE or both"},
+		{[]string{"explain"}, "give -config FILE, -envoy FILE, -grpc FILE or several"},
+		{[]string{"explain", "-config", "testdata/lint/order.backstop.yaml"},
+			"testdata/lint/order.backstop.yaml:6:20: stacks.orders.order[1]: O1: deadline at position 2 is inside retry at position 1"},
 		{[]string{"explain", "-envoy", filepath.Join(dir, "missing.yaml")}, "no such file"},
 		{[]string{"explain", "-envoy", bad}, bad + ":3:3: YAML: "},
 		{[]string{"explain", "-grpc", "testdata/lint/bad-status-code.json"},
@@ -321,7 +332,7 @@ func TestBadInput_ClearErrors(t *testing.T) {
 	} {
 		code, _, errs := runCLI(tt.args...)
 		if code != exitUsage || !strings.Contains(errs, tt.want) || strings.Contains(errs, "goroutine ") ||
-			(strings.Contains(tt.want, ":3:3:") || strings.Contains(tt.want, ":6:5:") || strings.Contains(tt.want, ":7:47:")) && !strings.HasPrefix(errs, tt.want) {
+			(strings.Contains(tt.want, ":3:3:") || strings.Contains(tt.want, ":6:5:") || strings.Contains(tt.want, ":7:47:") || strings.Contains(tt.want, ":6:20:")) && !strings.HasPrefix(errs, tt.want) {
 			t.Errorf("backstop %q = %d, stderr %q; want %d and a message holding %q", tt.args, code, errs, exitUsage, tt.want)
 		}
 	}
@@ -452,4 +463,50 @@ func FuzzLint(f *testing.F) {
 			t.Fatalf("explain -json is not JSON: %s", js.String())
 		}
 	})
+}
+
+// TestConfig_ExplainAndLint: a Backstop configuration is explained with its routing
+// tables and linted with the same findings as the other configs.
+func TestConfig_ExplainAndLint(t *testing.T) {
+	code, out, errs := runCLI("explain", "-config", "../../config/testdata/backstop.yaml")
+	if code != exitOK || !strings.Contains(out, "POST api.example.com/v1/charges → payments") ||
+		!strings.Contains(out, "payments.v1.Payments/* → payments") || !strings.Contains(out, "stack reports") {
+		t.Errorf("explain -config = %d, %q:\n%s", code, errs, out)
+	}
+	code, out, _ = runCLI("explain", "-json", "-config", "../../config/testdata/backstop.yaml")
+	var views []map[string]any
+	if err := json.Unmarshal([]byte(out), &views); code != exitOK || err != nil || views[0]["config"] != "backstop" {
+		t.Errorf("explain -json -config = %d, %v:\n%s", code, err, out)
+	}
+	code, out, _ = runCLI("lint", "-config", "testdata/backstop-lint.yaml")
+	for _, want := range []string{
+		"testdata/backstop-lint.yaml:7:22: warning [attempts-fit]: stack payments: 3 attempts of attempt_timeout 400ms and their back-off do not fit in the deadline 1s",
+		"testdata/backstop-lint.yaml:9:23: warning [retry-500]: stack payments",
+		"testdata/backstop-lint.yaml:14:12: warning [no-budget]: stack orders",
+		"testdata/backstop-lint.yaml:16:12: warning [no-timeout]: stack inventory: 4 attempts with no deadline",
+		"5 findings, 0 errors",
+	} {
+		if code != exitOK || !strings.Contains(out, want) {
+			t.Errorf("lint -config = %d; lacks %q:\n%s", code, want, out)
+		}
+	}
+	// A refused file: every problem, each an error finding at its place.
+	code, out, _ = runStdin("stacks:\n  a: {deadline: 5, retry: {attempts: 0}}\n", "lint", "-config", "-")
+	if code != exitFindings || !strings.Contains(out, "<stdin>:2:17: error [refused]: stacks.a.deadline: is the bare number 5") ||
+		!strings.Contains(out, "<stdin>:2:38: error [refused]: stacks.a.retry.attempts: is 0") {
+		t.Errorf("lint -config - = %d:\n%s", code, out)
+	}
+}
+
+// TestConfig_EnvAppliesOverrides: -env checks the file as a program that passes its
+// environment would run it.
+func TestConfig_EnvAppliesOverrides(t *testing.T) {
+	t.Setenv("BACKSTOP_ORDERS_RETRY_ATTEMPTS", "0")
+	if code, out, _ := runCLI("lint", "-config", "testdata/lint/no-budget.backstop.yaml"); code != exitOK {
+		t.Errorf("lint without -env = %d:\n%s", code, out)
+	}
+	code, out, _ := runCLI("lint", "-env", "-config", "testdata/lint/no-budget.backstop.yaml")
+	if code != exitFindings || !strings.Contains(out, "testdata/lint/no-budget.backstop.yaml:1:1: error [refused]: $BACKSTOP_ORDERS_RETRY_ATTEMPTS: stacks.orders.retry.attempts: is 0") {
+		t.Errorf("lint -env = %d:\n%s", code, out)
+	}
 }

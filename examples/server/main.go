@@ -1,7 +1,9 @@
 // Command server is an instrumented HTTP service built with Backstop: requests pass a
 // load shedder, the handler calls a flaky dependency through a breaker-guarded
-// retrying client, Prometheus metrics are on /metrics and breaker state on
-// /debug/breakers. POST /control/dependency?mode=fail (or ok, slow, retry-after) makes
+// retrying client whose stack comes from a configuration file (backstop.yaml beside
+// this file, or -config), reloaded while the server runs — when the file changes, and
+// on SIGHUP — with the breaker's state kept; Prometheus metrics are on /metrics and
+// breaker state on /debug/breakers. POST /control/dependency?mode=fail (or ok, slow, retry-after) makes
 // the dependency misbehave, so that the breaker opens and the shedder sheds while you
 // watch. It runs until interrupted; -selftest drives it through the whole story —
 // healthy, dependency down, overload, recovery — checks each step and exits.
@@ -9,6 +11,7 @@ package main
 
 import (
 	"context"
+	_ "embed"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -22,12 +25,14 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -36,12 +41,10 @@ import (
 	"github.com/backstop-go/backstop/breaker"
 	"github.com/backstop-go/backstop/breaker/breakerhttp"
 	"github.com/backstop-go/backstop/budget"
-	"github.com/backstop-go/backstop/deadline"
+	"github.com/backstop-go/backstop/config"
 	"github.com/backstop-go/backstop/event"
 	"github.com/backstop-go/backstop/metrics"
-	"github.com/backstop-go/backstop/policy"
 	"github.com/backstop-go/backstop/policyhttp"
-	"github.com/backstop-go/backstop/retry"
 	"github.com/backstop-go/backstop/shed"
 )
 
@@ -60,6 +63,7 @@ func main() {
 	dep := flag.String("dependency", depOK, "what the dependency does at start: "+strings.Join(depModes, ", "))
 	flaky := flag.Float64("flaky", 0.02, "share of the dependency's requests that fail while it is ok")
 	selftest := flag.Bool("selftest", false, "serve on a free loopback port, drive the service through its story, check it and exit")
+	configPath := flag.String("config", "", "the client stack's configuration file; empty: a copy of the built-in backstop.yaml, in a temporary directory")
 	flag.Parse()
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	if !slices.Contains(depModes, *dep) {
@@ -73,25 +77,56 @@ func main() {
 	if *selftest {
 		*addr, *flaky = "127.0.0.1:0", 0 // a deterministic dependency: every check can fail for a reason
 	}
-	if err := serve(*addr, *dep, *flaky, *selftest, logger); err != nil {
+	if *configPath == "" {
+		dir, err := os.MkdirTemp("", "backstop-server-")
+		if err == nil {
+			defer os.RemoveAll(dir)
+			*configPath = filepath.Join(dir, "backstop.yaml")
+			err = os.WriteFile(*configPath, builtinConfig, 0o600)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "server:", err)
+			os.Exit(1)
+		}
+	}
+	if err := serve(*addr, *dep, *flaky, *configPath, *selftest, logger); err != nil {
 		fmt.Fprintln(os.Stderr, "server:", err)
 		os.Exit(1)
 	}
 }
 
+//go:embed backstop.yaml
+var builtinConfig []byte
+
 // service is the program's parts, for the self-test to look at.
 type service struct {
 	url        string
 	dependency *http.Server
+	depHits    atomic.Int64 // requests the dependency received
 	srv        *http.Server
 	mode       atomic.Value // string: what the dependency does
+	configPath string
+	loader     *config.Loader
 }
+
+// inventoryBreaker is the running configuration's breaker for inventory: a reload
+// that changes its settings replaces it.
+func (svc *service) inventoryBreaker() *breaker.Breaker {
+	b, _ := svc.loader.Config().Stage("inventory", config.StageBreaker).(*breaker.Breaker)
+	return b
+}
+
+// breakerGauge reads the state of whichever breaker is running, for the metrics.
+type breakerGauge struct{ svc *service }
+
+func (g breakerGauge) Name() string        { return "inventory" }
+func (g breakerGauge) StateValue() float64 { return g.svc.inventoryBreaker().StateValue() }
 
 func (svc *service) setMode(m string) { svc.mode.Store(m) }
 func (svc *service) modeNow() string  { return svc.mode.Load().(string) }
 
-func serve(addr, dep string, flaky float64, selftest bool, logger *slog.Logger) error {
-	svc := &service{}
+func serve(addr, dep string, flaky float64, configPath string, selftest bool, logger *slog.Logger) error {
+	svc := &service{configPath: configPath}
 	svc.setMode(dep)
 	// The dependency: an inventory service on loopback that does what mode says.
 	depLn, err := net.Listen("tcp", "127.0.0.1:0")
@@ -99,6 +134,7 @@ func serve(addr, dep string, flaky float64, selftest bool, logger *slog.Logger) 
 		return err
 	}
 	svc.dependency = &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		svc.depHits.Add(1)
 		switch svc.modeNow() {
 		case depFail:
 			w.WriteHeader(http.StatusServiceUnavailable)
@@ -125,36 +161,33 @@ func serve(addr, dep string, flaky float64, selftest bool, logger *slog.Logger) 
 	defer svc.dependency.Close()
 
 	reg := prometheus.NewRegistry()
-	var breakers breaker.Registry
-	brk, err := breaker.New("inventory", breaker.Options{OpenTimeout: 2 * time.Second})
+	// The metrics' gauges read the budget and breaker of whichever configuration is
+	// running: a reload may replace them.
+	obs, err := metrics.New(reg, metrics.Options{Budgets: map[string]metrics.Leveler{"inventory": budgetLevel{svc}},
+		Breakers: []metrics.BreakerGauge{breakerGauge{svc}}})
 	if err != nil {
 		return err
 	}
-	if err := breakers.Add(brk); err != nil {
-		return err
-	}
-	bud, err := budget.NewTokenBucket(10, 0.1)
+	svc.loader, err = config.NewLoader(configPath, config.LoaderOptions{
+		Options:    config.Options{Observer: event.Observers(obs, metrics.Slog(logger, slog.LevelInfo))},
+		Logger:     logger,
+		Registerer: reg,
+	})
 	if err != nil {
 		return err
 	}
-	obs, err := metrics.New(reg, metrics.Options{Budgets: map[string]metrics.Leveler{"inventory": bud},
-		Breakers: []metrics.BreakerGauge{brk}})
-	if err != nil {
-		return err
-	}
-	shedder, err := shed.New(shed.Options{Name: "orders", Breaker: brk, Observer: obs})
+	// The shedder answers 503 at the door while the breaker it was given is open. It is
+	// given the breaker the server starts with; a reload that changes the breaker's
+	// settings replaces it in the pipeline, and then the handler's own check
+	// (policyhttp.WriteRejection, below) answers for the new one.
+	shedder, err := shed.New(shed.Options{Name: "orders", Breaker: svc.inventoryBreaker(), Observer: obs})
 	if err != nil {
 		return err
 	}
 	if err := obs.AddShedder("orders", shedder); err != nil {
 		return err
 	}
-	d := deadline.MustNew(time.Second)
-	rt := retry.MustNew(retry.Options{MaxAttempts: 3})
-	per := deadline.MustPerAttempt(300 * time.Millisecond)
-	p := policy.MustWrap(d, brk, bud, rt, per).
-		With(policy.Name("inventory"), policy.Observe(event.Observers(obs, metrics.Slog(logger, slog.LevelInfo))))
-	inventory := &http.Client{Transport: policyhttp.NewTransport(nil, p, policyhttp.Options{})}
+	inventory := &http.Client{Transport: svc.loader.Transport(nil, policyhttp.Options{})}
 	depURL := "http://" + depLn.Addr().String()
 
 	mux := http.NewServeMux()
@@ -175,7 +208,15 @@ func serve(addr, dep string, flaky float64, selftest bool, logger *slog.Logger) 
 		_, _ = io.Copy(w, res.Body)
 	}), shedder))
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	mux.Handle("/debug/breakers", breakerhttp.Handler(&breakers, breakerhttp.AllowControl()))
+	// The page lists the running configuration's breaker, whichever it is.
+	mux.Handle("/debug/breakers", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var breakers breaker.Registry
+		if err := breakers.Add(svc.inventoryBreaker()); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		breakerhttp.Handler(&breakers, breakerhttp.AllowControl()).ServeHTTP(w, r)
+	}))
 	mux.Handle("/control/dependency", http.NewCrossOriginProtection().Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPost {
 			m := r.FormValue("mode")
@@ -208,15 +249,27 @@ func serve(addr, dep string, flaky float64, selftest bool, logger *slog.Logger) 
 	}
 	fmt.Printf("serving on %s: /orders, /metrics, /debug/breakers, POST /control/dependency?mode=%s\n",
 		svc.url, strings.Join(depModes, "|"))
+	fmt.Printf("configuration: %s (edit it, or kill -HUP %d, to reload it)\n", configPath, os.Getpid())
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		return svc.srv.Shutdown(sctx)
+	watched := make(chan error, 1)
+	go func() { watched <- svc.loader.Watch(ctx) }()
+	defer func() { <-watched }()
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	for {
+		select {
+		case err := <-errc:
+			stop()
+			return err
+		case <-hup:
+			_, _ = svc.loader.Reload() // logged, counted and reported as an event either way
+		case <-ctx.Done():
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			return svc.srv.Shutdown(sctx)
+		}
 	}
 }
 
@@ -416,7 +469,119 @@ func (svc *service) selftest() error {
 		return errors.New("selftest: /metrics counts no closed → open transition")
 	}
 	fmt.Printf("selftest: responses by status %v; the breaker opened, shed, recovered and is closed\n", codes)
+	if err := svc.selftestReload(client, breakerState, until); err != nil {
+		return err
+	}
 	fmt.Println("selftest: ok")
+	return nil
+}
+
+// selftestReload reloads the configuration while the dependency is down and the
+// breaker open: a reload that changes the retry keeps the breaker itself, open; one
+// that lowers the breaker's threshold builds a new breaker that stays open; a file
+// with problems is refused whole, and the running configuration serves on.
+func (svc *service) selftestReload(client *http.Client, breakerState func() (string, error),
+	until func(what string, limit time.Duration, cond func() (bool, error)) error) error {
+	svc.setMode(depFail)
+	if err := until("the breaker opened while the dependency was down", 10*time.Second, func() (bool, error) {
+		s, err := breakerState()
+		return s == "open", err
+	}); err != nil {
+		return err
+	}
+	src := string(builtinConfig)
+	rewrite := func(old, new string) error {
+		if !strings.Contains(src, old) {
+			return fmt.Errorf("selftest: the configuration lacks %q", old)
+		}
+		src = strings.Replace(src, old, new, 1)
+		tmp := svc.configPath + ".tmp"
+		if err := os.WriteFile(tmp, []byte(src), 0o600); err != nil {
+			return err
+		}
+		return os.Rename(tmp, svc.configPath) // as a deployment replaces a file: whole
+	}
+	orders := func() (int, int64, error) {
+		before := svc.depHits.Load()
+		res, err := client.Get(svc.url + "/orders")
+		if err != nil {
+			return 0, 0, err
+		}
+		_, _ = io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		return res.StatusCode, svc.depHits.Load() - before, nil
+	}
+	reload := func(what string) error {
+		before := svc.inventoryBreaker()
+		stateBefore := before.State()
+		changes, err := svc.loader.Reload()
+		if err != nil {
+			return fmt.Errorf("selftest: %s: %v", what, err)
+		}
+		after := svc.inventoryBreaker()
+		same := "the same breaker"
+		if after != before {
+			same = "a new breaker"
+		}
+		code, hits, err := orders()
+		if err != nil {
+			return err
+		}
+		fmt.Printf("selftest: reload (%s): changes %v; breaker before: %s, after: %s (%s); /orders answered %d with %d requests to the dependency\n",
+			what, changes, stateBefore, after.State(), same, code, hits)
+		if after.State() != breaker.StateOpen || code != http.StatusServiceUnavailable || hits != 0 {
+			return fmt.Errorf("selftest: %s: the breaker did not stay open across the reload", what)
+		}
+		return nil
+	}
+	// A retry change: the breaker is kept, with its state and counts.
+	if err := rewrite("attempts: 3", "attempts: 2"); err != nil {
+		return err
+	}
+	if err := reload("retry attempts 3 → 2"); err != nil {
+		return err
+	}
+	// A breaker threshold change: a new breaker, held open as long as the old one was.
+	if err := rewrite("consecutive_failures: 5", "consecutive_failures: 3"); err != nil {
+		return err
+	}
+	if err := reload("breaker consecutive_failures 5 → 3"); err != nil {
+		return err
+	}
+	if got := svc.loader.Config().Pipeline("inventory").Explain().MaxAttempts; got != 2 {
+		return fmt.Errorf("selftest: after the reloads the stack makes %d attempts; want 2", got)
+	}
+	// A file with problems is refused whole: the running configuration stays.
+	running := svc.loader.Config()
+	if err := rewrite("attempt_timeout: 300ms", "attempt_timeout: 300ms\n    order: [retry, deadline, breaker, budget, attempt_timeout]"); err != nil {
+		return err
+	}
+	if err := rewrite("attempts: 2", "attempts: 2\n      base: 100"); err != nil {
+		return err
+	}
+	_, err := svc.loader.Reload()
+	if err == nil || svc.loader.Config() != running {
+		return fmt.Errorf("selftest: a file with problems was not refused (%v)", err)
+	}
+	fmt.Printf("selftest: refused reload, the running configuration stays:\n%v\n", err)
+	body, gerr := get(client, svc.url+"/metrics")
+	if gerr != nil {
+		return gerr
+	}
+	if !strings.Contains(body, `backstop_config_reloads_total{result="refused"} 1`) || !strings.Contains(body, "backstop_config_last_reload_successful 0") {
+		return errors.New("selftest: /metrics does not count the refused reload")
+	}
+	svc.setMode(depOK)
+	if err := until("the breaker closed again after the refused reload", 15*time.Second, func() (bool, error) {
+		s, err := breakerState()
+		return s == "closed", err
+	}); err != nil {
+		return err
+	}
+	if code, hits, err := orders(); err != nil || code != http.StatusOK || hits == 0 {
+		return fmt.Errorf("selftest: after the refused reload /orders answered %d (%v); want 200 from the dependency", code, err)
+	}
+	fmt.Println("selftest: the running configuration serves on after the refused reload")
 	return nil
 }
 
@@ -445,4 +610,14 @@ func get(c *http.Client, url string) (string, error) {
 		return "", fmt.Errorf("GET %s: %s", url, res.Status)
 	}
 	return string(b), err
+}
+
+// budgetLevel reads the tokens of whichever budget is running, for the metrics.
+type budgetLevel struct{ svc *service }
+
+func (b budgetLevel) Level() float64 {
+	if tb, ok := b.svc.loader.Config().Stage("inventory", config.StageBudget).(*budget.TokenBucket); ok {
+		return tb.Level()
+	}
+	return 0
 }

@@ -24,7 +24,7 @@ import (
 // started with serveEnv set; it serves the work on one loopback port and a control
 // API on another, and exits when its standard input closes.
 const (
-	serveEnv      = "BACKSTOP_SHEDDING_SERVE"      // "bare" or "shed"
+	serveEnv      = "BACKSTOP_SHEDDING_SERVE"      // "bare", "shed" or "shed-cpu"
 	iterationsEnv = "BACKSTOP_SHEDDING_ITERATIONS" // burn's iterations per request
 )
 
@@ -41,6 +41,10 @@ func serveApart(mode string) error {
 	case "bare":
 	case "shed":
 		s = shed.MustNew(shed.Options{Name: "overload"})
+		h = shed.Middleware(h, s)
+	case "shed-cpu":
+		// The process is the server: the shedder may read its CPU's queue too.
+		s = shed.MustNew(shed.Options{Name: "overload", Limit: shed.LimitOptions{SchedLatency: schedLatency}})
 		h = shed.Middleware(h, s)
 	default:
 		return fmt.Errorf("%s=%q: want bare or shed", serveEnv, mode)
@@ -91,16 +95,13 @@ type apart struct {
 	c        *http.Client
 }
 
-// startApart starts a child serving burn(iterations) per request, with a shedder when
-// withShed, on one core.
-func startApart(iterations int, withShed bool) (*apart, error) {
+// startApart starts a child serving burn(iterations) per request, on one core: bare,
+// behind a shedder ("shed"), or behind one that also reads the CPU's queue
+// ("shed-cpu", shed.LimitOptions.SchedLatency).
+func startApart(iterations int, mode string) (*apart, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
-	}
-	mode := "bare"
-	if withShed {
-		mode = "shed"
 	}
 	cmd := exec.Command(exe)
 	cmd.Env = append(os.Environ(), "GOMAXPROCS=1", serveEnv+"="+mode, iterationsEnv+"="+strconv.Itoa(iterations))

@@ -54,6 +54,9 @@ const (
 	overloadP99Factor   = 2.0
 	stepConverge        = 2 * time.Second
 	bucket              = 100 * time.Millisecond
+	// schedLatency is the overloaded server's shed.LimitOptions.SchedLatency: the
+	// longest its goroutines may wait for its one core before it refuses new work.
+	schedLatency = 5 * time.Millisecond
 )
 
 func main() {
@@ -394,10 +397,10 @@ func overload(d time.Duration, seed uint64, out string) ([]string, error) {
 	iterations := calibrate(time.Millisecond)
 	// The server has one core; the generator keeps to the other.
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
-	// measure serves the work in a child on one core, with a shedder or without, and
+	// measure serves the work in a child on one core, bare or behind a shedder (mode), and
 	// runs load against it; it returns what the child served, timed there.
-	measure := func(withShed bool, load func(a *apart)) ([]record, error) {
-		a, err := startApart(iterations, withShed)
+	measure := func(mode string, load func(a *apart)) ([]record, error) {
+		a, err := startApart(iterations, mode)
 		if err != nil {
 			return nil, err
 		}
@@ -410,7 +413,7 @@ func overload(d time.Duration, seed uint64, out string) ([]string, error) {
 	}
 	// Capacity: the best throughput of a closed loop without a shedder.
 	best, bestN := 0.0, 0
-	if _, err := measure(false, func(a *apart) {
+	if _, err := measure("bare", func(a *apart) {
 		for _, n := range []int{1, 2, 4, 8} {
 			if x, _ := closedLoop(a.url, n, 2*time.Second); x > best {
 				best, bestN = x, n
@@ -419,18 +422,21 @@ func overload(d time.Duration, seed uint64, out string) ([]string, error) {
 	}); err != nil {
 		return nil, err
 	}
-	// A lightly loaded server, 20 % of capacity, open loop, timed at the server.
-	quiet, err := measure(false, func(a *apart) {
-		_, _ = openLoop(a.url, func(time.Duration) float64 { return best / 5 }, 3*time.Second, seed, nil)
+	// A lightly loaded server, 20 % of capacity, open loop, timed at the server and by
+	// the clients.
+	var quietClients []record
+	quiet, err := measure("bare", func(a *apart) {
+		quietClients, _ = openLoop(a.url, func(time.Duration) float64 { return best / 5 }, 3*time.Second, seed, nil)
 	})
 	if err != nil {
 		return nil, err
 	}
 	unloaded := percentile(count(quiet, time.Second, 3*time.Second).okLatency, 0.99)
+	unloadedClients := percentile(count(quietClients, time.Second, 3*time.Second).okLatency, 0.99)
 
 	offered := 3 * best
 	// The same offered load without a shedder.
-	bare, err := measure(false, func(a *apart) {
+	bare, err := measure("bare", func(a *apart) {
 		_, _ = openLoop(a.url, func(time.Duration) float64 { return offered }, d, seed, nil)
 	})
 	if err != nil {
@@ -442,7 +448,7 @@ func overload(d time.Duration, seed uint64, out string) ([]string, error) {
 	var recs []record
 	var gs []gauge
 	var lastLimit int
-	at, err := measure(true, func(a *apart) {
+	at, err := measure("shed", func(a *apart) {
 		recs, gs = openLoop(a.url, func(time.Duration) float64 { return offered }, d, seed, a.gauge)
 		lastLimit, _ = a.gauge()
 	})
@@ -455,14 +461,36 @@ func overload(d time.Duration, seed uint64, out string) ([]string, error) {
 	p99 := percentile(st.okLatency, 0.99)
 	fmt.Printf("overload: ~1 ms of CPU a request, the server on one core; capacity without a shedder %.0f req/s (best at %d in flight), unloaded p99 %v at the server; "+
 		"offered %.0f req/s for %v: goodput %.0f req/s (%.1f %% of capacity), admitted p99 at the server %v (%.1f× unloaded), "+
-		"%d refused (%.1f %%), %d lost, limit %d at the end; the clients saw p99 %v\n",
+		"%d refused (%.1f %%), %d lost, limit %d at the end; the clients saw the admitted requests' p99 at %v (%.1f× their unloaded p99 %v)\n",
 		best, bestN, unloaded.Round(10*time.Microsecond), offered, d, goodput, 100*goodput/best, p99.Round(10*time.Microsecond),
 		float64(p99)/float64(max(1, unloaded)), t.refused, 100*float64(t.refused)/float64(max(1, t.offered)), t.lost, lastLimit,
-		percentile(t.okLatency, 0.99).Round(time.Millisecond))
+		percentile(t.okLatency, 0.99).Round(100*time.Microsecond), float64(percentile(t.okLatency, 0.99))/float64(max(1, unloadedClients)),
+		unloadedClients.Round(10*time.Microsecond))
 	fmt.Printf("overload: without the shedder the same offered load gets %.0f req/s through (%.1f %% of capacity), p99 at the server %v, "+
 		"%d of %d answered within the run\n", bareGoodput, 100*bareGoodput/best, percentile(bareT.okLatency, 0.99).Round(10*time.Microsecond),
 		bareT.ok, int(offered*(d-time.Second).Seconds()))
+	// The same behind a shedder that also reads the CPU's queue: it sees the requests
+	// waiting for the core, which no concurrency limit does. Printed; gated on losing
+	// nothing.
+	var cpuRecs []record
+	cpuAt, err := measure("shed-cpu", func(a *apart) {
+		cpuRecs, _ = openLoop(a.url, func(time.Duration) float64 { return offered }, d, seed, nil)
+	})
+	if err != nil {
+		return nil, err
+	}
+	ct, cst := count(cpuRecs, time.Second, d), count(cpuAt, time.Second, d)
+	cpuGoodput := float64(cst.ok) / (d - time.Second).Seconds()
+	cpuP99 := percentile(ct.okLatency, 0.99)
+	fmt.Printf("overload: with Limit.SchedLatency %v the shedder also refuses while requests wait for the core: goodput %.0f req/s (%.1f %% of capacity, %.1f %% of the bare server's), "+
+		"%d refused (%.1f %%), %d lost; the clients saw the admitted requests' p99 at %v (%.1f× their unloaded p99)\n",
+		schedLatency, cpuGoodput, 100*cpuGoodput/best, 100*cpuGoodput/max(1, bareGoodput), ct.refused, 100*float64(ct.refused)/float64(max(1, ct.offered)),
+		ct.lost, cpuP99.Round(100*time.Microsecond), float64(cpuP99)/float64(max(1, unloadedClients)))
+
 	var failed []string
+	if ct.lost+ct.other > 0 {
+		failed = append(failed, fmt.Sprintf("overload: with Limit.SchedLatency, %d requests lost or failed; want 0", ct.lost+ct.other))
+	}
 	// Gated: the shedder loses nothing and keeps what the server delivers without it.
 	if goodput < overloadGoodput*bareGoodput {
 		failed = append(failed, fmt.Sprintf("overload: goodput %.0f req/s, %.1f %% of the %.0f req/s the same server delivers without a shedder; want ≥ %.0f %%",

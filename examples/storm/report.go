@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/base64"
 	"encoding/csv"
 	"encoding/json"
@@ -36,9 +37,38 @@ type result struct {
 	p50, p99                time.Duration
 	failedP50, failedP99    time.Duration // how fast failures were answered
 	recovery                time.Duration // from the db's return to a steady ≥ 90 % success; <0: never
+	recoveryStrict          time.Duration // from the db's return to the first call after which every call for 1 s was ok; <0: never
 	probe                   int           // db requests for one user action, db down
 	suppressedOwner, budget int64
 	breakerRefused, shedded int64
+}
+
+// recoveryStrict returns the time from up to the start of the first call answered ok
+// after it from which every call started within window was answered ok, or -1 if none
+// was before the last window of arrivals. calls are sorted by start. It is the
+// definition of the simulator's Outage.RecoveryStrict (module sim), to the call,
+// where recovery above is counted in buckets.
+func recoveryStrict(calls []callStart, up, window time.Duration) time.Duration {
+	if len(calls) == 0 {
+		return -1
+	}
+	last := calls[len(calls)-1].at
+	nextFail := len(calls) // the first failed call after i
+	best := time.Duration(-1)
+	for i := len(calls) - 1; i >= 0 && calls[i].at >= up; i-- {
+		if !calls[i].ok {
+			nextFail = i
+			continue
+		}
+		c := calls[i].at
+		if c+window > last {
+			continue
+		}
+		if nextFail == len(calls) || calls[nextFail].at > c+window {
+			best = c - up
+		}
+	}
+	return best
 }
 
 func percentile(d []time.Duration, p int) time.Duration {
@@ -105,6 +135,11 @@ func summarize(name string, cfg config, s *series) result {
 			break
 		}
 	}
+	s.mu.Lock()
+	calls := slices.Clone(s.calls)
+	s.mu.Unlock()
+	slices.SortStableFunc(calls, func(a, b callStart) int { return cmp.Compare(a.at, b.at) })
+	r.recoveryStrict = recoveryStrict(calls, cfg.up, time.Second)
 	r.suppressedOwner = s.events.suppressedOwner.Load()
 	r.budget = s.events.refusedBudget.Load()
 	r.breakerRefused = s.events.refusedBreaker.Load()
@@ -172,6 +207,12 @@ func renderTable(rs []result) string {
 				return "never (within the run)"
 			}
 			return r.recovery.String()
+		}},
+		{"recovery to the call (all ok for 1 s)", func(r result) string {
+			if r.recoveryStrict < 0 {
+				return "never (within the run)"
+			}
+			return r.recoveryStrict.Round(time.Millisecond).String()
 		}},
 		{"retries suppressed by the owner rule", func(r result) string { return strconv.FormatInt(r.suppressedOwner, 10) }},
 		{"retries refused by a budget", func(r result) string { return strconv.FormatInt(r.budget, 10) }},
@@ -244,6 +285,7 @@ type summary struct {
 	GoodputDuring      float64  `json:"goodput_during_outage"`
 	GoodputAfter       float64  `json:"goodput_after_outage"`
 	RecoverySeconds    *float64 `json:"recovery_seconds"`
+	RecoveryStrictSecs *float64 `json:"recovery_strict_seconds"`
 	P50ms              float64  `json:"p50_ms"`
 	P99ms              float64  `json:"p99_ms"`
 	FailedP50ms        float64  `json:"failed_p50_ms"`
@@ -272,6 +314,10 @@ func writeSummary(path string, cfg config, rs []result) error {
 		if r.recovery >= 0 {
 			v := r.recovery.Seconds()
 			s.RecoverySeconds = &v
+		}
+		if r.recoveryStrict >= 0 {
+			v := r.recoveryStrict.Seconds()
+			s.RecoveryStrictSecs = &v
 		}
 		if r.probe >= 0 {
 			p := r.probe

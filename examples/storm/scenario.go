@@ -87,7 +87,15 @@ type series struct {
 	db                   []int
 	lat                  []time.Duration // of every call
 	failedLat            []time.Duration // of the calls answered with an error
+	calls                []callStart     // every call's start and whether it was answered ok
 	events               events
+}
+
+// callStart is one user call: when it started (since the series' start) and whether
+// it was answered ok.
+type callStart struct {
+	at time.Duration
+	ok bool
 }
 
 // events counts, from the pipelines' and shedders' events, why work did not happen.
@@ -156,6 +164,7 @@ func (s *series) call(start time.Time, outcome int, latency time.Duration) {
 		s.lostDone[s.index(start.Add(latency))]++
 	}
 	s.lat = append(s.lat, latency)
+	s.calls = append(s.calls, callStart{start.Sub(s.start), outcome == callOK})
 }
 
 // hop is a service's client for the service below it.
@@ -346,7 +355,7 @@ func forward(h hop, next string, guarded bool) http.Handler {
 		var rej policy.Rejection
 		switch {
 		case errors.As(err, &rej):
-			// Until the probe (0 when half-open: its probes are in flight), and the
+			// Until the probe (when half-open, the time its probes are given), and the
 			// probe's own time (about one request to the dependency).
 			left := rej.RetryAfter()
 			a = answer{status: http.StatusServiceUnavailable, refused: "breaker",

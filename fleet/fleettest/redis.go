@@ -20,12 +20,20 @@ type Server struct {
 	cmd  *exec.Cmd
 }
 
+// Installed returns ErrNoRedis when redis-server is not on the PATH, else nil.
+func Installed() error {
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		return ErrNoRedis
+	}
+	return nil
+}
+
 // Start starts a redis-server on a free loopback port and returns once it accepts
 // connections. args are more redis-server options ("--replica-serve-stale-data",
 // "no"), given on every Restart too.
 func Start(args ...string) (*Server, error) {
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		return nil, ErrNoRedis
+	if err := Installed(); err != nil {
+		return nil, err
 	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

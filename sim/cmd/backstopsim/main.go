@@ -8,19 +8,16 @@
 //	go run ./sim/cmd/backstopsim -scenario layered -services 1000 -load 0.4 -duration 10s
 //
 // A simulation runs in a testing/synctest bubble, which needs a *testing.T: the
-// command runs its scenarios as the one test of testing.Main, the standard library's
-// way for a program to act as a test binary, so no test binary needs to be built.
+// command runs its scenarios as the one test of testing.Main (sim.Main).
 package main
 
 import (
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -81,7 +78,7 @@ func parse(args []string) (config, error) {
 		c.stacks = append(c.stacks, st)
 	}
 	var err error
-	if c.seeds, err = parseSeeds(*seeds); err != nil {
+	if c.seeds, err = sim.ParseSeeds(*seeds); err != nil {
 		return c, fmt.Errorf("-seeds %q: %w", *seeds, err)
 	}
 	switch {
@@ -112,30 +109,6 @@ func parse(args []string) (config, error) {
 		c.outage = [2]time.Duration{f, t}
 	}
 	return c, nil
-}
-
-func parseSeeds(s string) ([]uint64, error) {
-	if from, to, ok := strings.Cut(s, "-"); ok {
-		a, err1 := strconv.ParseUint(from, 10, 64)
-		b, err2 := strconv.ParseUint(to, 10, 64)
-		if err1 != nil || err2 != nil || b < a || b-a >= 1000 {
-			return nil, errors.New(`want a range "a-b" with a ≤ b, at most 1 000 seeds`)
-		}
-		var seeds []uint64
-		for n := a; n <= b; n++ {
-			seeds = append(seeds, n)
-		}
-		return seeds, nil
-	}
-	var seeds []uint64
-	for _, f := range strings.Split(s, ",") {
-		n, err := strconv.ParseUint(strings.TrimSpace(f), 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("%q is not a seed", f)
-		}
-		seeds = append(seeds, n)
-	}
-	return seeds, nil
 }
 
 // scenario builds the run of stack for seed.
@@ -208,26 +181,13 @@ func simulate(t *testing.T, c config, w io.Writer) error {
 		}
 		rows = append(rows, r)
 	}
-	fmt.Fprintf(w, "\n%-11s %14s %14s %18s %16s\n", "stack", "ok share", "p99 ms", "db req/call out.", "recovery s")
-	fmt.Fprintf(w, "%-11s %14s %14s %18s %16s\n", "", "median/worst", "median/worst", "median/worst", "median/worst")
-	for _, r := range rows {
-		sp := r.spread
-		pc, rec := "—", "—"
-		if sp.PerCall != nil {
-			pc = fmt.Sprintf("%.2f/%.2f", sp.PerCall.Median, sp.PerCall.Worst)
-			rec = fmt.Sprintf("%s/%s", secs(sp.Recovery.Median), secs(sp.Recovery.Worst))
-		}
-		fmt.Fprintf(w, "%-11s %14s %14s %18s %16s\n", r.stack, fmt.Sprintf("%.3f/%.3f", sp.OKShare.Median, sp.OKShare.Worst),
-			fmt.Sprintf("%.0f/%.0f", sp.P99.Median, sp.P99.Worst), pc, rec)
+	fmt.Fprintln(w)
+	table := make([]sim.Row, len(rows))
+	for i, r := range rows {
+		table[i] = sim.Row{Stack: r.stack, Spread: r.spread}
 	}
+	sim.WriteTable(w, table)
 	return nil
-}
-
-func secs(v float64) string {
-	if v < 0 {
-		return "never"
-	}
-	return strconv.FormatFloat(v, 'f', 1, 64)
 }
 
 func outageText(c config) string {
@@ -250,12 +210,11 @@ func main() {
 		fmt.Fprintln(os.Stderr, "backstopsim:", err)
 		os.Exit(2)
 	}
-	os.Args = os.Args[:1] // testing.Main reads the flags too: it gets none
-	testing.Main(func(pat, str string) (bool, error) { return regexp.MatchString(pat, str) },
-		[]testing.InternalTest{{Name: "backstopsim", F: func(t *testing.T) {
-			if err := simulate(t, c, os.Stdout); err != nil {
-				fmt.Fprintln(os.Stderr, "backstopsim:", err)
-				t.FailNow()
-			}
-		}}}, nil, nil)
+	sim.Main(func(t *testing.T) int {
+		if err := simulate(t, c, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "backstopsim:", err)
+			return 1
+		}
+		return 0
+	})
 }

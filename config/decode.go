@@ -1,0 +1,326 @@
+package config
+
+import (
+	"fmt"
+	"math"
+	"reflect"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// maxNodes bounds the nodes a file may expand to, aliases included, so that a small
+// file of nested aliases cannot make the loader walk billions of nodes.
+const maxNodes = 100_000
+
+// decoder turns a YAML (or JSON) node tree into a [File], strictly: an unknown field,
+// a value of the wrong type, a duplicate key and a bare-number duration are each a
+// [Problem] at the value's position, and decoding goes on so that every problem of a
+// file is reported at once.
+type decoder struct {
+	file  string
+	probs []Problem
+	pos   map[string]Pos        // a field's path → where its value was written
+	env   map[*yaml.Node]string // nodes that came from the environment → the variable
+	nodes int
+}
+
+func (d *decoder) at(n *yaml.Node) Pos {
+	if name, ok := d.env[n]; ok {
+		return Pos{Env: name}
+	}
+	return Pos{File: d.file, Line: n.Line, Column: n.Column}
+}
+
+func (d *decoder) problem(n *yaml.Node, path, format string, args ...any) {
+	d.probs = append(d.probs, Problem{Pos: d.at(n), Path: path, Msg: fmt.Sprintf(format, args...)})
+}
+
+var (
+	durationType = reflect.TypeFor[Duration]()
+	stacksType   = reflect.TypeFor[[]NamedStack]()
+)
+
+// stackName is what a stack may be called: it becomes part of environment variable
+// names and metric labels.
+var stackName = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]*$`)
+
+// decode decodes n into v (addressable), naming it path in problems.
+func (d *decoder) decode(n *yaml.Node, path string, v reflect.Value) {
+	d.nodes++
+	if d.nodes > maxNodes {
+		if d.nodes == maxNodes+1 {
+			d.problem(n, path, "the file expands to more than %d values (aliases?); write it out", maxNodes)
+		}
+		return
+	}
+	for n.Kind == yaml.AliasNode {
+		n = n.Alias
+	}
+	d.pos[path] = d.at(n)
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+		return // written as null: left unset
+	}
+	switch t := v.Type(); {
+	case t == durationType:
+		d.duration(n, path, v)
+	case t == stacksType:
+		d.stacks(n, path, v)
+	case t.Kind() == reflect.Pointer:
+		// A value refused is left unset, so that it is reported once, not again as
+		// the default it would fall back to; a stage with a bad field is kept, with
+		// that field unset, so that the rest of it is checked too.
+		before := len(d.probs)
+		e := reflect.New(t.Elem())
+		d.decode(n, path, e.Elem())
+		isStage := t.Elem().Kind() == reflect.Struct && t.Elem() != durationType && n.Kind == yaml.MappingNode
+		if len(d.probs) == before || isStage {
+			v.Set(e)
+		}
+	case t.Kind() == reflect.Struct:
+		d.mapping(n, path, v)
+	case t.Kind() == reflect.Slice:
+		if n.Kind != yaml.SequenceNode {
+			d.problem(n, path, "is %s; want a list", describe(n))
+			return
+		}
+		s := reflect.MakeSlice(t, len(n.Content), len(n.Content))
+		for i, c := range n.Content {
+			d.decode(c, fmt.Sprintf("%s[%d]", path, i), s.Index(i))
+		}
+		v.Set(s)
+	default:
+		d.scalar(n, path, v)
+	}
+}
+
+// fields lists a struct type's fields by their yaml names.
+func fields(t reflect.Type) (byName map[string]int, names []string) {
+	byName = make(map[string]int)
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ",")
+		if name == "" || name == "-" {
+			continue
+		}
+		byName[name] = i
+		names = append(names, name)
+	}
+	return byName, names
+}
+
+func (d *decoder) mapping(n *yaml.Node, path string, v reflect.Value) {
+	if n.Kind != yaml.MappingNode {
+		d.problem(n, path, "is %s; want a mapping", describe(n))
+		return
+	}
+	byName, names := fields(v.Type())
+	seen := make(map[string]bool)
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, val := n.Content[i], n.Content[i+1]
+		key := k.Value
+		fp := join(path, key)
+		if k.Kind != yaml.ScalarNode {
+			d.problem(k, path, "has a key that is %s; want a field name", describe(k))
+			continue
+		}
+		if seen[key] {
+			d.problem(k, fp, "is given twice")
+			continue
+		}
+		seen[key] = true
+		f, ok := byName[key]
+		if !ok {
+			d.problem(k, fp, "unknown field; want one of %s%s", strings.Join(names, ", "), suggest(key, names))
+			continue
+		}
+		d.decode(val, fp, v.Field(f))
+	}
+}
+
+// stacks decodes the stacks mapping in file order.
+func (d *decoder) stacks(n *yaml.Node, path string, v reflect.Value) {
+	if n.Kind != yaml.MappingNode {
+		d.problem(n, path, "is %s; want a mapping of stack names to stacks", describe(n))
+		return
+	}
+	var out []NamedStack
+	seen := make(map[string]bool)
+	envNames := make(map[string]string)
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, val := n.Content[i], n.Content[i+1]
+		name := k.Value
+		fp := join(path, name)
+		switch {
+		case k.Kind != yaml.ScalarNode || !stackName.MatchString(name):
+			d.problem(k, fp, "is not a stack name; want a letter, then letters, digits, _ or -")
+			continue
+		case envWord(name) == "DEFAULTS":
+			d.problem(k, fp, `%q is reserved: write the defaults at the top level, under defaults:`, name)
+			continue
+		case seen[name]:
+			d.problem(k, fp, "is given twice")
+			continue
+		}
+		seen[name] = true
+		if other, ok := envNames[envWord(name)]; ok {
+			d.problem(k, fp, "has the environment name %s, as stack %q has; rename one", envWord(name), other)
+			continue
+		}
+		envNames[envWord(name)] = name
+		d.pos[fp] = d.at(k)
+		var s Stack
+		d.decode(val, fp, reflect.ValueOf(&s).Elem())
+		d.pos[fp] = d.at(k) // the stack's name, where problems of the whole stack point
+		out = append(out, NamedStack{Name: name, Stack: s})
+	}
+	v.Set(reflect.ValueOf(out))
+}
+
+func (d *decoder) duration(n *yaml.Node, path string, v reflect.Value) {
+	if n.Kind != yaml.ScalarNode {
+		d.problem(n, path, "is %s; want a duration such as \"250ms\"", describe(n))
+		return
+	}
+	if n.Tag != "!!str" {
+		d.problem(n, path, "is the bare number %s; write a duration with its unit, such as \"%sms\" or \"%ss\"", n.Value, n.Value, n.Value)
+		return
+	}
+	if n.Value == "off" && (strings.HasSuffix(path, "deadline") || strings.HasSuffix(path, "attempt_timeout")) {
+		v.Set(reflect.ValueOf(Duration{Off: true}))
+		return
+	}
+	dur, err := time.ParseDuration(n.Value)
+	if err != nil {
+		d.problem(n, path, "is %q, not a duration; want one such as \"250ms\", \"2s\" or \"1m30s\"", n.Value)
+		return
+	}
+	if dur <= 0 {
+		d.problem(n, path, "is %s; want a duration > 0", n.Value)
+		return
+	}
+	v.Set(reflect.ValueOf(Duration{D: dur}))
+}
+
+func (d *decoder) scalar(n *yaml.Node, path string, v reflect.Value) {
+	if n.Kind != yaml.ScalarNode {
+		d.problem(n, path, "is %s; want %s", describe(n), want(v.Kind()))
+		return
+	}
+	switch v.Kind() {
+	case reflect.String:
+		if n.Tag != "!!str" {
+			d.problem(n, path, "is %s; want a string (quote it)", describe(n))
+			return
+		}
+		v.SetString(n.Value)
+	case reflect.Bool:
+		b, err := strconv.ParseBool(n.Value)
+		if n.Tag != "!!bool" || err != nil {
+			d.problem(n, path, "is %s; want true or false", describe(n))
+			return
+		}
+		v.SetBool(b)
+	case reflect.Int:
+		i, err := strconv.ParseInt(n.Value, 10, 32)
+		if n.Tag != "!!int" || err != nil {
+			d.problem(n, path, "is %s; want a whole number", describe(n))
+			return
+		}
+		v.SetInt(i)
+	case reflect.Float64:
+		f, err := strconv.ParseFloat(n.Value, 64)
+		if (n.Tag != "!!int" && n.Tag != "!!float") || err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+			d.problem(n, path, "is %s; want a number", describe(n))
+			return
+		}
+		v.SetFloat(f)
+	default:
+		panic("config: no decoder for " + v.Type().String())
+	}
+}
+
+func want(k reflect.Kind) string {
+	switch k {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int:
+		return "a whole number"
+	}
+	return "a number"
+}
+
+// describe names what a node holds, for messages: "a list", "the string \"x\"".
+func describe(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.ScalarNode:
+		v := n.Value
+		if len(v) > 40 {
+			v = v[:40] + "…"
+		}
+		switch n.Tag {
+		case "!!str":
+			return strconv.Quote(v)
+		case "!!null":
+			return "null"
+		}
+		return v
+	}
+	return "empty"
+}
+
+func join(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+// suggest returns ` (did you mean "x"?)` for a key one edit or a separator away from a
+// field name.
+func suggest(key string, names []string) string {
+	norm := func(s string) string { return strings.ToLower(strings.NewReplacer("_", "", "-", "").Replace(s)) }
+	var hits []string
+	for _, n := range names {
+		if norm(n) == norm(key) || editDistance(n, key) == 1 {
+			hits = append(hits, n)
+		}
+	}
+	if len(hits) == 0 {
+		return ""
+	}
+	sort.Strings(hits)
+	return fmt.Sprintf(" (did you mean %q?)", hits[0])
+}
+
+func editDistance(a, b string) int {
+	if len(a) > 64 || len(b) > 64 {
+		return 64
+	}
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			c := prev[j-1]
+			if a[i-1] != b[j-1] {
+				c++
+			}
+			cur[j] = min(c, prev[j]+1, cur[j-1]+1)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}

@@ -1,0 +1,210 @@
+package config
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/backstop-go/backstop/fault"
+	"github.com/backstop-go/backstop/policy"
+	"github.com/backstop-go/backstop/policygrpc"
+	"github.com/backstop-go/backstop/policyhttp"
+)
+
+// statusClassifier is policyhttp.DefaultClassifier with the statuses retried replaced
+// by set: a status in it is retried (Retry-After still honoured), one outside it is
+// not. A Backstop server's refusal (callpath.HeaderRefused) is retried after its
+// Retry-After whatever the set says: the server asked to be called again.
+func statusClassifier(set map[int]bool) policyhttp.Classifier {
+	return func(res *http.Response, now time.Time) error {
+		err := policyhttp.DefaultClassifier(res, now)
+		m := fault.Of(err)
+		if err == nil || m.Refused {
+			return err
+		}
+		retryable := m.Retryable
+		switch {
+		case set[res.StatusCode] && !retryable:
+			return fault.Retryable(err)
+		case !set[res.StatusCode] && retryable:
+			return fault.Permanent(err)
+		}
+		return err
+	}
+}
+
+func (b *builder) stackOf(ref *string, path string) *stack {
+	if ref == nil {
+		return nil
+	}
+	c := b.current
+	if st, ok := c.byName[*ref]; ok {
+		return st
+	}
+	pos := b.d.pos[path]
+	names := make([]string, 0, len(c.stacks))
+	for _, s := range c.stacks {
+		names = append(names, s.name)
+	}
+	b.d.probs = append(b.d.probs, Problem{Pos: pos, Path: path,
+		Msg: fmt.Sprintf("names no stack %q; want one of %s%s", *ref, strings.Join(names, ", "), suggest(*ref, names))})
+	return nil
+}
+
+func (b *builder) httpRoutes(c *Config, h *HTTPRoutes) {
+	if h == nil {
+		return
+	}
+	var routes []policyhttp.Route
+	if st := b.stackOf(h.Default, "http.default"); st != nil {
+		routes = append(routes, policyhttp.Route{Name: st.name, Pipeline: st.pipeline, Classifier: st.classify})
+		c.httpRoutes = append(c.httpRoutes, routeInfo{Stack: st.name, Pos: b.d.pos["http.default"]})
+	}
+	for i, r := range h.Routes {
+		path := fmt.Sprintf("http.routes[%d]", i)
+		if r.Match == nil || *r.Match == "" {
+			b.d.probs = append(b.d.probs, Problem{Pos: b.d.pos[path], Path: path + ".match", Msg: "is missing; want an http.ServeMux pattern such as \"GET /v1/\" (use http.default for the default)"})
+			continue
+		}
+		if r.Stack == nil {
+			b.d.probs = append(b.d.probs, Problem{Pos: b.d.pos[path], Path: path + ".stack", Msg: "is missing; want the name of a stack"})
+			continue
+		}
+		st := b.stackOf(r.Stack, path+".stack")
+		if st == nil {
+			continue
+		}
+		// Each pattern is checked alone first, so that every bad one is reported.
+		if _, err := policyhttp.NewRoutes(policyhttp.Route{Pattern: *r.Match}); err != nil {
+			b.d.probs = append(b.d.probs, Problem{Pos: b.d.pos[path+".match"], Path: path + ".match", Msg: routeMsg(err), Err: err})
+			continue
+		}
+		routes = append(routes, policyhttp.Route{Pattern: *r.Match, Name: st.name, Pipeline: st.pipeline, Classifier: st.classify})
+		c.httpRoutes = append(c.httpRoutes, routeInfo{Match: *r.Match, Stack: st.name, Pos: b.d.pos[path+".match"]})
+	}
+	rt, err := policyhttp.NewRoutes(routes...)
+	if err != nil {
+		// Two patterns that conflict: place it at the later one.
+		at := "http"
+		var n int
+		if _, e := fmt.Sscanf(strings.TrimPrefix(err.Error(), policyhttp.ErrInvalidRoute.Error()+": "), "route %d:", &n); e == nil && n >= 1 && n <= len(c.httpRoutes) {
+			ri := c.httpRoutes[n-1]
+			for i, r := range h.Routes {
+				if r.Match != nil && *r.Match == ri.Match {
+					at = fmt.Sprintf("http.routes[%d].match", i)
+				}
+			}
+		}
+		b.d.probs = append(b.d.probs, Problem{Pos: b.d.pos[at], Path: at, Msg: routeMsg(err), Err: err})
+		return
+	}
+	c.http = rt
+}
+
+func routeMsg(err error) string {
+	msg := strings.TrimPrefix(err.Error(), policyhttp.ErrInvalidRoute.Error()+": ")
+	if i := strings.Index(msg, ": "); i >= 0 && strings.HasPrefix(msg, "route ") {
+		msg = msg[i+2:]
+	}
+	return msg
+}
+
+func (b *builder) grpcRoutes(c *Config, g *GRPCRoutes) {
+	if g == nil {
+		return
+	}
+	var routes []policygrpc.Route
+	add := func(name string, st *stack, pos Pos) {
+		routes = append(routes, policygrpc.Route{Name: name, Stack: st.name, Pipeline: st.pipeline, StreamPipeline: st.stream, RetryableCodes: st.codes})
+		c.grpcRoutes = append(c.grpcRoutes, routeInfo{Match: name, Stack: st.name, Pos: pos})
+	}
+	if st := b.stackOf(g.Default, "grpc.default"); st != nil {
+		add("", st, b.d.pos["grpc.default"])
+	}
+	seen := make(map[string]string)
+	for i, r := range g.Routes {
+		path := fmt.Sprintf("grpc.routes[%d]", i)
+		if r.Name == nil || strings.Trim(*r.Name, "/") == "" {
+			b.d.probs = append(b.d.probs, Problem{Pos: b.d.pos[path], Path: path + ".name", Msg: "is missing; want \"pkg.Service/Method\" or \"pkg.Service\" (use grpc.default for the default)"})
+			continue
+		}
+		if r.Stack == nil {
+			b.d.probs = append(b.d.probs, Problem{Pos: b.d.pos[path], Path: path + ".stack", Msg: "is missing; want the name of a stack"})
+			continue
+		}
+		st := b.stackOf(r.Stack, path+".stack")
+		if st == nil {
+			continue
+		}
+		if _, err := policygrpc.NewRoutes(policygrpc.Route{Name: *r.Name}); err != nil {
+			b.d.probs = append(b.d.probs, Problem{Pos: b.d.pos[path+".name"], Path: path + ".name", Msg: grpcMsg(err), Err: err})
+			continue
+		}
+		key := strings.TrimPrefix(*r.Name, "/")
+		if prev, ok := seen[key]; ok {
+			b.d.probs = append(b.d.probs, Problem{Pos: b.d.pos[path+".name"], Path: path + ".name", Msg: fmt.Sprintf("%q is routed already, at %s; keep one", key, prev)})
+			continue
+		}
+		seen[key] = path
+		add(*r.Name, st, b.d.pos[path+".name"])
+	}
+	rt, err := policygrpc.NewRoutes(routes...)
+	if err != nil {
+		b.d.probs = append(b.d.probs, Problem{Pos: b.d.pos["grpc"], Path: "grpc", Msg: grpcMsg(err), Err: err})
+		return
+	}
+	c.grpc = rt
+}
+
+func grpcMsg(err error) string {
+	msg := strings.TrimPrefix(err.Error(), policygrpc.ErrInvalidRoute.Error()+": ")
+	if i := strings.Index(msg, ": "); i >= 0 && strings.HasPrefix(msg, "route ") {
+		msg = msg[i+2:]
+	}
+	return msg
+}
+
+// GRPC returns the configuration's gRPC routing table, a policygrpc.Router (see
+// policygrpc.RouterDialOptions); nil, which matches nothing, if the file has no grpc
+// section.
+func (c *Config) GRPC() *policygrpc.Routes { return c.grpc }
+
+// HTTP returns the configuration's HTTP routing table, a policyhttp.Router (see
+// policyhttp.NewRouterTransport); nil, which matches nothing, if the file has no http
+// section.
+func (c *Config) HTTP() *policyhttp.Routes { return c.http }
+
+// Pipeline returns the pipeline of the stack named name, or nil if there is none.
+func (c *Config) Pipeline(name string) *policy.Pipeline {
+	if st, ok := c.byName[name]; ok {
+		return st.pipeline
+	}
+	return nil
+}
+
+// Stacks returns the names of the configuration's stacks, in file order.
+func (c *Config) Stacks() []string {
+	names := make([]string, len(c.stacks))
+	for i, s := range c.stacks {
+		names[i] = s.name
+	}
+	return names
+}
+
+// Stage returns the policy object of a stack's stage (a *breaker.Breaker for
+// "breaker", …), for inspection; nil if the stack has no such stage.
+func (c *Config) Stage(stack, stage string) policy.Policy {
+	if st, ok := c.byName[stack]; ok {
+		return st.stages[stage]
+	}
+	return nil
+}
+
+// Order returns a stack's stages, outermost first.
+func (c *Config) Order(stack string) []string {
+	if st, ok := c.byName[stack]; ok {
+		return append([]string(nil), st.order...)
+	}
+	return nil
+}

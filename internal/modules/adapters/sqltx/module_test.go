@@ -1,0 +1,11 @@
+// Package sqltx_test runs the tests of the nested module in adapters/sqltx/ as part of the
+// root module's go test ./... (see internal/moduletest).
+package sqltx_test
+
+import (
+	"testing"
+
+	"github.com/backstop-go/backstop/internal/moduletest"
+)
+
+func TestModule(t *testing.T) { moduletest.Run(t) }

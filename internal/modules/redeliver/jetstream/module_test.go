@@ -1,0 +1,11 @@
+// Package jetstream_test runs the tests of the nested module in redeliver/jetstream/ as part of the
+// root module's go test ./... (see internal/moduletest).
+package jetstream_test
+
+import (
+	"testing"
+
+	"github.com/backstop-go/backstop/internal/moduletest"
+)
+
+func TestModule(t *testing.T) { moduletest.Run(t) }

@@ -1,0 +1,11 @@
+// Package sqs_test runs the tests of the nested module in redeliver/sqs/ as part of the
+// root module's go test ./... (see internal/moduletest).
+package sqs_test
+
+import (
+	"testing"
+
+	"github.com/backstop-go/backstop/internal/moduletest"
+)
+
+func TestModule(t *testing.T) { moduletest.Run(t) }

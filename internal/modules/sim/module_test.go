@@ -1,0 +1,11 @@
+// Package sim_test runs the tests of the nested module in sim/ as part of the
+// root module's go test ./... (see internal/moduletest).
+package sim_test
+
+import (
+	"testing"
+
+	"github.com/backstop-go/backstop/internal/moduletest"
+)
+
+func TestModule(t *testing.T) { moduletest.Run(t) }
