@@ -42,7 +42,7 @@ func FromServiceConfig(sc *policygrpc.ServiceConfig) File {
 			r := &Retry{Attempts: ptr(min(en.MaxAttempts, policygrpc.MaxServiceConfigAttempts)), Strategy: ptr("grpc"),
 				Base: &Duration{D: en.InitialBackoff}, Cap: &Duration{D: en.MaxBackoff}, Multiplier: ptr(max(en.BackoffMultiplier, 1))}
 			for _, c := range en.RetryableCodes {
-				r.GRPCCodes = append(r.GRPCCodes, codeName(c.String()))
+				r.GRPCCodes = append(r.GRPCCodes, policygrpc.StatusCodeName(c))
 			}
 			if r.GRPCCodes == nil {
 				r.GRPCCodes = []string{}
@@ -69,19 +69,6 @@ func FromServiceConfig(sc *policygrpc.ServiceConfig) File {
 }
 
 func ptr[T any](v T) *T { return &v }
-
-// codeName spells a status code as a service config does: "DeadlineExceeded" →
-// "DEADLINE_EXCEEDED".
-func codeName(s string) string {
-	var b strings.Builder
-	for i, r := range s {
-		if i > 0 && r >= 'A' && r <= 'Z' {
-			b.WriteByte('_')
-		}
-		b.WriteRune(r)
-	}
-	return strings.ToUpper(b.String())
-}
 
 // Encode writes f as a configuration file, in YAML, fields in the model's order and
 // the fields left unset left out. Parse reads back what it writes.

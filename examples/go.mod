@@ -7,6 +7,7 @@ require (
 	github.com/backstop-go/backstop/config v0.1.0
 	github.com/backstop-go/backstop/fleet v0.1.0
 	github.com/backstop-go/backstop/policygrpc v0.1.0
+	github.com/backstop-go/backstop/sim v0.1.0
 	github.com/prometheus/client_golang v1.24.1
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/schollz/progressbar/v3 v3.19.1

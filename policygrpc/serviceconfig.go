@@ -384,6 +384,20 @@ func statusCodes(ix *jsonIndex, field string, raw []json.RawMessage) ([]codes.Co
 	return out, nil
 }
 
+// StatusCodeName spells c as a service config does, the name statusCodes reads back:
+// codes.Unavailable → "UNAVAILABLE", codes.DeadlineExceeded → "DEADLINE_EXCEEDED".
+func StatusCodeName(c codes.Code) string {
+	s := c.String() // "DeadlineExceeded"
+	var b strings.Builder
+	for i, r := range s {
+		if i > 0 && r >= 'A' && r <= 'Z' {
+			b.WriteByte('_')
+		}
+		b.WriteRune(r)
+	}
+	return strings.ToUpper(b.String())
+}
+
 // duration reads a positive duration field.
 func duration(ix *jsonIndex, field, value, example string) (time.Duration, error) {
 	d, err := parseDuration(value)

@@ -7,10 +7,10 @@ import (
 
 func TestRecoveryStrict(t *testing.T) {
 	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
-	calls := func(spec string) []callAt { // one call every 100 ms from 0: o answered, x not
-		var cs []callAt
+	calls := func(spec string) []CallAt { // one call every 100 ms from 0: o answered, x not
+		var cs []CallAt
 		for i, c := range spec {
-			cs = append(cs, callAt{at: ms(100 * i), ok: c == 'o'})
+			cs = append(cs, CallAt{At: ms(100 * i), OK: c == 'o'})
 		}
 		return cs
 	}
@@ -26,8 +26,8 @@ func TestRecoveryStrict(t *testing.T) {
 		{"xxxxxxxxxxxxxxxxx", ms(200), -1},       // never recovered
 		{"", 0, -1},
 	} {
-		if got := recoveryStrict(calls(c.spec), c.to); got != c.want {
-			t.Errorf("recoveryStrict(%s, %v) = %v, want %v", c.spec, c.to, got, c.want)
+		if got := RecoveryStrict(calls(c.spec), c.to, StrictWindow); got != c.want {
+			t.Errorf("RecoveryStrict(%s, %v) = %v, want %v", c.spec, c.to, got, c.want)
 		}
 	}
 }

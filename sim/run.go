@@ -231,7 +231,7 @@ type recorder struct {
 	w        *world
 	buckets  []Bucket
 	okLat    []time.Duration
-	calls    []callAt // every call's start and whether it was answered, for RecoveryStrict
+	calls    []CallAt // every call's start and whether it was answered, for RecoveryStrict
 	requests map[string]int
 }
 
@@ -256,7 +256,7 @@ func (r *recorder) request(s *service, t time.Duration) {
 }
 
 func (r *recorder) call(at, latency time.Duration, outcome int) {
-	r.calls = append(r.calls, callAt{at, outcome == outcomeOK})
+	r.calls = append(r.calls, CallAt{at, outcome == outcomeOK})
 	b := r.bucket(at)
 	b.Started++
 	switch outcome {
@@ -270,36 +270,39 @@ func (r *recorder) call(at, latency time.Duration, outcome int) {
 	}
 }
 
-type callAt struct {
-	at time.Duration
-	ok bool
+// CallAt is one call of a run: when it started, and whether it was answered.
+type CallAt struct {
+	At time.Duration
+	OK bool
 }
 
 // StrictWindow is how long every call must go on being answered for
 // Outage.RecoveryStrict.
 const StrictWindow = time.Second
 
-// recoveryStrict returns the time from to to the start of the first call answered
-// after it from which every call started within StrictWindow was answered, or -1 if
-// none was before the last StrictWindow of arrivals. calls must be sorted by start.
-func recoveryStrict(calls []callAt, to time.Duration) time.Duration {
+// RecoveryStrict returns the time from `from` to the start of the first call answered
+// after it from which every call started within window was answered, or -1 if none
+// was before the last window of arrivals. calls must be sorted by start. It is
+// Outage.RecoveryStrict (with StrictWindow), and the loopback storm's "recovery to
+// the call", so the two are measured by one definition.
+func RecoveryStrict(calls []CallAt, from, window time.Duration) time.Duration {
 	if len(calls) == 0 {
 		return -1
 	}
-	last := calls[len(calls)-1].at
+	last := calls[len(calls)-1].At
 	nextFail := len(calls) // the first failed call after i
 	best := time.Duration(-1)
-	for i := len(calls) - 1; i >= 0 && calls[i].at >= to; i-- {
-		if !calls[i].ok {
+	for i := len(calls) - 1; i >= 0 && calls[i].At >= from; i-- {
+		if !calls[i].OK {
 			nextFail = i
 			continue
 		}
-		c := calls[i].at
-		if c+StrictWindow > last {
+		c := calls[i].At
+		if c+window > last {
 			continue
 		}
-		if nextFail == len(calls) || calls[nextFail].at > c+StrictWindow {
-			best = c - to
+		if nextFail == len(calls) || calls[nextFail].At > c+window {
+			best = c - from
 		}
 	}
 	return best
@@ -402,9 +405,9 @@ func (w *world) summary() Summary {
 		if calls > 0 {
 			o.PerCall = math.Round(float64(reqs)/float64(calls)*1e4) / 1e4
 		}
-		slices.SortStableFunc(r.calls, func(a, b callAt) int { return cmp.Compare(a.at, b.at) })
+		slices.SortStableFunc(r.calls, func(a, b CallAt) int { return cmp.Compare(a.At, b.At) })
 		o.RecoveryStrict = -1
-		if d := recoveryStrict(r.calls, f.To); d >= 0 {
+		if d := RecoveryStrict(r.calls, f.To, StrictWindow); d >= 0 {
 			o.RecoveryStrict = seconds(d)
 		}
 		s.Outage = o

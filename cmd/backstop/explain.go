@@ -209,7 +209,7 @@ func explainMethod(file string, sc *policygrpc.ServiceConfig, en policygrpc.Entr
 	if en.Retrying || en.Hedging {
 		v.MaxAttemptsAsWritten = en.MaxAttempts
 		for _, c := range en.RetryableCodes {
-			v.StatusCodes = append(v.StatusCodes, codeName(c.String()))
+			v.StatusCodes = append(v.StatusCodes, policygrpc.StatusCodeName(c))
 		}
 	}
 	if t, ok := sc.Throttling(); ok {
@@ -224,19 +224,6 @@ func explainMethod(file string, sc *policygrpc.ServiceConfig, en policygrpc.Entr
 		v.WorstCaseBoundBy = "nothing: no timeout; only the caller's deadline, if it sets one, ends a call"
 	}
 	return v
-}
-
-// codeName spells a codes.Code as the service config does: "Unavailable" →
-// "UNAVAILABLE", "DeadlineExceeded" → "DEADLINE_EXCEEDED".
-func codeName(s string) string {
-	var b strings.Builder
-	for i, r := range s {
-		if i > 0 && r >= 'A' && r <= 'Z' {
-			b.WriteByte('_')
-		}
-		b.WriteRune(r)
-	}
-	return strings.ToUpper(b.String())
 }
 
 func secs(p *float64) string {

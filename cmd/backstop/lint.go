@@ -360,7 +360,7 @@ func (l *linter) method(en policygrpc.Entry) {
 	for i, c := range en.RetryableCodes {
 		if c == codes.Internal || c == codes.Unknown {
 			add("retry-500", fmt.Sprintf("%s.%s[%d]", pol, codesField, i), "retry UNAVAILABLE, the code of a server that may answer next time",
-				"%s %s usually reports a bug that a retry hits again", codesField, codeName(c.String()))
+				"%s %s usually reports a bug that a retry hits again", codesField, policygrpc.StatusCodeName(c))
 		}
 	}
 }

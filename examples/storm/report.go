@@ -22,6 +22,7 @@ import (
 	"gonum.org/v1/plot/vg"
 
 	"github.com/backstop-go/backstop/examples/internal/plotticks"
+	"github.com/backstop-go/backstop/sim"
 )
 
 // result is one mode's figures.
@@ -41,34 +42,6 @@ type result struct {
 	probe                   int           // db requests for one user action, db down
 	suppressedOwner, budget int64
 	breakerRefused, shedded int64
-}
-
-// recoveryStrict returns the time from up to the start of the first call answered ok
-// after it from which every call started within window was answered ok, or -1 if none
-// was before the last window of arrivals. calls are sorted by start. It is the
-// definition of the simulator's Outage.RecoveryStrict (module sim), to the call,
-// where recovery above is counted in buckets.
-func recoveryStrict(calls []callStart, up, window time.Duration) time.Duration {
-	if len(calls) == 0 {
-		return -1
-	}
-	last := calls[len(calls)-1].at
-	nextFail := len(calls) // the first failed call after i
-	best := time.Duration(-1)
-	for i := len(calls) - 1; i >= 0 && calls[i].at >= up; i-- {
-		if !calls[i].ok {
-			nextFail = i
-			continue
-		}
-		c := calls[i].at
-		if c+window > last {
-			continue
-		}
-		if nextFail == len(calls) || calls[nextFail].at > c+window {
-			best = c - up
-		}
-	}
-	return best
 }
 
 func percentile(d []time.Duration, p int) time.Duration {
@@ -138,8 +111,8 @@ func summarize(name string, cfg config, s *series) result {
 	s.mu.Lock()
 	calls := slices.Clone(s.calls)
 	s.mu.Unlock()
-	slices.SortStableFunc(calls, func(a, b callStart) int { return cmp.Compare(a.at, b.at) })
-	r.recoveryStrict = recoveryStrict(calls, cfg.up, time.Second)
+	slices.SortStableFunc(calls, func(a, b sim.CallAt) int { return cmp.Compare(a.At, b.At) })
+	r.recoveryStrict = sim.RecoveryStrict(calls, cfg.up, sim.StrictWindow) // the simulator's definition
 	r.suppressedOwner = s.events.suppressedOwner.Load()
 	r.budget = s.events.refusedBudget.Load()
 	r.breakerRefused = s.events.refusedBreaker.Load()

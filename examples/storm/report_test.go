@@ -93,27 +93,3 @@ func TestMissionChart(t *testing.T) {
 		t.Errorf("probeText = %q", got)
 	}
 }
-
-func TestRecoveryStrict_ToTheCall(t *testing.T) {
-	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
-	calls := func(spec string) []callStart { // one call every 100 ms from 0: o ok, x not
-		var cs []callStart
-		for i, c := range spec {
-			cs = append(cs, callStart{at: ms(100 * i), ok: c == 'o'})
-		}
-		return cs
-	}
-	for _, c := range []struct {
-		spec string
-		want time.Duration
-	}{
-		{"xxxooooooooooooo", ms(100)},   // the db is back at 200 ms; every call from 300 ms ok
-		{"xxxooxoooooooooooo", ms(400)}, // a failure at 500 ms: from 600 ms
-		{"xxxoooooooooo", -1},           // 300 ms + 1 s is past the last start, 1.2 s
-		{"xxxxxxxxxxxxxxxxx", -1},
-	} {
-		if got := recoveryStrict(calls(c.spec), ms(200), time.Second); got != c.want {
-			t.Errorf("recoveryStrict(%s) = %v, want %v", c.spec, got, c.want)
-		}
-	}
-}

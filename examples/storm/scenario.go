@@ -22,6 +22,7 @@ import (
 	"github.com/backstop-go/backstop/policyhttp"
 	"github.com/backstop-go/backstop/retry"
 	"github.com/backstop-go/backstop/shed"
+	"github.com/backstop-go/backstop/sim"
 )
 
 // The scenario's fixed shape. The database serves dbWorkers requests at a time, each
@@ -87,15 +88,8 @@ type series struct {
 	db                   []int
 	lat                  []time.Duration // of every call
 	failedLat            []time.Duration // of the calls answered with an error
-	calls                []callStart     // every call's start and whether it was answered ok
+	calls                []sim.CallAt    // every call's start (since the series' start) and whether it was answered ok
 	events               events
-}
-
-// callStart is one user call: when it started (since the series' start) and whether
-// it was answered ok.
-type callStart struct {
-	at time.Duration
-	ok bool
 }
 
 // events counts, from the pipelines' and shedders' events, why work did not happen.
@@ -164,7 +158,7 @@ func (s *series) call(start time.Time, outcome int, latency time.Duration) {
 		s.lostDone[s.index(start.Add(latency))]++
 	}
 	s.lat = append(s.lat, latency)
-	s.calls = append(s.calls, callStart{start.Sub(s.start), outcome == callOK})
+	s.calls = append(s.calls, sim.CallAt{At: start.Sub(s.start), OK: outcome == callOK})
 }
 
 // hop is a service's client for the service below it.
