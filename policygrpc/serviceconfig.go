@@ -385,8 +385,12 @@ func statusCodes(ix *jsonIndex, field string, raw []json.RawMessage) ([]codes.Co
 }
 
 // StatusCodeName spells c as a service config does, the name statusCodes reads back:
-// codes.Unavailable → "UNAVAILABLE", codes.DeadlineExceeded → "DEADLINE_EXCEEDED".
+// codes.Unavailable → "UNAVAILABLE", codes.DeadlineExceeded → "DEADLINE_EXCEEDED",
+// codes.Canceled → "CANCELLED" (gRPC's spelling; grpc-go's String says "Canceled").
 func StatusCodeName(c codes.Code) string {
+	if c == codes.Canceled {
+		return "CANCELLED"
+	}
 	s := c.String() // "DeadlineExceeded"
 	var b strings.Builder
 	for i, r := range s {

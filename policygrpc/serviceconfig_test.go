@@ -223,3 +223,17 @@ func FuzzParseServiceConfig(f *testing.F) {
 		}
 	})
 }
+
+// Every status code's name round-trips through the service config's reading of it.
+func TestStatusCodeName_IsWhatAServiceConfigReads(t *testing.T) {
+	for c := codes.Canceled; c <= codes.Unauthenticated; c++ {
+		name := policygrpc.StatusCodeName(c)
+		var back codes.Code
+		if err := back.UnmarshalJSON([]byte(`"` + name + `"`)); err != nil || back != c {
+			t.Errorf("StatusCodeName(%v) = %q, which reads back as %v (%v)", c, name, back, err)
+		}
+	}
+	if got := policygrpc.StatusCodeName(codes.DeadlineExceeded); got != "DEADLINE_EXCEEDED" {
+		t.Errorf("StatusCodeName(DeadlineExceeded) = %q, want DEADLINE_EXCEEDED", got)
+	}
+}
