@@ -41,14 +41,16 @@ const (
 	// growMargin is the share of spare slots the limit keeps above the in-flight
 	// count Little's law asks for.
 	growMargin = 0.25
-	// An episode of congestion in which the limit has fallen to at most
-	// insensitiveFall of where it began, over at least insensitiveWindows windows,
-	// while the latency has stayed above insensitiveLatency of where it began, is a
-	// slow-down that concurrency does not cause: the baseline becomes the new latency
-	// and the limit returns to where it was.
+	// An episode of congestion in which the requests in flight have fallen to at most
+	// insensitiveFall of where they began, over at least insensitiveWindows windows,
+	// the work completed per second to at most insensitiveRate × that share of where
+	// it began, and the latency has stayed above insensitiveLatency of where it began,
+	// is a slow-down that concurrency does not cause: the baseline becomes the new
+	// latency and the limit returns to where it was.
 	insensitiveFall    = 0.6
 	insensitiveWindows = 3
 	insensitiveLatency = 0.85
+	insensitiveRate    = 1.25
 	// After probeAfter saturated windows whose latency is within Tolerance of the
 	// baseline but above probeAbove of it — windows above Tolerance between them do not
 	// break the count, one at the baseline or not saturated does — the limit is halved
@@ -82,10 +84,13 @@ const (
 //
 // A slow-down that fewer requests in flight do not cure (a dependency, not this
 // server's own queue, is slower) is recognised within a few windows: when an episode
-// of shrinking windows has cut the limit to 60 % of where it began and the latency
-// has not fallen below 85 % of where it began, the baseline becomes the latency of now
-// and the limit returns to where the episode began. A concurrency-bound server's
-// latency falls as its limit does, and it keeps shrinking. The converse — a baseline
+// of shrinking windows has cut the requests in flight to 60 % of where they began,
+// the work completed per second has fallen with them (to at most 1.25× their share)
+// and the latency has not fallen below 85 % of where it began, the baseline becomes
+// the latency of now and the limit returns to where the episode began. A
+// concurrency-bound server completes as much with fewer in flight — its latency falls
+// as its queue drains, later than the limit, since what completes was admitted
+// before — and it keeps shrinking. The converse — a baseline
 // learnt while the server already queued, which would let the limit sit well past the
 // knee — is found by a probe: after 3 saturated windows whose latency is
 // within Tolerance of the baseline but above 1.2× it, the limit is halved for two
@@ -142,6 +147,8 @@ type gradient struct {
 	// The episode of congestion under way: the limit and latency it began with and
 	// its windows so far; episodeWindows 0 means none.
 	episodeLimit, episodeShort float64
+	episodeUsed                int64
+	episodeRate                float64 // completions per second
 	episodeWindows             int
 	// elevated counts the saturated windows in a row with a latency above probeAbove
 	// of the baseline; probeLimit is the limit to return to after a probe window, 0
@@ -154,6 +161,7 @@ type gradient struct {
 	seen        atomic.Uint64 // requests admitted when the last window closed
 	seenFull    int64         // full when the last window closed
 	seenRefused uint64        // refused at the limit when the last window closed
+	seenFlight  int64         // in flight when the last window closed
 }
 
 // window is what a closing sample window saw.
@@ -164,7 +172,10 @@ type window struct {
 	// arrivals is the requests that arrived: admitted, or refused for want of a slot.
 	arrivals uint64
 	admitted uint64 // the requests admitted
-	full     int64  // requests that found the limit full
+	// completed is the requests that ended, however: admitted, less the growth of
+	// the requests in flight.
+	completed float64
+	full      int64 // requests that found the limit full
 }
 
 // strideFor returns the stride that times about LatencySamples requests a window when
@@ -206,7 +217,7 @@ func (g *gradient) baselineLocked() float64 {
 // sample records the latency of a request [gradient.admitted] chose to time; admitted
 // and refused count every request admitted, and refused for want of a slot, so far. It
 // returns the new limit and whether it changed.
-func (g *gradient) sample(now time.Time, rtt time.Duration, admitted, refused uint64) (int64, bool) {
+func (g *gradient) sample(now time.Time, rtt time.Duration, admitted, refused uint64, inflight int64) (int64, bool) {
 	t := now.UnixNano()
 	g.start.CompareAndSwap(0, t)
 	g.sum.Add(int64(rtt))
@@ -237,6 +248,8 @@ func (g *gradient) sample(now time.Time, rtt time.Duration, admitted, refused ui
 	full := g.full.Load()
 	w := window{age: age, admitted: since(admitted, g.seen.Load()), full: max(0, full-g.seenFull)}
 	w.arrivals = w.admitted + since(refused, g.seenRefused)
+	w.completed = max(0, float64(w.admitted)+float64(g.seenFlight-inflight))
+	g.seenFlight = inflight
 	g.seen.Store(admitted)
 	g.seenFull, g.seenRefused = full, refused
 	g.start.Store(t)
@@ -314,16 +327,18 @@ func (g *gradient) closeLocked(w window) {
 		g.limit = math.Max(g.min, math.Min(g.max, math.Max(g.limit, target)))
 	case float64(w.used) >= g.limit/2:
 		if g.episodeWindows == 0 {
-			g.episodeLimit, g.episodeShort = g.limit, w.short
+			g.episodeLimit, g.episodeShort, g.episodeUsed, g.episodeRate = g.limit, w.short, w.used, w.completed/w.age.Seconds()
 		}
 		g.episodeWindows++
-		// The window's latency is that of the limit it ran under, the one set when
-		// the window before it closed.
-		ranUnder := g.limit
 		grad := math.Max(0.5, g.tol/r)
 		g.limit = math.Max(g.min, g.limit*(1-g.smoothing)+g.limit*grad*g.smoothing)
-		if g.episodeWindows >= insensitiveWindows && ranUnder <= insensitiveFall*g.episodeLimit &&
-			w.short >= insensitiveLatency*g.episodeShort {
+		// The test is on the requests in flight, not on the limit, and on the work
+		// completed: a server queueing work of its own completes as much with fewer in
+		// flight (its latency falls, later: what completes now was admitted under the
+		// old limit), one waiting on a slower dependency completes less, in proportion.
+		fell := float64(w.used) / float64(max(1, g.episodeUsed))
+		if g.episodeWindows >= insensitiveWindows && fell <= insensitiveFall &&
+			w.completed/w.age.Seconds() <= insensitiveRate*fell*g.episodeRate && w.short >= insensitiveLatency*g.episodeShort {
 			// Fewer in flight did not bring the latency down: not this server's queue.
 			for i := range g.recent {
 				g.recent[i] = 0

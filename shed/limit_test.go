@@ -201,3 +201,71 @@ func TestLimit_NoisyFlatLatencyDoesNotCollapse(t *testing.T) {
 	refused, offered := sum(v.refused[from:]), sum(v.refused[from:])+sum(v.admitted[from:])
 	require.LessOrEqual(t, float64(refused), 0.01*float64(offered), "refused %d of %d after the first 2 s", refused, offered)
 }
+
+// TestLimit_ABacklogDrainingIsNotADependencySlowdown: a server of 4 workers of 25 ms
+// (160 requests/s) starts with 60 requests queued behind its workers — a burst
+// admitted under a high limit, as when a dependency returns and the retries held
+// back meet it — and then serves 120 requests/s, 75 % of what it can. The limit comes
+// down, but the queue it admitted takes a while to drain, and until it has, latency
+// stays high whatever the limit: that is no slow-down of a dependency (the server
+// completes as much with fewer in flight), so the baseline must not become the
+// queue's latency and the limit must not return to where it began. Within 2 s the
+// limit is near the workers and the latency of admitted work near a worker's 25 ms.
+func TestLimit_ABacklogDrainingIsNotADependencySlowdown(t *testing.T) {
+	clock := policytest.NewClock(t0)
+	s := shed.MustNew(shed.Options{Clock: clock, Queue: shed.QueueOptions{Max: -1}, Limit: shed.LimitOptions{Initial: 200}})
+	const workers, service, step = 4, 25 * time.Millisecond, time.Millisecond
+	type job struct {
+		p    shed.Permit
+		at   time.Duration
+		done time.Duration // 0 while queued
+	}
+	var queue, running []*job
+	var latencies []time.Duration // of the work admitted after 2 s
+	var refused, highest int
+	arrivals := rand.New(rand.NewPCG(3, 4))
+	next := time.Duration(0)
+	offer := func(now time.Duration) {
+		if p, why := s.Admit(context.Background(), shed.PriorityDefault); why == shed.ReasonNone {
+			queue = append(queue, &job{p: p, at: now})
+		} else if now >= 2*time.Second {
+			refused++
+		}
+	}
+	for range 200 {
+		offer(0)
+	}
+	for now := time.Duration(0); now < 10*time.Second; now += step {
+		for next <= now {
+			offer(now)
+			next += time.Duration(arrivals.ExpFloat64() / 120 * float64(time.Second))
+		}
+		kept := running[:0]
+		for _, j := range running {
+			if j.done > now {
+				kept = append(kept, j)
+				continue
+			}
+			j.p.Release()
+			if j.at >= 2*time.Second {
+				latencies = append(latencies, now-j.at)
+			}
+		}
+		running = kept
+		for len(running) < workers && len(queue) > 0 {
+			j := queue[0]
+			queue = queue[1:]
+			j.done = now + service
+			running = append(running, j)
+		}
+		clock.Advance(step)
+		if now >= 2*time.Second {
+			highest = max(highest, s.Limit())
+		}
+	}
+	require.LessOrEqual(t, highest, 20, "the highest limit after 2 s: the queue it admitted has drained, and the limit stays near the workers (Little's law asks for 3)")
+	slices.Sort(latencies)
+	p90 := latencies[len(latencies)*9/10]
+	require.LessOrEqual(t, p90, 4*service, "90th percentile latency of the work admitted after 2 s (a worker: %v; limit now %d)", service, s.Limit())
+	require.LessOrEqual(t, float64(refused), 0.05*float64(len(latencies)+refused), "refused after 2 s, of %d offered", len(latencies)+refused)
+}

@@ -26,11 +26,15 @@ var (
 	}()
 )
 
-// A refusal for want of a slot on a server that refuses only briefly tells Backstop
-// callers (callpath.HeaderRetryAfterMillis) to come back after about two requests' time
-// — the baseline latency doubled, in steps of millisStep, within [millisStep,
-// maxBriefMillis] — rather than Retry-After's whole second: a slot frees that soon, and
-// a caller with a short deadline can still use it.
+// A refusal for want of a slot tells Backstop callers (callpath.HeaderRetryAfterMillis)
+// when to come back on the same model as Retry-After, with the time a slot takes to
+// free in place of Retry-After's second: about two requests' time (the baseline
+// latency doubled) times the Retry-After base, in steps of millisStep within
+// [millisStep, maxBriefMillis]. On a server that refuses only briefly that is two
+// requests' time — a slot frees that soon, and a caller with a short deadline can
+// still use it; while refusals go on it grows with them. A Backstop caller retries
+// once per call path, after such a refusal at most a few times, sheddable, within its
+// deadline; Retry-After's whole seconds are for everyone else.
 const (
 	millisStep     = 10
 	maxBriefMillis = 1000
@@ -45,15 +49,11 @@ var millisValues = func() (v [maxBriefMillis/millisStep + 1][]string) {
 }()
 
 // briefMillis returns the milliseconds to send in callpath.HeaderRetryAfterMillis with a
-// refusal for reason r, or 0 for none: only for want of a slot, and only while the
-// Retry-After base is 1 s (under a third of requests refused over the last second).
+// refusal for reason r, or 0 for none: only for want of a slot.
 func (s *Shedder) briefMillis(r Reason) int {
 	switch r {
 	case ReasonLimit, ReasonPriority, ReasonQueueFull, ReasonQueue:
 	default:
-		return 0
-	}
-	if s.pressure.current(s.clock.Now(), s.admitted.Load()) > 1 {
 		return 0
 	}
 	est := s.opts.Queue.Interval
@@ -62,7 +62,8 @@ func (s *Shedder) briefMillis(r Reason) int {
 			est = 2 * b
 		}
 	}
-	ms := int(est / time.Millisecond)
+	base := s.pressure.current(s.clock.Now(), s.admitted.Load())
+	ms := int(min(est*time.Duration(base), maxBriefMillis*time.Millisecond) / time.Millisecond)
 	ms = min(max(ms, millisStep), maxBriefMillis)
 	return ms - ms%millisStep
 }

@@ -599,7 +599,7 @@ func (p Permit) release(ok bool) {
 	}
 	if p.timed && ok {
 		now := s.clock.Now()
-		if l, changed := s.adaptive.sample(now, now.Sub(p.start), s.admitted.Load(), s.refusedAtLimit()); changed {
+		if l, changed := s.adaptive.sample(now, now.Sub(p.start), s.admitted.Load(), s.refusedAtLimit(), s.inflight.Load()-1); changed {
 			s.limit.Store(l)
 		}
 	}
