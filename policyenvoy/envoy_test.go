@@ -550,3 +550,28 @@ retry_policy:
 		}
 	})
 }
+
+// TestParse_ReadsEachRoutesMatch: a route's path specifier, the other matchers it sets
+// and its virtual host's domains are read as written; a pasted route: block matches
+// every path.
+func TestParse_ReadsEachRoutesMatch(t *testing.T) {
+	rs, err := policyenvoy.Parse([]byte(`virtual_hosts:
+- name: v
+  domains: [api.example.com, "*.example.org"]
+  routes:
+  - match: {prefix: /api/, headers: [{name: x-canary, present_match: true}], case_sensitive: false}
+    route: {cluster: a}
+  - match: {path: /health}
+    route: {cluster: a}
+  - match: {safe_regex: {regex: "/v[0-9]+/.*"}}
+    route: {cluster: a}
+`))
+	require.NoError(t, err)
+	require.Equal(t, policyenvoy.Match{Prefix: "/api/", Others: []string{"case_sensitive", "headers"}}, rs[0].Match)
+	require.Equal(t, policyenvoy.Match{Path: "/health"}, rs[1].Match)
+	require.Equal(t, policyenvoy.Match{Regex: "/v[0-9]+/.*"}, rs[2].Match)
+	require.Equal(t, []string{"api.example.com", "*.example.org"}, rs[0].Domains)
+	pasted := parseOne(t, "route: {cluster: a, timeout: 1s}")
+	require.Equal(t, policyenvoy.Match{Prefix: "/"}, pasted.Match)
+	require.Nil(t, pasted.Domains)
+}
