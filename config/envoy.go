@@ -170,12 +170,8 @@ func (im *Import) envoyNotes(stack string, o Origin) {
 		im.Notes[len(im.Notes)-1].Meant = nearest(c, policyenvoy.RetryOnConditions())
 	}
 	for _, u := range r.Unsupported {
-		field, rest, _ := strings.Cut(u, " ")
-		value := ""
-		if field == "retry_policy.retry_on" {
-			value, _, _ = strings.Cut(rest, " ")
-		}
-		im.note(stack, o, NoteNotCarried, field, value, "Envoy honours %s; the stack has no field for it", u)
+		field, _, _ := strings.Cut(u, " ")
+		im.note(stack, o, NoteNotCarried, field, u, "Envoy honours %s; the stack has no field for it", u)
 	}
 	if len(r.RetriableStatusCodes) > 0 && !slices.Contains(r.RetryOn, "retriable-status-codes") {
 		im.note(stack, o, NoteIgnored, "retry_policy.retriable_status_codes", fmt.Sprint(r.RetriableStatusCodes),

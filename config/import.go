@@ -98,7 +98,9 @@ type Note struct {
 	// ("retry_policy.retry_on"), and Pos where it is written.
 	Field string
 	Pos   Pos
-	// Value is the value at fault as written: a retry_on condition, a maxAttempts.
+	// Value is the value at fault as written: a retry_on condition, a maxAttempts;
+	// for a setting policyenvoy does not support, the setting as Route.Unsupported
+	// names it ("retry_policy.retry_on internal (a gRPC condition: …)").
 	Value string
 	// Meant is, for NoteUnknown, the known value nearest to Value; "" if none is near.
 	Meant string
