@@ -1,8 +1,9 @@
 // Command backstop explains and lints retry configurations — Backstop's own
-// configuration files, Envoy routes and gRPC service configs — in their own words: what each route or method will do (tries,
-// timeouts, the back-off as Envoy or gRFC A6 documents it, whether a server's
-// Retry-After or pushback is honoured, the worst case), and what is dangerous in them,
-// each finding with its file:line:column, a one-line why and the fix.
+// configuration files, Envoy routes and gRPC service configs — in their own words:
+// what each route or method will do (tries, timeouts, the back-off as Envoy or gRFC
+// A6 documents it, whether a server's Retry-After or pushback is honoured, the worst
+// case), and what is dangerous in them, each finding with its file:line:column, a
+// one-line why and the fix.
 //
 // Usage:
 //
@@ -22,8 +23,18 @@
 //
 // -envoy takes a RouteConfiguration, a VirtualHost, a Route (with or without match: a
 // pasted route: block loads as it is) or a RouteAction, in YAML or JSON; -grpc a
-// service config in JSON. A file named - is read from standard input (one of the two
-// at most). Every finding and error is placed at file:line:column, a finding about a
+// service config in JSON. A file named - is read from standard input (one of the three
+// at most).
+//
+// One path explains and lints all three: an Envoy config is read by policyenvoy and a
+// service config by policygrpc (so what Envoy or gRPC refuses is refused), then each is
+// imported into the config package's model (config.ImportEnvoy,
+// config.ImportServiceConfig) as a -config file is loaded into it; explain and lint
+// then read every stack of the model alike, speaking of an imported stack in its
+// original's words and placing what they say in its original file. What the model
+// says otherwise than the original is a config.Note: lint reports the notes that are
+// findings (unknown-retry-on, not-honoured, status-codes-ignored, max-attempts), and
+// explain prints the others on a "Backstop's stack" row. Every finding and error is placed at file:line:column, a finding about a
 // file as a whole at its 1:1.
 //
 // lint exits 1 when it finds an error (a config Envoy or gRPC refuses is one), 2 on
