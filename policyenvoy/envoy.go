@@ -120,16 +120,19 @@ func fieldNumber(m *routev3.RouteMatch, name string) protoreflect.FieldNumber {
 // route's fields, named as Envoy spells it under the RouteAction — "timeout",
 // "retry_policy.num_retries", "retry_policy.retriable_status_codes[0]"; a retry_policy
 // field is looked up where the route's retry_policy is, its own or its virtual
-// host's. A field the input leaves out gives the position of the deepest field above
-// it that the input has, "" the RouteAction's own; 0, 0 when the input gives no
-// positions.
+// host's, and "match", "match.prefix", … in the Route, beside its RouteAction. A
+// field the input leaves out gives the position of the deepest field above it that
+// the input has, "" the RouteAction's own; 0, 0 when the input gives no positions.
 func (r *Route) Position(field string) (line, col int) {
 	if r.src == nil || r.src.root == nil {
 		return 0, 0
 	}
 	base := r.action
-	if field == "retry_policy" || strings.HasPrefix(field, "retry_policy.") {
+	switch {
+	case field == "retry_policy" || strings.HasPrefix(field, "retry_policy."):
 		base, field = r.policyAt, strings.TrimPrefix(strings.TrimPrefix(field, "retry_policy"), ".")
+	case (field == "match" || strings.HasPrefix(field, "match.")) && len(base) > 0 && base[len(base)-1].key == "route":
+		base = base[:len(base)-1] // the Route's match, beside its RouteAction
 	}
 	path := append([]pathElem(nil), base...)
 	path = append(path, parseFieldPath(field)...)

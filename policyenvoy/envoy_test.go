@@ -133,6 +133,7 @@ func TestRoute_Position(t *testing.T) {
 		{rs[0], "", 7, 5}, {rs[0], "timeout", 9, 7}, {rs[0], "retry_policy.num_retries", 4, 33}, {rs[0], "retry_policy", 4, 3},
 		{rs[0], "retry_policy.per_try_timeout", 4, 3},
 		{rs[1], "retry_policy.retriable_status_codes[1]", 15, 39}, {rs[1], "retry_policy.retry_on", 14, 9}, {rs[1], "timeout", 11, 5},
+		{rs[0], "match", 6, 5}, {rs[1], "match.prefix", 10, 13}, {rs[1], "match.headers", 10, 5}, // the Route's match
 	} {
 		l, c := tt.r.Position(tt.field)
 		require.Equal(t, [2]int{tt.line, tt.col}, [2]int{l, c}, "%s: Position(%q)", tt.r.Name, tt.field)

@@ -57,7 +57,7 @@ var checks = []check{
 	{"no-throttling", levelWarning, "a gRPC config that retries with no retryThrottling: nothing stops the retries in an outage"},
 	{"no-budget", levelWarning, "a Backstop stack that retries with no budget: nothing stops the retries in an outage"},
 	{"cluster-budget", levelInfo, "an Envoy route that retries: its bound in an outage is the cluster's circuit_breakers retry_budget, which a route config cannot show"},
-	{"not-honoured", levelInfo, "a field or condition Envoy honours and Backstop's pipeline for the route does not (retriable_headers, hedge_policy, gRPC conditions on an HTTP route, …)"},
+	{"not-honoured", levelInfo, "a field or condition Envoy honours and Backstop's pipeline for the route does not (retriable_headers, hedge_policy, gRPC conditions on an HTTP route, …), or a match its routing table cannot say (a regex, headers, a wildcard domain)"},
 }
 
 func levelOf(id string) string {

@@ -585,3 +585,31 @@ func TestExplain_ImportedAsTheirOwnPipelines(t *testing.T) {
 		}
 	}
 }
+
+// TestImportedNotes: what the model cannot say of an Envoy route is reported, never
+// dropped: a regex match is a not-honoured finding at the route, and explain says
+// where the route's stack routes otherwise.
+func TestImportedNotes(t *testing.T) {
+	src := `virtual_hosts:
+- name: v
+  domains: ["*"]
+  routes:
+  - match: {safe_regex: {regex: "/v[0-9]+/x"}}
+    route: {cluster: a}
+  - match: {prefix: /api}
+    route: {cluster: a, retry_policy: {retry_on: reset, num_retries: 1}}
+`
+	_, out, _ := runStdin(src, "lint", "-envoy", "-")
+	if !strings.Contains(out, `<stdin>:5:13: info [not-honoured]: route "regex /v[0-9]+/x": Backstop's routing table does not honour it: the route matches paths by the regex`) {
+		t.Errorf("lint lacks the regex match as not-honoured:\n%s", out)
+	}
+	_, out, _ = runStdin(src, "explain", "-envoy", "-")
+	for _, want := range []string{
+		`Backstop's stack:         match.safe_regex: the route matches paths by the regex "/v[0-9]+/x", which a pattern cannot say`,
+		"Backstop's stack:         match.prefix: prefix /api matches any path that starts so (/apix too)",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("explain lacks %q:\n%s", want, out)
+		}
+	}
+}
