@@ -43,7 +43,10 @@ func FromEnvoy(routes []*policyenvoy.Route) File {
 // ([NoteIgnored]); and where the stack does otherwise ([NoteDiffers]): a prefix that
 // Envoy also matches inside a path segment, Envoy's first-match routing shadowing a
 // later route, envoy-ratelimited, reset headers other than Retry-After, connection
-// failures that retry_on does not name.
+// failures and per-try timeouts that retry_on does not name. One difference holds for
+// every route, and is said here rather than in each note: a response Envoy's rate
+// limiter refused (x-envoy-ratelimited) is retried by Envoy only under
+// envoy-ratelimited, while the stack judges it by its status as any other.
 func ImportEnvoy(name string, routes []*policyenvoy.Route) *Import {
 	im := &Import{Name: name, Origins: make(map[string]Origin)}
 	taken := make(map[string]bool)
@@ -193,6 +196,10 @@ func (im *Import) envoyNotes(stack string, o Origin) {
 	if !slices.ContainsFunc(r.RetryOn, func(c string) bool { return slices.Contains(networkConditions, c) }) {
 		im.note(stack, o, NoteDiffers, "retry_policy.retry_on", "",
 			"retry_on names no condition that retries a refused or reset connection; the stack retries them")
+	}
+	if r.PerTryTimeout > 0 && !slices.ContainsFunc(r.RetryOn, func(c string) bool { return c == "5xx" || c == "gateway-error" || c == "reset" }) {
+		im.note(stack, o, NoteDiffers, "retry_policy.per_try_timeout", "",
+			"a try that runs out its per_try_timeout is retried by Envoy only under 5xx, gateway-error or reset, which retry_on does not name; the stack retries it")
 	}
 	for _, h := range r.ResetHeaders {
 		if !strings.HasPrefix(strings.ToLower(h), "retry-after ") {
