@@ -13,59 +13,105 @@ import (
 )
 
 // FromServiceConfig converts a gRPC service config, as policygrpc.ParseServiceConfig
-// read it, into this package's model: one stack per methodConfig entry (named
-// method_config_0, method_config_1, …) and a gRPC route for each of its names, so that
-// a channel configured for grpc-go can move to a Backstop file, and be explained and
-// linted as one. The conversion follows what policygrpc builds:
+// read it, into this package's model: the file of [ImportServiceConfig], so that a
+// channel configured for grpc-go can move to a Backstop file.
+func FromServiceConfig(sc *policygrpc.ServiceConfig) File {
+	return ImportServiceConfig("", sc).File
+}
+
+// ImportServiceConfig converts a gRPC service config, as policygrpc.ParseServiceConfig
+// read it from the file name, into this package's model: one stack per methodConfig
+// entry (named method_config_0, method_config_1, …) and a gRPC route for each of its
+// names. The conversion follows what policygrpc builds:
 //   - timeout becomes the stack's deadline;
 //   - retryPolicy becomes a retry with strategy grpc: attempts maxAttempts (at most
-//     policygrpc.MaxServiceConfigAttempts), base initialBackoff, cap maxBackoff,
-//     multiplier backoffMultiplier (below 1 read as 1, as policygrpc does), and
-//     grpc_codes retryableStatusCodes;
-//   - hedgingPolicy becomes a hedge of maxAttempts and hedgingDelay (its
-//     nonFatalStatusCodes have no field in a hedge and are left out);
-//   - retryThrottling becomes each retrying stack's token bucket. One difference: the
-//     service config's bucket is the channel's, shared by every method, while each
-//     stack of a file has its own.
-func FromServiceConfig(sc *policygrpc.ServiceConfig) File {
-	var f File
+//     policygrpc.MaxServiceConfigAttempts: a [NoteCapped] says so above it), base
+//     initialBackoff, cap maxBackoff, multiplier backoffMultiplier (below 1 read as
+//     1, as policygrpc does), and grpc_codes retryableStatusCodes;
+//   - hedgingPolicy becomes a hedge of maxAttempts (capped alike), hedgingDelay and
+//     grpc_codes nonFatalStatusCodes;
+//   - retryThrottling becomes each retrying stack's token bucket. One difference, a
+//     [NoteDiffers]: the service config's bucket is the channel's, shared by every
+//     method, while each stack has its own.
+func ImportServiceConfig(name string, sc *policygrpc.ServiceConfig) *Import {
+	im := &Import{Name: name, Origins: make(map[string]Origin)}
 	routes := &GRPCRoutes{}
 	thr, throttled := sc.Throttling()
 	for i, en := range sc.Entries() {
-		name := fmt.Sprintf("method_config_%d", i)
+		stack := fmt.Sprintf("method_config_%d", i)
+		o := Origin{Format: FormatGRPC, File: name, ServiceConfig: sc, Entry: en, fields: map[string]string{"": en.Field}}
 		var s Stack
 		if en.Timeout > 0 {
 			s.Deadline = &Duration{D: en.Timeout}
+			o.fields["deadline"] = en.Field + ".timeout"
 		}
+		codes := func() []string {
+			out := []string{}
+			for _, c := range en.RetryableCodes {
+				out = append(out, policygrpc.StatusCodeName(c))
+			}
+			return out
+		}
+		pol, attempts := "", min(en.MaxAttempts, policygrpc.MaxServiceConfigAttempts)
 		switch {
 		case en.Retrying:
-			r := &Retry{Attempts: ptr(min(en.MaxAttempts, policygrpc.MaxServiceConfigAttempts)), Strategy: ptr("grpc"),
-				Base: &Duration{D: en.InitialBackoff}, Cap: &Duration{D: en.MaxBackoff}, Multiplier: ptr(max(en.BackoffMultiplier, 1))}
-			for _, c := range en.RetryableCodes {
-				r.GRPCCodes = append(r.GRPCCodes, policygrpc.StatusCodeName(c))
+			pol = en.Field + ".retryPolicy"
+			s.Retry = &Retry{Attempts: ptr(attempts), Strategy: ptr("grpc"), Base: &Duration{D: en.InitialBackoff},
+				Cap: &Duration{D: en.MaxBackoff}, Multiplier: ptr(max(en.BackoffMultiplier, 1)), GRPCCodes: codes()}
+			for rel, f := range map[string]string{"retry": "", "retry.attempts": ".maxAttempts", "retry.strategy": "",
+				"retry.base": ".initialBackoff", "retry.cap": ".maxBackoff", "retry.multiplier": ".backoffMultiplier",
+				"retry.grpc_codes": ".retryableStatusCodes"} {
+				o.fields[rel] = pol + f
 			}
-			if r.GRPCCodes == nil {
-				r.GRPCCodes = []string{}
+			for j := range en.RetryableCodes {
+				o.fields[fmt.Sprintf("retry.grpc_codes[%d]", j)] = fmt.Sprintf("%s.retryableStatusCodes[%d]", pol, j)
 			}
-			s.Retry = r
 		case en.Hedging:
-			s.Hedge = &Hedge{Attempts: ptr(min(en.MaxAttempts, policygrpc.MaxServiceConfigAttempts)), Delay: &Duration{D: en.HedgingDelay}}
+			pol = en.Field + ".hedgingPolicy"
+			s.Hedge = &Hedge{Attempts: ptr(attempts), Delay: &Duration{D: en.HedgingDelay}, GRPCCodes: codes()}
+			for rel, f := range map[string]string{"hedge": "", "hedge.attempts": ".maxAttempts", "hedge.delay": ".hedgingDelay",
+				"hedge.grpc_codes": ".nonFatalStatusCodes"} {
+				o.fields[rel] = pol + f
+			}
+			for j := range en.RetryableCodes {
+				o.fields[fmt.Sprintf("hedge.grpc_codes[%d]", j)] = fmt.Sprintf("%s.nonFatalStatusCodes[%d]", pol, j)
+			}
 		}
 		if throttled && (en.Retrying || en.Hedging) {
 			s.Budget = &Budget{TokenBucket: &TokenBucket{MaxTokens: ptr(thr.MaxTokens), TokenRatio: ptr(thr.TokenRatio)}}
+			o.fields["budget"] = "retryThrottling"
+			o.fields["budget.token_bucket.max_tokens"] = "retryThrottling.maxTokens"
+			o.fields["budget.token_bucket.token_ratio"] = "retryThrottling.tokenRatio"
 		}
-		f.Stacks = append(f.Stacks, NamedStack{Name: name, Stack: s})
-		for _, n := range en.Names {
+		im.File.Stacks = append(im.File.Stacks, NamedStack{Name: stack, Stack: s})
+		im.Origins[stack] = o
+		im.place(stack, o)
+		if pol != "" && en.MaxAttempts > policygrpc.MaxServiceConfigAttempts {
+			im.note(stack, o, NoteCapped, pol+".maxAttempts", fmt.Sprint(en.MaxAttempts),
+				"maxAttempts %d, which gRPC caps at %d; the stack makes %d", en.MaxAttempts, policygrpc.MaxServiceConfigAttempts, attempts)
+		}
+		if s.Budget != nil {
+			im.note(stack, o, NoteDiffers, "retryThrottling", "",
+				"the channel's one token bucket, shared by every method; the stack has a bucket of its own, of the same size")
+		}
+		for j, n := range en.Names {
 			n = strings.Trim(n, "/")
+			_, pos := o.Field("")
+			if line, col := sc.Position(fmt.Sprintf("%s.name[%d]", en.Field, j)); line > 0 {
+				pos.Line, pos.Column = line, col
+			}
 			if n == "" {
-				routes.Default = ptr(name)
+				routes.Default = ptr(stack)
+				im.pos["grpc.default"] = pos
 				continue
 			}
-			routes.Routes = append(routes.Routes, GRPCRoute{Name: ptr(n), Stack: ptr(name)})
+			im.pos[fmt.Sprintf("grpc.routes[%d]", len(routes.Routes))] = pos
+			im.pos[fmt.Sprintf("grpc.routes[%d].name", len(routes.Routes))] = pos
+			routes.Routes = append(routes.Routes, GRPCRoute{Name: ptr(n), Stack: ptr(stack)})
 		}
 	}
-	f.GRPC = routes
-	return f
+	im.File.GRPC = routes
+	return im
 }
 
 func ptr[T any](v T) *T { return &v }

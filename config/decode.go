@@ -189,7 +189,7 @@ func (d *decoder) duration(n *yaml.Node, path string, v reflect.Value) {
 		d.problem(n, path, "is the bare number %s; write a duration with its unit, such as \"%sms\" or \"%ss\"", n.Value, n.Value, n.Value)
 		return
 	}
-	if n.Value == "off" && (strings.HasSuffix(path, "deadline") || strings.HasSuffix(path, "attempt_timeout")) {
+	if n.Value == "off" && (strings.HasSuffix(path, "deadline") || strings.HasSuffix(path, "attempt_timeout") || strings.HasSuffix(path, "max_hint")) {
 		v.Set(reflect.ValueOf(Duration{Off: true}))
 		return
 	}

@@ -81,6 +81,21 @@
 // service config's names are (policygrpc.Routes), then grpc.default. [Config.Explain]
 // covers both tables and every stack; `backstop explain -config` prints it.
 //
+// # Imports
+//
+// Envoy routes and gRPC service configs convert into the same model: [ImportEnvoy]
+// takes what policyenvoy.Parse read, [ImportServiceConfig] what
+// policygrpc.ParseServiceConfig read, and each returns an [Import]: the [File] (which
+// [Encode] writes out), each stack's [Origin] (the route or methodConfig entry it
+// was, whose [Origin.Field] names and places the original's field a stack's field
+// came from), and a [Note] for everything the original says that the model says
+// otherwise or cannot say — never dropped in silence. [Import.Build] loads an import
+// as [Parse] loads a file, its problems placed in the original, so that one
+// [Config] — and one path in `backstop explain` and `backstop lint` — serves all
+// three formats. An Envoy route's stack has a retry of strategy envoy (Envoy's
+// back-off) and max_hint off (Envoy waits its back-off whatever a server asks),
+// unless rate_limited_retry_back_off gives a max_interval.
+//
 // # Reload
 //
 // A [Loader] holds the running [Config] and replaces it on [Loader.Reload] (for SIGHUP)

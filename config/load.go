@@ -21,6 +21,7 @@ import (
 	"github.com/backstop-go/backstop/deadline"
 	"github.com/backstop-go/backstop/event"
 	"github.com/backstop-go/backstop/policy"
+	"github.com/backstop-go/backstop/policyenvoy"
 	"github.com/backstop-go/backstop/policygrpc"
 	"github.com/backstop-go/backstop/policyhttp"
 	"github.com/backstop-go/backstop/ratelimit"
@@ -61,7 +62,9 @@ type Config struct {
 	http                   *policyhttp.Routes
 	grpc                   *policygrpc.Routes
 	httpRoutes, grpcRoutes []routeInfo
-	pos                    map[string]Pos // every field written, by path
+	pos                    map[string]Pos    // every field written, by path
+	origins                map[string]Origin // an import's stacks: what each was
+	notes                  []Note            // an import's notes
 }
 
 // routeInfo is one route as written, for explanations.
@@ -440,8 +443,11 @@ func (b *builder) stack(name string, s Stack) *stack {
 		}
 		st.stream = b.wrap(name, streamed)
 	}
-	if present(s, StageRetry) {
-		b.classification(name, st, s.Retry)
+	switch {
+	case present(s, StageRetry):
+		b.classification(st, "retry", s.Retry.HTTPStatuses, s.Retry.GRPCCodes)
+	case present(s, StageHedge):
+		b.classification(st, "hedge", nil, s.Hedge.GRPCCodes)
 	}
 	return st
 }
@@ -733,8 +739,13 @@ func (b *builder) stage(name, stage string, s Stack) policy.Policy {
 			b.problem(name, "retry.attempts", nil, "is %d; want ≥ 1 (1 never retries)", *c.Attempts)
 			return nil
 		}
-		p, err = retry.New(retry.Options{MaxAttempts: intp(c.Attempts), Base: durp(c.Base), Cap: durp(c.Cap),
+		var rt *retry.Retry
+		rt, err = retry.New(retry.Options{MaxAttempts: intp(c.Attempts), Base: durp(c.Base), Cap: durp(c.Cap),
 			Strategy: strat, MaxHintDelay: durp(c.MaxHint), Clock: b.o.Clock, Rand: b.o.Rand})
+		p = rt
+		if err == nil && c.MaxHint != nil && c.MaxHint.Off {
+			p = &hintless{rt}
+		}
 	case StageHedge:
 		c := s.Hedge
 		p, err = retry.NewHedge(retry.HedgeOptions{MaxAttempts: intp(c.Attempts), Delay: durp(c.Delay), Clock: b.o.Clock})
@@ -775,7 +786,7 @@ func (b *builder) stage(name, stage string, s Stack) policy.Policy {
 }
 
 // Strategy names, as retry.strategy takes them.
-var strategies = []string{"full", "equal", "decorrelated", "none", "grpc"}
+var strategies = []string{"full", "equal", "decorrelated", "none", "grpc", "envoy"}
 
 func (b *builder) strategy(name string, c *Retry) (retry.Strategy, bool) {
 	s := "full"
@@ -797,33 +808,34 @@ func (b *builder) strategy(name string, c *Retry) (retry.Strategy, bool) {
 		return retry.None{}, true
 	case "grpc":
 		return retry.GRPC{Multiplier: floatp(c.Multiplier)}, true // retry.New checks it
+	case "envoy":
+		return policyenvoy.Backoff{}, true
 	}
 	b.problem(name, "retry.strategy", nil, "is %q; want one of %s%s", s, strings.Join(strategies, ", "), suggest(s, strategies))
 	return nil, false
 }
 
-// classification builds the stack's HTTP classifier and gRPC codes from its retry.
-func (b *builder) classification(name string, st *stack, r *Retry) {
-	if r == nil {
-		return
-	}
-	if r.HTTPStatuses != nil {
+// classification builds the stack's HTTP classifier and gRPC codes from its retry's
+// (or hedge's, stage) statuses and codes.
+func (b *builder) classification(st *stack, stage string, statuses []int, grpcCodes []string) {
+	name := st.name
+	if statuses != nil {
 		set := make(map[int]bool)
-		for i, code := range r.HTTPStatuses {
+		for i, code := range statuses {
 			if code < 400 || code > 599 {
-				b.problem(name, fmt.Sprintf("retry.http_statuses[%d]", i), nil, "is %d; want a status from 400 to 599", code)
+				b.problem(name, fmt.Sprintf("%s.http_statuses[%d]", stage, i), nil, "is %d; want a status from 400 to 599", code)
 				continue
 			}
 			set[code] = true
 		}
 		st.classify = statusClassifier(set)
 	}
-	if r.GRPCCodes != nil {
+	if grpcCodes != nil {
 		st.codes = []codes.Code{}
-		for i, name := range r.GRPCCodes {
+		for i, name := range grpcCodes {
 			var c codes.Code
 			if err := c.UnmarshalJSON([]byte(fmt.Sprintf("%q", name))); err != nil || c == codes.OK {
-				b.problem(st.name, fmt.Sprintf("retry.grpc_codes[%d]", i), nil, "is %q; want a gRPC status code name other than OK, such as UNAVAILABLE", name)
+				b.problem(st.name, fmt.Sprintf("%s.grpc_codes[%d]", stage, i), nil, "is %q; want a gRPC status code name other than OK, such as UNAVAILABLE", name)
 				continue
 			}
 			st.codes = append(st.codes, c)

@@ -92,7 +92,7 @@ http:
 	require.Equal(t, []string{
 		`backstop.yaml:2:13: defaults.deadline: is the bare number 250; write a duration with its unit, such as "250ms" or "250s"`,
 		`backstop.yaml:4:5: defaults.retry.attemps: unknown field; want one of enabled, attempts, strategy, base, cap, multiplier, max_hint, http_statuses, grpc_codes (did you mean "attempts"?)`,
-		`backstop.yaml:8:17: stacks.payments.retry.strategy: is "fulll"; want one of full, equal, decorrelated, none, grpc (did you mean "full"?)`,
+		`backstop.yaml:8:17: stacks.payments.retry.strategy: is "fulll"; want one of full, equal, decorrelated, none, grpc, envoy (did you mean "full"?)`,
 		`backstop.yaml:9:13: stacks.payments.retry.base: is "soon", not a duration; want one such as "250ms", "2s" or "1m30s"`,
 		`backstop.yaml:11:29: stacks.payments.breaker.consecutive_failures: is -1; want ≥ 1`,
 		`backstop.yaml:12:29: stacks.payments.budget.ratio.ratio: budget: invalid options: Ratio is 2; want a number in (0, 1]`,

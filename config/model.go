@@ -103,14 +103,17 @@ type Retry struct {
 	Enabled *bool `yaml:"enabled" json:"enabled"`
 	// Attempts counts every attempt, the first included.
 	Attempts *int `yaml:"attempts" json:"attempts"`
-	// Strategy is the backoff: full, equal, decorrelated, none or grpc.
+	// Strategy is the backoff: full, equal, decorrelated, none, grpc or envoy (Envoy's
+	// retry_back_off: retry N waits a random time in [0, (2^N − 1) × base], at most cap).
 	Strategy *string `yaml:"strategy" json:"strategy"`
 	// Base is the first backoff window; Cap bounds it.
 	Base *Duration `yaml:"base" json:"base"`
 	Cap  *Duration `yaml:"cap" json:"cap"`
 	// Multiplier is strategy grpc's growth per retry (default 1.6).
 	Multiplier *float64 `yaml:"multiplier" json:"multiplier"`
-	// MaxHint is the longest server hint (Retry-After, pushback) waited for.
+	// MaxHint is the longest server hint (Retry-After, pushback) waited for; "off"
+	// waits for none: the back-off applies whatever a server asks, as an Envoy route
+	// without rate_limited_retry_back_off does.
 	MaxHint *Duration `yaml:"max_hint" json:"max_hint"`
 	// HTTPStatuses are the response statuses retried through the HTTP transport,
 	// replacing the default classification's.
@@ -126,6 +129,9 @@ type Hedge struct {
 	Enabled  *bool     `yaml:"enabled" json:"enabled"`
 	Attempts *int      `yaml:"attempts" json:"attempts"`
 	Delay    *Duration `yaml:"delay" json:"delay"`
+	// GRPCCodes are the status codes after which the gRPC interceptors go on
+	// hedging (a service config's nonFatalStatusCodes); default UNAVAILABLE.
+	GRPCCodes []string `yaml:"grpc_codes" json:"grpc_codes"`
 }
 
 // Throttle configures client-side adaptive throttling (throttle.New): defaults k 2,
@@ -188,7 +194,7 @@ type GRPCRoute struct {
 
 // Duration is a duration written as a Go duration string ("250ms", "1m30s"); a bare
 // number is refused, its unit being unclear. Off is set by "off", which only a
-// deadline and an attempt timeout accept.
+// deadline, an attempt timeout and a retry's max_hint accept.
 type Duration struct {
 	D   time.Duration
 	Off bool

@@ -193,7 +193,9 @@ func (c *Config) Stacks() []string {
 }
 
 // Stage returns the policy object of a stack's stage (a *breaker.Breaker for
-// "breaker", …), for inspection; nil if the stack has no such stage.
+// "breaker", …), for inspection; nil if the stack has no such stage. A retry is a
+// *retry.Retry, except that with max_hint off it is a policy wrapping one (which
+// takes the servers' hints off its attempts' errors).
 func (c *Config) Stage(stack, stage string) policy.Policy {
 	if st, ok := c.byName[stack]; ok {
 		return st.stages[stage]

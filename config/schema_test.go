@@ -49,13 +49,13 @@ var descriptions = map[string]string{
 	"ratio":                "Retries at most this share of recent calls.",
 	"min_per_second":       "A floor of retries per second (default 10).",
 	"attempts":             "Attempts per call, the first included.",
-	"strategy":             "The backoff strategy (default full).",
+	"strategy":             "The backoff strategy (default full); envoy is Envoy's retry_back_off.",
 	"base":                 "The first backoff window (default 100ms).",
 	"cap":                  "The largest backoff window (default 5s).",
 	"multiplier":           "Strategy grpc's growth per retry (default 1.6).",
-	"max_hint":             "The longest server hint (Retry-After, pushback) waited for (default 30s).",
+	"max_hint":             "The longest server hint (Retry-After, pushback) waited for (default 30s); \"off\" waits for none.",
 	"http_statuses":        "HTTP statuses retried, replacing 408, 429, 502, 503, 504.",
-	"grpc_codes":           "gRPC status codes retried, replacing UNAVAILABLE.",
+	"grpc_codes":           "gRPC status codes retried (for a hedge: after which it goes on hedging), replacing UNAVAILABLE.",
 	"delay":                "How long an attempt may go unanswered before the next starts (default 2s).",
 	"k":                    "Requests per accepted request before refusing (default 2).",
 	"max_concurrent":       "Calls at once (default 10).",
@@ -72,7 +72,7 @@ var descriptions = map[string]string{
 }
 
 var enums = map[string][]string{
-	"strategy":   {"full", "equal", "decorrelated", "none", "grpc"},
+	"strategy":   {"full", "equal", "decorrelated", "none", "grpc", "envoy"},
 	"mode":       {"wait", "refuse"},
 	"order":      {"rate_limit", "deadline", "bulkhead", "throttle", "breaker", "budget", "retry", "hedge", "attempt_timeout"},
 	"grpc_codes": {"CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED", "NOT_FOUND", "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE", "UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED"},
@@ -94,7 +94,7 @@ func schemaOf(t reflect.Type, name string, defs map[string]any) map[string]any {
 	case t == reflect.TypeFor[config.Duration]():
 		s["type"] = "string"
 		s["pattern"] = durationPattern
-		if name == "deadline" || name == "attempt_timeout" {
+		if name == "deadline" || name == "attempt_timeout" || name == "max_hint" {
 			s["pattern"] = `^(off|([0-9]+(\.[0-9]*)?(ns|us|µs|ms|s|m|h))+)$`
 		}
 	case t == reflect.TypeFor[[]config.NamedStack]():

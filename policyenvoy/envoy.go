@@ -13,6 +13,7 @@ import (
 	"time"
 
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/backstop-go/backstop/deadline"
 	"github.com/backstop-go/backstop/fault"
@@ -66,6 +67,11 @@ type Route struct {
 	UnknownRetryOn []string
 	// RetriableStatusCodes are retry_policy.retriable_status_codes, as written.
 	RetriableStatusCodes []int
+	// Match is how the route picks requests, as its RouteMatch says it.
+	Match Match
+	// Domains are the route's virtual host's domains, as written; nil for a Route or a
+	// RouteAction read alone.
+	Domains []string
 	// Pipeline runs a request as Envoy would: deadline, retry, per-attempt timeout.
 	Pipeline *policy.Pipeline
 	// Classifier judges responses as retry_on says, for policyhttp.Options.Classifier.
@@ -76,20 +82,57 @@ type Route struct {
 	policyAt []pathElem // its retry_policy: the route's, or its virtual host's
 }
 
+// Match is a route's RouteMatch: the path it matches by, and the names of the other
+// matchers it sets, which no path pattern can say. The zero value matches every path.
+type Match struct {
+	// Prefix, Path and PathSeparatedPrefix are the path specifier, at most one of them
+	// set; Regex is safe_regex's regex. All are "" for a Route without match.
+	Prefix, Path, PathSeparatedPrefix, Regex string
+	// Others names each other matcher the RouteMatch sets, as Envoy spells it
+	// ("headers", "query_parameters", "case_sensitive", "grpc", …), in field order.
+	Others []string
+}
+
+// matchOf reads m; a nil m matches every path.
+func matchOf(m *routev3.RouteMatch) Match {
+	out := Match{Prefix: m.GetPrefix(), Path: m.GetPath(), PathSeparatedPrefix: m.GetPathSeparatedPrefix(),
+		Regex: m.GetSafeRegex().GetRegex()}
+	if m == nil {
+		return out
+	}
+	m.ProtoReflect().Range(func(fd protoreflect.FieldDescriptor, _ protoreflect.Value) bool {
+		if fd.ContainingOneof() == nil || fd.ContainingOneof().Name() != "path_specifier" {
+			out.Others = append(out.Others, string(fd.Name()))
+		}
+		return true
+	})
+	sort.Slice(out.Others, func(i, j int) bool {
+		return fieldNumber(m, out.Others[i]) < fieldNumber(m, out.Others[j])
+	})
+	return out
+}
+
+func fieldNumber(m *routev3.RouteMatch, name string) protoreflect.FieldNumber {
+	return m.ProtoReflect().Descriptor().Fields().ByName(protoreflect.Name(name)).Number()
+}
+
 // Position returns the 1-based line and column in the parsed input of one of the
 // route's fields, named as Envoy spells it under the RouteAction — "timeout",
 // "retry_policy.num_retries", "retry_policy.retriable_status_codes[0]"; a retry_policy
 // field is looked up where the route's retry_policy is, its own or its virtual
-// host's. A field the input leaves out gives the position of the deepest field above
-// it that the input has, "" the RouteAction's own; 0, 0 when the input gives no
-// positions.
+// host's, and "match", "match.prefix", … in the Route, beside its RouteAction. A
+// field the input leaves out gives the position of the deepest field above it that
+// the input has, "" the RouteAction's own; 0, 0 when the input gives no positions.
 func (r *Route) Position(field string) (line, col int) {
 	if r.src == nil || r.src.root == nil {
 		return 0, 0
 	}
 	base := r.action
-	if field == "retry_policy" || strings.HasPrefix(field, "retry_policy.") {
+	switch {
+	case field == "retry_policy" || strings.HasPrefix(field, "retry_policy."):
 		base, field = r.policyAt, strings.TrimPrefix(strings.TrimPrefix(field, "retry_policy"), ".")
+	case (field == "match" || strings.HasPrefix(field, "match.")) && len(base) > 0 && base[len(base)-1].key == "route":
+		base = base[:len(base)-1] // the Route's match, beside its RouteAction
 	}
 	path := append([]pathElem(nil), base...)
 	path = append(path, parseFieldPath(field)...)

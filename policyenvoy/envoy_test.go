@@ -133,6 +133,7 @@ func TestRoute_Position(t *testing.T) {
 		{rs[0], "", 7, 5}, {rs[0], "timeout", 9, 7}, {rs[0], "retry_policy.num_retries", 4, 33}, {rs[0], "retry_policy", 4, 3},
 		{rs[0], "retry_policy.per_try_timeout", 4, 3},
 		{rs[1], "retry_policy.retriable_status_codes[1]", 15, 39}, {rs[1], "retry_policy.retry_on", 14, 9}, {rs[1], "timeout", 11, 5},
+		{rs[0], "match", 6, 5}, {rs[1], "match.prefix", 10, 13}, {rs[1], "match.headers", 10, 5}, // the Route's match
 	} {
 		l, c := tt.r.Position(tt.field)
 		require.Equal(t, [2]int{tt.line, tt.col}, [2]int{l, c}, "%s: Position(%q)", tt.r.Name, tt.field)
@@ -549,4 +550,29 @@ retry_policy:
 			t.Fatalf("Retry-After %q, X-RateLimit-Reset %q at %d: wait %v; want random(%v, 1.5 × %v)", retryAfter, reset, now, d, want, want)
 		}
 	})
+}
+
+// TestParse_ReadsEachRoutesMatch: a route's path specifier, the other matchers it sets
+// and its virtual host's domains are read as written; a pasted route: block matches
+// every path.
+func TestParse_ReadsEachRoutesMatch(t *testing.T) {
+	rs, err := policyenvoy.Parse([]byte(`virtual_hosts:
+- name: v
+  domains: [api.example.com, "*.example.org"]
+  routes:
+  - match: {prefix: /api/, headers: [{name: x-canary, present_match: true}], case_sensitive: false}
+    route: {cluster: a}
+  - match: {path: /health}
+    route: {cluster: a}
+  - match: {safe_regex: {regex: "/v[0-9]+/.*"}}
+    route: {cluster: a}
+`))
+	require.NoError(t, err)
+	require.Equal(t, policyenvoy.Match{Prefix: "/api/", Others: []string{"case_sensitive", "headers"}}, rs[0].Match)
+	require.Equal(t, policyenvoy.Match{Path: "/health"}, rs[1].Match)
+	require.Equal(t, policyenvoy.Match{Regex: "/v[0-9]+/.*"}, rs[2].Match)
+	require.Equal(t, []string{"api.example.com", "*.example.org"}, rs[0].Domains)
+	pasted := parseOne(t, "route: {cluster: a, timeout: 1s}")
+	require.Equal(t, policyenvoy.Match{Prefix: "/"}, pasted.Match)
+	require.Nil(t, pasted.Domains)
 }

@@ -138,6 +138,10 @@ func ParseWith(data []byte, o Options) ([]*Route, error) {
 				return nil, err
 			}
 			r.src = src
+			r.Match = matchOf(rt.GetMatch())
+			if len(vh.GetDomains()) > 0 {
+				r.Domains = append([]string(nil), vh.GetDomains()...)
+			}
 			r.action = append(routeAt(v, i), actionKey...)
 			r.policyAt = append(append([]pathElem(nil), r.action...), pathElem{key: "retry_policy"})
 			if ra.GetRetryPolicy() == nil && vh.GetRetryPolicy() != nil {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/backstop-go/backstop/config"
 	"github.com/backstop-go/backstop/policy"
 	"github.com/backstop-go/backstop/policyenvoy"
 	"github.com/backstop-go/backstop/policygrpc"
@@ -51,6 +52,9 @@ type routeView struct {
 
 	UnknownRetryOn        []string `json:"unknown_retry_on,omitempty"`
 	NotHonouredByBackstop []string `json:"not_honoured_by_backstop,omitempty"`
+	// BackstopDiffers says where the route's stack in Backstop's model does otherwise
+	// than Envoy, or cannot say what it says: its match, its routing.
+	BackstopDiffers []string `json:"backstop_differs,omitempty"`
 }
 
 // methodView is a gRPC methodConfig entry explained in gRPC's words.
@@ -82,6 +86,8 @@ type methodView struct {
 
 	WorstCaseSeconds *float64 `json:"worst_case_seconds"` // null: unbounded
 	WorstCaseBoundBy string   `json:"worst_case_bound_by"`
+
+	BackstopDiffers []string `json:"backstop_differs,omitempty"`
 }
 
 type throttlingView struct {
@@ -109,13 +115,47 @@ func waitsOf(e policy.Explanation) []wait {
 	return out
 }
 
-func explainRoute(file string, r *policyenvoy.Route) routeView {
-	e := r.Explain()
-	line, col := r.Position("")
-	line, col = max(line, 1), max(col, 1)
-	v := routeView{Config: "envoy-route", File: file, Line: line, Column: col, Name: r.Name,
-		Retries: r.Retrying, NumRetries: r.NumRetries, RetryOn: r.RetryOn, RetriableStatusCodes: r.RetriableStatusCodes,
-		UnknownRetryOn: r.UnknownRetryOn, NotHonouredByBackstop: r.Unsupported, AttemptsAtMost: 1}
+// viewsOf explains a configuration: a Backstop file as its routing tables and
+// stacks; an imported one stack by stack, each in its original's words.
+func viewsOf(c *config.Config) []any {
+	e := c.Explain()
+	var views []any
+	for _, se := range e.Stacks {
+		o, ok := c.Origin(se.Name)
+		if !ok {
+			return []any{configView{e}}
+		}
+		s, _ := c.Settings(se.Name)
+		var differs []string
+		for _, n := range c.Notes() {
+			if n.Stack == se.Name && (n.Reason == config.NoteDiffers || n.Reason == config.NoteNotCarried && !isRetryField(n.Field)) {
+				differs = append(differs, n.Field+": "+n.Msg)
+			}
+		}
+		switch o.Format {
+		case config.FormatEnvoy:
+			views = append(views, explainRoute(o, se, s, differs))
+		case config.FormatGRPC:
+			views = append(views, explainMethod(o, se, s, differs))
+		}
+	}
+	return views
+}
+
+// isRetryField reports whether an Envoy field is one of a route's retry settings,
+// which the route's view lists as not honoured, rather than of its match.
+func isRetryField(field string) bool {
+	return strings.HasPrefix(field, "retry_policy") || field == "hedge_policy"
+}
+
+// explainRoute explains an Envoy route from its stack in the model: the attempts,
+// back-off and worst case are the stack's, the words Envoy's.
+func explainRoute(o config.Origin, se config.StackExplanation, s config.Stack, differs []string) routeView {
+	r, e := o.Route, se.Explanation
+	_, pos := o.Field("")
+	v := routeView{Config: "envoy-route", File: pos.File, Line: max(pos.Line, 1), Column: max(pos.Column, 1), Name: r.Name,
+		Retries: e.MaxAttempts > 1, NumRetries: r.NumRetries, RetryOn: r.RetryOn, RetriableStatusCodes: r.RetriableStatusCodes,
+		UnknownRetryOn: r.UnknownRetryOn, NotHonouredByBackstop: r.Unsupported, AttemptsAtMost: e.MaxAttempts, BackstopDiffers: differs}
 	if v.RetryOn == nil {
 		v.RetryOn = []string{}
 	}
@@ -129,15 +169,19 @@ func explainRoute(file string, r *policyenvoy.Route) routeView {
 	if r.PerTryTimeout > 0 {
 		v.PerTryTimeoutSeconds = seconds(r.PerTryTimeout)
 	}
-	if r.Retrying {
-		v.AttemptsAtMost = r.NumRetries + 1
-		v.BaseIntervalSeconds, v.MaxIntervalSeconds = r.BaseInterval.Seconds(), r.MaxInterval.Seconds()
+	if s.AttemptTimeout != nil && !s.AttemptTimeout.Off {
+		v.PerTryTimeoutSeconds = seconds(s.AttemptTimeout.D)
+	}
+	if v.Retries {
+		v.NumRetries = e.MaxAttempts - 1
+		base, maxInterval := s.Retry.Base.D, s.Retry.Cap.D
+		v.BaseIntervalSeconds, v.MaxIntervalSeconds = base.Seconds(), maxInterval.Seconds()
 		v.BackOff = fmt.Sprintf("Envoy's fully jittered exponential back-off: retry N waits a random time in "+
-			"[0, (2^N − 1) × %v] (base_interval), at most %v (max_interval)", r.BaseInterval, r.MaxInterval)
+			"[0, (2^N − 1) × %v] (base_interval), at most %v (max_interval)", base, maxInterval)
 		v.Waits = waitsOf(e)
 	}
 	v.RateLimitedResetHeaders = r.ResetHeaders
-	v.RetryAfterHonoured, v.RetryAfter = retryAfter(r)
+	v.RetryAfterHonoured, v.RetryAfter = retryAfter(r, v.Retries)
 	if e.WorstCaseFrom != "" {
 		v.WorstCaseSeconds = seconds(e.WorstCase)
 	}
@@ -156,8 +200,8 @@ func explainRoute(file string, r *policyenvoy.Route) routeView {
 
 // retryAfter says whether the route honours a server's Retry-After: Envoy does only
 // with rate_limited_retry_back_off naming it among its reset_headers.
-func retryAfter(r *policyenvoy.Route) (bool, string) {
-	if !r.Retrying {
+func retryAfter(r *policyenvoy.Route, retrying bool) (bool, string) {
+	if !retrying {
 		return false, "not honoured: the route does not retry"
 	}
 	var named string
@@ -180,12 +224,13 @@ func retryAfter(r *policyenvoy.Route) (bool, string) {
 	return true, "honoured as a reset header; " + s
 }
 
-func explainMethod(file string, sc *policygrpc.ServiceConfig, en policygrpc.Entry) methodView {
-	e := en.Pipeline.Explain()
-	line, col := sc.Position(en.Field)
-	line, col = max(line, 1), max(col, 1)
-	v := methodView{Config: "grpc-method-config", File: file, Line: line, Column: col, Field: en.Field, Names: en.Names,
-		Policy: "none", AttemptsAtMost: e.MaxAttempts}
+// explainMethod explains a gRPC methodConfig entry from its stack in the model: the
+// attempts, back-off and worst case are the stack's, the words gRFC A6's.
+func explainMethod(o config.Origin, se config.StackExplanation, s config.Stack, differs []string) methodView {
+	sc, en, e := o.ServiceConfig, o.Entry, se.Explanation
+	_, pos := o.Field("")
+	v := methodView{Config: "grpc-method-config", File: pos.File, Line: max(pos.Line, 1), Column: max(pos.Column, 1), Field: en.Field,
+		Names: en.Names, Policy: "none", AttemptsAtMost: e.MaxAttempts, BackstopDiffers: differs}
 	if en.Timeout > 0 {
 		v.TimeoutSeconds = seconds(en.Timeout)
 	}
@@ -273,6 +318,9 @@ func (v routeView) text(w io.Writer) {
 	for _, u := range v.NotHonouredByBackstop {
 		row("not honoured by Backstop", "%s", u)
 	}
+	for _, d := range v.BackstopDiffers {
+		row("Backstop's stack", "%s", d)
+	}
 }
 
 func (v methodView) text(w io.Writer) {
@@ -318,6 +366,9 @@ func (v methodView) text(w io.Writer) {
 		row("worst case", "%s, bound by the %s", secs(v.WorstCaseSeconds), v.WorstCaseBoundBy)
 	} else {
 		row("worst case", "unbounded: %s", strings.TrimPrefix(v.WorstCaseBoundBy, "nothing: "))
+	}
+	for _, d := range v.BackstopDiffers {
+		row("Backstop's stack", "%s", d)
 	}
 }
 

@@ -9,8 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"google.golang.org/grpc/codes"
-
+	"github.com/backstop-go/backstop/config"
 	"github.com/backstop-go/backstop/policy"
 	"github.com/backstop-go/backstop/policyenvoy"
 	"github.com/backstop-go/backstop/policygrpc"
@@ -58,7 +57,7 @@ var checks = []check{
 	{"no-throttling", levelWarning, "a gRPC config that retries with no retryThrottling: nothing stops the retries in an outage"},
 	{"no-budget", levelWarning, "a Backstop stack that retries with no budget: nothing stops the retries in an outage"},
 	{"cluster-budget", levelInfo, "an Envoy route that retries: its bound in an outage is the cluster's circuit_breakers retry_budget, which a route config cannot show"},
-	{"not-honoured", levelInfo, "a field or condition Envoy honours and Backstop's pipeline for the route does not (retriable_headers, hedge_policy, gRPC conditions on an HTTP route, …)"},
+	{"not-honoured", levelInfo, "a field or condition Envoy honours and Backstop's pipeline for the route does not (retriable_headers, hedge_policy, gRPC conditions on an HTTP route, …), or a match its routing table cannot say (a regex, headers, a wildcard domain)"},
 }
 
 func levelOf(id string) string {
@@ -147,26 +146,21 @@ func (l *linter) refused(file string, err error) {
 
 func lint(in *input, maxWorstCase time.Duration) []finding {
 	l := &linter{in: in, maxWorstCase: maxWorstCase}
-	if in.envoyErr != nil {
-		l.refused(in.envoyFile, in.envoyErr)
-	}
-	if in.grpcErr != nil {
-		l.refused(in.grpcFile, in.grpcErr)
-	}
-	for _, r := range in.routes {
-		l.route(r)
-	}
-	if in.grpc != nil {
-		for _, en := range in.grpc.Entries() {
-			l.method(en)
+	for _, src := range in.sources {
+		var ce *config.Error
+		switch {
+		case src.err == nil:
+		case errors.As(src.err, &ce) || src.format == formatBackstop:
+			l.configRefused(src.file, src.err)
+		default:
+			l.refused(src.file, src.err)
 		}
-	}
-	if in.configErr != nil {
-		l.configRefused(in.configFile, in.configErr)
-	}
-	if in.config != nil {
-		for _, se := range in.config.Explain().Stacks {
-			l.stack(in.config, se)
+		if src.config == nil {
+			continue
+		}
+		notes := src.config.Notes()
+		for _, se := range src.config.Explain().Stacks {
+			l.stack(src, se, notes)
 		}
 	}
 	l.owners()
@@ -211,91 +205,208 @@ func columnOf(data []byte, line, col int, word string) int {
 	return col
 }
 
-func (l *linter) route(r *policyenvoy.Route) {
-	file := l.in.envoyFile
-	where := fmt.Sprintf("route %q", r.Name)
-	at := func(field string) (int, int) { return r.Position(field) }
-	add := func(id, field, fix, format string, args ...any) {
-		line, col := at(field)
-		l.add(id, file, line, col, where, field, fix, format, args...)
-	}
-	onCondition := func(id, cond, fix, format string, args ...any) {
-		line, col := at("retry_policy.retry_on")
-		col = columnOf(l.in.envoyData, line, col, cond)
-		l.add(id, file, line, col, where, "retry_policy.retry_on", fix, format, args...)
-	}
-	for _, c := range r.UnknownRetryOn {
-		fix := "spell it as one of " + strings.Join(policyenvoy.RetryOnConditions(), ", ")
-		if near := nearest(c, policyenvoy.RetryOnConditions()); near != "" {
-			fix = fmt.Sprintf("did you mean %s? Envoy's conditions are %s", near, strings.Join(policyenvoy.RetryOnConditions(), ", "))
+// stack lints one stack of a configuration, whatever its format: a Backstop file's
+// stack, an Envoy route or a gRPC methodConfig entry imported into the model. The
+// checks read the model; the words, fields and places are the original's.
+func (l *linter) stack(src *source, se config.StackExplanation, notes []config.Note) {
+	c, e := src.config, se.Explanation
+	s, _ := c.Settings(se.Name)
+	o, imported := c.Origin(se.Name)
+	format, where := formatBackstop, "stack "+se.Name
+	if imported {
+		format = o.Format
+		switch format {
+		case formatEnvoy:
+			where = fmt.Sprintf("route %q", o.Route.Name)
+		case formatGRPC:
+			where = strings.Join(o.Entry.Names, ", ")
 		}
-		onCondition("unknown-retry-on", c, fix, "retry_on %q is not a condition Envoy knows: it never retries on it", c)
 	}
-	for _, u := range r.Unsupported {
-		field, cond, _ := strings.Cut(u, " ")
-		if field == "retry_policy.retry_on" {
-			cond, _, _ = strings.Cut(cond, " ")
-			onCondition("not-honoured", cond, "keep these retries in Envoy, or express them in the application", "Backstop does not honour %s", u)
+	// place returns the field at rel ("retry.attempts") as the original spells it,
+	// and where it is written.
+	place := func(rel string) (string, config.Pos) {
+		if imported {
+			return o.Field(rel)
+		}
+		pos, field := positionOf(c, se.Name, rel)
+		return field, pos
+	}
+	add := func(id, rel, fix, format string, args ...any) {
+		field, pos := place(rel)
+		l.add(id, pos.File, pos.Line, pos.Column, where, field, fix, format, args...)
+	}
+	// onWord places a finding on one word of the field at rel (a retry_on condition).
+	onWord := func(id, rel, word, fix, format string, args ...any) {
+		field, pos := place(rel)
+		l.add(id, pos.File, pos.Line, columnOf(src.data, pos.Line, pos.Column, word), where, field, fix, format, args...)
+	}
+	for _, n := range notes {
+		if n.Stack == se.Name {
+			l.note(src, where, n)
+		}
+	}
+	if e.MaxAttempts < 2 {
+		return
+	}
+	retryField := "retry"
+	if slices.Contains(se.Order, "hedge") {
+		retryField = "hedge"
+	}
+	var perTry time.Duration
+	if s.AttemptTimeout != nil && !s.AttemptTimeout.Off {
+		perTry = s.AttemptTimeout.D
+	}
+	if format == formatEnvoy && e.MaxAttempts-1 > maxNumRetries {
+		add("num-retries", "retry.attempts", fmt.Sprintf("lower num_retries to %d or fewer; bound the rest with the cluster's retry_budget", maxNumRetries),
+			"num_retries %d: up to %d tries per request, each a load on a service that is already failing", e.MaxAttempts-1, e.MaxAttempts)
+	}
+	if !slices.Contains(se.Order, "deadline") {
+		switch format {
+		case formatEnvoy:
+			worst := "unbounded: no per_try_timeout either, so one hung try holds the request for ever"
+			if e.WorstCaseFrom != "" {
+				worst = fmt.Sprintf("up to %v: %d tries of per_try_timeout %v and their longest waits", e.WorstCase, e.MaxAttempts, perTry)
+			}
+			add("no-timeout", "deadline", "give the route a timeout, e.g. timeout: 15s (Envoy's default), that the caller can wait",
+				"timeout: 0s turns the route's timeout off under %d tries: %s", e.MaxAttempts, worst)
+		case formatGRPC:
+			add("no-timeout", retryField, `give the methodConfig a "timeout", e.g. "5s", that a caller can wait`,
+				"%d attempts with no timeout: unbounded, each attempt may wait for ever unless the caller sets a deadline", e.MaxAttempts)
+		default:
+			add("no-timeout", retryField, "give the stack a deadline, e.g. deadline: 2s, that its callers can wait",
+				"%d attempts with no deadline: unbounded unless every caller sets one", e.MaxAttempts)
+		}
+	}
+	worstAt, worstFix := "deadline", fmt.Sprintf("lower the deadline to %v or less", l.maxWorstCase)
+	switch {
+	case format == formatGRPC:
+		worstFix = fmt.Sprintf(`lower "timeout" to "%gs" or less`, l.maxWorstCase.Seconds())
+	case e.WorstCaseFrom == "attempts" && format == formatEnvoy:
+		worstAt, worstFix = "attempt_timeout", fmt.Sprintf("lower per_try_timeout or num_retries, or give a timeout of %v or less", l.maxWorstCase)
+	case e.WorstCaseFrom == "attempts":
+		worstAt, worstFix = "attempt_timeout", fmt.Sprintf("give the stack a deadline of %v or less", l.maxWorstCase)
+	case format == formatEnvoy:
+		worstFix = fmt.Sprintf("lower timeout to %v or less", l.maxWorstCase)
+	}
+	l.worstCase(e, func(fix, format string, args ...any) { add("worst-case", worstAt, fix, format, args...) }, worstFix)
+	if s.Deadline != nil && !s.Deadline.Off && perTry > 0 {
+		deadline := s.Deadline.D
+		fitAttempts(e, deadline, perTry, func(fit int, need, waits time.Duration) {
+			if format == formatEnvoy {
+				fix := fmt.Sprintf("raise timeout to %v, or lower num_retries to %d", need, max(fit-1, 0))
+				if per := ((deadline - waits) / time.Duration(e.MaxAttempts)).Truncate(time.Millisecond); per > 0 {
+					fix += fmt.Sprintf(", or per_try_timeout to %v", per)
+				}
+				add("attempts-fit", "attempt_timeout", fix,
+					"%d tries of per_try_timeout %v and their back-off do not fit in timeout %v: when tries time out, only %d of %d run",
+					e.MaxAttempts, perTry, deadline, fit, e.MaxAttempts)
+				return
+			}
+			add("attempts-fit", "attempt_timeout", fmt.Sprintf("raise the deadline to %v, or lower %s.attempts to %d", need, retryField, max(fit, 1)),
+				"%d attempts of attempt_timeout %v and their back-off do not fit in the deadline %v: when attempts time out, only %d of %d run",
+				e.MaxAttempts, perTry, deadline, fit, e.MaxAttempts)
+		})
+	}
+	if !slices.Contains(se.Order, "budget") {
+		switch format {
+		case formatEnvoy:
+			add("cluster-budget", "budget", "give the cluster circuit_breakers with a retry_budget (e.g. budget_percent 20) so retries stop in an outage",
+				"the route's retries are bounded in an outage only by its cluster's retry_budget, which the route config does not show")
+		case formatGRPC:
+			add("no-throttling", retryField, `add "retryThrottling": {"maxTokens": 10, "tokenRatio": 0.1} at the top of the config`,
+				"retries with no retryThrottling: in an outage every call makes all %d attempts", e.MaxAttempts)
+		default:
+			add("no-budget", retryField, "add a budget, e.g. budget: {token_bucket: {max_tokens: 10, token_ratio: 0.1}}",
+				"retries with no budget: in an outage every call makes all %d attempts", e.MaxAttempts)
+		}
+	}
+	l.retry500(s, format, place, add, onWord)
+}
+
+// retry500 reports a stack that retries HTTP 500, or gRPC INTERNAL or UNKNOWN.
+func (l *linter) retry500(s config.Stack, format string, place func(rel string) (string, config.Pos), add func(id, rel, fix, format string, args ...any),
+	onWord func(id, rel, word, fix, format string, args ...any)) {
+	var statuses []int
+	var codes []string
+	stage := "retry"
+	switch {
+	case s.Retry != nil && (s.Retry.Enabled == nil || *s.Retry.Enabled):
+		statuses, codes = s.Retry.HTTPStatuses, s.Retry.GRPCCodes
+	case s.Hedge != nil:
+		codes, stage = s.Hedge.GRPCCodes, "hedge"
+	}
+	for i, code := range statuses {
+		if code != 500 {
 			continue
 		}
-		add("not-honoured", field, "keep these retries in Envoy, or express them in the application", "Backstop does not honour %s", u)
-	}
-	if len(r.RetriableStatusCodes) > 0 && !slices.Contains(r.RetryOn, "retriable-status-codes") {
-		add("status-codes-ignored", "retry_policy.retriable_status_codes", `add retriable-status-codes to retry_on, or drop retriable_status_codes`,
-			"retriable_status_codes %v are never retried: retry_on lacks retriable-status-codes", r.RetriableStatusCodes)
-	}
-	if !r.Retrying {
-		return
-	}
-	e := r.Explain()
-	if r.NumRetries > maxNumRetries {
-		add("num-retries", "retry_policy.num_retries", fmt.Sprintf("lower num_retries to %d or fewer; bound the rest with the cluster's retry_budget", maxNumRetries),
-			"num_retries %d: up to %d tries per request, each a load on a service that is already failing", r.NumRetries, r.NumRetries+1)
-	}
-	if r.Timeout == 0 {
-		worst := "unbounded: no per_try_timeout either, so one hung try holds the request for ever"
-		if e.WorstCaseFrom != "" {
-			worst = fmt.Sprintf("up to %v: %d tries of per_try_timeout %v and their longest waits", e.WorstCase, e.MaxAttempts, r.PerTryTimeout)
+		rel := fmt.Sprintf("retry.http_statuses[%d]", i)
+		if format == formatEnvoy {
+			if field, _ := place(rel); field == "retry_policy.retry_on" {
+				onWord("retry-500", rel, "5xx", "retry gateway-error (502, 503, 504) instead, or retriable-status-codes with the codes meant",
+					"retry_on 5xx retries 500, which usually reports a bug a retry hits again")
+				continue
+			}
+			add("retry-500", rel, "retry gateway-error (502, 503, 504) instead, or retriable-status-codes with the codes meant",
+				"retriable_status_codes 500 usually reports a bug that a retry hits again")
+			continue
 		}
-		add("no-timeout", "timeout", "give the route a timeout, e.g. timeout: 15s (Envoy's default), that the caller can wait",
-			"timeout: 0s turns the route's timeout off under %d tries: %s", e.MaxAttempts, worst)
+		add("retry-500", rel, "retry 502, 503 and 504, the statuses of a server that may answer next time",
+			"http_statuses 500 usually reports a bug that a retry hits again")
 	}
-	if e.WorstCaseFrom == "attempts" {
-		l.worstCase(e, func(fix, format string, args ...any) {
-			add("worst-case", "retry_policy.per_try_timeout", fix, format, args...)
-		},
-			fmt.Sprintf("lower per_try_timeout or num_retries, or give a timeout of %v or less", l.maxWorstCase))
-	} else {
-		l.worstCase(e, func(fix, format string, args ...any) { add("worst-case", "timeout", fix, format, args...) },
-			fmt.Sprintf("lower timeout to %v or less", l.maxWorstCase))
-	}
-	l.fit(r, e, add)
-	for _, c := range r.RetryOn {
-		if c == "5xx" {
-			onCondition("retry-500", c, "retry gateway-error (502, 503, 504) instead, or retriable-status-codes with the codes meant",
-				"retry_on 5xx retries 500, which usually reports a bug a retry hits again")
+	for i, code := range codes {
+		if code != "INTERNAL" && code != "UNKNOWN" {
+			continue
 		}
+		field := "grpc_codes"
+		if format == formatGRPC {
+			field = map[string]string{"retry": "retryableStatusCodes", "hedge": "nonFatalStatusCodes"}[stage]
+		}
+		add("retry-500", fmt.Sprintf("%s.grpc_codes[%d]", stage, i), "retry UNAVAILABLE, the code of a server that may answer next time",
+			"%s %s usually reports a bug that a retry hits again", field, code)
 	}
-	add("cluster-budget", "retry_policy", "give the cluster circuit_breakers with a retry_budget (e.g. budget_percent 20) so retries stop in an outage",
-		"the route's retries are bounded in an outage only by its cluster's retry_budget, which the route config does not show")
 }
 
-// worstCase reports a worst case above the threshold.
-func (l *linter) worstCase(e policy.Explanation, add func(fix, format string, args ...any), fix string) {
-	if e.WorstCaseFrom == "" || e.WorstCase <= l.maxWorstCase {
-		return
+// note reports what an imported original says that its stack says otherwise or
+// cannot say, where it is a finding: a retry_on condition Envoy does not know, a
+// setting Backstop does not honour, status codes Envoy ignores, a gRPC maxAttempts
+// above its cap. The other notes are explain's.
+func (l *linter) note(src *source, where string, n config.Note) {
+	switch n.Reason {
+	case config.NoteUnknown:
+		fix := "spell it as one of " + strings.Join(policyenvoy.RetryOnConditions(), ", ")
+		if n.Meant != "" {
+			fix = fmt.Sprintf("did you mean %s? Envoy's conditions are %s", n.Meant, strings.Join(policyenvoy.RetryOnConditions(), ", "))
+		}
+		l.add("unknown-retry-on", n.Pos.File, n.Pos.Line, columnOf(src.data, n.Pos.Line, n.Pos.Column, n.Value), where, n.Field, fix,
+			"retry_on %q is not a condition Envoy knows: it never retries on it", n.Value)
+	case config.NoteNotCarried:
+		const fix = "keep these retries in Envoy, or express them in the application"
+		switch {
+		case n.Field == "retry_policy.retry_on":
+			cond, _, _ := strings.Cut(strings.TrimPrefix(n.Value, n.Field+" "), " ")
+			l.add("not-honoured", n.Pos.File, n.Pos.Line, columnOf(src.data, n.Pos.Line, n.Pos.Column, cond), where, n.Field, fix,
+				"Backstop does not honour %s", n.Value)
+		case isRetryField(n.Field):
+			l.add("not-honoured", n.Pos.File, n.Pos.Line, n.Pos.Column, where, n.Field, fix, "Backstop does not honour %s", n.Value)
+		default:
+			l.add("not-honoured", n.Pos.File, n.Pos.Line, n.Pos.Column, where, n.Field,
+				"route these requests in Envoy, or with a pattern of a Backstop file", "Backstop's routing table does not honour it: %s", n.Msg)
+		}
+	case config.NoteIgnored:
+		l.add("status-codes-ignored", n.Pos.File, n.Pos.Line, n.Pos.Column, where, n.Field,
+			`add retriable-status-codes to retry_on, or drop retriable_status_codes`, "%s", n.Msg)
+	case config.NoteCapped:
+		l.add("max-attempts", n.Pos.File, n.Pos.Line, n.Pos.Column, where, n.Field,
+			fmt.Sprintf("write maxAttempts %d, what gRPC will do", policygrpc.MaxServiceConfigAttempts),
+			"maxAttempts is %s; gRPC silently caps it at %d", n.Value, policygrpc.MaxServiceConfigAttempts)
 	}
-	add(fix,
-		"the worst case is %v (every try timing out, every wait its longest), above %v: callers give up long before, and the tries still load the service",
-		e.WorstCase, l.maxWorstCase)
 }
 
-// fit reports tries that cannot run to their per-try timeout before the route's
-// timeout ends, when every try before them runs to its timeout and every wait is of
-// its mean length: the case the per-try timeout is there for.
-func (l *linter) fit(r *policyenvoy.Route, e policy.Explanation, add func(id, field, fix, format string, args ...any)) {
-	timeout, perTry := r.Timeout, r.PerTryTimeout
-	if timeout <= 0 || perTry <= 0 || e.MaxAttempts < 2 {
+// fitAttempts calls report when the attempts cannot all run to their timeout, with
+// their mean back-off, before the deadline: fit is how many can, need the deadline
+// they all need, waits the mean back-off of them all.
+func fitAttempts(e policy.Explanation, deadline, perTry time.Duration, report func(fit int, need, waits time.Duration)) {
+	if e.MaxAttempts < 2 {
 		return
 	}
 	var sleeps []policy.Sleep
@@ -311,89 +422,67 @@ func (l *linter) fit(r *policyenvoy.Route, e policy.Explanation, add func(id, fi
 			waits += sleeps[k-2].Mean
 		}
 		need = start + perTry
-		if need <= timeout {
+		if need <= deadline {
 			fit = k
 		}
 		start += perTry
 	}
 	if fit < e.MaxAttempts {
-		fix := fmt.Sprintf("raise timeout to %v, or lower num_retries to %d", need, max(fit-1, 0))
-		if per := ((timeout - waits) / time.Duration(e.MaxAttempts)).Truncate(time.Millisecond); per > 0 {
-			fix += fmt.Sprintf(", or per_try_timeout to %v", per)
-		}
-		add("attempts-fit", "retry_policy.per_try_timeout", fix,
-			"%d tries of per_try_timeout %v and their back-off do not fit in timeout %v: when tries time out, only %d of %d run",
-			e.MaxAttempts, perTry, timeout, fit, e.MaxAttempts)
+		report(fit, need, waits)
 	}
 }
 
-func (l *linter) method(en policygrpc.Entry) {
-	if !en.Retrying && !en.Hedging {
+// worstCase reports a worst case above the threshold.
+func (l *linter) worstCase(e policy.Explanation, add func(fix, format string, args ...any), fix string) {
+	if e.WorstCaseFrom == "" || e.WorstCase <= l.maxWorstCase {
 		return
 	}
-	file, sc := l.in.grpcFile, l.in.grpc
-	where := strings.Join(en.Names, ", ")
-	pol := en.Field + ".retryPolicy"
-	codesField := "retryableStatusCodes"
-	if en.Hedging {
-		pol, codesField = en.Field+".hedgingPolicy", "nonFatalStatusCodes"
-	}
-	add := func(id, field, fix, format string, args ...any) {
-		line, col := sc.Position(field)
-		l.add(id, file, line, col, where, field, fix, format, args...)
-	}
-	e := en.Pipeline.Explain()
-	if en.MaxAttempts > policygrpc.MaxServiceConfigAttempts {
-		add("max-attempts", pol+".maxAttempts", fmt.Sprintf("write maxAttempts %d, what gRPC will do", policygrpc.MaxServiceConfigAttempts),
-			"maxAttempts is %d; gRPC silently caps it at %d", en.MaxAttempts, policygrpc.MaxServiceConfigAttempts)
-	}
-	if en.Timeout == 0 {
-		add("no-timeout", pol, `give the methodConfig a "timeout", e.g. "5s", that a caller can wait`,
-			"%d attempts with no timeout: unbounded, each attempt may wait for ever unless the caller sets a deadline", e.MaxAttempts)
-	}
-	l.worstCase(e, func(fix, format string, args ...any) { add("worst-case", en.Field+".timeout", fix, format, args...) },
-		fmt.Sprintf(`lower "timeout" to "%gs" or less`, l.maxWorstCase.Seconds()))
-	if _, ok := sc.Throttling(); !ok {
-		add("no-throttling", pol, `add "retryThrottling": {"maxTokens": 10, "tokenRatio": 0.1} at the top of the config`,
-			"retries with no retryThrottling: in an outage every call makes all %d attempts", e.MaxAttempts)
-	}
-	for i, c := range en.RetryableCodes {
-		if c == codes.Internal || c == codes.Unknown {
-			add("retry-500", fmt.Sprintf("%s.%s[%d]", pol, codesField, i), "retry UNAVAILABLE, the code of a server that may answer next time",
-				"%s %s usually reports a bug that a retry hits again", codesField, policygrpc.StatusCodeName(c))
-		}
-	}
+	add(fix,
+		"the worst case is %v (every try timing out, every wait its longest), above %v: callers give up long before, and the tries still load the service",
+		e.WorstCase, l.maxWorstCase)
 }
 
 // owners reports an Envoy route that retries in front of a gRPC method that retries.
 func (l *linter) owners() {
-	if l.in.grpc == nil {
-		return
+	type retrying struct {
+		attempts int
+		o        config.Origin
 	}
-	for _, r := range l.in.routes {
-		if !r.Retrying {
+	var routes, methods []retrying
+	for _, src := range l.in.sources {
+		if src.config == nil {
 			continue
 		}
-		for _, en := range l.in.grpc.Entries() {
-			if !en.Retrying && !en.Hedging {
+		for _, se := range src.config.Explain().Stacks {
+			o, ok := src.config.Origin(se.Name)
+			if !ok || se.Explanation.MaxAttempts < 2 {
 				continue
 			}
-			for _, name := range en.Names {
-				covers, sure := routeCovers(r.Name, name)
+			switch o.Format {
+			case config.FormatEnvoy:
+				routes = append(routes, retrying{se.Explanation.MaxAttempts, o})
+			case config.FormatGRPC:
+				methods = append(methods, retrying{se.Explanation.MaxAttempts, o})
+			}
+		}
+	}
+	for _, r := range routes {
+		for _, m := range methods {
+			for _, name := range m.o.Entry.Names {
+				covers, sure := routeCovers(r.o.Route.Name, name)
 				if !covers {
 					continue
 				}
-				gl, gc := l.in.grpc.Position(en.Field)
+				_, gp := m.o.Field("")
 				id, how := "two-owners", "on one call path"
 				if !sure {
 					id, how = "maybe-two-owners", "if they are on one call path (the route has no match to tell)"
 				}
-				line, col := r.Position("retry_policy")
-				ea, ga := r.Explain().MaxAttempts, en.Pipeline.Explain().MaxAttempts
-				l.add(id, l.in.envoyFile, line, col, fmt.Sprintf("route %q", r.Name), "retry_policy",
+				field, rp := r.o.Field("retry")
+				l.add(id, rp.File, rp.Line, rp.Column, fmt.Sprintf("route %q", r.o.Route.Name), field,
 					"let one layer retry: drop the route's retry_policy, or the method's retryPolicy",
 					"the mesh retries (%d tries) and %s:%d:%d retries %s (%d attempts) %s: up to %d attempts per request",
-					ea, l.in.grpcFile, gl, gc, name, ga, how, ea*ga)
+					r.attempts, gp.File, gp.Line, gp.Column, name, m.attempts, how, r.attempts*m.attempts)
 			}
 		}
 	}
@@ -412,37 +501,4 @@ func routeCovers(route, grpcPath string) (covers, sure bool) {
 		return p == grpcPath || grpcPath == "/" || (strings.HasSuffix(grpcPath, "/") && strings.HasPrefix(p, grpcPath)), true
 	}
 	return true, false
-}
-
-// nearest returns the word of known within two edits of w, the closest first; "" if
-// none is.
-func nearest(w string, known []string) string {
-	best, bestD := "", 3
-	for _, k := range known {
-		if d := editDistance(strings.ToLower(w), k); d < bestD {
-			best, bestD = k, d
-		}
-	}
-	return best
-}
-
-// editDistance is the Levenshtein distance of a and b, in bytes.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

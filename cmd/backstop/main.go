@@ -1,8 +1,9 @@
 // Command backstop explains and lints retry configurations — Backstop's own
-// configuration files, Envoy routes and gRPC service configs — in their own words: what each route or method will do (tries,
-// timeouts, the back-off as Envoy or gRFC A6 documents it, whether a server's
-// Retry-After or pushback is honoured, the worst case), and what is dangerous in them,
-// each finding with its file:line:column, a one-line why and the fix.
+// configuration files, Envoy routes and gRPC service configs — in their own words:
+// what each route or method will do (tries, timeouts, the back-off as Envoy or gRFC
+// A6 documents it, whether a server's Retry-After or pushback is honoured, the worst
+// case), and what is dangerous in them, each finding with its file:line:column, a
+// one-line why and the fix.
 //
 // Usage:
 //
@@ -22,8 +23,18 @@
 //
 // -envoy takes a RouteConfiguration, a VirtualHost, a Route (with or without match: a
 // pasted route: block loads as it is) or a RouteAction, in YAML or JSON; -grpc a
-// service config in JSON. A file named - is read from standard input (one of the two
-// at most). Every finding and error is placed at file:line:column, a finding about a
+// service config in JSON. A file named - is read from standard input (one of the three
+// at most).
+//
+// One path explains and lints all three: an Envoy config is read by policyenvoy and a
+// service config by policygrpc (so what Envoy or gRPC refuses is refused), then each is
+// imported into the config package's model (config.ImportEnvoy,
+// config.ImportServiceConfig) as a -config file is loaded into it; explain and lint
+// then read every stack of the model alike, speaking of an imported stack in its
+// original's words and placing what they say in its original file. What the model
+// says otherwise than the original is a config.Note: lint reports the notes that are
+// findings (unknown-retry-on, not-honoured, status-codes-ignored, max-attempts), and
+// explain prints the others on a "Backstop's stack" row. Every finding and error is placed at file:line:column, a finding about a
 // file as a whole at its 1:1.
 //
 // lint exits 1 when it finds an error (a config Envoy or gRPC refuses is one), 2 on
@@ -112,23 +123,14 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "backstop %s: -max-worst-case is %v; want a duration > 0\n", cmd, maxWorst)
 		return exitUsage
 	}
-	in, err := load(stdin, *envoyPath, *grpcPath)
+	var o config.Options
+	if *useEnv {
+		o.Env = os.Environ()
+	}
+	in, err := load(stdin, *configPath, o, *envoyPath, *grpcPath)
 	if err != nil {
 		fmt.Fprintf(stderr, "backstop %s: %v\n", cmd, err)
 		return exitUsage
-	}
-	if *configPath != "" {
-		name, data, err := read(stdin, *configPath)
-		if err != nil {
-			fmt.Fprintf(stderr, "backstop %s: %v\n", cmd, err)
-			return exitUsage
-		}
-		in.configFile = name
-		var o config.Options
-		if *useEnv {
-			o.Env = os.Environ()
-		}
-		in.config, in.configErr = config.Parse(name, data, o)
 	}
 	if cmd == "explain" {
 		return explain(in, *asJSON, stdout, stderr)
@@ -136,17 +138,27 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return lintCmd(in, maxWorst, *asJSON, stdout, stderr)
 }
 
-// input is what the files said: the configs read, or why each was refused.
+// input is what the files said, each in the config package's model.
 type input struct {
-	envoyFile, grpcFile string
-	envoyData           []byte
-	routes              []*policyenvoy.Route
-	envoyErr            error // the Envoy config was refused
-	grpc                *policygrpc.ServiceConfig
-	grpcErr             error // the service config was refused
-	configFile          string
-	config              *config.Config
-	configErr           error // the Backstop configuration was refused
+	sources []*source // -config, then -envoy, then -grpc, as given
+}
+
+// The formats of a source: a Backstop file, or the formats the config package imports.
+const (
+	formatBackstop = "backstop"
+	formatEnvoy    = config.FormatEnvoy
+	formatGRPC     = config.FormatGRPC
+)
+
+// source is one file given: its configuration in the model, or why it was refused.
+type source struct {
+	format string
+	file   string
+	data   []byte
+	config *config.Config
+	// err is why the file was refused: by its own parser (a *policyenvoy.ConfigError,
+	// a *policygrpc.ServiceConfigError) or by the model's loader (a *config.Error).
+	err error
 }
 
 func stdinCount(paths ...string) int {
@@ -171,33 +183,49 @@ func read(stdin io.Reader, path string) (name string, data []byte, err error) {
 	return path, data, err
 }
 
-// load reads the files; a config that is refused is kept as its error, for lint to
-// report and explain to print.
-func load(stdin io.Reader, envoyPath, grpcPath string) (*input, error) {
-	var envoyName, grpcName string
-	var envoyData, grpcData []byte
-	var err error
-	if envoyPath != "" {
-		if envoyName, envoyData, err = read(stdin, envoyPath); err != nil {
+// load reads the files given ("" names none) into the model; a file that is refused
+// is kept as its error, for lint to report and explain to print.
+func load(stdin io.Reader, configPath string, o config.Options, envoyPath, grpcPath string) (*input, error) {
+	var names [3]string
+	var data [3][]byte
+	for i, path := range []string{configPath, envoyPath, grpcPath} {
+		if path == "" {
+			continue
+		}
+		var err error
+		if names[i], data[i], err = read(stdin, path); err != nil {
 			return nil, err
 		}
 	}
-	if grpcPath != "" {
-		if grpcName, grpcData, err = read(stdin, grpcPath); err != nil {
-			return nil, err
-		}
+	in := parse(names[1], data[1], names[2], data[2])
+	if names[0] != "" {
+		c, err := config.Parse(names[0], data[0], o)
+		in.sources = append([]*source{{format: formatBackstop, file: names[0], data: data[0], config: c, err: err}}, in.sources...)
 	}
-	return parse(envoyName, envoyData, grpcName, grpcData), nil
+	return in, nil
 }
 
-// parse reads the configs given ("" names none).
+// parse reads an Envoy route configuration and a gRPC service config ("" names
+// none) into the model: each is read by its own parser, which refuses what Envoy or
+// gRPC refuses, then imported (config.ImportEnvoy, config.ImportServiceConfig), so
+// that every format is explained and linted by one path.
 func parse(envoyName string, envoyData []byte, grpcName string, grpcData []byte) *input {
-	in := &input{envoyFile: envoyName, envoyData: envoyData, grpcFile: grpcName}
+	in := &input{}
 	if envoyName != "" {
-		in.routes, in.envoyErr = policyenvoy.Parse(envoyData)
+		src := &source{format: formatEnvoy, file: envoyName, data: envoyData}
+		var routes []*policyenvoy.Route
+		if routes, src.err = policyenvoy.Parse(envoyData); src.err == nil {
+			src.config, src.err = config.ImportEnvoy(envoyName, routes).Build(config.Options{})
+		}
+		in.sources = append(in.sources, src)
 	}
 	if grpcName != "" {
-		in.grpc, in.grpcErr = policygrpc.ParseServiceConfig(grpcData)
+		src := &source{format: formatGRPC, file: grpcName, data: grpcData}
+		var sc *policygrpc.ServiceConfig
+		if sc, src.err = policygrpc.ParseServiceConfig(grpcData); src.err == nil {
+			src.config, src.err = config.ImportServiceConfig(grpcName, sc).Build(config.Options{})
+		}
+		in.sources = append(in.sources, src)
 	}
 	return in
 }
@@ -230,39 +258,28 @@ func placed(file string, err error) string {
 
 func explain(in *input, asJSON bool, stdout, stderr io.Writer) int {
 	failed := false
-	for _, f := range []struct {
-		file string
-		err  error
-	}{{in.envoyFile, in.envoyErr}, {in.grpcFile, in.grpcErr}} {
-		if f.err != nil {
-			fmt.Fprintln(stderr, placed(f.file, f.err))
-			failed = true
+	for _, src := range in.sources {
+		var ce *config.Error
+		switch {
+		case src.err == nil:
+			continue
+		case errors.As(src.err, &ce):
+			for _, p := range ce.Problems {
+				fmt.Fprintln(stderr, p)
+			}
+		case src.format == formatBackstop:
+			fmt.Fprintf(stderr, "%s:1:1: %v\n", src.file, src.err)
+		default:
+			fmt.Fprintln(stderr, placed(src.file, src.err))
 		}
-	}
-	var ce *config.Error
-	if errors.As(in.configErr, &ce) {
-		for _, p := range ce.Problems {
-			fmt.Fprintln(stderr, p)
-		}
-		failed = true
-	} else if in.configErr != nil {
-		fmt.Fprintf(stderr, "%s:1:1: %v\n", in.configFile, in.configErr)
 		failed = true
 	}
 	if failed {
 		return exitUsage
 	}
 	var views []any
-	if in.config != nil {
-		views = append(views, configView{in.config.Explain()})
-	}
-	for _, r := range in.routes {
-		views = append(views, explainRoute(in.envoyFile, r))
-	}
-	if in.grpc != nil {
-		for _, en := range in.grpc.Entries() {
-			views = append(views, explainMethod(in.grpcFile, in.grpc, en))
-		}
+	for _, src := range in.sources {
+		views = append(views, viewsOf(src.config)...)
 	}
 	if asJSON {
 		return writeJSON(stdout, stderr, views)

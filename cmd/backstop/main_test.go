@@ -10,6 +10,10 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/backstop-go/backstop/policy"
+	"github.com/backstop-go/backstop/policyenvoy"
+	"github.com/backstop-go/backstop/policygrpc"
 )
 
 var update = flag.Bool("update", false, "rewrite the README's lint table and sample outputs from the tests")
@@ -508,5 +512,104 @@ func TestConfig_EnvAppliesOverrides(t *testing.T) {
 	code, out, _ := runCLI("lint", "-env", "-config", "testdata/lint/no-budget.backstop.yaml")
 	if code != exitFindings || !strings.Contains(out, "testdata/lint/no-budget.backstop.yaml:1:1: error [refused]: $BACKSTOP_ORDERS_RETRY_ATTEMPTS: stacks.orders.retry.attempts: is 0") {
 		t.Errorf("lint -env = %d:\n%s", code, out)
+	}
+}
+
+// TestExplain_ImportedAsTheirOwnPipelines: explain reads an Envoy route's and a gRPC
+// method's stack in the config model; what it says — tries, per-try timeout, back-off
+// waits, worst case — is what policyenvoy's and policygrpc's own pipelines do.
+func TestExplain_ImportedAsTheirOwnPipelines(t *testing.T) {
+	files, _ := filepath.Glob("testdata/lint/*")
+	files = append(files, "testdata/route.yaml", "testdata/seed-envoy-route.yaml", "testdata/service_config.json", "testdata/seed-grpc-service-config.json")
+	for _, f := range files {
+		if strings.HasSuffix(f, ".backstop.yaml") {
+			continue
+		}
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var own []policy.Explanation
+		flagName := "-envoy"
+		if strings.HasSuffix(f, ".json") {
+			flagName = "-grpc"
+			sc, err := policygrpc.ParseServiceConfig(data)
+			if err != nil {
+				continue // refused: lint's example of a refusal
+			}
+			for _, en := range sc.Entries() {
+				own = append(own, en.Pipeline.Explain())
+			}
+		} else {
+			routes, err := policyenvoy.Parse(data)
+			if err != nil {
+				continue
+			}
+			for _, r := range routes {
+				own = append(own, r.Explain())
+			}
+		}
+		code, out, errs := runCLI("explain", "-json", flagName, f)
+		var views []map[string]any
+		if err := json.Unmarshal([]byte(out), &views); code != exitOK || err != nil || len(views) != len(own) {
+			t.Fatalf("explain -json %s %s = %d, %v, %d views for %d (stderr %q)", flagName, f, code, err, len(views), len(own), errs)
+		}
+		for i, e := range own {
+			v := views[i]
+			if got := v["attempts_at_most"]; got != float64(e.MaxAttempts) {
+				t.Errorf("%s [%d]: attempts_at_most %v; its own pipeline makes %d", f, i, got, e.MaxAttempts)
+			}
+			var worst any
+			if e.WorstCaseFrom != "" {
+				worst = e.WorstCase.Seconds()
+			}
+			if got := v["worst_case_seconds"]; got != worst {
+				t.Errorf("%s [%d]: worst_case_seconds %v; its own pipeline's %v", f, i, got, worst)
+			}
+			waitsKey := map[string]string{"-envoy": "back_off_waits", "-grpc": "backoff_waits"}[flagName]
+			var want any
+			if w := waitsOf(e); len(w) > 0 {
+				raw, _ := json.Marshal(w)
+				_ = json.Unmarshal(raw, &want) // as explain -json reads back
+			}
+			wantWaits, _ := json.Marshal(want)
+			gotWaits, _ := json.Marshal(v[waitsKey])
+			if string(gotWaits) != string(wantWaits) {
+				t.Errorf("%s [%d]: %s %s; its own pipeline's %s", f, i, waitsKey, gotWaits, wantWaits)
+			}
+			for _, st := range e.Stack {
+				if st.Kind == policy.KindAttemptTimeout && v["per_try_timeout_seconds"] != st.Limit.Seconds() {
+					t.Errorf("%s [%d]: per_try_timeout_seconds %v; its own pipeline's %v", f, i, v["per_try_timeout_seconds"], st.Limit)
+				}
+			}
+		}
+	}
+}
+
+// TestImportedNotes: what the model cannot say of an Envoy route is reported, never
+// dropped: a regex match is a not-honoured finding at the route, and explain says
+// where the route's stack routes otherwise.
+func TestImportedNotes(t *testing.T) {
+	src := `virtual_hosts:
+- name: v
+  domains: ["*"]
+  routes:
+  - match: {safe_regex: {regex: "/v[0-9]+/x"}}
+    route: {cluster: a}
+  - match: {prefix: /api}
+    route: {cluster: a, retry_policy: {retry_on: reset, num_retries: 1}}
+`
+	_, out, _ := runStdin(src, "lint", "-envoy", "-")
+	if !strings.Contains(out, `<stdin>:5:13: info [not-honoured]: route "regex /v[0-9]+/x": Backstop's routing table does not honour it: the route matches paths by the regex`) {
+		t.Errorf("lint lacks the regex match as not-honoured:\n%s", out)
+	}
+	_, out, _ = runStdin(src, "explain", "-envoy", "-")
+	for _, want := range []string{
+		`Backstop's stack:         match.safe_regex: the route matches paths by the regex "/v[0-9]+/x", which a pattern cannot say`,
+		"Backstop's stack:         match.prefix: prefix /api matches any path that starts so (/apix too)",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("explain lacks %q:\n%s", want, out)
+		}
 	}
 }
