@@ -98,7 +98,10 @@
 // [base, base + ⌈base/2⌉], never above Refusal.MaxRetryAfter (30 s) jitter included (1 or 2
 // at base 1 s; 16…24 at 16 s), so that rejected clients do not return together:
 // 1 000 clients refused over one second come back with a peak of about 1.2× the mean
-// per 100 ms (BenchmarkRetryAfterSpread).
+// per 100 ms (BenchmarkRetryAfterSpread). A refusal for want of a slot also tells
+// Backstop callers (callpath.HeaderRetryAfterMillis) the same estimate with a slot's
+// time in place of the second: twice the baseline latency times the base, in steps of
+// 10 ms, at most a second.
 // Per-client quotas (Options.Quota, on golang.org/x/time/rate) answer 429 with the
 // time until the client's next token. Requests whose Key names no client share one
 // bucket (Quota.NoKey: or are refused, or — by choice — exempt), and a key longer than
