@@ -12,9 +12,12 @@ import (
 //
 // A Releaser is safe for concurrent use. The zero value is ready to use.
 type Releaser struct {
-	mu   sync.Mutex // guards fns and done
+	mu   sync.Mutex // guards fns, first and done
 	fns  []func()
 	done bool
+	// first holds the first functions handed over, so that a call with an overall
+	// deadline and a per-attempt timeout allocates nothing more for them.
+	first [2]func()
 }
 
 type releaserKey struct{}
@@ -41,6 +44,9 @@ func DeferRelease(ctx context.Context, fn func()) {
 		fn()
 		return
 	}
+	if r.fns == nil {
+		r.fns = r.first[:0]
+	}
 	r.fns = append(r.fns, fn)
 	r.mu.Unlock()
 }
@@ -54,5 +60,6 @@ func (r *Releaser) Release() {
 	r.mu.Unlock()
 	for i := len(fns) - 1; i >= 0; i-- {
 		fns[i]()
+		fns[i] = nil // done: first keeps nothing alive
 	}
 }
