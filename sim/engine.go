@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"container/heap"
 	"sync"
 	"testing/synctest"
 	"time"
@@ -30,31 +29,77 @@ type engine struct {
 }
 
 type item struct {
-	at    time.Time
+	at    int64 // virtual time, in nanoseconds of the bubble's clock
 	seq   uint64
 	index int    // in the heap; -1 once fired or stopped
 	fn    func() // runs on the engine's goroutine and must not block
 }
 
+// events is a binary min-heap of items by (at, seq): typed, so that ordering costs
+// no interface calls.
 type events []*item
 
-func (q events) Len() int { return len(q) }
-func (q events) Less(i, j int) bool {
-	if !q[i].at.Equal(q[j].at) {
-		return q[i].at.Before(q[j].at)
-	}
-	return q[i].seq < q[j].seq
+func (q events) less(i, j int) bool {
+	a, b := q[i], q[j]
+	return a.at < b.at || a.at == b.at && a.seq < b.seq
 }
-func (q events) Swap(i, j int) {
+
+func (q events) swap(i, j int) {
 	q[i], q[j] = q[j], q[i]
 	q[i].index, q[j].index = i, j
 }
-func (q *events) Push(x any) { it := x.(*item); it.index = len(*q); *q = append(*q, it) }
-func (q *events) Pop() any {
+
+func (q events) up(i int) {
+	for i > 0 {
+		parent := (i - 1) / 2
+		if !q.less(i, parent) {
+			return
+		}
+		q.swap(i, parent)
+		i = parent
+	}
+}
+
+// down moves q[i] down and reports whether it moved.
+func (q events) down(i int) bool {
+	start := i
+	for {
+		l := 2*i + 1
+		if l >= len(q) {
+			break
+		}
+		c := l
+		if r := l + 1; r < len(q) && q.less(r, l) {
+			c = r
+		}
+		if !q.less(c, i) {
+			break
+		}
+		q.swap(i, c)
+		i = c
+	}
+	return i > start
+}
+
+func (q *events) push(it *item) {
+	it.index = len(*q)
+	*q = append(*q, it)
+	q.up(it.index)
+}
+
+// remove takes out the item at i and returns it.
+func (q *events) remove(i int) *item {
 	old := *q
-	it := old[len(old)-1]
-	old[len(old)-1] = nil
-	*q = old[:len(old)-1]
+	n := len(old) - 1
+	if i != n {
+		old.swap(i, n)
+	}
+	it := old[n]
+	old[n] = nil
+	*q = old[:n]
+	if i != n && !q.down(i) {
+		q.up(i)
+	}
 	it.index = -1
 	return it
 }
@@ -68,8 +113,8 @@ func (e *engine) After(d time.Duration, fn func()) { e.schedule(max(d, 0), fn) }
 func (e *engine) schedule(d time.Duration, fn func()) *item {
 	e.mu.Lock()
 	e.seq++
-	it := &item{at: time.Now().Add(d), seq: e.seq, fn: fn}
-	heap.Push(&e.q, it)
+	it := &item{at: time.Now().Add(d).UnixNano(), seq: e.seq, fn: fn}
+	e.q.push(it)
 	e.mu.Unlock()
 	select {
 	case e.kick <- struct{}{}:
@@ -85,7 +130,7 @@ func (e *engine) cancel(it *item) bool {
 	if it.index < 0 {
 		return false
 	}
-	heap.Remove(&e.q, it.index)
+	e.q.remove(it.index)
 	return true
 }
 
@@ -110,7 +155,7 @@ func (e *engine) loop(done func() bool) {
 			continue
 		}
 		next := e.q[0]
-		if d := time.Until(next.at); d > 0 {
+		if d := time.Duration(next.at - time.Now().UnixNano()); d > 0 {
 			e.mu.Unlock()
 			sleep.Reset(d)
 			select {
@@ -122,7 +167,7 @@ func (e *engine) loop(done func() bool) {
 			}
 			continue
 		}
-		heap.Pop(&e.q)
+		e.q.remove(0)
 		e.fired++
 		e.mu.Unlock()
 		next.fn()
