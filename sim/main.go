@@ -28,14 +28,9 @@ func Main(fn func(t *testing.T) int) {
 // Tune sets the process up for simulated runs, unless the environment says
 // otherwise: GOMAXPROCS 1 (a run fires one event at a time and waits until every
 // goroutine is blocked, so a second processor only adds hand-offs between threads:
-// the 1 000-service run takes about a third less wall time on one) and GOGC 1000. A
-// run's garbage is short-lived, but its live heap is not small: every deadline's
-// context stays reachable from its stopped timer until the time it was set for (a
-// bubble's timer heap drops stopped timers only when they come due), and each
-// collection marks it all. Collecting a tenth as often as GOGC 100 costs memory: the
-// 1 000-service run at 10⁶ calls peaks at about 1.4 GB (0.7 GB at GOGC 400; 21
-// collections instead of 55, 64 µs of CPU a call instead of 73 in a pair of runs back
-// to back). The figures are the same whatever the setting. The commands call it through [Main]; a test may call
+// the 1 000-service run takes about a third less wall time on one) and GOGC 400 (a run's
+// garbage is short-lived; collecting less often costs some memory). The figures are
+// the same whatever the setting. The commands call it through [Main]; a test may call
 // it (it affects the whole test binary) and restore the settings with the function it
 // returns.
 func Tune() (restore func()) {
@@ -44,7 +39,7 @@ func Tune() (restore func()) {
 		procs = runtime.GOMAXPROCS(1)
 	}
 	if os.Getenv("GOGC") == "" {
-		gc = debug.SetGCPercent(1000)
+		gc = debug.SetGCPercent(400)
 	}
 	return func() {
 		if procs > 0 {
