@@ -2,6 +2,7 @@ package callpath
 
 import (
 	"context"
+	"fmt"
 	"sync"
 )
 
@@ -23,11 +24,30 @@ type Releaser struct {
 type releaserKey struct{}
 
 // WithReleaser returns a copy of ctx carrying a new Releaser, and the Releaser. The
-// caller must call Release once the call's result is no longer used.
+// caller must call Release once the call's result is no longer used. The context and
+// the Releaser are one allocation.
 func WithReleaser(ctx context.Context) (context.Context, *Releaser) {
-	r := &Releaser{}
-	return context.WithValue(ctx, releaserKey{}, r), r
+	c := &releaserCtx{Context: ctx}
+	return c, &c.r
 }
+
+// releaserCtx is a context carrying a Releaser, as context.WithValue would, in one
+// object. Everything but the Releaser's key is its parent's, the cancellation with
+// it, so contexts derived from it register with its parent's as they would through a
+// context of package context.
+type releaserCtx struct {
+	context.Context
+	r Releaser
+}
+
+func (c *releaserCtx) Value(key any) any {
+	if key == any(releaserKey{}) {
+		return &c.r
+	}
+	return c.Context.Value(key)
+}
+
+func (c *releaserCtx) String() string { return fmt.Sprint(c.Context) + ".WithReleaser" }
 
 // DeferRelease hands fn to the Releaser ctx carries, to be called on Release, or calls
 // fn now if ctx carries none or it was released already. Stages that create contexts

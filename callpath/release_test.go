@@ -29,7 +29,7 @@ func TestReleaser(t *testing.T) {
 
 // TestReleaser_TwoHeldFunctionsAllocateNothing: a deadline and a per-attempt timeout
 // hand their cancels to the call's Releaser; holding them costs no allocation beyond
-// the Releaser and its context.
+// the context carrying the Releaser, itself one.
 func TestReleaser_TwoHeldFunctionsAllocateNothing(t *testing.T) {
 	if race.Enabled {
 		t.Skip("the race detector allocates")
@@ -46,6 +46,9 @@ func TestReleaser_TwoHeldFunctionsAllocateNothing(t *testing.T) {
 		callpath.DeferRelease(ctx, nop)
 		r.Release()
 	})
+	if floor > 1 {
+		t.Errorf("WithReleaser and Release allocate %v; want 1 (the context carrying the Releaser)", floor)
+	}
 	if got > floor {
 		t.Errorf("WithReleaser, DeferRelease twice, Release allocates %v; want %v, as WithReleaser and Release alone", got, floor)
 	}
