@@ -200,7 +200,10 @@ func (e *engine) loop(done func() bool) {
 // when one of its timers has been moved to an earlier time and that time comes, so
 // the engine moves one of its own, the sweeper, every sweepEvery events. What the
 // run computes does not change: the sweep only drops timers that will never fire.
-const sweepEvery = 256
+// A sweep goes through the whole heap, the running timers too: at the 1 000-service
+// scale, sweeping every 1 024 events costs about 1 % of the run's CPU and leaves some
+// 5 MB of stopped timers' contexts between sweeps.
+const sweepEvery = 1024
 
 // Clock returns the engine's policy.Clock: Now is the bubble's virtual time and its
 // timers are events of the engine, fired in their turn.
