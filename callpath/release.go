@@ -2,6 +2,7 @@ package callpath
 
 import (
 	"context"
+	"fmt"
 	"sync"
 )
 
@@ -12,19 +13,41 @@ import (
 //
 // A Releaser is safe for concurrent use. The zero value is ready to use.
 type Releaser struct {
-	mu   sync.Mutex // guards fns and done
+	mu   sync.Mutex // guards fns, first and done
 	fns  []func()
 	done bool
+	// first holds the first functions handed over, so that a call with an overall
+	// deadline and a per-attempt timeout allocates nothing more for them.
+	first [2]func()
 }
 
 type releaserKey struct{}
 
 // WithReleaser returns a copy of ctx carrying a new Releaser, and the Releaser. The
-// caller must call Release once the call's result is no longer used.
+// caller must call Release once the call's result is no longer used. The context and
+// the Releaser are one allocation.
 func WithReleaser(ctx context.Context) (context.Context, *Releaser) {
-	r := &Releaser{}
-	return context.WithValue(ctx, releaserKey{}, r), r
+	c := &releaserCtx{Context: ctx}
+	return c, &c.r
 }
+
+// releaserCtx is a context carrying a Releaser, as context.WithValue would, in one
+// object. Everything but the Releaser's key is its parent's, the cancellation with
+// it, so contexts derived from it register with its parent's as they would through a
+// context of package context.
+type releaserCtx struct {
+	context.Context
+	r Releaser
+}
+
+func (c *releaserCtx) Value(key any) any {
+	if key == any(releaserKey{}) {
+		return &c.r
+	}
+	return c.Context.Value(key)
+}
+
+func (c *releaserCtx) String() string { return fmt.Sprint(c.Context) + ".WithReleaser" }
 
 // DeferRelease hands fn to the Releaser ctx carries, to be called on Release, or calls
 // fn now if ctx carries none or it was released already. Stages that create contexts
@@ -41,6 +64,9 @@ func DeferRelease(ctx context.Context, fn func()) {
 		fn()
 		return
 	}
+	if r.fns == nil {
+		r.fns = r.first[:0]
+	}
 	r.fns = append(r.fns, fn)
 	r.mu.Unlock()
 }
@@ -54,5 +80,6 @@ func (r *Releaser) Release() {
 	r.mu.Unlock()
 	for i := len(fns) - 1; i >= 0; i-- {
 		fns[i]()
+		fns[i] = nil // done: first keeps nothing alive
 	}
 }

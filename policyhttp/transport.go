@@ -190,10 +190,13 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	if rw, ok := res.Body.(io.ReadWriteCloser); ok && res.StatusCode == http.StatusSwitchingProtocols {
-		res.Body = &upgradedBody{releasingBody: releasingBody{ReadCloser: rw, release: rel.Release}, w: rw}
+		res.Body = &upgradedBody{releasingBody: releasingBody{ReadCloser: rw, rel: rel}, w: rw}
 		return res, nil
 	}
-	res.Body = &releasingBody{ReadCloser: res.Body, release: rel.Release}
+	// The body lives in the call's state, allocated once: a finished call's state is
+	// no longer touched but for this.
+	a.body = releasingBody{ReadCloser: res.Body, rel: rel}
+	res.Body = &a.body
 	return res, nil
 }
 
@@ -227,6 +230,8 @@ type attempts struct {
 	sent bool           // the first attempt went out (it owns req.Body)
 	res  *http.Response // the response to return: the winner's, or the last one's
 	won  bool           // res succeeded: later responses are losers'
+
+	body releasingBody // the returned response's Body, set after the pipeline returned
 }
 
 func (a *attempts) run(ctx context.Context) error {
@@ -327,16 +332,16 @@ func (t *transport) discard(ctx context.Context, res *http.Response) {
 	closeBody()
 }
 
-// releasingBody releases the pipeline's deadlines when the body is closed.
+// releasingBody releases the pipeline's deadlines when the body is closed (the
+// first time: a Releaser releases once).
 type releasingBody struct {
 	io.ReadCloser
-	once    sync.Once
-	release func()
+	rel *callpath.Releaser
 }
 
 func (b *releasingBody) Close() error {
 	err := b.ReadCloser.Close()
-	b.once.Do(b.release)
+	b.rel.Release()
 	return err
 }
 

@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"container/heap"
 	"sync"
 	"testing/synctest"
 	"time"
@@ -30,31 +29,77 @@ type engine struct {
 }
 
 type item struct {
-	at    time.Time
+	at    int64 // virtual time, in nanoseconds of the bubble's clock
 	seq   uint64
 	index int    // in the heap; -1 once fired or stopped
 	fn    func() // runs on the engine's goroutine and must not block
 }
 
+// events is a binary min-heap of items by (at, seq): typed, so that ordering costs
+// no interface calls.
 type events []*item
 
-func (q events) Len() int { return len(q) }
-func (q events) Less(i, j int) bool {
-	if !q[i].at.Equal(q[j].at) {
-		return q[i].at.Before(q[j].at)
-	}
-	return q[i].seq < q[j].seq
+func (q events) less(i, j int) bool {
+	a, b := q[i], q[j]
+	return a.at < b.at || a.at == b.at && a.seq < b.seq
 }
-func (q events) Swap(i, j int) {
+
+func (q events) swap(i, j int) {
 	q[i], q[j] = q[j], q[i]
 	q[i].index, q[j].index = i, j
 }
-func (q *events) Push(x any) { it := x.(*item); it.index = len(*q); *q = append(*q, it) }
-func (q *events) Pop() any {
+
+func (q events) up(i int) {
+	for i > 0 {
+		parent := (i - 1) / 2
+		if !q.less(i, parent) {
+			return
+		}
+		q.swap(i, parent)
+		i = parent
+	}
+}
+
+// down moves q[i] down and reports whether it moved.
+func (q events) down(i int) bool {
+	start := i
+	for {
+		l := 2*i + 1
+		if l >= len(q) {
+			break
+		}
+		c := l
+		if r := l + 1; r < len(q) && q.less(r, l) {
+			c = r
+		}
+		if !q.less(c, i) {
+			break
+		}
+		q.swap(i, c)
+		i = c
+	}
+	return i > start
+}
+
+func (q *events) push(it *item) {
+	it.index = len(*q)
+	*q = append(*q, it)
+	q.up(it.index)
+}
+
+// remove takes out the item at i and returns it.
+func (q *events) remove(i int) *item {
 	old := *q
-	it := old[len(old)-1]
-	old[len(old)-1] = nil
-	*q = old[:len(old)-1]
+	n := len(old) - 1
+	if i != n {
+		old.swap(i, n)
+	}
+	it := old[n]
+	old[n] = nil
+	*q = old[:n]
+	if i != n && !q.down(i) {
+		q.up(i)
+	}
 	it.index = -1
 	return it
 }
@@ -68,8 +113,8 @@ func (e *engine) After(d time.Duration, fn func()) { e.schedule(max(d, 0), fn) }
 func (e *engine) schedule(d time.Duration, fn func()) *item {
 	e.mu.Lock()
 	e.seq++
-	it := &item{at: time.Now().Add(d), seq: e.seq, fn: fn}
-	heap.Push(&e.q, it)
+	it := &item{at: time.Now().Add(d).UnixNano(), seq: e.seq, fn: fn}
+	e.q.push(it)
 	e.mu.Unlock()
 	select {
 	case e.kick <- struct{}{}:
@@ -85,7 +130,7 @@ func (e *engine) cancel(it *item) bool {
 	if it.index < 0 {
 		return false
 	}
-	heap.Remove(&e.q, it.index)
+	e.q.remove(it.index)
 	return true
 }
 
@@ -93,6 +138,11 @@ func (e *engine) cancel(it *item) bool {
 func (e *engine) loop(done func() bool) {
 	sleep := time.NewTimer(time.Hour)
 	sleep.Stop()
+	// The sweeper is a function timer: a channel timer is in the runtime's heap only
+	// while a goroutine waits on its channel.
+	sweeper := time.AfterFunc(time.Hour, func() {})
+	defer sweeper.Stop()
+	var swept uint64
 	for {
 		synctest.Wait()
 		select { // every other goroutine is blocked: no one schedules now
@@ -110,7 +160,7 @@ func (e *engine) loop(done func() bool) {
 			continue
 		}
 		next := e.q[0]
-		if d := time.Until(next.at); d > 0 {
+		if d := time.Duration(next.at - time.Now().UnixNano()); d > 0 {
 			e.mu.Unlock()
 			sleep.Reset(d)
 			select {
@@ -122,15 +172,38 @@ func (e *engine) loop(done func() bool) {
 			}
 			continue
 		}
-		heap.Pop(&e.q)
+		e.q.remove(0)
 		e.fired++
 		e.mu.Unlock()
 		next.fn()
 		if e.tick != nil {
 			e.tick()
 		}
+		if e.fired-swept >= sweepEvery {
+			swept = e.fired
+			// Due in a nanosecond, earlier than it was: the bubble's timer heap is
+			// swept the next time time moves (see sweepEvery). The sweeper's
+			// function does nothing and touches nothing of the run.
+			sweeper.Reset(time.Hour) // in the heap again if it fired
+			sweeper.Reset(time.Nanosecond)
+		}
 	}
 }
+
+// sweepEvery is how many events the engine fires between sweeps of the bubble's
+// timer heap. A stopped runtime timer (every context deadline that did not run out)
+// stays in a bubble's heap, holding its context and every context above it, until the
+// time it was set for: the runtime drops stopped timers early only from a processor's
+// own heap, never from a bubble's. At the 1 000-service scale that is some 170 000
+// stopped timers, and a live heap of about 70 MB (18 MB swept) that every collection
+// marks. But the runtime does sweep a heap of stopped timers
+// when one of its timers has been moved to an earlier time and that time comes, so
+// the engine moves one of its own, the sweeper, every sweepEvery events. What the
+// run computes does not change: the sweep only drops timers that will never fire.
+// A sweep goes through the whole heap, the running timers too: at the 1 000-service
+// scale, sweeping every 1 024 events costs about 1 % of the run's CPU and leaves some
+// 5 MB of stopped timers' contexts between sweeps.
+const sweepEvery = 1024
 
 // Clock returns the engine's policy.Clock: Now is the bubble's virtual time and its
 // timers are events of the engine, fired in their turn.

@@ -1,9 +1,12 @@
 package sim
 
 import (
+	"context"
+	"runtime"
 	"testing"
 	"testing/synctest"
 	"time"
+	"weak"
 )
 
 // Events fire in time order, ties in the order they were scheduled; a stopped timer
@@ -46,3 +49,34 @@ func TestEngine_OrderStopAndVirtualTime(t *testing.T) {
 		}
 	})
 }
+
+// TestEngine_SweepsStoppedTimers guards the sweep of the bubble's timer heap: a
+// context whose deadline was cancelled long before its time is no longer held by its
+// stopped timer once the engine has fired sweepEvery events, and can be collected.
+func TestEngine_SweepsStoppedTimers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEngine()
+		// The stopped timer stands between two running ones in the heap, neither
+		// first nor last, where the runtime would drop it at once.
+		before := time.AfterFunc(30*time.Minute, func() {})
+		defer before.Stop()
+		value := new([64]byte) // reachable only through the context
+		held := weak.Make(value)
+		_, cancel := context.WithTimeout(context.WithValue(context.Background(), valueKey{}, value), time.Hour)
+		after := time.AfterFunc(2*time.Hour, func() {})
+		defer after.Stop()
+		cancel()
+		value = nil
+		fired := 0
+		for i := range sweepEvery + 1 {
+			e.After(time.Duration(i+1)*time.Millisecond, func() { fired++ })
+		}
+		e.loop(func() bool { return fired == sweepEvery+1 })
+		runtime.GC()
+		if held.Value() != nil {
+			t.Errorf("a cancelled context's value is still reachable after %d events: its stopped timer was not swept", fired)
+		}
+	})
+}
+
+type valueKey struct{}

@@ -205,9 +205,7 @@ func (w *world) userCall(to *service, timeout time.Duration) {
 		ctx, cancel = context.WithTimeout(ctx, timeout)
 	}
 	defer cancel()
-	req := (&http.Request{Method: http.MethodGet, URL: to.url, Host: to.Name, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-		Header: http.Header{}}).WithContext(ctx)
-	res, err := wire{to}.RoundTrip(req)
+	res, err := wire{to}.RoundTrip(to.outbound.WithContext(ctx))
 	outcome := outcomeOK
 	switch {
 	case err != nil && ctx.Err() != nil:

@@ -46,9 +46,13 @@ type world struct {
 type service struct {
 	w *world
 	Service
-	url     *url.URL
-	handler http.Handler
-	hops    []*hop // one per Calls entry
+	url *url.URL
+	// inbound and outbound are the requests the service receives and its callers
+	// send, less the context (and inbound's headers): each request is a copy of one,
+	// made by WithContext. Nobody changes them: policyhttp's transport sends clones.
+	inbound, outbound *http.Request
+	handler           http.Handler
+	hops              []*hop // one per Calls entry
 	// guarded by w.mu: the worker pool, and the requests received
 	busy     int
 	queue    []func()
@@ -75,6 +79,10 @@ func newWorld(sc Scenario) (*world, error) {
 	}
 	for _, s := range sc.Services {
 		sv := &service{w: w, Service: s, url: &url.URL{Scheme: "http", Host: s.Name, Path: "/"}}
+		sv.inbound = &http.Request{Method: http.MethodGet, URL: sv.url, Host: s.Name, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+			Body: http.NoBody, RemoteAddr: "sim", RequestURI: "/"}
+		sv.outbound = &http.Request{Method: http.MethodGet, URL: sv.url, Host: s.Name, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+			Header: http.Header{}}
 		if sv.Stack == "" {
 			sv.Stack = sc.Stack
 		}
@@ -107,44 +115,44 @@ func (c wire) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err := w.network(req.Context()); err != nil { // the request's way there
 		return nil, err
 	}
+	// The service's context is a cancel context of its own, without the caller's
+	// deadline or values (the caller's call-path marks stay in its process), cancelled
+	// with context.Canceled when the caller's context is done. The stages' contexts
+	// derived from it, under the values the middleware adds, find it and register with
+	// it; under a context of another type they could not, and the context package
+	// would start a goroutine for each to wait on its Done.
+	sctx, cancel := context.WithCancel(context.Background())
+	stop := context.AfterFunc(req.Context(), cancel)
+	defer func() {
+		stop()
+		cancel()
+	}()
 	// The headers are the attempt's own: policyhttp's transport clones the request
 	// for each attempt, and the services only read them.
-	sreq := (&http.Request{Method: http.MethodGet, URL: c.to.url, Host: c.to.Name, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-		Header: req.Header, Body: http.NoBody, RemoteAddr: "sim", RequestURI: "/"}).WithContext(detached{req.Context()})
-	rw := &response{}
-	c.to.handler.ServeHTTP(rw, sreq)
+	sreq := c.to.inbound.WithContext(sctx)
+	sreq.Header = req.Header
+	x := &exchange{}
+	c.to.handler.ServeHTTP(&x.rw, sreq)
 	if err := req.Context().Err(); err != nil {
 		return nil, err // the caller went away before the answer
 	}
 	if err := w.network(req.Context()); err != nil { // the answer's way back
 		return nil, err
 	}
-	if rw.status == 0 {
-		rw.status = http.StatusOK
+	status := x.rw.status
+	if status == 0 {
+		status = http.StatusOK
 	}
-	return &http.Response{Status: http.StatusText(rw.status), StatusCode: rw.status, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-		Header: rw.header, Body: http.NoBody, Request: req}, nil
+	x.res = http.Response{Status: http.StatusText(status), StatusCode: status, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header: x.rw.header, Body: http.NoBody, Request: req}
+	return &x.res, nil
 }
 
-// detached is the context a service's request carries: done when the caller's is,
-// with context.Canceled, and without the caller's deadline or values (the caller's
-// call-path marks stay in its process). It costs no goroutine and no registration of
-// its own: a context derived from it registers with the caller's through AfterFunc.
-type detached struct{ caller context.Context }
-
-func (detached) Deadline() (time.Time, bool) { return time.Time{}, false }
-func (d detached) Done() <-chan struct{}     { return d.caller.Done() }
-func (d detached) Err() error {
-	if d.caller.Err() != nil {
-		return context.Canceled
-	}
-	return nil
+// exchange is one request's answer, written and returned: one allocation for both.
+type exchange struct {
+	rw  response
+	res http.Response
 }
-func (detached) Value(any) any { return nil }
-
-// AfterFunc lets context.WithCancel and its kin derive from a detached context
-// without a goroutine each (the context package looks for this method).
-func (d detached) AfterFunc(f func()) func() bool { return context.AfterFunc(d.caller, f) }
 
 // response is the http.ResponseWriter a service answers into: a status and headers
 // (the simulated services send no body).
@@ -270,9 +278,7 @@ func (h *hop) get(ctx context.Context) (answer, error) {
 }
 
 func (h *hop) once(ctx context.Context) (answer, error) {
-	req := (&http.Request{Method: http.MethodGet, URL: h.to.url, Host: h.to.Name, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-		Header: http.Header{}}).WithContext(ctx)
-	res, err := h.client.RoundTrip(req)
+	res, err := h.client.RoundTrip(h.to.outbound.WithContext(ctx))
 	if err != nil {
 		return answer{}, err
 	}
@@ -315,6 +321,20 @@ func (s *service) faultAt(t time.Duration) faultNow {
 	return f
 }
 
+// rejection returns how long a refusal on the call path (a breaker open) asks the
+// caller to wait, and whether err is one. Asked only of errors: the variable that
+// errors.As fills is on the heap.
+func rejection(err error) (time.Duration, bool) {
+	if err == nil {
+		return 0, false
+	}
+	var rej policy.Rejection
+	if !errors.As(err, &rej) {
+		return 0, false
+	}
+	return rej.RetryAfter(), true
+}
+
 var errQueueFull = errors.New("sim: queue full")
 
 // serve is the service's own handler: the fault schedule, its work on a worker, then
@@ -355,10 +375,8 @@ func (s *service) serve(rw http.ResponseWriter, r *http.Request) {
 	}
 	for _, h := range s.hops {
 		a, err := h.get(r.Context())
-		var rej policy.Rejection
-		switch {
-		case errors.As(err, &rej):
-			left := rej.RetryAfter()
+		switch left, refused := rejection(err); {
+		case refused:
 			a = answer{status: http.StatusServiceUnavailable, refused: "breaker",
 				retryAfter: strconv.Itoa(max(1, int(math.Ceil(left.Seconds())))),
 				millis:     strconv.FormatInt(max(1, (left+30*time.Millisecond).Milliseconds()), 10)}
