@@ -28,9 +28,12 @@ const (
 	DefaultWindow     = 100 * time.Millisecond
 	DefaultMinSamples = 10
 	// DefaultLongWindows is how many window means the baseline remembers: the
-	// baseline is the least of them, so a slow-down is learnt after this many windows
-	// at the latest (10 s at the default Window) and an improvement at once.
+	// baseline is the third least of them, so a slow-down is learnt after this many
+	// windows at the latest (10 s at the default Window) and an improvement within
+	// three.
 	DefaultLongWindows = 100
+	// baselineRank is the baseline's rank among the windows remembered.
+	baselineRank = 3
 	// DefaultLatencySamples is how many latencies a window aims to hold: once a
 	// window admits more requests than this, the next times a random share of them.
 	DefaultLatencySamples = 256
@@ -68,9 +71,10 @@ const (
 
 // gradient is the adaptive concurrency limit. Each sample window (Window old and
 // MinSamples latencies) closes with the mean latency of the work that succeeded in it
-// (short), the baseline (the least window mean of the last LongWindows windows), the
-// most requests in flight at once (used) and the requests that arrived (admitted or
-// refused at the limit). With r = short / baseline:
+// (short) and its standard error (err), the baseline (about the least window mean of
+// the last LongWindows windows, see [gradient.baselineLocked]), the most requests in
+// flight at once (used) and the requests that arrived (admitted or refused at the
+// limit). With r = (short − err) / baseline:
 //
 //   - r ≤ Tolerance and the limit was the bound (a request found it full, or used
 //     reached it): the limit grows to what Little's law asks for — arrival rate ×
@@ -136,6 +140,7 @@ type gradient struct {
 	// being closed count towards the next one.
 	start       atomic.Int64 // window start, Unix ns; 0 before the first sample
 	sum         atomic.Int64 // ns
+	sumSq       atomic.Int64 // µs², for the window mean's standard error
 	n           atomic.Int64
 	maxInflight atomic.Int64
 	full        atomic.Int64 // requests that found the limit full (queued or refused), ever
@@ -168,6 +173,7 @@ type gradient struct {
 type window struct {
 	age   time.Duration
 	short float64 // mean latency of the successes timed, ns
+	err   float64 // short's standard error, ns
 	used  int64   // most in flight at once
 	// arrivals is the requests that arrived: admitted, or refused for want of a slot.
 	arrivals uint64
@@ -200,18 +206,41 @@ func (g *gradient) admitted(inflight int64, r policy.Rand) bool {
 // maxStride bounds the stride: even at millions of requests a second, some are timed.
 const maxStride = 1 << 20
 
-// baselineLocked is the latency the limit is judged against: the best window mean of
-// the last LongWindows windows. A baseline that averaged them would drift upwards with
-// the queue it tolerates; the least of them follows real improvements at once and real
-// slow-downs after LongWindows windows (or sooner, see [gradient]). mu must be held.
+// baselineLocked is the latency the limit is judged against: the baselineRank-th
+// (third) best of the last LongWindows windows, each entered at its mean plus the
+// mean's standard error (the best while fewer are known). A baseline that averaged
+// them would drift upwards with the queue it tolerates; one of the best follows real
+// improvements within a few windows and real slow-downs after LongWindows windows (or
+// sooner, see [gradient]). Over noisy latencies — a database whose query times are
+// drawn from an exponential distribution — the very best of a hundred windows' means
+// of ten is a fraction of the mean that no concurrency achieves, and against it most
+// windows would look congested: the limit would fall to one in flight in front of
+// four workers. The standard error lifts a window of few or scattered samples, and
+// the third best leaves out the one or two windows luck made faster still. With no
+// noise both are the mean. mu must be held.
 func (g *gradient) baselineLocked() float64 {
-	best := math.Inf(1)
+	var ranked [baselineRank]float64 // the best so far, ascending; 0: none
+	known := 0
 	for _, m := range g.recent {
-		if m > 0 && m < best {
-			best = m
+		if m <= 0 {
+			continue
+		}
+		known++
+		for i := range ranked {
+			if ranked[i] == 0 || m < ranked[i] {
+				copy(ranked[i+1:], ranked[i:])
+				ranked[i] = m
+				break
+			}
 		}
 	}
-	return best
+	if known == 0 {
+		return math.Inf(1)
+	}
+	if known < baselineRank {
+		return ranked[0] // the best while fewer are known
+	}
+	return ranked[baselineRank-1]
 }
 
 // sample records the latency of a request [gradient.admitted] chose to time; admitted
@@ -221,6 +250,8 @@ func (g *gradient) sample(now time.Time, rtt time.Duration, admitted, refused ui
 	t := now.UnixNano()
 	g.start.CompareAndSwap(0, t)
 	g.sum.Add(int64(rtt))
+	us := int64(rtt / time.Microsecond)
+	g.sumSq.Add(us * us)
 	n := g.n.Add(1)
 	age := time.Duration(t - g.start.Load())
 	switch {
@@ -253,9 +284,14 @@ func (g *gradient) sample(now time.Time, rtt time.Duration, admitted, refused ui
 	g.seen.Store(admitted)
 	g.seenFull, g.seenRefused = full, refused
 	g.start.Store(t)
-	count, sum := g.n.Swap(0), g.sum.Swap(0)
+	count, sum, sumSq := g.n.Swap(0), g.sum.Swap(0), g.sumSq.Swap(0)
 	w.used = g.maxInflight.Swap(0)
 	w.short = float64(sum) / float64(count)
+	if count > 1 {
+		// The standard error of the mean, from the sample variance (µs² to ns²).
+		v := (float64(sumSq)*1e6 - float64(count)*w.short*w.short) / float64(count-1)
+		w.err = math.Sqrt(max(0, v) / float64(count))
+	}
 	if w.short <= 0 {
 		return 0, false
 	}
@@ -278,7 +314,11 @@ func since(now, then uint64) uint64 {
 
 // closeLocked moves the limit on what window w saw; see [gradient]. mu must be held.
 func (g *gradient) closeLocked(w window) {
-	g.recent[g.next] = w.short
+	// A window enters the baseline at its mean plus its standard error and is judged
+	// at its mean less it: over noisy latencies (a database's query times), the best
+	// of a hundred windows' means is far below what any concurrency achieves, and
+	// most windows would look congested; with no noise the two are the mean.
+	g.recent[g.next] = w.short + w.err
 	g.next = (g.next + 1) % len(g.recent)
 	base := g.baselineLocked()
 	g.base.Store(int64(base))
@@ -299,7 +339,7 @@ func (g *gradient) closeLocked(w window) {
 		g.limit, g.probeLimit, g.probing = g.probeLimit, 0, 0
 		return
 	}
-	r := w.short / base
+	r := max(w.short-w.err, 0) / base
 	switch {
 	case r <= g.tol:
 		g.episodeWindows = 0
@@ -343,8 +383,8 @@ func (g *gradient) closeLocked(w window) {
 			for i := range g.recent {
 				g.recent[i] = 0
 			}
-			g.recent[0], g.next = w.short, 1
-			g.base.Store(int64(w.short))
+			g.recent[0], g.next = w.short+w.err, 1
+			g.base.Store(int64(w.short + w.err))
 			g.limit = math.Min(g.max, g.episodeLimit)
 			g.episodeWindows = 0
 		}
