@@ -206,6 +206,10 @@ func (g *gradient) admitted(inflight int64, r policy.Rand) bool {
 // maxStride bounds the stride: even at millions of requests a second, some are timed.
 const maxStride = 1 << 20
 
+// maxSquaredMicros bounds a latency in the window's sum of squares (10 s): 92 000 such
+// samples fit in an int64, far more than a window times.
+const maxSquaredMicros = int64(10 * time.Second / time.Microsecond)
+
 // baselineLocked is the latency the limit is judged against: the baselineRank-th
 // (third) best of the last LongWindows windows, each entered at its mean plus the
 // mean's standard error (the best while fewer are known). A baseline that averaged
@@ -250,7 +254,7 @@ func (g *gradient) sample(now time.Time, rtt time.Duration, admitted, refused ui
 	t := now.UnixNano()
 	g.start.CompareAndSwap(0, t)
 	g.sum.Add(int64(rtt))
-	us := int64(rtt / time.Microsecond)
+	us := min(int64(rtt/time.Microsecond), maxSquaredMicros) // the sum of squares cannot overflow
 	g.sumSq.Add(us * us)
 	n := g.n.Add(1)
 	age := time.Duration(t - g.start.Load())
