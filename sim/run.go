@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"sync"
@@ -506,6 +507,30 @@ func median(sorted []float64) float64 {
 
 // WriteFile writes the summary's JSON (summary.json) to path.
 func (s Summary) WriteFile(path string) error { return os.WriteFile(path, s.JSON(), 0o644) }
+
+// WriteRun writes s into the report folder out, as both commands lay it out:
+// out/<stack>/seed-<seed>/summary.json.
+func WriteRun(out string, s Summary) error {
+	dir := filepath.Join(out, string(s.Stack), fmt.Sprintf("seed-%d", s.Seed))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	return s.WriteFile(filepath.Join(dir, "summary.json"))
+}
+
+// WriteSpread writes a stack's spread over its seeds into the report folder out, as
+// out/<stack>/spread.json, beside its runs' folders ([WriteRun]).
+func WriteSpread(out string, stack Stack, sp Spread) error {
+	dir := filepath.Join(out, string(stack))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(sp, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "spread.json"), append(b, '\n'), 0o644)
+}
 
 // users runs user calls on goroutines kept between calls: a call's deep stack
 // (every hop runs in its caller's goroutine) is grown once, not once per call. An

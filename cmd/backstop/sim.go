@@ -1,14 +1,12 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -342,11 +340,7 @@ func simulate(t *testing.T, c *simConfig, stdout, progress io.Writer) error {
 			}
 			runs = append(runs, s)
 			if c.out != "" {
-				dir := filepath.Join(c.out, string(stack), fmt.Sprintf("seed-%d", seed))
-				if err := os.MkdirAll(dir, 0o755); err != nil {
-					return err
-				}
-				if err := s.WriteFile(filepath.Join(dir, "summary.json")); err != nil {
+				if err := sim.WriteRun(c.out, s); err != nil {
 					return err
 				}
 			}
@@ -355,8 +349,7 @@ func simulate(t *testing.T, c *simConfig, stdout, progress io.Writer) error {
 		rows = append(rows, sim.Row{Stack: stack, Spread: sp})
 		first = append(first, runs[0])
 		if c.out != "" {
-			b, _ := json.MarshalIndent(sp, "", "  ")
-			if err := os.WriteFile(filepath.Join(c.out, string(stack), "spread.json"), append(b, '\n'), 0o644); err != nil {
+			if err := sim.WriteSpread(c.out, stack, sp); err != nil {
 				return err
 			}
 		}

@@ -12,12 +12,10 @@
 package main
 
 import (
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -163,19 +161,14 @@ func simulate(t *testing.T, c config, w io.Writer) error {
 			r.runs = append(r.runs, s)
 			fmt.Fprintf(w, "  %s seed %d: %d calls in %v (%.0f calls per second)\n", stack, seed, s.Calls, el.Round(time.Millisecond), float64(s.Calls)/el.Seconds())
 			if c.out != "" {
-				dir := filepath.Join(c.out, string(stack), fmt.Sprintf("seed-%d", seed))
-				if err := os.MkdirAll(dir, 0o755); err != nil {
-					return err
-				}
-				if err := s.WriteFile(filepath.Join(dir, "summary.json")); err != nil {
+				if err := sim.WriteRun(c.out, s); err != nil {
 					return err
 				}
 			}
 		}
 		r.spread = sim.SpreadOf(r.runs)
 		if c.out != "" {
-			b, _ := json.MarshalIndent(r.spread, "", "  ")
-			if err := os.WriteFile(filepath.Join(c.out, string(stack), "spread.json"), append(b, '\n'), 0o644); err != nil {
+			if err := sim.WriteSpread(c.out, stack, r.spread); err != nil {
 				return err
 			}
 		}
