@@ -63,8 +63,7 @@ func (s *Shedder) briefMillis(r Reason) int {
 		}
 	}
 	base := s.pressure.current(s.clock.Now(), s.admitted.Load())
-	ms := int(min(est*time.Duration(base), maxBriefMillis*time.Millisecond) / time.Millisecond)
-	ms = min(max(ms, millisStep), maxBriefMillis)
+	ms := min(max(int(est*time.Duration(base)/time.Millisecond), millisStep), maxBriefMillis)
 	return ms - ms%millisStep
 }
 
