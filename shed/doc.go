@@ -61,10 +61,15 @@
 // # Queue
 //
 // A request that finds no free slot waits in a short queue (Options.Queue.Max 64) timed in the
-// manner of CoDel, as Facebook describes in "Fail at Scale": it waits at most 100 ms,
-// but once a standing queue exists (the queue has not been empty for 100 ms) only 5 ms,
-// and the newest request is served first (LIFO), since the oldest are the likeliest to
-// have been given up on. Critical requests leave the queue first. While requests
+// manner of CoDel, as Facebook describes in "Fail at Scale": it waits at most the
+// interval, but once a standing queue exists (the queue has not been empty for the
+// interval) only 5 ms, and the newest request is served first (LIFO), since the oldest
+// are the likeliest to have been given up on. The interval is 100 ms for fast work and
+// 40 of the work's baseline latencies for slower work, at most 1 s: four workers of
+// 25 ms near their capacity keep a queue that drains and re-forms every few requests,
+// and refusing from it after 100 ms loses answers the workers had time for — the
+// refused come back as retries, and the server answers fewer calls than it would
+// with no shedder at all. Critical requests leave the queue first. While requests
 // wait, a slot that frees is handed to them: a newcomer queues behind them (or, if
 // sheddable, is refused) rather than take it. A request whose deadline would pass
 // before a typical request completes is not queued.

@@ -13,10 +13,30 @@ type waiter struct {
 }
 
 // standingLocked reports whether a standing queue exists: requests have been waiting
-// without the queue emptying for longer than Queue.Interval. mu must be held.
-func (s *Shedder) standingLocked(now time.Time) bool {
-	return s.waiting.Load() > 0 && now.Sub(s.lastEmpty) > s.opts.Queue.Interval
+// without the queue emptying for longer than interval. mu must be held.
+func (s *Shedder) standingLocked(now time.Time, interval time.Duration) bool {
+	return s.waiting.Load() > 0 && now.Sub(s.lastEmpty) > interval
 }
+
+// queueInterval is the queue's CoDel interval: Queue.Interval or, where it was left
+// to its default and the limit is adaptive, queueIntervals baseline latencies of the
+// work, at most maxQueueInterval. A queue is judged in the time of the work it holds:
+// four workers of 25 ms near their capacity keep a queue that drains and re-forms
+// every few requests, and refusing from it while it has not stood for a while loses
+// answers the workers had time for (the refused come back as retries).
+func (s *Shedder) queueInterval() time.Duration {
+	interval := s.opts.Queue.Interval
+	if s.intervalAuto && s.adaptive != nil {
+		interval = max(interval, min(queueIntervals*s.adaptive.baseline(), maxQueueInterval))
+	}
+	return interval
+}
+
+// The default CoDel interval in baseline latencies of the work, and its bound.
+const (
+	queueIntervals   = 40
+	maxQueueInterval = time.Second
+)
 
 // wait queues a request that found no free slot, until a slot is handed to it, its
 // queue timeout passes, or ctx ends.
@@ -36,8 +56,9 @@ func (s *Shedder) wait(ctx context.Context, p Priority) (Permit, Reason, int) {
 		s.mu.Unlock()
 		return s.refuse(ReasonQueueFull, p)
 	}
-	timeout := s.opts.Queue.Interval
-	if s.standingLocked(now) {
+	interval := s.queueInterval()
+	timeout := interval
+	if s.standingLocked(now, interval) {
 		timeout = s.opts.Queue.Target
 	}
 	if s.waiting.Load() == 0 {
@@ -89,6 +110,7 @@ func (s *Shedder) wait(ctx context.Context, p Priority) (Permit, Reason, int) {
 // rest; the newest first while a standing queue exists, the oldest first otherwise.
 // mu must be held.
 func (s *Shedder) dispatchLocked(now time.Time) {
+	interval := s.queueInterval()
 	for s.waiting.Load() > 0 {
 		n := s.inflight.Load()
 		if n >= s.limit.Load() {
@@ -103,7 +125,7 @@ func (s *Shedder) dispatchLocked(now time.Time) {
 		}
 		q := s.queues[class]
 		var w *waiter
-		if s.standingLocked(now) {
+		if s.standingLocked(now, interval) {
 			w, s.queues[class] = q[len(q)-1], q[:len(q)-1]
 		} else {
 			w = q[0]

@@ -186,7 +186,11 @@ type QueueOptions struct {
 	// Target and Interval time the queue CoDel-style: a request waits at most
 	// Interval, or only Target while a standing queue exists (the queue has not been
 	// empty for Interval), and then the newest is served first. 0 means
-	// DefaultQueueTarget (5 ms) and DefaultQueueInterval (100 ms).
+	// DefaultQueueTarget (5 ms) and DefaultQueueInterval (100 ms); with the adaptive
+	// limit, a default Interval grows to 40 baseline latencies of the work, at most
+	// 1 s (1 s for 25 ms database queries, 100 ms for work under 2.5 ms): a queue is
+	// judged in the time of the work it holds, and a server near its capacity keeps
+	// its answers.
 	Target, Interval time.Duration
 }
 
@@ -239,6 +243,9 @@ type Shedder struct {
 	mu        sync.Mutex   // guards the queue and the fields below
 	queues    [2][]*waiter // [0] default, [1] critical
 	lastEmpty time.Time
+	// intervalAuto: Queue.Interval was left to its default, which then grows with the
+	// work's own baseline latency (queueInterval).
+	intervalAuto bool
 
 	pressure pressure
 	quota    *quotas
@@ -315,6 +322,7 @@ func New(o Options) (*Shedder, error) {
 	}
 	// A default gives way to the value the user set: the interval is at least the
 	// target, the target at most the interval.
+	s.intervalAuto = o.Queue.Interval == 0
 	s.opts.Queue.Target = orDefaultD(o.Queue.Target, min(DefaultQueueTarget, orDefaultD(o.Queue.Interval, DefaultQueueTarget)))
 	s.opts.Queue.Interval = orDefaultD(o.Queue.Interval, max(DefaultQueueInterval, s.opts.Queue.Target))
 	s.sheddable = orDefaultF(o.SheddableShare, DefaultSheddableShare)
@@ -885,7 +893,7 @@ func (s *Shedder) ExplainStage() policy.Stage {
 	}
 	queue := "no queue"
 	if s.opts.Queue.Max > 0 {
-		queue = fmt.Sprintf("a queue of %d (%v, or %v under a standing queue)", s.opts.Queue.Max, s.opts.Queue.Interval, s.opts.Queue.Target)
+		queue = fmt.Sprintf("a queue of %d (%v, or %v under a standing queue)", s.opts.Queue.Max, s.queueInterval(), s.opts.Queue.Target)
 	}
 	return policy.Stage{
 		Summary: fmt.Sprintf("shedder %q admits work up to %s, with %s; retries may fill %v%% of the limit", s.name, limit, queue, s.sheddable*100),

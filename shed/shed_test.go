@@ -494,3 +494,47 @@ func TestShedder_EachRefusalReportedOnce(t *testing.T) {
 	shed.Middleware(okHandler, s).ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/", nil))
 	require.Equal(t, [2]int64{1, 1}, [2]int64{own.Load(), pipe.Load()}, "through the middleware: Options.Observer, once")
 }
+
+// TestQueue_IntervalFollowsTheWork: with the adaptive limit and the default interval,
+// a request that finds no slot waits 40 baseline latencies of the work (at least
+// 100 ms, at most 1 s); a set Interval is kept as set. Four workers of 25 ms near their
+// capacity keep a queue that drains and re-forms every few requests: refusing from it
+// after 100 ms lost answers the workers had time for.
+func TestQueue_IntervalFollowsTheWork(t *testing.T) {
+	for _, c := range []struct {
+		work     time.Duration
+		interval time.Duration // Options.Queue.Interval
+		want     time.Duration
+	}{
+		{time.Millisecond, 0, 100 * time.Millisecond},
+		{10 * time.Millisecond, 0, 400 * time.Millisecond},
+		{25 * time.Millisecond, 0, time.Second},
+		{200 * time.Millisecond, 0, time.Second},
+		{25 * time.Millisecond, 100 * time.Millisecond, 100 * time.Millisecond},
+	} {
+		clock := policytest.NewClock(t0)
+		s := shed.MustNew(shed.Options{Clock: clock, Queue: shed.QueueOptions{Interval: c.interval}})
+		for range 40 { // a few windows of one request at a time: the baseline is the work
+			p, why := s.Admit(context.Background(), shed.PriorityDefault)
+			require.Equal(t, shed.ReasonNone, why)
+			clock.Advance(c.work)
+			p.Release()
+		}
+		var held []shed.Permit
+		for range s.Limit() {
+			p, why := s.Admit(context.Background(), shed.PriorityDefault)
+			require.Equal(t, shed.ReasonNone, why)
+			held = append(held, p)
+		}
+		out := make(chan string, 1)
+		queued(s, context.Background(), shed.PriorityDefault, "a", out)
+		clock.BlockUntil(1)
+		waits := clock.Waits()
+		require.Equal(t, c.want, waits[len(waits)-1], "the queue's wait for work of %v (Interval %v)", c.work, c.interval)
+		clock.Advance(c.want)
+		require.Equal(t, "a:queue", <-out)
+		for _, p := range held {
+			p.Release()
+		}
+	}
+}
