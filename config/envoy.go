@@ -263,7 +263,7 @@ func (im *Import) envoyPatterns(stack string, o Origin, earlier []*policyenvoy.R
 		for _, p := range paths {
 			pattern := h + p
 			if _, err := policyhttp.NewRoutes(policyhttp.Route{Pattern: pattern}); err != nil {
-				im.note(stack, o, NoteNotCarried, "match", pattern, "%s is no http.ServeMux pattern (%s): the table does not route to the route", pattern, routeMsg(err))
+				im.note(stack, o, NoteNotCarried, "match", pattern, "%s is no http.ServeMux pattern (%s): the table does not route to the route", pattern, tableMsg(err, policyhttp.ErrInvalidRoute))
 				continue
 			}
 			out = append(out, pattern)

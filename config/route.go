@@ -63,21 +63,14 @@ func (b *builder) httpRoutes(c *Config, h *HTTPRoutes) {
 	}
 	for i, r := range h.Routes {
 		path := fmt.Sprintf("http.routes[%d]", i)
-		if r.Match == nil || *r.Match == "" {
-			b.d.probs = append(b.d.probs, Problem{Pos: b.d.pos[path], Path: path + ".match", Msg: "is missing; want an http.ServeMux pattern such as \"GET /v1/\" (use http.default for the default)"})
-			continue
-		}
-		if r.Stack == nil {
-			b.d.probs = append(b.d.probs, Problem{Pos: b.d.pos[path], Path: path + ".stack", Msg: "is missing; want the name of a stack"})
-			continue
-		}
-		st := b.stackOf(r.Stack, path+".stack")
+		st := b.routeStack(path, "match", r.Match != nil && *r.Match != "",
+			"an http.ServeMux pattern such as \"GET /v1/\" (use http.default for the default)", r.Stack)
 		if st == nil {
 			continue
 		}
 		// Each pattern is checked alone first, so that every bad one is reported.
 		if _, err := policyhttp.NewRoutes(policyhttp.Route{Pattern: *r.Match}); err != nil {
-			b.d.probs = append(b.d.probs, Problem{Pos: b.d.pos[path+".match"], Path: path + ".match", Msg: routeMsg(err), Err: err})
+			b.d.probs = append(b.d.probs, Problem{Pos: b.d.pos[path+".match"], Path: path + ".match", Msg: tableMsg(err, policyhttp.ErrInvalidRoute), Err: err})
 			continue
 		}
 		routes = append(routes, policyhttp.Route{Pattern: *r.Match, Name: st.name, Pipeline: st.pipeline, Classifier: st.classify})
@@ -96,14 +89,32 @@ func (b *builder) httpRoutes(c *Config, h *HTTPRoutes) {
 				}
 			}
 		}
-		b.d.probs = append(b.d.probs, Problem{Pos: b.d.pos[at], Path: at, Msg: routeMsg(err), Err: err})
+		b.d.probs = append(b.d.probs, Problem{Pos: b.d.pos[at], Path: at, Msg: tableMsg(err, policyhttp.ErrInvalidRoute), Err: err})
 		return
 	}
 	c.http = rt
 }
 
-func routeMsg(err error) string {
-	msg := strings.TrimPrefix(err.Error(), policyhttp.ErrInvalidRoute.Error()+": ")
+// routeStack checks route path's match (its field, given when present; want says
+// what it should be) and stack reference, and returns the stack, or nil after
+// recording what is missing or wrong.
+func (b *builder) routeStack(path, field string, present bool, want string, ref *string) *stack {
+	switch {
+	case !present:
+		b.d.probs = append(b.d.probs, Problem{Pos: b.d.pos[path], Path: path + "." + field, Msg: "is missing; want " + want})
+		return nil
+	case ref == nil:
+		b.d.probs = append(b.d.probs, Problem{Pos: b.d.pos[path], Path: path + ".stack", Msg: "is missing; want the name of a stack"})
+		return nil
+	}
+	return b.stackOf(ref, path+".stack")
+}
+
+// tableMsg is a routing table's error (sentinel: its ErrInvalidRoute) as a problem's
+// message: without the sentinel's words or the route's number, which the problem's
+// place says.
+func tableMsg(err, sentinel error) string {
+	msg := strings.TrimPrefix(err.Error(), sentinel.Error()+": ")
 	if i := strings.Index(msg, ": "); i >= 0 && strings.HasPrefix(msg, "route ") {
 		msg = msg[i+2:]
 	}
@@ -125,20 +136,13 @@ func (b *builder) grpcRoutes(c *Config, g *GRPCRoutes) {
 	seen := make(map[string]string)
 	for i, r := range g.Routes {
 		path := fmt.Sprintf("grpc.routes[%d]", i)
-		if r.Name == nil || strings.Trim(*r.Name, "/") == "" {
-			b.d.probs = append(b.d.probs, Problem{Pos: b.d.pos[path], Path: path + ".name", Msg: "is missing; want \"pkg.Service/Method\" or \"pkg.Service\" (use grpc.default for the default)"})
-			continue
-		}
-		if r.Stack == nil {
-			b.d.probs = append(b.d.probs, Problem{Pos: b.d.pos[path], Path: path + ".stack", Msg: "is missing; want the name of a stack"})
-			continue
-		}
-		st := b.stackOf(r.Stack, path+".stack")
+		st := b.routeStack(path, "name", r.Name != nil && strings.Trim(*r.Name, "/") != "",
+			"\"pkg.Service/Method\" or \"pkg.Service\" (use grpc.default for the default)", r.Stack)
 		if st == nil {
 			continue
 		}
 		if _, err := policygrpc.NewRoutes(policygrpc.Route{Name: *r.Name}); err != nil {
-			b.d.probs = append(b.d.probs, Problem{Pos: b.d.pos[path+".name"], Path: path + ".name", Msg: grpcMsg(err), Err: err})
+			b.d.probs = append(b.d.probs, Problem{Pos: b.d.pos[path+".name"], Path: path + ".name", Msg: tableMsg(err, policygrpc.ErrInvalidRoute), Err: err})
 			continue
 		}
 		key := strings.TrimPrefix(*r.Name, "/")
@@ -151,18 +155,10 @@ func (b *builder) grpcRoutes(c *Config, g *GRPCRoutes) {
 	}
 	rt, err := policygrpc.NewRoutes(routes...)
 	if err != nil {
-		b.d.probs = append(b.d.probs, Problem{Pos: b.d.pos["grpc"], Path: "grpc", Msg: grpcMsg(err), Err: err})
+		b.d.probs = append(b.d.probs, Problem{Pos: b.d.pos["grpc"], Path: "grpc", Msg: tableMsg(err, policygrpc.ErrInvalidRoute), Err: err})
 		return
 	}
 	c.grpc = rt
-}
-
-func grpcMsg(err error) string {
-	msg := strings.TrimPrefix(err.Error(), policygrpc.ErrInvalidRoute.Error()+": ")
-	if i := strings.Index(msg, ": "); i >= 0 && strings.HasPrefix(msg, "route ") {
-		msg = msg[i+2:]
-	}
-	return msg
 }
 
 // GRPC returns the configuration's gRPC routing table, a policygrpc.Router (see
