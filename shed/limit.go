@@ -67,6 +67,10 @@ const (
 	// CPU-bound one offered many times what its cores serve) finds the knee in a few
 	// probes rather than a few per halving.
 	probeHeld = 0.9
+	// A probe window that lasts over probeStale Windows (its successes stopped: the
+	// server's own dependency failed) measured nothing: the limit returns to where the
+	// series of probes began.
+	probeStale = 3
 )
 
 // gradient is the adaptive concurrency limit. Each sample window (Window old and
@@ -103,7 +107,9 @@ const (
 // as much: the server was queueing, and the next probe halves the limit again, so a
 // server far past its knee (a CPU-bound one offered many times what its cores serve)
 // finds it in a few probes. Otherwise the limit is restored; what the probe measured
-// enters the baseline, and the next windows bring the limit to it.
+// enters the baseline, and the next windows bring the limit to it. A probe window that
+// lasts over 3 Windows (no success was timed: the server's own dependency failed)
+// measured nothing, and the limit returns to where the probes began.
 // (Windows above the tolerance between those 5 do not break the count: a limit that
 // sits at the knee alternates between the two.)
 // Envoy's adaptive concurrency filter re-measures its minimum RTT the same way, on a
@@ -160,6 +166,7 @@ type gradient struct {
 	// when none is under way.
 	elevated    int
 	probeLimit  float64
+	probeOrigin float64       // the limit before the first of a series of probes
 	probing     int           // windows of the probe closed so far
 	probeRate   float64       // admissions per second of the window before the probe
 	base        atomic.Int64  // the baseline, for readers without the lock
@@ -330,6 +337,12 @@ func (g *gradient) closeLocked(w window) {
 		// A probe lasts two windows, the first holding work admitted before it began.
 		// When it ends its latency is in the baseline; the limit returns and the next
 		// window is judged against what the probe found.
+		if w.age > probeStale*g.window {
+			// Successes stopped for a while (this server's dependency failed): what
+			// the probe measured is no measure of this server. Undo the probes.
+			g.limit, g.probeLimit, g.probing = g.probeOrigin, 0, 0
+			return
+		}
 		if g.probing++; g.probing < 2 {
 			return
 		}
@@ -357,7 +370,7 @@ func (g *gradient) closeLocked(w window) {
 			// Latency sits near the tolerance: is the baseline still the latency of
 			// an unloaded server? Measure it at half the limit for one window.
 			g.elevated = 0
-			g.probeLimit, g.limit = g.limit, g.limit/2
+			g.probeLimit, g.probeOrigin, g.limit = g.limit, g.limit, g.limit/2
 			g.probeRate = float64(w.admitted) / w.age.Seconds()
 			return
 		}

@@ -538,3 +538,32 @@ func TestQueue_IntervalFollowsTheWork(t *testing.T) {
 		}
 	}
 }
+
+// TestLimit_AProbeAcrossAnOutageIsUndone: a probe halves the limit to measure the
+// latency of less concurrency; the server's dependency then fails for 2 s, so no
+// success is timed and the probe's window spans the outage. What it measured is no
+// measure of this server: the limit returns to where the probes began, rather than
+// meeting the traffic that returns with half of it (or less, had the probe judged the
+// outage's trickle of successes).
+func TestLimit_AProbeAcrossAnOutageIsUndone(t *testing.T) {
+	clock := policytest.NewClock(t0)
+	s := shed.MustNew(shed.Options{Limit: shed.LimitOptions{Initial: 20, Max: 20, Window: 100 * time.Millisecond}, Clock: clock})
+	for range 10 {
+		round(t, s, clock, 20, 100*time.Millisecond)
+	}
+	// Latency sits within the tolerance but above the baseline, with the limit full:
+	// after a few such windows the limit is halved for a probe.
+	for i := 0; s.Limit() == 20; i++ {
+		require.Less(t, i, 10, "no probe after %d saturated windows at 1.3× the baseline", i)
+		round(t, s, clock, 20, 130*time.Millisecond)
+	}
+	require.Equal(t, 10, s.Limit(), "the probe's limit")
+	for range 200 { // the dependency is down: every request fails at once
+		p, why := s.Admit(context.Background(), shed.PriorityDefault)
+		require.Equal(t, shed.ReasonNone, why)
+		clock.Advance(10 * time.Millisecond)
+		p.ReleaseFailed()
+	}
+	round(t, s, clock, s.Limit(), 100*time.Millisecond) // it is back
+	require.Equal(t, 20, s.Limit(), "the limit once the first window after the outage closes")
+}
