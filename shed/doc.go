@@ -65,7 +65,7 @@
 // interval, but once a standing queue exists (the queue has not been empty for the
 // interval) only 5 ms, and the newest request is served first (LIFO), since the oldest
 // are the likeliest to have been given up on. The interval is 100 ms for fast work and
-// 40 of the work's baseline latencies for slower work, at most 1 s: four workers of
+// 20 of the work's baseline latencies for slower work, at most 500 ms: four workers of
 // 25 ms near their capacity keep a queue that drains and re-forms every few requests,
 // and refusing from it after 100 ms loses answers the workers had time for — the
 // refused come back as retries, and the server answers fewer calls than it would

@@ -32,10 +32,12 @@ func (s *Shedder) queueInterval() time.Duration {
 	return interval
 }
 
-// The default CoDel interval in baseline latencies of the work, and its bound.
+// The default CoDel interval in baseline latencies of the work, and its bound: half
+// of a typical per-attempt timeout (1 s), since a request held longer has likely been
+// given up on by the time it is served.
 const (
-	queueIntervals   = 40
-	maxQueueInterval = time.Second
+	queueIntervals   = 20
+	maxQueueInterval = 500 * time.Millisecond
 )
 
 // wait queues a request that found no free slot, until a slot is handed to it, its

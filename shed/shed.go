@@ -187,8 +187,8 @@ type QueueOptions struct {
 	// Interval, or only Target while a standing queue exists (the queue has not been
 	// empty for Interval), and then the newest is served first. 0 means
 	// DefaultQueueTarget (5 ms) and DefaultQueueInterval (100 ms); with the adaptive
-	// limit, a default Interval grows to 40 baseline latencies of the work, at most
-	// 1 s (1 s for 25 ms database queries, 100 ms for work under 2.5 ms): a queue is
+	// limit, a default Interval grows to 20 baseline latencies of the work, at most
+	// 500 ms (500 ms for 25 ms database queries, 100 ms for work under 5 ms): a queue is
 	// judged in the time of the work it holds, and a server near its capacity keeps
 	// its answers.
 	Target, Interval time.Duration

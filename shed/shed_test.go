@@ -496,8 +496,8 @@ func TestShedder_EachRefusalReportedOnce(t *testing.T) {
 }
 
 // TestQueue_IntervalFollowsTheWork: with the adaptive limit and the default interval,
-// a request that finds no slot waits 40 baseline latencies of the work (at least
-// 100 ms, at most 1 s); a set Interval is kept as set. Four workers of 25 ms near their
+// a request that finds no slot waits 20 baseline latencies of the work (at least
+// 100 ms, at most 500 ms); a set Interval is kept as set. Four workers of 25 ms near their
 // capacity keep a queue that drains and re-forms every few requests: refusing from it
 // after 100 ms lost answers the workers had time for.
 func TestQueue_IntervalFollowsTheWork(t *testing.T) {
@@ -507,9 +507,9 @@ func TestQueue_IntervalFollowsTheWork(t *testing.T) {
 		want     time.Duration
 	}{
 		{time.Millisecond, 0, 100 * time.Millisecond},
-		{10 * time.Millisecond, 0, 400 * time.Millisecond},
-		{25 * time.Millisecond, 0, time.Second},
-		{200 * time.Millisecond, 0, time.Second},
+		{10 * time.Millisecond, 0, 200 * time.Millisecond},
+		{25 * time.Millisecond, 0, 500 * time.Millisecond},
+		{200 * time.Millisecond, 0, 500 * time.Millisecond},
 		{25 * time.Millisecond, 100 * time.Millisecond, 100 * time.Millisecond},
 	} {
 		clock := policytest.NewClock(t0)
