@@ -155,8 +155,8 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	// A server's shedder does not count a request while it waits on its dependency:
 	// the dependency sheds for itself, and the pipeline's deadline and breaker bound
 	// the wait.
-	ctx, resume := callpath.PauseFor(req.Context())
-	defer resume()
+	ctx, paused := callpath.PauseFor(req.Context())
+	defer paused.Resume()
 	ctx, rel := callpath.WithReleaser(ctx)
 	if !repeatable || upgrading(req.Header) {
 		ctx = callpath.WithoutRepeats(ctx) // never hedged
