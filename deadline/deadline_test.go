@@ -334,3 +334,27 @@ func TestDeadline_OneAttemptBoundedInsideNeedsNoContext(t *testing.T) {
 		require.ErrorIs(t, err, retry.ErrDeadline)
 	})
 }
+
+// passThrough is a third-party stage (KindOther): it might wait, for all a deadline
+// outside it knows.
+type passThrough struct{}
+
+func (passThrough) Kind() policy.Kind                                   { return policy.KindOther }
+func (passThrough) Bind(next policy.Runner, _ policy.Env) policy.Runner { return next }
+
+// TestDeadline_AnUnknownStageBetweenKeepsTheContext: with a stage between the deadline
+// and the per-attempt timeout that might wait outside the attempt, the deadline makes
+// its context even for one attempt.
+func TestDeadline_AnUnknownStageBetweenKeepsTheContext(t *testing.T) {
+	if race.Enabled {
+		t.Skip("the race detector allocates")
+	}
+	owned := callpath.WithUpstreamAttempt(context.Background(), 1)
+	rt, per := retry.MustNew(retry.Options{MaxAttempts: 3}), must(deadline.PerAttempt(time.Second))
+	without := policy.MustWrap(passThrough{}, rt, per)
+	with := policy.MustWrap(must(deadline.New(2*time.Second)), passThrough{}, rt, per)
+	want := testing.AllocsPerRun(100, func() { _ = without.Do(owned, nop) })
+	if got := testing.AllocsPerRun(100, func() { _ = with.Do(owned, nop) }); got <= want {
+		t.Errorf("Wrap(deadline, other, per-attempt).Do allocates %v; without the deadline %v; want more (its own context)", got, want)
+	}
+}
