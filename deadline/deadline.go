@@ -87,7 +87,7 @@ func (d *Deadline) Kind() policy.Kind {
 
 // Bind returns the Runner that applies the limit to every call.
 func (d *Deadline) Bind(next policy.Runner, env policy.Env) policy.Runner {
-	r := &runner{d: d, next: next, obs: env.Observer, pipeline: env.Pipeline, cause: ErrExceeded,
+	r := &runner{d: d, limit: d.limit, next: next, obs: env.Observer, pipeline: env.Pipeline, cause: ErrExceeded,
 		needs: event.NeedsOf(env.Observer, event.DeadlineExceeded)}
 	if d.perAttempt {
 		r.cause = ErrAttemptTimeout
@@ -98,20 +98,24 @@ func (d *Deadline) Bind(next policy.Runner, env policy.Env) policy.Runner {
 }
 
 type runner struct {
-	d        *Deadline
-	next     policy.Runner
-	obs      event.Observer
-	needs    event.Needs // what obs reads of deadline events
-	pipeline string
-	cause    error
+	// What every call reads, first, and d's limit copied here: a call with many
+	// pipelines in the process finds few of them in the cache.
+	limit time.Duration // d.limit
+	next  policy.Runner
+	needs event.Needs // what obs reads of deadline events
 	// bounded: a shorter per-attempt timeout inside bounds a call that makes one
 	// attempt (policy.Env.AttemptTimeout).
 	bounded bool
+
+	d        *Deadline
+	obs      event.Observer
+	pipeline string
+	cause    error
 }
 
 func (r *runner) Run(ctx context.Context, fn policy.Func) error {
 	now := time.Now()
-	mine := now.Add(r.d.limit)
+	mine := now.Add(r.limit)
 	if dl, ok := ctx.Deadline(); ok && !dl.After(mine) {
 		// The caller's deadline comes first: ours could never fire, and a context of
 		// our own (four allocations and a timer) would buy nothing.

@@ -18,20 +18,24 @@ import (
 // A Pipeline is immutable and safe for concurrent use. A nil *Pipeline is valid and
 // runs fn directly, so a pipeline can be optional.
 type Pipeline struct {
+	// What Do reads of an unobserved call, first, so that it shares one cache line:
+	// with many pipelines (a service per dependency, many services in a process) a
+	// call finds few of them in the cache.
+	runner     Runner
+	startNeeds event.Needs // what bound reads of call starts
+	endNeeds   event.Needs // and of call ends
+	// elapsedOnly is true when bound reads call ends with their Elapsed alone, and no
+	// call starts, on the system clock: Do then times calls on the monotonic clock
+	// with no Stopwatch (the observed path of package metrics).
+	elapsedOnly bool
+
 	policies      []Policy
 	budget, retry int // indexes in policies, −1 if absent
 	name          string
 	obs           event.Observer   // as given to Observe
 	subs          []event.Observer // obs's members as they subscribe to event.Sources: comparable
 	bound         event.Observer   // obs prepared for this pipeline (event.PipelineObserver)
-	startNeeds    event.Needs      // what bound reads of call starts
-	endNeeds      event.Needs      // and of call ends
-	// elapsedOnly is true when bound reads call ends with their Elapsed alone, and no
-	// call starts, on the system clock: Do then times calls on the monotonic clock
-	// with no Stopwatch (the observed path of package metrics).
-	elapsedOnly bool
-	clock       Clock
-	runner      Runner
+	clock         Clock
 }
 
 // Wrap checks a stack of policies against the ordering rules and binds it into a
