@@ -26,7 +26,7 @@ type pauserKey struct{}
 
 // WithPauser returns a copy of ctx carrying p, for [Pause] to find.
 func WithPauser(ctx context.Context, p Pauser) context.Context {
-	return context.WithValue(ctx, pauserKey{}, p)
+	return withValue(ctx, pauserKey{}, p)
 }
 
 // Pause tells the Pauser ctx carries, if any, that the call waits, and returns the
@@ -60,7 +60,7 @@ func PauseFor(ctx context.Context) (context.Context, Paused) {
 		return ctx, Paused{}
 	}
 	p.Pause()
-	return context.WithValue(ctx, pauserKey{}, Pauser(nil)), Paused{p}
+	return withValue(ctx, pauserKey{}, Pauser(nil)), Paused{p}
 }
 
 // Paused is a call that [PauseFor] paused. It is a value, not a function, so that
@@ -103,6 +103,9 @@ func (c *upstreamCtx) Value(key any) any {
 	}
 	return c.Context.Value(key)
 }
+
+// AfterFunc runs f once c is done: once its parent is (see valueCtx).
+func (c *upstreamCtx) AfterFunc(f func()) (stop func() bool) { return afterFunc(c.Context, f) }
 
 func (c *upstreamCtx) String() string {
 	return fmt.Sprint(c.Context) + ".WithUpstreamPauser(" + strconv.Itoa(c.owner.attempt) + ")"
