@@ -186,6 +186,21 @@ type Transition struct {
 // its state. gobreaker reads time.Now, so tests of timing use testing/synctest. Build
 // it with [New]; the zero value is not usable.
 type Breaker struct {
+	// What every call reads, first, so that it shares one cache line: with many
+	// breakers (a service per dependency, many services in a process) a call finds
+	// few of them in the cache.
+	forced  atomic.Bool
+	pending atomic.Bool // transitions wait in queue
+	cb      atomic.Pointer[gobreaker.CircuitBreaker[struct{}]]
+	// openErr is non-nil exactly while the breaker is open (not forced): its Until,
+	// read without a lock, is when probes may go through.
+	openErr atomic.Pointer[OpenError]
+	// rampFrom is when the breaker last closed from half-open, in nanoseconds since
+	// epoch (monotonic, plus one so that it is never 0), while its slow start lasts; 0
+	// otherwise. rampErr is the refusal of a call the ramp holds back.
+	rampFrom atomic.Int64
+	slow     time.Duration
+
 	name       string
 	settings   gobreaker.Settings
 	timeout    time.Duration // the first open time
@@ -194,25 +209,15 @@ type Breaker struct {
 	rand       policy.Rand
 	onChange   func(name string, from, to State)
 	trip       string // when it trips, for ExplainStage
-	slow       time.Duration
 	slowStart  time.Duration
 
-	cb      atomic.Pointer[gobreaker.CircuitBreaker[struct{}]]
-	gens    atomic.Uint64 // the last generation handed out
-	forced  atomic.Bool
-	pending atomic.Bool // transitions wait in queue
+	gens atomic.Uint64 // the last generation handed out
 
-	// rampFrom is when the breaker last closed from half-open, in nanoseconds since
-	// epoch (monotonic, plus one so that it is never 0), while its slow start lasts; 0
-	// otherwise. rampErr is the refusal of a call the ramp holds back.
-	epoch    time.Time
-	rampFrom atomic.Int64
-	rampErr  *OpenError
+	epoch   time.Time
+	rampErr *OpenError
 
-	// The refusals, built once per open episode so that refusing allocates nothing.
-	// openErr is non-nil exactly while the breaker is open (not forced): its Until,
-	// read without a lock, is when probes may go through.
-	openErr                atomic.Pointer[OpenError]
+	// The refusals, built once per open episode so that refusing allocates nothing
+	// (openErr above is the open one).
 	halfOpenErr, forcedErr *OpenError
 	tripped                atomic.Pointer[Counts] // the counts that last tripped it
 

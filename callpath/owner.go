@@ -95,15 +95,15 @@ func WithAttempt(ctx context.Context, n int) context.Context {
 			return todoAttempts[n]
 		}
 	}
-	return context.WithValue(ctx, ownerKey{}, mark(n, false))
+	return withValue(ctx, ownerKey{}, mark(n, false))
 }
 
 var (
 	background, todo                 = context.Background(), context.TODO()
 	backgroundAttempts, todoAttempts = func() (b, t [preallocated + 1]context.Context) {
 		for n := 1; n <= preallocated; n++ {
-			b[n] = context.WithValue(background, ownerKey{}, mark(n, false))
-			t[n] = context.WithValue(todo, ownerKey{}, mark(n, false))
+			b[n] = withValue(background, ownerKey{}, mark(n, false))
+			t[n] = withValue(todo, ownerKey{}, mark(n, false))
 		}
 		return b, t
 	}()
@@ -114,7 +114,7 @@ var (
 // headers [ParseAttempt] accepted, so that the handler's own retrying pipelines fail
 // fast instead of multiplying the caller's retries.
 func WithUpstreamAttempt(ctx context.Context, n int) context.Context {
-	return context.WithValue(ctx, ownerKey{}, mark(n, true))
+	return withValue(ctx, ownerKey{}, mark(n, true))
 }
 
 // Attempt returns the attempt number ctx carries: the current attempt of the retry
@@ -191,7 +191,7 @@ type onceKey struct{}
 // stopped by the work's own error, fault.Permanent, as it fails). policyhttp marks
 // every request it may not repeat.
 func WithoutRepeats(ctx context.Context) context.Context {
-	return context.WithValue(ctx, onceKey{}, true)
+	return withValue(ctx, onceKey{}, true)
 }
 
 // Repeatable reports whether the work of ctx may be done more than once: false under

@@ -16,7 +16,7 @@ type raceKey struct{}
 // WithRace returns a copy of ctx carrying a new Race for the attempts made under it.
 func WithRace(ctx context.Context) (context.Context, *Race) {
 	r := new(Race)
-	return context.WithValue(ctx, raceKey{}, r), r
+	return withValue(ctx, raceKey{}, r), r
 }
 
 // Winner returns the attempt number that won, or 0 if none has claimed it yet.

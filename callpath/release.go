@@ -47,6 +47,9 @@ func (c *releaserCtx) Value(key any) any {
 	return c.Context.Value(key)
 }
 
+// AfterFunc runs f once c is done: once its parent is (see valueCtx).
+func (c *releaserCtx) AfterFunc(f func()) (stop func() bool) { return afterFunc(c.Context, f) }
+
 func (c *releaserCtx) String() string { return fmt.Sprint(c.Context) + ".WithReleaser" }
 
 // DeferRelease hands fn to the Releaser ctx carries, to be called on Release, or calls

@@ -37,7 +37,7 @@ type Deadline struct {
 
 // New returns an overall deadline of d: one context.WithTimeout per call, bounding
 // every attempt and every sleep of a retry inside it (rule O1 keeps it outside the
-// retry). d must be positive.
+// retry), unless it could never fire first (see the package doc). d must be positive.
 func New(d time.Duration) (*Deadline, error) {
 	if d <= 0 {
 		return nil, fmt.Errorf("%w: New(%v); want a duration > 0", ErrInvalidOptions, d)
@@ -87,25 +87,36 @@ func (d *Deadline) Kind() policy.Kind {
 
 // Bind returns the Runner that applies the limit to every call.
 func (d *Deadline) Bind(next policy.Runner, env policy.Env) policy.Runner {
-	r := &runner{d: d, next: next, obs: env.Observer, pipeline: env.Pipeline, cause: ErrExceeded,
+	r := &runner{d: d, limit: d.limit, next: next, obs: env.Observer, pipeline: env.Pipeline, cause: ErrExceeded,
 		needs: event.NeedsOf(env.Observer, event.DeadlineExceeded)}
 	if d.perAttempt {
 		r.cause = ErrAttemptTimeout
+	} else {
+		r.bounded = env.AttemptTimeout > 0 && env.AttemptTimeout < d.limit
 	}
 	return r
 }
 
 type runner struct {
+	// What every call reads, first, and d's limit copied here: a call with many
+	// pipelines in the process finds few of them in the cache.
+	limit time.Duration // d.limit
+	next  policy.Runner
+	needs event.Needs // what obs reads of deadline events
+	// bounded: a shorter per-attempt timeout inside bounds a call that makes one
+	// attempt (policy.Env.AttemptTimeout).
+	bounded bool
+
 	d        *Deadline
-	next     policy.Runner
 	obs      event.Observer
-	needs    event.Needs // what obs reads of deadline events
 	pipeline string
 	cause    error
 }
 
 func (r *runner) Run(ctx context.Context, fn policy.Func) error {
-	if dl, ok := ctx.Deadline(); ok && !dl.After(time.Now().Add(r.d.limit)) {
+	now := time.Now()
+	mine := now.Add(r.limit)
+	if dl, ok := ctx.Deadline(); ok && !dl.After(mine) {
 		// The caller's deadline comes first: ours could never fire, and a context of
 		// our own (four allocations and a timer) would buy nothing.
 		return r.next.Run(ctx, fn)
@@ -114,15 +125,21 @@ func (r *runner) Run(ctx context.Context, fn policy.Func) error {
 	if r.needs != event.NeedsNothing {
 		w = policy.StartStopwatch(policy.SystemClock(), r.needs)
 	}
-	tctx, cancel := context.WithTimeoutCause(ctx, r.d.limit, r.cause)
-	err := r.next.Run(tctx, fn)
-	if err != nil && r.ours(ctx, tctx, err) {
-		err = &Error{Limit: r.d.limit, PerAttempt: r.d.perAttempt, Err: err}
-		if r.needs != event.NeedsNothing {
-			e := event.Event{Kind: event.DeadlineExceeded, Pipeline: r.pipeline, Source: r.d.Kind().String(), Err: err, Context: ctx}
-			e.Time, e.Elapsed = w.Stop()
-			r.obs.Observe(e)
+	if r.bounded && callpath.Owned(ctx) {
+		// The call makes one attempt (an owner elsewhere on the call path retries), and
+		// the per-attempt timeout inside ends it, and the reading of its result, before
+		// our limit could: our timer would never fire, and the call needs no context
+		// of ours. Its outcome is judged as it would be under one.
+		err := r.next.Run(ctx, fn)
+		if err != nil && r.ours(ctx, nil, mine, err) {
+			err = r.exceeded(ctx, err, &w)
 		}
+		return err
+	}
+	tctx, cancel := context.WithDeadlineCause(ctx, mine, r.cause)
+	err := r.next.Run(tctx, fn)
+	if err != nil && r.ours(ctx, tctx, mine, err) {
+		err = r.exceeded(ctx, err, &w)
 	}
 	// Normally this cancels now; a caller that reads the result after the call (an
 	// HTTP response body) holds the cancel until it is done, still under the limit.
@@ -130,25 +147,35 @@ func (r *runner) Run(ctx context.Context, fn policy.Func) error {
 	return err
 }
 
+// exceeded returns err as this stage's Error, and reports it.
+func (r *runner) exceeded(ctx context.Context, err error, w *policy.Stopwatch) error {
+	err = &Error{Limit: r.d.limit, PerAttempt: r.d.perAttempt, Err: err}
+	if r.needs != event.NeedsNothing {
+		e := event.Event{Kind: event.DeadlineExceeded, Pipeline: r.pipeline, Source: r.d.Kind().String(), Err: err, Context: ctx}
+		e.Time, e.Elapsed = w.Stop()
+		r.obs.Observe(e)
+	}
+	return err
+}
+
 // ours reports whether err says that this stage's limit, not the caller's, ended the
 // call: the caller's ctx is still live, err is a timeout, and either our timer fired
-// or err is a context.DeadlineExceeded under a deadline that is ours (a retry below
-// that gave up because no attempt could finish in the time left). When our timer
-// fired, err may also be the context's cause, ErrExceeded or ErrAttemptTimeout
+// or err is a context.DeadlineExceeded under a deadline that is ours, mine (a retry
+// below that gave up because no attempt could finish in the time left). When our
+// timer fired, err may also be the context's cause, ErrExceeded or ErrAttemptTimeout
 // itself: net/http's transport, for one, returns context.Cause of a request whose
 // context ended. An unrelated error returned just as the timer fired keeps its own
-// meaning.
-func (r *runner) ours(ctx, tctx context.Context, err error) bool {
+// meaning. tctx is our context, nil if the call ran without one.
+func (r *runner) ours(ctx, tctx context.Context, mine time.Time, err error) bool {
 	if ctx.Err() != nil {
 		return false
 	}
-	if tctx.Err() != nil {
+	if tctx != nil && tctx.Err() != nil {
 		return isTimeout(err) || errors.Is(err, r.cause)
 	}
 	if !errors.Is(err, context.DeadlineExceeded) {
 		return false
 	}
-	mine, _ := tctx.Deadline()
 	theirs, ok := ctx.Deadline()
 	return !ok || mine.Before(theirs)
 }

@@ -11,11 +11,13 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/backstop-go/backstop/callpath"
 	"github.com/backstop-go/backstop/deadline"
 	"github.com/backstop-go/backstop/event"
 	"github.com/backstop-go/backstop/internal/race"
 	"github.com/backstop-go/backstop/policy"
 	"github.com/backstop-go/backstop/policy/policytest"
+	"github.com/backstop-go/backstop/retry"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -290,4 +292,69 @@ func TestDeadline_AnObserverThatNeedsNoTimesGetsTheEventWithoutThem(t *testing.T
 		require.True(t, obs.events[0].Time.IsZero())
 		require.Zero(t, obs.events[0].Elapsed)
 	})
+}
+
+// TestDeadline_OneAttemptBoundedInsideNeedsNoContext: an overall deadline over a retry
+// and a shorter per-attempt timeout, under a retry owner upstream (one attempt), makes
+// no context of its own — the attempt sees the per-attempt deadline, and the pipeline
+// allocates what it does without the overall deadline — yet an attempt that times out
+// is still this deadline's, as it is under its context.
+func TestDeadline_OneAttemptBoundedInsideNeedsNoContext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rt := retry.MustNew(retry.Options{MaxAttempts: 3})
+		p := policy.MustWrap(must(deadline.New(2*time.Second)), rt, must(deadline.PerAttempt(time.Second)))
+		owned := callpath.WithUpstreamAttempt(context.Background(), 1)
+		start := time.Now()
+		require.NoError(t, p.Do(owned, func(c context.Context) error {
+			got, ok := c.Deadline()
+			require.True(t, ok)
+			require.Equal(t, start.Add(time.Second), got, "the per-attempt deadline")
+			return nil
+		}))
+		err := p.Do(owned, blockUntilDone)
+		require.ErrorIs(t, err, deadline.ErrExceeded, "the call's deadline, as under its own context")
+		require.ErrorIs(t, err, deadline.ErrAttemptTimeout)
+		require.Equal(t, start.Add(time.Second), time.Now(), "ended by the per-attempt timeout")
+		if !race.Enabled {
+			inner := policy.MustWrap(rt, must(deadline.PerAttempt(time.Second)))
+			want := testing.AllocsPerRun(100, func() { _ = inner.Do(owned, nop) })
+			if got := testing.AllocsPerRun(100, func() { _ = p.Do(owned, nop) }); got != want {
+				t.Errorf("Wrap(deadline, retry, per-attempt).Do under an owner allocates %v; without the deadline %v", got, want)
+			}
+		}
+		// Not owned, the retry may make more attempts: the deadline's own context
+		// bounds them, and the retry gives up on a second that could not finish in it.
+		begin := time.Now()
+		err = p.Do(context.Background(), func(c context.Context) error {
+			got, _ := c.Deadline()
+			require.Equal(t, begin.Add(time.Second), got, "the per-attempt deadline, the sooner")
+			return blockUntilDone(c)
+		})
+		require.ErrorIs(t, err, deadline.ErrExceeded)
+		require.ErrorIs(t, err, retry.ErrDeadline)
+	})
+}
+
+// passThrough is a third-party stage (KindOther): it might wait, for all a deadline
+// outside it knows.
+type passThrough struct{}
+
+func (passThrough) Kind() policy.Kind                                   { return policy.KindOther }
+func (passThrough) Bind(next policy.Runner, _ policy.Env) policy.Runner { return next }
+
+// TestDeadline_AnUnknownStageBetweenKeepsTheContext: with a stage between the deadline
+// and the per-attempt timeout that might wait outside the attempt, the deadline makes
+// its context even for one attempt.
+func TestDeadline_AnUnknownStageBetweenKeepsTheContext(t *testing.T) {
+	if race.Enabled {
+		t.Skip("the race detector allocates")
+	}
+	owned := callpath.WithUpstreamAttempt(context.Background(), 1)
+	rt, per := retry.MustNew(retry.Options{MaxAttempts: 3}), must(deadline.PerAttempt(time.Second))
+	without := policy.MustWrap(passThrough{}, rt, per)
+	with := policy.MustWrap(must(deadline.New(2*time.Second)), passThrough{}, rt, per)
+	want := testing.AllocsPerRun(100, func() { _ = without.Do(owned, nop) })
+	if got := testing.AllocsPerRun(100, func() { _ = with.Do(owned, nop) }); got <= want {
+		t.Errorf("Wrap(deadline, other, per-attempt).Do allocates %v; without the deadline %v; want more (its own context)", got, want)
+	}
 }

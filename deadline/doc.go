@@ -9,6 +9,12 @@
 //
 //	p, err := policy.Wrap(overall, breaker, retry, perAttempt)
 //
+// The overall deadline sets no timer when it could never fire first: under a caller
+// whose deadline is sooner, and for a call that makes one attempt (a retry owner
+// elsewhere on the call path, [policy.Env.AttemptTimeout]) under a shorter per-attempt
+// timeout with only breakers, budgets, throttles and retries between the two — a
+// service in the middle of a call graph. Its errors are the same.
+//
 // # Errors
 //
 // A call that ran out of time returns an [*Error] that matches context.DeadlineExceeded

@@ -110,6 +110,13 @@ type Env struct {
 	// timeout standing inside it (a [KindAttemptTimeout] policy with a
 	// Limit() time.Duration method, as deadline.PerAttempt has); 0 if none. A retry
 	// uses it to avoid starting an attempt that cannot finish before the deadline.
+	//
+	// For a stage of [KindDeadline] it is the limit of the per-attempt timeout inside
+	// it when only breakers, budgets, throttles and retries stand between the two; 0
+	// otherwise. None of those waits outside an attempt when the call makes one
+	// attempt, as a retry does under an owner elsewhere on the call path: each such
+	// call then ends within that limit, and an overall deadline longer than it could
+	// never fire first.
 	AttemptTimeout time.Duration
 }
 

@@ -155,8 +155,8 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	// A server's shedder does not count a request while it waits on its dependency:
 	// the dependency sheds for itself, and the pipeline's deadline and breaker bound
 	// the wait.
-	ctx, resume := callpath.PauseFor(req.Context())
-	defer resume()
+	ctx, paused := callpath.PauseFor(req.Context())
+	defer paused.Resume()
 	ctx, rel := callpath.WithReleaser(ctx)
 	if !repeatable || upgrading(req.Header) {
 		ctx = callpath.WithoutRepeats(ctx) // never hedged
@@ -263,7 +263,10 @@ func (a *attempts) run(ctx context.Context) error {
 	// attempt this process makes; the header carries the ownership on). A header the
 	// caller copied from elsewhere is not forwarded.
 	if n, ok := callpath.Outgoing(ctx); ok {
-		out.Header.Set(callpath.HeaderAttempt, strconv.Itoa(n))
+		if out.Header == nil {
+			out.Header = make(http.Header, 1)
+		}
+		out.Header[callpath.HeaderAttempt] = attemptValue(n)
 	} else {
 		out.Header.Del(callpath.HeaderAttempt)
 	}
@@ -300,6 +303,23 @@ func (a *attempts) run(ctx context.Context) error {
 		return fault.Permanent(err)
 	}
 	return err
+}
+
+// attemptValues[n] is the callpath.HeaderAttempt value for attempt n, shared by every
+// request so that an attempt allocates no header value. Each has room for its one
+// element only: a header Add to it copies, never writes into the shared array.
+var attemptValues = func() (v [callpath.MaxAttempt + 1][]string) {
+	for n := range v {
+		v[n] = []string{strconv.Itoa(n)} // length and capacity 1
+	}
+	return v
+}()
+
+func attemptValue(n int) []string {
+	if n >= 0 && n < len(attemptValues) {
+		return attemptValues[n]
+	}
+	return []string{strconv.Itoa(n)}
 }
 
 // discard drains and closes a response body nobody will read. The drain, which lets

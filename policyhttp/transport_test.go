@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -432,4 +434,35 @@ func TestTransport_MaxDrain(t *testing.T) {
 	res := r.do(t, get(t, srv.URL))
 	require.Equal(t, 503, res.StatusCode)
 	require.Equal(t, int64(1), r.bodies.Closed(), "the discarded body is closed without being read")
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// TestTransport_NilHeaderGetsAttempt: a request without a Header (RoundTrip called
+// directly: http.Client fills one in) still goes out with its attempt header under a
+// retry owner, and the caller's request keeps its nil Header.
+func TestTransport_NilHeaderGetsAttempt(t *testing.T) {
+	var got []string
+	base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		got = append(got, r.Header.Get(callpath.HeaderAttempt))
+		code := http.StatusServiceUnavailable
+		if len(got) == 2 {
+			code = http.StatusOK
+		}
+		return &http.Response{StatusCode: code, Header: http.Header{}, Body: http.NoBody, Request: r}, nil
+	})
+	clock := policytest.NewClock(t0).AutoAdvance(true)
+	p := policy.MustWrap(retry.MustNew(retry.Options{MaxAttempts: 2, Clock: clock, Rand: zeroRand{}}))
+	req := &http.Request{Method: http.MethodGet, URL: &url.URL{Scheme: "http", Host: "example.com", Path: "/"}}
+	res, err := policyhttp.NewTransport(base, p, policyhttp.Options{Clock: clock}).RoundTrip(req.WithContext(context.Background()))
+	require.NoError(t, err)
+	res.Body.Close()
+	if !slices.Equal(got, []string{"1", "2"}) {
+		t.Errorf("RoundTrip of a request with a nil Header: attempt headers %q; want [1 2]", got)
+	}
+	if req.Header != nil {
+		t.Errorf("RoundTrip set the caller's Header to %v; want it nil", req.Header)
+	}
 }

@@ -138,7 +138,7 @@ func (r *Retry) Kind() policy.Kind { return policy.KindRetry }
 // Bind returns the Runner that runs the retry loop, using env.Budget if the pipeline
 // has a budget outside the retry.
 func (r *Retry) Bind(next policy.Runner, env policy.Env) policy.Runner {
-	l := &runner{r: r, budget: env.Budget, reporter: newReporter(next, env, r.clock)}
+	l := &runner{r: r, max: r.max, budget: env.Budget, reporter: newReporter(next, env, r.clock)}
 	l.lease, _ = env.Budget.(policy.RetryLease)
 	switch {
 	case r.minAttempt > 0:
@@ -152,6 +152,7 @@ func (r *Retry) Bind(next policy.Runner, env policy.Env) policy.Runner {
 type runner struct {
 	reporter
 	r          *Retry
+	max        int                // r.max, read on every call without a trip to r
 	budget     policy.RetryBudget // nil: no budget
 	lease      policy.RetryLease  // budget, if it prices and hears the end of each retry
 	minAttempt time.Duration      // the least time a retry needs before the deadline
@@ -195,7 +196,7 @@ func (l *runner) Run(ctx context.Context, fn policy.Func) error {
 	// its outcome is still told to the budget (never a withdrawal): it is evidence
 	// about the backend that no one in this process counts otherwise (gRFC A6 counts
 	// every RPC of the channel).
-	owner := l.r.max > 1 && !callpath.Owned(ctx)
+	owner := l.max > 1 && !callpath.Owned(ctx)
 	budget, lease := l.budget, l.lease
 	if !owner {
 		lease = nil
@@ -247,7 +248,7 @@ func (l *runner) Run(ctx context.Context, fn policy.Func) error {
 		if budget != nil && !refused {
 			budget.OnFailure() // every retryable failure pays, the last one too (gRFC A6)
 		}
-		if n >= l.r.max {
+		if n >= l.max {
 			return l.giveUp(ctx, n, ErrExhausted, err, "")
 		}
 		if !owner {

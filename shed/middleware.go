@@ -153,12 +153,11 @@ func Middleware(next http.Handler, s *Shedder) http.Handler {
 		// costs a copy of the request, so it is made only for a request from a retry
 		// owner upstream (whose context is made anyway) and when half the limit is in
 		// use: on a server with room a held slot costs nothing.
-		if hasAttempt || 2*s.inflight.Load() >= s.limit.Load() {
-			ctx := callpath.WithPauser(r.Context(), permit.Pauser())
-			if hasAttempt {
-				ctx = callpath.WithUpstreamAttempt(ctx, attempt)
-			}
-			r = r.WithContext(ctx)
+		switch {
+		case hasAttempt: // both values in one context
+			r = r.WithContext(callpath.WithUpstreamPauser(r.Context(), attempt, permit.Pauser()))
+		case 2*s.inflight.Load() >= s.limit.Load():
+			r = r.WithContext(callpath.WithPauser(r.Context(), permit.Pauser()))
 		}
 		if r.Body != nil && r.Body != http.NoBody {
 			// While the handler waits for the client's body, the request holds no slot:

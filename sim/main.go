@@ -28,9 +28,11 @@ func Main(fn func(t *testing.T) int) {
 // Tune sets the process up for simulated runs, unless the environment says
 // otherwise: GOMAXPROCS 1 (a run fires one event at a time and waits until every
 // goroutine is blocked, so a second processor only adds hand-offs between threads:
-// the 1 000-service run takes about a third less wall time on one) and GOGC 400 (a run's
-// garbage is short-lived; collecting less often costs some memory). The figures are
-// the same whatever the setting. The commands call it through [Main]; a test may call
+// the 1 000-service run takes about a third less wall time on one) and GOGC 800 (a run's
+// garbage is short-lived and its live heap small: the 1 000-service run collects half
+// as often as at 400, for some 6 % less CPU per call, and peaks at about 0.3 GB of
+// memory at 4·10⁵ calls rather than 0.2). The figures are the same whatever the
+// setting. The commands call it through [Main]; a test may call
 // it (it affects the whole test binary) and restore the settings with the function it
 // returns.
 func Tune() (restore func()) {
@@ -39,7 +41,7 @@ func Tune() (restore func()) {
 		procs = runtime.GOMAXPROCS(1)
 	}
 	if os.Getenv("GOGC") == "" {
-		gc = debug.SetGCPercent(400)
+		gc = debug.SetGCPercent(800)
 	}
 	return func() {
 		if procs > 0 {

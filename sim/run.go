@@ -199,13 +199,22 @@ const (
 	outcomeLost
 )
 
+// userCall makes one user call to a service. A user gives up after timeout: an
+// event of the engine cancels the call's context, so that its give-up costs no
+// runtime timer (which the bubble's timer heap would keep until its time, see
+// sweepEvery) and no timer context.
 func (w *world) userCall(to *service, timeout time.Duration) {
 	at := time.Now()
-	ctx, cancel := context.Background(), context.CancelFunc(func() {})
+	ctx := context.Background()
 	if timeout > 0 {
-		ctx, cancel = context.WithTimeout(ctx, timeout)
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		giveUp := w.e.schedule(timeout, cancel)
+		defer func() {
+			w.e.cancel(giveUp)
+			cancel()
+		}()
 	}
-	defer cancel()
 	res, err := wire{to}.RoundTrip(to.outbound.WithContext(ctx))
 	outcome := outcomeOK
 	switch {

@@ -115,23 +115,14 @@ func (c wire) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err := w.network(req.Context()); err != nil { // the request's way there
 		return nil, err
 	}
-	// The service's context is a cancel context of its own, without the caller's
-	// deadline or values (the caller's call-path marks stay in its process), cancelled
-	// with context.Canceled when the caller's context is done. The stages' contexts
-	// derived from it, under the values the middleware adds, find it and register with
-	// it; under a context of another type they could not, and the context package
-	// would start a goroutine for each to wait on its Done.
-	sctx, cancel := context.WithCancel(context.Background())
-	stop := context.AfterFunc(req.Context(), cancel)
-	defer func() {
-		stop()
-		cancel()
-	}()
+	// The service's context is the caller's, severed: done with context.Canceled when
+	// the caller's is, without its deadline or values (the caller's call-path marks
+	// stay in its process).
+	x := &exchange{ctx: severed{req.Context()}}
 	// The headers are the attempt's own: policyhttp's transport clones the request
 	// for each attempt, and the services only read them.
-	sreq := c.to.inbound.WithContext(sctx)
+	sreq := c.to.inbound.WithContext(&x.ctx)
 	sreq.Header = req.Header
-	x := &exchange{}
 	c.to.handler.ServeHTTP(&x.rw, sreq)
 	if err := req.Context().Err(); err != nil {
 		return nil, err // the caller went away before the answer
@@ -148,10 +139,36 @@ func (c wire) RoundTrip(req *http.Request) (*http.Response, error) {
 	return &x.res, nil
 }
 
-// exchange is one request's answer, written and returned: one allocation for both.
+// exchange is one request's context, its answer, written and returned: one
+// allocation for all three.
 type exchange struct {
+	ctx severed
 	rw  response
 	res http.Response
+}
+
+// severed is a service's request context: done when its caller's is, as a server
+// sees its client go away, with context.Canceled, but with none of the caller's
+// values nor its deadline. Unlike a server's, it is not cancelled when the handler
+// returns: nothing a simulated service starts outlives its answer.
+//
+// The contexts the stages derive from it, under the values the middleware and the
+// transport add, learn that it is done through its AfterFunc method, which the
+// values of package callpath pass on: they register with the caller's context, as
+// they would with a cancel context, and start no goroutine to wait on Done.
+type severed struct{ caller context.Context }
+
+func (*severed) Deadline() (time.Time, bool)      { return time.Time{}, false }
+func (c *severed) Done() <-chan struct{}          { return c.caller.Done() }
+func (*severed) Value(any) any                    { return nil }
+func (c *severed) AfterFunc(f func()) func() bool { return context.AfterFunc(c.caller, f) }
+func (*severed) String() string                   { return "sim.severed" }
+
+func (c *severed) Err() error {
+	if c.caller.Err() != nil {
+		return context.Canceled
+	}
+	return nil
 }
 
 // response is the http.ResponseWriter a service answers into: a status and headers

@@ -208,8 +208,8 @@ func (m *loop) HandleFinalize(ctx context.Context, in middleware.FinalizeInput, 
 	// A server's shedder does not count a request while it waits on AWS, as with
 	// policyhttp's transport: the service throttles for itself, and the pipeline's
 	// deadline and breaker bound the wait.
-	ctx, resume := callpath.PauseFor(ctx)
-	defer resume()
+	ctx, paused := callpath.PauseFor(ctx)
+	defer paused.Resume()
 	n := 0
 	err = m.r.p.Do(ctx, func(actx context.Context) error {
 		if callpath.InRace(actx) {

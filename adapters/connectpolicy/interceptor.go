@@ -112,8 +112,8 @@ func (i *interceptor) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
 		// A server's shedder does not count a handler's call while it waits on this
 		// one, as with policyhttp's transport: the server called sheds for itself, and
 		// the pipeline's deadline and breaker bound the wait.
-		ctx, resume := callpath.PauseFor(ctx)
-		defer resume()
+		ctx, paused := callpath.PauseFor(ctx)
+		defer paused.Resume()
 		var res connect.AnyResponse
 		err := i.p.Do(ctx, func(actx context.Context) error {
 			if callpath.InRace(actx) {
