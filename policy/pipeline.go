@@ -109,8 +109,8 @@ func (p *Pipeline) bind() error {
 	var attemptTimeout time.Duration
 	if p.retry >= 0 {
 		for _, pol := range p.policies[p.retry+1:] {
-			if l, ok := pol.(interface{ Limit() time.Duration }); ok && pol.Kind() == KindAttemptTimeout {
-				attemptTimeout = l.Limit()
+			if l, ok := attemptLimit(pol); ok {
+				attemptTimeout = l
 			}
 		}
 	}
@@ -162,13 +162,21 @@ func (p *Pipeline) boundingTimeout(i int) time.Duration {
 		case KindBreaker, KindBudget, KindThrottle, KindRetry:
 			continue
 		case KindAttemptTimeout:
-			if l, ok := pol.(interface{ Limit() time.Duration }); ok {
-				return l.Limit()
-			}
+			l, _ := attemptLimit(pol)
+			return l
 		}
 		return 0
 	}
 	return 0
+}
+
+// attemptLimit returns the limit of a per-attempt timeout: a [KindAttemptTimeout]
+// policy with a Limit() time.Duration method, as deadline.PerAttempt has.
+func attemptLimit(pol Policy) (time.Duration, bool) {
+	if l, ok := pol.(interface{ Limit() time.Duration }); ok && pol.Kind() == KindAttemptTimeout {
+		return l.Limit(), true
+	}
+	return 0, false
 }
 
 // terminal is the innermost Runner: it calls fn.
