@@ -49,8 +49,9 @@ var millisValues = func() (v [maxBriefMillis/millisStep + 1][]string) {
 }()
 
 // briefMillis returns the milliseconds to send in callpath.HeaderRetryAfterMillis with a
-// refusal for reason r, or 0 for none: only for want of a slot.
-func (s *Shedder) briefMillis(r Reason) int {
+// refusal for reason r whose Retry-After was drawn from the pressure's base, or 0 for
+// none: only for want of a slot.
+func (s *Shedder) briefMillis(r Reason, base int64) int {
 	switch r {
 	case ReasonLimit, ReasonPriority, ReasonQueueFull, ReasonQueue:
 	default:
@@ -62,7 +63,6 @@ func (s *Shedder) briefMillis(r Reason) int {
 			est = 2 * b
 		}
 	}
-	base := s.pressure.current(s.clock.Now(), s.admitted.Load())
 	ms := min(max(int(est*time.Duration(base)/time.Millisecond), millisStep), maxBriefMillis)
 	return ms - ms%millisStep
 }
@@ -141,11 +141,11 @@ func Middleware(next http.Handler, s *Shedder) http.Handler {
 		}
 		permit, why, ra := s.tryAdmit(r.Context(), p)
 		if why != ReasonNone {
-			s.report(r.Context(), s.own, "", why, p, ra)
-			if ms := s.briefMillis(why); ms > 0 {
+			s.report(r.Context(), s.own, "", why, p, ra.secs)
+			if ms := s.briefMillis(why, ra.base); ms > 0 {
 				w.Header()[callpath.HeaderRetryAfterMillis] = millisValues[ms/millisStep]
 			}
-			s.write(w, why, ra)
+			s.write(w, why, ra.secs)
 			return
 		}
 		// The request's Pauser rides in the handler's context, so that a

@@ -42,7 +42,7 @@ const (
 
 // wait queues a request that found no free slot, until a slot is handed to it, its
 // queue timeout passes, or ctx ends.
-func (s *Shedder) wait(ctx context.Context, p Priority) (Permit, Reason, int) {
+func (s *Shedder) wait(ctx context.Context, p Priority) (Permit, Reason, refusal) {
 	now := s.clock.Now()
 	if dl, ok := ctx.Deadline(); ok {
 		var est time.Duration
@@ -80,7 +80,7 @@ func (s *Shedder) wait(ctx context.Context, p Priority) (Permit, Reason, int) {
 	select {
 	case <-w.ch:
 		t.Stop()
-		return s.admit(w.inflight), ReasonNone, 0
+		return s.admit(w.inflight), ReasonNone, refusal{}
 	case <-t.C():
 	case <-ctx.Done():
 		t.Stop()
@@ -88,7 +88,7 @@ func (s *Shedder) wait(ctx context.Context, p Priority) (Permit, Reason, int) {
 	s.mu.Lock()
 	if w.granted { // granted as we gave up: take the slot
 		s.mu.Unlock()
-		return s.admit(w.inflight), ReasonNone, 0
+		return s.admit(w.inflight), ReasonNone, refusal{}
 	}
 	q := s.queues[class]
 	for i, x := range q {

@@ -49,6 +49,45 @@ func TestMiddleware_RefusalsTellBackstopCallersWhenToComeBack(t *testing.T) {
 	require.LessOrEqual(t, ms, 1000, "and stays within a second")
 }
 
+// steppingClock moves on by step each time it is read: a refusal's readings of the
+// time then fall in different seconds of the pressure, as they can on a real clock.
+type steppingClock struct {
+	*policytest.Clock
+	step time.Duration
+}
+
+func (c steppingClock) Now() time.Time {
+	c.Advance(c.step)
+	return c.Clock.Now()
+}
+
+// TestMiddleware_OneRefusalOneReading: the Retry-After and the Backstop-Retry-After-Ms
+// of one refusal come from one reading of the pressure, even when the second in which
+// the pressure is counted ends between them: the milliseconds are the queue interval
+// (100 ms) times the base whose jitter gave the Retry-After, [base, base + ⌈base/2⌉],
+// at most 1 000.
+func TestMiddleware_OneRefusalOneReading(t *testing.T) {
+	clock := steppingClock{policytest.NewClock(t0), 1500 * time.Millisecond}
+	s := shed.MustNew(shed.Options{Limit: shed.LimitOptions{Fixed: 1}, Queue: shed.QueueOptions{Max: -1}, Clock: clock, Rand: pinned(0.99)})
+	h := shed.Middleware(okHandler, s)
+	held, _ := s.Admit(context.Background(), shed.PriorityDefault)
+	defer held.Release()
+	for i := range 20 {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest("GET", "/", nil))
+		require.Equal(t, http.StatusTooManyRequests, w.Code)
+		secs, err := strconv.Atoi(w.Header().Get("Retry-After"))
+		require.NoError(t, err)
+		ms, err := strconv.Atoi(w.Header().Get(callpath.HeaderRetryAfterMillis))
+		require.NoError(t, err)
+		agree := false // some base gives both: the milliseconds are capped at 1 000
+		for base := 1; base <= 30; base++ {
+			agree = agree || secs >= base && secs <= base+(base+1)/2 && ms == min(100*base, 1000)
+		}
+		require.True(t, agree, "refusal %d: Retry-After %d s and Backstop-Retry-After-Ms %d disagree", i, secs, ms)
+	}
+}
+
 // TestPermit_PausesNest: one admitted request paused five times at once (calls in
 // parallel, a body read within a proxied call) gives back one slot, not five, and takes
 // it back once; the zero Permit's Pauser does nothing.

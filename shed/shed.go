@@ -516,13 +516,13 @@ type Permit struct {
 func (s *Shedder) Admit(ctx context.Context, p Priority) (Permit, Reason) {
 	permit, why, ra := s.tryAdmit(ctx, p)
 	if why != ReasonNone {
-		s.report(ctx, s.own, "", why, p, ra)
+		s.report(ctx, s.own, "", why, p, ra.secs)
 	}
 	return permit, why
 }
 
 // tryAdmit is Admit that also returns the Retry-After (seconds) of a refusal.
-func (s *Shedder) tryAdmit(ctx context.Context, p Priority) (Permit, Reason, int) {
+func (s *Shedder) tryAdmit(ctx context.Context, p Priority) (Permit, Reason, refusal) {
 	if g := s.adaptive; g != nil && g.cpu != nil && g.cpu.share.Load() != 0 && g.cpu.refuses(p, s.rand.Float64()) {
 		now := s.clock.Now()
 		g.refreshCPU(now)
@@ -554,7 +554,7 @@ func (s *Shedder) tryAdmit(ctx context.Context, p Priority) (Permit, Reason, int
 			break
 		}
 		if s.inflight.CompareAndSwap(n, n+1) {
-			return s.admit(n + 1), ReasonNone, 0
+			return s.admit(n + 1), ReasonNone, refusal{}
 		}
 	}
 	if s.adaptive != nil {
@@ -569,16 +569,25 @@ func (s *Shedder) tryAdmit(ctx context.Context, p Priority) (Permit, Reason, int
 	return s.wait(ctx, p)
 }
 
+// refusal is when a refused request is told to come back: Retry-After in whole
+// seconds (secs, jittered) and the pressure's base it was drawn from, which
+// [Shedder.briefMillis] scales too, so that the two headers of one refusal say the
+// same thing.
+type refusal struct {
+	secs int
+	base int64
+}
+
 // refuse is reject with the pressure-adapted Retry-After.
-func (s *Shedder) refuse(r Reason, p Priority) (Permit, Reason, int) {
+func (s *Shedder) refuse(r Reason, p Priority) (Permit, Reason, refusal) {
 	return s.refuseAt(s.clock.Now(), r, p)
 }
 
-// refuseAt is refuse at now.
-func (s *Shedder) refuseAt(now time.Time, r Reason, p Priority) (Permit, Reason, int) {
-	s.pressure.reject(now, s.admitted.Load())
-	ra := s.retryAfterSeconds()
-	return Permit{}, s.reject(r), ra
+// refuseAt is refuse at now: the refusal is counted in the pressure, and its
+// Retry-After drawn from the base that results, in one reading.
+func (s *Shedder) refuseAt(now time.Time, r Reason, p Priority) (Permit, Reason, refusal) {
+	base := s.pressure.reject(now, s.admitted.Load())
+	return Permit{}, s.reject(r), refusal{secs: s.draw(base), base: base}
 }
 
 func (s *Shedder) admit(inflight int64) Permit {
@@ -731,12 +740,13 @@ func (s *Shedder) report(ctx context.Context, to audience, pipeline string, r Re
 // seconds are what RFC 9110's delay-seconds can say; clients that arrive over time
 // then return spread over the whole range.
 func (s *Shedder) RetryAfter() time.Duration {
-	return time.Duration(s.retryAfterSeconds()) * time.Second
+	return time.Duration(s.draw(s.pressure.current(s.clock.Now(), s.admitted.Load()))) * time.Second
 }
 
-// retryAfterSeconds is RetryAfter in whole seconds, as the header sends it.
-func (s *Shedder) retryAfterSeconds() int {
-	return min(jitterSeconds(s.pressure.current(s.clock.Now(), s.admitted.Load()), s.rand.Float64()), int(s.pressure.max))
+// draw returns a Retry-After in whole seconds, as the header sends it, for the
+// pressure's base: jittered, never above MaxRetryAfter.
+func (s *Shedder) draw(base int64) int {
+	return min(jitterSeconds(base, s.rand.Float64()), int(s.pressure.max))
 }
 
 // jitterSeconds draws a whole number of seconds uniformly from [base, base+⌈base/2⌉]
@@ -758,12 +768,14 @@ type pressure struct {
 	refused  uint64     // refusals since
 }
 
-// reject notes a refusal at now; admitted is the shedder's admitted count.
-func (p *pressure) reject(now time.Time, admitted uint64) {
+// reject notes a refusal at now and returns the base in force; admitted is the
+// shedder's admitted count.
+func (p *pressure) reject(now time.Time, admitted uint64) int64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.rollLocked(now, admitted)
 	p.refused++
+	return max(p.base, 1)
 }
 
 // rollLocked closes the span being counted once it is a second old, setting the base
@@ -835,11 +847,11 @@ func (r *runner) Run(ctx context.Context, fn policy.Func) error {
 	p := priorityOf(ctx)
 	permit, why, ra := r.s.tryAdmit(ctx, p)
 	if why != ReasonNone {
-		r.s.report(ctx, r.to, r.pipeline, why, p, ra)
+		r.s.report(ctx, r.to, r.pipeline, why, p, ra.secs)
 		if why == ReasonCanceled {
 			return fmt.Errorf("shed: %w", ctx.Err())
 		}
-		return &RejectError{Shedder: r.s.name, reason: why, retryAfter: time.Duration(ra) * time.Second}
+		return &RejectError{Shedder: r.s.name, reason: why, retryAfter: time.Duration(ra.secs) * time.Second}
 	}
 	if 2*r.s.inflight.Load() >= r.s.limit.Load() {
 		// Half the limit in use: a retry's backoff in fn gives the slot back (a new
