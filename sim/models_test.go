@@ -199,6 +199,22 @@ func TestLoad_ClosedLoopUsers(t *testing.T) {
 	}
 }
 
+// A service that goes down runs no work: of three calls at once on one worker of
+// 100 ms, down from 50 ms on, the one running finishes; the two waiting for the worker
+// fail when they reach it, at 100 ms, rather than being served during the outage.
+func TestFault_DownRunsNothingQueued(t *testing.T) {
+	sc := sim.Scenario{Stack: sim.Naive, Seed: 1, Load: sim.Load{Burst: 3},
+		Services: []sim.Service{{Name: "svc", Workers: 1, Work: sim.Dist{Mean: 100 * time.Millisecond},
+			Faults: []sim.Fault{{Kind: sim.Down, From: 50 * time.Millisecond, To: time.Hour}}}}}
+	s, err := sim.Run(t, sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.OK != 1 || s.Failed != 2 || s.P99 != 100 {
+		t.Errorf("%d ok, %d failed, slowest %v ms; want 1 ok, 2 failed, all answered by 100 ms", s.OK, s.Failed, s.P99)
+	}
+}
+
 // A service calls its dependencies one after another and stops at the first that
 // fails: with "a" down, "b" is never asked.
 func TestService_FanOutInOrder(t *testing.T) {

@@ -117,7 +117,8 @@ type FaultKind string
 
 // The faults.
 const (
-	// Down: the service answers every request at once with a 503.
+	// Down: the service answers every request at once with a 503, and runs no work:
+	// a request that waited for a worker fails when it reaches one.
 	Down FaultKind = "down"
 	// Slow: each request takes Factor times its service time.
 	Slow FaultKind = "slow"

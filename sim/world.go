@@ -55,7 +55,7 @@ type service struct {
 	hops              []*hop // one per Calls entry
 	// guarded by w.mu: the worker pool, and the requests received
 	busy     int
-	queue    []func()
+	queue    []func() bool
 	requests int
 }
 
@@ -352,7 +352,10 @@ func rejection(err error) (time.Duration, bool) {
 	return rej.RetryAfter(), true
 }
 
-var errQueueFull = errors.New("sim: queue full")
+var (
+	errQueueFull = errors.New("sim: queue full")
+	errDown      = errors.New("sim: down")
+)
 
 // serve is the service's own handler: the fault schedule, its work on a worker, then
 // its dependencies one after another, answering as the storm's middle services do.
@@ -425,27 +428,31 @@ func (s *service) serve(rw http.ResponseWriter, r *http.Request) {
 func (s *service) work(ctx context.Context, factor float64) error {
 	w := s.w
 	done := make(chan struct{})
+	down := false // the service went down while the request waited for a worker
 	w.mu.Lock()
-	start := func() { // w.mu held
+	// start runs the request on a worker and reports whether it did: a service that is
+	// down runs nothing, and a request that reaches a worker then fails at once.
+	start := func() bool { // w.mu held
+		if s.faultAt(time.Since(w.start)).refuse >= 1 {
+			down = true
+			close(done)
+			return false
+		}
 		d := time.Duration(float64(w.draw(s.Work)) * factor)
 		w.e.After(d, func() {
 			close(done)
 			w.mu.Lock()
-			if len(s.queue) > 0 {
-				next := s.queue[0]
-				s.queue[0] = nil
-				s.queue = s.queue[1:]
-				next()
-			} else {
-				s.busy--
-			}
+			s.next()
 			w.mu.Unlock()
 		})
+		return true
 	}
 	switch {
 	case s.busy < s.Workers:
 		s.busy++
-		start()
+		if !start() {
+			s.busy--
+		}
 	case s.Queue > 0 && len(s.queue) >= s.Queue:
 		w.mu.Unlock()
 		return errQueueFull
@@ -455,10 +462,27 @@ func (s *service) work(ctx context.Context, factor float64) error {
 	w.mu.Unlock()
 	select {
 	case <-done:
+		if down {
+			return errDown
+		}
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// next hands a freed worker to the first queued request that runs, or frees it.
+// w.mu must be held.
+func (s *service) next() {
+	for len(s.queue) > 0 {
+		start := s.queue[0]
+		s.queue[0] = nil
+		s.queue = s.queue[1:]
+		if start() {
+			return
+		}
+	}
+	s.busy--
 }
 
 // draw returns a time from d; w.mu must be held.

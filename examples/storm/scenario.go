@@ -28,7 +28,8 @@ import (
 // The scenario's fixed shape. The database serves dbWorkers requests at a time, each
 // taking dbWork: 160 requests/s; the default user load (100/s) is 62 % of it. Like a real
 // database it finishes a query whose client has gone away: abandoned work still
-// takes its turn.
+// takes its turn. While it is down it runs no query: those waiting for a worker when
+// it goes down fail too (queries already running finish).
 const (
 	dbWorkers   = 4
 	dbWork      = 25 * time.Millisecond
@@ -86,6 +87,7 @@ type series struct {
 	// error and those the user gave up on (at start + userTimeout).
 	failedDone, lostDone []int
 	db                   []int
+	queries              []int           // queries the database ran, by completion time
 	lat                  []time.Duration // of every call
 	failedLat            []time.Duration // of the calls answered with an error
 	calls                []sim.CallAt    // every call's start (since the series' start) and whether it was answered ok
@@ -119,7 +121,7 @@ func (c *events) Observe(e event.Event) {
 func newSeries(start time.Time, width, total time.Duration) *series {
 	n := int(total/width) + 1
 	return &series{start: start, width: width, started: make([]int, n), ok: make([]int, n),
-		okDone: make([]int, n), failed: make([]int, n), lost: make([]int, n), db: make([]int, n),
+		okDone: make([]int, n), failed: make([]int, n), lost: make([]int, n), db: make([]int, n), queries: make([]int, n),
 		failedDone: make([]int, n), lostDone: make([]int, n)}
 }
 
@@ -130,6 +132,12 @@ func (s *series) index(t time.Time) int {
 func (s *series) dbRequest(t time.Time) {
 	s.mu.Lock()
 	s.db[s.index(t)]++
+	s.mu.Unlock()
+}
+
+func (s *series) query(t time.Time) {
+	s.mu.Lock()
+	s.queries[s.index(t)]++
 	s.mu.Unlock()
 }
 
@@ -290,8 +298,17 @@ func start(cfg config, s *series) (*stack, error) {
 		case <-st.stop:
 			return
 		}
+		if st.dbDown.Load() {
+			// Down means no query runs: one that waited for a worker fails when the
+			// database goes down, wherever it waited (here, or in a shedder's queue
+			// in front of the database).
+			<-sem
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
 		time.Sleep(dbWork) // the query itself
 		<-sem
+		s.query(time.Now())
 		w.WriteHeader(http.StatusOK)
 	})
 	if cfg.mode == modeBackstop {
