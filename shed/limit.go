@@ -67,6 +67,15 @@ const (
 	// CPU-bound one offered many times what its cores serve) finds the knee in a few
 	// probes rather than a few per halving.
 	probeHeld = 0.9
+	// A probe that did not hold measured what the baseline already says: the next
+	// waits twice as many elevated windows as the last, up to probeAfterMax, until a
+	// probe holds. Each probe serves half the concurrency for two windows: a server
+	// whose latency sits in the tolerance for reasons of its own (work near its
+	// capacity, noisy query times, a machine whose other tenants delay its threads)
+	// would otherwise give up a fifth of its windows to probes. probeAfterMax keeps
+	// two probes within the windows the baseline remembers, so that what they
+	// measured stays in it.
+	probeAfterMax = DefaultLongWindows/2 - 2
 	// A probe window that lasts over probeStale Windows (its successes stopped: the
 	// server's own dependency failed) measured nothing: the limit returns to where the
 	// series of probes began.
@@ -107,7 +116,10 @@ const (
 // as much: the server was queueing, and the next probe halves the limit again, so a
 // server far past its knee (a CPU-bound one offered many times what its cores serve)
 // finds it in a few probes. Otherwise the limit is restored; what the probe measured
-// enters the baseline, and the next windows bring the limit to it. A probe window that
+// enters the baseline, and the next windows bring the limit to it; and the next probe
+// waits for twice as many such windows as this one did (6, 12, … up to 48, until a
+// probe holds): a server near its capacity sits in that band for good, and a probe
+// every fifth window would idle its workers a tenth of the time. A probe window that
 // lasts over 3 Windows (no success was timed: the server's own dependency failed)
 // measured nothing, and the limit returns to where the probes began.
 // (Windows above the tolerance between those 5 do not break the count: a limit that
@@ -165,6 +177,7 @@ type gradient struct {
 	// of the baseline; probeLimit is the limit to return to after a probe window, 0
 	// when none is under way.
 	elevated    int
+	probeAfter  int // elevated windows the next probe waits for; 0: probeAfter
 	probeLimit  float64
 	probeOrigin float64       // the limit before the first of a series of probes
 	probing     int           // windows of the probe closed so far
@@ -351,9 +364,11 @@ func (g *gradient) closeLocked(w window) {
 			// Half the concurrency served as much at a lower latency: this server
 			// was queueing, its knee is lower still. Probe again at half of this.
 			g.probeLimit, g.limit, g.probeRate, g.probing = g.limit, g.limit/2, rate, 0
+			g.probeAfter = probeAfter
 			return
 		}
 		g.limit, g.probeLimit, g.probing = g.probeLimit, 0, 0
+		g.probeAfter = min(2*max(g.probeAfter, probeAfter), probeAfterMax)
 		return
 	}
 	r := max(w.short-w.err, 0) / base
@@ -366,7 +381,7 @@ func (g *gradient) closeLocked(w window) {
 		}
 		if g.elevated++; r <= probeAbove {
 			g.elevated = 0
-		} else if g.elevated >= probeAfter && g.limit/2 >= g.min {
+		} else if g.elevated >= max(g.probeAfter, probeAfter) && g.limit/2 >= g.min {
 			// Latency sits near the tolerance: is the baseline still the latency of
 			// an unloaded server? Measure it at half the limit for one window.
 			g.elevated = 0

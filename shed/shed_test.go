@@ -567,3 +567,38 @@ func TestLimit_AProbeAcrossAnOutageIsUndone(t *testing.T) {
 	round(t, s, clock, s.Limit(), 100*time.Millisecond) // it is back
 	require.Equal(t, 20, s.Limit(), "the limit once the first window after the outage closes")
 }
+
+// TestLimit_AProbeThatDoesNotHoldWaitsLongerForTheNext: a server whose latency sits at
+// 1.3 times the baseline with its limit in use asks for a probe every third window.
+// Each probe here serves half the requests at the baseline's latency — not as much —
+// and so does not hold: it measured nothing the baseline did not say, and the next
+// waits twice as many windows as the last (3, 6, 12, … elevated windows, after the
+// one that holds the probe's work), up to 48, so that two probes stay within the 100
+// windows the baseline remembers and it is still re-measured.
+func TestLimit_AProbeThatDoesNotHoldWaitsLongerForTheNext(t *testing.T) {
+	clock := policytest.NewClock(t0)
+	s := shed.MustNew(shed.Options{Limit: shed.LimitOptions{Initial: 20, Max: 20}, Clock: clock})
+	for range 5 {
+		round(t, s, clock, s.Limit(), 100*time.Millisecond)
+	}
+	var gaps []int // windows at the full limit before each probe
+	full := 0
+	for range 600 {
+		n := s.Limit()
+		if n < 20 { // a probe: half the limit, at the baseline's latency
+			if full > 0 {
+				gaps = append(gaps, full)
+			}
+			full = 0
+			round(t, s, clock, n, 100*time.Millisecond)
+			continue
+		}
+		full++
+		round(t, s, clock, n, 130*time.Millisecond)
+	}
+	require.GreaterOrEqual(t, len(gaps), 6, "probes in 600 windows: the baseline is still re-measured; gaps %v", gaps)
+	require.Equal(t, []int{4, 7, 13, 25, 49, 49}, gaps[:6], "windows at the full limit before each probe")
+	for _, g := range gaps[6:] {
+		require.Equal(t, 49, g, "windows before a probe, at most 48 elevated ones; gaps %v", gaps)
+	}
+}
