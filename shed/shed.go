@@ -521,7 +521,7 @@ func (s *Shedder) Admit(ctx context.Context, p Priority) (Permit, Reason) {
 	return permit, why
 }
 
-// tryAdmit is Admit that also returns the Retry-After (seconds) of a refusal.
+// tryAdmit is Admit that also returns, for a refusal, when it asks the request back.
 func (s *Shedder) tryAdmit(ctx context.Context, p Priority) (Permit, Reason, refusal) {
 	if g := s.adaptive; g != nil && g.cpu != nil && g.cpu.share.Load() != 0 && g.cpu.refuses(p, s.rand.Float64()) {
 		now := s.clock.Now()
