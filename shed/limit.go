@@ -177,7 +177,7 @@ type gradient struct {
 	// of the baseline; probeLimit is the limit to return to after a probe window, 0
 	// when none is under way.
 	elevated    int
-	probeAfter  int // elevated windows the next probe waits for; 0: probeAfter
+	probeAfter  int // elevated windows the next probe waits for, probeAfter to probeAfterMax
 	probeLimit  float64
 	probeOrigin float64       // the limit before the first of a series of probes
 	probing     int           // windows of the probe closed so far
@@ -368,7 +368,7 @@ func (g *gradient) closeLocked(w window) {
 			return
 		}
 		g.limit, g.probeLimit, g.probing = g.probeLimit, 0, 0
-		g.probeAfter = min(2*max(g.probeAfter, probeAfter), probeAfterMax)
+		g.probeAfter = min(2*g.probeAfter, probeAfterMax)
 		return
 	}
 	r := max(w.short-w.err, 0) / base
@@ -381,7 +381,7 @@ func (g *gradient) closeLocked(w window) {
 		}
 		if g.elevated++; r <= probeAbove {
 			g.elevated = 0
-		} else if g.elevated >= max(g.probeAfter, probeAfter) && g.limit/2 >= g.min {
+		} else if g.elevated >= g.probeAfter && g.limit/2 >= g.min {
 			// Latency sits near the tolerance: is the baseline still the latency of
 			// an unloaded server? Measure it at half the limit for one window.
 			g.elevated = 0

@@ -423,6 +423,7 @@ func (s *Shedder) limits(o Options) error {
 		headroom: orDefaultF(o.Limit.Headroom, DefaultHeadroom), window: orDefaultD(o.Limit.Window, DefaultWindow),
 		minSamples: orDefault(o.Limit.MinSamples, DefaultMinSamples),
 		samples:    int64(orDefault(o.Limit.LatencySamples, DefaultLatencySamples)),
+		probeAfter: probeAfter,
 	}
 	g.stride.Store(1)
 	switch {
@@ -762,7 +763,7 @@ type pressure struct {
 	max int64 // MaxRetryAfter, whole seconds
 
 	mu       sync.Mutex // guards the fields below
-	base     int64      // seconds, ≥ 1
+	base     int64      // seconds, ≥ 1 (1 from New; rollLocked keeps it so)
 	since    time.Time  // start of the span being counted; zero: none
 	admitted uint64     // the shedder's admitted count at since
 	refused  uint64     // refusals since
@@ -775,7 +776,7 @@ func (p *pressure) reject(now time.Time, admitted uint64) int64 {
 	defer p.mu.Unlock()
 	p.rollLocked(now, admitted)
 	p.refused++
-	return max(p.base, 1)
+	return p.base
 }
 
 // rollLocked closes the span being counted once it is a second old, setting the base
@@ -815,9 +816,6 @@ func (p *pressure) current(now time.Time, admitted uint64) int64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.rollLocked(now, admitted)
-	if p.base < 1 {
-		p.base = 1
-	}
 	return p.base
 }
 
