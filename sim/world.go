@@ -430,14 +430,7 @@ func (s *service) work(ctx context.Context, factor float64) error {
 	done := make(chan struct{})
 	down := false // the service went down while the request waited for a worker
 	w.mu.Lock()
-	// start runs the request on a worker and reports whether it did: a service that is
-	// down runs nothing, and a request that reaches a worker then fails at once.
-	start := func() bool { // w.mu held
-		if s.faultAt(time.Since(w.start)).refuse >= 1 {
-			down = true
-			close(done)
-			return false
-		}
+	run := func() { // w.mu held
 		d := time.Duration(float64(w.draw(s.Work)) * factor)
 		w.e.After(d, func() {
 			close(done)
@@ -445,19 +438,28 @@ func (s *service) work(ctx context.Context, factor float64) error {
 			s.next()
 			w.mu.Unlock()
 		})
-		return true
 	}
 	switch {
 	case s.busy < s.Workers:
+		// A worker is free at once: serve has just found the service up.
 		s.busy++
-		if !start() {
-			s.busy--
-		}
+		run()
 	case s.Queue > 0 && len(s.queue) >= s.Queue:
 		w.mu.Unlock()
 		return errQueueFull
 	default:
-		s.queue = append(s.queue, start)
+		// The request waits for a worker. When one frees it runs, unless the service
+		// has gone down meanwhile: a service that is down runs nothing, and the request
+		// fails at once.
+		s.queue = append(s.queue, func() bool { // w.mu held
+			if s.faultAt(time.Since(w.start)).refuse >= 1 {
+				down = true
+				close(done)
+				return false
+			}
+			run()
+			return true
+		})
 	}
 	w.mu.Unlock()
 	select {
