@@ -129,15 +129,10 @@ func (s *series) index(t time.Time) int {
 	return min(max(int(t.Sub(s.start)/s.width), 0), len(s.db)-1)
 }
 
-func (s *series) dbRequest(t time.Time) {
+// count adds one to counts (s.db or s.queries) in t's bucket.
+func (s *series) count(counts []int, t time.Time) {
 	s.mu.Lock()
-	s.db[s.index(t)]++
-	s.mu.Unlock()
-}
-
-func (s *series) query(t time.Time) {
-	s.mu.Lock()
-	s.queries[s.index(t)]++
+	counts[s.index(t)]++
 	s.mu.Unlock()
 }
 
@@ -288,7 +283,7 @@ func start(cfg config, s *series) (*stack, error) {
 
 	sem := make(chan struct{}, dbWorkers)
 	var db http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.dbRequest(time.Now())
+		s.count(s.db, time.Now())
 		if st.dbDown.Load() {
 			w.WriteHeader(http.StatusServiceUnavailable)
 			return
@@ -308,7 +303,7 @@ func start(cfg config, s *series) (*stack, error) {
 		}
 		time.Sleep(dbWork) // the query itself
 		<-sem
-		s.query(time.Now())
+		s.count(s.queries, time.Now())
 		w.WriteHeader(http.StatusOK)
 	})
 	if cfg.mode == modeBackstop {
