@@ -221,13 +221,19 @@ func (im *Import) envoyPatterns(stack string, o Origin, earlier []*policyenvoy.R
 	case m.Regex != "":
 		im.note(stack, o, NoteNotCarried, "match.safe_regex", m.Regex, "the route matches paths by the regex %q, which a pattern cannot say: the table does not route to it", m.Regex)
 		return nil
+	case m.Path != "" && !strings.HasPrefix(m.Path, "/"):
+		return im.noPath(stack, o, "match.path", m.Path)
 	case m.Path != "":
 		paths = []string{m.Path}
 		if strings.HasSuffix(m.Path, "/") {
 			paths = []string{m.Path + "{$}"}
 		}
+	case m.PathSeparatedPrefix != "" && !strings.HasPrefix(m.PathSeparatedPrefix, "/"):
+		return im.noPath(stack, o, "match.path_separated_prefix", m.PathSeparatedPrefix)
 	case m.PathSeparatedPrefix != "":
 		paths = []string{m.PathSeparatedPrefix, m.PathSeparatedPrefix + "/"}
+	case m.Prefix != "" && !strings.HasPrefix(m.Prefix, "/"):
+		return im.noPath(stack, o, "match.prefix", m.Prefix)
 	case m.Prefix == "" || strings.HasSuffix(m.Prefix, "/"):
 		paths = []string{m.Prefix}
 		if m.Prefix == "" {
@@ -270,6 +276,14 @@ func (im *Import) envoyPatterns(stack string, o Origin, earlier []*policyenvoy.R
 		}
 	}
 	return out
+}
+
+// noPath notes a route whose match (field, value) does not begin with "/": it matches
+// no request's path, every one of which does, and as a pattern it would say something
+// else (ServeMux reads "  /" as "/", every path), so the table does not route to it.
+func (im *Import) noPath(stack string, o Origin, field, value string) []string {
+	im.note(stack, o, NoteNotCarried, field, value, "%q does not begin with /: Envoy matches it against no request's path, and the table does not route to the route", value)
+	return nil
 }
 
 // plainHost is a domain a ServeMux pattern can name: no wildcard, no port.

@@ -121,6 +121,36 @@ func TestImportEnvoy_RoutesAsEnvoy(t *testing.T) {
 	require.Contains(t, reasons, "not-carried match.safe_regex") // no pattern says a regex
 }
 
+// TestImportEnvoy_APathWithoutASlashMatchesNothing: every request's path begins with
+// "/", so an Envoy match that does not matches nothing. It becomes no pattern — as a
+// pattern "  /" is "/" to ServeMux, every path, and conflicted with the next route's
+// "/" (found by FuzzImportEnvoy) — and a note says so; the configuration builds.
+func TestImportEnvoy_APathWithoutASlashMatchesNothing(t *testing.T) {
+	routes, err := policyenvoy.Parse([]byte(`virtual_hosts:
+- name: a
+  domains: ["*"]
+  routes:
+  - {match: {prefix: "  "}, route: {cluster: a}}
+  - {match: {path: "x"}, route: {cluster: a}}
+  - {match: {prefix: ""}, route: {cluster: a}}
+`))
+	require.NoError(t, err)
+	im := config.ImportEnvoy("routes.yaml", routes)
+	c, err := im.Build(config.Options{})
+	require.NoError(t, err)
+	require.Len(t, c.Stacks(), 3)
+	var notes []string
+	for _, n := range im.Notes {
+		if n.Reason == config.NoteNotCarried {
+			notes = append(notes, n.Field+" "+n.Value)
+		}
+	}
+	require.Equal(t, []string{"match.prefix   ", "match.path x"}, notes)
+	r := c.HTTP().Match(mustRequest(t, "http://h/anything"))
+	require.NotNil(t, r)
+	require.Equal(t, c.Stacks()[2], r.Name, "every path goes to the route that matches it in Envoy")
+}
+
 func mustRequest(t *testing.T, url string) *http.Request {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodGet, url, nil)
