@@ -135,14 +135,14 @@ func renderLoad(cfg config, rs []result) string {
 			r.name, r.peakDB, float64(r.peakDB)/float64(dbCapacity))
 	}
 	if cfg.contend > 0 {
-		// Under contention a query holds its worker longer than its 25 ms (the
-		// goroutine waits for a CPU after its sleep): a database kept busy runs fewer.
+		// Under contention a query still holds its worker for 25 ms of wall time (the
+		// database's pool is not this process's CPUs): the database keeps its capacity.
 		ran := 0
 		for _, r := range rs {
 			ran = max(ran, r.peakQueries)
 		}
-		fmt.Fprintf(&b, "      the database ran at most %d queries/s in any second of any run (%d/s without contention)\n",
-			ran, dbCapacity)
+		fmt.Fprintf(&b, "      the database ran at most %d queries/s in any second of any run (its capacity: %d/s;\n"+
+			"      contention delays the services and the answers, not the database's queries)\n", ran, dbCapacity)
 	}
 	fmt.Fprintf(&b, "      the user gives up after %v: that truncates the naive stack's amplification in the\n"+
 		"      averages below (an abandoned call stops retrying); the probe row has no such limit\n", userTimeout)
