@@ -28,8 +28,9 @@ import (
 // The scenario's fixed shape. The database serves dbWorkers requests at a time, each
 // taking dbWork of wall time (workers), under CPU contention too: 160 requests/s; the
 // default user load (100/s) is 62 % of it. Like a real database it finishes a query
-// whose client has gone away: abandoned work still takes its turn. While it is down it runs no query: those waiting for a worker when
-// it goes down fail too (queries already running finish).
+// whose client has gone away: abandoned work still takes its turn. While it is down
+// it runs no query: those waiting for a worker when it goes down fail too (queries
+// already running finish).
 const (
 	dbWorkers   = 4
 	dbWork      = 25 * time.Millisecond
