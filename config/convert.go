@@ -26,8 +26,8 @@ func FromServiceConfig(sc *policygrpc.ServiceConfig) File {
 //   - timeout becomes the stack's deadline;
 //   - retryPolicy becomes a retry with strategy grpc: attempts maxAttempts (at most
 //     policygrpc.MaxServiceConfigAttempts: a [NoteCapped] says so above it), base
-//     initialBackoff, cap maxBackoff, multiplier backoffMultiplier (below 1 read as
-//     1, as policygrpc does), and grpc_codes retryableStatusCodes;
+//     initialBackoff (maxBackoff when that is lower, as policygrpc does), cap
+//     maxBackoff, multiplier backoffMultiplier, and grpc_codes retryableStatusCodes;
 //   - hedgingPolicy becomes a hedge of maxAttempts (capped alike), hedgingDelay and
 //     grpc_codes nonFatalStatusCodes;
 //   - retryThrottling becomes each retrying stack's token bucket. One difference, a
@@ -56,8 +56,8 @@ func ImportServiceConfig(name string, sc *policygrpc.ServiceConfig) *Import {
 		switch {
 		case en.Retrying:
 			pol = en.Field + ".retryPolicy"
-			s.Retry = &Retry{Attempts: ptr(attempts), Strategy: ptr("grpc"), Base: &Duration{D: en.InitialBackoff},
-				Cap: &Duration{D: en.MaxBackoff}, Multiplier: ptr(max(en.BackoffMultiplier, 1)), GRPCCodes: codes()}
+			s.Retry = &Retry{Attempts: ptr(attempts), Strategy: ptr("grpc"), Base: &Duration{D: min(en.InitialBackoff, en.MaxBackoff)},
+				Cap: &Duration{D: en.MaxBackoff}, Multiplier: ptr(en.BackoffMultiplier), GRPCCodes: codes()}
 			for rel, f := range map[string]string{"retry": "", "retry.attempts": ".maxAttempts", "retry.strategy": "",
 				"retry.base": ".initialBackoff", "retry.cap": ".maxBackoff", "retry.multiplier": ".backoffMultiplier",
 				"retry.grpc_codes": ".retryableStatusCodes"} {

@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"strconv"
-	"strings"
 	"time"
 
 	"google.golang.org/grpc"
@@ -267,21 +265,23 @@ func past(ctx context.Context) bool {
 	return ok && !time.Now().Before(dl)
 }
 
-// parsePushback reads a grpc-retry-pushback-ms value: a non-negative decimal integer
-// of milliseconds, or −1 for anything else (do not retry). Huge values saturate.
+// parsePushback reads a grpc-retry-pushback-ms value, which gRFC A6 defines as "an
+// ASCII encoded signed 32-bit integer with no unnecessary leading zeros": a delay of
+// that many milliseconds, or −1 (do not retry) for a negative value or anything
+// else — spaces, a sign on a positive number, leading zeros, a fraction, a value past
+// 2³¹−1.
 func parsePushback(v string) time.Duration {
-	v = strings.TrimSpace(v)
-	if v == "" {
+	if v == "" || v == "-0" || len(v) > 1 && v[0] == '0' {
 		return -1
 	}
-	ms, err := strconv.ParseUint(v, 10, 64)
-	switch {
-	case errors.Is(err, strconv.ErrRange):
-		return math.MaxInt64
-	case err != nil:
+	for _, c := range v {
+		if c < '0' || c > '9' {
+			return -1 // a negative value, or not an integer
+		}
+	}
+	ms, err := strconv.ParseInt(v, 10, 32)
+	if err != nil {
 		return -1
-	case ms > math.MaxInt64/uint64(time.Millisecond):
-		return math.MaxInt64
 	}
 	return time.Duration(ms) * time.Millisecond
 }

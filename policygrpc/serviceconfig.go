@@ -2,6 +2,7 @@ package policygrpc
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -442,21 +443,20 @@ func retryPolicy(ix *jsonIndex, field string, rp *retryPolicyJSON, e *Entry) (*r
 	if err != nil {
 		return nil, nil, err
 	}
-	if maxB < initial {
-		return bad(".maxBackoff", "%q is below initialBackoff %q; want maxBackoff ≥ initialBackoff", *rp.MaxBackoff, *rp.InitialBackoff)
-	}
 	cs, err := statusCodes(ix, field+".retryableStatusCodes", rp.RetryableStatusCodes)
 	if err != nil {
 		return nil, nil, err
 	}
-	// A6's backoff is initial·multiplier^(n−1) jittered; Backstop's GRPC strategy needs
-	// a multiplier ≥ 1, so a shrinking one (allowed by A6) holds the delay at initial.
-	mult := max(*rp.BackoffMultiplier, 1)
+	// A6's backoff is min(initial·multiplier^(n−1), maxBackoff) jittered, and A6 asks
+	// only that each be > 0. A maxBackoff below initialBackoff holds every delay at
+	// maxBackoff (exactly so with a multiplier ≥ 1; with a shrinking one the delays
+	// shrink from maxBackoff, where A6's stay there until initial·multiplier^(n−1)
+	// falls below it).
 	r, err := retry.New(retry.Options{
 		MaxAttempts: min(*rp.MaxAttempts, MaxServiceConfigAttempts),
-		Base:        initial,
+		Base:        min(initial, maxB),
 		Cap:         maxB,
-		Strategy:    retry.GRPC{Multiplier: mult},
+		Strategy:    retry.GRPC{Multiplier: *rp.BackoffMultiplier},
 	})
 	if err != nil {
 		return bad("", "is refused: %v", err)
@@ -504,16 +504,17 @@ func hedgingPolicy(ix *jsonIndex, field string, hp *hedgingPolicyJSON, e *Entry)
 }
 
 // protoDuration is the JSON form of google.protobuf.Duration: seconds with up to nine
-// decimals and an "s".
-var protoDuration = regexp.MustCompile(`^(-?)([0-9]+)(?:\.([0-9]{1,9}))?s$`)
+// decimals and an "s". The whole seconds and the fraction are each optional, but not
+// both: gRFC A6's own examples write ".1s", and grpc-go reads "1.s".
+var protoDuration = regexp.MustCompile(`^(-?)([0-9]*)(?:\.([0-9]{0,9}))?s$`)
 
-// parseDuration reads a google.protobuf.Duration in its JSON form ("1.5s").
+// parseDuration reads a google.protobuf.Duration in its JSON form ("1.5s", ".1s").
 func parseDuration(s string) (time.Duration, error) {
 	m := protoDuration.FindStringSubmatch(s)
-	if m == nil {
+	if m == nil || m[2] == "" && m[3] == "" {
 		return 0, fmt.Errorf("%q is not a duration like \"1.5s\"", s)
 	}
-	secs, err := strconv.ParseInt(m[2], 10, 64)
+	secs, err := strconv.ParseInt(cmp.Or(m[2], "0"), 10, 64)
 	if err != nil || secs > math.MaxInt64/int64(time.Second)-1 {
 		return 0, fmt.Errorf("%q is out of range", s)
 	}

@@ -13,6 +13,7 @@ import (
 	testgrpc "google.golang.org/grpc/interop/grpc_testing"
 	"google.golang.org/grpc/status"
 
+	"github.com/backstop-go/backstop/policy"
 	"github.com/backstop-go/backstop/policygrpc"
 )
 
@@ -94,7 +95,9 @@ func TestParseServiceConfig_RefusesWhatA6Refuses(t *testing.T) {
 		{rp(strings.Replace(ok, `"maxAttempts": 3, `, ``, 1)), "methodConfig[0].retryPolicy.maxAttempts is missing"},
 		{rp(strings.Replace(ok, `"0.1s"`, `"0s"`, 1)), "initialBackoff is \"0s\""},
 		{rp(strings.Replace(ok, `"0.1s"`, `"100ms"`, 1)), "initialBackoff is \"100ms\""},
-		{rp(strings.Replace(ok, `"1s"`, `"0.01s"`, 1)), "maxBackoff \"0.01s\" is below initialBackoff"},
+		{rp(strings.Replace(ok, `"0.1s"`, `"s"`, 1)), "initialBackoff is \"s\""},
+		{rp(strings.Replace(ok, `"0.1s"`, `".s"`, 1)), "initialBackoff is \".s\""},
+		{rp(strings.Replace(ok, `"0.1s"`, `"0.1234567891s"`, 1)), "initialBackoff is \"0.1234567891s\""},
 		{rp(strings.Replace(ok, `"backoffMultiplier": 2`, `"backoffMultiplier": 0`, 1)), "backoffMultiplier is 0"},
 		{rp(strings.Replace(ok, `["UNAVAILABLE"]`, `[]`, 1)), "retryableStatusCodes is empty"},
 		{rp(strings.Replace(ok, `["UNAVAILABLE"]`, `["OK"]`, 1)), "retryableStatusCodes[0] is OK"},
@@ -117,6 +120,56 @@ func TestParseServiceConfig_RefusesWhatA6Refuses(t *testing.T) {
 		_, err := policygrpc.ParseServiceConfig([]byte(tt.json))
 		if !errors.Is(err, policygrpc.ErrServiceConfig) || !strings.Contains(err.Error(), tt.field) {
 			t.Errorf("ParseServiceConfig(%s) = %v; want ErrServiceConfig naming %q", tt.json, err, tt.field)
+		}
+	}
+}
+
+// TestParseServiceConfig_DurationsAsA6WritesThem: a proto3 Duration's whole seconds
+// and fraction are each optional, not both — A6's own examples write ".1s" and ".5s".
+func TestParseServiceConfig_DurationsAsA6WritesThem(t *testing.T) {
+	const cfg = `{"methodConfig": [{"name": [{"service": "s"}], "timeout": ".5s", "retryPolicy": {"maxAttempts": 4,
+  "initialBackoff": ".1s", "maxBackoff": "1.s", "backoffMultiplier": 2, "retryableStatusCodes": ["UNAVAILABLE"]}},
+  {"name": [{"service": "h"}], "hedgingPolicy": {"maxAttempts": 3, "hedgingDelay": ".5s", "nonFatalStatusCodes": ["UNAVAILABLE"]}}]}`
+	c, err := policygrpc.ParseServiceConfig([]byte(cfg))
+	require.NoError(t, err)
+	e := c.Entries()
+	require.Equal(t, 500*time.Millisecond, e[0].Timeout)
+	require.Equal(t, 100*time.Millisecond, e[0].InitialBackoff)
+	require.Equal(t, time.Second, e[0].MaxBackoff)
+	require.Equal(t, 500*time.Millisecond, e[1].HedgingDelay)
+}
+
+// TestParseServiceConfig_BackoffAsA6Computes: A6 asks only that the backoffs and the
+// multiplier be > 0; retry N waits min(initialBackoff·multiplier^(N−1), maxBackoff)
+// ±20 %. A maxBackoff below initialBackoff holds every wait at maxBackoff, and a
+// multiplier below 1 shrinks the waits.
+func TestParseServiceConfig_BackoffAsA6Computes(t *testing.T) {
+	policyOf := func(initial, maxB string, mult float64) string {
+		return fmt.Sprintf(`{"methodConfig": [{"name": [{"service": "s"}], "retryPolicy": {"maxAttempts": 4,
+  "initialBackoff": %q, "maxBackoff": %q, "backoffMultiplier": %v, "retryableStatusCodes": ["UNAVAILABLE"]}}]}`, initial, maxB, mult)
+	}
+	for _, tt := range []struct {
+		initial, maxB string
+		mult          float64
+		centres       []time.Duration // of retries 1, 2, 3
+	}{
+		{"2s", "1s", 2, []time.Duration{time.Second, time.Second, time.Second}},
+		{"0.4s", "1s", 0.5, []time.Duration{400 * time.Millisecond, 200 * time.Millisecond, 100 * time.Millisecond}},
+	} {
+		c, err := policygrpc.ParseServiceConfig([]byte(policyOf(tt.initial, tt.maxB, tt.mult)))
+		require.NoError(t, err, "%s/%s×%v", tt.initial, tt.maxB, tt.mult)
+		st := c.Pipeline("/s/M").Explain().Stack
+		var sleeps []policy.Sleep
+		for _, s := range st {
+			if len(s.Sleeps) > 0 {
+				sleeps = s.Sleeps
+			}
+		}
+		require.Len(t, sleeps, 3, "%s/%s×%v", tt.initial, tt.maxB, tt.mult)
+		for i, want := range tt.centres {
+			lo, hi := time.Duration(0.8*float64(want)), min(time.Duration(1.2*float64(want)), 1*time.Second)
+			require.InDelta(t, float64(lo), float64(sleeps[i].Min), float64(time.Millisecond), "retry %d min", i+1)
+			require.InDelta(t, float64(hi), float64(sleeps[i].Max), float64(time.Millisecond), "retry %d max", i+1)
 		}
 	}
 }

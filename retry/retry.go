@@ -2,6 +2,7 @@ package retry
 
 import (
 	"context"
+	"math"
 	"time"
 
 	"github.com/backstop-go/backstop/callpath"
@@ -114,8 +115,8 @@ func New(o Options) (*Retry, error) {
 	if r.strategy == nil {
 		r.strategy = Full{}
 	}
-	if g, ok := r.strategy.(GRPC); ok && g.Multiplier != 0 && !(g.Multiplier >= 1) {
-		return bad("GRPC.Multiplier is %v; want ≥ 1, or 0 for the default %v", g.Multiplier, DefaultGRPCMultiplier)
+	if g, ok := r.strategy.(GRPC); ok && (g.Multiplier < 0 || math.IsNaN(g.Multiplier) || math.IsInf(g.Multiplier, 0)) {
+		return bad("GRPC.Multiplier is %v; want a finite number > 0, or 0 for the default %v", g.Multiplier, DefaultGRPCMultiplier)
 	}
 	return r, nil
 }

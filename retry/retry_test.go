@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -50,7 +51,8 @@ func TestNew_RefusesBadOptions(t *testing.T) {
 		{retry.Options{Cap: -time.Second}, "Cap is -1s"},
 		{retry.Options{Base: time.Second, Cap: 500 * ms}, "Cap is 500ms, below Base 1s"},
 		{retry.Options{MaxHintDelay: -1}, "MaxHintDelay is -1ns"},
-		{retry.Options{Strategy: retry.GRPC{Multiplier: 0.5}}, "GRPC.Multiplier is 0.5"},
+		{retry.Options{Strategy: retry.GRPC{Multiplier: -0.5}}, "GRPC.Multiplier is -0.5"},
+		{retry.Options{Strategy: retry.GRPC{Multiplier: math.Inf(1)}}, "GRPC.Multiplier is +Inf"},
 	}
 	for _, tt := range tests {
 		_, err := retry.New(tt.o)

@@ -120,8 +120,9 @@ const DefaultGRPCMultiplier = 1.6
 //
 // See https://github.com/grpc/proposal/blob/master/A6-client-retries.md.
 type GRPC struct {
-	// Multiplier is the growth factor per retry; 0 means DefaultGRPCMultiplier. Values
-	// below 1 are refused by New.
+	// Multiplier is the growth factor per retry; 0 means DefaultGRPCMultiplier. A6
+	// allows any value > 0: below 1 the delays shrink from Base. New refuses a
+	// negative, infinite or NaN one.
 	Multiplier float64
 }
 

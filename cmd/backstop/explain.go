@@ -240,8 +240,8 @@ func explainMethod(o config.Origin, se config.StackExplanation, s config.Stack, 
 		v.InitialBackoffSeconds, v.MaxBackoffSeconds, v.BackoffMultiplier = en.InitialBackoff.Seconds(), en.MaxBackoff.Seconds(), en.BackoffMultiplier
 		v.Backoff = fmt.Sprintf("gRFC A6: retry N waits min(initialBackoff %v × backoffMultiplier %v^(N−1), maxBackoff %v), ±20%% at random, at most maxBackoff",
 			en.InitialBackoff, en.BackoffMultiplier, en.MaxBackoff)
-		if en.BackoffMultiplier < 1 {
-			v.Backoff += "; a backoffMultiplier below 1 is read as 1: every wait is about initialBackoff"
+		if en.MaxBackoff < en.InitialBackoff {
+			v.Backoff += "; with maxBackoff below initialBackoff the waits start at maxBackoff"
 		}
 		v.Waits = waitsOf(e)
 		v.ServerPushback = "honoured as gRFC A6 says: a server's grpc-retry-pushback-ms sets the next wait exactly; " +

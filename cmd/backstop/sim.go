@@ -221,7 +221,7 @@ func grpcStack(data []byte, method string) (sim.ClientFunc, error) {
 		switch {
 		case e.Retrying:
 			owner, err = retry.New(retry.Options{MaxAttempts: min(e.MaxAttempts, policygrpc.MaxServiceConfigAttempts),
-				Base: e.InitialBackoff, Cap: e.MaxBackoff, Strategy: retry.GRPC{Multiplier: max(e.BackoffMultiplier, 1)},
+				Base: min(e.InitialBackoff, e.MaxBackoff), Cap: e.MaxBackoff, Strategy: retry.GRPC{Multiplier: e.BackoffMultiplier},
 				Clock: h.Clock, Rand: h.Rand})
 		case e.Hedging:
 			delay := e.HedgingDelay
