@@ -106,7 +106,7 @@ func envoyStack(r *policyenvoy.Route, fields map[string]string) Stack {
 				fields[fmt.Sprintf("retry.http_statuses[%d]", j)] = fmt.Sprintf("retry_policy.retriable_status_codes[%d]", k)
 			}
 		}
-	case r.PerTryTimeout > 0 && (r.Timeout == 0 || r.PerTryTimeout < r.Timeout):
+	case r.PerTryTimeout > 0:
 		// One try: its per-try timeout is the request's deadline.
 		s.Deadline = &Duration{D: r.PerTryTimeout}
 		fields["deadline"] = "retry_policy.per_try_timeout"
@@ -196,6 +196,10 @@ func (im *Import) envoyNotes(stack string, o Origin) {
 	if !slices.ContainsFunc(r.RetryOn, func(c string) bool { return slices.Contains(networkConditions, c) }) {
 		im.note(stack, o, NoteDiffers, "retry_policy.retry_on", "",
 			"retry_on names no condition that retries a refused or reset connection; the stack retries them")
+	}
+	if r.IgnoredPerTryTimeout > 0 {
+		im.note(stack, o, NoteNotCarried, "retry_policy.per_try_timeout", "",
+			"per_try_timeout %v is not below the route's timeout %v: Envoy ignores it, and so does the stack", r.IgnoredPerTryTimeout, r.Timeout)
 	}
 	if r.PerTryTimeout > 0 && !slices.ContainsFunc(r.RetryOn, func(c string) bool { return c == "5xx" || c == "gateway-error" || c == "reset" }) {
 		im.note(stack, o, NoteDiffers, "retry_policy.per_try_timeout", "",

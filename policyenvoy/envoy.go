@@ -41,7 +41,11 @@ type Route struct {
 	// for a Route without match or a bare RouteAction.
 	Name string
 	// Timeout is the route's timeout (0: none); PerTryTimeout each attempt's (0: none).
+	// A per_try_timeout not below the route's timeout is ignored, as Envoy does ("this
+	// timeout must be less than the global route timeout … or it is ignored"):
+	// PerTryTimeout is then 0 and IgnoredPerTryTimeout holds it.
 	Timeout, PerTryTimeout time.Duration
+	IgnoredPerTryTimeout   time.Duration
 	// DefaultTimeout reports that the route gives no timeout, so that Timeout is
 	// Envoy's DefaultRouteTimeout.
 	DefaultTimeout bool
@@ -245,6 +249,9 @@ func build(name string, ra *routev3.RouteAction, vh *routev3.VirtualHost, o Opti
 		r.Unsupported = append(r.Unsupported, unsupportedFields(rp)...)
 		if rp.GetPerTryTimeout() != nil {
 			r.PerTryTimeout = rp.GetPerTryTimeout().AsDuration()
+			if r.Timeout > 0 && r.PerTryTimeout >= r.Timeout {
+				r.IgnoredPerTryTimeout, r.PerTryTimeout = r.PerTryTimeout, 0
+			}
 		}
 		r.BaseInterval = DefaultBaseInterval
 		if b := rp.GetRetryBackOff(); b != nil {
@@ -255,6 +262,11 @@ func build(name string, ra *routev3.RouteAction, vh *routev3.VirtualHost, o Opti
 		}
 		if r.MaxInterval == 0 {
 			r.MaxInterval = defaultMaxIntervalFactor * r.BaseInterval
+		}
+		if r.MaxInterval < r.BaseInterval {
+			return nil, &ConfigError{Path: "retry_policy.retry_back_off.max_interval", Msg: fmt.Sprintf(
+				"route %s: retry_policy.retry_back_off.max_interval %v is below base_interval %v; Envoy refuses it: want max_interval ≥ base_interval",
+				name, r.MaxInterval, r.BaseInterval)}
 		}
 	}
 	r.Retrying = r.NumRetries > 0 && len(cond) > 0
@@ -297,7 +309,7 @@ func build(name string, ra *routev3.RouteAction, vh *routev3.VirtualHost, o Opti
 		if r.PerTryTimeout > 0 {
 			stack = append(stack, deadline.MustPerAttempt(r.PerTryTimeout))
 		}
-	} else if r.PerTryTimeout > 0 && (r.Timeout == 0 || r.PerTryTimeout < r.Timeout) {
+	} else if r.PerTryTimeout > 0 {
 		// One attempt: its per-try timeout is the call's deadline.
 		stack = []policy.Policy{deadline.MustNew(r.PerTryTimeout)}
 	}
@@ -392,13 +404,19 @@ func (c *classifier) shouldRetry(err error) bool {
 		return retry.DefaultShouldRetry(err)
 	}
 	connect := isConnectFailure(err)
-	reset := !connect && isReset(err)
+	refused := !connect && refusedStream(err)
+	reset := !connect && (refused || isReset(err))
 	timeout := errors.Is(err, deadline.ErrAttemptTimeout)
 	switch {
 	case connect:
-		return c.cond["connect-failure"] || c.cond["5xx"] || c.cond["gateway-error"] || c.cond["reset"]
+		// Nothing reached the upstream: reset-before-request's case too.
+		return c.cond["connect-failure"] || c.cond["5xx"] || c.cond["gateway-error"] || c.cond["reset"] ||
+			c.cond["reset-before-request"]
 	case reset:
-		return c.cond["reset"] || c.cond["5xx"] || c.cond["refused-stream"] || c.cond["reset-before-request"]
+		// Envoy counts an upstream reset as a 5xx under gateway-error too; refused-stream
+		// is an HTTP/2 REFUSED_STREAM only. A reset on a connection that was made may come
+		// after the request was sent, so reset-before-request does not retry it.
+		return c.cond["reset"] || c.cond["5xx"] || c.cond["gateway-error"] || c.cond["refused-stream"] && refused
 	case timeout:
 		return c.cond["5xx"] || c.cond["gateway-error"] || c.cond["reset"]
 	}
@@ -411,6 +429,13 @@ func isConnectFailure(err error) bool {
 	}
 	var op *net.OpError
 	return errors.As(err, &op) && op.Op == "dial"
+}
+
+// refusedStream reports whether err is an HTTP/2 stream reset with REFUSED_STREAM:
+// the server did not process the request. net/http's HTTP/2 transport names the code
+// in its error and exports no type for it.
+func refusedStream(err error) bool {
+	return strings.Contains(err.Error(), "REFUSED_STREAM")
 }
 
 func isReset(err error) bool {

@@ -3,8 +3,10 @@ package policyenvoy
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -134,6 +136,18 @@ func ParseWith(data []byte, o Options) ([]*Route, error) {
 				continue // a redirect or direct response: no upstream, no retry
 			}
 			r, err := build(routeName(rt, i), ra, vh, o)
+			var ce *ConfigError
+			if errors.As(err, &ce) && ce.Path != "" && ce.Line == 0 {
+				// A field of the route's action (or of the virtual host's retry policy
+				// it inherits): place it in the input.
+				base := append(routeAt(v, i), actionKey...)
+				if ra.GetRetryPolicy() == nil && vh.GetRetryPolicy() != nil && strings.HasPrefix(ce.Path, "retry_policy") {
+					base = vhostAt(v)
+				}
+				placed := src.errAt(append(base, parseFieldPath(ce.Path)...), ce.Msg)
+				placed.Rule = ce.Rule
+				return nil, placed
+			}
 			if err != nil {
 				return nil, err
 			}
