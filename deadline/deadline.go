@@ -161,7 +161,8 @@ func (r *runner) exceeded(ctx context.Context, err error, w *policy.Stopwatch) e
 // ours reports whether err says that this stage's limit, not the caller's, ended the
 // call: the caller's ctx is still live, err is a timeout, and either our timer fired
 // or err is a context.DeadlineExceeded under a deadline that is ours, mine (a retry
-// below that gave up because no attempt could finish in the time left). When our
+// below that gave up because no attempt could finish in the time left) — other than
+// an attempt's own timeout, which says nothing of our limit (see spentTime). When our
 // timer fired, err may also be the context's cause, ErrExceeded or ErrAttemptTimeout
 // itself: net/http's transport, for one, returns context.Cause of a request whose
 // context ended. An unrelated error returned just as the timer fired keeps its own
@@ -173,11 +174,43 @@ func (r *runner) ours(ctx, tctx context.Context, mine time.Time, err error) bool
 	if tctx != nil && tctx.Err() != nil {
 		return isTimeout(err) || errors.Is(err, r.cause)
 	}
-	if !errors.Is(err, context.DeadlineExceeded) {
+	if !spentTime(err) {
 		return false
 	}
 	theirs, ok := ctx.Deadline()
 	return !ok || mine.Before(theirs)
+}
+
+// spentTime reports whether err matches context.DeadlineExceeded other than through a
+// per-attempt timeout's Error: a retry that gave up because the time left could not
+// hold another attempt does; one that ran out of attempts, the last of which timed
+// out, does not — its call ended with time to spare.
+func spentTime(err error) bool {
+	for err != nil {
+		if e, ok := err.(*Error); ok && e.PerAttempt {
+			return false
+		}
+		if err == context.DeadlineExceeded {
+			return true
+		}
+		if x, ok := err.(interface{ Is(error) bool }); ok && x.Is(context.DeadlineExceeded) {
+			return true
+		}
+		switch u := err.(type) {
+		case interface{ Unwrap() error }:
+			err = u.Unwrap()
+		case interface{ Unwrap() []error }:
+			for _, e := range u.Unwrap() {
+				if spentTime(e) {
+					return true
+				}
+			}
+			return false
+		default:
+			return false
+		}
+	}
+	return false
 }
 
 // isTimeout reports whether err is a context.DeadlineExceeded or says it is a timeout

@@ -312,7 +312,7 @@ func TestDeadline_OneAttemptBoundedInsideNeedsNoContext(t *testing.T) {
 			return nil
 		}))
 		err := p.Do(owned, blockUntilDone)
-		require.ErrorIs(t, err, deadline.ErrExceeded, "the call's deadline, as under its own context")
+		require.NotErrorIs(t, err, deadline.ErrExceeded, "the attempt's timeout, with a second of the call's left, as under its own context")
 		require.ErrorIs(t, err, deadline.ErrAttemptTimeout)
 		require.Equal(t, start.Add(time.Second), time.Now(), "ended by the per-attempt timeout")
 		if !race.Enabled {
@@ -357,4 +357,31 @@ func TestDeadline_AnUnknownStageBetweenKeepsTheContext(t *testing.T) {
 	if got := testing.AllocsPerRun(100, func() { _ = with.Do(owned, nop) }); got <= want {
 		t.Errorf("Wrap(deadline, other, per-attempt).Do allocates %v; without the deadline %v; want more (its own context)", got, want)
 	}
+}
+
+// TestDeadline_AttemptsThatTimeOutAreNotTheCallsDeadline: a retry that runs out of
+// attempts, each ended by its per-attempt timeout, well inside the call's deadline,
+// returns the attempts' timeout: not ErrExceeded, and no deadline event from the
+// overall deadline. The same calls through a hedge.
+func TestDeadline_AttemptsThatTimeOutAreNotTheCallsDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		for _, owner := range []policy.Policy{
+			retry.MustNew(retry.Options{MaxAttempts: 2}),
+			retry.MustNewHedge(retry.HedgeOptions{MaxAttempts: 2, Delay: 150 * time.Millisecond}),
+		} {
+			var sources []string
+			obs := event.ObserverFunc(func(e event.Event) {
+				if e.Kind == event.DeadlineExceeded {
+					sources = append(sources, e.Source)
+				}
+			})
+			p := policy.MustWrap(must(deadline.New(5*time.Second)), owner, must(deadline.PerAttempt(200*time.Millisecond)), policy.Observe(obs))
+			start := time.Now()
+			err := p.Do(context.Background(), blockUntilDone)
+			require.Less(t, time.Since(start), time.Second, "%v: ended by the attempts' timeouts", owner.Kind())
+			require.ErrorIs(t, err, deadline.ErrAttemptTimeout, "%v", owner.Kind())
+			require.NotErrorIs(t, err, deadline.ErrExceeded, "%v: 4.6 s of the call's 5 s were left", owner.Kind())
+			require.NotContains(t, sources, policy.KindDeadline.String(), "%v: %v", owner.Kind(), sources)
+		}
+	})
 }
