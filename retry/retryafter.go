@@ -32,11 +32,17 @@ func ParseRetryAfter(value string, now time.Time) (time.Duration, bool) {
 	if v[0] >= '0' && v[0] <= '9' {
 		return parseSeconds(v)
 	}
-	for _, layout := range httpDateLayouts {
+	for i, layout := range httpDateLayouts {
 		t, err := time.Parse(layout, v)
+		if err != nil {
+			continue
+		}
+		if i == rfc850 {
+			t = rfc850Year(t, now)
+		}
 		// time.Parse is lenient (one-digit hours, any weekday): the value must be
 		// exactly what the layout prints for the instant read.
-		if err != nil || t.Format(layout) != v {
+		if t.Format(layout) != v {
 			continue
 		}
 		d := t.Sub(now)
@@ -49,6 +55,26 @@ func ParseRetryAfter(value string, now time.Time) (time.Duration, bool) {
 		return d, true
 	}
 	return 0, false
+}
+
+// rfc850 is the index of the RFC 850 form in httpDateLayouts.
+const rfc850 = 1
+
+// rfc850Year puts a date read in the RFC 850 form, whose year has two digits, in the
+// century RFC 9110 §5.6.7 says: "Recipients of a timestamp value in rfc850-date format,
+// which uses a two-digit year, MUST interpret a timestamp that appears to be more than
+// 50 years in the future as representing the most recent year in the past that had the
+// same last two digits" — the year with those digits from 49 years before now's to 50
+// after. (time.Parse puts 69–99 in the 1900s and 00–68 in the 2000s, whatever now is.)
+func rfc850Year(t, now time.Time) time.Time {
+	year := now.Year() - now.Year()%100 + t.Year()%100
+	switch {
+	case year > now.Year()+50:
+		year -= 100
+	case year <= now.Year()-50:
+		year += 100
+	}
+	return time.Date(year, t.Month(), t.Day(), t.Hour(), t.Minute(), t.Second(), 0, time.UTC)
 }
 
 const maxRetryAfterSeconds = int64(MaxRetryAfter / time.Second)

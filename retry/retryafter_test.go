@@ -44,6 +44,12 @@ func TestParseRetryAfter(t *testing.T) {
 		{"Sat, 06 Nov 2094 08:49:37 GMT", retry.MaxRetryAfter, true},
 		{"Sun, 06 Nov 1994 08:49:37 UTC", 0, false}, // HTTP-dates are GMT
 		{"Sunday, 06-Nov-94 08:51:37 PST", 0, false},
+		// RFC 850's two-digit year is the one within 50 years of now (1994): 30 is
+		// 2030, 45 is 1945 — with the weekday of that year.
+		{"Wednesday, 06-Nov-30 08:49:37 GMT", retry.MaxRetryAfter, true},
+		{"Thursday, 06-Nov-30 08:49:37 GMT", 0, false}, // 1930's weekday
+		{"Tuesday, 06-Nov-45 08:49:37 GMT", 0, true},
+		{"Monday, 06-Nov-45 08:49:37 GMT", 0, false}, // 2045's weekday
 		{"Sun, 6 Nov 1994 08:49:37 GMT", 0, false},  // IMF-fixdate has 2-digit days
 		{"Sun, 06 Nov 1994 8:49:37 GMT", 0, false},  //
 		{"Sun, 31 Feb 1994 08:49:37 GMT", 0, false}, // no such day
@@ -93,6 +99,19 @@ func FuzzParseRetryAfter(f *testing.F) {
 		when, err := http.ParseTime(v)
 		if err != nil {
 			t.Fatalf("ParseRetryAfter(%q) = %v, but http.ParseTime refuses it: %v", s, d, err)
+		}
+		if _, err := time.Parse("Monday, 02-Jan-06 15:04:05 GMT", v); err == nil {
+			// RFC 850's two-digit year: the one within [now − 49, now + 50] years
+			// (RFC 9110 §5.6.7), where http.ParseTime pivots at 1969.
+			for when.Year() > now.Year()+50 {
+				when = when.AddDate(-100, 0, 0)
+			}
+			for when.Year() <= now.Year()-50 {
+				when = when.AddDate(100, 0, 0)
+			}
+			if when.Format("Monday, 02-Jan-06 15:04:05 GMT") != v {
+				t.Fatalf("ParseRetryAfter(%q) = %v, but its weekday is not %v's", s, d, when)
+			}
 		}
 		want := max(when.Sub(now), 0)
 		want = min(want, retry.MaxRetryAfter)
