@@ -89,6 +89,7 @@ func (f *fakeSQS) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		VisibilityTimeout   int
 		MessageBody         string
 		MessageAttributes   map[string]attrValue
+		MessageGroupId      string
 	}
 	if err := json.NewDecoder(r.Body).Decode(&in); err != nil {
 		fail(w, "InvalidParameterValue", err.Error())
@@ -152,6 +153,16 @@ func (f *fakeSQS) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.mu.Unlock()
 		fail(w, "ReceiptHandleIsInvalid", in.ReceiptHandle)
 	case "SendMessage":
+		switch {
+		case len(in.MessageAttributes) > 10:
+			f.mu.Unlock()
+			fail(w, "InvalidParameterValue", fmt.Sprintf("Number of message attributes [%d] exceeds the allowed maximum [10].", len(in.MessageAttributes)))
+			return
+		case strings.HasSuffix(in.QueueUrl, ".fifo") && in.MessageGroupId == "":
+			f.mu.Unlock()
+			fail(w, "MissingParameter", "The request must contain the parameter MessageGroupId.")
+			return
+		}
 		if f.failDLQ > 0 {
 			f.failDLQ--
 			f.mu.Unlock()

@@ -1,13 +1,17 @@
 package sqs
 
 import (
+	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -24,7 +28,19 @@ const (
 	AttributeDeliveries = "Backstop-Deliveries" // how many times it was received
 	AttributeFirstSeen  = "Backstop-First-Receive"
 	AttributeMessageID  = "Backstop-Message-Id" // its id in the source queue
+	// AttributeDeadLetter holds the five above as one JSON object ("error", "reason",
+	// "deliveries", "first_receive", "message_id") when the message's own attributes
+	// leave too few of SQS's 10 for them; with all 10 taken, the dead letter carries
+	// the message's own attributes only.
+	AttributeDeadLetter = "Backstop-Dead-Letter"
 )
+
+// MaxAttributes is the most message attributes SQS lets a message carry.
+const MaxAttributes = 10
+
+// maxErrorText bounds the error text a dead letter carries, in bytes: a message's
+// attributes count towards SQS's limit on its size.
+const maxErrorText = 4096
 
 // Defaults for zero Options fields.
 const (
@@ -127,11 +143,12 @@ func (c *Consumer) Run(ctx context.Context) error {
 	for {
 		received := c.clk.Now() // SQS receives after this: its 12 hours end later
 		out, err := c.api.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
-			QueueUrl:                    aws.String(c.o.QueueURL),
-			MaxNumberOfMessages:         int32(c.o.MaxMessages),
-			WaitTimeSeconds:             int32(c.o.WaitTime / time.Second),
-			MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameApproximateReceiveCount, types.MessageSystemAttributeNameApproximateFirstReceiveTimestamp},
-			MessageAttributeNames:       []string{"All"},
+			QueueUrl:            aws.String(c.o.QueueURL),
+			MaxNumberOfMessages: int32(c.o.MaxMessages),
+			WaitTimeSeconds:     int32(c.o.WaitTime / time.Second),
+			MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameApproximateReceiveCount,
+				types.MessageSystemAttributeNameApproximateFirstReceiveTimestamp, types.MessageSystemAttributeNameMessageGroupId},
+			MessageAttributeNames: []string{"All"},
 		})
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -196,6 +213,57 @@ func (c *Consumer) ProcessReceived(ctx context.Context, m types.Message, receive
 	return err
 }
 
+// deadLetterAttributes returns the attributes of m's dead letter: m's own, and what
+// Backstop tells of its end — each in an attribute of its own when they fit in SQS's
+// MaxAttributes, else together in AttributeDeadLetter, else (m has all 10) none.
+func deadLetterAttributes(m types.Message, n int, herr error, d redeliver.Decision) map[string]types.MessageAttributeValue {
+	str := func(s string) types.MessageAttributeValue {
+		return types.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(s)}
+	}
+	text := herr.Error()
+	if len(text) > maxErrorText {
+		cut := maxErrorText
+		for cut > 0 && !utf8.RuneStart(text[cut]) {
+			cut--
+		}
+		text = text[:cut] + "…"
+	}
+	ours := []struct{ name, json, value string }{
+		{AttributeError, "error", text},
+		{AttributeReason, "reason", d.Reason},
+		{AttributeDeliveries, "deliveries", strconv.Itoa(n)},
+		{AttributeMessageID, "message_id", aws.ToString(m.MessageId)},
+	}
+	if ms, err := strconv.ParseInt(m.Attributes[string(types.MessageSystemAttributeNameApproximateFirstReceiveTimestamp)], 10, 64); err == nil {
+		ours = append(ours, struct{ name, json, value string }{AttributeFirstSeen, "first_receive", time.UnixMilli(ms).UTC().Format(time.RFC3339Nano)})
+	}
+	attrs := make(map[string]types.MessageAttributeValue, MaxAttributes)
+	for k, v := range m.MessageAttributes {
+		attrs[k] = v
+	}
+	added := 0
+	for _, a := range ours {
+		if _, ok := attrs[a.name]; !ok {
+			added++
+		}
+	}
+	_, again := attrs[AttributeDeadLetter] // a dead letter dead-lettered again
+	switch {
+	case len(attrs)+added <= MaxAttributes:
+		for _, a := range ours {
+			attrs[a.name] = str(a.value)
+		}
+	case len(attrs) < MaxAttributes || again:
+		all := make(map[string]string, len(ours))
+		for _, a := range ours {
+			all[a.json] = a.value
+		}
+		b, _ := json.Marshal(all)
+		attrs[AttributeDeadLetter] = str(string(b))
+	}
+	return attrs
+}
+
 // visibility returns the visibility timeout, in whole seconds, that hides a message
 // received held ago for delay, or as long as SQS allows: at most the time left of its
 // 12 hours from the receive, less LimitMargin (0, visible at once, when none is
@@ -217,22 +285,17 @@ func (c *Consumer) delete(ctx context.Context, m types.Message) error {
 }
 
 func (c *Consumer) deadLetter(ctx context.Context, m types.Message, n int, herr error, d redeliver.Decision) error {
-	attrs := make(map[string]types.MessageAttributeValue, len(m.MessageAttributes)+5)
-	for k, v := range m.MessageAttributes {
-		attrs[k] = v
+	in := &sqs.SendMessageInput{QueueUrl: aws.String(c.o.DeadLetterURL), MessageBody: m.Body,
+		MessageAttributes: deadLetterAttributes(m, n, herr, d)}
+	if strings.HasSuffix(c.o.DeadLetterURL, ".fifo") {
+		// A FIFO queue takes a message only with a group: the message's own (from a
+		// FIFO source queue), or else its id; its id also deduplicates a send repeated
+		// after a failure.
+		group := m.Attributes[string(types.MessageSystemAttributeNameMessageGroupId)]
+		in.MessageGroupId = aws.String(cmp.Or(group, aws.ToString(m.MessageId)))
+		in.MessageDeduplicationId = m.MessageId
 	}
-	str := func(s string) types.MessageAttributeValue {
-		return types.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(s)}
-	}
-	attrs[AttributeError] = str(herr.Error())
-	attrs[AttributeReason] = str(d.Reason)
-	attrs[AttributeDeliveries] = str(strconv.Itoa(n))
-	attrs[AttributeMessageID] = str(aws.ToString(m.MessageId))
-	if ms, err := strconv.ParseInt(m.Attributes[string(types.MessageSystemAttributeNameApproximateFirstReceiveTimestamp)], 10, 64); err == nil {
-		attrs[AttributeFirstSeen] = str(time.UnixMilli(ms).UTC().Format(time.RFC3339Nano))
-	}
-	if _, err := c.api.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(c.o.DeadLetterURL), MessageBody: m.Body,
-		MessageAttributes: attrs}); err != nil {
+	if _, err := c.api.SendMessage(ctx, in); err != nil {
 		// Left as it is: visible again after its visibility timeout, and dead-lettered then.
 		return fmt.Errorf("redeliver/sqs: sending message %s to the dead-letter queue: %w", aws.ToString(m.MessageId), err)
 	}
