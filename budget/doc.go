@@ -3,13 +3,13 @@
 //
 // # Four budgets, and a cap
 //
-//	| budget           | allows a retry while                                  | model                    |
-//	|------------------|-------------------------------------------------------|--------------------------|
-//	| [TokenBucket]    | tokens > maxTokens/2; failures cost 1, successes refill | gRPC retryThrottling (A6) |
-//	| [Ratio]          | retries ≤ Ratio × calls + MinPerSecond, over a window | Finagle RetryBudget      |
-//	| [RetryQuota]     | 500 tokens hold the retry's 5 (10 after a timeout); refunded on success | AWS SDKs' standard retry quota |
-//	| [Rate]           | a token bucket of r retries/s has a token             | a retry rate per process (x/time/rate) |
-//	| [InFlight]       | fewer than Max retries are in flight, and the budget it wraps allows | Envoy's max_retries circuit |
+//	| budget        | allows a retry while                                                     | model                                  |
+//	|---------------|--------------------------------------------------------------------------|----------------------------------------|
+//	| [TokenBucket] | tokens > maxTokens/2; failures cost 1, successes refill                  | gRPC retryThrottling (A6)              |
+//	| [Ratio]       | retries ≤ Ratio × calls + MinPerSecond, over a window                    | Finagle RetryBudget                    |
+//	| [RetryQuota]  | 500 tokens hold the retry's 14 (5 after throttling); refunded on success | AWS SDKs' standard retry quota         |
+//	| [Rate]        | a token bucket of r retries/s has a token                                | a retry rate per process (x/time/rate) |
+//	| [InFlight]    | fewer than Max retries are in flight, and the budget it wraps allows     | Envoy's max_retries circuit            |
 //
 // RetryQuota and InFlight implement policy.RetryLease: the retry tells them why each retry
 // is made and when it has ended.

@@ -41,7 +41,7 @@ func ExampleNewTokenBucket() {
 // The AWS SDKs' retry quota: 500 tokens pay for 100 retries of 5 against a service
 // that stays down; then calls make one attempt each until successes refill it.
 func ExampleNewRetryQuota() {
-	q := budget.MustNewRetryQuota(budget.RetryQuotaOptions{}) // 500 tokens, 5 a retry, 10 after a timeout
+	q := budget.MustNewRetryQuota(budget.RetryQuotaOptions{}) // 500 tokens, 14 a retry, 5 after a throttling error
 	clock := policytest.NewClock(time.Unix(0, 0)).AutoAdvance(true)
 	p := policy.MustWrap(q, retry.MustNew(retry.Options{MaxAttempts: 3, Clock: clock}))
 	attempts := 0
@@ -53,7 +53,7 @@ func ExampleNewRetryQuota() {
 	}
 	fmt.Printf("100 calls, %d attempts, %d tokens left, %d retries refused\n", attempts, q.Tokens(), q.Refused())
 	// Output:
-	// 100 calls, 200 attempts, 0 tokens left, 50 retries refused
+	// 100 calls, 135 attempts, 10 tokens left, 83 retries refused
 }
 
 // A cap on retries in flight, around any budget: a burst of failures adds at most 2

@@ -1,31 +1,37 @@
 package budget
 
 import (
+	"cmp"
 	"fmt"
 	"sync/atomic"
 
 	"github.com/backstop-go/backstop/policy"
 )
 
-// The AWS SDKs' standard retry mode, as aws-sdk-go-v2 sets it (aws/retry:
-// DefaultRetryRateTokens, DefaultRetryCost, DefaultRetryTimeoutCost,
-// DefaultNoRetryIncrement) and the AWS SDKs and Tools reference guide describes it
-// ("Retry behavior": standard mode's retry quota).
+// The AWS SDKs' standard retry mode, as the AWS SDKs and Tools reference guide
+// describes it ("Retry behavior", the behaviour of 2026, the SDKs' default since
+// November 2026) and aws-sdk-go-v2 sets it (aws/retry: DefaultRetryRateTokens, a
+// retry's cost of 14, DefaultThrottlingRetryCost, DefaultNoRetryIncrement). Before
+// 2026 a retry cost 5 and one after a timeout 10; RetryQuotaOptions sets those.
 const (
-	DefaultRetryQuotaTokens      = 500 // the bucket's capacity, and where it starts
-	DefaultRetryQuotaRetryCost   = 5   // what a retry takes
-	DefaultRetryQuotaTimeoutCost = 10  // what a retry after a timeout takes
-	DefaultRetryQuotaSuccessGain = 1   // what a successful call puts back
+	DefaultRetryQuotaTokens       = 500 // the bucket's capacity, and where it starts
+	DefaultRetryQuotaRetryCost    = 14  // what a retry takes, timeouts included
+	DefaultRetryQuotaThrottleCost = 5   // what a retry after a throttling error takes
+	DefaultRetryQuotaSuccessGain  = 1   // what a successful call puts back
 )
 
 // RetryQuotaOptions configure a [RetryQuota]. The zero value is the AWS SDKs' standard mode.
 type RetryQuotaOptions struct {
 	// Tokens is the bucket's capacity, full at the start; 0 means DefaultRetryQuotaTokens (500).
 	Tokens int
-	// RetryCost is what a retry takes; 0 means DefaultRetryQuotaRetryCost (5).
+	// RetryCost is what a retry takes; 0 means DefaultRetryQuotaRetryCost (14).
 	RetryCost int
+	// ThrottleCost is what a retry after a throttling error (retry.ReasonThrottle,
+	// an error marked fault.Throttled) takes; 0 means DefaultRetryQuotaThrottleCost
+	// (5).
+	ThrottleCost int
 	// TimeoutCost is what a retry after a timeout (retry.ReasonTimeout) takes; 0
-	// means DefaultRetryQuotaTimeoutCost (10).
+	// means RetryCost (the SDKs before 2026 took 10).
 	TimeoutCost int
 	// SuccessGain is what every successful call puts back; 0 means
 	// DefaultRetryQuotaSuccessGain (1), negative means nothing.
@@ -33,10 +39,12 @@ type RetryQuotaOptions struct {
 }
 
 // RetryQuota is the retry quota of the AWS SDKs' "standard" retry mode: a bucket of 500
-// tokens; a retry takes 5 (10 after a timeout) and is refused when the bucket holds
-// fewer; a retry whose attempt succeeds gives its tokens back, and every successful
-// call adds 1, up to the capacity. After an outage starts, a client retries about 100
-// times (500 ÷ 5), then makes first attempts only until successes refill the bucket.
+// tokens; a retry takes 14 (5 after a throttling error) and is refused when the bucket
+// holds fewer; a retry whose attempt succeeds gives its tokens back, and a call that
+// succeeds at its first attempt adds 1, up to the capacity. After an outage starts, a client retries
+// about 35 times (500 ÷ 14), then makes first attempts only until successes refill the
+// bucket; a service that throttles, asking to be called later, is retried up to 100
+// times (500 ÷ 5).
 //
 // It prices each retry by why it is made, so it implements policy.RetryLease: the
 // retry tells it the reason of each retry and whether the retry succeeded. A retry
@@ -48,8 +56,8 @@ type RetryQuotaOptions struct {
 type RetryQuota struct {
 	stage
 	counts
-	max, cost, timeoutCost, gain int64
-	tokens                       atomic.Int64
+	max, cost, throttleCost, timeoutCost, gain int64
+	tokens                                     atomic.Int64
 }
 
 // NewRetryQuota returns a full RetryQuota, with o's zero fields at the AWS SDKs' values, or an
@@ -60,14 +68,18 @@ func NewRetryQuota(o RetryQuotaOptions) (*RetryQuota, error) {
 		return nil, fmt.Errorf("%w: Tokens is %d; want > 0, or 0 for the default %d", ErrInvalidOptions, o.Tokens, DefaultRetryQuotaTokens)
 	case o.RetryCost < 0:
 		return nil, fmt.Errorf("%w: RetryCost is %d; want > 0, or 0 for the default %d", ErrInvalidOptions, o.RetryCost, DefaultRetryQuotaRetryCost)
+	case o.ThrottleCost < 0:
+		return nil, fmt.Errorf("%w: ThrottleCost is %d; want > 0, or 0 for the default %d", ErrInvalidOptions, o.ThrottleCost, DefaultRetryQuotaThrottleCost)
 	case o.TimeoutCost < 0:
-		return nil, fmt.Errorf("%w: TimeoutCost is %d; want > 0, or 0 for the default %d", ErrInvalidOptions, o.TimeoutCost, DefaultRetryQuotaTimeoutCost)
+		return nil, fmt.Errorf("%w: TimeoutCost is %d; want > 0, or 0 for RetryCost", ErrInvalidOptions, o.TimeoutCost)
 	}
-	q := &RetryQuota{max: int64(or(o.Tokens, DefaultRetryQuotaTokens)), cost: int64(or(o.RetryCost, DefaultRetryQuotaRetryCost)),
-		timeoutCost: int64(or(o.TimeoutCost, DefaultRetryQuotaTimeoutCost)), gain: int64(max(or(o.SuccessGain, DefaultRetryQuotaSuccessGain), 0))}
-	if q.cost > q.max || q.timeoutCost > q.max {
-		return nil, fmt.Errorf("%w: a retry costs %d (%d after a timeout) but the bucket holds %d; no retry could ever be made",
-			ErrInvalidOptions, q.cost, q.timeoutCost, q.max)
+	cost := int64(or(o.RetryCost, DefaultRetryQuotaRetryCost))
+	q := &RetryQuota{max: int64(or(o.Tokens, DefaultRetryQuotaTokens)), cost: cost,
+		throttleCost: int64(or(o.ThrottleCost, DefaultRetryQuotaThrottleCost)), timeoutCost: cmp.Or(int64(o.TimeoutCost), cost),
+		gain: int64(max(or(o.SuccessGain, DefaultRetryQuotaSuccessGain), 0))}
+	if q.cost > q.max || q.throttleCost > q.max || q.timeoutCost > q.max {
+		return nil, fmt.Errorf("%w: a retry costs %d (%d after a throttling error, %d after a timeout) but the bucket holds %d; "+
+			"some retries could never be made", ErrInvalidOptions, q.cost, q.throttleCost, q.timeoutCost, q.max)
 	}
 	q.tokens.Store(q.max)
 	return q, nil
@@ -89,11 +101,15 @@ func MustNewRetryQuota(o RetryQuotaOptions) *RetryQuota {
 	return q
 }
 
-// Take takes a retry's price, TimeoutCost if reason is "timeout" (retry.ReasonTimeout)
-// and RetryCost otherwise; it refuses the retry if the bucket holds less.
+// Take takes a retry's price — ThrottleCost if reason is "throttle"
+// (retry.ReasonThrottle), TimeoutCost if it is "timeout" (retry.ReasonTimeout),
+// RetryCost otherwise — and refuses the retry if the bucket holds less.
 func (q *RetryQuota) Take(reason string) (int64, bool) {
 	c := q.cost
-	if reason == "timeout" {
+	switch reason {
+	case "throttle":
+		c = q.throttleCost
+	case "timeout":
 		c = q.timeoutCost
 	}
 	for {
@@ -107,10 +123,13 @@ func (q *RetryQuota) Take(reason string) (int64, bool) {
 	}
 }
 
-// End gives a retry's tokens back if its attempt succeeded.
+// End gives a retry's tokens back if its attempt succeeded, less SuccessGain, which
+// OnSuccess then adds for the call: a call that succeeded after retries gets its last
+// retry's price back and nothing more, one that succeeded at its first attempt gets
+// SuccessGain — as the SDKs do.
 func (q *RetryQuota) End(taken int64, ok bool) {
 	if ok {
-		q.add(taken)
+		q.add(taken - q.gain)
 	}
 }
 
@@ -149,8 +168,16 @@ func (q *RetryQuota) Level() float64 { return float64(q.tokens.Load()) }
 // ExplainStage implements policy.StageExplainer.
 func (q *RetryQuota) ExplainStage() policy.Stage {
 	return policy.Stage{Refusal: budgetRefusal, Summary: fmt.Sprintf(
-		"AWS SDK retry quota: %d tokens; a retry takes %d (%d after a timeout), given back if it succeeds; "+
-			"a successful call adds %d; about %d retries in a row before retries stop", q.max, q.cost, q.timeoutCost, q.gain, q.max/q.cost)}
+		"AWS SDK retry quota: %d tokens; a retry takes %d%s (%d after a throttling error), given back if it succeeds; "+
+			"a successful call adds %d; about %d retries in a row before retries stop", q.max, q.cost, q.timeoutNote(), q.throttleCost, q.gain, q.max/q.cost)}
+}
+
+// timeoutNote says what a retry after a timeout takes, when that is not RetryCost.
+func (q *RetryQuota) timeoutNote() string {
+	if q.timeoutCost == q.cost {
+		return ""
+	}
+	return fmt.Sprintf(" (%d after a timeout)", q.timeoutCost)
 }
 
 var (

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -22,43 +23,53 @@ func TestQuota_TheAWSStandardMode(t *testing.T) {
 	q := budget.MustNewRetryQuota(budget.RetryQuotaOptions{})
 	require.Equal(t, 500, q.Tokens(), "starts full at 500")
 
-	// 100 retries of 5 empty it; the 101st is refused.
-	for i := range 100 {
+	// 35 retries of 14 leave 10; the 36th is refused.
+	for i := range 35 {
 		taken, ok := q.Take("retryable")
 		require.True(t, ok, "retry %d", i+1)
-		require.Equal(t, int64(5), taken)
+		require.Equal(t, int64(14), taken)
 	}
-	_, ok := q.Take("retryable")
-	require.False(t, ok)
-	require.Equal(t, 0, q.Tokens())
+	_, ok := q.Take("timeout")
+	require.False(t, ok, "a timeout costs 14 too")
+	require.Equal(t, 10, q.Tokens())
+	// A retry after a throttling error costs 5.
+	taken, ok := q.Take("throttle")
+	require.True(t, ok)
+	require.Equal(t, int64(5), taken)
+	q.End(taken, true)
+	q.OnSuccess() // the call ended with that attempt's success
+	require.Equal(t, 10, q.Tokens(), "a retry whose attempt succeeds is refunded, and no more")
+	taken, _ = q.Take("throttle")
+	q.End(taken, false)
+	require.Equal(t, 5, q.Tokens(), "a failed retry is not")
 
-	// A successful call adds 1; a retry whose attempt succeeds gives its 5 back.
-	q.OnSuccess()
-	require.Equal(t, 1, q.Tokens())
+	// A call that succeeds at its first attempt adds 1.
 	for range 9 {
 		q.OnSuccess()
 	}
-	taken, ok := q.Take("network")
+	taken, ok = q.Take("network")
 	require.True(t, ok)
-	q.End(taken, true)
-	require.Equal(t, 10, q.Tokens(), "refunded")
-	taken, ok = q.Take("timeout")
-	require.True(t, ok)
-	require.Equal(t, int64(10), taken, "a timeout costs 10")
-	q.End(taken, false)
-	require.Equal(t, 0, q.Tokens(), "a failed retry is not refunded")
+	require.Equal(t, int64(14), taken)
+	require.Equal(t, 0, q.Tokens())
 
 	// Never above the capacity.
 	full := budget.MustNewRetryQuota(budget.RetryQuotaOptions{})
 	full.OnSuccess()
-	full.End(5, true)
+	full.End(14, true)
 	require.Equal(t, 500, full.Tokens())
-	require.Equal(t, uint64(102), q.Allowed())
+	require.Equal(t, uint64(38), q.Allowed())
 	require.Equal(t, uint64(1), q.Refused())
+
+	// The SDKs' costs before 2026: 5 a retry, 10 after a timeout.
+	old := budget.MustNewRetryQuota(budget.RetryQuotaOptions{RetryCost: 5, TimeoutCost: 10})
+	for reason, want := range map[string]int64{"retryable": 5, "timeout": 10, "throttle": 5} {
+		taken, _ := old.Take(reason)
+		require.Equal(t, want, taken, reason)
+	}
 }
 
 func TestQuota_ThroughARetryAnOutageCostsAboutAHundredRetries(t *testing.T) {
-	q := budget.MustNewRetryQuota(budget.RetryQuotaOptions{})
+	q := budget.MustNewRetryQuota(budget.RetryQuotaOptions{RetryCost: 5})
 	p := policy.MustWrap(q, retry.MustNew(retry.Options{MaxAttempts: 3, Clock: policytest.NewClock(t0).AutoAdvance(true)}))
 	attempts := 0
 	down := func(context.Context) error { attempts++; return fault.Retryable(errDown) }
@@ -87,7 +98,7 @@ func TestQuota_ThroughARetryAnOutageCostsAboutAHundredRetries(t *testing.T) {
 	for range 10 {
 		require.NoError(t, p.Do(context.Background(), flaky))
 	}
-	require.Equal(t, 20, q.Tokens(), "10 more successes × 1; the retries that made them were refunded")
+	require.Equal(t, 10, q.Tokens(), "calls that needed a retry add nothing: the retries that made them were refunded")
 }
 
 func TestNewRetryQuota_RefusesBadOptions(t *testing.T) {
@@ -98,7 +109,8 @@ func TestNewRetryQuota_RefusesBadOptions(t *testing.T) {
 		{budget.RetryQuotaOptions{Tokens: -1}, "Tokens is -1"},
 		{budget.RetryQuotaOptions{RetryCost: -5}, "RetryCost is -5"},
 		{budget.RetryQuotaOptions{TimeoutCost: -1}, "TimeoutCost is -1"},
-		{budget.RetryQuotaOptions{Tokens: 8}, "no retry could ever be made"},
+		{budget.RetryQuotaOptions{ThrottleCost: -1}, "ThrottleCost is -1"},
+		{budget.RetryQuotaOptions{Tokens: 8}, "some retries could never be made"},
 	} {
 		_, err := budget.NewRetryQuota(c.o)
 		require.ErrorIs(t, err, budget.ErrInvalidOptions)
@@ -107,7 +119,7 @@ func TestNewRetryQuota_RefusesBadOptions(t *testing.T) {
 	q := budget.MustNewRetryQuota(budget.RetryQuotaOptions{SuccessGain: -1})
 	_, _ = q.Take("")
 	q.OnSuccess()
-	require.Equal(t, 495, q.Tokens(), "a negative SuccessGain adds nothing")
+	require.Equal(t, 486, q.Tokens(), "a negative SuccessGain adds nothing")
 }
 
 func TestInFlight_CapsRetriesInFlight(t *testing.T) {
@@ -124,7 +136,7 @@ func TestInFlight_CapsRetriesInFlight(t *testing.T) {
 	require.Equal(t, 0.0, f.Level())
 	f.End(a, true)
 	require.Equal(t, 1, f.InFlight())
-	require.Equal(t, 490, inner.Tokens(), "the wrapped quota was told: 5 refunded of 15 taken")
+	require.Equal(t, 485, inner.Tokens(), "the wrapped quota was told: 14 refunded of 28 taken, less the 1 the call's success adds")
 	_, ok = f.Take("retryable")
 	require.True(t, ok)
 	require.Equal(t, uint64(1), f.Refused())
@@ -180,4 +192,19 @@ func TestNewInFlight_RefusesBadInput(t *testing.T) {
 	require.ErrorIs(t, err, budget.ErrInvalidOptions)
 	_, err = budget.NewInFlight(budget.MustNewRetryQuota(budget.RetryQuotaOptions{}), 0)
 	require.ErrorContains(t, err, "max is 0")
+}
+
+// TestQuota_ThroughARetryAThrottledRetryCostsFive: a retry reports an error marked
+// fault.Throttled — hint or not — as reason "throttle", which the quota prices at 5.
+func TestQuota_ThroughARetryAThrottledRetryCostsFive(t *testing.T) {
+	for _, mark := range []func(error) error{
+		fault.Throttled,
+		func(err error) error { return fault.After(fault.Throttled(err), time.Millisecond) },
+		func(err error) error { return fault.Pushback(fault.Throttled(err), time.Millisecond) },
+	} {
+		q := budget.MustNewRetryQuota(budget.RetryQuotaOptions{})
+		p := policy.MustWrap(q, retry.MustNew(retry.Options{MaxAttempts: 3, Clock: policytest.NewClock(t0).AutoAdvance(true)}))
+		_ = p.Do(context.Background(), func(context.Context) error { return mark(errDown) })
+		require.Equal(t, 500-2*5, q.Tokens(), "two retries after throttling errors, 5 each")
+	}
 }

@@ -101,6 +101,24 @@ func Client(err error) error {
 	return &client{err: err}
 }
 
+// throttled is the error Throttled wraps around an error.
+type throttled struct{ err error }
+
+func (t *throttled) Error() string { return t.err.Error() }
+func (t *throttled) Unwrap() error { return t.err }
+
+// Throttled marks err as retryable, as the answer of a service that asked its callers
+// to slow down — AWS's ThrottlingException, SlowDown and the like. A retry reports such
+// a retry with the reason "throttle" (retry.ReasonThrottle), which the AWS SDKs' retry
+// quota (budget.RetryQuota) prices lower than other retries. A hint marked outside it
+// ([After], [Pushback]) still sets the wait. It returns nil for nil.
+func Throttled(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &throttled{err: Retryable(err)}
+}
+
 // Marks is what the marks on an error say, as [Of] reads them. The zero value: no mark.
 type Marks struct {
 	// Retryable: marked with Retryable, After, Refused or a Pushback of d ≥ 0.
@@ -119,6 +137,8 @@ type Marks struct {
 	Permanent bool
 	// Client: marked with Client.
 	Client bool
+	// Throttled: marked with Throttled.
+	Throttled bool
 }
 
 // Of reads the marks on err, through any wrapping. The outermost mark of each kind
@@ -139,6 +159,8 @@ func Of(err error) Marks {
 	ms.Permanent = errors.As(err, &p)
 	var c *client
 	ms.Client = errors.As(err, &c)
+	var t *throttled
+	ms.Throttled = errors.As(err, &t)
 	return ms
 }
 

@@ -60,3 +60,26 @@ func TestOf_ReadsEveryMarkThroughWrapping(t *testing.T) {
 		}
 	}
 }
+
+// TestThrottled: a throttling answer is retryable and says so, under any hint marked
+// outside it, and Throttled(nil) is nil.
+func TestThrottled(t *testing.T) {
+	err := errors.New("ThrottlingException")
+	m := fault.Of(fault.Throttled(err))
+	if !m.Retryable || !m.Throttled || m.HasHint {
+		t.Errorf("Of(Throttled(err)) = %+v; want Retryable and Throttled, no hint", m)
+	}
+	m = fault.Of(fault.Pushback(fault.Throttled(err), time.Second))
+	if !m.Throttled || !m.Exact || m.Hint != time.Second {
+		t.Errorf("Of(Pushback(Throttled(err), 1s)) = %+v; want Throttled with the exact hint", m)
+	}
+	if !errors.Is(fault.Throttled(err), err) {
+		t.Error("Throttled(err) does not match err")
+	}
+	if fault.Throttled(nil) != nil {
+		t.Error("Throttled(nil) != nil")
+	}
+	if fault.Of(fault.Retryable(err)).Throttled {
+		t.Error("Retryable(err) reads as Throttled")
+	}
+}

@@ -138,7 +138,7 @@ func New(reg prometheus.Registerer, o Options) (*Observer, error) {
 	}
 	m := &Observer{
 		callSeries: calls,
-		retries:    counter("retries_total", "Retries scheduled, by why the error was retryable (retryable, hint, timeout, network, custom).", "pipeline", "reason"),
+		retries:    counter("retries_total", "Retries scheduled, by why the error was retryable (retryable, hint, throttle, timeout, network, custom, hedge).", "pipeline", "reason"),
 		suppressed: counter("retries_suppressed_total", "Retries that would have happened and did not, by why (owner, budget, deadline, hint).", "pipeline", "why"),
 		deadlines:  counter("deadlines_exceeded_total", "Calls or attempts whose deadline ran out, by kind (deadline, attempt-timeout).", "pipeline", "kind"),
 		breakerState: &breakerStates{desc: prometheus.NewDesc(Namespace+"_breaker_state",
@@ -420,7 +420,7 @@ var stateValues = map[string]float64{"closed": 0, "half-open": 1, "open": 2}
 
 // The label values the counters of a pipeline are created with, at 0.
 var (
-	retryReasons      = [...]string{"retryable", "hint", "timeout", "network", "custom", "hedge"}
+	retryReasons      = [...]string{"retryable", "hint", "throttle", "timeout", "network", "custom", "hedge"}
 	suppressedReasons = [...]string{event.SuppressedOwner, event.SuppressedBudget, event.SuppressedDeadline, event.SuppressedHint}
 	deadlineKinds     = [...]string{policy.KindDeadline.String(), policy.KindAttemptTimeout.String()}
 )

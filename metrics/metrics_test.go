@@ -93,13 +93,14 @@ backstop_calls_total{outcome="deadline",pipeline="orders"} 0
 backstop_calls_total{outcome="failure",pipeline="orders"} 1
 backstop_calls_total{outcome="rejected",pipeline="orders"} 1
 backstop_calls_total{outcome="success",pipeline="orders"} 2
-# HELP backstop_retries_total Retries scheduled, by why the error was retryable (retryable, hint, timeout, network, custom).
+# HELP backstop_retries_total Retries scheduled, by why the error was retryable (retryable, hint, throttle, timeout, network, custom, hedge).
 # TYPE backstop_retries_total counter
 backstop_retries_total{pipeline="orders",reason="custom"} 0
 backstop_retries_total{pipeline="orders",reason="hedge"} 0
 backstop_retries_total{pipeline="orders",reason="hint"} 0
 backstop_retries_total{pipeline="orders",reason="network"} 0
 backstop_retries_total{pipeline="orders",reason="retryable"} 4
+backstop_retries_total{pipeline="orders",reason="throttle"} 0
 backstop_retries_total{pipeline="orders",reason="timeout"} 0
 `), "backstop_attempts_total", "backstop_breaker_state", "backstop_breaker_transitions_total", "backstop_calls_total", "backstop_retries_total")
 	require.NoError(t, err)
@@ -306,7 +307,7 @@ func TestObserver_SeriesFromTheStart(t *testing.T) {
 	require.Equal(t, 6, n, "every from → to pair at 0")
 	n, err = testutil.GatherAndCount(reg, "backstop_retries_total", "backstop_retries_suppressed_total")
 	require.NoError(t, err)
-	require.Equal(t, 2*6+2*4, n, "pipelines a and b: 6 retry reasons and 4 suppression reasons each, at 0")
+	require.Equal(t, 2*7+2*4, n, "pipelines a and b: 7 retry reasons and 4 suppression reasons each, at 0")
 
 	_ = a.Do(context.Background(), func(context.Context) error { return errDown })
 	require.Equal(t, 2.0, state())

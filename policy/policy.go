@@ -142,7 +142,8 @@ type RetryBudget interface {
 // (Envoy's max_retries) need both. A retry standing inside a budget that implements
 // it calls, instead of Withdraw:
 //   - Take before each retry, with why the last error was retryable (the retry
-//     package's Reason…: "timeout", "network", "hint", "retryable", "custom"); false
+//     package's Reason…: "timeout", "network", "hint", "throttle", "retryable",
+//     "custom"); false
 //     refuses the retry; taken is what the budget took, handed back to End;
 //   - End exactly once for every Take that allowed a retry, when that retry's attempt
 //     has ended (ok: it succeeded) or the call ended before it was made (ok false).

@@ -12,11 +12,12 @@ import (
 
 // The reasons a retry is scheduled for, reported in event.RetryScheduled.
 const (
-	ReasonMarked  = "retryable" // the error was marked with fault.Retryable
-	ReasonHint    = "hint"      // the error carried a server's hint (fault.After, Refused, Pushback)
-	ReasonTimeout = "timeout"   // a timeout: a per-attempt timeout, a net.Error timeout
-	ReasonNetwork = "network"   // a transient network error: connection refused or reset
-	ReasonCustom  = "custom"    // Options.ShouldRetry said yes
+	ReasonMarked   = "retryable" // the error was marked with fault.Retryable
+	ReasonHint     = "hint"      // the error carried a server's hint (fault.After, Refused, Pushback)
+	ReasonThrottle = "throttle"  // the service asked its callers to slow down (fault.Throttled), hint or not
+	ReasonTimeout  = "timeout"   // a timeout: a per-attempt timeout, a net.Error timeout
+	ReasonNetwork  = "network"   // a transient network error: connection refused or reset
+	ReasonCustom   = "custom"    // Options.ShouldRetry said yes
 )
 
 // DefaultShouldRetry is the default classifier, an allow-list. It retries:
@@ -46,6 +47,8 @@ func classify(err error) string {
 		switch {
 		case m.Stop:
 			return ""
+		case m.Throttled:
+			return ReasonThrottle
 		case m.HasHint:
 			return ReasonHint
 		}

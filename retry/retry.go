@@ -184,7 +184,10 @@ func reasonOf(should func(error) bool, err error) string {
 	if err == nil || neverRetried(err) || !should(err) {
 		return ""
 	}
-	if fault.Of(err).HasHint {
+	switch m := fault.Of(err); {
+	case m.Throttled:
+		return ReasonThrottle
+	case m.HasHint:
 		return ReasonHint
 	}
 	return ReasonCustom

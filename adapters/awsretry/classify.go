@@ -18,11 +18,11 @@ const HeaderAmzRetryAfter = "X-Amz-Retry-After"
 
 // Classify marks an AWS SDK error with what it means to a Backstop retry, by the SDK's
 // own rules (aws/retry.DefaultRetryables): throttling codes (ThrottlingException,
-// SlowDown, ProvisionedThroughputExceededException, …), HTTP 500, 502, 503 and 504,
-// connection errors and a request the service found signed with a skewed clock are
-// marked fault.Retryable — fault.After with the server's X-Amz-Retry-After (ms) or
-// Retry-After when it sent one —, and a RequestTimeout code is a timeout (retried as
-// retry.ReasonTimeout, which budget.RetryQuota prices at its TimeoutCost). A canceled
+// SlowDown, ProvisionedThroughputExceededException, …, marked fault.Throttled, which
+// budget.RetryQuota prices at 5), HTTP 500, 502, 503 and 504, connection errors and a
+// request the service found signed with a skewed clock are marked fault.Retryable —
+// fault.After with the server's X-Amz-Retry-After (ms) or Retry-After when it sent
+// one —, and a RequestTimeout code is a timeout (retried as retry.ReasonTimeout). A canceled
 // request stays as it is (never retried), and any other answer in 4xx is marked
 // fault.Client: a breaker does not count the caller's mistakes against the service.
 // Anything else is returned as it is. Classify(nil) is nil.
@@ -49,10 +49,14 @@ func classify(err error, extra map[string]struct{}, now time.Time) error {
 	}
 	_, listed := extra[code]
 	if listed || sdkRetryables.IsErrorRetryable(err) == aws.TrueTernary {
-		if d, ok := hint(err, now); ok {
-			return fault.After(err, d)
+		marked := fault.Retryable(err)
+		if sdkThrottles.IsErrorThrottle(err) == aws.TrueTernary {
+			marked = fault.Throttled(err)
 		}
-		return fault.Retryable(err)
+		if d, ok := hint(err, now); ok {
+			return fault.After(marked, d)
+		}
+		return marked
 	}
 	var status interface{ HTTPStatusCode() int }
 	if errors.As(err, &status) && status.HTTPStatusCode() >= 400 && status.HTTPStatusCode() < 500 {
@@ -60,6 +64,10 @@ func classify(err error, extra map[string]struct{}, now time.Time) error {
 	}
 	return err
 }
+
+// sdkThrottles are the SDK's throttling checks (aws/retry.DefaultThrottles): codes such
+// as ThrottlingException, SlowDown and ProvisionedThroughputExceededException.
+var sdkThrottles = awsretry.IsErrorThrottles(awsretry.DefaultThrottles)
 
 // sdkRetryables are the SDK's retryable checks without its timeout codes, which
 // classify handles first.
@@ -77,22 +85,42 @@ func errorCode(err error) string {
 	return ""
 }
 
-// hint reads the server's hint of when to come back from the response of err.
+// hint reads the server's hint of when to come back from the response of err:
+// X-Amz-Retry-After, else Retry-After.
 func hint(err error, now time.Time) (time.Duration, bool) {
-	var re *smithyhttp.ResponseError
-	if !errors.As(err, &re) || re.Response == nil || re.Response.Response == nil {
+	if d, ok := amzRetryAfter(err); ok {
+		return d, true
+	}
+	if re := responseOf(err); re != nil {
+		if v := re.Response.Header.Get("Retry-After"); v != "" {
+			return retry.ParseRetryAfter(v, now)
+		}
+	}
+	return 0, false
+}
+
+// amzRetryAfter reads X-Amz-Retry-After, milliseconds, from the response of err; a
+// value that is not a non-negative integer is ignored, as the SDKs do.
+func amzRetryAfter(err error) (time.Duration, bool) {
+	re := responseOf(err)
+	if re == nil {
 		return 0, false
 	}
-	h := re.Response.Header
-	if v := h.Get(HeaderAmzRetryAfter); v != "" {
+	if v := re.Response.Header.Get(HeaderAmzRetryAfter); v != "" {
 		if ms, perr := strconv.ParseInt(v, 10, 64); perr == nil && ms >= 0 && ms <= int64(retry.MaxRetryAfter/time.Millisecond) {
 			return time.Duration(ms) * time.Millisecond, true
 		}
 	}
-	if v := h.Get("Retry-After"); v != "" {
-		return retry.ParseRetryAfter(v, now)
-	}
 	return 0, false
+}
+
+// responseOf returns the HTTP response error under err, or nil.
+func responseOf(err error) *smithyhttp.ResponseError {
+	var re *smithyhttp.ResponseError
+	if !errors.As(err, &re) || re.Response == nil || re.Response.Response == nil {
+		return nil
+	}
+	return re
 }
 
 // timeout is an error the SDK retries because the request timed out: the default

@@ -17,9 +17,13 @@
 //	db := dynamodb.NewFromConfig(cfg)
 //
 // The pipeline's retry makes the attempts (3 per call: the server counts 3), its budget
-// prices them — budget.RetryQuota is the SDKs' retry quota: 500 tokens, 5 a retry, 10 after
-// a timeout, given back by a retry that succeeds, 1 back per successful call — and its
-// breaker, deadline and per-attempt timeout bound them. Under a caller that already owns
+// prices them — budget.RetryQuota is the SDKs' retry quota: 500 tokens, 14 a retry, 5
+// after a throttling error, given back by a retry that succeeds, 1 back per call that
+// succeeds at its first attempt — and its breaker, deadline and per-attempt timeout
+// bound them. [NewStandard] waits as the SDKs' standard mode does: retry i waits a
+// random time under min(50 ms × 2^(i−1), 20 s), from 1 s after a throttling error,
+// and a service's X-Amz-Retry-After within 5 s above that (the SDKs' behaviour of
+// 2026, their default since November 2026). Under a caller that already owns
 // the call path (callpath.Owned: a pipeline with a retry further up this process, or a
 // request whose attempt header a Backstop server middleware read) the call makes one
 // attempt, and its error, still marked retryable, goes up to that owner. A client
@@ -40,9 +44,9 @@
 //
 // [Classify] marks each attempt's error by the SDK's own rules
 // (aws/retry.DefaultRetryables): throttling codes (ThrottlingException, SlowDown,
-// ProvisionedThroughputExceededException, …), HTTP 500, 502, 503 and 504, connection
-// errors and a request signed with a skewed clock are retryable, honouring a server's
-// X-Amz-Retry-After or Retry-After; RequestTimeout is a timeout; other 4xx answers are
+// ProvisionedThroughputExceededException, …; fault.Throttled), HTTP 500, 502, 503 and
+// 504, connection errors and a request signed with a skewed clock are retryable,
+// honouring a server's X-Amz-Retry-After or Retry-After; RequestTimeout is a timeout; other 4xx answers are
 // the caller's (fault.Client), which a breaker does not count. The pipeline's retry
 // then judges the marked error with its classifier, as for any other call.
 //

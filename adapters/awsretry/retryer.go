@@ -18,13 +18,22 @@ import (
 	"github.com/backstop-go/backstop/retry"
 )
 
-// The values of [NewStandard]'s pipeline: the AWS SDK's standard retry mode in
-// Backstop's terms (aws/retry: DefaultMaxAttempts, the 50 ms base delay,
-// DefaultMaxBackoff), with the retry quota of budget.RetryQuota at the SDKs' values.
+// The values of [NewStandard]'s pipeline: the AWS SDKs' standard retry mode as the
+// AWS SDKs and Tools reference guide describes it ("Retry behavior", the SDKs' default
+// since November 2026) and aws-sdk-go-v2 sets it (aws/retry: DefaultMaxAttempts, the
+// 50 ms base delay, 1 s for a throttling error, DefaultMaxBackoff), with the retry
+// quota of budget.RetryQuota at the SDKs' values. Retry i (from 1) waits
+// b × min(base × 2^(i−1), DefaultCap), b uniform in [0, 1): the cap is applied before
+// the jitter.
 const (
 	DefaultMaxAttempts = 3
 	DefaultBase        = 50 * time.Millisecond
+	ThrottleBase       = time.Second // the base after a throttling error
 	DefaultCap         = 20 * time.Second
+	// AmzRetryAfterSpan is how far above the computed wait a service's
+	// X-Amz-Retry-After may take it: the wait is that hint, at least the computed one
+	// and at most this much more.
+	AmzRetryAfterSpan = 5 * time.Second
 )
 
 // Middleware IDs in the SDK's finalize step.
@@ -77,6 +86,9 @@ type Retryer struct {
 	codes      map[string]struct{}
 	clock      policy.Clock
 	classifier func(error) error
+	// standard: the waits are the SDKs' standard mode's, drawn with rand (NewStandard).
+	standard bool
+	rand     policy.Rand
 }
 
 // New returns a Retryer that runs every call of the clients it is installed in
@@ -112,17 +124,56 @@ func MustNew(p *policy.Pipeline, o Options) *Retryer {
 }
 
 // NewStandard returns a Retryer over the AWS SDKs' standard retry mode built from
-// Backstop's stages: a budget.RetryQuota at the SDKs' values (500 tokens, 5 a retry, 10
-// after a timeout, 1 back per success) outside a retry of [DefaultMaxAttempts] (3)
-// attempts with full jitter from [DefaultBase] (50 ms) to [DefaultCap] (20 s). Share
-// one among the clients of one service, as the SDK shares its quota among a client's
-// operations. name names the pipeline in events and metrics.
+// Backstop's stages: a budget.RetryQuota at the SDKs' values (500 tokens, 14 a retry,
+// 5 after a throttling error, 1 back per success) outside a retry of
+// [DefaultMaxAttempts] (3) attempts, each waiting as the SDKs do: full jitter under
+// min([DefaultBase] (50 ms) × 2^(i−1), [DefaultCap] (20 s)), from [ThrottleBase] (1 s)
+// after a throttling error, and a service's X-Amz-Retry-After within
+// [AmzRetryAfterSpan] (5 s) above that. Share one among the clients of one service, as
+// the SDK shares its quota among a client's operations. name names the pipeline in
+// events and metrics. (The SDKs' DynamoDB defaults — 4 attempts, 25 ms — are not
+// applied: build that pipeline with New.)
 func NewStandard(name string) *Retryer {
+	r, _ := newStandard(name, nil, nil)
+	return r
+}
+
+// newStandard is NewStandard with a clock and a random source (nil: the system's); it
+// returns the quota too.
+func newStandard(name string, clock policy.Clock, r policy.Rand) (*Retryer, *budget.RetryQuota) {
+	q := budget.MustNewRetryQuota(budget.RetryQuotaOptions{})
 	p := policy.MustWrap(
-		budget.MustNewRetryQuota(budget.RetryQuotaOptions{}),
-		retry.MustNew(retry.Options{MaxAttempts: DefaultMaxAttempts, Base: DefaultBase, Cap: DefaultCap}),
+		q,
+		retry.MustNew(retry.Options{MaxAttempts: DefaultMaxAttempts, Base: DefaultBase, Cap: DefaultCap, Clock: clock}),
 		policy.Name(name))
-	return MustNew(p, Options{})
+	s := MustNew(p, Options{Clock: clock})
+	s.standard, s.rand = true, policy.RandOr(r)
+	return s, q
+}
+
+// classify marks the error of attempt n as the pipeline's retry is to judge it: as
+// Classify does, and under NewStandard with the wait the SDKs' standard mode gives it
+// (a pushback, waited exactly): b × min(base × 2^(n−1), DefaultCap), base DefaultBase
+// or ThrottleBase after a throttling error, and a service's X-Amz-Retry-After within
+// [that, that + AmzRetryAfterSpan]; the SDKs read no Retry-After.
+func (r *Retryer) classify(err error, n int) error {
+	marked := r.classifier(err)
+	if !r.standard || !retry.DefaultShouldRetry(marked) {
+		return marked
+	}
+	base := DefaultBase
+	if fault.Of(marked).Throttled {
+		base = ThrottleBase
+	}
+	window := DefaultCap
+	if n-1 < 32 && base<<(n-1) < DefaultCap {
+		window = base << (n - 1)
+	}
+	d := time.Duration(r.rand.Float64() * float64(window))
+	if hint, ok := amzRetryAfter(err); ok {
+		d = min(max(hint, d), d+AmzRetryAfterSpan)
+	}
+	return fault.Pushback(marked, d)
 }
 
 // Pipeline returns the pipeline the Retryer runs calls through.
@@ -225,7 +276,7 @@ func (m *loop) HandleFinalize(ctx context.Context, in middleware.FinalizeInput, 
 		}
 		var aerr error
 		out, md, aerr = next.HandleFinalize(actx, in)
-		return m.r.classifier(aerr)
+		return m.r.classify(aerr, n)
 	})
 	return out, md, err
 }

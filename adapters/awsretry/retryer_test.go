@@ -159,30 +159,32 @@ func TestRetryer_OuterOwnerRetriesTheSDKsThrottle(t *testing.T) {
 func TestRetryer_Quota(t *testing.T) {
 	t.Run("an empty quota stops the retries", func(t *testing.T) {
 		s := newService(t, s3Error(503, "SlowDown"))
-		q := budget.MustNewRetryQuota(budget.RetryQuotaOptions{Tokens: 10})
+		q := budget.MustNewRetryQuota(budget.RetryQuotaOptions{Tokens: 14})
 		client := newS3(s, withAdapter(awsretry.MustNew(adapterPipeline(t, q, autoClock()), awsretry.Options{}), newTransport(t)))
 		require.Error(t, getObject(context.Background(), client))
 		require.Equal(t, 3, s.attempts(), "first call: 1 + 2 retries")
-		require.Equal(t, 0, q.Tokens(), "tokens 0 = 10 − 2 retries × 5")
+		require.Equal(t, 4, q.Tokens(), "tokens 4 = 14 − 2 retries after a throttling error × 5")
 		err := getObject(context.Background(), client)
 		require.ErrorIs(t, err, retry.ErrBudget)
 		require.Equal(t, 4, s.attempts(), "second call: one attempt, the quota refuses its retry")
 	})
 	t.Run("a retry that succeeds gives its tokens back", func(t *testing.T) {
-		s := newService(t, failThen(1, s3Error(503, "SlowDown"), s3Object))
-		q := budget.MustNewRetryQuota(budget.RetryQuotaOptions{Tokens: 10})
-		client := newS3(s, withAdapter(awsretry.MustNew(adapterPipeline(t, q, autoClock()), awsretry.Options{}), newTransport(t)))
-		require.NoError(t, getObject(context.Background(), client))
+		s := newService(t, failThen(1, s3Error(500, "InternalError"), s3Object))
+		q := budget.MustNewRetryQuota(budget.RetryQuotaOptions{Tokens: 20})
+		require.NoError(t, getObject(context.Background(), newS3(s, withAdapter(awsretry.MustNew(adapterPipeline(t, q, autoClock()), awsretry.Options{}), newTransport(t)))))
 		require.Equal(t, 2, s.attempts())
-		require.Equal(t, 10, q.Tokens(), "tokens 10 = 10 − 5 + 5 back + 1 for the success, capped")
+		require.Equal(t, 20, q.Tokens(), "tokens 20 = 20 − 14 + 14 back: a call that needed a retry adds nothing")
+		q.Take("") // 6 left; a call that succeeds at its first attempt adds 1
+		require.NoError(t, getObject(context.Background(), newS3(s, withAdapter(awsretry.MustNew(adapterPipeline(t, q, autoClock()), awsretry.Options{}), newTransport(t)))))
+		require.Equal(t, 7, q.Tokens())
 	})
 	t.Run("a retry after a request timeout costs the timeout price", func(t *testing.T) {
 		s := newService(t, s3Error(400, "RequestTimeout"))
-		q := budget.MustNewRetryQuota(budget.RetryQuotaOptions{})
+		q := budget.MustNewRetryQuota(budget.RetryQuotaOptions{TimeoutCost: 10})
 		client := newS3(s, withAdapter(awsretry.MustNew(adapterPipeline(t, q, autoClock()), awsretry.Options{}), newTransport(t)))
 		require.Error(t, getObject(context.Background(), client))
 		require.Equal(t, 3, s.attempts())
-		require.Equal(t, 480, q.Tokens(), "tokens 480 = 500 − 2 retries × 10")
+		require.Equal(t, 480, q.Tokens(), "tokens 480 = 500 − 2 retries × the TimeoutCost 10 (14 by default, as any retry)")
 	})
 }
 

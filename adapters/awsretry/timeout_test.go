@@ -30,7 +30,7 @@ func TestRetryer_PerAttemptTimeout(t *testing.T) {
 	require.ErrorIs(t, err, retry.ErrExhausted)
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	require.Equal(t, 3, s.attempts())
-	require.Equal(t, 480, q.Tokens(), "tokens 480 = 500 − 2 retries after a timeout × 10")
+	require.Equal(t, 472, q.Tokens(), "tokens 472 = 500 − 2 retries after a timeout × 14")
 }
 
 // FuzzAmzRetryAfter checks the hint Classify reads from X-Amz-Retry-After against

@@ -1,0 +1,12 @@
+package awsretry
+
+import (
+	"github.com/backstop-go/backstop/budget"
+	"github.com/backstop-go/backstop/policy"
+)
+
+// NewStandardWith is NewStandard with a clock and a random source, for tests; it
+// returns the pipeline's quota too.
+func NewStandardWith(name string, clock policy.Clock, r policy.Rand) (*Retryer, *budget.RetryQuota) {
+	return newStandard(name, clock, r)
+}
