@@ -238,10 +238,10 @@ type Breaker struct {
 // an error matching ErrInvalidOptions naming the bad field. Unlike gobreaker, New never
 // clamps a bad value silently.
 func New(name string, o Options) (*Breaker, error) {
-	bad := check.Invalid[*Breaker](fmt.Errorf("%w: %s", ErrInvalidOptions, name))
 	if name == "" {
-		return bad("name is empty; want the dependency's name")
+		return nil, fmt.Errorf("%w: the name is empty; want the dependency's name", ErrInvalidOptions)
 	}
+	bad := check.Invalid[*Breaker](fmt.Errorf("%w: %s", ErrInvalidOptions, name))
 	if o.SlowCall < 0 {
 		return bad("SlowCall is %v; want > 0, or 0 for none", o.SlowCall)
 	}
@@ -819,7 +819,15 @@ func (b *Breaker) ExplainStage() policy.Stage {
 	}
 	return policy.Stage{
 		Summary: fmt.Sprintf("breaker %q %s (the caller's cancellation, refusals and client faults do not count%s); "+
-			"stays open %s, then lets %d probe(s) through%s", b.name, b.trip, slow, open, b.settings.MaxRequests, ramp),
+			"stays open %s, then lets %s through%s", b.name, b.trip, slow, open, plural(int(b.settings.MaxRequests), "probe"), ramp),
 		Refusal: fmt.Sprintf("breaker %q, open, ends the call before any attempt (breaker.ErrOpen, with the time it reopens)%s", b.name, rampRefusal),
 	}
+}
+
+// plural returns "1 probe" or "n probes".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

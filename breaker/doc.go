@@ -45,6 +45,6 @@
 //
 // gobreaker reports state changes under its mutex; Backstop queues them there and
 // delivers them after the call, outside every lock, to the pipeline's Observer
-// (EventBreakerState) and to Options.OnStateChange, which may therefore call back into
+// (event.BreakerState) and to Options.OnStateChange, which may therefore call back into
 // the breaker.
 package breaker

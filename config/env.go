@@ -86,6 +86,11 @@ func (d *decoder) applyEnv(root *yaml.Node, prefix string, environ []string) {
 		at := &yaml.Node{Kind: yaml.ScalarNode}
 		d.env[at] = key
 		if !matched {
+			if _, named := stacks[rest]; named {
+				d.problem(at, "", "names %s but no field; want %s_%s_FIELD with FIELD such as RETRY_ATTEMPTS or BREAKER_CONSECUTIVE_FAILURES",
+					stackLabel(stacks[rest]), prefix, rest)
+				continue
+			}
 			for f := range envFields {
 				if strings.HasSuffix(rest, "_"+f) {
 					d.problem(at, "", "names no stack of the file (want %s_STACK_%s, STACK one of %s)", prefix, f, strings.Join(sortedWords(stacks), ", "))

@@ -146,9 +146,10 @@ func TestParse_Environment(t *testing.T) {
 	require.Equal(t, []string{"deadline", "breaker", "retry"}, c.Order("orders"))
 
 	_, err = parse(t, src, "BACKSTOP_ORDERS_RETRY_ATTEMPTS=0", "BACKSTOP_ORDERS_RETRY_ATTEMPT=2",
-		"BACKSTOP_PAYMENTS_RETRY_ATTEMPTS=2", "BACKSTOP_DEFAULTS_DEADLINE=5")
+		"BACKSTOP_PAYMENTS_RETRY_ATTEMPTS=2", "BACKSTOP_DEFAULTS_DEADLINE=5", "BACKSTOP_ORDERS=1")
 	require.Equal(t, []string{
 		`$BACKSTOP_DEFAULTS_DEADLINE: defaults.deadline: is the bare number 5; write a duration with its unit, such as "5ms" or "5s"`,
+		`$BACKSTOP_ORDERS: names stack orders but no field; want BACKSTOP_ORDERS_FIELD with FIELD such as RETRY_ATTEMPTS or BREAKER_CONSECUTIVE_FAILURES`,
 		`$BACKSTOP_ORDERS_RETRY_ATTEMPT: names no field of stack orders; want BACKSTOP_ORDERS_FIELD with FIELD such as RETRY_ATTEMPTS or BREAKER_CONSECUTIVE_FAILURES`,
 		`$BACKSTOP_ORDERS_RETRY_ATTEMPTS: stacks.orders.retry.attempts: is 0; want ≥ 1 (1 never retries)`,
 		`$BACKSTOP_PAYMENTS_RETRY_ATTEMPTS: names no stack of the file (want BACKSTOP_STACK_RETRY_ATTEMPTS, STACK one of DEFAULTS, ORDERS, PAYMENTS_EU)`,

@@ -61,7 +61,7 @@
 // A pipeline with a retry marks the context of each attempt as owned (callpath.WithAttempt).
 // A retry that runs under an owned context — a repository's retrying pipeline called
 // from a handler's retrying pipeline — makes exactly one attempt and reports an
-// [EventRetrySuppressed] with Reason [SuppressedOwner]: the outermost layer owns
+// [event.RetrySuppressed] with Reason [event.SuppressedOwner]: the outermost layer owns
 // retries, so three layers of 4 attempts make 4 attempts against the database, not
 // 4 × 4 × 4 = 64.
 // callpath.Owned tells code with loops of its own. A retry that can never retry
@@ -95,7 +95,7 @@
 //
 // # Events
 //
-// [Observe] sets an [Observer] that receives every stage's [Event]. With no observer,
+// [Observe] sets an [event.Observer] that receives every stage's [event.Event]. With no observer,
 // no event work is done at all.
 //
 // # Writing a policy

@@ -50,6 +50,9 @@ func Schedule(s Strategy, attempts int, base, cap time.Duration) []policy.Sleep 
 
 // ExplainStage implements policy.StageExplainer.
 func (r *Retry) ExplainStage() policy.Stage {
+	if r.max == 1 {
+		return policy.Stage{Summary: "1 attempt: never retries (MaxAttempts 1)", Attempts: 1}
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "up to %d attempts; ", r.max)
 	if r.should == nil {

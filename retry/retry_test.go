@@ -504,3 +504,12 @@ func BenchmarkPipeline_DeadlineRetryParallel(b *testing.B) {
 		}
 	})
 }
+
+// TestExplain_OneAttemptNeverRetries: a retry of MaxAttempts 1 says it never retries,
+// not "up to 1 attempts" with a backoff it never sleeps.
+func TestExplain_OneAttemptNeverRetries(t *testing.T) {
+	st := retry.MustNew(retry.Options{MaxAttempts: 1}).ExplainStage()
+	require.Equal(t, "1 attempt: never retries (MaxAttempts 1)", st.Summary)
+	require.Equal(t, 1, st.Attempts)
+	require.Empty(t, st.Sleeps)
+}

@@ -95,7 +95,7 @@ type QuotaStore interface {
 }
 
 // Options configure a [Shedder]. The zero value is valid: an adaptive limit starting
-// at 20 in flight, within [4, 1000], a queue of 64, status 429.
+// at 20 in flight, within [1, 1000], a queue of 64, status 429.
 type Options struct {
 	// Name labels the shedder's events and metrics; "" means "shed".
 	Name string
@@ -339,7 +339,7 @@ func New(o Options) (*Shedder, error) {
 	}
 	maxRA := orDefaultD(o.Refusal.MaxRetryAfter, DefaultMaxRetryAfter)
 	if maxRA < time.Second {
-		return bad("Refusal.MaxRetryAfter is %v; want ≥ 1s", o.Refusal.MaxRetryAfter)
+		return bad("Refusal.MaxRetryAfter is %v; want ≥ 1s, or 0 for the default %v", o.Refusal.MaxRetryAfter, DefaultMaxRetryAfter)
 	}
 	s.pressure = pressure{max: int64(maxRA / time.Second), base: 1}
 	if o.Quota != nil {
