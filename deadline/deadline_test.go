@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -369,10 +370,13 @@ func TestDeadline_AttemptsThatTimeOutAreNotTheCallsDeadline(t *testing.T) {
 			retry.MustNew(retry.Options{MaxAttempts: 2}),
 			retry.MustNewHedge(retry.HedgeOptions{MaxAttempts: 2, Delay: 150 * time.Millisecond}),
 		} {
+			var mu sync.Mutex // a hedge's attempts report from their own goroutines
 			var sources []string
 			obs := event.ObserverFunc(func(e event.Event) {
 				if e.Kind == event.DeadlineExceeded {
+					mu.Lock()
 					sources = append(sources, e.Source)
+					mu.Unlock()
 				}
 			})
 			p := policy.MustWrap(must(deadline.New(5*time.Second)), owner, must(deadline.PerAttempt(200*time.Millisecond)), policy.Observe(obs))
@@ -381,7 +385,9 @@ func TestDeadline_AttemptsThatTimeOutAreNotTheCallsDeadline(t *testing.T) {
 			require.Less(t, time.Since(start), time.Second, "%v: ended by the attempts' timeouts", owner.Kind())
 			require.ErrorIs(t, err, deadline.ErrAttemptTimeout, "%v", owner.Kind())
 			require.NotErrorIs(t, err, deadline.ErrExceeded, "%v: 4.6 s of the call's 5 s were left", owner.Kind())
+			mu.Lock()
 			require.NotContains(t, sources, policy.KindDeadline.String(), "%v: %v", owner.Kind(), sources)
+			mu.Unlock()
 		}
 	})
 }

@@ -38,6 +38,10 @@ type Stage struct {
 	// MaxHint is, for a retry, the longest server hint it waits for (Retry-After,
 	// pushback), jitter included; 0 if it never waits for one.
 	MaxHint time.Duration `json:"-"`
+	// Overlapping is set for a retry whose attempts may run at once (a hedge): each
+	// of Sleeps is then the most one attempt's start may lag the last's, and a call
+	// lasts at most those sleeps and one attempt, not every attempt end to end.
+	Overlapping bool `json:"-"`
 	// Refusal says how the stage may end a call without running it; "" if it never does.
 	Refusal string `json:"refusal,omitempty"`
 	// Wait is the longest the stage may hold a call before letting it run — a
@@ -101,6 +105,7 @@ func (p *Pipeline) Explain() Explanation {
 	e.Pipeline = p.name
 	var overall, perAttempt time.Duration
 	var sleeps time.Duration
+	overlapping := false                      // the retry is a hedge: its attempts may run at once
 	var callWaits, attemptWaits time.Duration // what waiting stages add, once per call or per attempt
 	unboundedWait := false
 	for i, pol := range p.policies {
@@ -120,6 +125,7 @@ func (p *Pipeline) Explain() Explanation {
 			perAttempt = st.Limit
 		case KindRetry:
 			e.MaxAttempts = max(st.Attempts, 1)
+			overlapping = st.Overlapping
 			for _, s := range st.Sleeps {
 				sleeps = check.AddSat(sleeps, max(s.Max, st.MaxHint))
 			}
@@ -142,7 +148,11 @@ func (p *Pipeline) Explain() Explanation {
 		e.MaxAttemptsPerCallPath = 1
 	}
 	if perAttempt > 0 && !unboundedWait {
-		e.WorstCase, e.WorstCaseFrom = check.AddSat(check.AddSat(check.MulSat(check.AddSat(perAttempt, attemptWaits), e.MaxAttempts), sleeps), callWaits), "attempts"
+		ends := e.MaxAttempts // attempts run end to end
+		if overlapping {
+			ends = 1 // the last starts after the sleeps at the latest; the others end before it
+		}
+		e.WorstCase, e.WorstCaseFrom = check.AddSat(check.AddSat(check.MulSat(check.AddSat(perAttempt, attemptWaits), ends), sleeps), callWaits), "attempts"
 	}
 	if overall > 0 && (e.WorstCase == 0 || overall <= e.WorstCase) {
 		e.WorstCase, e.WorstCaseFrom = overall, "deadline"

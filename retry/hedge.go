@@ -141,12 +141,16 @@ func (h *Hedge) Bind(next policy.Runner, env policy.Env) policy.Runner {
 
 // ExplainStage implements policy.StageExplainer.
 func (h *Hedge) ExplainStage() policy.Stage {
-	st := policy.Stage{Attempts: h.max,
+	st := policy.Stage{Attempts: h.max, Overlapping: true,
 		Summary: fmt.Sprintf("hedges: up to %d attempts in flight, the next one starting after %v without an answer "+
-			"(at once after a non-fatal failure); the first success wins and the others are cancelled", h.max, h.delay)}
+			"(at once after a non-fatal failure, or after its server's hint, up to %v); the first success wins and the others are cancelled",
+			h.max, h.delay, h.maxHint)}
 	for range h.max - 1 {
 		st.Sleeps = append(st.Sleeps, policy.Sleep{Min: h.delay, Mean: h.delay, Max: h.delay}) // the wait before each hedge, if no answer came
 	}
+	// A failure before the delay with a hint starts the next attempt after the hint:
+	// up to the delay and the longest hint after the last.
+	st.MaxHint = h.delay + h.maxHint
 	return st
 }
 

@@ -272,3 +272,18 @@ func TestHedge_APushbackDelaysTheNextAttempt(t *testing.T) {
 	b.ch(2) <- nil
 	require.NoError(t, <-done)
 }
+
+// TestHedge_ExplainsItsWorstCase: a hedge's attempts overlap, so a call lasts at most
+// its hedges' delays (and a hint each) and one attempt — not every attempt end to end.
+func TestHedge_ExplainsItsWorstCase(t *testing.T) {
+	h := retry.MustNewHedge(retry.HedgeOptions{MaxAttempts: 2, Delay: 150 * time.Millisecond, MaxHintDelay: time.Millisecond})
+	e := policy.MustWrap(h, deadline.MustPerAttempt(500*time.Millisecond)).Explain()
+	require.Equal(t, 651*time.Millisecond, e.WorstCase, "the second attempt starts by 150 ms (+1 ms of hint) and lasts 500 ms")
+	require.Equal(t, "attempts", e.WorstCaseFrom)
+
+	// With the default 30 s of hints, the deadline bounds it.
+	h = retry.MustNewHedge(retry.HedgeOptions{MaxAttempts: 2, Delay: 150 * time.Millisecond})
+	e = policy.MustWrap(deadline.MustNew(2*time.Second), h, deadline.MustPerAttempt(500*time.Millisecond)).Explain()
+	require.Equal(t, 2*time.Second, e.WorstCase)
+	require.Equal(t, "deadline", e.WorstCaseFrom)
+}

@@ -50,11 +50,11 @@ func TestParseRetryAfter(t *testing.T) {
 		{"Thursday, 06-Nov-30 08:49:37 GMT", 0, false}, // 1930's weekday
 		{"Tuesday, 06-Nov-45 08:49:37 GMT", 0, true},
 		{"Monday, 06-Nov-45 08:49:37 GMT", 0, false}, // 2045's weekday
-		{"Sun, 6 Nov 1994 08:49:37 GMT", 0, false},  // IMF-fixdate has 2-digit days
-		{"Sun, 06 Nov 1994 8:49:37 GMT", 0, false},  //
-		{"Sun, 31 Feb 1994 08:49:37 GMT", 0, false}, // no such day
-		{"Mon, 06 Nov 1994 08:49:37 GMT", 0, false}, // wrong weekday
-		{"2026-01-01T00:00:00Z", 0, false},          // RFC 3339 is not an HTTP-date
+		{"Sun, 6 Nov 1994 08:49:37 GMT", 0, false},   // IMF-fixdate has 2-digit days
+		{"Sun, 06 Nov 1994 8:49:37 GMT", 0, false},   //
+		{"Sun, 31 Feb 1994 08:49:37 GMT", 0, false},  // no such day
+		{"Mon, 06 Nov 1994 08:49:37 GMT", 0, false},  // wrong weekday
+		{"2026-01-01T00:00:00Z", 0, false},           // RFC 3339 is not an HTTP-date
 	}
 	for _, tt := range tests {
 		got, ok := retry.ParseRetryAfter(tt.in, now)
