@@ -289,7 +289,11 @@ func (l *linter) stack(src *source, se config.StackExplanation, notes []config.N
 		worstFix = fmt.Sprintf("lower timeout to %v or less", l.maxWorstCase)
 	}
 	l.worstCase(e, func(fix, format string, args ...any) { add("worst-case", worstAt, fix, format, args...) }, worstFix)
-	if s.Deadline != nil && !s.Deadline.Off && perTry > 0 {
+	if s.Deadline != nil && !s.Deadline.Off && perTry > 0 && perTry >= s.Deadline.D {
+		add("attempts-fit", "attempt_timeout", fmt.Sprintf("lower %s below the deadline %v, or drop it", perTryField(format), s.Deadline.D),
+			"%s %v is not below the deadline %v: it never fires, and an attempt that hangs ends the call at the deadline with no retry",
+			perTryField(format), perTry, s.Deadline.D)
+	} else if s.Deadline != nil && !s.Deadline.Off && perTry > 0 {
 		deadline := s.Deadline.D
 		fitAttempts(e, deadline, perTry, func(fit int, need, waits time.Duration) {
 			if format == formatEnvoy {
@@ -402,9 +406,18 @@ func (l *linter) note(src *source, where string, n config.Note) {
 	}
 }
 
+// perTryField names the per-attempt timeout as the format spells it.
+func perTryField(format string) string {
+	if format == formatEnvoy {
+		return "per_try_timeout"
+	}
+	return "attempt_timeout"
+}
+
 // fitAttempts calls report when the attempts cannot all run to their timeout, with
-// their mean back-off, before the deadline: fit is how many can, need the deadline
-// they all need, waits the mean back-off of them all.
+// their longest back-off, before the deadline — the retry starts no attempt with less
+// than its per-attempt timeout left: fit is how many can, need the deadline they all
+// need, waits the longest back-off of them all.
 func fitAttempts(e policy.Explanation, deadline, perTry time.Duration, report func(fit int, need, waits time.Duration)) {
 	if e.MaxAttempts < 2 {
 		return
@@ -418,8 +431,8 @@ func fitAttempts(e policy.Explanation, deadline, perTry time.Duration, report fu
 	start, fit, need, waits := time.Duration(0), 0, time.Duration(0), time.Duration(0)
 	for k := 1; k <= e.MaxAttempts; k++ {
 		if k > 1 && k-2 < len(sleeps) {
-			start += sleeps[k-2].Mean
-			waits += sleeps[k-2].Mean
+			start += sleeps[k-2].Max
+			waits += sleeps[k-2].Max
 		}
 		need = start + perTry
 		if need <= deadline {

@@ -125,7 +125,7 @@ func TestLint_SeedConfigs(t *testing.T) {
 	_, out, _ := runCLI(append([]string{"lint"}, seedArgs...)...)
 	for _, want := range []string{
 		`testdata/seed-envoy-route.yaml:8:5: warning [attempts-fit]: route "route": 3 tries of per_try_timeout 1s and their back-off do not fit in timeout 3s`,
-		"fix: raise timeout to 3.2s, or lower num_retries to 1, or per_try_timeout to 933ms",
+		"fix: raise timeout to 3.4s, or lower num_retries to 1, or per_try_timeout to 866ms",
 		`testdata/seed-envoy-route.yaml:4:3: warning [maybe-two-owners]: route "route": the mesh retries (3 tries) and testdata/seed-grpc-service-config.json:2:20 retries /orders.v1.OrderService/ (4 attempts) if they are on one call path`,
 		"testdata/seed-grpc-service-config.json:4:5: warning [no-timeout]",
 		"4 findings, 0 errors",
@@ -493,6 +493,13 @@ func TestConfig_ExplainAndLint(t *testing.T) {
 		if code != exitOK || !strings.Contains(out, want) {
 			t.Errorf("lint -config = %d; lacks %q:\n%s", code, want, out)
 		}
+	}
+	// An attempt timeout not below the deadline never fires: the first attempt runs, to
+	// the deadline, and no retry follows — not "only 0 of 3 run".
+	code, out, _ = runStdin("stacks:\n  a:\n    deadline: 3s\n    attempt_timeout: 5s\n    retry: {attempts: 3}\n"+
+		"    budget: {token_bucket: {max_tokens: 10, token_ratio: 0.1}}\n", "lint", "-config", "-")
+	if want := "attempt_timeout 5s is not below the deadline 3s: it never fires"; code != exitOK || !strings.Contains(out, want) || strings.Contains(out, "only 0 of") {
+		t.Errorf("lint -config - (attempt_timeout ≥ deadline) = %d; want %q:\n%s", code, want, out)
 	}
 	// A refused file: every problem, each an error finding at its place.
 	code, out, _ = runStdin("stacks:\n  a: {deadline: 5, retry: {attempts: 0}}\n", "lint", "-config", "-")
