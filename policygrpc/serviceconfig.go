@@ -476,6 +476,9 @@ func hedgingPolicy(ix *jsonIndex, field string, hp *hedgingPolicyJSON, e *Entry)
 		return bad(".maxAttempts", "is missing; want an integer > 1")
 	case *hp.MaxAttempts <= 1:
 		return bad(".maxAttempts", "is %d; want > 1", *hp.MaxAttempts)
+	case len(hp.NonFatalStatusCodes) == 0:
+		// A6: "This field is required and must be non-empty."
+		return bad(".nonFatalStatusCodes", "is empty; want at least one code, e.g. [\"UNAVAILABLE\"]")
 	}
 	delay := time.Duration(-1) // A6's default: no delay, every attempt at once
 	if hp.HedgingDelay != nil {
