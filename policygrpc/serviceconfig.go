@@ -375,6 +375,10 @@ func statusCodes(ix *jsonIndex, field string, raw []json.RawMessage) ([]codes.Co
 		f := fmt.Sprintf("%s[%d]", field, i)
 		var c codes.Code
 		if err := c.UnmarshalJSON(r); err != nil || c > codes.Unauthenticated {
+			var upper codes.Code
+			if u := bytes.ToUpper(bytes.TrimSpace(r)); !bytes.Equal(u, bytes.TrimSpace(r)) && upper.UnmarshalJSON(u) == nil {
+				return nil, ix.errAt(f, ErrStatusCode, "is %s; gRPC's Go implementation reads status names in upper case only: write %s", bytes.TrimSpace(r), u)
+			}
 			return nil, ix.errAt(f, ErrStatusCode, "is %s; want a gRPC status code: a name such as \"UNAVAILABLE\", or its number 1–16", bytes.TrimSpace(r))
 		}
 		if c == codes.OK {

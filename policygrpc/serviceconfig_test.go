@@ -103,6 +103,7 @@ func TestParseServiceConfig_RefusesWhatA6Refuses(t *testing.T) {
 		{rp(strings.Replace(ok, `["UNAVAILABLE"]`, `["OK"]`, 1)), "retryableStatusCodes[0] is OK"},
 		{rp(strings.Replace(ok, `["UNAVAILABLE"]`, `["NOT_A_CODE"]`, 1)), `retryableStatusCodes[0] is "NOT_A_CODE"; want a gRPC status code`},
 		{rp(strings.Replace(ok, `["UNAVAILABLE"]`, `[17]`, 1)), `retryableStatusCodes[0] is 17; want`},
+		{rp(strings.Replace(ok, `["UNAVAILABLE"]`, `["unavailable"]`, 1)), `retryableStatusCodes[0] is "unavailable"; gRPC's Go implementation reads status names in upper case only: write "UNAVAILABLE"`},
 		{rp(strings.Replace(ok, `"maxAttempts": 3`, `"maxAttempts": "3"`, 1)), `methodConfig[0].retryPolicy.maxAttempts is a JSON string; want an integer`},
 		{`{"methodConfig": [{"name": [{"method": "m"}]}]}`, "methodConfig[0].name[0] has method \"m\" but no service"},
 		{`{"methodConfig": [{"name": [{"service": "s"}]}, {"name": [{"service": "s"}]}]}`, "methodConfig[1].name[0] names \"s/\" again"},

@@ -88,8 +88,15 @@ is standard input. sim plays a scenario in virtual time with the real stages
 const stdinName = "<stdin>"
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	if len(args) == 0 || (args[0] != "explain" && args[0] != "lint") {
+	switch {
+	case len(args) == 0:
 		fmt.Fprint(stderr, usage)
+		return exitUsage
+	case args[0] == "-h" || args[0] == "-help" || args[0] == "--help" || args[0] == "help":
+		fmt.Fprint(stdout, usage)
+		return exitOK
+	case args[0] != "explain" && args[0] != "lint":
+		fmt.Fprintf(stderr, "backstop: unknown command %q; want explain, lint or sim\n\n%s", args[0], usage)
 		return exitUsage
 	}
 	cmd := args[0]

@@ -620,3 +620,16 @@ func TestImportedNotes(t *testing.T) {
 		}
 	}
 }
+
+// TestRun_UnknownCommandAndHelp: an unknown command is named, with the usage, exit 2;
+// -h prints the usage and exits 0.
+func TestRun_UnknownCommandAndHelp(t *testing.T) {
+	code, _, errs := runCLI("frob")
+	if code != exitUsage || !strings.Contains(errs, `unknown command "frob"`) || !strings.Contains(errs, "usage:") {
+		t.Errorf("backstop frob = %d, %q", code, errs)
+	}
+	code, out, _ := runCLI("-h")
+	if code != exitOK || !strings.Contains(out, "usage:") {
+		t.Errorf("backstop -h = %d, %q", code, out)
+	}
+}
