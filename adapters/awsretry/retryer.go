@@ -125,8 +125,9 @@ func MustNew(p *policy.Pipeline, o Options) *Retryer {
 
 // NewStandard returns a Retryer over the AWS SDKs' standard retry mode built from
 // Backstop's stages: a budget.RetryQuota at the SDKs' values (500 tokens, 14 a retry,
-// 5 after a throttling error, 1 back per success) outside a retry of
-// [DefaultMaxAttempts] (3) attempts, each waiting as the SDKs do: full jitter under
+// 5 after a throttling error, 1 back per call that succeeds at its first attempt)
+// outside a retry of [DefaultMaxAttempts] (3) attempts, each waiting as the SDKs do:
+// full jitter under
 // min([DefaultBase] (50 ms) × 2^(i−1), [DefaultCap] (20 s)), from [ThrottleBase] (1 s)
 // after a throttling error, and a service's X-Amz-Retry-After within
 // [AmzRetryAfterSpan] (5 s) above that. Share one among the clients of one service, as
