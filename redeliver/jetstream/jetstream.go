@@ -1,9 +1,13 @@
 package jetstream
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -27,7 +31,15 @@ const (
 	HeaderFirstDelivery = "Backstop-First-Delivery" // when it was stored in the stream (RFC 3339)
 	HeaderLastDelivery  = "Backstop-Last-Delivery"  // when it was last delivered (RFC 3339)
 	HeaderOrigSubject   = "Backstop-Subject"        // the subject it was published on
+	// HeaderOrigPrefix prefixes the message's own headers that NATS acts on (Nats-…:
+	// Nats-Expected-Stream, Nats-Msg-Id, Nats-Rollup, Nats-TTL…), kept under
+	// Backstop-Orig-Nats-…: published as they are, they would be conditions and
+	// instructions for the dead-letter stream, which refuses or acts on them.
+	HeaderOrigPrefix = "Backstop-Orig-"
 )
+
+// DefaultDeadLetterRetry is Options.DeadLetterRetry's default.
+const DefaultDeadLetterRetry = time.Second
 
 // Handler processes one message's payload; its error decides the message's fate.
 type Handler func(ctx context.Context, msg jetstream.Msg) error
@@ -49,7 +61,20 @@ type Consumer struct {
 	onDecide func(msg jetstream.Msg, deliveries int, d redeliver.Decision)
 	obs      event.Observer
 
+	// deadLetterRetry is how long a message whose dead-letter publish failed waits to
+	// be redelivered; pending holds, by stream sequence, the decision to dead-letter
+	// such messages, so that their next delivery here is dead-lettered without
+	// running the Handler again.
+	deadLetterRetry time.Duration
+	pending         sync.Map // uint64 → pendingDead
+
 	deliveries, acked, retried, dead atomic.Uint64
+}
+
+// pendingDead is a dead-letter decision whose publish failed.
+type pendingDead struct {
+	err string
+	d   redeliver.Decision
 }
 
 // Options configure [New]. DeadLetter is required.
@@ -63,6 +88,11 @@ type Options struct {
 	// Observer, if set, hears a event.Panic for each panic of the Handler that
 	// Handle recovered.
 	Observer event.Observer
+	// DeadLetterRetry is how long a message waits to be redelivered when publishing it
+	// to the dead-letter subject failed; its next delivery to this Consumer is
+	// dead-lettered without running the Handler again. 0 means
+	// DefaultDeadLetterRetry (1 s).
+	DeadLetterRetry time.Duration
 }
 
 // New returns a Consumer that runs h under p and dead-letters to o.DeadLetter.
@@ -76,8 +106,11 @@ func New(js jetstream.JetStream, p *redeliver.Schedule, h Handler, o Options) (*
 		return nil, fmt.Errorf("redeliver/jetstream: the Handler is nil")
 	case o.DeadLetter == "":
 		return nil, fmt.Errorf("redeliver/jetstream: Options.DeadLetter is empty; want the dead-letter subject")
+	case o.DeadLetterRetry < 0:
+		return nil, fmt.Errorf("redeliver/jetstream: Options.DeadLetterRetry is %v; want > 0, or 0 for the default %v", o.DeadLetterRetry, DefaultDeadLetterRetry)
 	}
-	return &Consumer{js: js, p: p, dlq: o.DeadLetter, h: h, now: time.Now, onDecide: o.OnDecide, obs: o.Observer}, nil
+	return &Consumer{js: js, p: p, dlq: o.DeadLetter, h: h, now: time.Now, onDecide: o.OnDecide, obs: o.Observer,
+		deadLetterRetry: cmp.Or(o.DeadLetterRetry, DefaultDeadLetterRetry)}, nil
 }
 
 // Stats returns the counts so far.
@@ -107,8 +140,16 @@ func (c *Consumer) process(ctx context.Context, msg jetstream.Msg, contain bool)
 		return fmt.Errorf("redeliver/jetstream: reading the delivery count: %w", err)
 	}
 	n := int(meta.NumDelivered)
-	herr := c.handle(ctx, msg, contain)
-	d := c.p.Decide(n, herr)
+	var herr error
+	var d redeliver.Decision
+	if v, ok := c.pending.Load(meta.Sequence.Stream); ok {
+		// Its dead-letter publish failed: publish it again, without another run.
+		pd := v.(pendingDead)
+		herr, d = errors.New(pd.err), pd.d
+	} else {
+		herr = c.handle(ctx, msg, contain)
+		d = c.p.Decide(n, herr)
+	}
 	switch {
 	case !d.Retry && !d.DeadLetter:
 		err = msg.Ack()
@@ -129,6 +170,9 @@ func (c *Consumer) deadLetter(ctx context.Context, msg jetstream.Msg, meta *jets
 	out := nats.NewMsg(c.dlq)
 	out.Data = msg.Data()
 	for k, vs := range msg.Headers() {
+		if strings.HasPrefix(k, "Nats-") {
+			k = HeaderOrigPrefix + k
+		}
 		for _, v := range vs {
 			out.Header.Add(k, v)
 		}
@@ -140,9 +184,12 @@ func (c *Consumer) deadLetter(ctx context.Context, msg jetstream.Msg, meta *jets
 	out.Header.Set(HeaderLastDelivery, c.now().UTC().Format(time.RFC3339Nano))
 	out.Header.Set(HeaderOrigSubject, msg.Subject())
 	if _, err := c.js.PublishMsg(ctx, out); err != nil {
-		_ = msg.Nak() // keep it: it will be dead-lettered on its next delivery
+		// Keep it: its next delivery is dead-lettered, after a pause, not run again.
+		c.pending.Store(meta.Sequence.Stream, pendingDead{err: herr.Error(), d: d})
+		_ = msg.NakWithDelay(c.deadLetterRetry)
 		return fmt.Errorf("redeliver/jetstream: publishing to the dead-letter subject %s: %w", c.dlq, err)
 	}
+	c.pending.Delete(meta.Sequence.Stream)
 	c.dead.Add(1)
 	return msg.Term()
 }
