@@ -40,6 +40,7 @@ func TestClassify(t *testing.T) {
 		{io.ErrUnexpectedEOF, true, false, true, true},
 		{context.DeadlineExceeded, true, false, true, true},
 		{sql.ErrTxDone, true, false, true, true},
+		{errors.New("commit unexpectedly resulted in rollback"), true, false, false, false}, // pgx: the server answered ROLLBACK
 		{errors.New("the caller's own error"), false, false, false, false},
 	}
 	for _, tc := range cases {

@@ -6,6 +6,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/backstop-go/backstop/callpath"
 	"github.com/backstop-go/backstop/fault"
@@ -71,6 +72,13 @@ func RunTxWith(ctx context.Context, db *sql.DB, p *policy.Pipeline, opts *sql.Tx
 			_ = tx.Rollback()
 			return Classify(err, false)
 		}
+		if err := ctx.Err(); err != nil {
+			// The attempt's context ended before COMMIT was sent: database/sql rolls
+			// the transaction back and would answer Commit with that error, which
+			// says nothing of a commit that never began.
+			_ = tx.Rollback()
+			return Classify(err, false)
+		}
 		return Classify(tx.Commit(), true)
 	})
 }
@@ -92,8 +100,10 @@ func SQLState(err error) string {
 //     back.
 //   - driver.ErrBadConn: fault.Retryable — the driver says so only when nothing was
 //     sent (database/sql already retried it on a new connection where it could).
-//   - At COMMIT, an error without a SQLSTATE: it may have committed. The error matches
-//     ErrCommitUnknown and is marked fault.Permanent.
+//   - At COMMIT, pgx's "commit unexpectedly resulted in rollback" (the server answered
+//     ROLLBACK: an earlier statement failed): left as it is — nothing committed.
+//   - At COMMIT, any other error without a SQLSTATE: it may have committed. The error
+//     matches ErrCommitUnknown and is marked fault.Permanent.
 //   - At COMMIT, any other SQLSTATE: the server answered and rolled back; marked
 //     fault.Permanent, as is every other SQLSTATE (a constraint, a syntax error: running
 //     the transaction again would fail again).
@@ -109,12 +119,22 @@ func Classify(err error, committing bool) error {
 		return fault.Retryable(err)
 	case errors.Is(err, driver.ErrBadConn):
 		return fault.Retryable(err)
+	case committing && state == "" && rolledBack(err):
+		return err // the server answered COMMIT with ROLLBACK: nothing committed
 	case committing && state == "":
 		return fault.Permanent(fmt.Errorf("%w: %w", ErrCommitUnknown, err))
 	case state != "":
 		return fault.Permanent(err)
 	}
 	return err
+}
+
+// rolledBack reports whether err says that the server answered COMMIT with ROLLBACK
+// (an earlier statement of the transaction failed and fn went on): pgx returns
+// pgx.ErrTxCommitRollback, which exports no type this package could match without
+// importing the driver, so it is known by its text.
+func rolledBack(err error) bool {
+	return strings.Contains(err.Error(), "commit unexpectedly resulted in rollback")
 }
 
 // Explain says, in one line, what [RunTx] does through p: how many times a

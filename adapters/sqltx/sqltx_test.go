@@ -207,3 +207,45 @@ func TestRunTx_NeverHedged(t *testing.T) {
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	require.Equal(t, 1, attempts(t, db))
 }
+
+// TestRunTx_ACommitTheServerRolledBackIsNoUnknownCommit: fn swallows a statement's
+// error, so PostgreSQL answers COMMIT with ROLLBACK: nothing committed, and the error
+// says so — not ErrCommitUnknown, not Permanent; not retried either (the same run
+// would fail the same way).
+func TestRunTx_ACommitTheServerRolledBackIsNoUnknownCommit(t *testing.T) {
+	db := open(t)
+	err := sqltx.RunTx(bg, db, retry3(), func(ctx context.Context, tx *sql.Tx) error {
+		if err := attempt(ctx, tx); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, "UPDATE acct SET n = n + 1 WHERE id = 1"); err != nil {
+			return err
+		}
+		_, _ = tx.ExecContext(ctx, "SELECT 1/0") // fails; the transaction is aborted
+		return nil
+	})
+	require.Error(t, err)
+	require.NotErrorIs(t, err, sqltx.ErrCommitUnknown, "%v", err)
+	require.False(t, fault.Of(err).Permanent, "%v", err)
+	require.Equal(t, 1, attempts(t, db))
+	require.Equal(t, 0, balance(t, db, 1), "rolled back")
+}
+
+// TestRunTx_AContextEndedBeforeCommitIsNoUnknownCommit: the attempt's context ends
+// after fn and before COMMIT: the transaction is rolled back, and the error is the
+// context's, not ErrCommitUnknown.
+func TestRunTx_AContextEndedBeforeCommitIsNoUnknownCommit(t *testing.T) {
+	db := open(t)
+	ctx, cancel := context.WithCancel(bg)
+	err := sqltx.RunTx(ctx, db, retry3(), func(ctx context.Context, tx *sql.Tx) error {
+		if err := attempt(ctx, tx); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, "UPDATE acct SET n = n + 1 WHERE id = 1")
+		cancel()
+		return err
+	})
+	require.ErrorIs(t, err, context.Canceled)
+	require.NotErrorIs(t, err, sqltx.ErrCommitUnknown, "%v", err)
+	require.Equal(t, 0, balance(t, db, 1), "rolled back")
+}
