@@ -19,7 +19,17 @@ import (
 //   - TRYAGAIN: a multi-key command during resharding (Cluster).
 //   - CLUSTERDOWN: the cluster cannot serve the slot now.
 //   - MASTERDOWN: a replica lost its primary and does not serve stale data.
-var Refused = [...]string{"LOADING", "BUSY", "TRYAGAIN", "CLUSTERDOWN", "MASTERDOWN"}
+//   - READONLY: a write reached a replica — after a failover, a client still
+//     connected to the old primary (go-redis closes that connection, so the retry
+//     dials again).
+//   - NOREPLICAS: too few replicas acknowledge writes (min-replicas-to-write).
+//
+// "ERR max number of clients reached" (the server at maxclients) is one too, by its
+// text: its first word is ERR.
+var Refused = [...]string{"LOADING", "BUSY", "TRYAGAIN", "CLUSTERDOWN", "MASTERDOWN", "READONLY", "NOREPLICAS"}
+
+// maxClients is the reply of a server at its maxclients.
+const maxClients = "ERR max number of clients reached"
 
 // Classify marks err, the error of one round trip, with what it means for a retry
 // and for a breaker; safe says whether the commands sent may run twice. nil stays nil.
@@ -48,6 +58,9 @@ func Classify(err error, safe bool) error {
 			if word == r {
 				return fault.Retryable(err)
 			}
+		}
+		if strings.HasPrefix(rerr.Error(), maxClients) {
+			return fault.Retryable(err)
 		}
 		if word == "OOM" {
 			return err

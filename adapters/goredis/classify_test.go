@@ -46,7 +46,9 @@ func TestClassify(t *testing.T) {
 		{reply("BUSYGROUP Consumer Group name already exists"), true, client}, // not BUSY
 		{reply("WRONGTYPE Operation against a key holding the wrong kind of value"), true, client},
 		{reply("ERR syntax error"), true, client},
-		{reply("READONLY You can't write against a read only replica."), true, client},
+		{reply("READONLY You can't write against a read only replica."), false, retried},
+		{reply("NOREPLICAS Not enough good replicas to write."), false, retried},
+		{reply("ERR max number of clients reached"), false, retried},
 		{reply("OOM command not allowed when used memory > 'maxmemory'."), true, plain},
 		{dial, false, retried}, // never sent
 		{io.EOF, true, retried},
