@@ -33,8 +33,8 @@
 //
 // [Classify] reads each round trip's error. A reply by which the server says it did
 // not run the command ([Refused]: LOADING, BUSY, TRYAGAIN, CLUSTERDOWN, MASTERDOWN,
-// READONLY, NOREPLICAS, max clients)
-// and a failed dial are retried for every command: it did not run. A broken connection
+// READONLY, NOREPLICAS, max clients) and a failed dial are retried for every
+// command: it did not run. A broken connection
 // or a timeout leaves unknown whether it ran, so only a command that may run twice is
 // retried: one [Options].Safe accepts ([DefaultSafe]: the reads, SET without NX, XX,
 // GET or KEEPTTL, MSET), or one sent under [Idempotent]. Every other error reply is
