@@ -230,9 +230,7 @@ func (o *Observer) Observe(e event.Event) {
 		o.calls.Add(ctx, 1, metric.WithAttributes(pipeline, attribute.String("outcome", outcome)))
 		o.duration.Record(ctx, e.Elapsed.Seconds(), metric.WithAttributes(pipeline))
 		if recording && outcome == policy.OutcomeRejected {
-			// error.type is the refusal's Go type (a breaker open, a shed): bounded, unlike its text.
-			span.AddEvent("backstop.call.rejected", stamp(e, trace.WithAttributes(pipeline,
-				attribute.String("error.type", fmt.Sprintf("%T", e.Err))))...)
+			span.AddEvent("backstop.call.rejected", stamp(e, trace.WithAttributes(pipeline, refusalType(e.Err)))...)
 		}
 	case event.AttemptStart:
 		if recording {
@@ -293,4 +291,15 @@ func (o *Observer) recordShed(e event.Event) {
 		span.AddEvent("backstop.shed", trace.WithTimestamp(e.Time), trace.WithAttributes(s,
 			attribute.String("backstop.reason", e.Reason), attribute.String("backstop.priority", e.Priority)))
 	}
+}
+
+// refusalType is the error.type of a call a policy refused: the Go type of the
+// refusal (a breaker open, a shed, a budget), found through whatever wraps it — a
+// retry that gave up on it, say — bounded, unlike its text.
+func refusalType(err error) attribute.KeyValue {
+	var rej policy.Rejection
+	if errors.As(err, &rej) {
+		return attribute.String("error.type", fmt.Sprintf("%T", rej))
+	}
+	return attribute.String("error.type", fmt.Sprintf("%T", err))
 }

@@ -224,3 +224,27 @@ func shedGauge(t *testing.T, ms map[string]metricdata.Metrics, name string) int6
 	require.Equal(t, "{request}", ms[name].Unit, name)
 	return dps[0].Value
 }
+
+// TestObserver_ARefusalUnderARetryIsTypedByTheRefusal: a breaker open inside a retry
+// ends the call with the retry's error; the span event's error.type is still the
+// refusal's type, *breaker.OpenError, not *retry.Error.
+func TestObserver_ARefusalUnderARetryIsTypedByTheRefusal(t *testing.T) {
+	obs, _, rec, tp := setup(t)
+	ctx, span := tp.Tracer("test").Start(context.Background(), "handler")
+	brk := breaker.MustNew("db", breaker.Options{ConsecutiveFailures: 1})
+	p := policy.MustWrap(retry.MustNew(retry.Options{MaxAttempts: 2, Base: time.Nanosecond, Cap: time.Nanosecond}), brk).
+		With(policy.Name("db"), policy.Observe(obs))
+	_ = p.Do(ctx, func(context.Context) error { return fault.Retryable(errDown) }) // trips the breaker; the retry is refused
+	span.End()
+	var types []string
+	for _, ev := range rec.Ended()[0].Events() {
+		if ev.Name == "backstop.call.rejected" {
+			for _, kv := range ev.Attributes {
+				if kv.Key == "error.type" {
+					types = append(types, kv.Value.AsString())
+				}
+			}
+		}
+	}
+	require.Equal(t, []string{"*breaker.OpenError"}, types)
+}

@@ -2,7 +2,6 @@ package policyotel
 
 import (
 	"context"
-	"fmt"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -77,9 +76,7 @@ func (p *pipelineObserver) Observe(e event.Event) {
 		p.o.duration.Record(ctx, e.Elapsed.Seconds(), p.duration...)
 		if outcome == policy.OutcomeRejected {
 			if span := trace.SpanFromContext(ctx); span.IsRecording() {
-				// error.type is the refusal's Go type (a breaker open, a shed): bounded, unlike its text.
-				span.AddEvent("backstop.call.rejected", stamp(e, trace.WithAttributes(p.pipeline,
-					attribute.String("error.type", fmt.Sprintf("%T", e.Err))))...)
+				span.AddEvent("backstop.call.rejected", stamp(e, trace.WithAttributes(p.pipeline, refusalType(e.Err)))...)
 			}
 		}
 	case event.AttemptEnd:
