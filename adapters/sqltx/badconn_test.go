@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/backstop-go/backstop/adapters/sqltx"
+	"github.com/backstop-go/backstop/fault"
 )
 
 // terminate ends the server process behind db's one pooled connection, from another
@@ -64,6 +65,7 @@ func TestRunTx_ConnectionLostInTransaction(t *testing.T) {
 		return err
 	})
 	require.Equal(t, "57P01", sqltx.SQLState(err), "the transaction's error: %v", err)
+	require.False(t, fault.Of(err).Permanent, "nothing committed: a retry owner further up may run it again")
 	require.Equal(t, 1, attempts(t, db))
 	require.Equal(t, 0, balance(t, db, 1), "rolled back")
 }

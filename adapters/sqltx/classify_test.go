@@ -36,7 +36,10 @@ func TestClassify(t *testing.T) {
 		{driver.ErrBadConn, true, true, false, false}, // nothing was sent
 		{stateErr("23505"), false, false, true, false},
 		{stateErr("23505"), true, false, true, false},
-		{stateErr("25P02"), false, false, true, false}, // in failed transaction
+		{stateErr("25P02"), false, false, true, false},  // in failed transaction
+		{stateErr("57P01"), false, false, false, false}, // terminated: not retried here, not Permanent
+		{stateErr("08006"), false, false, false, false}, // connection failure
+		{stateErr("57P01"), true, false, true, false},   // at COMMIT: the server answered
 		{io.ErrUnexpectedEOF, true, false, true, true},
 		{context.DeadlineExceeded, true, false, true, true},
 		{sql.ErrTxDone, true, false, true, true},

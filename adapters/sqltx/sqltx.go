@@ -104,6 +104,10 @@ func SQLState(err error) string {
 //     ROLLBACK: an earlier statement failed): left as it is — nothing committed.
 //   - At COMMIT, any other error without a SQLSTATE: it may have committed. The error
 //     matches ErrCommitUnknown and is marked fault.Permanent.
+//   - Before COMMIT, a SQLSTATE that says the server or the connection went away
+//     (class 08, 57P01–57P03, 53300): left as it is — not retried here (the
+//     transaction was cut, and may have been cut on purpose), but a retry owner
+//     further up may run it again: nothing committed.
 //   - At COMMIT, any other SQLSTATE: the server answered and rolled back; marked
 //     fault.Permanent, as is every other SQLSTATE (a constraint, a syntax error: running
 //     the transaction again would fail again).
@@ -123,10 +127,19 @@ func Classify(err error, committing bool) error {
 		return err // the server answered COMMIT with ROLLBACK: nothing committed
 	case committing && state == "":
 		return fault.Permanent(fmt.Errorf("%w: %w", ErrCommitUnknown, err))
+	case state != "" && !committing && serverGone(state):
+		return err // nothing committed; the server went, not the transaction's fault
 	case state != "":
 		return fault.Permanent(err)
 	}
 	return err
+}
+
+// serverGone reports whether a SQLSTATE says that the server or the connection went
+// away, not that the transaction was wrong: class 08 (connection exception), 57P01–
+// 57P03 (admin or crash shutdown, cannot connect now), 53300 (too many connections).
+func serverGone(state string) bool {
+	return strings.HasPrefix(state, "08") || state == "57P01" || state == "57P02" || state == "57P03" || state == "53300"
 }
 
 // rolledBack reports whether err says that the server answered COMMIT with ROLLBACK
