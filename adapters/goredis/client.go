@@ -40,7 +40,14 @@ func MustNewClient(opt redis.Options, p *policy.Pipeline, o Options) *redis.Clie
 // 3) and DialerRetries 1 (one dial per connection; go-redis reads 0 as 5). Use it
 // with [NewHook] for a client [NewClient] does not build (a FailoverClient, a Ring's
 // shards). A cluster client's redirects (MOVED, ASK, MaxRedirects) stay with it: they
-// send a command to the node that owns its slot, which only go-redis knows.
+// send a command to the node that owns its slot, which only go-redis knows. That loop
+// (ClusterOptions.MaxRedirects, 3 by default) also resends a command after a network
+// error or a refusal such as TRYAGAIN or CLUSTERDOWN, a command that may have run
+// included: under a Backstop retry a cluster command may reach a server up to
+// (MaxRedirects + 1) × the retry's attempts times, and this function cannot turn that
+// off without turning off the redirects. Give a cluster client's pipeline no retry of
+// its own (a breaker and deadlines only), or mark its non-idempotent commands with
+// care.
 func DisableClientRetries(opt *redis.Options) {
 	opt.MaxRetries = -1
 	opt.DialerRetries = 1
