@@ -124,6 +124,8 @@ func (l *linter) refused(file string, err error) {
 		}
 		if ee.Path != "" {
 			msg = ee.Path + ": " + msg
+		} else if id == "refused" {
+			fix = "fix the YAML or JSON at this place; an Envoy route configuration goes with -envoy, a gRPC service config with -grpc"
 		}
 		l.add(id, file, ee.Line, ee.Column, "", ee.Path, fix, "%s", msg)
 	case errors.As(err, &ge):
@@ -137,6 +139,8 @@ func (l *linter) refused(file string, err error) {
 		msg := ge.Msg
 		if ge.Path != "" {
 			msg = ge.Path + " " + msg
+		} else if id == "refused" {
+			fix = "fix the JSON at this place; a gRPC service config goes with -grpc, an Envoy route configuration with -envoy"
 		}
 		l.add(id, file, ge.Line, ge.Column, "", ge.Path, fix, "%s", msg)
 	default:

@@ -633,3 +633,16 @@ func TestRun_UnknownCommandAndHelp(t *testing.T) {
 		t.Errorf("backstop -h = %d, %q", code, out)
 	}
 }
+
+// TestLint_SyntaxErrorsSayWhatToFix: a file that is not YAML or JSON at all gets a fix
+// about its syntax and the flag it goes with, not "correct the field".
+func TestLint_SyntaxErrorsSayWhatToFix(t *testing.T) {
+	code, out, _ := runStdin("virtual_hosts: [\n", "lint", "-envoy", "-")
+	if code != exitFindings || !strings.Contains(out, "fix: fix the YAML or JSON at this place") {
+		t.Errorf("lint -envoy of broken YAML = %d:\n%s", code, out)
+	}
+	code, out, _ = runStdin("virtual_hosts: []\n", "lint", "-grpc", "-")
+	if code != exitFindings || !strings.Contains(out, "a gRPC service config goes with -grpc, an Envoy route configuration with -envoy") {
+		t.Errorf("lint -grpc of YAML = %d:\n%s", code, out)
+	}
+}
