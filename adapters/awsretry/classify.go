@@ -21,8 +21,8 @@ const HeaderAmzRetryAfter = "X-Amz-Retry-After"
 // SlowDown, ProvisionedThroughputExceededException, …, marked fault.Throttled, which
 // budget.RetryQuota prices at 5), HTTP 500, 502, 503 and 504, connection errors and a
 // request the service found signed with a skewed clock are marked fault.Retryable —
-// fault.After with the server's X-Amz-Retry-After (ms) or Retry-After when it sent
-// one —, and a RequestTimeout code is a timeout (retried as retry.ReasonTimeout). A canceled
+// fault.After with the server's X-Amz-Retry-After (ms, at most AmzRetryAfterSpan, as
+// the SDKs bound it) or Retry-After when it sent one —, and a RequestTimeout code is a timeout (retried as retry.ReasonTimeout). A canceled
 // request stays as it is (never retried), and any other answer in 4xx is marked
 // fault.Client: a breaker does not count the caller's mistakes against the service.
 // Anything else is returned as it is. Classify(nil) is nil.
@@ -86,10 +86,11 @@ func errorCode(err error) string {
 }
 
 // hint reads the server's hint of when to come back from the response of err:
-// X-Amz-Retry-After, else Retry-After.
+// X-Amz-Retry-After, at most AmzRetryAfterSpan (the SDKs wait at most that much above
+// their backoff), else Retry-After.
 func hint(err error, now time.Time) (time.Duration, bool) {
 	if d, ok := amzRetryAfter(err); ok {
-		return d, true
+		return min(d, AmzRetryAfterSpan), true
 	}
 	if re := responseOf(err); re != nil {
 		if v := re.Response.Header.Get("Retry-After"); v != "" {

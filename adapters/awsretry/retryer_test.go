@@ -239,6 +239,7 @@ func TestRetryer_ServerHint(t *testing.T) {
 		hint                time.Duration
 	}{
 		{"x-amz-retry-after in milliseconds", awsretry.HeaderAmzRetryAfter, "700", 700 * time.Millisecond},
+		{"x-amz-retry-after of a minute: at most 5 s, as the SDKs wait", awsretry.HeaderAmzRetryAfter, "60000", 5 * time.Second},
 		{"Retry-After in seconds", "Retry-After", "2", 2 * time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
