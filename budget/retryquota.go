@@ -17,7 +17,7 @@ const (
 	DefaultRetryQuotaTokens       = 500 // the bucket's capacity, and where it starts
 	DefaultRetryQuotaRetryCost    = 14  // what a retry takes, timeouts included
 	DefaultRetryQuotaThrottleCost = 5   // what a retry after a throttling error takes
-	DefaultRetryQuotaSuccessGain  = 1   // what a successful call puts back
+	DefaultRetryQuotaSuccessGain  = 1   // what a call that succeeds at its first attempt puts back
 )
 
 // RetryQuotaOptions configure a [RetryQuota]. The zero value is the AWS SDKs' standard mode.
@@ -33,7 +33,8 @@ type RetryQuotaOptions struct {
 	// TimeoutCost is what a retry after a timeout (retry.ReasonTimeout) takes; 0
 	// means RetryCost (the SDKs before 2026 took 10).
 	TimeoutCost int
-	// SuccessGain is what every successful call puts back; 0 means
+	// SuccessGain is what a call that succeeds at its first attempt puts back (a call
+	// that succeeds after retries gets its last retry's price back instead); 0 means
 	// DefaultRetryQuotaSuccessGain (1), negative means nothing.
 	SuccessGain int
 }
@@ -41,10 +42,10 @@ type RetryQuotaOptions struct {
 // RetryQuota is the retry quota of the AWS SDKs' "standard" retry mode: a bucket of 500
 // tokens; a retry takes 14 (5 after a throttling error) and is refused when the bucket
 // holds fewer; a retry whose attempt succeeds gives its tokens back, and a call that
-// succeeds at its first attempt adds 1, up to the capacity. After an outage starts, a client retries
-// about 35 times (500 ÷ 14), then makes first attempts only until successes refill the
-// bucket; a service that throttles, asking to be called later, is retried up to 100
-// times (500 ÷ 5).
+// succeeds at its first attempt adds 1, up to the capacity. After an outage starts, a
+// client retries about 35 times (500 ÷ 14), then makes first attempts only until
+// successes refill the bucket; a service that throttles, asking to be called later, is
+// retried up to 100 times (500 ÷ 5).
 //
 // It prices each retry by why it is made, so it implements policy.RetryLease: the
 // retry tells it the reason of each retry and whether the retry succeeded. A retry
@@ -140,7 +141,8 @@ func (q *RetryQuota) Withdraw() bool {
 	return ok
 }
 
-// OnSuccess puts SuccessGain back for a successful call.
+// OnSuccess puts SuccessGain back for a successful call (End kept it back from the
+// refund of a call that succeeded after retries, so such a call gains nothing more).
 func (q *RetryQuota) OnSuccess() { q.add(q.gain) }
 
 // Deposit does nothing: the quota is filled by successes, not by calls.
@@ -169,7 +171,7 @@ func (q *RetryQuota) Level() float64 { return float64(q.tokens.Load()) }
 func (q *RetryQuota) ExplainStage() policy.Stage {
 	return policy.Stage{Refusal: budgetRefusal, Summary: fmt.Sprintf(
 		"AWS SDK retry quota: %d tokens; a retry takes %d%s (%d after a throttling error), given back if it succeeds; "+
-			"a successful call adds %d; about %d retries in a row before retries stop", q.max, q.cost, q.timeoutNote(), q.throttleCost, q.gain, q.max/q.cost)}
+			"a call that succeeds at its first attempt adds %d; about %d retries in a row before retries stop", q.max, q.cost, q.timeoutNote(), q.throttleCost, q.gain, q.max/q.cost)}
 }
 
 // timeoutNote says what a retry after a timeout takes, when that is not RetryCost.
