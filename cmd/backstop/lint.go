@@ -293,27 +293,31 @@ func (l *linter) stack(src *source, se config.StackExplanation, notes []config.N
 		worstFix = fmt.Sprintf("lower timeout to %v or less", l.maxWorstCase)
 	}
 	l.worstCase(e, func(fix, format string, args ...any) { add("worst-case", worstAt, fix, format, args...) }, worstFix)
-	if s.Deadline != nil && !s.Deadline.Off && perTry > 0 && perTry >= s.Deadline.D {
-		add("attempts-fit", "attempt_timeout", fmt.Sprintf("lower %s below the deadline %v, or drop it", perTryField(format), s.Deadline.D),
-			"%s %v is not below the deadline %v: it never fires, and an attempt that hangs ends the call at the deadline with no retry",
-			perTryField(format), perTry, s.Deadline.D)
-	} else if s.Deadline != nil && !s.Deadline.Off && perTry > 0 {
+	if s.Deadline != nil && !s.Deadline.Off && perTry > 0 {
 		deadline := s.Deadline.D
-		fitAttempts(e, deadline, perTry, func(fit int, need, waits time.Duration) {
-			if format == formatEnvoy {
-				fix := fmt.Sprintf("raise timeout to %v, or lower num_retries to %d", need, max(fit-1, 0))
-				if per := ((deadline - waits) / time.Duration(e.MaxAttempts)).Truncate(time.Millisecond); per > 0 {
-					fix += fmt.Sprintf(", or per_try_timeout to %v", per)
+		if perTry >= deadline {
+			// Only a Backstop stack says so: an Envoy route's per_try_timeout not below
+			// its timeout is ignored when the route is read, as Envoy ignores it.
+			add("attempts-fit", "attempt_timeout", fmt.Sprintf("lower attempt_timeout below the deadline %v, or drop it", deadline),
+				"attempt_timeout %v is not below the deadline %v: it never fires, and an attempt that hangs ends the call at the deadline with no retry",
+				perTry, deadline)
+		} else {
+			fitAttempts(e, deadline, perTry, func(fit int, need, waits time.Duration) {
+				if format == formatEnvoy {
+					fix := fmt.Sprintf("raise timeout to %v, or lower num_retries to %d", need, max(fit-1, 0))
+					if per := ((deadline - waits) / time.Duration(e.MaxAttempts)).Truncate(time.Millisecond); per > 0 {
+						fix += fmt.Sprintf(", or per_try_timeout to %v", per)
+					}
+					add("attempts-fit", "attempt_timeout", fix,
+						"%d tries of per_try_timeout %v and their back-off do not fit in timeout %v: when tries time out, only %d of %d run",
+						e.MaxAttempts, perTry, deadline, fit, e.MaxAttempts)
+					return
 				}
-				add("attempts-fit", "attempt_timeout", fix,
-					"%d tries of per_try_timeout %v and their back-off do not fit in timeout %v: when tries time out, only %d of %d run",
+				add("attempts-fit", "attempt_timeout", fmt.Sprintf("raise the deadline to %v, or lower %s.attempts to %d", need, retryField, max(fit, 1)),
+					"%d attempts of attempt_timeout %v and their back-off do not fit in the deadline %v: when attempts time out, only %d of %d run",
 					e.MaxAttempts, perTry, deadline, fit, e.MaxAttempts)
-				return
-			}
-			add("attempts-fit", "attempt_timeout", fmt.Sprintf("raise the deadline to %v, or lower %s.attempts to %d", need, retryField, max(fit, 1)),
-				"%d attempts of attempt_timeout %v and their back-off do not fit in the deadline %v: when attempts time out, only %d of %d run",
-				e.MaxAttempts, perTry, deadline, fit, e.MaxAttempts)
-		})
+			})
+		}
 	}
 	if !slices.Contains(se.Order, "budget") {
 		switch format {
@@ -408,14 +412,6 @@ func (l *linter) note(src *source, where string, n config.Note) {
 			fmt.Sprintf("write maxAttempts %d, what gRPC will do", policygrpc.MaxServiceConfigAttempts),
 			"maxAttempts is %s; gRPC silently caps it at %d", n.Value, policygrpc.MaxServiceConfigAttempts)
 	}
-}
-
-// perTryField names the per-attempt timeout as the format spells it.
-func perTryField(format string) string {
-	if format == formatEnvoy {
-		return "per_try_timeout"
-	}
-	return "attempt_timeout"
 }
 
 // fitAttempts calls report when the attempts cannot all run to their timeout, with
