@@ -56,8 +56,9 @@ func ImportServiceConfig(name string, sc *policygrpc.ServiceConfig) *Import {
 		switch {
 		case en.Retrying:
 			pol = en.Field + ".retryPolicy"
-			s.Retry = &Retry{Attempts: ptr(attempts), Strategy: ptr("grpc"), Base: &Duration{D: min(en.InitialBackoff, en.MaxBackoff)},
-				Cap: &Duration{D: en.MaxBackoff}, Multiplier: ptr(en.BackoffMultiplier), GRPCCodes: codes()}
+			base, ceiling, strategy := en.Backoff()
+			s.Retry = &Retry{Attempts: ptr(attempts), Strategy: ptr("grpc"), Base: &Duration{D: base},
+				Cap: &Duration{D: ceiling}, Multiplier: ptr(strategy.Multiplier), GRPCCodes: codes()}
 			for rel, f := range map[string]string{"retry": "", "retry.attempts": ".maxAttempts", "retry.strategy": "",
 				"retry.base": ".initialBackoff", "retry.cap": ".maxBackoff", "retry.multiplier": ".backoffMultiplier",
 				"retry.grpc_codes": ".retryableStatusCodes"} {

@@ -271,7 +271,7 @@ func past(ctx context.Context) bool {
 // else — spaces, a sign on a positive number, leading zeros, a fraction, a value past
 // 2³¹−1.
 func parsePushback(v string) time.Duration {
-	if v == "" || v == "-0" || len(v) > 1 && v[0] == '0' {
+	if v == "" || len(v) > 1 && v[0] == '0' {
 		return -1
 	}
 	for _, c := range v {

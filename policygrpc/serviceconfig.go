@@ -94,6 +94,18 @@ type Entry struct {
 	BackoffMultiplier          float64
 }
 
+// Backoff returns the retry backoff of a retryPolicy entry in Backstop's terms — the
+// retry's Base and Cap and its strategy — the one mapping the service config's own
+// retry, config.ImportServiceConfig and `backstop sim -grpc` share. A6's backoff is
+// min(initialBackoff·backoffMultiplier^(n−1), maxBackoff) jittered, and A6 asks only
+// that each be > 0. A maxBackoff below initialBackoff holds every delay at maxBackoff
+// (exactly so with a multiplier ≥ 1; with a shrinking one the delays shrink from
+// maxBackoff, where A6's stay there until initialBackoff·backoffMultiplier^(n−1)
+// falls below it).
+func (e Entry) Backoff() (base, ceiling time.Duration, strategy retry.GRPC) {
+	return min(e.InitialBackoff, e.MaxBackoff), e.MaxBackoff, retry.GRPC{Multiplier: e.BackoffMultiplier}
+}
+
 // Entries returns the config's methodConfig entries, in order.
 func (c *ServiceConfig) Entries() []Entry { return append([]Entry(nil), c.entries...) }
 
@@ -451,22 +463,18 @@ func retryPolicy(ix *jsonIndex, field string, rp *retryPolicyJSON, e *Entry) (*r
 	if err != nil {
 		return nil, nil, err
 	}
-	// A6's backoff is min(initial·multiplier^(n−1), maxBackoff) jittered, and A6 asks
-	// only that each be > 0. A maxBackoff below initialBackoff holds every delay at
-	// maxBackoff (exactly so with a multiplier ≥ 1; with a shrinking one the delays
-	// shrink from maxBackoff, where A6's stay there until initial·multiplier^(n−1)
-	// falls below it).
+	e.InitialBackoff, e.MaxBackoff, e.BackoffMultiplier = initial, maxB, *rp.BackoffMultiplier
+	base, ceiling, strategy := e.Backoff()
 	r, err := retry.New(retry.Options{
 		MaxAttempts: min(*rp.MaxAttempts, MaxServiceConfigAttempts),
-		Base:        min(initial, maxB),
-		Cap:         maxB,
-		Strategy:    retry.GRPC{Multiplier: *rp.BackoffMultiplier},
+		Base:        base,
+		Cap:         ceiling,
+		Strategy:    strategy,
 	})
 	if err != nil {
 		return bad("", "is refused: %v", err)
 	}
 	e.MaxAttempts, e.RetryableCodes = *rp.MaxAttempts, cs
-	e.InitialBackoff, e.MaxBackoff, e.BackoffMultiplier = initial, maxB, *rp.BackoffMultiplier
 	return r, cs, nil
 }
 

@@ -220,9 +220,9 @@ func grpcStack(data []byte, method string) (sim.ClientFunc, error) {
 		var owner policy.Policy
 		switch {
 		case e.Retrying:
+			base, ceiling, strategy := e.Backoff()
 			owner, err = retry.New(retry.Options{MaxAttempts: min(e.MaxAttempts, policygrpc.MaxServiceConfigAttempts),
-				Base: min(e.InitialBackoff, e.MaxBackoff), Cap: e.MaxBackoff, Strategy: retry.GRPC{Multiplier: e.BackoffMultiplier},
-				Clock: h.Clock, Rand: h.Rand})
+				Base: base, Cap: ceiling, Strategy: strategy, Clock: h.Clock, Rand: h.Rand})
 		case e.Hedging:
 			delay := e.HedgingDelay
 			if delay == 0 {
