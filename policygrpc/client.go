@@ -68,27 +68,63 @@ func UnaryClientInterceptor(p *policy.Pipeline, o Options) grpc.UnaryClientInter
 func unary(ctx context.Context, p *policy.Pipeline, c *classifier, method string, req, reply any, cc *grpc.ClientConn,
 	invoker grpc.UnaryInvoker, opts []grpc.CallOption) error {
 	counted := c.counts(ctx)
+	// A request larger than the replay buffer commits the call at once: A6 does not
+	// retry an RPC whose messages the client could not keep. The interceptor keeps
+	// none itself (gRPC encodes req again on each attempt), so a request of another
+	// codec, which it cannot measure, is retried.
+	size, known := messageSize(req)
+	oversized := known && size > replayLimitOf(opts, DefaultMaxReplayBytes)
 	err := p.Do(ctx, func(actx context.Context) error {
 		if callpath.InRace(actx) {
 			return hedgedAttempt(actx, c, counted, method, req, reply, cc, invoker, opts)
 		}
 		a := new(attemptOptions)
-		callOpts := append(append(a.buf[:0], opts...), grpc.Trailer(&a.trailer))
+		callOpts := append(append(a.buf[:0], opts...), grpc.Header(&a.header), grpc.Trailer(&a.trailer))
 		err := invoker(withAttemptMetadata(actx), method, req, reply, cc, callOpts...)
 		if counted {
 			c.record(actx, err, a.trailer)
 		}
-		return c.classify(actx, err, a.trailer)
+		err = c.classify(actx, err, a.trailer)
+		if err != nil && (a.header != nil || oversized) {
+			// The server sent response headers, so the RPC committed (A6); or the
+			// request did not fit the replay buffer. Either way it is not retried.
+			return fault.Permanent(err)
+		}
+		return err
 	})
 	return statusError(err)
 }
 
-// attemptOptions are an attempt's call options, the caller's and one that receives
-// the trailer, with the trailer: one allocation for both when the caller's options
-// fit in buf, as most calls' do.
+// attemptOptions are an attempt's call options, the caller's and two that receive
+// the header and the trailer, with the header and trailer: one allocation for all
+// when the caller's options fit in buf, as most calls' do. gRPC sets header to nil
+// when the server answered in trailers only, before any response header.
 type attemptOptions struct {
-	trailer metadata.MD
-	buf     [4]grpc.CallOption
+	header, trailer metadata.MD
+	buf             [6]grpc.CallOption
+}
+
+// messageSize is m's size as gRPC frames it: the encoded message and the 5-byte
+// message header, or unknown if m is not a proto.Message. Compression is not
+// counted: a compressed message may commit a call sooner than in grpc-go, never
+// later.
+func messageSize(m any) (n int, known bool) {
+	if pm, ok := m.(proto.Message); ok {
+		return proto.Size(pm) + 5, true
+	}
+	return 0, false
+}
+
+// replayLimitOf returns the replay buffer of a call: the last
+// grpc.MaxRetryRPCBufferSize among its options (a channel's default call options
+// included, which gRPC hands to interceptors), else def.
+func replayLimitOf(opts []grpc.CallOption, def int) int {
+	for i := len(opts) - 1; i >= 0; i-- {
+		if o, ok := opts[i].(grpc.MaxRetryRPCBufferSizeCallOption); ok {
+			return max(o.MaxRetryRPCBufferSize, 0)
+		}
+	}
+	return def
 }
 
 // hedgedAttempt is one of a hedge's attempts, which run at the same time: each

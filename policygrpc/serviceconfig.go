@@ -205,7 +205,7 @@ type (
 		RetryThrottling json.RawMessage    `json:"retryThrottling"`
 	}
 	methodConfigJSON struct {
-		Name          []nameJSON         `json:"name"`
+		Name          *[]nameJSON        `json:"name"`
 		Timeout       *string            `json:"timeout"`
 		RetryPolicy   *retryPolicyJSON   `json:"retryPolicy"`
 		HedgingPolicy *hedgingPolicyJSON `json:"hedgingPolicy"`
@@ -248,6 +248,33 @@ type (
 // field, e.g. "line 3, column 7: methodConfig[0].retryPolicy.maxAttempts is 1; want
 // > 1".
 func ParseServiceConfig(data []byte) (*ServiceConfig, error) {
+	return ParseServiceConfigWith(data, ParseOptions{})
+}
+
+// DefaultMaxCallAttempts is the client's own bound on a call's attempts when
+// ParseOptions.MaxCallAttempts is not set: 5, grpc-go's default and gRFC A6's.
+const DefaultMaxCallAttempts = MaxServiceConfigAttempts
+
+// ParseOptions configure [ParseServiceConfigWith]. The zero value is valid: it is
+// what [ParseServiceConfig] uses.
+type ParseOptions struct {
+	// MaxCallAttempts is the client's bound on the attempts of any call: a
+	// retryPolicy's or hedgingPolicy's maxAttempts above it counts as it (gRFC A6:
+	// the limit "can be changed by the client through the use of channel
+	// arguments"). It is grpc.WithMaxCallAttempts for Backstop: that dial option
+	// is not visible to interceptors, so a channel that sets it should set this to
+	// the same value. Below 2 (0 included) means DefaultMaxCallAttempts, as in
+	// grpc-go. It may exceed 5, as grpc-go's may.
+	MaxCallAttempts int
+}
+
+// ParseServiceConfigWith is [ParseServiceConfig] with options: the client's bound on
+// attempts.
+func ParseServiceConfigWith(data []byte, o ParseOptions) (*ServiceConfig, error) {
+	maxAttempts := o.MaxCallAttempts
+	if maxAttempts < 2 {
+		maxAttempts = DefaultMaxCallAttempts
+	}
 	ix := newJSONIndex(data)
 	dec := json.NewDecoder(bytes.NewReader(data))
 	var sc scJSON
@@ -260,7 +287,7 @@ func ParseServiceConfig(data []byte) (*ServiceConfig, error) {
 	}
 	c := &ServiceConfig{methods: map[string]*methodPolicy{}, services: map[string]*methodPolicy{}, ix: ix}
 	if len(sc.RetryThrottling) > 0 && string(sc.RetryThrottling) != "null" {
-		b, err := budget.ParseTokenBucket(sc.RetryThrottling)
+		b, err := budget.ParseTokenBucket(knownThrottlingFields(sc.RetryThrottling))
 		if err != nil {
 			msg := strings.TrimPrefix(err.Error(), budget.ErrInvalidOptions.Error()+": ")
 			return nil, ix.errAt("retryThrottling", nil, "is refused: %s", strings.TrimPrefix(msg, "retryThrottling: "))
@@ -271,15 +298,20 @@ func ParseServiceConfig(data []byte) (*ServiceConfig, error) {
 	}
 	seen := map[string]string{}
 	for i, mc := range sc.MethodConfig {
+		if mc.Name == nil {
+			// An entry without names applies to no method: grpc-go skips it
+			// unread, and so does Backstop.
+			continue
+		}
 		field := fmt.Sprintf("methodConfig[%d]", i)
-		m, entry, err := c.method(ix, field, mc)
+		m, entry, err := c.method(ix, field, mc, maxAttempts)
 		if err != nil {
 			return nil, err
 		}
-		if len(mc.Name) == 0 {
-			return nil, ix.errAt(field+".name", nil, "is empty; want at least one name ({} for the default)")
+		if len(*mc.Name) == 0 {
+			continue // validated, as grpc-go does, but it names no method
 		}
-		for j, n := range mc.Name {
+		for j, n := range *mc.Name {
 			nf := fmt.Sprintf("%s.name[%d]", field, j)
 			svc, meth := deref(n.Service), deref(n.Method)
 			key := svc + "/" + meth
@@ -307,6 +339,27 @@ func ParseServiceConfig(data []byte) (*ServiceConfig, error) {
 	return c, nil
 }
 
+// knownThrottlingFields returns the retryThrottling object with only the fields
+// Backstop reads, matched as encoding/json matches them (in any case): grpc-go
+// ignores unknown fields there, as everywhere else in a service config. Data that is
+// not an object is returned as it is, for the bucket's parser to refuse.
+func knownThrottlingFields(raw json.RawMessage) []byte {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(raw, &fields) != nil {
+		return raw
+	}
+	for k := range fields {
+		if !strings.EqualFold(k, "maxTokens") && !strings.EqualFold(k, "tokenRatio") {
+			delete(fields, k)
+		}
+	}
+	out, err := json.Marshal(fields)
+	if err != nil {
+		return raw
+	}
+	return out
+}
+
 func deref(s *string) string {
 	if s == nil {
 		return ""
@@ -315,7 +368,7 @@ func deref(s *string) string {
 }
 
 // method builds the pipeline of one methodConfig entry, and its Entry without names.
-func (c *ServiceConfig) method(ix *jsonIndex, field string, mc methodConfigJSON) (*methodPolicy, Entry, error) {
+func (c *ServiceConfig) method(ix *jsonIndex, field string, mc methodConfigJSON, maxAttempts int) (*methodPolicy, Entry, error) {
 	entry := Entry{Field: field, Retrying: mc.RetryPolicy != nil, Hedging: mc.HedgingPolicy != nil}
 	bad := func(path string, rule error, format string, args ...any) (*methodPolicy, Entry, error) {
 		return nil, entry, ix.errAt(field+path, rule, format, args...)
@@ -341,13 +394,13 @@ func (c *ServiceConfig) method(ix *jsonIndex, field string, mc methodConfigJSON)
 	var again []codes.Code
 	switch {
 	case mc.RetryPolicy != nil:
-		r, cs, err := retryPolicy(ix, field+".retryPolicy", mc.RetryPolicy, &entry)
+		r, cs, err := retryPolicy(ix, field+".retryPolicy", mc.RetryPolicy, &entry, maxAttempts)
 		if err != nil {
 			return nil, entry, err
 		}
 		owner, again = r, cs
 	case mc.HedgingPolicy != nil:
-		h, cs, err := hedgingPolicy(ix, field+".hedgingPolicy", mc.HedgingPolicy, &entry)
+		h, cs, err := hedgingPolicy(ix, field+".hedgingPolicy", mc.HedgingPolicy, &entry, maxAttempts)
 		if err != nil {
 			return nil, entry, err
 		}
@@ -431,7 +484,7 @@ func duration(ix *jsonIndex, field, value, example string) (time.Duration, error
 	return d, nil
 }
 
-func retryPolicy(ix *jsonIndex, field string, rp *retryPolicyJSON, e *Entry) (*retry.Retry, []codes.Code, error) {
+func retryPolicy(ix *jsonIndex, field string, rp *retryPolicyJSON, e *Entry, maxAttempts int) (*retry.Retry, []codes.Code, error) {
 	bad := func(path string, format string, args ...any) (*retry.Retry, []codes.Code, error) {
 		return nil, nil, ix.errAt(field+path, nil, format, args...)
 	}
@@ -466,7 +519,7 @@ func retryPolicy(ix *jsonIndex, field string, rp *retryPolicyJSON, e *Entry) (*r
 	e.InitialBackoff, e.MaxBackoff, e.BackoffMultiplier = initial, maxB, *rp.BackoffMultiplier
 	base, ceiling, strategy := e.Backoff()
 	r, err := retry.New(retry.Options{
-		MaxAttempts: min(*rp.MaxAttempts, MaxServiceConfigAttempts),
+		MaxAttempts: min(*rp.MaxAttempts, maxAttempts),
 		Base:        base,
 		Cap:         ceiling,
 		Strategy:    strategy,
@@ -479,7 +532,7 @@ func retryPolicy(ix *jsonIndex, field string, rp *retryPolicyJSON, e *Entry) (*r
 }
 
 // hedgingPolicy builds the hedge of a methodConfig entry's hedgingPolicy.
-func hedgingPolicy(ix *jsonIndex, field string, hp *hedgingPolicyJSON, e *Entry) (*retry.Hedge, []codes.Code, error) {
+func hedgingPolicy(ix *jsonIndex, field string, hp *hedgingPolicyJSON, e *Entry, maxAttempts int) (*retry.Hedge, []codes.Code, error) {
 	bad := func(path string, format string, args ...any) (*retry.Hedge, []codes.Code, error) {
 		return nil, nil, ix.errAt(field+path, nil, format, args...)
 	}
@@ -488,10 +541,9 @@ func hedgingPolicy(ix *jsonIndex, field string, hp *hedgingPolicyJSON, e *Entry)
 		return bad(".maxAttempts", "is missing; want an integer > 1")
 	case *hp.MaxAttempts <= 1:
 		return bad(".maxAttempts", "is %d; want > 1", *hp.MaxAttempts)
-	case len(hp.NonFatalStatusCodes) == 0:
-		// A6: "This field is required and must be non-empty."
-		return bad(".nonFatalStatusCodes", "is empty; want at least one code, e.g. [\"UNAVAILABLE\"]")
 	}
+	// nonFatalStatusCodes may be absent or empty: every failure is then fatal. A6
+	// as amended makes the field optional, and grpc-java reads it so.
 	delay := time.Duration(-1) // A6's default: no delay, every attempt at once
 	if hp.HedgingDelay != nil {
 		d, err := parseDuration(*hp.HedgingDelay)
@@ -510,7 +562,7 @@ func hedgingPolicy(ix *jsonIndex, field string, hp *hedgingPolicyJSON, e *Entry)
 	if err != nil {
 		return nil, nil, err
 	}
-	h, err := retry.NewHedge(retry.HedgeOptions{MaxAttempts: min(*hp.MaxAttempts, retry.HedgeMaxAttemptsLimit), Delay: delay})
+	h, err := retry.NewHedge(retry.HedgeOptions{MaxAttempts: min(*hp.MaxAttempts, maxAttempts, retry.HedgeMaxAttemptsLimit), Delay: delay})
 	if err != nil {
 		return bad("", "is refused: %v", err)
 	}

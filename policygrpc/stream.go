@@ -8,7 +8,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
-	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/emptypb"
 
 	"github.com/backstop-go/backstop/callpath"
 
@@ -66,6 +66,7 @@ func replayLimit(n int) int {
 func newRetryStream(ctx context.Context, p *policy.Pipeline, c *classifier, limit int, desc *grpc.StreamDesc,
 	cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts []grpc.CallOption) (grpc.ClientStream, error) {
 	rctx, rel := callpath.WithReleaser(ctx)
+	limit = replayLimitOf(opts, limit)
 	s := &retryStream{ctx: ctx, limit: limit, release: rel.Release, serverStreams: desc.ServerStreams}
 	if c.counts(ctx) {
 		s.c = c
@@ -246,15 +247,32 @@ func (s *retryStream) Header() (md metadata.MD, err error) {
 			s.commitLocked()
 			s.mu.Unlock()
 			return md, nil
-		case err == nil:
-			// The attempt ended without headers (trailers only): RecvMsg tells how,
-			// and retries it if it may, as grpc.ClientStream's Header documents.
+		case err == nil && committed:
 			return nil, nil
+		case err == nil:
+			// The attempt ended without headers (trailers only). If it failed, it
+			// is retried here and Header returns the next attempt's headers, as
+			// grpc-go's own retry does; if not, RecvMsg tells the caller how.
+			if err = trailersOnlyStatus(cs); err == nil || !s.failed(gen, err) {
+				return nil, nil
+			}
+			continue
 		}
 		if committed || !s.failed(gen, err) {
 			return nil, s.finalOr(err)
 		}
 	}
+}
+
+// trailersOnlyStatus returns the error of cs, an attempt that ended in trailers only
+// (its Header returned nil metadata and no error); nil if it ended with OK. No
+// message can arrive on such a stream, so RecvMsg decodes nothing.
+func trailersOnlyStatus(cs grpc.ClientStream) error {
+	err := cs.RecvMsg(new(emptypb.Empty))
+	if errors.Is(err, io.EOF) {
+		return nil
+	}
+	return err
 }
 
 // headersArrived reports whether the server sent cs's response headers: asked after
@@ -278,19 +296,22 @@ func (s *retryStream) CloseSend() error {
 	return cs.CloseSend()
 }
 
+// Context commits the stream, as grpc.ClientStream documents: the context belongs
+// to one attempt, so the stream is not retried once the caller holds it.
 func (s *retryStream) Context() context.Context {
-	cs, _, _ := s.current()
+	s.mu.Lock()
+	s.commitLocked()
+	cs := s.cur
+	s.mu.Unlock()
 	return cs.Context()
 }
 
 func (s *retryStream) SendMsg(m any) error {
 	s.mu.Lock()
 	if !s.committed {
-		size := s.limit + 1 // a message that cannot be measured cannot be kept
-		if pm, ok := m.(proto.Message); ok {
-			size = proto.Size(pm)
-		}
-		if s.sentBytes+size > s.limit {
+		size, known := messageSize(m)
+		if !known || s.sentBytes+size > s.limit {
+			// A message that cannot be measured cannot be kept.
 			s.commitLocked() // too much to replay: no more retries (A6)
 		} else {
 			s.sent = append(s.sent, m)

@@ -311,17 +311,19 @@ func TestStream_CommitsAtResponseHeaders(t *testing.T) {
 	}
 }
 
-// TestStream_TrailersOnlyFailureDoesNotCommit: a first attempt that fails before any
-// header (trailers only) has not committed the stream, even if the caller asked for
-// the headers first: Header says there were none, and Recv retries.
-func TestStream_TrailersOnlyFailureDoesNotCommit(t *testing.T) {
+// TestStream_HeaderRetriesATrailersOnlyFailure: a first attempt that fails before any
+// header (trailers only) has not committed the stream. Header retries it and returns
+// the next attempt's headers, as grpc-go's own retry does, and Recv reads that
+// attempt's messages.
+func TestStream_HeaderRetriesATrailersOnlyFailure(t *testing.T) {
 	s := &streams{failFirst: 1}
 	stream, err := streamClient(t, serveStreams(t, s), 3, policygrpc.StreamOptions{}).StreamingOutputCall(context.Background(),
 		&testgrpc.StreamingOutputCallRequest{ResponseParameters: []*testgrpc.ResponseParameters{{Size: 1}, {Size: 2}}})
 	require.NoError(t, err)
 	md, err := stream.Header()
 	require.NoError(t, err)
-	require.Nil(t, md, "the first attempt ended without headers")
+	require.NotNil(t, md, "Header returns the second attempt's headers")
+	require.Equal(t, 2, s.attempts, "Header retried the trailers-only failure")
 	var sizes []int
 	for {
 		res, err := stream.Recv()
