@@ -22,16 +22,17 @@ const (
 	// DefaultConsecutiveFailures trips the breaker after 5 failures in a row.
 	// (gobreaker's own default trips after more than 5, that is 6.)
 	DefaultConsecutiveFailures = 5
-	// DefaultOpenTimeout is how long the breaker stays open the first time before it
-	// lets a probe through: 1 s. Each probe that fails doubles the next open time, up
-	// to DefaultMaxOpenTimeout; a probe that succeeds closes the breaker and the next
-	// trip starts again at 1 s. A short outage is found over within about a second at
-	// the cost of one probe; a long one is probed ever more rarely, as Envoy's outlier
-	// detection lengthens an ejection each time a host is ejected again.
-	DefaultOpenTimeout = time.Second
-	// DefaultMaxOpenTimeout bounds the growing open time: 30 s, as long as Envoy's
-	// base ejection time.
-	DefaultMaxOpenTimeout = 30 * time.Second
+	// DefaultOpenTimeout is the probe interval: an open breaker lets a probe through
+	// 800 ms after it tripped (880 ms with its jitter), and another every 800 to 880
+	// ms while probes fail. A probe that hangs does not hold the next one back. So a
+	// dependency back from an outage of any length gets traffic within 0.9 s, and a
+	// dead one sees about 1.2 probes a second from each process.
+	DefaultOpenTimeout = 800 * time.Millisecond
+	// DefaultMaxOpenTimeout bounds the open time that failed probes lengthen: by
+	// default it does not grow (MaxOpenTimeout = OpenTimeout). Set MaxOpenTimeout above
+	// OpenTimeout to probe a long outage ever more rarely, as Envoy's outlier detection
+	// lengthens an ejection, at the cost of finding the dependency back later.
+	DefaultMaxOpenTimeout = DefaultOpenTimeout
 	// DefaultMinRequests is the calls a window needs before FailureRatio can trip it.
 	DefaultMinRequests = 20
 	// DefaultWindow is the rolling window of ratio mode.
@@ -58,8 +59,7 @@ var (
 )
 
 // Options configure a [Breaker]. The zero value is valid: trip after 5 consecutive
-// failures, stay open 1 s (doubling after each failed probe, up to 30 s), then let 1
-// probe through.
+// failures, then let 1 probe through every 800 to 880 ms until one succeeds.
 //
 // Two ways to trip, one at a time: consecutive failures (the default), or, when
 // FailureRatio is set, a failure ratio over a rolling Window once MinRequests calls
@@ -80,24 +80,27 @@ type Options struct {
 	// Buckets is how many steps the window rolls by (gobreaker's BucketPeriod is
 	// Window/Buckets); 0 means DefaultBuckets (10). Ratio mode only.
 	Buckets int
-	// OpenTimeout is how long the breaker stays open when it trips from closed; 0
-	// means DefaultOpenTimeout (1 s). Each failed probe doubles the open time that
-	// follows, up to MaxOpenTimeout; closing starts it again at OpenTimeout.
+	// OpenTimeout is the probe interval: how long the breaker stays open when it
+	// trips, and how long after a probe went out the next may go, whether or not the
+	// first has answered. 0 means DefaultOpenTimeout (800 ms). If MaxOpenTimeout is
+	// longer, each failed probe doubles the interval up to it; closing starts it again
+	// at OpenTimeout.
 	OpenTimeout time.Duration
-	// MaxOpenTimeout bounds the growing open time, before OpenJitter lengthens it; 0
-	// means DefaultMaxOpenTimeout (30 s), or OpenTimeout if that is longer. Set it to
-	// OpenTimeout for an open time that never grows. Below OpenTimeout is refused. A
-	// breaker forced open reports it as its Retry-After.
+	// MaxOpenTimeout bounds the interval failed probes lengthen, before OpenJitter; 0
+	// means OpenTimeout, or DefaultMaxOpenTimeout (800 ms) if that is longer: by
+	// default the interval never grows. Below OpenTimeout is refused. A breaker forced
+	// open reports it as its Retry-After.
 	MaxOpenTimeout time.Duration
-	// OpenJitter lengthens each open period by a random share of it in
-	// [0, OpenJitter): with the defaults a breaker first stays open 1 to 1.1 s. It is drawn
-	// once per open, so OpenError.Until and Retry-After say the real time. 0 means
+	// OpenJitter lengthens each interval by a random share of it in [0, OpenJitter):
+	// with the defaults probes go 800 to 880 ms apart. It is drawn once per interval,
+	// so OpenError.Until and Retry-After say the real time. 0 means
 	// DefaultOpenJitter (0.1); negative means none; above 1 is refused.
 	OpenJitter float64
 	// Rand draws the open jitter; nil means policy.SystemRand().
 	Rand policy.Rand
-	// HalfOpenProbes is how many calls the half-open breaker lets through; that many
-	// successes in a row close it, one failure opens it again. 0 means 1.
+	// HalfOpenProbes is how many calls the breaker lets through each probe interval;
+	// that many successes in a row close it, and a failure waits for the next
+	// interval. 0 means 1.
 	HalfOpenProbes uint32
 	// SlowStart, if > 0, ramps the traffic up after the breaker closes from
 	// half-open, so that the calls held back while it was open do not all reach a
@@ -228,6 +231,8 @@ type Breaker struct {
 	gen      uint64     // which gobreaker instance is current (Reset makes a new one)
 	state    State      // as of the last transition
 	reopens  int        // failed probes since the breaker last closed
+	turnLeft uint32     // probes the current probe interval may still let through
+	probeOK  uint32     // probes that succeeded in a row since the breaker opened
 	openedAt time.Time
 	until    time.Time // when an open breaker lets probes through (jitter included)
 	last     Transition
@@ -276,7 +281,7 @@ func New(name string, o Options) (*Breaker, error) {
 	s := gobreaker.Settings{
 		Name:         name,
 		MaxRequests:  o.HalfOpenProbes,
-		Timeout:      o.OpenTimeout,
+		Timeout:      neverHalfOpen, // the breaker probes by itself: see [Breaker.probe]
 		IsSuccessful: o.IsSuccessful,
 		IsExcluded:   o.IsExcluded,
 	}
@@ -405,7 +410,6 @@ func (b *Breaker) OpenUntil(until time.Time) {
 	// half-opens it at until; the refusals before then are this breaker's own.
 	gen := b.gens.Add(1)
 	s := b.settings
-	s.Timeout = until.Sub(now)
 	adopting := true
 	ready, excluded, successful := s.ReadyToTrip, s.IsExcluded, s.IsSuccessful
 	s.ReadyToTrip = func(c gobreaker.Counts) bool { return adopting || ready(c) }
@@ -455,14 +459,11 @@ func (b *Breaker) transitionLocked(from, to State, now time.Time) {
 	b.state = to
 	switch {
 	case to == StateOpen && !b.forced.Load():
-		if from == StateHalfOpen {
-			b.reopens++ // a probe failed: the dependency is still down
-		} else {
-			b.reopens = 0
+		if from != StateHalfOpen {
+			b.reopens, b.probeOK, b.turnLeft = 0, 0, 0 // a new outage
 		}
-		d := b.openTime(b.reopens)
 		b.openedAt = now
-		b.until = now.Add(d + time.Duration(b.jitter*b.rand.Float64()*float64(d)))
+		b.until = now.Add(b.interval())
 		b.openErr.Store(&OpenError{Name: b.name, Until: b.until})
 	case to == StateOpen:
 		b.openedAt, b.until = now, time.Time{}
@@ -483,6 +484,13 @@ func (b *Breaker) transitionLocked(from, to State, now time.Time) {
 	b.last = Transition{From: from, To: to, At: now}
 	b.queue = append(b.queue, b.last)
 	b.pending.Store(true)
+}
+
+// interval returns the probe interval after the failed probes so far: openTime
+// lengthened by the jitter, drawn anew. mu must be held.
+func (b *Breaker) interval() time.Duration {
+	d := b.openTime(b.reopens)
+	return d + time.Duration(b.jitter*b.rand.Float64()*float64(d))
 }
 
 // openTime returns the open time after n failed probes in a row: OpenTimeout doubled
@@ -569,8 +577,11 @@ func (r *runner) Run(ctx context.Context, fn policy.Func) error {
 	if b.forced.Load() {
 		return b.forcedErr
 	}
-	if e := b.openErr.Load(); e != nil && time.Now().Before(e.Until) {
-		return e // open: refused without gobreaker's lock, until the jittered time
+	if e := b.openErr.Load(); e != nil {
+		if time.Now().Before(e.Until) {
+			return e // open: refused without a lock, until the next probe may go
+		}
+		return b.probe(ctx, r.next, fn)
 	}
 	if from := b.rampFrom.Load(); from != 0 && b.heldBack(from) {
 		return b.rampErr
@@ -608,6 +619,106 @@ func (r *runner) Run(ctx context.Context, fn policy.Func) error {
 	return err
 }
 
+// neverHalfOpen is the open time gobreaker is given: the breaker probes by itself
+// ([Breaker.probe]), and gobreaker's circuit stays open until a probe's success
+// replaces it with a fresh one.
+const neverHalfOpen = 100 * 365 * 24 * time.Hour
+
+// probe runs a call that found the breaker's open time up.
+//
+// HalfOpenProbes calls an interval go through as probes. The last of them starts
+// the next interval at once, so a probe that hangs holds back nothing but itself:
+// the next goes an interval later. A dependency that comes back is found by the
+// first probe after its return, whatever the outage's length.
+//
+// Outcomes are judged as gobreaker judges a call. HalfOpenProbes successes in a row
+// close the breaker. A failure keeps it open until an interval after that probe
+// went out, and costs nothing more. An excluded error decides nothing and gives
+// its turn to the next call.
+func (b *Breaker) probe(ctx context.Context, next policy.Runner, fn policy.Func) error {
+	now := time.Now()
+	b.mu.Lock()
+	e := b.openErr.Load()
+	switch {
+	case b.forced.Load():
+		b.mu.Unlock()
+		return b.forcedErr
+	case e == nil: // closed meanwhile by another probe
+		b.mu.Unlock()
+		return (&runner{b: b, next: next}).Run(ctx, fn)
+	case now.Before(e.Until):
+		b.mu.Unlock()
+		return e
+	}
+	if b.state != StateHalfOpen {
+		b.transitionLocked(b.state, StateHalfOpen, now)
+	}
+	if b.turnLeft == 0 {
+		b.turnLeft = b.settings.MaxRequests // a new interval
+	}
+	b.turnLeft--
+	until := now // more probes may go in this interval
+	if b.turnLeft == 0 {
+		until = now.Add(b.interval())
+	}
+	b.openErr.Store(&OpenError{Name: b.name, HalfOpen: true, Until: until, ProbeTime: b.timeout})
+	gen := b.gen
+	b.mu.Unlock()
+	b.deliver()
+
+	err := next.Run(ctx, fn)
+	judged := err
+	if b.slow > 0 && err == nil && time.Since(now) > b.slow {
+		judged = errSlow
+	}
+	excluded := b.settings.IsExcluded(judged)
+	ok := !excluded && judged == nil
+	if !excluded && b.settings.IsSuccessful != nil {
+		ok = b.settings.IsSuccessful(judged)
+	}
+
+	end := time.Now()
+	b.mu.Lock()
+	if gen != b.gen || b.forced.Load() || b.openErr.Load() == nil {
+		b.mu.Unlock()
+		return err // reset, forced open or closed meanwhile: this outcome is stale
+	}
+	switch {
+	case excluded:
+		if b.turnLeft < b.settings.MaxRequests {
+			b.turnLeft++
+			b.openErr.Store(&OpenError{Name: b.name, HalfOpen: true, Until: end, ProbeTime: b.timeout})
+		}
+	case ok:
+		if b.probeOK++; b.probeOK >= b.settings.MaxRequests {
+			b.cb.Store(b.newCircuit())
+			b.transitionLocked(b.state, StateClosed, end)
+		}
+	default:
+		b.probeOK, b.turnLeft = 0, 0
+		b.reopens++
+		reopen := now.Add(b.interval())
+		if cur := b.openErr.Load(); cur.Until.After(reopen) {
+			reopen = cur.Until // a later probe has already set the next interval
+		}
+		if !reopen.After(end) {
+			// The interval ran out while this probe hung: the next call probes.
+			b.openErr.Store(&OpenError{Name: b.name, HalfOpen: true, Until: end, ProbeTime: b.timeout})
+			break
+		}
+		if b.state != StateOpen {
+			b.transitionLocked(b.state, StateOpen, end)
+		}
+		b.until = reopen
+		b.openErr.Store(&OpenError{Name: b.name, Until: reopen})
+	}
+	b.mu.Unlock()
+	if b.pending.Load() {
+		b.deliver()
+	}
+	return err
+}
+
 // heldBack reports whether the slow start that began at from (see rampFrom) holds
 // this call back: it lets through a share growing linearly from SlowStartMinShare to 1
 // over SlowStart, and ends itself once SlowStart has passed.
@@ -640,8 +751,8 @@ func (b *Breaker) refusal(halfOpen bool) error {
 // refused during one open episode share one OpenError: treat it as read-only.
 type OpenError struct {
 	Name string
-	// Until is when the open breaker will let a probe through; zero when HalfOpen
-	// (probes are in flight: ask again soon) or Forced (open until an operator resets it).
+	// Until is when the breaker will let its next probe through; zero when Forced
+	// (open until an operator resets it).
 	Until    time.Time
 	HalfOpen bool
 	Forced   bool
@@ -805,8 +916,9 @@ func (b *Breaker) ExplainStage() policy.Stage {
 	if b.jitter > 0 {
 		open = fmt.Sprintf("%v to %v", b.timeout, b.timeout+time.Duration(b.jitter*float64(b.timeout)))
 	}
+	every := "every " + open
 	if b.maxTimeout > b.timeout {
-		open += fmt.Sprintf(" (doubling after each failed probe, up to %v)", b.maxTimeout)
+		every += fmt.Sprintf(", doubling after each failed probe up to %v", b.maxTimeout)
 	}
 	slow := ""
 	if b.slow > 0 {
@@ -819,7 +931,7 @@ func (b *Breaker) ExplainStage() policy.Stage {
 	}
 	return policy.Stage{
 		Summary: fmt.Sprintf("breaker %q %s (the caller's cancellation, refusals and client faults do not count%s); "+
-			"stays open %s, then lets %s through%s", b.name, b.trip, slow, open, plural(int(b.settings.MaxRequests), "probe"), ramp),
+			"stays open %s, then lets %s through %s until one succeeds%s", b.name, b.trip, slow, open, plural(int(b.settings.MaxRequests), "probe"), every, ramp),
 		Refusal: fmt.Sprintf("breaker %q, open, ends the call before any attempt (breaker.ErrOpen, with the time it reopens)%s", b.name, rampRefusal),
 	}
 }

@@ -48,8 +48,8 @@ type Stack struct {
 }
 
 // Breaker configures a circuit breaker (breaker.New), named after its stack. Zero
-// fields take breaker's defaults: 5 consecutive failures, open 1 s doubling up to
-// 30 s, 1 half-open probe.
+// fields take breaker's defaults: 5 consecutive failures, then 1 probe every 800 to
+// 880 ms until one succeeds.
 type Breaker struct {
 	Enabled *bool `yaml:"enabled" json:"enabled"`
 	// ConsecutiveFailures trips it after this many failures in a row
@@ -61,11 +61,14 @@ type Breaker struct {
 	MinRequests *int `yaml:"min_requests" json:"min_requests"`
 	// Window is ratio mode's rolling window (default 10s).
 	Window *Duration `yaml:"window" json:"window"`
-	// OpenTimeout is how long it stays open when it trips (default 1s).
+	// OpenTimeout is how long it stays open when it trips, and the probe interval
+	// (default 800ms).
 	OpenTimeout *Duration `yaml:"open_timeout" json:"open_timeout"`
-	// MaxOpenTimeout bounds the doubling open time (default 30s).
+	// MaxOpenTimeout bounds the probe interval as failed probes double it (default:
+	// OpenTimeout, no doubling).
 	MaxOpenTimeout *Duration `yaml:"max_open_timeout" json:"max_open_timeout"`
-	// HalfOpenProbes is how many calls the half-open breaker lets through (default 1).
+	// HalfOpenProbes is how many calls the breaker lets through each probe interval
+	// (default 1).
 	HalfOpenProbes *int `yaml:"half_open_probes" json:"half_open_probes"`
 	// SlowCall counts a success slower than this as a failure (default off).
 	SlowCall *Duration `yaml:"slow_call" json:"slow_call"`
