@@ -195,4 +195,3 @@ func TestBreaker_LongerIntervalsWhenAsked(t *testing.T) {
 	t.Logf("1 s doubling to 30 s, down 1m: back after %v, %d probes", res.back, res.probes)
 	require.Less(t, res.probes, 8, "probes grow rarer: 1, 2, 4, 8, 16, 30 s apart")
 }
-
