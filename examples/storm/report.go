@@ -615,10 +615,10 @@ retry 4 times turn one click into 4 × 4 × 4 = 64 requests against a database t
 retry owner per call path it stays at 4. Then the database chart (log scale; a mode that sends the database nothing
 is drawn on the bottom line, labelled 0): the naive stack offers the database
 many times its capacity during the outage and stays above it after the database returns, so it never recovers; the
-owner rule alone removes most of that. Backstop's breakers probe the dead database 20 times a second instead, refuse
-the rest at once (every failure is answered within a few hundred milliseconds), tell the caller when they probe next,
-and let go within about 50 ms of the database's return: it answers as many calls as the owner rule alone at a few
-per cent of its load on the database. The paragraph under the table says what each stack cost and bought.
+owner rule alone removes most of that. Backstop's breakers, with their default options, probe the dead database
+about once a second instead, refuse the rest at once, tell the caller when they probe next, and let go within a
+second of the database's return: it answers as many calls as the owner rule alone at a few per cent of its load on
+the database. The paragraph under the table says what each stack cost and bought.
 Every call is accounted for: answered ok, answered with an error, or lost because the user gave up first.</p>
 <p id="read-outcomes">The outcome charts count each call when its user had the outcome: when the answer came, or,
 for a lost call, when the user gave up, {{.UserTimeout}} after starting it. So they run {{.UserTimeout}} past the

@@ -239,21 +239,19 @@ func drain(res *http.Response) {
 
 // backstopPipeline is the one stack every Backstop layer uses, for the dependency
 // named name: an overall deadline, a breaker, a token-bucket budget (gRPC's
-// defaults), 4 attempts with full jitter, and a per-attempt timeout. The breaker
-// probes a down dependency every 50 ms — 20 requests a second, a few per cent of what
-// owner_only sends the database — so it finds the database back within about 50 ms;
-// its refusals tell callers the real time left (callpath.HeaderRetryAfterMillis). In
-// owner-only mode the breaker and the budget are left out. obs counts the pipeline's
-// events.
+// defaults), 4 attempts, and a per-attempt timeout. The breaker and the retry take
+// their default Options: the breaker probes a down dependency about once a second
+// and finds it back within 0.9 s; the retry backs off from 100 ms with full jitter.
+// Their Rand is the run's seed. In owner-only mode the breaker and the budget are
+// left out. obs counts the pipeline's events.
 func backstopPipeline(m mode, name string, r policy.Rand, obs event.Observer) (*policy.Pipeline, *breaker.Breaker) {
 	d := deadline.MustNew(callBudget)
-	rt := retry.MustNew(retry.Options{MaxAttempts: attempts, Base: naiveBase, Cap: time.Second, Rand: r})
+	rt := retry.MustNew(retry.Options{MaxAttempts: attempts, Rand: r})
 	per := deadline.MustPerAttempt(hopTimeout)
 	if m == modeOwnerOnly {
 		return policy.MustWrap(d, rt, per, policy.Name(name), policy.Observe(obs)), nil
 	}
-	b := breaker.MustNew(name, breaker.Options{OpenTimeout: 50 * time.Millisecond, MaxOpenTimeout: 50 * time.Millisecond,
-		HalfOpenProbes: 3, Rand: r})
+	b := breaker.MustNew(name, breaker.Options{Rand: r})
 	bud := budget.MustNewTokenBucket(10, 0.1)
 	return policy.MustWrap(d, b, bud, rt, per, policy.Name(name), policy.Observe(obs)), b
 }
