@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"syscall"
 	"testing"
 
 	"github.com/backstop-go/backstop/adapters/sqltx"
@@ -19,6 +21,19 @@ type stateErr string
 
 func (s stateErr) Error() string    { return "ERROR: SQLSTATE " + string(s) }
 func (s stateErr) SQLState() string { return string(s) }
+
+// safeToRetry is a pgx error that says nothing was sent.
+type safeToRetry struct{}
+
+func (safeToRetry) Error() string     { return "failed to write startup message" }
+func (safeToRetry) SafeToRetry() bool { return true }
+
+// timeout is a network timeout.
+type timeout struct{}
+
+func (timeout) Error() string   { return "i/o timeout" }
+func (timeout) Timeout() bool   { return true }
+func (timeout) Temporary() bool { return true }
 
 func TestClassify(t *testing.T) {
 	cases := []struct {
@@ -41,6 +56,14 @@ func TestClassify(t *testing.T) {
 		{stateErr("08006"), false, false, false, false}, // connection failure
 		{stateErr("57P01"), true, false, true, false},   // at COMMIT: the server answered
 		{io.ErrUnexpectedEOF, true, false, true, true},
+		{io.ErrUnexpectedEOF, false, true, false, false},                               // before COMMIT: rolled back
+		{fmt.Errorf("read: %w", errors.New("conn closed")), false, true, false, false}, // pgconn.ErrConnClosed
+		{errors.New("conn closed"), true, false, true, true},                           // at COMMIT: may have committed
+		{&net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}, false, true, false, false},
+		{&net.OpError{Op: "write", Net: "tcp", Err: syscall.EPIPE}, true, false, true, true},
+		{safeToRetry{}, true, true, false, false},                                         // pgx: nothing was sent
+		{&net.OpError{Op: "read", Net: "tcp", Err: timeout{}}, false, true, false, false}, // left to the retry's classifier, which retries a timeout
+		{context.DeadlineExceeded, false, true, false, false},                             // left as it is: the retry tells its own deadline from the caller's
 		{context.DeadlineExceeded, true, false, true, true},
 		{sql.ErrTxDone, true, false, true, true},
 		{errors.New("commit unexpectedly resulted in rollback"), true, false, false, false}, // pgx: the server answered ROLLBACK

@@ -57,5 +57,5 @@ func ExampleRunTx() {
 	// Output:
 	// transfer: <nil>
 	// 70 30
-	// database/sql: at most 4 runs of a transaction, each whole, on SQLSTATE 40001 or 40P01 or driver.ErrBadConn; never after a COMMIT without an answer (database/sql itself redials a connection that failed before anything was sent, inside an attempt)
+	// database/sql: at most 4 runs of a transaction, each whole, on SQLSTATE 40001 or 40P01, driver.ErrBadConn or a connection lost before COMMIT; never after a COMMIT without an answer, unless a Ledger says it did not commit (database/sql itself redials a connection that failed before anything was sent, inside an attempt)
 }

@@ -43,7 +43,9 @@ func TestMain(m *testing.M) {
 		srv.Stop()
 	}
 	if code == 0 {
-		if err := goleak.Find(); err != nil {
+		// Toxiproxy (v2.5.0) can leave a toxic's goroutine blocked on a send when a
+		// connection closes with bytes in flight; it is the proxy's, not the adapter's.
+		if err := goleak.Find(goleak.IgnoreAnyFunction("github.com/Shopify/toxiproxy/v2/toxics.(*ToxicStub).Run")); err != nil {
 			fmt.Fprintln(os.Stderr, "goleak:", err)
 			code = 1
 		}
