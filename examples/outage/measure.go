@@ -34,7 +34,7 @@ type period struct {
 type figures struct {
 	Fault    string  `json:"fault"`
 	Duration float64 `json:"duration_s"`
-	// Healthy is the share of calls answered in the healthy lead-in.
+	// Healthy is the share answered of the calls that ended before the fault.
 	Healthy float64 `json:"healthy_share"`
 	// FirstOK is the time from the fault's end to the start of the first answered
 	// call that started after it.
@@ -52,7 +52,7 @@ type figures struct {
 	Passed   int `json:"passed_breaker_in_fault"`
 	Tripping int `json:"passed_before_first_open"`
 	Probes   int `json:"probes"`
-	// ProbeRate is Probes per second from the breaker's first open to the fault's
+	// ProbeRate is Probes per second, to three decimals, from the breaker's first open to the fault's
 	// end (over the whole fault if it never opened).
 	ProbeRate float64 `json:"probes_per_s"`
 	// HalfOpens counts the breaker's moves to half-open during the fault.
@@ -162,7 +162,8 @@ func openPeriods(changes []change, zero time.Duration) []period {
 func measure(name string, calls []call, changes []change, upstream []time.Duration, start, end time.Duration) figures {
 	slices.SortFunc(calls, func(a, b call) int { return int(a.start - b.start) })
 	f := figures{Fault: name, Duration: seconds(end - start), FirstOK: -1, Stable: -1}
-	f.Healthy, _ = share(calls, 0, start)
+	healthy := slices.DeleteFunc(slices.Clone(calls), func(c call) bool { return c.end >= start })
+	f.Healthy, _ = share(healthy, 0, start)
 	if d := firstOK(calls, end); d >= 0 {
 		f.FirstOK = seconds(d)
 		f.After, _ = share(calls, end+d, end+d+time.Second)
@@ -202,7 +203,7 @@ func measure(name string, calls []call, changes []change, upstream []time.Durati
 		from, f.Probes, f.Tripping = start, f.Passed, 0
 	}
 	if end > from {
-		f.ProbeRate = float64(f.Probes) / (end - from).Seconds()
+		f.ProbeRate = math.Round(1000*float64(f.Probes)/(end-from).Seconds()) / 1000
 	}
 	for _, t := range upstream {
 		if t >= start && t < end {

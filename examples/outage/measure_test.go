@@ -125,7 +125,7 @@ func TestMeasure_ProbesAndOpenPeriods(t *testing.T) {
 		Fault: "down", Duration: 5, Healthy: 1,
 		FirstOK: 0.3, Stable: 0.3, After: 1,
 		Calls: 250, Passed: 14, Tripping: 10, Probes: 4,
-		ProbeRate: 4 / 4.8, // 4 probes from the first open at 2.2 s to 7 s
+		ProbeRate: 0.833, // 4 probes from the first open at 2.2 s to 7 s
 		HalfOpens: 4,
 		Attempts:  10*3 + 4, // the tripping calls' retries, and the probes
 		Upstream:  2,        // at 2.000 and 6.999 s
