@@ -17,15 +17,23 @@ import (
 const HeaderAmzRetryAfter = "X-Amz-Retry-After"
 
 // Classify marks an AWS SDK error with what it means to a Backstop retry, by the SDK's
-// own rules (aws/retry.DefaultRetryables): throttling codes (ThrottlingException,
-// SlowDown, ProvisionedThroughputExceededException, …, marked fault.Throttled, which
-// budget.RetryQuota prices at 5), HTTP 500, 502, 503 and 504, connection errors and a
-// request the service found signed with a skewed clock are marked fault.Retryable —
-// fault.After with the server's X-Amz-Retry-After (ms, at most AmzRetryAfterSpan, as
-// the SDKs bound it) or Retry-After when it sent one —, and a RequestTimeout code is a timeout (retried as retry.ReasonTimeout). A canceled
-// request stays as it is (never retried), and any other answer in 4xx is marked
+// own rules (aws/retry.DefaultRetryables), in their order. An error that answers
+// RetryableError() decides for itself: false is marked fault.Permanent, whatever else
+// it is (a timeout, a reset connection). Throttling codes (ThrottlingException,
+// SlowDown, ProvisionedThroughputExceededException, …; an unmodelled 429) are marked
+// fault.Throttled, which budget.RetryQuota prices at 5. HTTP 500, 502, 503 and 504,
+// connection errors and a request the service found signed with a skewed clock are
+// marked fault.Retryable. Either carries fault.After with the server's
+// X-Amz-Retry-After (ms, at most AmzRetryAfterSpan, as the SDKs bound it) or
+// Retry-After when it sent one. A timeout the SDK retries, and a RequestTimeout code,
+// are retried as retry.ReasonTimeout.
+//
+// A canceled request stays as it is: the retry retries an attempt its per-attempt
+// timeout ended, never a canceled call. Any other answer in 4xx is marked
 // fault.Client: a breaker does not count the caller's mistakes against the service.
-// Anything else is returned as it is. Classify(nil) is nil.
+// An error the SDK does not retry but Backstop's default classifier would (a broken
+// pipe) is marked fault.Permanent. Anything else is returned as it is.
+// Classify(nil) is nil.
 //
 // A Retryer classifies every attempt with it; a pipeline that runs SDK calls itself,
 // with aws.NopRetryer as the client's retryer, can do the same.
@@ -39,38 +47,45 @@ func classify(err error, extra map[string]struct{}, now time.Time) error {
 	if errors.As(err, &canceled) && canceled.CanceledError() {
 		return err
 	}
+	verdict := sdkRetryables.IsErrorRetryable(err)
+	code := errorCode(err)
+	if _, listed := extra[code]; listed {
+		verdict = aws.TrueTernary // as the SDK's AddWithErrorCodes, which asks first
+	}
+	if verdict != aws.TrueTernary {
+		var status interface{ HTTPStatusCode() int }
+		switch {
+		case verdict == aws.FalseTernary:
+			return fault.Permanent(err) // the error's own answer wins
+		case errors.As(err, &status) && status.HTTPStatusCode() >= 400 && status.HTTPStatusCode() < 500:
+			return fault.Client(err)
+		case retry.DefaultShouldRetry(err):
+			return fault.Permanent(err) // the SDK does not retry it
+		}
+		return err
+	}
+	if _, ok := timeoutCodes[code]; ok {
+		return &timeout{err}
+	}
 	var to interface{ Timeout() bool }
 	if errors.As(err, &to) && to.Timeout() {
 		return err // the default classifier retries a timeout as retry.ReasonTimeout
 	}
-	code := errorCode(err)
-	if _, ok := timeoutCodes[code]; ok {
-		return &timeout{err}
+	marked := fault.Retryable(err)
+	if sdkThrottles.IsErrorThrottle(err) == aws.TrueTernary {
+		marked = fault.Throttled(err)
 	}
-	_, listed := extra[code]
-	if listed || sdkRetryables.IsErrorRetryable(err) == aws.TrueTernary {
-		marked := fault.Retryable(err)
-		if sdkThrottles.IsErrorThrottle(err) == aws.TrueTernary {
-			marked = fault.Throttled(err)
-		}
-		if d, ok := hint(err, now); ok {
-			return fault.After(marked, d)
-		}
-		return marked
+	if d, ok := hint(err, now); ok {
+		return fault.After(marked, d)
 	}
-	var status interface{ HTTPStatusCode() int }
-	if errors.As(err, &status) && status.HTTPStatusCode() >= 400 && status.HTTPStatusCode() < 500 {
-		return fault.Client(err)
-	}
-	return err
+	return marked
 }
 
 // sdkThrottles are the SDK's throttling checks (aws/retry.DefaultThrottles): codes such
 // as ThrottlingException, SlowDown and ProvisionedThroughputExceededException.
 var sdkThrottles = awsretry.IsErrorThrottles(awsretry.DefaultThrottles)
 
-// sdkRetryables are the SDK's retryable checks without its timeout codes, which
-// classify handles first.
+// sdkRetryables are the SDK's retryable checks, in its order.
 var sdkRetryables = awsretry.IsErrorRetryables(awsretry.DefaultRetryables)
 
 // timeoutCodes are the SDK's retryable codes that say the request timed out

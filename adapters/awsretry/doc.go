@@ -50,6 +50,30 @@
 // the caller's (fault.Client), which a breaker does not count. The pipeline's retry
 // then judges the marked error with its classifier, as for any other call.
 //
+// # What the SDK's options still say
+//
+// A client's RetryMaxAttempts, AWS_MAX_ATTEMPTS and a profile's max_attempts reach
+// the Retryer as they reach any retryer: the SDK puts retry.AddWithMaxAttempts over
+// it, and numbers its attempt header from that. The Retryer reads the number there on
+// a call's first attempt. Under [NewStandard] the call then makes that many attempts,
+// 1 meaning no retry, sharing the one quota. Under [New] the pipeline's retry is the
+// ceiling: a smaller number ends the call sooner (with retry.ErrExhausted), a larger
+// one changes nothing, since the pipeline was built as the policy.
+//
+// A long-polling operation (SQS ReceiveMessage; the SDK marks it with the
+// [LongPollingID] middleware) whose retry the quota refuses still waits the backoff
+// before it returns, as the SDKs' rule of 2026 requires: a caller polling in a loop
+// does not poll again at once.
+//
+// # Conformance
+//
+// The package's tests run the scenarios of the SDK's own retry tests (the 2026
+// standard mode, its retryable errors, long polling, RetryMaxAttempts) with the
+// SDK's retry.NewStandard and with [NewStandard] on the same service clients, and
+// require the same attempts, outcome, quota and waits at the same random draws.
+// They differ nowhere. The SDKs' DynamoDB defaults (4 attempts, a 25 ms base) apply
+// only to a client with no Retryer of its own, in the SDK as here.
+//
 // A pipeline with a hedge (retry.NewHedge) cannot run SDK calls: two attempts of one
 // request cannot be in flight at once ([ErrHedged]).
 package awsretry

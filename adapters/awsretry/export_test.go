@@ -10,3 +10,8 @@ import (
 func NewStandardWith(name string, clock policy.Clock, r policy.Rand) (*Retryer, *budget.RetryQuota) {
 	return newStandard(name, clock, r)
 }
+
+// NewStandardQuotaWith is NewStandardWith over a quota of tokens (0: the SDKs' 500).
+func NewStandardQuotaWith(name string, tokens int, clock policy.Clock, r policy.Rand) (*Retryer, *budget.RetryQuota) {
+	return newStandardQuota(name, budget.RetryQuotaOptions{Tokens: tokens}, clock, r)
+}

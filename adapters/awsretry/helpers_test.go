@@ -167,8 +167,8 @@ func getObject(ctx context.Context, c *s3.Client) error {
 	return err
 }
 
-func getItem(ctx context.Context, c *dynamodb.Client) error {
-	_, err := c.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String("t"), Key: map[string]types.AttributeValue{"id": &types.AttributeValueMemberS{Value: "1"}}})
+func getItem(ctx context.Context, c *dynamodb.Client, opts ...func(*dynamodb.Options)) error {
+	_, err := c.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String("t"), Key: map[string]types.AttributeValue{"id": &types.AttributeValueMemberS{Value: "1"}}}, opts...)
 	return err
 }
 

@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -71,8 +74,8 @@ type Options struct {
 }
 
 // Retryer is an aws.RetryerV2 through which a Backstop pipeline owns an AWS SDK
-// client's retries. The SDK's retry loop is told to make one attempt (MaxAttempts 1,
-// no error retryable); the Retryer's middleware ([Retryer.AddToStack]) stands around
+// client's retries. The SDK's retry loop is told to make one attempt (no error is
+// retryable); the Retryer's middleware ([Retryer.AddToStack]) stands around
 // that loop and runs each call through the pipeline, so every attempt the SDK sends is
 // one the pipeline allowed — its breaker, budget, deadline and owner rule included —
 // and is still signed, timed and clock-skew corrected by the SDK.
@@ -82,13 +85,19 @@ type Options struct {
 // [NewStandard]; the zero value is not usable.
 type Retryer struct {
 	p          *policy.Pipeline
-	max        string // the pipeline's MaxAttempts, for the SDK's attempt header
+	max        int // p's MaxAttempts
 	codes      map[string]struct{}
 	clock      policy.Clock
 	classifier func(error) error
-	// standard: the waits are the SDKs' standard mode's, drawn with rand (NewStandard).
+	// rand draws the waits of the SDKs' standard mode: each retry's under NewStandard,
+	// a refused long poll's under New.
+	rand policy.Rand
+	// standard: the waits are the SDKs' standard mode's (NewStandard).
 	standard bool
-	rand     policy.Rand
+	// build returns the pipeline of a call of at most n attempts; nil under New,
+	// whose pipeline's retry is the ceiling.
+	build func(n int) *policy.Pipeline
+	byMax sync.Map // n → *policy.Pipeline built by build
 }
 
 // New returns a Retryer that runs every call of the clients it is installed in
@@ -100,7 +109,7 @@ func New(p *policy.Pipeline, o Options) (*Retryer, error) {
 	if p == nil {
 		return nil, fmt.Errorf("awsretry: New: the pipeline is nil")
 	}
-	r := &Retryer{p: p, max: strconv.Itoa(p.Explain().MaxAttempts), clock: policy.ClockOr(o.Clock)}
+	r := &Retryer{p: p, max: p.Explain().MaxAttempts, clock: policy.ClockOr(o.Clock), rand: policy.SystemRand()}
 	for i, c := range o.RetryableCodes {
 		if c == "" {
 			return nil, fmt.Errorf("awsretry: Options.RetryableCodes[%d] is empty; want an API error code such as %q", i, "ThrottlingException")
@@ -132,8 +141,9 @@ func MustNew(p *policy.Pipeline, o Options) *Retryer {
 // after a throttling error, and a service's X-Amz-Retry-After within
 // [AmzRetryAfterSpan] (5 s) above that. Share one among the clients of one service, as
 // the SDK shares its quota among a client's operations. name names the pipeline in
-// events and metrics. (The SDKs' DynamoDB defaults — 4 attempts, 25 ms — are not
-// applied: build that pipeline with New.)
+// events and metrics. A client's RetryMaxAttempts sets a call's attempts in place of
+// DefaultMaxAttempts. (The SDKs' DynamoDB defaults — 4 attempts, 25 ms — apply only to
+// a client without a Retryer of its own, in the SDK too: set RetryMaxAttempts 4.)
 func NewStandard(name string) *Retryer {
 	r, _ := newStandard(name, nil, nil)
 	return r
@@ -142,14 +152,32 @@ func NewStandard(name string) *Retryer {
 // newStandard is NewStandard with a clock and a random source (nil: the system's); it
 // returns the quota too.
 func newStandard(name string, clock policy.Clock, r policy.Rand) (*Retryer, *budget.RetryQuota) {
-	q := budget.MustNewRetryQuota(budget.RetryQuotaOptions{})
-	p := policy.MustWrap(
-		q,
-		retry.MustNew(retry.Options{MaxAttempts: DefaultMaxAttempts, Base: DefaultBase, Cap: DefaultCap, Clock: clock}),
-		policy.Name(name))
-	s := MustNew(p, Options{Clock: clock})
-	s.standard, s.rand = true, policy.RandOr(r)
+	return newStandardQuota(name, budget.RetryQuotaOptions{}, clock, r)
+}
+
+// newStandardQuota is newStandard with a quota of o.
+func newStandardQuota(name string, o budget.RetryQuotaOptions, clock policy.Clock, r policy.Rand) (*Retryer, *budget.RetryQuota) {
+	q := budget.MustNewRetryQuota(o)
+	build := func(n int) *policy.Pipeline {
+		return policy.MustWrap(q,
+			retry.MustNew(retry.Options{MaxAttempts: n, Base: DefaultBase, Cap: DefaultCap, Clock: clock}),
+			policy.Name(name))
+	}
+	s := MustNew(build(DefaultMaxAttempts), Options{Clock: clock})
+	s.standard, s.rand, s.build = true, policy.RandOr(r), build
 	return s, q
+}
+
+// pipeline returns the pipeline of a call of at most n attempts (n ≥ 1), built once.
+func (r *Retryer) pipeline(n int) *policy.Pipeline {
+	if n == r.max || r.build == nil {
+		return r.p
+	}
+	if p, ok := r.byMax.Load(n); ok {
+		return p.(*policy.Pipeline)
+	}
+	p, _ := r.byMax.LoadOrStore(n, r.build(n))
+	return p.(*policy.Pipeline)
 }
 
 // classify marks the error of attempt n as the pipeline's retry is to judge it: as
@@ -162,19 +190,23 @@ func (r *Retryer) classify(err error, n int) error {
 	if !r.standard || !retry.DefaultShouldRetry(marked) {
 		return marked
 	}
+	return fault.Pushback(marked, r.backoff(err, marked, n))
+}
+
+// backoff draws the wait the SDKs' standard mode gives attempt n's error err, marked
+// by the classifier.
+func (r *Retryer) backoff(err, marked error, n int) time.Duration {
 	base := DefaultBase
 	if fault.Of(marked).Throttled {
 		base = ThrottleBase
 	}
-	window := DefaultCap
-	if n-1 < 32 && base<<(n-1) < DefaultCap {
-		window = base << (n - 1)
-	}
-	d := time.Duration(r.rand.Float64() * float64(window))
+	// In seconds, as the SDKs compute it, so that one draw gives the same wait.
+	window := min(base.Seconds()*math.Pow(2, float64(max(n-1, 0))), DefaultCap.Seconds())
+	d := time.Duration(r.rand.Float64() * window * float64(time.Second))
 	if hint, ok := amzRetryAfter(err); ok {
 		d = min(max(hint, d), d+AmzRetryAfterSpan)
 	}
-	return fault.Pushback(marked, d)
+	return d
 }
 
 // Pipeline returns the pipeline the Retryer runs calls through.
@@ -193,7 +225,9 @@ func (r *Retryer) Configure(cfg *aws.Config) {
 //
 //	s3.New(s3.Options{Retryer: r, APIOptions: []func(*middleware.Stack) error{r.AddToStack}, …})
 func (r *Retryer) AddToStack(s *middleware.Stack) error {
-	if err := s.Finalize.Insert(&loop{r: r}, "Retry", middleware.Before); err != nil {
+	// The SDK marks a long-polling operation (SQS ReceiveMessage) with this middleware.
+	_, longPoll := s.Initialize.Get(LongPollingID)
+	if err := s.Finalize.Insert(&loop{r: r, longPoll: longPoll}, "Retry", middleware.Before); err != nil {
 		return fmt.Errorf("awsretry: %w", err)
 	}
 	if err := s.Finalize.Insert(&attemptMark{r: r}, "Retry", middleware.After); err != nil {
@@ -207,9 +241,12 @@ func (r *Retryer) AddToStack(s *middleware.Stack) error {
 // IsErrorRetryable returns false: the SDK's loop retries nothing; the pipeline does.
 func (r *Retryer) IsErrorRetryable(error) bool { return false }
 
-// MaxAttempts returns 1, the attempts the SDK's loop makes each time the pipeline
-// calls it.
-func (r *Retryer) MaxAttempts() int { return 1 }
+// MaxAttempts returns the pipeline's MaxAttempts. The SDK's loop still makes one
+// attempt each time the pipeline calls it (IsErrorRetryable is false). A client's
+// RetryMaxAttempts (or AWS_MAX_ATTEMPTS, or a profile's max_attempts) replaces this
+// number with retry.AddWithMaxAttempts; the Retryer reads the replacement from the
+// SDK's attempt header and makes that many attempts.
+func (r *Retryer) MaxAttempts() int { return r.max }
 
 // RetryDelay returns 0: the pipeline's retry sleeps between attempts.
 func (r *Retryer) RetryDelay(int, error) (time.Duration, error) { return 0, nil }
@@ -240,46 +277,127 @@ var _ aws.RetryerV2 = (*Retryer)(nil)
 // a *call.
 type loopKey struct{}
 
-// call is what the loop tells the attempt middleware of a call.
+// call is what the loop and the attempt middleware know of a call.
 type call struct {
 	r     *Retryer
 	owner bool // the pipeline owns the call path: Owned was false when the call began
+	// limit is the call's attempts as the SDK's loop counts them, read from its
+	// attempt header on the first attempt; 0 until then.
+	limit int
 }
+
+// max returns the most attempts the call makes: its limit, within the pipeline's
+// MaxAttempts under New.
+func (c *call) max() int {
+	switch {
+	case c.limit == 0:
+		return c.r.max
+	case c.r.build == nil:
+		return min(c.limit, c.r.max)
+	}
+	return c.limit
+}
+
+// LongPollingID is the ID of the initialize middleware by which the SDK marks a
+// long-polling operation, such as SQS ReceiveMessage.
+const LongPollingID = "SetLongPollingContext"
+
+// errOtherLimit ends a call's run through the default pipeline after its first
+// attempt, when the call's limit is another: the pipeline of that limit goes on.
+var errOtherLimit = errors.New("awsretry: the call's limit differs from the pipeline's")
 
 // loop is the finalize middleware that runs a call's attempts through the pipeline,
 // each one a pass through the SDK's retry middleware, which makes one attempt.
-type loop struct{ r *Retryer }
+type loop struct {
+	r        *Retryer
+	longPoll bool // the operation long-polls: a refused retry still waits
+}
 
 func (*loop) ID() string { return LoopID }
 
 func (m *loop) HandleFinalize(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (
 	out middleware.FinalizeOutput, md middleware.Metadata, err error) {
-	// The SDK's attempt header is rewritten only when this pipeline owns the call
-	// path: under another owner the SDK's own "attempt=1; max=1" is the truth.
-	ctx = context.WithValue(ctx, loopKey{}, &call{r: m.r, owner: !callpath.Owned(ctx)})
+	// The attempt middleware rewrites the SDK's attempt header with the pipeline's
+	// numbers, or "attempt=1; max=1" under another owner.
+	c := &call{r: m.r, owner: !callpath.Owned(ctx)}
+	ctx = context.WithValue(ctx, loopKey{}, c)
 	// A server's shedder does not count a request while it waits on AWS, as with
 	// policyhttp's transport: the service throttles for itself, and the pipeline's
 	// deadline and breaker bound the wait.
 	ctx, paused := callpath.PauseFor(ctx)
 	defer paused.Resume()
-	n := 0
-	err = m.r.p.Do(ctx, func(actx context.Context) error {
-		if callpath.InRace(actx) {
-			return fault.Permanent(ErrHedged)
-		}
-		if n++; n > 1 {
-			// The SDK rewinds a request's body only for its own retries.
-			if rw, ok := in.Request.(interface{ RewindStream() error }); ok {
-				if rerr := rw.RewindStream(); rerr != nil {
-					return fault.Permanent(fmt.Errorf("awsretry: rewinding the request body for attempt %d: %w", n, rerr))
+	var (
+		sent     int   // requests sent
+		first    error // attempt 1's judged error, replayed by the pipeline of the call's limit
+		last     error // the last request's error, and its attempt number
+		lastN    int
+		judged   error // last, as the pipeline's retry judged it
+		limited  bool  // the call's limit, under New's pipeline, ended it
+		attempts int
+	)
+	run := func(p *policy.Pipeline, replay bool) error {
+		n := 0
+		return p.Do(ctx, func(actx context.Context) error {
+			if callpath.InRace(actx) {
+				return fault.Permanent(ErrHedged)
+			}
+			if n++; n == 1 && replay {
+				return first
+			}
+			if sent++; sent > 1 {
+				// The SDK rewinds a request's body only for its own retries.
+				if rw, ok := in.Request.(interface{ RewindStream() error }); ok {
+					if rerr := rw.RewindStream(); rerr != nil {
+						return fault.Permanent(fmt.Errorf("awsretry: rewinding the request body for attempt %d: %w", n, rerr))
+					}
 				}
 			}
+			var aerr error
+			out, md, aerr = next.HandleFinalize(actx, in)
+			last, lastN, attempts = aerr, n, n
+			judged = m.r.classify(aerr, n)
+			switch {
+			case aerr == nil || !c.owner || c.limit == 0 || c.limit == m.r.max:
+			case m.r.build != nil && n == 1:
+				first = judged
+				return fault.Permanent(errOtherLimit)
+			case n >= c.max() && retry.DefaultShouldRetry(judged):
+				limited = true
+				return fault.Permanent(judged)
+			}
+			return judged
+		})
+	}
+	err = run(m.r.p, false)
+	if first != nil && errors.Is(err, errOtherLimit) {
+		err = run(m.r.pipeline(c.limit), true)
+	}
+	switch {
+	case limited:
+		err = &retry.Error{Attempts: attempts, Cause: retry.ErrExhausted, Last: judged}
+	case m.longPoll && errors.Is(err, retry.ErrBudget):
+		// A long poll refused a retry still backs off before it returns, or a caller
+		// polling in a loop would poll again at once (the SDKs' rule of 2026).
+		d, ok := fault.Hint(judged)
+		if !m.r.standard || !ok {
+			d = m.r.backoff(last, judged, lastN)
 		}
-		var aerr error
-		out, md, aerr = next.HandleFinalize(actx, in)
-		return m.r.classify(aerr, n)
-	})
+		m.r.sleep(ctx, d)
+	}
 	return out, md, err
+}
+
+// sleep waits d on the Retryer's clock, or until ctx is done.
+func (r *Retryer) sleep(ctx context.Context, d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	t := r.clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C():
+	case <-ctx.Done():
+	}
 }
 
 // attemptMark is the finalize middleware after the SDK's retry middleware: it tells the
@@ -299,11 +417,33 @@ func (m *attemptMark) HandleFinalize(ctx context.Context, in middleware.Finalize
 		} else {
 			req.Header.Del(callpath.HeaderAttempt)
 		}
-		if c, _ := ctx.Value(loopKey{}).(*call); owned && c != nil && c.owner {
-			req.Header.Set(HeaderSDKRequest, "attempt="+strconv.Itoa(n)+"; max="+m.r.max)
+		if c, _ := ctx.Value(loopKey{}).(*call); c != nil {
+			if c.limit == 0 {
+				// The SDK's loop numbered the attempt from the retryer's MaxAttempts: ours,
+				// or the client's RetryMaxAttempts that retry.AddWithMaxAttempts put over it.
+				c.limit = sdkMax(req.Header.Get(HeaderSDKRequest))
+			}
+			switch {
+			case owned && c.owner:
+				req.Header.Set(HeaderSDKRequest, "attempt="+strconv.Itoa(n)+"; max="+strconv.Itoa(c.max()))
+			case !c.owner:
+				req.Header.Set(HeaderSDKRequest, "attempt=1; max=1") // one attempt here
+			}
 		}
 	}
 	return next.HandleFinalize(ctx, in)
+}
+
+// sdkMax reads max=N from the SDK's attempt header, or returns 0.
+func sdkMax(h string) int {
+	for part := range strings.SplitSeq(h, ";") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(part), "max="); ok {
+			if n, err := strconv.Atoi(v); err == nil && n > 0 {
+				return n
+			}
+		}
+	}
+	return 0
 }
 
 // Explain says in one line who makes which attempts of a call through the Retryer:
