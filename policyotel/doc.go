@@ -28,6 +28,43 @@
 //	| backstop.ratelimit.rejections  | counter   | {call}     | pipeline, limiter, reason   |
 //	| backstop.ratelimit.wait        | histogram | s          | limiter                     |
 //
+// # gRPC retry metrics (gRFC A96)
+//
+// For a gRPC client call it also records gRFC A96's histograms, once per call at its
+// end, each with grpc.method and grpc.target (gRFC A66's attributes) and A96's buckets:
+//
+//	| instrument                           | unit                | buckets            | recorded                        |
+//	|--------------------------------------|---------------------|--------------------|---------------------------------|
+//	| grpc.client.call.retries             | {retry}             | 1, 2, 3, 4, 5      | attempts after the first; not 0 |
+//	| grpc.client.call.hedges              | {hedge}             | 1, 2, 3, 4, 5      | hedged attempts after the first; not 0 |
+//	| grpc.client.call.transparent_retries | {transparent_retry} | 1, 2, 3, 4, 5, 10  | gRPC's own resends; not 0       |
+//	| grpc.client.call.retry_delay         | s                   | A66's latency ones | every call, 0 included          |
+//
+// A call is a gRPC call when its context carries a [GRPCCall]: package grpcmetrics
+// starts one for every call of a channel, from interceptors that stand outside the
+// pipeline's (policygrpc's). The pipeline's events, read by any policyotel Observer
+// that observes it, fill the call in.
+//
+//   - Retries and hedges are the attempts the pipeline's retry or hedge started after
+//     the first, whether or not a stage inside it refused one before it was sent. A
+//     call is hedged if a hedge's timer started an attempt (retry_scheduled with
+//     Reason "hedge") or an attempt started while another was in flight. A hedge
+//     whose every extra attempt followed a failure with nothing else in flight cannot
+//     be told from a retry by its events, and is counted as retries.
+//   - The retry delay is the time with no attempt in flight between an attempt's end
+//     and the next one's start, read on the clock given to StartGRPCCall, as gRPC's
+//     call tracers time it: the backoff slept, plus the retry's own overhead. The
+//     time before the first attempt, and a backoff the call's end cut short, are not
+//     counted.
+//   - Transparent retries are the attempts gRPC itself sends again, below every
+//     interceptor, when a stream never reached the server application. Only a stats
+//     handler sees them: grpcmetrics installs one.
+//
+// grpc-go's own OpenTelemetry plugin (stats/opentelemetry) does not record these
+// instruments in the version this module is tested with (v1.83). A plugin that does,
+// on the same MeterProvider, records them under its own scope (grpc-go): with
+// policygrpc's dial options grpc-go's retry is off, so it would see no retry or hedge.
+//
 // # Traces
 //
 // On the span active in a call's context (the caller's, or an instrumented HTTP/gRPC

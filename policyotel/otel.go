@@ -25,6 +25,7 @@ type Observer struct {
 	duration, retryAfter                                                      metric.Float64Histogram
 	state                                                                     metric.Int64Gauge
 	adm                                                                       *admission // fallbacks, bulkheads, rate limiters
+	grpc                                                                      *grpcInstruments
 
 	// Read at every collection: the budgets and shedders added with AddBudget and AddShedder.
 	budgetLevel            metric.Float64ObservableGauge
@@ -103,6 +104,9 @@ func New(mp metric.MeterProvider) (*Observer, error) {
 	var admErrs []error
 	o.adm, admErrs = newAdmission(m)
 	errs = append(errs, admErrs...)
+	var grpcErrs []error
+	o.grpc, grpcErrs = newGRPCInstruments(m)
+	errs = append(errs, grpcErrs...)
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("policyotel: creating instruments: %w", err)
 	}
@@ -233,6 +237,7 @@ func (o *Observer) Observe(e event.Event) {
 			span.AddEvent("backstop.call.rejected", stamp(e, trace.WithAttributes(pipeline, refusalType(e.Err)))...)
 		}
 	case event.AttemptStart:
+		observeGRPC(e)
 		if recording {
 			attrs := []attribute.KeyValue{pipeline, attribute.Int("backstop.attempt", e.Attempt)}
 			if e.Attempt > 1 {
@@ -241,8 +246,10 @@ func (o *Observer) Observe(e event.Event) {
 			span.AddEvent("backstop.attempt", stamp(e, trace.WithAttributes(attrs...))...)
 		}
 	case event.AttemptEnd:
+		observeGRPC(e)
 		o.attempts.Add(ctx, 1, metric.WithAttributes(pipeline, attribute.String("outcome", policy.Outcome(e.Err))))
 	case event.RetryScheduled:
+		observeGRPC(e)
 		o.retries.Add(ctx, 1, metric.WithAttributes(pipeline, attribute.String("reason", e.Reason)))
 		if recording {
 			span.AddEvent("backstop.retry", trace.WithTimestamp(e.Time), trace.WithAttributes(pipeline,
