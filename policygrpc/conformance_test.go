@@ -13,20 +13,25 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
 	testgrpc "google.golang.org/grpc/interop/grpc_testing"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/stats"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/backstop-go/backstop/policy/policytest"
 	"github.com/backstop-go/backstop/policygrpc"
 )
 
@@ -39,6 +44,14 @@ var deliberate = map[string]string{
 		"Backstop reads it as malformed: do not retry.",
 	"parse/retryPolicy and hedgingPolicy together": "A6 allows one of them per method; grpc-go " +
 		"does not read hedgingPolicy at all, so it accepts both.",
+	"waits/a high draw at maxBackoff": "A6 and grpc-go wait up to 1.2·maxBackoff; " +
+		"Backstop's retry.GRPC holds Cap as a promise and cuts the jittered delay there.",
+	"waits/maxBackoff below initialBackoff, shrinking": "retry.New refuses a Cap below Base, so " +
+		"Entry.Backoff starts the delays at maxBackoff and shrinks them from there; A6 holds them " +
+		"at maxBackoff until initialBackoff·backoffMultiplier^(n−1) falls below it.",
+	"parse/retryThrottling maxTokens 1001 without methodConfig": "grpc-go checks retryThrottling " +
+		"only in a config with a methodConfig; A6 bounds maxTokens to (0, 1000] in every config, " +
+		"and so does Backstop.",
 	"parse/hedgingPolicy without maxAttempts": "grpc-go does not implement hedging and reads no " +
 		"hedgingPolicy; Backstop hedges, and validates the policy as A6 says.",
 }
@@ -163,7 +176,13 @@ func compare(t *testing.T, name string, run func(t *testing.T, o owner) string) 
 	for _, o := range owners {
 		t.Run(o.name, func(t *testing.T) { got[o.name] = run(t, o) })
 	}
-	g, b := got["grpc-go"], got["backstop"]
+	agree(t, name, got["grpc-go"], got["backstop"])
+}
+
+// agree checks that the owners' outcomes g and b of scenario name are the same, or
+// differ as deliberate says.
+func agree(t *testing.T, name, g, b string) {
+	t.Helper()
 	reason, listed := deliberate[name]
 	switch {
 	case listed && g == b:
@@ -705,4 +724,126 @@ func sortedWords(s string) string {
 	w := strings.Fields(s)
 	slices.Sort(w)
 	return strings.Join(w, " ")
+}
+
+// TestConformance_ParseServiceConfig: what grpc-go accepts as a channel's default
+// service config (grpc.NewClient with grpc.WithDefaultServiceConfig, which parses it
+// at once) Backstop's ParseServiceConfig accepts, and what one refuses the other
+// refuses.
+func TestConformance_ParseServiceConfig(t *testing.T) {
+	const ok = `"maxAttempts": 2, "initialBackoff": "0.1s", "maxBackoff": "1s", "backoffMultiplier": 2, "retryableStatusCodes": ["UNAVAILABLE"]`
+	rp := func(body string) string {
+		return `{"methodConfig": [{"name": [{"service": "s"}], "retryPolicy": {` + body + `}}]}`
+	}
+	const mc = `{"methodConfig": [{"name": [{"service": "s"}]}]` // grpc-go checks retryThrottling only beside one
+	for _, tt := range []struct{ name, json string }{
+		{"the suite's config", retryConfig(4, `"UNAVAILABLE"`, "")},
+		{"methodConfig without name", `{"methodConfig": [{"retryPolicy": {"maxAttempts": 1}}]}`},
+		{"methodConfig with an empty name list", `{"methodConfig": [{"name": [], "retryPolicy": {"maxAttempts": 1}}]}`},
+		{"unknown field in methodConfig", `{"methodConfig": [{"name": [{"service": "s"}], "surprise": 1}]}`},
+		{"unknown field in retryPolicy", rp(ok + `, "surprise": 1`)},
+		{"unknown field in retryThrottling", `{"retryThrottling": {"maxTokens": 10, "tokenRatio": 0.1, "surprise": 1}}`},
+		{"retryThrottling field names in capitals", `{"retryThrottling": {"MaxTokens": 10, "TokenRatio": 0.1}}`},
+		{"retryThrottling without tokenRatio", mc + `, "retryThrottling": {"maxTokens": 10}}`},
+		{"retryThrottling maxTokens 1000", mc + `, "retryThrottling": {"maxTokens": 1000, "tokenRatio": 0.1}}`},
+		{"retryThrottling maxTokens 1001", mc + `, "retryThrottling": {"maxTokens": 1001, "tokenRatio": 0.1}}`},
+		{"retryThrottling tokenRatio 0", mc + `, "retryThrottling": {"maxTokens": 10, "tokenRatio": 0}}`},
+		{"retryThrottling maxTokens 1001 without methodConfig", `{"retryThrottling": {"maxTokens": 1001, "tokenRatio": 0.1}}`},
+		{"hedgingPolicy without nonFatalStatusCodes", `{"methodConfig": [{"name": [{"service": "s"}], "hedgingPolicy": {"maxAttempts": 2}}]}`},
+		{"hedgingPolicy without maxAttempts", `{"methodConfig": [{"name": [{"service": "s"}], "hedgingPolicy": {}}]}`},
+		{"retryPolicy and hedgingPolicy together", `{"methodConfig": [{"name": [{"service": "s"}], "retryPolicy": {` + ok + `}, "hedgingPolicy": {"maxAttempts": 2}}]}`},
+		{"maxAttempts 1", rp(strings.Replace(ok, `"maxAttempts": 2`, `"maxAttempts": 1`, 1))},
+		{"maxAttempts 100", rp(strings.Replace(ok, `"maxAttempts": 2`, `"maxAttempts": 100`, 1))},
+		{"status code by number", rp(strings.Replace(ok, `["UNAVAILABLE"]`, `[14]`, 1))},
+		{"status code in lower case", rp(strings.Replace(ok, `["UNAVAILABLE"]`, `["unavailable"]`, 1))},
+		{"no retryable status code", rp(strings.Replace(ok, `["UNAVAILABLE"]`, `[]`, 1))},
+		{"backoffMultiplier 0", rp(strings.Replace(ok, `"backoffMultiplier": 2`, `"backoffMultiplier": 0`, 1))},
+		{"initialBackoff 0s", rp(strings.Replace(ok, `"0.1s"`, `"0s"`, 1))},
+		{"initialBackoff without seconds", rp(strings.Replace(ok, `"0.1s"`, `".1s"`, 1))},
+		{"initialBackoff in milliseconds", rp(strings.Replace(ok, `"0.1s"`, `"100ms"`, 1))},
+		{"the same name twice", `{"methodConfig": [{"name": [{"service": "s"}]}, {"name": [{"service": "s"}]}]}`},
+		{"a method without service", `{"methodConfig": [{"name": [{"method": "m"}]}]}`},
+		{"timeout", `{"methodConfig": [{"name": [{"service": "s"}], "timeout": "1.5s"}]}`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			verdict := func(err error) string {
+				if err != nil {
+					return "refused"
+				}
+				return "accepted"
+			}
+			cc, gerr := grpc.NewClient("passthrough:///unused", grpc.WithTransportCredentials(insecure.NewCredentials()),
+				grpc.WithDefaultServiceConfig(tt.json))
+			if cc != nil {
+				require.NoError(t, cc.Close())
+			}
+			_, berr := policygrpc.ParseServiceConfig([]byte(tt.json))
+			t.Logf("grpc-go: %v; backstop: %v", gerr, berr)
+			agree(t, "parse/"+tt.name, verdict(gerr), verdict(berr))
+		})
+	}
+}
+
+// TestConformance_Waits compares the waits before each retry at a pinned random draw.
+// grpc-go draws from math/rand/v2's global source, which no test can pin: its side is
+// its formula (stream.go, shouldRetry, v1.83.2) at the draw. Backstop's side is
+// measured: its config runs on the loopback server with a fake clock that records
+// every sleep, and a Rand that returns the draw.
+func TestConformance_Waits(t *testing.T) {
+	const none = -1 // no pushback
+	const ms = time.Millisecond
+	srv := &script{}
+	addr := listen(t, srv)
+	for _, tt := range []struct {
+		name             string
+		initial, max     time.Duration
+		multiplier, draw float64
+		pushbacks        []int // per failed attempt, its pushback in ms, or none
+	}{
+		{"grpc-go's test backoff, middle draw", 10 * ms, 10 * ms, 1, 0.5, []int{none, none, none}},
+		{"a low draw", 10 * ms, 10 * ms, 1, 0, []int{none, none, none}},
+		{"growing backoff", 10 * ms, 100 * ms, 2, 0.5, []int{none, none, none}},
+		{"growing to maxBackoff", 10 * ms, 30 * ms, 2, 0.25, []int{none, none, none, none}},
+		{"pushback restarts the backoff", 10 * ms, 100 * ms, 2, 0.5, []int{none, 5, none, none}},
+		{"a high draw at maxBackoff", 10 * ms, 10 * ms, 1, 0.75, []int{none, none}},
+		{"maxBackoff below initialBackoff, shrinking", 40 * ms, 10 * ms, 0.5, 0.5, []int{none, none, none}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			initial, maxBackoff := tt.initial, tt.max
+			// grpc-go's waits, by its formula.
+			var want []time.Duration
+			since := 0.0 // retries since the last pushback
+			for _, p := range tt.pushbacks {
+				if p != none {
+					want = append(want, time.Duration(p)*time.Millisecond)
+					since = 0
+					continue
+				}
+				cur := min(float64(initial)*math.Pow(tt.multiplier, since), float64(maxBackoff))
+				cur *= 0.8 + 0.4*tt.draw
+				want = append(want, time.Duration(int64(cur)))
+				since++
+			}
+			// Backstop's, measured.
+			sc := fmt.Sprintf(`{"methodConfig": [{"name": [{"service": "grpc.testing.TestService"}],
+  "retryPolicy": {"maxAttempts": 5, "initialBackoff": "%gs", "maxBackoff": "%gs", "backoffMultiplier": %v,
+  "retryableStatusCodes": ["UNAVAILABLE"]}}]}`, initial.Seconds(), maxBackoff.Seconds(), tt.multiplier)
+			clock := policytest.NewClock(time.Now()).AutoAdvance(true)
+			cfg, err := policygrpc.ParseServiceConfigWith([]byte(sc), policygrpc.ParseOptions{Clock: clock, Rand: policytest.NewRand(tt.draw)})
+			require.NoError(t, err)
+			srv.reset(func(ctx context.Context, n int) error {
+				if n >= len(tt.pushbacks) {
+					return nil
+				}
+				if p := tt.pushbacks[n]; p != none {
+					_ = grpc.SetTrailer(ctx, metadata.Pairs(policygrpc.MetadataPushback, strconv.Itoa(p)))
+				}
+				return status.Error(codes.Unavailable, "down")
+			}, nil)
+			_, err = dial(t, addr, cfg.DialOptions()...).EmptyCall(t.Context(), &testgrpc.Empty{})
+			require.NoError(t, err)
+			got := clock.Waits()
+			agree(t, "waits/"+tt.name, fmt.Sprint(want), fmt.Sprint(got))
+		})
+	}
 }

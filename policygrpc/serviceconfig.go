@@ -266,14 +266,18 @@ type ParseOptions struct {
 	// the same value. Below 2 (0 included) means DefaultMaxCallAttempts, as in
 	// grpc-go. It may exceed 5, as grpc-go's may.
 	MaxCallAttempts int
+	// Clock times the retries' sleeps and the hedges' delays, and Rand draws the
+	// retries' jitter; nil means the system's. They are seams for tests and
+	// simulations.
+	Clock policy.Clock
+	Rand  policy.Rand
 }
 
 // ParseServiceConfigWith is [ParseServiceConfig] with options: the client's bound on
 // attempts.
 func ParseServiceConfigWith(data []byte, o ParseOptions) (*ServiceConfig, error) {
-	maxAttempts := o.MaxCallAttempts
-	if maxAttempts < 2 {
-		maxAttempts = DefaultMaxCallAttempts
+	if o.MaxCallAttempts < 2 {
+		o.MaxCallAttempts = DefaultMaxCallAttempts
 	}
 	ix := newJSONIndex(data)
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -304,7 +308,7 @@ func ParseServiceConfigWith(data []byte, o ParseOptions) (*ServiceConfig, error)
 			continue
 		}
 		field := fmt.Sprintf("methodConfig[%d]", i)
-		m, entry, err := c.method(ix, field, mc, maxAttempts)
+		m, entry, err := c.method(ix, field, mc, o)
 		if err != nil {
 			return nil, err
 		}
@@ -368,7 +372,7 @@ func deref(s *string) string {
 }
 
 // method builds the pipeline of one methodConfig entry, and its Entry without names.
-func (c *ServiceConfig) method(ix *jsonIndex, field string, mc methodConfigJSON, maxAttempts int) (*methodPolicy, Entry, error) {
+func (c *ServiceConfig) method(ix *jsonIndex, field string, mc methodConfigJSON, o ParseOptions) (*methodPolicy, Entry, error) {
 	entry := Entry{Field: field, Retrying: mc.RetryPolicy != nil, Hedging: mc.HedgingPolicy != nil}
 	bad := func(path string, rule error, format string, args ...any) (*methodPolicy, Entry, error) {
 		return nil, entry, ix.errAt(field+path, rule, format, args...)
@@ -394,13 +398,13 @@ func (c *ServiceConfig) method(ix *jsonIndex, field string, mc methodConfigJSON,
 	var again []codes.Code
 	switch {
 	case mc.RetryPolicy != nil:
-		r, cs, err := retryPolicy(ix, field+".retryPolicy", mc.RetryPolicy, &entry, maxAttempts)
+		r, cs, err := retryPolicy(ix, field+".retryPolicy", mc.RetryPolicy, &entry, o)
 		if err != nil {
 			return nil, entry, err
 		}
 		owner, again = r, cs
 	case mc.HedgingPolicy != nil:
-		h, cs, err := hedgingPolicy(ix, field+".hedgingPolicy", mc.HedgingPolicy, &entry, maxAttempts)
+		h, cs, err := hedgingPolicy(ix, field+".hedgingPolicy", mc.HedgingPolicy, &entry, o)
 		if err != nil {
 			return nil, entry, err
 		}
@@ -484,7 +488,7 @@ func duration(ix *jsonIndex, field, value, example string) (time.Duration, error
 	return d, nil
 }
 
-func retryPolicy(ix *jsonIndex, field string, rp *retryPolicyJSON, e *Entry, maxAttempts int) (*retry.Retry, []codes.Code, error) {
+func retryPolicy(ix *jsonIndex, field string, rp *retryPolicyJSON, e *Entry, o ParseOptions) (*retry.Retry, []codes.Code, error) {
 	bad := func(path string, format string, args ...any) (*retry.Retry, []codes.Code, error) {
 		return nil, nil, ix.errAt(field+path, nil, format, args...)
 	}
@@ -519,10 +523,12 @@ func retryPolicy(ix *jsonIndex, field string, rp *retryPolicyJSON, e *Entry, max
 	e.InitialBackoff, e.MaxBackoff, e.BackoffMultiplier = initial, maxB, *rp.BackoffMultiplier
 	base, ceiling, strategy := e.Backoff()
 	r, err := retry.New(retry.Options{
-		MaxAttempts: min(*rp.MaxAttempts, maxAttempts),
+		MaxAttempts: min(*rp.MaxAttempts, o.MaxCallAttempts),
 		Base:        base,
 		Cap:         ceiling,
 		Strategy:    strategy,
+		Clock:       o.Clock,
+		Rand:        o.Rand,
 	})
 	if err != nil {
 		return bad("", "is refused: %v", err)
@@ -532,7 +538,7 @@ func retryPolicy(ix *jsonIndex, field string, rp *retryPolicyJSON, e *Entry, max
 }
 
 // hedgingPolicy builds the hedge of a methodConfig entry's hedgingPolicy.
-func hedgingPolicy(ix *jsonIndex, field string, hp *hedgingPolicyJSON, e *Entry, maxAttempts int) (*retry.Hedge, []codes.Code, error) {
+func hedgingPolicy(ix *jsonIndex, field string, hp *hedgingPolicyJSON, e *Entry, o ParseOptions) (*retry.Hedge, []codes.Code, error) {
 	bad := func(path string, format string, args ...any) (*retry.Hedge, []codes.Code, error) {
 		return nil, nil, ix.errAt(field+path, nil, format, args...)
 	}
@@ -562,7 +568,8 @@ func hedgingPolicy(ix *jsonIndex, field string, hp *hedgingPolicyJSON, e *Entry,
 	if err != nil {
 		return nil, nil, err
 	}
-	h, err := retry.NewHedge(retry.HedgeOptions{MaxAttempts: min(*hp.MaxAttempts, maxAttempts, retry.HedgeMaxAttemptsLimit), Delay: delay})
+	h, err := retry.NewHedge(retry.HedgeOptions{MaxAttempts: min(*hp.MaxAttempts, o.MaxCallAttempts, retry.HedgeMaxAttemptsLimit),
+		Delay: delay, Clock: o.Clock})
 	if err != nil {
 		return bad("", "is refused: %v", err)
 	}
