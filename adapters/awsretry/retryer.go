@@ -143,7 +143,7 @@ func MustNew(p *policy.Pipeline, o Options) *Retryer {
 // the SDK shares its quota among a client's operations. name names the pipeline in
 // events and metrics. A client's RetryMaxAttempts sets a call's attempts in place of
 // DefaultMaxAttempts. (The SDKs' DynamoDB defaults — 4 attempts, 25 ms — apply only to
-// a client without a Retryer of its own, in the SDK too: set RetryMaxAttempts 4.)
+// a client without a Retryer of its own, in the SDK too.)
 func NewStandard(name string) *Retryer {
 	r, _ := newStandard(name, nil, nil)
 	return r
