@@ -358,9 +358,13 @@ func (m *loop) HandleFinalize(ctx context.Context, in middleware.FinalizeInput, 
 			judged = m.r.classify(aerr, n)
 			switch {
 			case aerr == nil || !c.owner || c.limit == 0 || c.limit == m.r.max:
-			case m.r.build != nil && n == 1:
-				first = judged
-				return fault.Permanent(errOtherLimit)
+			case m.r.build != nil:
+				if n == 1 {
+					// The limit was read during this attempt: the pipeline of that limit
+					// goes on from it.
+					first = judged
+					return fault.Permanent(errOtherLimit)
+				}
 			case n >= c.max() && retry.DefaultShouldRetry(judged):
 				limited = true
 				return fault.Permanent(judged)
