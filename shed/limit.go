@@ -11,7 +11,10 @@ import (
 
 // Defaults of the adaptive limit, for zero Options fields.
 const (
-	DefaultInitialLimit = 20
+	// DefaultInitialLimit is the limit before any measurement: the largest, so that a
+	// healthy server is never refused while the limit learns; it comes down only on
+	// evidence of congestion (latency above Tolerance, goroutines waiting for a CPU).
+	DefaultInitialLimit = DefaultMaxLimit
 	// DefaultMinLimit is one request in flight: a server on one core whose work is
 	// CPU-bound serves best at about that many.
 	DefaultMinLimit = 1
@@ -23,8 +26,8 @@ const (
 	// DefaultHeadroom is the least a saturated window with good latency adds to the
 	// limit.
 	DefaultHeadroom = 4
-	// DefaultWindow is the sample window: short enough that a limit doubling each
-	// window reaches 20 × 2⁵ = 640 in half a second.
+	// DefaultWindow is the sample window: short enough that a limit halving each
+	// window comes down from 1000 to 8 within a second.
 	DefaultWindow     = 100 * time.Millisecond
 	DefaultMinSamples = 10
 	// DefaultLongWindows is how many window means the baseline remembers: the
@@ -32,11 +35,19 @@ const (
 	// windows at the latest (10 s at the default Window) and an improvement within
 	// three.
 	DefaultLongWindows = 100
-	// baselineRank is the baseline's rank among the windows remembered.
-	baselineRank = 3
+	// baselineRank is the baseline's rank among the windows remembered, once
+	// baselineKnown × (baselineRank − 1) windows are.
+	baselineRank  = 3
+	baselineKnown = 10
 	// DefaultLatencySamples is how many latencies a window aims to hold: once a
 	// window admits more requests than this, the next times a random share of them.
 	DefaultLatencySamples = 256
+	// DefaultSchedLatency is the wait for a CPU, at the 90th percentile of a window's
+	// goroutines, over which the shedder starts refusing new work (see
+	// LimitOptions.SchedLatency).
+	DefaultSchedLatency = 5 * time.Millisecond
+	// SchedLatencyOff, as LimitOptions.SchedLatency, turns the CPU guard off.
+	SchedLatencyOff = -1
 )
 
 // Growth and the test for a latency that fewer requests in flight do not lower.
@@ -80,6 +91,10 @@ const (
 	// server's own dependency failed) measured nothing: the limit returns to where the
 	// series of probes began.
 	probeStale = 3
+	// A window whose latency is over clampAt × Tolerance above the baseline, with
+	// less than half the limit in use, brings the limit down to twice the in-flight
+	// peak before it is judged.
+	clampAt = 3
 )
 
 // gradient is the adaptive concurrency limit. Each sample window (Window old and
@@ -261,10 +276,10 @@ func (g *gradient) baselineLocked() float64 {
 	if known == 0 {
 		return math.Inf(1)
 	}
-	if known < baselineRank {
-		return ranked[0] // the best while fewer are known
-	}
-	return ranked[baselineRank-1]
+	// The best while few are known, the second from baselineKnown windows on, the
+	// third from twice that: three windows of a surge from the start must not make
+	// the baseline of a server that was idle in the first.
+	return ranked[min(baselineRank, known/baselineKnown+1)-1]
 }
 
 // sample records the latency of a request [gradient.admitted] chose to time; admitted
@@ -320,10 +335,11 @@ func (g *gradient) sample(now time.Time, rtt time.Duration, admitted, refused ui
 		return 0, false
 	}
 	old := int64(g.limit)
-	g.closeLocked(w)
-	if g.cpu != nil {
-		g.cpu.update(now)
-	}
+	// A window in which goroutines waited for a CPU is the CPU guard's to answer: its
+	// latency rose with the wait, which a lower limit does not shorten when the CPU
+	// is taken by other processes, and which the guard sheds for when it is this one's.
+	cpuBusy := g.cpu != nil && g.cpu.update(now)
+	g.closeLocked(w, cpuBusy)
 	return int64(g.limit), int64(g.limit) != old
 }
 
@@ -336,8 +352,9 @@ func since(now, then uint64) uint64 {
 	return now - then
 }
 
-// closeLocked moves the limit on what window w saw; see [gradient]. mu must be held.
-func (g *gradient) closeLocked(w window) {
+// closeLocked moves the limit on what window w saw; see [gradient]. A window whose
+// goroutines waited for a CPU (cpuBusy) does not lower it. mu must be held.
+func (g *gradient) closeLocked(w window, cpuBusy bool) {
 	// A window enters the baseline at its mean plus its standard error and is judged
 	// at its mean less it: over noisy latencies (a database's query times), the best
 	// of a hundred windows' means is far below what any concurrency achieves, and
@@ -372,6 +389,16 @@ func (g *gradient) closeLocked(w window) {
 		return
 	}
 	r := max(w.short-w.err, 0) / base
+	if cpuBusy && r > g.tol {
+		return
+	}
+	if r > clampAt*g.tol && w.used > 0 && float64(w.used) < g.limit/2 {
+		// Far above the tolerance, well under the limit (it starts at the largest):
+		// judge the limit as twice what was used, so that it comes down from there. A
+		// latency within clampAt of the tolerance is left to the windows that fill
+		// half the limit: a dependency twice as slow is no reason to refuse.
+		g.limit = math.Max(g.min, 2*float64(w.used))
+	}
 	switch {
 	case r <= g.tol:
 		g.episodeWindows = 0

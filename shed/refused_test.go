@@ -34,8 +34,10 @@ func TestMiddleware_RefusalsTellBackstopCallersWhenToComeBack(t *testing.T) {
 	require.Equal(t, "1", w.Header().Get("Retry-After"))
 	require.Equal(t, "100", w.Header().Get(callpath.HeaderRetryAfterMillis), "a brief refusal: the queue interval")
 
-	for range 2 { // a second of nothing but refusals: the base rises above 1 s
-		h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/", nil))
+	for range 2 { // a second of nothing but refusals, 100 of them: the base rises above 1 s
+		for range 100 {
+			h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/", nil))
+		}
 		clock.Advance(time.Second)
 	}
 	w = httptest.NewRecorder()

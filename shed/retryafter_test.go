@@ -109,3 +109,56 @@ func FuzzJitterSeconds(f *testing.F) {
 		}
 	})
 }
+
+// TestRetryAfter_ALoneClientIsToldTheBase: one slot busy and one client that comes
+// back when told, each time at the top of the jitter. A refusal or two in a second
+// is no evidence of pressure: each Retry-After is at most 2 s (base 1 s), not the 20
+// to 30 s that one refusal out of one request would read as.
+func TestRetryAfter_ALoneClientIsToldTheBase(t *testing.T) {
+	clock := policytest.NewClock(time.Unix(1e9, 0))
+	s := MustNew(Options{Limit: LimitOptions{Fixed: 1}, Queue: QueueOptions{Max: -1}, Clock: clock, Rand: pinnedRand(0.9999)})
+	held, _ := s.Admit(context.Background(), PriorityDefault)
+	defer held.Release()
+	for try := range 6 {
+		_, why, ra := s.tryAdmit(context.Background(), PriorityDefault)
+		if why != ReasonLimit {
+			t.Fatalf("try %d: %v; want refused at the limit", try, why)
+		}
+		if ra.secs > 2 {
+			t.Errorf("try %d of a lone client: Retry-After %d s; want ≤ 2 s", try, ra.secs)
+		}
+		clock.Advance(time.Duration(ra.secs) * time.Second)
+	}
+}
+
+// TestPressure_ShareNeedsMoreThanAHandful: the refused share counts pressurePrior
+// admitted requests besides those seen, so a few refusals read as little pressure and
+// a busy second's hundreds as what they are.
+func TestPressure_ShareNeedsMoreThanAHandful(t *testing.T) {
+	for _, tt := range []struct {
+		admitted, refused uint64
+		want              int64
+	}{
+		{0, 1, 1},     // 1 / 11: 1 s
+		{0, 3, 1},     // 3 / 13 = 23 %: 1 s
+		{0, 10, 2},    // 10 / 20 = half: 2 s
+		{0, 1000, 20}, // 1000 / 1010: 101 s, at most 20 (20 + 10 = 30 s)
+		{500, 500, 2}, // 500 / 1010: 2 s
+		{100, 900, 9}, // 900 / 1010 = 89 %: 9.2 s, rounded
+	} {
+		p := pressure{max: 30, base: 1}
+		now := time.Unix(1e9, 0)
+		p.current(now, 0)
+		for range tt.refused {
+			p.reject(now, 0)
+		}
+		if got := p.current(now.Add(time.Second), tt.admitted); got != tt.want {
+			t.Errorf("base after %d admitted and %d refused in a second = %d s; want %d s", tt.admitted, tt.refused, got, tt.want)
+		}
+	}
+}
+
+// pinnedRand is a policy.Rand whose every draw is its value.
+type pinnedRand float64
+
+func (r pinnedRand) Float64() float64 { return float64(r) }

@@ -139,9 +139,10 @@ func (c *cpuGuard) refuses(p Priority, u float64) bool {
 	return u < share
 }
 
-// update moves the share on the latency of the window just closed, at now. Its
-// callers hold the gradient's lock.
-func (c *cpuGuard) update(now time.Time) {
+// update moves the share on the latency of the window just closed, at now, and
+// reports whether goroutines waited over the target for a CPU. Its callers hold the
+// gradient's lock.
+func (c *cpuGuard) update(now time.Time) (saturated bool) {
 	prev := c.last.Swap(now.UnixNano())
 	admitted, refused, inflight := c.counts()
 	age := time.Duration(now.UnixNano() - prev).Seconds()
@@ -161,8 +162,9 @@ func (c *cpuGuard) update(now time.Time) {
 	share := float64(c.share.Load()) / cpuScale
 	switch {
 	case n == 0:
-		return
+		return false
 	case lat > c.target:
+		saturated = true
 		share = math.Min(cpuMaxShare, share+cpuStep)
 	case lat <= c.target/2:
 		if share /= 2; share < 0.01 {
@@ -176,6 +178,7 @@ func (c *cpuGuard) update(now time.Time) {
 	share = math.Min(share, limit)
 	c.cap.Store(uint32(limit * cpuScale))
 	c.share.Store(uint32(share * cpuScale))
+	return saturated
 }
 
 // due reports whether a window has passed since the share last moved.

@@ -40,7 +40,8 @@ func TestPercentileSince_CountsOnlyWhatTheWindowAdded(t *testing.T) {
 // within a few windows.
 func TestSchedLatency_RefusesWhileTheCPUsAreSaturated(t *testing.T) {
 	clock := policytest.NewClock(time.Unix(1e9, 0))
-	s := MustNew(Options{Clock: clock, Rand: policy.SeededRand(5, 6), Limit: LimitOptions{SchedLatency: 5 * time.Millisecond},
+	// The limit is held at 20: the guard is under test, not the limit.
+	s := MustNew(Options{Clock: clock, Rand: policy.SeededRand(5, 6), Limit: LimitOptions{Max: 20, SchedLatency: 5 * time.Millisecond},
 		Queue: QueueOptions{Max: -1}})
 	wait := 50 * time.Millisecond
 	s.adaptive.cpu.read = func() (time.Duration, uint64) { return wait, 100 }
@@ -126,14 +127,13 @@ func TestSchedLatency_RefusesWhileTheCPUsAreSaturated(t *testing.T) {
 	}
 }
 
-// Without SchedLatency the guard is off: a shedder never reads the runtime's
-// scheduling latencies.
-func TestSchedLatency_OffByDefault(t *testing.T) {
-	if s := MustNew(Options{}); s.adaptive.cpu != nil {
-		t.Errorf("a zero Options' shedder watches the CPUs; want it off by default")
+// The guard is on by default at DefaultSchedLatency, and SchedLatencyOff turns it off.
+func TestSchedLatency_OnByDefaultAndOff(t *testing.T) {
+	if s := MustNew(Options{}); s.adaptive.cpu == nil || s.adaptive.cpu.target != DefaultSchedLatency {
+		t.Errorf("a zero Options' shedder does not watch the CPUs at %v; want it on by default", DefaultSchedLatency)
 	}
-	if _, err := New(Options{Limit: LimitOptions{SchedLatency: -time.Millisecond}}); err == nil {
-		t.Errorf("New(Limit.SchedLatency -1ms) = nil error; want it refused")
+	if s := MustNew(Options{Limit: LimitOptions{SchedLatency: SchedLatencyOff}}); s.adaptive.cpu != nil {
+		t.Errorf("New(Limit.SchedLatency SchedLatencyOff) watches the CPUs; want the guard off")
 	}
 	if _, err := New(Options{Limit: LimitOptions{Fixed: 4, SchedLatency: time.Millisecond}}); err == nil {
 		t.Errorf("New(Limit.Fixed 4, Limit.SchedLatency 1ms) = nil error; want it refused: it applies to the adaptive limit")
@@ -154,5 +154,48 @@ func TestSchedReader_ReadsTheRuntime(t *testing.T) {
 	}
 	if _, n := r.read(); n == 0 {
 		t.Errorf("read after 100 goroutines ran: 0 latencies; want some")
+	}
+}
+
+// TestSchedLatency_AWaitForTheCPUDoesNotLowerTheLimit: a handler of 20 ms whose
+// latency grows 8× while goroutines wait 50 ms for a CPU (other processes take it) is
+// not refused by the limit: the window is the CPU guard's to judge, and it refuses
+// no more than the work that piles up.
+func TestSchedLatency_AWaitForTheCPUDoesNotLowerTheLimit(t *testing.T) {
+	clock := policytest.NewClock(time.Unix(1e9, 0))
+	s := MustNew(Options{Clock: clock, Rand: policy.SeededRand(1, 2), Queue: QueueOptions{Max: -1}})
+	wait := time.Duration(0)
+	s.adaptive.cpu.read = func() (time.Duration, uint64) { return wait, 100 }
+	ctx := context.Background()
+	refused := 0
+	// 100 requests in flight, each taking latency, for d.
+	run := func(latency, d time.Duration) {
+		for end := clock.Now().Add(d); clock.Now().Before(end); {
+			permits := make([]Permit, 0, 100)
+			for range 100 {
+				p, why := s.Admit(ctx, PriorityDefault)
+				if why != ReasonNone {
+					refused++
+					continue
+				}
+				permits = append(permits, p)
+			}
+			clock.Advance(latency)
+			for _, p := range permits {
+				p.Release()
+			}
+		}
+	}
+	run(20*time.Millisecond, 2*time.Second)
+	wait = 50 * time.Millisecond
+	run(160*time.Millisecond, 2*time.Second) // 8× the baseline: over clampAt × Tolerance
+	if refused != 0 || s.Limit() != DefaultMaxLimit {
+		t.Errorf("%d refused, limit %d, while the CPU is taken by others and the work keeps up; want none refused and the limit at %d",
+			refused, s.Limit(), DefaultMaxLimit)
+	}
+	wait = 0
+	run(160*time.Millisecond, 2*time.Second) // the same latency without the wait: congestion
+	if s.Limit() >= DefaultMaxLimit {
+		t.Errorf("limit %d after 2 s at 8× the baseline latency with no wait for a CPU; want it lowered", s.Limit())
 	}
 }

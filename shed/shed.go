@@ -162,18 +162,19 @@ type LimitOptions struct {
 	// at the rate of the one before ÷ LatencySamples, so a busy server does not read
 	// the clock twice per request.
 	LatencySamples int
-	// SchedLatency, if > 0, also watches this process's CPUs: when goroutines have
-	// waited longer than SchedLatency for one (the 90th percentile of the runtime's
+	// SchedLatency also watches this process's CPUs: when goroutines have waited
+	// longer than SchedLatency for one (the 90th percentile of the runtime's
 	// /sched/latencies:seconds over a Window), requests are queueing where no
 	// concurrency limit sees them — in the run queue, in sockets, in clients' pools —
-	// as on a CPU-bound server whose handlers run to completion one after another, so
-	// that only one is ever in flight. The shedder then refuses a share of new work
-	// (ReasonCPU; critical work never, sheddable work first), 10 points more each such
-	// window, up to 95 %, halving each window the wait is under half of SchedLatency.
-	// Refusing is cheap, so the queue in front drains. 0 means off, the default: the
-	// latency is the whole process's, so turn it on where the process is the server,
-	// not one of several servers or beside batch work in one process. 5–10 ms suits most
-	// servers. Negative is refused.
+	// as on a CPU-bound server whose handlers run to completion one after another.
+	// The shedder then refuses a share of new work (ReasonCPU; critical work never,
+	// sheddable work first), 10 points more each such window, halving each window the
+	// wait is under half of SchedLatency. The share is capped by the work that piles
+	// up: it never refuses more than arrivals exceed the most the server has
+	// completed, so a server whose work keeps up is not refused for a busy machine.
+	// 0 means DefaultSchedLatency (5 ms). SchedLatencyOff (any negative value) turns
+	// the guard off: do so where the process runs CPU-heavy batch work beside its
+	// server, whose goroutines wait for the CPU without the server being overloaded.
 	SchedLatency time.Duration
 }
 
@@ -366,7 +367,7 @@ func adaptiveFields(o Options) []string {
 		{"Limit.Initial", o.Limit.Initial != 0}, {"Limit.Min", o.Limit.Min != 0}, {"Limit.Max", o.Limit.Max != 0},
 		{"Limit.Smoothing", o.Limit.Smoothing != 0}, {"Limit.Tolerance", o.Limit.Tolerance != 0}, {"Limit.Headroom", o.Limit.Headroom != 0},
 		{"Limit.Window", o.Limit.Window != 0}, {"Limit.MinSamples", o.Limit.MinSamples != 0},
-		{"Limit.LatencySamples", o.Limit.LatencySamples != 0}, {"Limit.SchedLatency", o.Limit.SchedLatency != 0},
+		{"Limit.LatencySamples", o.Limit.LatencySamples != 0}, {"Limit.SchedLatency", o.Limit.SchedLatency > 0},
 	} {
 		if f.set {
 			set = append(set, f.name)
@@ -435,10 +436,8 @@ func (s *Shedder) limits(o Options) error {
 		return bad("Limit.Headroom is %v; want ≥ 0", o.Limit.Headroom)
 	case g.window < 0:
 		return bad("Limit.Window is %v; want > 0, or 0 for the default %v", o.Limit.Window, DefaultWindow)
-	case o.Limit.SchedLatency < 0:
-		return bad("Limit.SchedLatency is %v; want > 0, or 0 for none", o.Limit.SchedLatency)
-	case o.Limit.SchedLatency > 0:
-		g.cpu = &cpuGuard{target: o.Limit.SchedLatency, read: newSchedReader().read}
+	case o.Limit.SchedLatency >= 0:
+		g.cpu = &cpuGuard{target: orDefaultD(o.Limit.SchedLatency, DefaultSchedLatency), read: newSchedReader().read}
 	}
 	g.limit = float64(initial)
 	s.adaptive = g
@@ -758,6 +757,10 @@ func jitterSeconds(base int64, r float64) int {
 	return int(base + min(extra, span))
 }
 
+// pressurePrior is how many admitted requests the refused share assumes besides
+// those counted: 1 refusal alone reads as 9 %, 10 of 10 as half, 1 000 of 1 000 as 99 %.
+const pressurePrior = 10
+
 // pressure estimates the Retry-After base from the share of requests refused.
 type pressure struct {
 	max int64 // MaxRetryAfter, whole seconds
@@ -793,7 +796,10 @@ func (p *pressure) rollLocked(now time.Time, admitted uint64) {
 	if age >= 2*time.Second || p.refused == 0 {
 		p.base = 1 // a calm second (or more) since the refusals counted
 	} else {
-		share := float64(p.refused) / float64(p.refused+since(admitted, p.admitted))
+		// A handful of requests says little: a lone client refused once must not
+		// read as all of the traffic refused. The share counts pressurePrior requests
+		// admitted besides those seen, which a busy second's hundreds outweigh.
+		share := float64(p.refused) / (float64(p.refused+since(admitted, p.admitted)) + pressurePrior)
 		p.base = baseFor(share, p.max)
 	}
 	p.since, p.admitted, p.refused = now, admitted, 0

@@ -77,14 +77,14 @@ func TestNew_DefaultsGiveWayToTheUsersRange(t *testing.T) {
 		o     shed.Options
 		limit int
 	}{
-		{shed.Options{Limit: shed.LimitOptions{Max: 10}}, 10},     // initial 20 clamped down to the max
-		{shed.Options{Limit: shed.LimitOptions{Min: 50}}, 50},     // initial 20 raised to the min
+		{shed.Options{Limit: shed.LimitOptions{Max: 10}}, 10},     // initial: the max set
+		{shed.Options{Limit: shed.LimitOptions{Min: 50}}, 1000},   // initial: the default max, above the min
 		{shed.Options{Limit: shed.LimitOptions{Max: 2}}, 2},       // default min 4 lowered to the max
 		{shed.Options{Limit: shed.LimitOptions{Min: 2000}}, 2000}, // default max 1000 raised to the min
 		{shed.Options{Limit: shed.LimitOptions{Initial: 2000}}, 2000},
 		{shed.Options{Limit: shed.LimitOptions{Initial: 2}}, 2},
-		{shed.Options{Queue: shed.QueueOptions{Target: 200 * time.Millisecond}}, 20}, // interval raised to the target
-		{shed.Options{Queue: shed.QueueOptions{Interval: 2 * time.Millisecond}}, 20}, // target lowered to the interval
+		{shed.Options{Queue: shed.QueueOptions{Target: 200 * time.Millisecond}}, 1000}, // interval raised to the target
+		{shed.Options{Queue: shed.QueueOptions{Interval: 2 * time.Millisecond}}, 1000}, // target lowered to the interval
 	} {
 		s, err := shed.New(tt.o)
 		if err != nil {
@@ -442,7 +442,9 @@ func TestRetryAfter_FollowsTheShareRefused(t *testing.T) {
 	top := shed.MustNew(shed.Options{Limit: shed.LimitOptions{Fixed: 1}, Queue: shed.QueueOptions{Max: -1}, Clock: clock, Rand: pinned(0.9999), Refusal: shed.RefusalOptions{MaxRetryAfter: 8 * time.Second}})
 	held, _ := top.Admit(context.Background(), shed.PriorityDefault)
 	for range 3 {
-		_, _ = top.Admit(context.Background(), shed.PriorityDefault)
+		for range 100 {
+			_, _ = top.Admit(context.Background(), shed.PriorityDefault)
+		}
 		clock.Advance(time.Second)
 	}
 	require.Equal(t, time.Duration(8)*time.Second, top.RetryAfter(), "base 5 with the most jitter: 5 + 3 = Refusal.MaxRetryAfter, never above")
@@ -457,7 +459,9 @@ func TestRetryAfter_FollowsTheShareRefused(t *testing.T) {
 	held2, _ := busy.Admit(context.Background(), shed.PriorityDefault)
 	defer held2.Release()
 	for range 2 { // everything refused for a second: base 20 (20 + 10 = MaxRetryAfter 30 s)
-		_, _ = busy.Admit(context.Background(), shed.PriorityDefault)
+		for range 1000 {
+			_, _ = busy.Admit(context.Background(), shed.PriorityDefault)
+		}
 		clock2.Advance(time.Second)
 	}
 	seen := map[int]int{}

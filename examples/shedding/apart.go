@@ -24,7 +24,7 @@ import (
 // started with serveEnv set; it serves the work on one loopback port and a control
 // API on another, and exits when its standard input closes.
 const (
-	serveEnv      = "BACKSTOP_SHEDDING_SERVE"      // "bare", "shed" or "shed-cpu"
+	serveEnv      = "BACKSTOP_SHEDDING_SERVE"      // "bare" or "shed"
 	iterationsEnv = "BACKSTOP_SHEDDING_ITERATIONS" // burn's iterations per request
 )
 
@@ -41,10 +41,6 @@ func serveApart(mode string) error {
 	case "bare":
 	case "shed":
 		s = shed.MustNew(shed.Options{Name: "overload"})
-		h = shed.Middleware(h, s)
-	case "shed-cpu":
-		// The process is the server: the shedder may read its CPU's queue too.
-		s = shed.MustNew(shed.Options{Name: "overload", Limit: shed.LimitOptions{SchedLatency: schedLatency}})
 		h = shed.Middleware(h, s)
 	default:
 		return fmt.Errorf("%s=%q: want bare or shed", serveEnv, mode)
@@ -96,8 +92,7 @@ type apart struct {
 }
 
 // startApart starts a child serving burn(iterations) per request, on one core: bare,
-// behind a shedder ("shed"), or behind one that also reads the CPU's queue
-// ("shed-cpu", shed.LimitOptions.SchedLatency).
+// or behind a shedder of zero Options ("shed").
 func startApart(iterations int, mode string) (*apart, error) {
 	exe, err := os.Executable()
 	if err != nil {
