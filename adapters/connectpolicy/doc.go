@@ -26,8 +26,10 @@
 // Unary calls run through the pipeline: each attempt is one call, judged by its code
 // ([Options].RetryableCodes, by default unavailable) and by the server's metadata
 // ([Classify]: gRFC A6's pushback waited exactly, Retry-After, a Backstop server's
-// refusal). Streams carry the ownership and are not retried: their messages are the
-// caller's. A call under an owner makes one attempt, and its error, still marked
+// refusal). The idempotency level (connect.WithIdempotency) changes neither: connect-go
+// retries no level, and the retryable codes say the server did not run the call; a
+// no-side-effects call sent as an HTTP GET is retried as a GET. Streams carry the
+// ownership and are not retried: their messages are the caller's. A call under an owner makes one attempt, and its error, still marked
 // retryable, goes up to that owner.
 //
 // # Shedding
