@@ -42,8 +42,8 @@
 //
 // A call is a gRPC call when its context carries a [GRPCCall]: package grpcmetrics
 // starts one for every call of a channel, from interceptors that stand outside the
-// pipeline's (policygrpc's). The pipeline's events, read by any policyotel Observer
-// that observes it, fill the call in.
+// pipeline's (policygrpc's). The pipeline's events fill the call in when the Observer
+// that started it observes the pipeline.
 //
 //   - Retries and hedges are the attempts the pipeline's retry or hedge started after
 //     the first, whether or not a stage inside it refused one before it was sent. A

@@ -67,10 +67,11 @@ func newGRPCInstruments(m metric.Meter) (*grpcInstruments, []error) {
 // time no attempt was in flight between them. Start one with
 // [Observer.StartGRPCCall]; package grpcmetrics does it for a channel.
 //
-// The events of a pipeline observed by any policyotel Observer feed the GRPCCall found
-// in their context. A GRPCCall is safe for concurrent use: a hedge's attempts report
-// from goroutines of their own.
+// The events of a pipeline feed the GRPCCall found in their context if the Observer
+// that started it observes the pipeline (alone, or among others). A GRPCCall is safe
+// for concurrent use: a hedge's attempts report from goroutines of their own.
 type GRPCCall struct {
+	o     *Observer
 	inst  *grpcInstruments
 	clock policy.Clock
 	attrs metric.MeasurementOption // grpc.method, grpc.target
@@ -97,7 +98,11 @@ type grpcCallKey struct{}
 // Start the call outside the pipeline that runs it (before policygrpc's interceptor),
 // so that the pipeline's events carry it, and end it with [GRPCCall.End].
 func (o *Observer) StartGRPCCall(ctx context.Context, method, target string, clock policy.Clock) (context.Context, *GRPCCall) {
+	if !o.grpcCalls.Load() {
+		o.grpcCalls.Store(true)
+	}
 	c := &GRPCCall{
+		o:     o,
 		inst:  o.grpc,
 		clock: policy.ClockOr(clock),
 		attrs: metric.WithAttributeSet(attribute.NewSet(
@@ -181,9 +186,13 @@ func (c *GRPCCall) observe(e event.Event) {
 	}
 }
 
-// observeGRPC hands e to the GRPCCall its context carries, if it carries one.
-func observeGRPC(e event.Event) {
-	if c := GRPCCallFrom(e.Context); c != nil {
+// observeGRPC hands e to the GRPCCall its context carries, if o started it. Until o
+// has started one it costs an atomic load, not a walk up the context.
+func (o *Observer) observeGRPC(e event.Event) {
+	if !o.grpcCalls.Load() {
+		return
+	}
+	if c := GRPCCallFrom(e.Context); c != nil && c.o == o {
 		c.observe(e)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
+	"github.com/backstop-go/backstop/event"
 	"github.com/backstop-go/backstop/fault"
 	"github.com/backstop-go/backstop/policy"
 	"github.com/backstop-go/backstop/policy/policytest"
@@ -104,4 +105,30 @@ func TestGRPCCall_EventsWithoutCallAreIgnored(t *testing.T) {
 	}
 	require.Equal(t, int64(2), sum(t, got["backstop.attempts"], attribute.String("pipeline", ""), attribute.String("outcome", "failure"))+
 		sum(t, got["backstop.attempts"], attribute.String("pipeline", ""), attribute.String("outcome", "success")), "attempts")
+}
+
+// TestGRPCCall_TwoObservers: a pipeline observed by two policyotel Observers feeds a
+// GRPCCall from the one that started it only, so that its attempts count once.
+func TestGRPCCall_TwoObservers(t *testing.T) {
+	obs, reader, _, _ := setup(t)
+	other, _, _, _ := setup(t)
+	clock := policytest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)).AutoAdvance(true)
+	p := policy.MustWrap(retry.MustNew(retry.Options{MaxAttempts: 3, Clock: clock, Rand: policytest.NewRand(0.5)})).
+		With(policy.Observe(event.Observers(other, obs)))
+	ctx, call := obs.StartGRPCCall(context.Background(), "pkg.Service/Method", "dns:///svc:443", clock)
+	n := 0
+	require.NoError(t, p.Do(ctx, func(context.Context) error {
+		if n++; n == 1 {
+			return fault.Retryable(errDown)
+		}
+		return nil
+	}))
+	call.End(ctx)
+	retries, ok := histogram[int64](t, reader, policyotel.MetricGRPCRetries)
+	require.True(t, ok, "no %s point", policyotel.MetricGRPCRetries)
+	require.Equal(t, int64(1), retries.Sum, "retries")
+	_, hedged := histogram[int64](t, reader, policyotel.MetricGRPCHedges)
+	require.False(t, hedged, "a retried call observed twice recorded hedges")
+	delay, _ := histogram[float64](t, reader, policyotel.MetricGRPCRetryDelay)
+	require.InDelta(t, 0.05, delay.Sum, 1e-9, "retry delay: 0.5 × 100ms")
 }

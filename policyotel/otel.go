@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -26,6 +27,7 @@ type Observer struct {
 	state                                                                     metric.Int64Gauge
 	adm                                                                       *admission // fallbacks, bulkheads, rate limiters
 	grpc                                                                      *grpcInstruments
+	grpcCalls                                                                 atomic.Bool // StartGRPCCall was called
 
 	// Read at every collection: the budgets and shedders added with AddBudget and AddShedder.
 	budgetLevel            metric.Float64ObservableGauge
@@ -237,7 +239,7 @@ func (o *Observer) Observe(e event.Event) {
 			span.AddEvent("backstop.call.rejected", stamp(e, trace.WithAttributes(pipeline, refusalType(e.Err)))...)
 		}
 	case event.AttemptStart:
-		observeGRPC(e)
+		o.observeGRPC(e)
 		if recording {
 			attrs := []attribute.KeyValue{pipeline, attribute.Int("backstop.attempt", e.Attempt)}
 			if e.Attempt > 1 {
@@ -246,10 +248,10 @@ func (o *Observer) Observe(e event.Event) {
 			span.AddEvent("backstop.attempt", stamp(e, trace.WithAttributes(attrs...))...)
 		}
 	case event.AttemptEnd:
-		observeGRPC(e)
+		o.observeGRPC(e)
 		o.attempts.Add(ctx, 1, metric.WithAttributes(pipeline, attribute.String("outcome", policy.Outcome(e.Err))))
 	case event.RetryScheduled:
-		observeGRPC(e)
+		o.observeGRPC(e)
 		o.retries.Add(ctx, 1, metric.WithAttributes(pipeline, attribute.String("reason", e.Reason)))
 		if recording {
 			span.AddEvent("backstop.retry", trace.WithTimestamp(e.Time), trace.WithAttributes(pipeline,

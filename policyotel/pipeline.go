@@ -80,13 +80,13 @@ func (p *pipelineObserver) Observe(e event.Event) {
 			}
 		}
 	case event.AttemptEnd:
-		observeGRPC(e)
+		p.o.observeGRPC(e)
 		p.o.attempts.Add(contextOf(e), 1, p.byOutcome[outcomeIndex(policy.Outcome(e.Err))]...)
 	case event.AttemptStart:
 		if e.Context != nil && trace.SpanFromContext(e.Context).IsRecording() {
 			p.o.Observe(e) // the attempt's span event, and the gRPC call's count
 		} else {
-			observeGRPC(e)
+			p.o.observeGRPC(e)
 		}
 	default:
 		p.o.Observe(e)

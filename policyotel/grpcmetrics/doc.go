@@ -6,7 +6,7 @@
 // # Wiring
 //
 // Put [DialOptions] before policygrpc's, so that its interceptors stand outside the
-// ones that run the pipeline, and observe the pipeline with a policyotel Observer:
+// ones that run the pipeline, and observe the pipeline with the same Observer:
 //
 //	obs, err := policyotel.New(mp)
 //	p = p.With(policy.Observe(obs))
