@@ -95,7 +95,7 @@ type QuotaStore interface {
 }
 
 // Options configure a [Shedder]. The zero value is valid: an adaptive limit starting
-// at 20 in flight, within [1, 1000], a queue of 64, status 429.
+// at 1000 in flight, within [1, 1000], a CPU guard at 5 ms, a queue of 64, status 429.
 type Options struct {
 	// Name labels the shedder's events and metrics; "" means "shed".
 	Name string
@@ -138,7 +138,7 @@ type LimitOptions struct {
 	// Fixed, if > 0, fixes the limit and turns the adaptive limit off; the other
 	// fields must then be zero.
 	Fixed int
-	// Initial, Min and Max bound the adaptive limit; 0 means DefaultInitialLimit (20),
+	// Initial, Min and Max bound the adaptive limit; 0 means the Max (DefaultInitialLimit),
 	// DefaultMinLimit (1), DefaultMaxLimit (1000).
 	Initial, Min, Max int
 	// Smoothing is how far the limit moves towards its target in a window whose
