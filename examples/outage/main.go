@@ -29,9 +29,9 @@
 //
 // It claims, for every fault: both recoveries within 1 s; at least 90 % of calls
 // answered in the second after recovery; at most 1.5 probes per second while the
-// upstream is down. It exits non-zero naming each claim that failed, after the
-// line "outage: FAILED: …"; "outage: ok" when every claim held. -out writes the
-// figures to summary.json.
+// upstream is down. Its last line is "outage: ok" when every claim held; else it
+// is "outage: FAILED: " and the claims that failed, and the exit status is 1. -out
+// writes the figures to summary.json.
 package main
 
 import (
@@ -85,11 +85,12 @@ func main() {
 			os.Exit(1)
 		}
 		report(fg)
+		fg.Failed = claims(fg)
 		all = append(all, fg)
-		failed = append(failed, claims(fg)...)
+		failed = append(failed, fg.Failed...)
 	}
 	if *out != "" {
-		b, err := json.MarshalIndent(all, "", "  ")
+		b, err := json.MarshalIndent(summary{Short: *short, OK: len(failed) == 0, Faults: all}, "", "  ")
 		if err == nil {
 			err = os.WriteFile(filepath.Join(*out, "summary.json"), append(b, '\n'), 0o644)
 		}
@@ -107,6 +108,13 @@ func main() {
 		os.Exit(1)
 	}
 	fmt.Println("outage: ok")
+}
+
+// summary is what summary.json holds.
+type summary struct {
+	Short  bool      `json:"short"`
+	OK     bool      `json:"ok"` // every claim held
+	Faults []figures `json:"faults"`
 }
 
 func names() []string {
@@ -172,7 +180,7 @@ func secs(s float64) string {
 
 // claims returns the claims that f breaks, each naming the fault and the figure.
 func claims(f figures) []string {
-	var failed []string
+	failed := []string{} // [] in summary.json when every claim held
 	if f.FirstOK < 0 || f.FirstOK > maxRecovery.Seconds() {
 		failed = append(failed, fmt.Sprintf("%s: first answer %s, want ≤ %v", f.Fault, secs(f.FirstOK), maxRecovery))
 	}

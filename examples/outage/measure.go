@@ -62,6 +62,8 @@ type figures struct {
 	Attempts int      `json:"attempts_in_fault"`
 	Upstream int      `json:"upstream_requests_in_fault"`
 	Open     []period `json:"open_periods"`
+	// Failed names the claims this fault broke.
+	Failed []string `json:"failed_claims"`
 }
 
 // stableShare is the least share of calls answered in every 1-second window for
