@@ -101,14 +101,20 @@ func (o *Observer) StartGRPCCall(ctx context.Context, method, target string, clo
 	if !o.grpcCalls.Load() {
 		o.grpcCalls.Store(true)
 	}
-	c := &GRPCCall{
-		o:     o,
-		inst:  o.grpc,
-		clock: policy.ClockOr(clock),
-		attrs: metric.WithAttributeSet(attribute.NewSet(
-			attribute.String("grpc.method", method), attribute.String("grpc.target", target))),
-	}
+	c := &GRPCCall{o: o, inst: o.grpc, clock: policy.ClockOr(clock), attrs: o.grpcAttrs(method, target)}
 	return context.WithValue(ctx, grpcCallKey{}, c), c
+}
+
+// grpcAttrs returns the attribute set {grpc.method, grpc.target}, made once per pair:
+// both come from bounded sets (generated methods or "other"; the channels' targets).
+func (o *Observer) grpcAttrs(method, target string) metric.MeasurementOption {
+	key := [2]string{method, target}
+	if a, ok := o.grpcSets.Load(key); ok {
+		return a.(metric.MeasurementOption)
+	}
+	a, _ := o.grpcSets.LoadOrStore(key, metric.WithAttributeSet(attribute.NewSet(
+		attribute.String("grpc.method", method), attribute.String("grpc.target", target))))
+	return a.(metric.MeasurementOption)
 }
 
 // GRPCCallFrom returns the GRPCCall ctx carries, or nil.

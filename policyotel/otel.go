@@ -28,6 +28,7 @@ type Observer struct {
 	adm                                                                       *admission // fallbacks, bulkheads, rate limiters
 	grpc                                                                      *grpcInstruments
 	grpcCalls                                                                 atomic.Bool // StartGRPCCall was called
+	grpcSets                                                                  sync.Map    // [2]string{method, target} → its attribute set
 
 	// Read at every collection: the budgets and shedders added with AddBudget and AddShedder.
 	budgetLevel            metric.Float64ObservableGauge

@@ -65,26 +65,21 @@ type stream struct {
 	ctx           context.Context
 	call          *policyotel.GRPCCall
 	serverStreams bool
-	stop          func() bool
+	stop          func() bool // unregisters end from the context; set before the caller has s
 	once          sync.Once
 }
 
 func (s *stream) RecvMsg(m any) error {
 	err := s.ClientStream.RecvMsg(m)
 	if err != nil || !s.serverStreams {
+		s.stop()
 		s.end()
 	}
 	return err
 }
 
-func (s *stream) end() {
-	s.once.Do(func() {
-		if s.stop != nil {
-			s.stop()
-		}
-		s.call.End(s.ctx)
-	})
-}
+// end ends the call once, from RecvMsg or when the stream's context ends.
+func (s *stream) end() { s.once.Do(func() { s.call.End(s.ctx) }) }
 
 // methodAttr is gRFC A66's grpc.method of a client call: the full name without its
 // leading slash if the method was generated from a service definition, "other" if

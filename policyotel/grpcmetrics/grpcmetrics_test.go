@@ -53,6 +53,20 @@ func (s *server) StreamingOutputCall(_ *testgrpc.StreamingOutputCallRequest, str
 	return stream.Send(&testgrpc.StreamingOutputCallResponse{})
 }
 
+func (s *server) StreamingInputCall(stream testgrpc.TestService_StreamingInputCallServer) error {
+	if err := s.answer(stream.Context(), int(s.n.Add(1))); err != nil {
+		return err
+	}
+	for {
+		if _, err := stream.Recv(); err != nil {
+			if errors.Is(err, io.EOF) {
+				return stream.SendAndClose(&testgrpc.StreamingInputCallResponse{})
+			}
+			return err
+		}
+	}
+}
+
 // failing answers its first n requests UNAVAILABLE.
 func failing(n int) func(context.Context, int) error {
 	return func(_ context.Context, i int) error {
@@ -229,4 +243,22 @@ func TestDialOptions_Stream(t *testing.T) {
 	delay, ok := point[float64](t, r.reader, policyotel.MetricGRPCRetryDelay, "s", attrs)
 	require.True(t, ok, "no %s point for the stream", policyotel.MetricGRPCRetryDelay)
 	require.InDelta(t, 0.05, delay.Sum, 1e-9, "retry delay: 0.5 × 100ms")
+}
+
+// TestDialOptions_ClientStream: a client stream ends with its response, which the
+// caller reads once (CloseAndRecv), without an io.EOF: the call is recorded then.
+func TestDialOptions_ClientStream(t *testing.T) {
+	clock := policytest.NewClock(t0).AutoAdvance(true)
+	r := newRig(t, failing(0), clock, retrying(clock))
+	stream, err := r.client.StreamingInputCall(context.Background())
+	require.NoError(t, err)
+	require.NoError(t, stream.Send(&testgrpc.StreamingInputCallRequest{}))
+	_, err = stream.CloseAndRecv()
+	require.NoError(t, err, "CloseAndRecv")
+	attrs := attribute.NewSet(attribute.String("grpc.method", "grpc.testing.TestService/StreamingInputCall"), r.attrs.ToSlice()[1])
+	delay, ok := point[float64](t, r.reader, policyotel.MetricGRPCRetryDelay, "s", attrs)
+	require.True(t, ok, "no %s point for the client stream", policyotel.MetricGRPCRetryDelay)
+	require.Equal(t, uint64(1), delay.Count, "streams recorded")
+	_, ok = point[int64](t, r.reader, policyotel.MetricGRPCRetries, "{retry}", attrs)
+	require.False(t, ok, "a stream with no retry recorded retries")
 }
