@@ -20,16 +20,25 @@ type Options struct {
 }
 
 // DialOptions returns the unary and stream interceptors that start a GRPCCall for
-// every call on the channel and end it, and the stats handler that counts its
+// every call on the channel and end it, and the [StatsHandler] that counts its
 // transparent retries. Put them before the dial options of the pipeline
 // (policygrpc.DialOptions).
 func DialOptions(obs *policyotel.Observer, o Options) []grpc.DialOption {
 	return []grpc.DialOption{
 		grpc.WithChainUnaryInterceptor(UnaryClientInterceptor(obs, o)),
 		grpc.WithChainStreamInterceptor(StreamClientInterceptor(obs, o)),
-		grpc.WithStatsHandler(transparentRetries{}),
+		grpc.WithStatsHandler(StatsHandler()),
 	}
 }
+
+// StatsHandler returns the stats handler that counts each transparent retry into the
+// GRPCCall of its call. gRPC reports every attempt it makes to the stats handlers,
+// transparent retries included; no interceptor sees them.
+//
+// A channel with any stats handler has gRPC build its per-RPC stats events: on
+// grpc-go v1.83 that is 16 allocations per unary call. Use the two interceptors
+// without it to record every instrument but grpc.client.call.transparent_retries.
+func StatsHandler() stats.Handler { return transparentRetries{} }
 
 // UnaryClientInterceptor starts a GRPCCall for each unary call and ends it when the
 // call returns.
@@ -93,9 +102,7 @@ func methodAttr(method string, opts []grpc.CallOption) string {
 	return "other"
 }
 
-// transparentRetries is a stats handler that counts each transparent retry into the
-// GRPCCall of its call. gRPC reports every attempt it makes, transparent retries
-// included, to the stats handlers; no interceptor sees them.
+// transparentRetries is the StatsHandler.
 type transparentRetries struct{}
 
 func (transparentRetries) TagRPC(ctx context.Context, _ *stats.RPCTagInfo) context.Context {
