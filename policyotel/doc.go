@@ -52,8 +52,9 @@
 //     whose every extra attempt followed a failure with nothing else in flight cannot
 //     be told from a retry by its events, and is counted as retries.
 //   - The retry delay is the time with no attempt in flight between an attempt's end
-//     and the next one's start, read on the clock given to StartGRPCCall, as gRPC's
-//     call tracers time it: the backoff slept, plus the retry's own overhead. The
+//     and the next one's start, read on the clock given to [Observer.StartGRPCCall]
+//     (grpcmetrics.Options.Clock), as gRPC's call tracers time it: the backoff
+//     slept, plus the retry's own overhead. The
 //     time before the first attempt, and a backoff the call's end cut short, are not
 //     counted.
 //   - Transparent retries are the attempts gRPC itself sends again, below every
