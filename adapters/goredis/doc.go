@@ -9,8 +9,9 @@
 // DialerRetries (5 by default) dials each connection again. Put a Backstop retry
 // around such a client and the two multiply: 3 attempts × 4 sends = 12 sends of one
 // GET to a replica that lost its primary, where either alone makes 4 or 3. go-redis
-// also resends a write whose reply was lost: an INCR whose replies never arrive runs
-// 4 times on the server, 12 under a Backstop retry, once through this package.
+// also resends a write whose reply was lost: an INCR whose reply is lost once runs
+// twice on the server and reports one increment; through this package it runs once,
+// and its error says it may have run ([Once] resolves it).
 //
 // [NewClient] builds the client with its own retries off ([DisableClientRetries])
 // when the pipeline holds a retry, and adds a [Hook] that runs every command and
@@ -41,6 +42,23 @@
 // the command's fault, not the server's (fault.Client: no breaker counts it), and is
 // not retried. A pipeline of commands is retried only if every command in it may run
 // twice, or when its dial failed.
+//
+// # Lost replies
+//
+// When a connection breaks after a command was sent, the command ran if the reply
+// was lost, and did not if the request was; the client cannot tell which. [Once]
+// makes such a command safe to send again. A Lua script runs it and sets a token
+// key to its reply, in one atomic step, unless the token is set already: then the
+// command does not run again and the kept reply is returned. Once sends under
+// [Idempotent], so the hook retries it after a lost reply; when every attempt
+// failed, Once called again with the same token later resolves the outcome:
+//
+//	token := "once:" + requestID // unique per logical call
+//	n, err := goredis.Once(ctx, rdb, token, time.Hour, "incr", "visits").Int64()
+//	if err != nil {
+//		// unknown, for now: send Once(ctx, rdb, token, …) again when the server is
+//		// back; it runs the INCR once, or returns the reply of the run that happened
+//	}
 //
 // Blocking commands (BLPOP, XREAD BLOCK) wait on the server: run them through a
 // pipeline without a per-attempt timeout, or on a client of their own.

@@ -1,6 +1,8 @@
 package goredis_test
 
 import (
+	"context"
+
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -21,4 +23,11 @@ var _ = func(br policy.Policy, addr string) (*redis.Client, error) {
 	}
 	rdb, err := goredis.NewClient(redis.Options{Addr: addr}, p, goredis.Options{})
 	return rdb, err
+}
+
+// The wiring of Once the package documentation shows.
+var _ = func(ctx context.Context, rdb *redis.Client, requestID string) (int64, error) {
+	token := "once:" + requestID // unique per logical call
+	n, err := goredis.Once(ctx, rdb, token, time.Hour, "incr", "visits").Int64()
+	return n, err
 }

@@ -214,3 +214,14 @@ func TestHook_NeverHedged(t *testing.T) {
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	require.Equal(t, 1, n.take(), "sends of a SET under a hedge")
 }
+
+// A missing key is redis.Nil through the adapter, as through go-redis alone: the
+// hook's success is no success of the command.
+func TestHook_KeepsNil(t *testing.T) {
+	s := startRedis(t)
+	c, _ := adapted(t, s.Addr(), policy.MustWrap(retry3()))
+	require.ErrorIs(t, c.Get(bg, "missing").Err(), redis.Nil, "GET of a missing key")
+	require.ErrorIs(t, c.Eval(bg, "return nil", nil).Err(), redis.Nil, "EVAL returning nil")
+	require.NoError(t, c.Set(bg, "k", "v", 0).Err())
+	require.Equal(t, "v", c.Get(bg, "k").Val())
+}

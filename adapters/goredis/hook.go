@@ -109,9 +109,13 @@ func (h *Hook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		// Never hedged: a hedge's attempts run at once, and would write one command's
 		// reply together.
 		ctx = callpath.WithoutRepeats(context.WithValue(ctx, inside{}, h))
+		// raw is what go-redis said of the last attempt: redis.Nil stays the
+		// command's error, as go-redis sets it from what the hooks return.
+		var raw error
 		err := h.p.Do(ctx, func(ctx context.Context) error {
 			cmd.SetErr(nil)
 			err := contextual(ctx, next(ctx, cmd))
+			raw = err
 			if errors.Is(err, redis.Nil) {
 				return nil
 			}
@@ -121,7 +125,7 @@ func (h *Hook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 			cmd.SetErr(err)
 			return err
 		}
-		return cmd.Err()
+		return raw
 	}
 }
 

@@ -31,13 +31,21 @@ func TestMain(m *testing.M) {
 	}
 	// A pool that failed to dial probes the server once a second until it answers or
 	// the client is closed; the probe then ends at its next wake-up.
-	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("github.com/redis/go-redis/v9/internal/pool.(*ConnPool).tryDial"))
+	// Toxiproxy (v2.5.0) can leave a toxic's goroutine blocked on a send when a
+	// connection closes with bytes in flight; it is the proxy's, not the adapter's.
+	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("github.com/redis/go-redis/v9/internal/pool.(*ConnPool).tryDial"),
+		goleak.IgnoreAnyFunction("github.com/Shopify/toxiproxy/v2/toxics.(*ToxicStub).Run"))
 }
 
 // startRedis starts a real redis-server for t, stopped when t ends.
 func startRedis(t testing.TB, args ...string) *fleettest.Server {
 	t.Helper()
 	s, err := fleettest.Start(args...)
+	// fleettest picks a free port and lets it go before the server binds it: under
+	// many connections another socket may take it first. A new port is picked.
+	for try := 0; try < 3 && err != nil && strings.Contains(err.Error(), "Address already in use"); try++ {
+		s, err = fleettest.Start(args...)
+	}
 	if errors.Is(err, fleettest.ErrNoRedis) {
 		t.Skip(err)
 	}
