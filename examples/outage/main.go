@@ -21,8 +21,8 @@
 // -short makes down-long 20 s and every other fault 5 s, for CI.
 //
 // For each fault it prints the recovery: the time from the fault's end to the
-// start of the first answered call that started after it, and to the first call
-// from which every 1-second window of calls is at least 90 % answered. It prints
+// start of the first answered call that started after it, and to the first such
+// call from which every 1-second window of calls is at least 90 % answered. It prints
 // the share answered in the second after the first answer, the calls that passed
 // the breaker during the fault (those before it first opened trip it; those after
 // are probes), the requests sent and received, and the breaker's open periods.
