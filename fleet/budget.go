@@ -27,8 +27,11 @@ const ratioBuckets = 10
 // So members that sync one after another — replicas started together — do not each
 // take a share of the same headroom.
 //
-// KEYS[1] the window's buckets (one hash per bucket, KEYS[1]:n), KEYS[2] the members,
-// KEYS[3] the grants held (hash: member → thousandths of a retry)
+// KEYS[1] the window (hash: "c:bucket" → calls, "r:bucket" → retries, a bucket being
+// the server's time ÷ its width), KEYS[2] the members, KEYS[3] the grants held (hash:
+// member → thousandths of a retry). The script touches no other key, so that Redis
+// Cluster, its proxies and managed equivalents route it by KEYS alone, even while its
+// slot migrates.
 // ARGV[1] calls, ARGV[2] retries, ARGV[3] a bucket's width ms, ARGV[4] the buckets,
 // ARGV[5] this process, ARGV[6] how long a silent member still counts, ms, ARGV[7]
 // Ratio, ARGV[8] the floor (retries per window)
@@ -39,16 +42,23 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local width, n, ttl = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[6])
 local epoch = math.floor(now / width)
-local cur = KEYS[1] .. ':' .. epoch
-if tonumber(ARGV[1]) > 0 then redis.call('HINCRBY', cur, 'c', ARGV[1]) end
-if tonumber(ARGV[2]) > 0 then redis.call('HINCRBY', cur, 'r', ARGV[2]) end
-redis.call('PEXPIRE', cur, width * (n + 1))
+local kind = redis.call('TYPE', KEYS[1])['ok']
+if kind ~= 'hash' and kind ~= 'none' then redis.call('DEL', KEYS[1]) end
+if tonumber(ARGV[1]) > 0 then redis.call('HINCRBY', KEYS[1], 'c:' .. epoch, ARGV[1]) end
+if tonumber(ARGV[2]) > 0 then redis.call('HINCRBY', KEYS[1], 'r:' .. epoch, ARGV[2]) end
 local calls, retries = 0, 0
-for e = epoch - n + 1, epoch do
-  local v = redis.call('HMGET', KEYS[1] .. ':' .. e, 'c', 'r')
-  calls = calls + (tonumber(v[1]) or 0)
-  retries = retries + (tonumber(v[2]) or 0)
+local fields = redis.call('HGETALL', KEYS[1])
+for i = 1, #fields, 2 do
+  local what, e = string.match(fields[i], '^([cr]):(%d+)$')
+  e = tonumber(e)
+  local v = tonumber(fields[i + 1])
+  if not e or not v or v ~= v or e <= epoch - n then
+    redis.call('HDEL', KEYS[1], fields[i])
+  elseif e <= epoch and v > 0 and v < math.huge then
+    if what == 'c' then calls = calls + v else retries = retries + v end
+  end
 end
+redis.call('PEXPIRE', KEYS[1], width * (n + 1))
 redis.call('ZADD', KEYS[2], now, ARGV[5])
 local gone = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now - ttl)
 for _, m in ipairs(gone) do
@@ -158,7 +168,7 @@ func NewRatio(s *Store, name string, o budget.RatioOptions) (*Ratio, error) {
 	}
 	r := &Ratio{s: s, name: name, local: local, ratio: orDefault(o.Ratio, budget.DefaultRatio),
 		floor: perSecond * window.Seconds(), width: window / ratioBuckets,
-		keys: []string{s.key("budget", name), s.key("budget", name, "members"), s.key("budget", name, "grants")}}
+		keys: []string{s.key("budget", name, "window"), s.key("budget", name, "members"), s.key("budget", name, "grants")}}
 	r.link = link{s: s, name: name, kind: KindBudget}
 	r.sync()
 	r.bg.start(s, nil, func(bool) { r.sync() })

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -38,7 +39,10 @@ var ErrInvalidOptions = errors.New("fleet: invalid options")
 // Options configure a [Store].
 type Options struct {
 	// Prefix begins every key; "" means DefaultPrefix. Fleets sharing one Redis for
-	// different services set their own.
+	// different services set their own. It may not hold '{' or '}': the hash tag that
+	// follows it keeps each policy's keys in one Redis Cluster slot and spreads the
+	// policies over the cluster, and a tag in the prefix would put every policy in one
+	// slot.
 	Prefix string
 	// Timeout bounds every Redis call; 0 means DefaultTimeout. A call that takes
 	// longer counts as a failure of the store: the policy decides locally (fail open).
@@ -81,6 +85,8 @@ func New(rdb redis.UniversalClient, o Options) (*Store, error) {
 		return bad("the redis client is nil")
 	case o.Timeout < 0:
 		return bad("Timeout is %v; want > 0, or 0 for the default %v", o.Timeout, DefaultTimeout)
+	case strings.ContainsAny(o.Prefix, "{}"):
+		return bad("Prefix %q holds a brace; Redis Cluster would hash every policy's keys by it, into one slot", o.Prefix)
 	case o.SyncInterval < 0:
 		return bad("SyncInterval is %v; want > 0, or 0 for the default %v", o.SyncInterval, DefaultSyncInterval)
 	}
@@ -129,6 +135,18 @@ func orDefault[T comparable](v, d T) T {
 		return d
 	}
 	return v
+}
+
+// lost tells a cluster client that a call failed, so that it reads the cluster's
+// slot map again. go-redis reads it again on a MOVED or ASK reply, but not when a
+// primary is gone: without this, calls would go to the dead primary's address until
+// ClusterStateReloadInterval (60 s by default) after its replica took over. The
+// client reads the map in the background, once at a time, at most five times a
+// second.
+func (s *Store) lost() {
+	if c, ok := s.rdb.(interface{ ReloadState(context.Context) }); ok {
+		c.ReloadState(context.Background())
+	}
 }
 
 // bounded returns ctx limited to the store's Timeout.
@@ -180,6 +198,9 @@ func (l *link) result(err error) {
 	down := err != nil
 	if down {
 		l.last.Store(&err)
+		if !errors.Is(err, ErrBadState) {
+			l.s.lost()
+		}
 	}
 	if l.local.Swap(down) == down {
 		return
