@@ -43,6 +43,15 @@
 // not retried. A pipeline of commands is retried only if every command in it may run
 // twice, or when its dial failed.
 //
+// The error replies retried are those go-redis's own MaxRetries retries, and BUSY,
+// which go-redis does not retry although the server says it ran nothing; MOVED and
+// every other reply are retried by neither. After a broken connection or a timeout,
+// go-redis sends any command again, and Backstop only one that may run twice. A
+// conformance test runs both owners against real servers, class by class.
+//
+// Blocking commands (BLPOP, XREAD BLOCK) wait on the server: run them through a
+// pipeline without a per-attempt timeout, or on a client of their own.
+//
 // # Lost replies
 //
 // When a connection breaks after a command was sent, the command ran if the reply
@@ -59,7 +68,4 @@
 //		// unknown, for now: send Once(ctx, rdb, token, …) again when the server is
 //		// back; it runs the INCR once, or returns the reply of the run that happened
 //	}
-//
-// Blocking commands (BLPOP, XREAD BLOCK) wait on the server: run them through a
-// pipeline without a per-attempt timeout, or on a client of their own.
 package goredis
