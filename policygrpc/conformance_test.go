@@ -174,7 +174,10 @@ func compare(t *testing.T, name string, run func(t *testing.T, o owner) string) 
 	t.Helper()
 	got := map[string]string{}
 	for _, o := range owners {
-		t.Run(o.name, func(t *testing.T) { got[o.name] = run(t, o) })
+		t.Run(o.name, func(t *testing.T) {
+			got[o.name] = run(t, o)
+			t.Logf("outcome: %s", got[o.name])
+		})
 	}
 	agree(t, name, got["grpc-go"], got["backstop"])
 }
