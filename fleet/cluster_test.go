@@ -48,10 +48,16 @@ func startCluster(t *testing.T) *cluster {
 }
 
 // client returns a cluster client with a pool of its own, as another process would
-// have.
-func (c *cluster) client(t testing.TB) *redis.ClusterClient {
+// have; hooks see every command sent to a node.
+func (c *cluster) client(t testing.TB, hooks ...redis.Hook) *redis.ClusterClient {
 	r := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs(), ContextTimeoutEnabled: true,
-		DialTimeout: time.Second, PoolSize: 4})
+		DialTimeout: time.Second, PoolSize: 4, NewClient: func(o *redis.Options) *redis.Client {
+			n := redis.NewClient(o)
+			for _, h := range hooks {
+				n.AddHook(h)
+			}
+			return n
+		}})
 	t.Cleanup(func() { r.Close() })
 	return r
 }
@@ -419,4 +425,175 @@ func TestCluster_PrimaryKilled(t *testing.T) {
 	require.Zero(t, refusedByQuota, "the quota refused nobody")
 	require.Greater(t, calls, callsAtKill, "calls went on through the failover")
 	t.Logf("done after %v", time.Since(start))
+}
+
+// replies records the first word of every error a cluster's nodes answered.
+type replies struct {
+	mu   sync.Mutex
+	seen map[string]int
+}
+
+func (r *replies) add(cmd redis.Cmder, err error) {
+	if err == nil || errors.Is(err, redis.Nil) || cmd.Name() == "client" { // CLIENT SETINFO, new in Redis 7.2
+		return
+	}
+	w, _, _ := strings.Cut(err.Error(), " ")
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.seen[w]++
+}
+
+func (r *replies) count(w string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.seen[w]
+}
+
+func (r *replies) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (r *replies) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		r.add(cmd, err)
+		return err
+	}
+}
+func (r *replies) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
+		for _, c := range cmds {
+			r.add(c, c.Err())
+		}
+		return err
+	}
+}
+
+// TestCluster_SlotMovesAndGoesDown moves the slot of each kind of policy to another
+// primary, as a resharding does, then takes a slot out of service. Every call
+// succeeds throughout; the nodes answer MOVED, ASK, TRYAGAIN and CLUSTERDOWN; the
+// client follows MOVED and ASK (a one-key script is served by ASK mid-migration), a
+// policy whose script meets TRYAGAIN or CLUSTERDOWN decides locally, and every
+// policy shares again, its state kept, once the slot is served.
+func TestCluster_SlotMovesAndGoesDown(t *testing.T) {
+	c := startCluster(t)
+	slots := c.slots(t)
+	var rs replies
+	rs.seen = map[string]int{}
+	type proc struct {
+		br *Breaker
+		ra *Ratio
+		tb *TokenBucket
+		p  *policy.Pipeline
+		s  *Store
+	}
+	var procs []proc
+	for _, id := range []string{"a", "b"} {
+		rdb := c.client(t, &rs)
+		s := MustNew(rdb, Options{ID: id, SyncInterval: time.Hour})
+		s.manual = true // the test syncs
+		br, err := NewBreaker(s, "moving", breaker.Options{})
+		require.NoError(t, err)
+		ra, err := NewRatio(s, "moving", budget.RatioOptions{})
+		require.NoError(t, err)
+		tb, err := NewTokenBucket(s, "moving", 10, 0.1)
+		require.NoError(t, err)
+		procs = append(procs, proc{br, ra, tb, policy.MustWrap(br, ra, retry.MustNew(retry.Options{})), s})
+	}
+	a, b := procs[0], procs[1]
+	syncAll := func() {
+		for _, p := range procs {
+			p.br.sync()
+			p.ra.sync()
+			p.tb.sync()
+		}
+	}
+	calls := func() {
+		for _, p := range procs {
+			require.NoError(t, p.p.Do(bg, ok), "a call through the fleet breaker and budget")
+			p.tb.Withdraw()
+		}
+	}
+	for range 3 {
+		a.tb.OnFailure()
+	}
+	for range 20 {
+		calls()
+	}
+	syncAll()
+	syncAll()
+	require.Equal(t, 7.0, b.tb.Tokens())
+	window := a.s.key(KindBudget, "moving", "window")
+	before := windowCalls(c.admin, window)
+	require.Equal(t, int64(40), before)
+
+	ids := map[string]string{}
+	for _, addr := range c.Addrs() {
+		ids[addr] = node(t, addr).ClusterMyID(bg).Val()
+	}
+	setSlot := func(addr string, slot int, args ...any) {
+		require.NoError(t, node(t, addr).Do(bg, append([]any{"CLUSTER", "SETSLOT", slot}, args...)...).Err())
+	}
+	shared := func(p proc) bool { return p.br.Shared() && p.ra.Shared() && p.tb.Shared() }
+
+	for _, kind := range []string{"tokenbucket", "breaker", "ratio"} {
+		keys := policyKeys(a.s, "moving")[kind]
+		slot, src := c.primaryOf(t, slots, keys[0])
+		var dst string
+		for _, r := range slots {
+			if r.Primary != src {
+				dst = r.Primary
+			}
+		}
+		host, port, _ := strings.Cut(dst, ":")
+		setSlot(dst, slot, "IMPORTING", ids[src])
+		setSlot(src, slot, "MIGRATING", ids[dst])
+		syncAll()
+		calls()
+		for {
+			moving := node(t, src).ClusterGetKeysInSlot(bg, slot, 100).Val()
+			if len(moving) == 0 {
+				break
+			}
+			args := []any{"MIGRATE", host, port, "", 0, 5000, "KEYS"}
+			for _, k := range moving {
+				args = append(args, k)
+			}
+			require.NoError(t, node(t, src).Do(bg, args...).Err())
+		}
+		syncAll()
+		calls()
+		if kind == "tokenbucket" {
+			require.True(t, a.tb.Shared(), "a one-key script is served by ASK while its slot migrates")
+		}
+		for _, r := range slots {
+			setSlot(r.Primary, slot, "NODE", ids[dst])
+		}
+		syncAll()
+		calls()
+		syncAll()
+		for _, p := range procs {
+			require.True(t, shared(p), "%s: every policy shares again once its slot has moved", kind)
+		}
+		slots = c.slots(t)
+	}
+	require.Equal(t, 7.0, b.tb.Tokens(), "the bucket's tokens moved with its slot")
+	require.GreaterOrEqual(t, windowCalls(c.client(t), window), before, "the budget's window moved with its slot")
+
+	// A slot that no primary serves: CLUSTERDOWN. Its policy decides locally.
+	slot, owner := c.primaryOf(t, slots, policyKeys(a.s, "moving")["tokenbucket"][0])
+	require.NoError(t, node(t, owner).ClusterDelSlots(bg, slot).Err())
+	a.tb.sync()
+	require.False(t, a.tb.Shared(), "a policy whose slot is not served decides locally")
+	calls()
+	require.NoError(t, node(t, owner).ClusterAddSlots(bg, slot).Err())
+	ctx, cancel := context.WithTimeout(bg, 10*time.Second)
+	defer cancel()
+	require.NoError(t, c.WaitOK(ctx))
+	syncAll()
+	require.True(t, shared(a), "shared again once the slot is served")
+	require.Equal(t, 7.0, a.tb.Tokens())
+
+	t.Logf("the nodes answered: %v", rs.seen)
+	for _, w := range []string{"MOVED", "ASK", "TRYAGAIN", "CLUSTERDOWN"} {
+		require.Positive(t, rs.count(w), "no %s answer: the test did not make the cluster send one", w)
+	}
 }
