@@ -47,6 +47,11 @@ type Options struct {
 // than once forbids the retry whatever the code, and counts as a failure for a budget
 // outside the retry even on a code that is not retried (gRFC A6).
 //
+// An RPC commits, and is not retried, once its server sent response headers, or if
+// its request (a proto.Message, with its 5-byte frame header) is larger than the
+// replay buffer: grpc.MaxRetryRPCBufferSize among the call's options, else
+// DefaultMaxReplayBytes (gRFC A6, as grpc-go does).
+//
 // The error returned carries a gRPC status for status.FromError and status.Code: the
 // caller's CANCELLED or DEADLINE_EXCEEDED when its context ended the call, else the
 // last attempt's status, else UNAVAILABLE for a refusal by a policy (errors.Is finds

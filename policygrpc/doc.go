@@ -28,6 +28,41 @@
 // not retried, whether or not the caller read the headers, as with grpc-go's own
 // retry.
 //
+// # Conformance with grpc-go's retry
+//
+// Backstop's interceptors stand in for grpc-go's own retry, and the conformance suite
+// (conformance_test.go) runs the scenarios of grpc-go's retry tests against both on
+// the same service config and server. What a caller observes is the same: the
+// attempts made, the final status, grpc-previous-rpc-attempts, what retryThrottling
+// allows. In particular a call commits at the server's response headers (unary calls
+// too), at a request past the replay buffer (grpc.MaxRetryRPCBufferSize, honoured from
+// the call's options and the channel's default call options), and, for a stream, when
+// the caller asks for its Context.
+//
+// grpc.WithMaxCallAttempts is a dial option no interceptor can read: give the same
+// bound to [ParseServiceConfigWith] as [ParseOptions].MaxCallAttempts. A channel that
+// sets one and not the other keeps the service config's bound, at most 5 by default.
+//
+// grpc-go retries transparently beneath every interceptor, even with
+// grpc.WithDisableRetry: a stream the server refused before processing it
+// (REFUSED_STREAM, or a connection that closed before it was sent) is sent again,
+// once per attempt. A6 allows it, since the RPC never reached the server's
+// application. Backstop does not see these retries, as grpc-go's own retry does not
+// count them: they carry no grpc-previous-rpc-attempts and cost no throttling token.
+// A stats.Handler sees each one as a stats.Begin with IsTransparentRetryAttempt set.
+//
+// Where grpc-go departs from A6, Backstop follows A6:
+//   - A grpc-retry-pushback-ms with a leading zero ("0100") is malformed: do not retry.
+//     grpc-go reads it as a number.
+//   - retryThrottling's bounds (maxTokens in (0, 1000], tokenRatio > 0) hold in every
+//     config; grpc-go checks them only in a config that has a methodConfig.
+//   - A hedgingPolicy is read and validated; grpc-go ignores it.
+//
+// Two differences are Backstop's, from its retry package: a jittered wait never
+// exceeds maxBackoff (grpc-go and A6 wait up to 1.2·maxBackoff), and with maxBackoff
+// below initialBackoff and a multiplier below 1 the waits shrink from maxBackoff,
+// where A6 holds them there until initialBackoff·backoffMultiplier^(n−1) is smaller.
+//
 // # Server
 //
 // [UnaryServerInterceptor] and [StreamServerInterceptor] read the attempt metadata —

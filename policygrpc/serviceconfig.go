@@ -25,8 +25,9 @@ import (
 // ErrServiceConfig is matched by every error of [ParseServiceConfig].
 var ErrServiceConfig = errors.New("policygrpc: invalid service config")
 
-// MaxServiceConfigAttempts is the most attempts a retryPolicy may make: larger
-// maxAttempts are treated as 5, as gRFC A6 says.
+// MaxServiceConfigAttempts is the most attempts a retryPolicy may make under the
+// default client bound: larger maxAttempts are treated as 5, as gRFC A6 says.
+// [ParseOptions].MaxCallAttempts changes the bound.
 const MaxServiceConfigAttempts = 5
 
 // ServiceConfig is a gRPC service config's retry settings made into pipelines: one per
@@ -230,20 +231,23 @@ type (
 
 // ParseServiceConfig reads the JSON of a gRPC service config (gRFC A2, A6): each
 // methodConfig entry's timeout becomes an overall deadline and its retryPolicy a retry
-// with the GRPC strategy (maxAttempts, capped at 5; initialBackoff, maxBackoff,
+// with the GRPC strategy (maxAttempts, capped at 5 unless [ParseServiceConfigWith]
+// says otherwise; initialBackoff, maxBackoff,
 // backoffMultiplier; retryableStatusCodes by name or number); retryThrottling becomes
 // one token bucket shared by every method of the channel. Names follow gRPC's
 // precedence: service and method, then service, then the default entry (an empty name,
-// or an empty service).
+// or an empty service). An entry without name applies to no method and is skipped
+// unread, as grpc-go skips it.
 //
 // A hedgingPolicy becomes a retry.NewHedge for unary calls: maxAttempts (capped at 5)
 // in flight, the next after hedgingDelay (none: all at once), nonFatalStatusCodes
-// starting the next at once; an entry has a retryPolicy or a hedgingPolicy, not both.
+// (optional: none means every failure is fatal) starting the next at once; an entry has a retryPolicy or a hedgingPolicy, not both.
 // The unary interceptor gives each hedged attempt a reply, header, trailer and peer of
 // its own and copies the winner's to the caller's. Streams are not hedged: they get
 // the entry's timeout alone.
 //
-// The config is validated as gRFC A6 says. An error is a [*ServiceConfigError]
+// The config is validated as gRFC A6 says. Unknown fields are ignored everywhere, as
+// grpc-go ignores them. An error is a [*ServiceConfigError]
 // matching ErrServiceConfig that names the line and column in data and the JSON
 // field, e.g. "line 3, column 7: methodConfig[0].retryPolicy.maxAttempts is 1; want
 // > 1".

@@ -22,24 +22,27 @@ const DefaultMaxReplayBytes = 256 << 10
 // StreamOptions configure [RetryStreamClientInterceptor]. The zero value is valid.
 type StreamOptions struct {
 	Options
-	// MaxReplayBytes bounds the messages kept to replay on a retry; 0 means
-	// DefaultMaxReplayBytes. A stream whose sent messages exceed it commits: it is not
-	// retried any more (gRFC A6). Negative means no buffer: the stream commits at its
-	// first message sent.
+	// MaxReplayBytes bounds the messages kept to replay on a retry, each counted
+	// with its 5-byte gRPC frame header; 0 means DefaultMaxReplayBytes. A stream
+	// whose sent messages exceed it commits: it is not retried any more (gRFC A6).
+	// Negative means no buffer: the stream commits at its first message sent. A
+	// grpc.MaxRetryRPCBufferSize call option, given per call or as a channel's
+	// default call option, wins over it, as in grpc-go.
 	MaxReplayBytes int
 }
 
 // RetryStreamClientInterceptor runs every stream through p, retried as gRFC A6 says:
 // only until the stream commits — the server's response headers or first message
-// received, or the messages sent exceeding o.MaxReplayBytes. Until then the messages
-// sent are kept and replayed, in order, on each new attempt (with CloseSend if it was
-// called), and a failed attempt's status is classified as for unary calls (codes,
-// pushback). After the commit, errors reach the caller untouched: an attempt whose
-// server sent headers and then failed is never retried, whether or not the caller
-// read the headers, and neither is one that failed after a message. An attempt that
-// failed in trailers only, before any header, has not committed: Header returns nil
-// metadata for it, as grpc.ClientStream documents, and RecvMsg retries it. p's call
-// ends at the commit, and counts as a success for the policies in it.
+// received, the messages sent exceeding the replay buffer (o.MaxReplayBytes), or the
+// caller asking for the stream's Context. Until then the messages sent are kept and
+// replayed, in order, on each new attempt (with CloseSend if it was called), and a
+// failed attempt's status is classified as for unary calls (codes, pushback). After
+// the commit, errors reach the caller untouched: an attempt whose server sent headers
+// and then failed is never retried, whether or not the caller read the headers, and
+// neither is one that failed after a message. An attempt that failed in trailers
+// only, before any header, has not committed: Header retries it and returns the next
+// attempt's headers, and so does RecvMsg. p's call ends at the commit, and counts as
+// a success for the policies in it.
 //
 // The pipeline's deadlines bound the whole stream, as the caller's context does; the
 // stream's resources are released when RecvMsg returns an error (io.EOF included) or
