@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptrace"
 	"strconv"
 	"strings"
 	"sync"
@@ -171,8 +172,25 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			}
 		}
 	}
-	a := &attempts{t: t, req: req, key: key, repeatable: repeatable, classify: classify}
-	err := p.Do(ctx, a.run)
+	a := &attempts{Context: ctx, t: t, req: req, key: key, repeatable: repeatable, classify: classify}
+	var pctx context.Context = a
+	if netReplayable(req, hasBody, key != "") {
+		// net/http's Transport would send the request again by itself after a reused
+		// connection fails: the guard refuses, so that the call reaches the server at
+		// most as many times as the pipeline makes attempts.
+		a.guarded = true
+		var getBody func() (io.ReadCloser, error)
+		if hasBody {
+			getBody = req.GetBody
+		}
+		if traceKey != nil {
+			a.guard.init(callerTrace(ctx), getBody)
+		} else {
+			a.guard.init(nil, getBody)
+			pctx = httptrace.WithClientTrace(a, &a.guard.trace)
+		}
+	}
+	err := p.Do(pctx, runAttempt)
 	a.mu.Lock() // the pipeline has returned: every attempt has
 	sent, res := a.sent, a.res
 	a.mu.Unlock()
@@ -219,7 +237,12 @@ func upgrading(h http.Header) bool {
 // attempts is the state of one RoundTrip across its attempts. Under a hedge the
 // attempts run concurrently: the first success is kept, every other response is
 // drained and closed.
+//
+// It is also the context the pipeline runs under, so that an attempt finds it without
+// a closure, and that net/http finds the call's resend guard without another context.
 type attempts struct {
+	context.Context // the call's
+
 	t          *transport
 	req        *http.Request
 	key        string
@@ -232,6 +255,40 @@ type attempts struct {
 	won  bool           // res succeeded: later responses are losers'
 
 	body releasingBody // the returned response's Body, set after the pipeline returned
+
+	guarded bool        // net/http could resend the request: guard watches it
+	guard   resendGuard // the guard of attempts that run one after another
+}
+
+// attemptsKey finds the call's attempts in the context of an attempt.
+type attemptsKey struct{}
+
+func (a *attempts) Value(key any) any {
+	switch {
+	case key == any(attemptsKey{}):
+		return a
+	case !a.guarded:
+	case key == any(guardKey{}):
+		return &a.guard
+	case key == traceKey && traceKey != nil:
+		return &a.guard.trace
+	}
+	return a.Context.Value(key)
+}
+
+// AfterFunc runs f once a is done: once its parent is.
+func (a *attempts) AfterFunc(f func()) (stop func() bool) { return afterFunc(a.Context, f) }
+
+func (a *attempts) String() string { return contextName(a.Context) + ".WithPolicyHTTPCall" }
+
+// runAttempt is the function the pipeline runs for each attempt: a's run, found in
+// ctx, since a method value would be an allocation per call.
+func runAttempt(ctx context.Context) error {
+	a, ok := ctx.Value(attemptsKey{}).(*attempts)
+	if !ok {
+		return fault.Permanent(errors.New("policyhttp: the pipeline ran an attempt outside the call's context"))
+	}
+	return a.run(ctx)
 }
 
 func (a *attempts) run(ctx context.Context) error {
@@ -273,7 +330,28 @@ func (a *attempts) run(ctx context.Context) error {
 	if a.key != "" {
 		out.Header.Set(HeaderIdempotencyKey, a.key)
 	}
+	var g *resendGuard
+	if a.guarded {
+		g = &a.guard
+		if callpath.InRace(ctx) {
+			// Attempts run at once: each has a guard of its own.
+			r := &racedAttempt{Context: ctx}
+			g = &r.resendGuard
+			var rctx context.Context = r
+			if traceKey != nil {
+				g.init(a.guard.user, a.guard.getBody)
+			} else {
+				g.init(nil, a.guard.getBody)
+				rctx = httptrace.WithClientTrace(r, &g.trace)
+			}
+			out = out.WithContext(rctx)
+		}
+		g.begin(out)
+	}
 	res, err := a.t.next.RoundTrip(out)
+	if g != nil && g.end() && err != nil {
+		err = fault.Retryable(ErrResendRefused)
+	}
 	if err != nil {
 		if !a.repeatable {
 			return fault.Permanent(err)
