@@ -295,14 +295,11 @@ func ParseServiceConfigWith(data []byte, o ParseOptions) (*ServiceConfig, error)
 	}
 	c := &ServiceConfig{methods: map[string]*methodPolicy{}, services: map[string]*methodPolicy{}, ix: ix}
 	if len(sc.RetryThrottling) > 0 && string(sc.RetryThrottling) != "null" {
-		b, err := budget.ParseTokenBucket(knownThrottlingFields(sc.RetryThrottling))
+		t, b, err := throttling(sc.RetryThrottling)
 		if err != nil {
-			msg := strings.TrimPrefix(err.Error(), budget.ErrInvalidOptions.Error()+": ")
-			return nil, ix.errAt("retryThrottling", nil, "is refused: %s", strings.TrimPrefix(msg, "retryThrottling: "))
+			return nil, ix.errAt("retryThrottling", nil, "is refused: %s", strings.TrimPrefix(err.Error(), budget.ErrInvalidOptions.Error()+": "))
 		}
-		var t struct{ MaxTokens, TokenRatio float64 }
-		_ = json.Unmarshal(sc.RetryThrottling, &t) // ParseTokenBucket read it
-		c.bucket, c.throttle = b, Throttling{MaxTokens: t.MaxTokens, TokenRatio: t.TokenRatio}
+		c.bucket, c.throttle = b, t
 	}
 	seen := map[string]string{}
 	for i, mc := range sc.MethodConfig {
@@ -347,25 +344,22 @@ func ParseServiceConfigWith(data []byte, o ParseOptions) (*ServiceConfig, error)
 	return c, nil
 }
 
-// knownThrottlingFields returns the retryThrottling object with only the fields
-// Backstop reads, matched as encoding/json matches them (in any case): grpc-go
-// ignores unknown fields there, as everywhere else in a service config. Data that is
-// not an object is returned as it is, for the bucket's parser to refuse.
-func knownThrottlingFields(raw json.RawMessage) []byte {
-	var fields map[string]json.RawMessage
-	if json.Unmarshal(raw, &fields) != nil {
-		return raw
+// throttling reads a retryThrottling object as grpc-go does, with encoding/json:
+// field names match in any case, the last of a name wins, and unknown fields are
+// ignored. Both fields are required; the bucket checks their values (gRFC A6).
+func throttling(raw json.RawMessage) (Throttling, *budget.TokenBucket, error) {
+	var v struct{ MaxTokens, TokenRatio *float64 }
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return Throttling{}, nil, err
 	}
-	for k := range fields {
-		if !strings.EqualFold(k, "maxTokens") && !strings.EqualFold(k, "tokenRatio") {
-			delete(fields, k)
-		}
+	switch {
+	case v.MaxTokens == nil:
+		return Throttling{}, nil, errors.New("maxTokens is missing")
+	case v.TokenRatio == nil:
+		return Throttling{}, nil, errors.New("tokenRatio is missing")
 	}
-	out, err := json.Marshal(fields)
-	if err != nil {
-		return raw
-	}
-	return out
+	b, err := budget.NewTokenBucket(*v.MaxTokens, *v.TokenRatio)
+	return Throttling{MaxTokens: *v.MaxTokens, TokenRatio: *v.TokenRatio}, b, err
 }
 
 func deref(s *string) string {

@@ -1,7 +1,9 @@
 package policygrpc_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -9,7 +11,9 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
 	testgrpc "google.golang.org/grpc/interop/grpc_testing"
 	"google.golang.org/grpc/status"
 
@@ -251,6 +255,9 @@ func FuzzParseServiceConfig(f *testing.F) {
 		`{"methodConfig": [{"name": [{"service": "s", "method": "m"}], "timeout": "99999999999999999999s"}]}`,
 		`{"methodConfig": [{"name": [{"service": "s"}], "retryPolicy": {"maxAttempts": 1000000, "initialBackoff": "1s", "maxBackoff": "1s", "backoffMultiplier": 1e308, "retryableStatusCodes": [16]}}]}`,
 		`{"methodConfig": [{"name": [{"service": "s"}], "hedgingPolicy": {"maxAttempts": 1000000, "hedgingDelay": "0.5s", "nonFatalStatusCodes": ["UNAVAILABLE", 4]}}]}`,
+		`{"methodConfig": [{"retryPolicy": {"maxAttempts": 1}}, {"name": [], "timeout": "1s"}]}`, // no name: skipped; empty: read
+		`{"methodConfig": [{"name": [{"service": "s"}], "hedgingPolicy": {"maxAttempts": 2}}]}`,  // no nonFatalStatusCodes
+		`{"retryThrottling": {"MaxTokens": 10, "tokenRatio": 0.1, "surprise": {"x": [1]}}}`,      // unknown field
 	} {
 		f.Add(s)
 	}
@@ -290,4 +297,51 @@ func TestStatusCodeName_IsWhatAServiceConfigReads(t *testing.T) {
 	if got := policygrpc.StatusCodeName(codes.DeadlineExceeded); got != "DEADLINE_EXCEEDED" {
 		t.Errorf("StatusCodeName(DeadlineExceeded) = %q, want DEADLINE_EXCEEDED", got)
 	}
+}
+
+// FuzzParseServiceConfig_RetryThrottling checks the retryThrottling object against
+// grpc-go's own parser, the oracle: in a config with a methodConfig (grpc-go checks
+// retryThrottling only there), Backstop accepts what grpc-go accepts and refuses what
+// it refuses.
+func FuzzParseServiceConfig_RetryThrottling(f *testing.F) {
+	for _, s := range []string{
+		`{"maxTokens": 10, "tokenRatio": 0.1}`,
+		`{"MaxTokens": 10, "TokenRatio": 0.1}`,           // encoding/json matches any case
+		`{"maxTokens": 10, "tokenRatio": 0.1, "x": [1]}`, // unknown fields are ignored
+		`{"maxTokens": 1000, "tokenRatio": 1e-3}`,
+		`{"maxTokens": 1001, "tokenRatio": 0.1}`,
+		`{"maxTokens": 10}`,
+		`{"maxTokens": 10, "tokenRatio": 0.1, "maxtokens": 2000}`, // the last of a name wins
+		`{"maxtokens": 2000, "tokenRatio": 0.1, "maxTokens": 10}`,
+		`{"maxTokens": 10, "tokenRatio": 0.0001}`, // under 0.001: A6 reads 0, grpc-go does not
+		`null`, `{}`, `[]`, `"x"`,
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, obj string) {
+		doc := `{"methodConfig": [{"name": [{"service": "s"}]}], "retryThrottling": ` + obj + `}`
+		if !json.Valid([]byte(doc)) {
+			return
+		}
+		cc, gerr := grpc.NewClient("passthrough:///unused", grpc.WithTransportCredentials(insecure.NewCredentials()),
+			grpc.WithDefaultServiceConfig(doc))
+		if cc != nil {
+			_ = cc.Close()
+		}
+		c, berr := policygrpc.ParseServiceConfig([]byte(doc))
+		if gerr == nil && berr != nil && strings.Contains(berr.Error(), "0 to three decimals") {
+			// A6 supports three decimals and ignores the rest, so a value under 0.001
+			// is 0 and refused; grpc-go keeps every decimal. Backstop follows A6.
+			return
+		}
+		if (gerr == nil) != (berr == nil) {
+			t.Fatalf("retryThrottling %s: grpc-go says %v, ParseServiceConfig says %v", obj, gerr, berr)
+		}
+		if berr != nil || bytes.Equal(bytes.TrimSpace([]byte(obj)), []byte("null")) {
+			return
+		}
+		if th, ok := c.Throttling(); !ok || !(th.MaxTokens > 0 && th.MaxTokens <= 1000 && th.TokenRatio > 0) {
+			t.Fatalf("retryThrottling %s: Throttling() = %+v, %v; want the bounds A6 sets", obj, th, ok)
+		}
+	})
 }
