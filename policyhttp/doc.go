@@ -26,6 +26,25 @@
 // dialled through a client that retries. A request asking for an upgrade is never
 // hedged.
 //
+// # No retry beneath the owner
+//
+// A call reaches the server at most as many times as its pipeline makes attempts.
+// net/http's Transport would add sends of its own: when a connection reused from its
+// pool fails before any response, it sends a GET, HEAD, OPTIONS or TRACE, or a
+// request with an Idempotency-Key, again on another connection. The pipeline never
+// sees those. The transport prevents them, for HTTP/1: the attempt fails with
+// [ErrResendRefused], marked retryable, and the pipeline's retry decides. Sent again,
+// it is an attempt: counted, budgeted, reported, and numbered in Backstop-Attempt.
+//
+// A request with a body is refused when net/http asks its GetBody to rewind it. A
+// request without one is spoilt before net/http writes it again: it fails with nothing
+// sent, and the connection net/http took for it is closed unused. The Idempotency-Key
+// still goes out with every attempt, and a request that is not resent is sent as
+// before. A resend of a request of which net/http wrote nothing is refused too:
+// beneath it, net/http does not say which it is. HTTP/2's own retries stay: they
+// resend only streams the server refused or never processed. Over HTTP/2 without TLS
+// (h2c) the transport cannot tell the protocol and treats the connection as HTTP/1.
+//
 // A Backstop server's refusal — a 429 or 503 with callpath.HeaderRefused — is retried
 // after its Retry-After (or callpath.HeaderRetryAfterMillis, finer) and counted against
 // neither a breaker nor a budget: the server below protects itself and its dependency,

@@ -89,8 +89,9 @@ func afterFunc(parent context.Context, f func()) (stop func() bool) {
 type resendGuard struct {
 	trace    httptrace.ClientTrace // GotConn is gotConn; the other hooks are the caller's
 	userConn func(httptrace.GotConnInfo)
-	user     *httptrace.ClientTrace // the caller's own trace, nil if none
-	getBody  func() (io.ReadCloser, error)
+	user     *httptrace.ClientTrace        // the caller's own trace, nil if none
+	getBody  func() (io.ReadCloser, error) // the caller's
+	rewindFn func() (io.ReadCloser, error) // rewind, bound once
 
 	mu      sync.Mutex    // guards the fields below
 	out     *http.Request // the attempt's request while it is sent; nil between attempts
@@ -107,13 +108,15 @@ func (g *resendGuard) init(user *httptrace.ClientTrace, getBody func() (io.ReadC
 		g.user = user
 	}
 	g.trace.GotConn = g.gotConn
-	g.getBody = getBody
+	if getBody != nil {
+		g.getBody, g.rewindFn = getBody, g.rewind
+	}
 }
 
 // begin starts watching out, the request of one attempt.
 func (g *resendGuard) begin(out *http.Request) {
-	if g.getBody != nil {
-		out.GetBody = g.rewind
+	if g.rewindFn != nil {
+		out.GetBody = g.rewindFn
 	}
 	g.mu.Lock()
 	g.out, g.conn, g.refused = out, nil, false

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httptrace"
 	"strings"
 	"sync"
 	"testing"
@@ -21,7 +22,7 @@ import (
 
 // arrival is what a dropping server saw of one request.
 type arrival struct {
-	contentLength int64
+	contentLength string // the header, "" if absent
 	chunked       bool
 	key           string
 	body          string
@@ -32,20 +33,24 @@ type arrival struct {
 // /warm once as many warming requests have arrived together as it was told to
 // expect, so that as many connections stand idle in the client's pool. Every
 // other request is read in full and then dropped unanswered: the handler hijacks
-// the connection and resets it, as a server that crashes after reading does.
+// the connection and resets it, as a server that crashes after reading does. It also
+// counts the times a connection turned active after the warming, that is the
+// requests of which any byte arrived, whole or not.
 type droppingServer struct {
 	*httptest.Server
 	warmers sync.WaitGroup
 
 	mu       sync.Mutex
 	arrivals map[string][]arrival
+	warmed   bool
+	active   int
 }
 
 func newDroppingServer(t *testing.T, warm int) *droppingServer {
 	t.Helper()
 	s := &droppingServer{arrivals: map[string][]arrival{}}
 	s.warmers.Add(warm)
-	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	s.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/warm" {
 			s.warmers.Done()
 			s.warmers.Wait() // all warming connections are open at once
@@ -59,7 +64,7 @@ func newDroppingServer(t *testing.T, warm int) *droppingServer {
 		s.mu.Lock()
 		call := r.Header.Get("X-Call")
 		s.arrivals[call] = append(s.arrivals[call], arrival{
-			contentLength: r.ContentLength,
+			contentLength: r.Header.Get("Content-Length"),
 			chunked:       len(r.TransferEncoding) > 0,
 			key:           r.Header.Get(policyhttp.HeaderIdempotencyKey),
 			body:          string(b),
@@ -73,8 +78,24 @@ func newDroppingServer(t *testing.T, warm int) *droppingServer {
 		conn.(*net.TCPConn).SetLinger(0) // close with a reset: the client reads ECONNRESET
 		conn.Close()
 	}))
+	s.Config.ConnState = func(_ net.Conn, state http.ConnState) {
+		s.mu.Lock()
+		if s.warmed && state == http.StateActive {
+			s.active++
+		}
+		s.mu.Unlock()
+	}
+	s.Start()
 	t.Cleanup(s.Close)
 	return s
+}
+
+// requestsStarted returns how many requests of which any byte arrived after the
+// warming.
+func (s *droppingServer) requestsStarted() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.active
 }
 
 func (s *droppingServer) of(call string) []arrival {
@@ -106,6 +127,9 @@ func (s *droppingServer) warm(t *testing.T, base http.RoundTripper, n int) {
 		})
 	}
 	wg.Wait()
+	s.mu.Lock()
+	s.warmed = true
+	s.mu.Unlock()
 }
 
 // TestTransport_ACallReachesTheServerAtMostMaxAttemptsTimes: net/http's Transport
@@ -123,15 +147,22 @@ func TestTransport_ACallReachesTheServerAtMostMaxAttemptsTimes(t *testing.T) {
 		key         string
 		maxAttempts int
 		upstream    bool // the call runs under an owner in another process: one attempt
+		hedge       bool // the attempts start at once, under a hedge
+		expect      bool // the request says Expect: 100-continue
+		stacked     bool // a transport with a pipeline of its own stands beneath
 	}{
 		{name: "GET", method: http.MethodGet, maxAttempts: 3},
 		{name: "GET, one attempt", method: http.MethodGet, maxAttempts: 1},
 		{name: "GET under an upstream owner", method: http.MethodGet, maxAttempts: 3, upstream: true},
 		{name: "HEAD", method: http.MethodHead, maxAttempts: 3},
+		{name: "GET expecting 100-continue", method: http.MethodGet, maxAttempts: 2, expect: true},
 		{name: "POST with an Idempotency-Key", method: http.MethodPost, key: "k-1", maxAttempts: 3},
 		{name: "POST with a body and an Idempotency-Key", method: http.MethodPost, body: `{"amount": 10}`, key: "k-2", maxAttempts: 3},
 		{name: "PUT with a body", method: http.MethodPut, body: "x", maxAttempts: 3},
 		{name: "GET with a body", method: http.MethodGet, body: "q", maxAttempts: 2},
+		{name: "GET, hedged", method: http.MethodGet, maxAttempts: 3, hedge: true},
+		{name: "GET through stacked transports", method: http.MethodGet, maxAttempts: 3, stacked: true},
+		{name: "POST with a body and an Idempotency-Key, hedged", method: http.MethodPost, body: "y", key: "k-3", maxAttempts: 2, hedge: true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := newDroppingServer(t, idle)
@@ -141,7 +172,16 @@ func TestTransport_ACallReachesTheServerAtMostMaxAttemptsTimes(t *testing.T) {
 
 			clock := policytest.NewClock(t0).AutoAdvance(true)
 			p := policy.MustWrap(retry.MustNew(retry.Options{MaxAttempts: tt.maxAttempts, Clock: clock, Rand: zeroRand{}}))
-			client := &http.Client{Transport: policyhttp.NewTransport(base, p, policyhttp.Options{})}
+			if tt.hedge {
+				p = policy.MustWrap(retry.MustNewHedge(retry.HedgeOptions{MaxAttempts: tt.maxAttempts, Delay: -1, Clock: clock}))
+			}
+			var next http.RoundTripper = base
+			if tt.stacked {
+				// Its retry stands under the owner above: one attempt each.
+				inner := policy.MustWrap(retry.MustNew(retry.Options{MaxAttempts: 3, Clock: clock, Rand: zeroRand{}}))
+				next = policyhttp.NewTransport(base, inner, policyhttp.Options{})
+			}
+			client := &http.Client{Transport: policyhttp.NewTransport(next, p, policyhttp.Options{})}
 
 			ctx := context.Background()
 			want := tt.maxAttempts
@@ -149,32 +189,66 @@ func TestTransport_ACallReachesTheServerAtMostMaxAttemptsTimes(t *testing.T) {
 				ctx = callpath.WithUpstreamAttempt(ctx, 2)
 				want = 1
 			}
-			var body io.Reader
-			if tt.body != "" {
-				body = strings.NewReader(tt.body)
+			request := func(ctx context.Context, call string) *http.Request {
+				var body io.Reader
+				if tt.body != "" {
+					body = strings.NewReader(tt.body)
+				}
+				req, err := http.NewRequestWithContext(ctx, tt.method, srv.URL, body)
+				require.NoError(t, err)
+				req.Header.Set("X-Call", call)
+				if tt.key != "" {
+					req.Header.Set(policyhttp.HeaderIdempotencyKey, tt.key)
+				}
+				if tt.expect {
+					req.Header.Set("Expect", "100-continue")
+				}
+				return req
 			}
-			req, err := http.NewRequestWithContext(ctx, tt.method, srv.URL, body)
-			require.NoError(t, err)
-			req.Header.Set("X-Call", tt.name)
-			if tt.key != "" {
-				req.Header.Set(policyhttp.HeaderIdempotencyKey, tt.key)
-			}
+			req := request(ctx, tt.name)
 			res, err := client.Do(req)
 			if err == nil {
 				res.Body.Close()
 				t.Fatalf("%s: got %s, want an error: the server answers nothing", tt.name, res.Status)
 			}
 
+			if want == 1 {
+				// The one attempt went out on a reused connection: net/http would resend it.
+				require.ErrorIs(t, err, policyhttp.ErrResendRefused, "%s: the error", tt.name)
+			}
 			got := srv.of(tt.name)
 			require.LessOrEqual(t, len(got), want, "%s with MaxAttempts %d: arrivals at the server", tt.name, tt.maxAttempts)
 			require.Len(t, got, want, "%s: each attempt reaches the server once (the error was %v)", tt.name, err)
+			require.Equal(t, len(got), srv.requestsStarted(), "%s: requests of which a byte reached the server", tt.name)
+
+			// What is sent is what a plain net/http client sends.
+			plain, err := base.RoundTrip(request(context.Background(), "plain"))
+			if err == nil {
+				plain.Body.Close()
+			}
+			control := srv.of("plain")[0]
 			for i, a := range got {
-				// What is sent is what a plain net/http client sends.
-				require.Equal(t, int64(len(tt.body)), a.contentLength, "arrival %d: Content-Length", i+1)
-				require.False(t, a.chunked, "arrival %d: chunked", i+1)
-				require.Equal(t, tt.key, a.key, "arrival %d: Idempotency-Key", i+1)
-				require.Equal(t, tt.body, a.body, "arrival %d: body", i+1)
+				require.Equal(t, control, a, "arrival %d: the request as net/http sends it", i+1)
 			}
 		})
 	}
+}
+
+// TestTransport_CallsTheCallersTraceHooks: the guard's trace composes with the
+// caller's own httptrace hooks, GotConn among them.
+func TestTransport_CallsTheCallersTraceHooks(t *testing.T) {
+	srv := newServer(t, status(200))
+	r := newRig(t, 3)
+	var conns, wrote int
+	trace := &httptrace.ClientTrace{
+		GotConn:      func(httptrace.GotConnInfo) { conns++ },
+		WroteRequest: func(httptrace.WroteRequestInfo) { wrote++ },
+	}
+	for range 2 {
+		req := get(t, srv.URL).WithContext(httptrace.WithClientTrace(context.Background(), trace))
+		res := r.do(t, req)
+		io.Copy(io.Discard, res.Body)
+	}
+	require.Equal(t, 2, conns, "the caller's GotConn: calls")
+	require.Equal(t, 2, wrote, "the caller's WroteRequest: calls")
 }

@@ -99,6 +99,9 @@ type transport struct {
 //     pipeline's deadlines bound the handshake; the connection lives until the Body is
 //     closed. A request asking for an upgrade is never hedged; a handshake refused
 //     before any switch (a 503) is retried as any GET.
+//   - A call reaches the server at most as many times as the pipeline makes
+//     attempts: net/http's own resends on a new connection are refused (see the
+//     package doc), and the attempt fails with [ErrResendRefused].
 //
 // Only idempotent requests are retried: GET, HEAD, OPTIONS, TRACE, PUT, DELETE, and
 // any request carrying an Idempotency-Key header (see Options.IdempotencyKeys). Others
@@ -304,7 +307,8 @@ func (a *attempts) run(ctx context.Context) error {
 	if prev != nil {
 		a.t.discard(ctx, prev)
 	}
-	out := a.req.Clone(ctx)
+	g, octx := a.guardFor(ctx)
+	out := a.req.Clone(octx)
 	if !first && out.Body != nil && out.Body != http.NoBody {
 		if a.req.GetBody == nil {
 			return fault.Permanent(errors.New("policyhttp: request body cannot be rewound (no GetBody)"))
@@ -330,22 +334,7 @@ func (a *attempts) run(ctx context.Context) error {
 	if a.key != "" {
 		out.Header.Set(HeaderIdempotencyKey, a.key)
 	}
-	var g *resendGuard
-	if a.guarded {
-		g = &a.guard
-		if callpath.InRace(ctx) {
-			// Attempts run at once: each has a guard of its own.
-			r := &racedAttempt{Context: ctx}
-			g = &r.resendGuard
-			var rctx context.Context = r
-			if traceKey != nil {
-				g.init(a.guard.user, a.guard.getBody)
-			} else {
-				g.init(nil, a.guard.getBody)
-				rctx = httptrace.WithClientTrace(r, &g.trace)
-			}
-			out = out.WithContext(rctx)
-		}
+	if g != nil {
 		g.begin(out)
 	}
 	res, err := a.t.next.RoundTrip(out)
@@ -381,6 +370,25 @@ func (a *attempts) run(ctx context.Context) error {
 		return fault.Permanent(err)
 	}
 	return err
+}
+
+// guardFor returns the resend guard of an attempt run under ctx, nil if the request
+// needs none, and the context its request goes out under. Attempts that run one after
+// another share the call's guard; an attempt in a race (a hedge's) has one of its own.
+func (a *attempts) guardFor(ctx context.Context) (*resendGuard, context.Context) {
+	if !a.guarded {
+		return nil, ctx
+	}
+	if !callpath.InRace(ctx) {
+		return &a.guard, ctx
+	}
+	r := &racedAttempt{Context: ctx}
+	if traceKey == nil {
+		r.init(nil, a.guard.getBody)
+		return &r.resendGuard, httptrace.WithClientTrace(r, &r.trace)
+	}
+	r.init(a.guard.user, a.guard.getBody)
+	return &r.resendGuard, r
 }
 
 // attemptValues[n] is the callpath.HeaderAttempt value for attempt n, shared by every
