@@ -49,6 +49,9 @@ var deliberate = map[string]string{
 	"waits/maxBackoff below initialBackoff, shrinking": "retry.New refuses a Cap below Base, so " +
 		"Entry.Backoff starts the delays at maxBackoff and shrinks them from there; A6 holds them " +
 		"at maxBackoff until initialBackoff·backoffMultiplier^(n−1) falls below it.",
+	"throttling counts committed failures": "A6 counts every failed RPC with a retryable " +
+		"code; grpc-go counts only those that ended in trailers only, and none whose server " +
+		"sent headers first. Backstop counts them all, as A6 says.",
 	"parse/retryThrottling maxTokens 1001 without methodConfig": "grpc-go checks retryThrottling " +
 		"only in a config with a methodConfig; A6 bounds maxTokens to (0, 1000] in every config, " +
 		"and so does Backstop.",
@@ -289,6 +292,38 @@ func TestConformance_RetryThrottling(t *testing.T) {
 				}
 			}
 			out = append(out, fmt.Sprintf("%v@%d", status.Code(err), calls))
+		}
+		return fmt.Sprint(out)
+	})
+}
+
+// TestConformance_ThrottlingCountsCommittedFailures: six calls fail with UNAVAILABLE
+// after the server sent its headers, so none is retried; then a call fails in
+// trailers only, and would be retried if the tokens allowed it.
+func TestConformance_ThrottlingCountsCommittedFailures(t *testing.T) {
+	srv := &script{}
+	addr := listen(t, srv)
+	sc := retryConfig(4, `"UNAVAILABLE"`, `, "retryThrottling": {"maxTokens": 10, "tokenRatio": 0.5}`)
+	compare(t, "throttling counts committed failures", func(t *testing.T, o owner) string {
+		srv.reset(func(ctx context.Context, n int) error {
+			switch {
+			case n < 6:
+				_ = grpc.SendHeader(ctx, metadata.Pairs("k", "v"))
+				return status.Error(codes.Unavailable, "after headers")
+			case n == 6:
+				return status.Error(codes.Unavailable, "trailers only")
+			}
+			return nil
+		}, nil)
+		ch := o.dial(t, addr, sc, 0)
+		var out []string
+		for range 7 {
+			_, err := ch.EmptyCall(t.Context(), &testgrpc.Empty{})
+			calls, _ := srv.seen()
+			out = append(out, fmt.Sprintf("%v@%d", status.Code(err), calls))
+		}
+		if ch.tokens != nil {
+			out = append(out, fmt.Sprintf("tokens %v", ch.tokens())) // 10 − 7 failures
 		}
 		return fmt.Sprint(out)
 	})

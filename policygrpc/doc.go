@@ -56,6 +56,11 @@
 //     grpc-go reads it as a number.
 //   - retryThrottling's bounds (maxTokens in (0, 1000], tokenRatio > 0) hold in every
 //     config; grpc-go checks them only in a config that has a methodConfig.
+//   - A call that fails with a retryable code after its server sent headers costs a
+//     throttling token, as every failed RPC does; grpc-go charges only failures in
+//     trailers only.
+//   - maxTokens and tokenRatio keep three decimals, and a value that is 0 to three
+//     decimals is refused; grpc-go keeps every decimal.
 //   - A hedgingPolicy is read and validated; grpc-go ignores it.
 //
 // Two differences are Backstop's, from its retry package: a jittered wait never
