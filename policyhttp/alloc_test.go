@@ -24,8 +24,9 @@ func (answerOK) RoundTrip(r *http.Request) (*http.Response, error) {
 // TestTransport_SuccessPathAllocatesLittleOfItsOwn: a round trip that succeeds at
 // once allocates what its pipeline allocates, the attempt's clone of the request with
 // its attempt header, the response, and three things of the transport's own: the
-// context carrying the call's Releaser (one object), the call's state (which holds
-// the returned body) and the attempt function bound to it.
+// context carrying the call's Releaser (one object), the call's state (the context
+// the pipeline runs under, which holds the returned body and the resend guard) and
+// the guard's GotConn hook bound to it.
 func TestTransport_SuccessPathAllocatesLittleOfItsOwn(t *testing.T) {
 	if race.Enabled {
 		t.Skip("the race detector allocates")

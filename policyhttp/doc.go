@@ -40,10 +40,14 @@
 // request without one is spoilt before net/http writes it again: it fails with nothing
 // sent, and the connection net/http took for it is closed unused. The Idempotency-Key
 // still goes out with every attempt, and a request that is not resent is sent as
-// before. A resend of a request of which net/http wrote nothing is refused too:
-// beneath it, net/http does not say which it is. HTTP/2's own retries stay: they
+// before. net/http does not say whether it wrote any of a request it resends: a
+// resend of one it wrote nothing of is refused too, unless it read none of its body.
+// HTTP/2's own retries stay: they
 // resend only streams the server refused or never processed. Over HTTP/2 without TLS
 // (h2c) the transport cannot tell the protocol and treats the connection as HTTP/1.
+// The transport watches the connections taken under an attempt's context: a
+// RoundTripper beneath that sends requests of its own under it, one on a reused
+// connection and then the attempt's, has the attempt refused as a resend.
 //
 // A Backstop server's refusal — a 429 or 503 with callpath.HeaderRefused — is retried
 // after its Retry-After (or callpath.HeaderRetryAfterMillis, finer) and counted against

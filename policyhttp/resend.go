@@ -85,7 +85,9 @@ func afterFunc(parent context.Context, f func()) (stop func() bool) {
 //     byte short of its ContentLength. net/http buffers the headers until the body is
 //     written, fails the write with nothing sent, and does not try again.
 //
-// HTTP/2 resends only streams the server refused or never processed; they stay.
+// HTTP/2 resends only streams the server refused or never processed; they stay. A
+// RoundTripper beneath that takes another connection for the same request after a
+// reused one is taken for net/http resending it.
 type resendGuard struct {
 	trace    httptrace.ClientTrace // GotConn is gotConn; the other hooks are the caller's
 	userConn func(httptrace.GotConnInfo)
@@ -96,6 +98,7 @@ type resendGuard struct {
 	mu      sync.Mutex    // guards the fields below
 	out     *http.Request // the attempt's request while it is sent; nil between attempts
 	conn    net.Conn      // the connection net/http took last for it
+	reused  bool          // conn came from the pool
 	refused bool          // a resend of out was refused
 }
 
@@ -119,7 +122,7 @@ func (g *resendGuard) begin(out *http.Request) {
 		out.GetBody = g.rewindFn
 	}
 	g.mu.Lock()
-	g.out, g.conn, g.refused = out, nil, false
+	g.out, g.conn, g.reused, g.refused = out, nil, false, false
 	g.mu.Unlock()
 }
 
@@ -135,13 +138,14 @@ func (g *resendGuard) end() (refused bool) {
 func (g *resendGuard) gotConn(info httptrace.GotConnInfo) {
 	g.mu.Lock()
 	if g.out != nil {
-		// A second connection for one request: net/http is sending it again. A request
-		// with a body is refused by rewind before this.
-		if g.conn != nil && g.getBody == nil && !speaksHTTP2(g.conn) && !speaksHTTP2(info.Conn) {
+		// Another connection for one request after a reused one: net/http is sending it
+		// again (it never does after a new connection fails). A request with a body is
+		// refused by rewind before this.
+		if g.conn != nil && g.reused && g.getBody == nil && !speaksHTTP2(g.conn) && !speaksHTTP2(info.Conn) {
 			spoil(g.out)
 			g.refused = true
 		}
-		g.conn = info.Conn
+		g.conn, g.reused = info.Conn, info.Reused
 	}
 	g.mu.Unlock()
 	if g.userConn != nil {

@@ -252,3 +252,38 @@ func TestTransport_CallsTheCallersTraceHooks(t *testing.T) {
 	require.Equal(t, 2, conns, "the caller's GotConn: calls")
 	require.Equal(t, 2, wrote, "the caller's WroteRequest: calls")
 }
+
+// TestTransport_GuardLetsHTTP2Through: over HTTP/2 (TLS with ALPN) a guarded request
+// goes out once and succeeds, its Idempotency-Key on it.
+func TestTransport_GuardLetsHTTP2Through(t *testing.T) {
+	var mu sync.Mutex
+	var protos, keys []string
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		protos = append(protos, r.Proto)
+		keys = append(keys, r.Header.Get(policyhttp.HeaderIdempotencyKey))
+		mu.Unlock()
+		io.WriteString(w, "ok")
+	}))
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	base := srv.Client().Transport
+	t.Cleanup(base.(*http.Transport).CloseIdleConnections)
+	clock := policytest.NewClock(t0).AutoAdvance(true)
+	p := policy.MustWrap(retry.MustNew(retry.Options{MaxAttempts: 3, Clock: clock, Rand: zeroRand{}}))
+	client := &http.Client{Transport: policyhttp.NewTransport(base, p, policyhttp.Options{})}
+	for range 2 {
+		req, err := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader("z"))
+		require.NoError(t, err)
+		req.Header.Set(policyhttp.HeaderIdempotencyKey, "k-h2")
+		res, err := client.Do(req)
+		require.NoError(t, err)
+		b, err := io.ReadAll(res.Body)
+		res.Body.Close()
+		require.NoError(t, err)
+		require.Equal(t, "ok", string(b))
+	}
+	require.Equal(t, []string{"HTTP/2.0", "HTTP/2.0"}, protos, "the requests' protocol")
+	require.Equal(t, []string{"k-h2", "k-h2"}, keys, "the requests' Idempotency-Key")
+}
