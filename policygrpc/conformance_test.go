@@ -52,6 +52,10 @@ var deliberate = map[string]string{
 	"throttling counts committed failures": "A6 counts every failed RPC with a retryable " +
 		"code; grpc-go counts only those that ended in trailers only, and none whose server " +
 		"sent headers first. Backstop counts them all, as A6 says.",
+	"retry while blocked": "Once a cancelled stream has ended, grpc-go's next Recv returns the " +
+		"status of the attempt it last held (the failed first one's ALREADY_EXISTS); Backstop's " +
+		"repeats CANCELLED, the status the RPC ended with. A6 says nothing of it; grpc-go's own " +
+		"test asserts only that the call ends CANCELLED and that nothing panics.",
 	"parse/retryThrottling maxTokens 1001 without methodConfig": "grpc-go checks retryThrottling " +
 		"only in a config with a methodConfig; A6 bounds maxTokens to (0, 1000] in every config, " +
 		"and so does Backstop.",
@@ -757,6 +761,19 @@ func (h *statsRecorder) HandleRPC(_ context.Context, s stats.RPCStats) {
 	h.events = append(h.events, name)
 }
 
+// count returns how many events named name the handler saw.
+func (h *statsRecorder) count(name string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := 0
+	for _, e := range h.events {
+		if e == name {
+			n++
+		}
+	}
+	return n
+}
+
 // sortedWords returns s's words sorted, joined by spaces.
 func sortedWords(s string) string {
 	w := strings.Fields(s)
@@ -884,4 +901,92 @@ func TestConformance_Waits(t *testing.T) {
 			agree(t, "waits/"+tt.name, fmt.Sprint(want), fmt.Sprint(got))
 		})
 	}
+}
+
+// blocking is the server of TestConformance_RetryWhileBlocked: the first stream marked
+// "first" fails with ALREADY_EXISTS (retryable there); every other stream waits for its
+// client to go away.
+type blocking struct {
+	testgrpc.UnimplementedTestServiceServer
+	mu      sync.Mutex
+	failed  bool
+	waiting int // streams waiting for their client
+}
+
+func (s *blocking) FullDuplexCall(stream testgrpc.TestService_FullDuplexCallServer) error {
+	first := len(metadata.ValueFromIncomingContext(stream.Context(), "first")) > 0
+	s.mu.Lock()
+	if first && !s.failed {
+		s.failed = true
+		s.mu.Unlock()
+		return status.Error(codes.AlreadyExists, "the first attempt fails")
+	}
+	s.waiting++
+	s.mu.Unlock()
+	<-stream.Context().Done()
+	return stream.Context().Err()
+}
+
+func (s *blocking) waiters() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.waiting
+}
+
+// TestConformance_RetryWhileBlocked is grpc-go's TestRetryTransparentWhenCommitted:
+// on a server that serves one stream at a time, a stream's retry waits for the slot
+// another stream holds; the caller cancels it, and every operation on it afterwards
+// answers without a panic, in the same way for both owners.
+func TestConformance_RetryWhileBlocked(t *testing.T) {
+	sc := `{"methodConfig": [{"name": [{"service": "grpc.testing.TestService"}],
+  "retryPolicy": {"maxAttempts": 2, "initialBackoff": ".01s", "maxBackoff": ".01s", "backoffMultiplier": 1.0,
+  "retryableStatusCodes": ["ALREADY_EXISTS"]}}]}`
+	compare(t, "retry while blocked", func(t *testing.T, o owner) string {
+		srv := &blocking{}
+		h := &statsRecorder{}
+		ch := o.dial(t, listen(t, srv, grpc.MaxConcurrentStreams(1)), sc, 0, grpc.WithStatsHandler(h))
+		ctx1, cancel1 := context.WithCancel(metadata.AppendToOutgoingContext(t.Context(), "first", "1"))
+		defer cancel1()
+		stream1, err := ch.FullDuplexCall(ctx1)
+		require.NoError(t, err)
+		ctx2, cancel2 := context.WithCancel(t.Context())
+		defer cancel2()
+		_, err = ch.FullDuplexCall(ctx2) // holds the server's one slot
+		require.NoError(t, err)
+		waitFor(t, func() bool { return srv.waiters() == 1 })
+		recv := make(chan error, 1)
+		go func() {
+			_, err := stream1.Recv() // sees ALREADY_EXISTS and retries, waiting for the slot
+			recv <- err
+		}()
+		// The retry has begun once the stats handler saw a third attempt start.
+		waitFor(t, func() bool { return h.count("Begin") == 3 })
+		cancel1()
+		first := <-recv
+		closeErr := stream1.CloseSend()
+		_, again := stream1.Recv()
+		sendErr := stream1.Send(&testgrpc.StreamingOutputCallRequest{})
+		return fmt.Sprintf("Recv: %v; CloseSend: %v; Recv: %v; Send: %v",
+			status.Code(first), closeErr, status.Code(again), sendErr)
+	})
+}
+
+// TestConformance_NoRetryPolicy is grpc-go's TestNoRetry for a channel whose config
+// has no retryPolicy: a stream and a unary call that fail with UNAVAILABLE are made
+// once each.
+func TestConformance_NoRetryPolicy(t *testing.T) {
+	srv := &script{}
+	addr := listen(t, srv)
+	compare(t, "no retry policy", func(t *testing.T, o owner) string {
+		down := status.Error(codes.Unavailable, "down")
+		srv.reset(func(context.Context, int) error { return down },
+			func(testgrpc.TestService_FullDuplexCallServer, int) error { return down })
+		ch := o.dial(t, addr, `{"methodConfig": [{"name": [{"service": "grpc.testing.TestService"}], "timeout": "10s"}]}`, 0)
+		stream, err := ch.FullDuplexCall(t.Context())
+		require.NoError(t, err)
+		_, serr := stream.Recv()
+		_, uerr := ch.EmptyCall(t.Context(), &testgrpc.Empty{})
+		calls, prev := srv.seen()
+		return fmt.Sprintf("stream %v, unary %v, attempts %d prev=%q", status.Code(serr), status.Code(uerr), calls, prev)
+	})
 }

@@ -311,6 +311,12 @@ func (s *retryStream) Context() context.Context {
 
 func (s *retryStream) SendMsg(m any) error {
 	s.mu.Lock()
+	if s.closedSend {
+		// A caller's mistake, which gRPC reports: nothing to keep.
+		cs := s.cur
+		s.mu.Unlock()
+		return cs.SendMsg(m)
+	}
 	if !s.committed {
 		size, known := messageSize(m)
 		if !known || s.sentBytes+size > s.limit {
@@ -324,10 +330,17 @@ func (s *retryStream) SendMsg(m any) error {
 	cs, committed := s.cur, s.committed
 	s.mu.Unlock()
 	err := cs.SendMsg(m)
-	if err != nil && !committed {
+	if err != nil && !committed && !s.over() {
 		return nil // kept for the next attempt; RecvMsg tells how this one ended
 	}
 	return err
+}
+
+// over reports whether the pipeline has returned: no attempt will follow.
+func (s *retryStream) over() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.done
 }
 
 func (s *retryStream) RecvMsg(m any) error {
