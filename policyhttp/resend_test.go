@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/http/httptrace"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -26,6 +27,7 @@ type arrival struct {
 	chunked       bool
 	key           string
 	body          string
+	attempt       string // Backstop-Attempt
 }
 
 // droppingServer is an HTTP/1.1 server on 127.0.0.1 with keep-alive. It counts the
@@ -68,6 +70,7 @@ func newDroppingServer(t *testing.T, warm int) *droppingServer {
 			chunked:       len(r.TransferEncoding) > 0,
 			key:           r.Header.Get(policyhttp.HeaderIdempotencyKey),
 			body:          string(b),
+			attempt:       r.Header.Get(callpath.HeaderAttempt),
 		})
 		s.mu.Unlock()
 		conn, _, err := w.(http.Hijacker).Hijack()
@@ -227,9 +230,19 @@ func TestTransport_ACallReachesTheServerAtMostMaxAttemptsTimes(t *testing.T) {
 				plain.Body.Close()
 			}
 			control := srv.of("plain")[0]
+			var numbers []string
 			for i, a := range got {
+				numbers = append(numbers, a.attempt)
+				a.attempt = ""
 				require.Equal(t, control, a, "arrival %d: the request as net/http sends it", i+1)
 			}
+			// Each arrival is an attempt of the pipeline, numbered as one.
+			slices.Sort(numbers)
+			wantNumbers := []string{"1", "2", "3"}[:want]
+			if tt.maxAttempts == 1 {
+				wantNumbers = []string{""} // a retry of one attempt owns nothing
+			}
+			require.Equal(t, wantNumbers, numbers, "%s: Backstop-Attempt of the arrivals", tt.name)
 		})
 	}
 }
