@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // ErrNoRedis is returned by Start when redis-server is not on the PATH.
@@ -15,9 +16,11 @@ var ErrNoRedis = errors.New("fleettest: redis-server is not installed (Debian: a
 
 // Server is a redis-server process. It is not safe for concurrent use.
 type Server struct {
-	port int
-	args []string
-	cmd  *exec.Cmd
+	port  int
+	conf  string // a configuration file, first on the command line; "" for none
+	ready string // the line of its log that says it accepts connections; "" for a server's
+	args  []string
+	cmd   *exec.Cmd
 }
 
 // Installed returns ErrNoRedis when redis-server is not on the PATH, else nil.
@@ -27,6 +30,9 @@ func Installed() error {
 	}
 	return nil
 }
+
+// startTimeout bounds how long Restart waits for a server to be ready.
+const startTimeout = 10 * time.Second
 
 // Start starts a redis-server on a free loopback port and returns once it accepts
 // connections. args are more redis-server options ("--replica-serve-stale-data",
@@ -53,8 +59,13 @@ func (s *Server) Restart() error {
 	if s.cmd != nil {
 		return errors.New("fleettest: the server is running")
 	}
-	args := append([]string{"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no", "--loglevel", "notice"}, s.args...)
+	var args []string
+	if s.conf != "" {
+		args = append(args, s.conf)
+	}
+	args = append(args, "--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
+		"--save", "", "--appendonly", "no", "--loglevel", "notice")
+	args = append(args, s.args...)
 	cmd := exec.Command("redis-server", args...)
 	dieWithParent(cmd)
 	out, err := cmd.StdoutPipe()
@@ -65,13 +76,17 @@ func (s *Server) Restart() error {
 		return err
 	}
 	// It says on stdout when it is ready; the rest of its log is drained.
+	readyLine := s.ready
+	if readyLine == "" {
+		readyLine = "Ready to accept connections"
+	}
 	ready := make(chan error, 1)
 	go func() {
 		sc := bufio.NewScanner(out)
 		var log []string
 		for sc.Scan() {
 			log = append(log, sc.Text())
-			if strings.Contains(sc.Text(), "Ready to accept connections") {
+			if strings.Contains(sc.Text(), readyLine) {
 				ready <- nil
 				for sc.Scan() {
 				}
@@ -80,9 +95,16 @@ func (s *Server) Restart() error {
 		}
 		ready <- fmt.Errorf("fleettest: redis-server on port %d exited before it was ready:\n%s", s.port, strings.Join(log, "\n"))
 	}()
-	if err := <-ready; err != nil {
+	select {
+	case err := <-ready:
+		if err != nil {
+			_ = cmd.Wait()
+			return err
+		}
+	case <-time.After(startTimeout):
+		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
-		return err
+		return fmt.Errorf("fleettest: redis-server on port %d did not say %q within %v", s.port, readyLine, startTimeout)
 	}
 	s.cmd = cmd
 	return nil
