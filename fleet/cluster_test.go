@@ -422,13 +422,16 @@ func failover(t *testing.T, f failoverSetup) {
 		}
 		return true
 	}), "every policy shares again within %v of the kill", bound)
-	var slowest time.Duration
+	var slowest, slowestSynced time.Duration
 	var errs []string
 	for i, pr := range procs {
 		for _, s := range sources {
 			local, shared, _ := back(pr, s)
 			t.Logf("p%d %-12s local after %4d ms, shared again after %5d ms", i, s, local.Milliseconds(), shared.Milliseconds())
 			slowest = max(slowest, shared)
+			if s != "quota" {
+				slowestSynced = max(slowestSynced, shared)
+			}
 		}
 		for _, e := range pr.log.list() {
 			if e.err != nil && !slices.Contains(errs, e.err.Error()) {
@@ -436,7 +439,8 @@ func failover(t *testing.T, f failoverSetup) {
 			}
 		}
 	}
-	t.Logf("replica promoted %d ms after the kill; every policy shared again after %d ms", promoted.Milliseconds(), slowest.Milliseconds())
+	t.Logf("replica promoted %d ms after the kill; breakers and budgets shared again after %d ms, every policy after %d ms (the quota asks again a second after it fell back)",
+		promoted.Milliseconds(), slowestSynced.Milliseconds(), slowest.Milliseconds())
 	t.Logf("errors that made policies local: %q", errs)
 
 	// State written before the kill is kept: the held breaker's open episode, the
