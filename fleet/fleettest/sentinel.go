@@ -31,12 +31,14 @@ func StartSentinel(ctx context.Context, dir string) (*Sentinel, error) {
 	}
 	st := &Sentinel{}
 	var err error
-	st.Primary, err = Start("--repl-diskless-sync-delay", "0", "--repl-ping-replica-period", "1")
+	// Each in dir: a replica writes the data it receives to a file there.
+	st.Primary, err = Start("--dir", dir, "--repl-diskless-sync-delay", "0", "--repl-ping-replica-period", "1")
 	if err != nil {
 		return nil, err
 	}
 	host, port := "127.0.0.1", strconv.Itoa(st.Primary.port)
-	st.Replica, err = Start("--replicaof", host, port, "--repl-diskless-sync-delay", "0", "--repl-ping-replica-period", "1")
+	st.Replica, err = Start("--dir", dir, "--dbfilename", "replica.rdb", "--replicaof", host, port,
+		"--repl-diskless-sync-delay", "0", "--repl-ping-replica-period", "1")
 	if err != nil {
 		st.Stop()
 		return nil, err
