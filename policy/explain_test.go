@@ -78,7 +78,7 @@ func TestExplain_EveryBuiltInPolicySaysWhatItDoes(t *testing.T) {
 		{budget.MustNewRate(budget.RateOptions{Limit: 2, Burst: 3}), "at most 2 retries per second in this process, in bursts of up to 3"},
 		{budget.MustNewTokenBucket(4, 0.5), "retries stop after the 2nd failure in a row (tokens ≤ 2)"},
 		{shed.MustNew(shed.Options{Name: "api", Limit: shed.LimitOptions{Fixed: 8}, Queue: shed.QueueOptions{Max: -1}}), `shedder "api" admits work up to a fixed limit of 8 in flight, with no queue`},
-		{shed.MustNew(shed.Options{Name: "api"}), "an adaptive limit (now 20, within 1–1000)"},
+		{shed.MustNew(shed.Options{Name: "api"}), "an adaptive limit (now 1000, within 1–1000)"},
 	} {
 		x, ok := tt.p.(policy.StageExplainer)
 		require.True(t, ok, "%T is a StageExplainer", tt.p)

@@ -45,7 +45,7 @@ const (
 	// DefaultSchedLatency is the wait for a CPU, at the 90th percentile of a window's
 	// goroutines, over which the shedder starts refusing new work (see
 	// LimitOptions.SchedLatency).
-	DefaultSchedLatency = 5 * time.Millisecond
+	DefaultSchedLatency = 20 * time.Millisecond
 	// SchedLatencyOff, as LimitOptions.SchedLatency, turns the CPU guard off.
 	SchedLatencyOff = -1
 )
@@ -338,7 +338,13 @@ func (g *gradient) sample(now time.Time, rtt time.Duration, admitted, refused ui
 	// A window in which goroutines waited for a CPU is the CPU guard's to answer: its
 	// latency rose with the wait, which a lower limit does not shorten when the CPU
 	// is taken by other processes, and which the guard sheds for when it is this one's.
-	cpuBusy := g.cpu != nil && g.cpu.update(now)
+	cpuBusy := false
+	if g.cpu != nil {
+		if g.cpu.due(now, g.window) {
+			g.cpu.update(now)
+		}
+		cpuBusy = g.cpu.busy
+	}
 	g.closeLocked(w, cpuBusy)
 	return int64(g.limit), int64(g.limit) != old
 }

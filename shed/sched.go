@@ -3,18 +3,13 @@ package shed
 import (
 	"math"
 	"runtime/metrics"
-	"slices"
 	"sync/atomic"
 	"time"
 )
 
-// The share of new work refused while the process's CPUs are saturated
-// (LimitOptions.SchedLatency) moves by these steps, once a window: up by cpuStep while
-// the scheduling latency is above the target, down by half while it is below half the
-// target, held between. It never refuses more than cpuMaxShare, so that some work is
+// The CPU guard never refuses more than cpuMaxShare of new work, so that some is
 // still admitted and timed, and windows go on closing.
 const (
-	cpuStep     = 0.1
 	cpuMaxShare = 0.95
 	// cpuPercentile is the percentile of the window's scheduling latencies compared
 	// with the target.
@@ -33,6 +28,16 @@ const schedMetric = "/sched/latencies:seconds"
 type schedReader struct {
 	sample []metrics.Sample
 	last   []uint64
+}
+
+// runnableQueue reads how many goroutines are runnable now, and GOMAXPROCS.
+func runnableQueue() (uint64, int) {
+	s := []metrics.Sample{{Name: "/sched/goroutines/runnable:goroutines"}, {Name: "/sched/gomaxprocs:threads"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 || s[1].Value.Kind() != metrics.KindUint64 {
+		return 0, 1 // a runtime without the metrics: no queue seen
+	}
+	return s[0].Value.Uint64(), max(1, int(s[1].Value.Uint64()))
 }
 
 func newSchedReader() *schedReader {
@@ -86,43 +91,51 @@ func secondsDuration(s float64) time.Duration {
 	return time.Duration(s * 1e9)
 }
 
-// cpuGuard refuses a share of new work while goroutines wait too long for a CPU.
-//
-// The scheduling latency cannot tell this process's own queue from an operating
-// system that gives it less CPU than it has threads (a busy machine, a container's
-// CPU quota): there, refusing more does not bring the latency down, and a share that
-// grew while it stayed high would refuse work the server could do. So the share never
-// exceeds what brings the work admitted down to 90 % of the most the server has
-// completed in a window lately: 1 − 0.9 × best completions ÷ arrivals. While the guard
-// refuses, its windows' completions are held down by the guard itself, so they may
-// raise the best but never lower it; the best falls only as windows without
-// refusals replace it (after cpuWindows of them). Sheddable work is refused at twice
-// the share, but never past that cap either.
+// cpuGuard refuses the share of new work this process's CPUs cannot serve while its
+// own work queues for them; see the package doc's CPU section.
 type cpuGuard struct {
-	target time.Duration
+	target time.Duration // LimitOptions.SchedLatency
 	// read returns the scheduling latency of the window and how many goroutines it
 	// saw; the runtime's by default, synthetic in tests.
 	read func() (time.Duration, uint64)
+	// queue returns how many goroutines wait for a CPU now, and GOMAXPROCS; the
+	// runtime's by default, synthetic in tests.
+	queue func() (runnable uint64, procs int)
 	// counts returns the shedder's admitted and refused requests so far and its
 	// requests in flight now.
 	counts func() (admitted, refused uint64, inflight int64)
-	share  atomic.Uint32 // refused share × cpuScale
-	cap    atomic.Uint32 // the most it may refuse now × cpuScale (see cpuGuard)
-	last   atomic.Int64  // when it last moved the share, Unix ns
+	// baseline returns the adaptive limit's baseline latency, 0 until known.
+	baseline func() time.Duration
+	share    atomic.Uint32 // refused share × cpuScale
+	last     atomic.Int64  // when it last moved the share, Unix ns
 
-	// Guarded by the gradient's lock: the counts when the share last moved, and the
-	// completions per second of the last windows.
+	// Guarded by the gradient's lock.
+	busy                      bool    // goroutines waited over the target in the last window
+	capacity                  float64 // completions per second the CPUs serve
+	served                    float64 // the most completed a second in a window, forgotten slowly
+	arrivals                  float64 // arrivals per second, smoothed
+	trim                      float64 // what the queue adds to or takes from the share
+	engaged                   bool    // refusing since a window found the CPUs the bound
 	prevAdmitted, prevRefused uint64
 	prevInflight              int64
-	completed                 [cpuWindows]float64
-	next                      int
+	prevRunnable              uint64
 }
 
-// cpuWindows is how many windows' completion rates the guard remembers; cpuHeadroom is
-// the share of the best of them it admits at most while it refuses.
+// The guard's settings.
 const (
-	cpuWindows  = 100
-	cpuHeadroom = 0.9
+	// cpuRunnable is the queue of this process's own work the guard tolerates:
+	// goroutines waiting for a CPU, per GOMAXPROCS.
+	cpuRunnable = 16
+	// cpuSmoothing is the weight of a window in the smoothed capacity and arrivals.
+	cpuSmoothing = 0.3
+	// cpuForget is what a window keeps of the most completed in a window.
+	cpuForget = 0.99
+	// The trim grows by cpuTrimUp each window the queue is long and the wait over the
+	// target, and falls by cpuTrimDown each window the queue is short, within
+	// ±cpuTrimMax.
+	cpuTrimUp   = 0.02
+	cpuTrimDown = 0.01
+	cpuTrimMax  = 0.3
 )
 
 // refuses reports whether the guard refuses work whose random draw is u in [0, 1):
@@ -134,7 +147,7 @@ func (c *cpuGuard) refuses(p Priority, u float64) bool {
 	}
 	share := float64(sh) / cpuScale
 	if p < 0 {
-		share = min(2*share, float64(c.cap.Load())/cpuScale)
+		share = min(2*share, cpuMaxShare)
 	}
 	return u < share
 }
@@ -145,40 +158,62 @@ func (c *cpuGuard) refuses(p Priority, u float64) bool {
 func (c *cpuGuard) update(now time.Time) (saturated bool) {
 	prev := c.last.Swap(now.UnixNano())
 	admitted, refused, inflight := c.counts()
-	age := time.Duration(now.UnixNano() - prev).Seconds()
-	var arrivals float64 // per second, since the share last moved
-	if prev != 0 && age > 0 {
-		// Completions: what was admitted, less what is still in flight of it.
-		done := math.Max(0, float64(since(admitted, c.prevAdmitted))-float64(inflight-c.prevInflight)) / age
-		if c.share.Load() != 0 {
-			done = math.Max(done, slices.Max(c.completed[:])) // held down by the guard: raises the best, never lowers it
-		}
-		c.completed[c.next] = done
-		c.next = (c.next + 1) % cpuWindows
-		arrivals = float64(since(admitted, c.prevAdmitted)+since(refused, c.prevRefused)) / age
-	}
-	c.prevAdmitted, c.prevRefused, c.prevInflight = admitted, refused, inflight
 	lat, n := c.read()
-	share := float64(c.share.Load()) / cpuScale
-	switch {
-	case n == 0:
+	runnable, procs := c.queue()
+	age := time.Duration(now.UnixNano() - prev).Seconds()
+	if prev == 0 || age <= 0 || n == 0 {
+		c.prevAdmitted, c.prevRefused, c.prevInflight, c.prevRunnable = admitted, refused, inflight, runnable
+		c.busy = false
 		return false
-	case lat > c.target:
-		saturated = true
-		share = math.Min(cpuMaxShare, share+cpuStep)
-	case lat <= c.target/2:
-		if share /= 2; share < 0.01 {
-			share = 0
+	}
+	// Completions, and arrivals: those that reached the shedder, and those still
+	// queued for a CPU in front of it (the queue's growth; it drains as it shrinks).
+	done := math.Max(0, float64(since(admitted, c.prevAdmitted))-float64(inflight-c.prevInflight)) / age
+	seen := float64(since(admitted, c.prevAdmitted) + since(refused, c.prevRefused))
+	arrivals := math.Max(0, seen+float64(runnable)-float64(c.prevRunnable)) / age
+	growing := runnable >= c.prevRunnable
+	c.prevAdmitted, c.prevRefused, c.prevInflight, c.prevRunnable = admitted, refused, inflight, runnable
+	c.arrivals = ewma(c.arrivals, arrivals, cpuSmoothing)
+
+	target := cpuRunnable * float64(procs)
+	queued := float64(runnable) > target
+	saturated = queued && lat > c.target
+	// What the CPUs serve: at least the most completed in a window lately, and for
+	// work that holds its CPU while it runs, GOMAXPROCS ÷ its baseline latency.
+	c.served = math.Max(c.served*cpuForget, done)
+	c.capacity = c.served
+	if base := c.baseline(); base > 0 {
+		c.capacity = math.Max(c.capacity, float64(procs)/base.Seconds())
+	}
+	if saturated {
+		c.engaged = true
+	}
+	share := 0.0
+	if c.engaged {
+		switch {
+		case saturated && growing:
+			c.trim = math.Min(cpuTrimMax, c.trim+cpuTrimUp) // the queue is not yet draining
+		case !queued && runnable <= uint64(procs):
+			c.trim = math.Max(-1, c.trim-2*cpuTrimDown) // nothing waits: the CPUs may idle
+		case !queued:
+			c.trim = math.Max(-1, c.trim-cpuTrimDown)
+		}
+		share = math.Min(cpuMaxShare, 1-c.capacity/c.arrivals+c.trim)
+		if share < 0.01 {
+			share, c.trim, c.engaged = 0, 0, false // the demand fits: stand down
 		}
 	}
-	limit := cpuMaxShare
-	if best := slices.Max(c.completed[:]); arrivals > 0 && best > 0 {
-		limit = math.Min(limit, math.Max(0, 1-cpuHeadroom*best/arrivals))
-	}
-	share = math.Min(share, limit)
-	c.cap.Store(uint32(limit * cpuScale))
 	c.share.Store(uint32(share * cpuScale))
+	c.busy = lat > c.target // the wait is the CPUs', whoever holds them
 	return saturated
+}
+
+// ewma moves avg a share w of the way to x; a zero avg starts at x.
+func ewma(avg, x, w float64) float64 {
+	if avg == 0 {
+		return x
+	}
+	return avg + w*(x-avg)
 }
 
 // due reports whether a window has passed since the share last moved.

@@ -162,19 +162,17 @@ type LimitOptions struct {
 	// at the rate of the one before ÷ LatencySamples, so a busy server does not read
 	// the clock twice per request.
 	LatencySamples int
-	// SchedLatency also watches this process's CPUs: when goroutines have waited
-	// longer than SchedLatency for one (the 90th percentile of the runtime's
-	// /sched/latencies:seconds over a Window), requests are queueing where no
-	// concurrency limit sees them — in the run queue, in sockets, in clients' pools —
-	// as on a CPU-bound server whose handlers run to completion one after another.
-	// The shedder then refuses a share of new work (ReasonCPU; critical work never,
-	// sheddable work first), 10 points more each such window, halving each window the
-	// wait is under half of SchedLatency. The share is capped by the work that piles
-	// up: it never refuses more than arrivals exceed the most the server has
-	// completed, so a server whose work keeps up is not refused for a busy machine.
-	// 0 means DefaultSchedLatency (5 ms). SchedLatencyOff (any negative value) turns
-	// the guard off: do so where the process runs CPU-heavy batch work beside its
-	// server, whose goroutines wait for the CPU without the server being overloaded.
+	// SchedLatency also watches this process's CPUs: while more than 16 goroutines
+	// a CPU are runnable and the 90th percentile of their waits for one is over
+	// SchedLatency, requests are queueing where no concurrency limit sees them, as
+	// on a CPU-bound server whose handlers run to completion one after another. The
+	// shedder then refuses the share of new work its CPUs cannot serve (ReasonCPU;
+	// critical work never, sheddable work first); see the package doc's CPU section.
+	// Waits caused by other processes do not lengthen this process's queue and are
+	// not acted on. 0 means DefaultSchedLatency (20 ms). SchedLatencyOff (any
+	// negative value) turns the guard off: do so where the process runs CPU-heavy
+	// batch work beside its server, whose goroutines queue for the CPU without the
+	// server being overloaded.
 	SchedLatency time.Duration
 }
 
@@ -304,11 +302,13 @@ func New(o Options) (*Shedder, error) {
 	}
 	if s.adaptive != nil && s.adaptive.cpu != nil {
 		s.adaptive.cpu.counts = func() (uint64, uint64, int64) {
-			// Refusals of work that reached the limit: a client over its quota, or
-			// work refused at an open breaker's gate, is no demand on this server.
+			// Refusals of work that reached the limit or the guard: a client over its
+			// quota, or work refused at an open breaker's gate, is no demand on this
+			// server's CPUs.
 			refused := s.refusedAtLimit() + s.rejected[ReasonCanceled].Load() + s.rejected[ReasonCPU].Load()
 			return s.admitted.Load(), refused, s.inflight.Load()
 		}
+		s.adaptive.cpu.baseline = s.adaptive.baseline
 	}
 	if o.Queue.Max == 0 {
 		s.opts.Queue.Max = DefaultMaxQueue
@@ -437,7 +437,7 @@ func (s *Shedder) limits(o Options) error {
 	case g.window < 0:
 		return bad("Limit.Window is %v; want > 0, or 0 for the default %v", o.Limit.Window, DefaultWindow)
 	case o.Limit.SchedLatency >= 0:
-		g.cpu = &cpuGuard{target: orDefaultD(o.Limit.SchedLatency, DefaultSchedLatency), read: newSchedReader().read}
+		g.cpu = &cpuGuard{target: orDefaultD(o.Limit.SchedLatency, DefaultSchedLatency), read: newSchedReader().read, queue: runnableQueue}
 	}
 	g.limit = float64(initial)
 	s.adaptive = g
@@ -904,7 +904,7 @@ func (s *Shedder) ExplainStage() policy.Stage {
 	if g := s.adaptive; g != nil {
 		limit = fmt.Sprintf("an adaptive limit (now %d, within %v–%v) that follows latency", s.Limit(), g.min, g.max)
 		if g.cpu != nil {
-			limit += fmt.Sprintf(", and refuses a growing share of new work while this process's goroutines wait over %v for a CPU", g.cpu.target)
+			limit += fmt.Sprintf(", and, while this process's own work queues for its CPUs (over %d goroutines a CPU waiting, %v each), refuses what the CPUs cannot serve", cpuRunnable, g.cpu.target)
 		}
 	}
 	queue := "no queue"

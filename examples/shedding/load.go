@@ -49,7 +49,7 @@ func (p *poisson) Rate(elapsed time.Duration) float64 { return p.rate(elapsed) }
 // a record, the shedder's state each bucket if sample is set, and vegeta's metrics
 // of the admitted requests (status 200) with their latency histogram.
 func attack(url string, pacer vegeta.Pacer, d time.Duration, sample func() (limit, inflight int)) ([]record, []gauge, *vegeta.Metrics) {
-	a := vegeta.NewAttacker(vegeta.Timeout(clientTimeout), vegeta.KeepAlive(true), vegeta.MaxBody(0), vegeta.Connections(10000))
+	a := vegeta.NewAttacker(vegeta.Timeout(clientTimeout), vegeta.KeepAlive(true), vegeta.MaxBody(-1), vegeta.Connections(10000))
 	target := vegeta.NewStaticTargeter(vegeta.Target{Method: http.MethodGet, URL: url})
 	var mu sync.Mutex
 	var gauges []gauge
