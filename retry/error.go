@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/backstop-go/backstop/fault"
 )
 
 // Why a retry gave up: the Cause of an [*Error], matched with errors.Is.
@@ -49,6 +51,11 @@ func (e *Error) Error() string {
 	noun := "attempts"
 	if e.Attempts == 1 {
 		noun = "attempt"
+	}
+	if e.Cause == ErrNotRetryable && e.Last != nil && !neverRetried(e.Last) && !fault.Of(e.Last).Stop {
+		// Not refused nor marked permanent: the classifier's allow-list did not
+		// match. Say how to widen it.
+		why += " (mark it with fault.Retryable, or widen Options.ShouldRetry)"
 	}
 	return fmt.Sprintf("retry: %d %s, %s: %v", e.Attempts, noun, why, e.Last)
 }

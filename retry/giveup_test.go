@@ -3,8 +3,10 @@ package retry_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -223,4 +225,20 @@ func TestRetry_Pushback(t *testing.T) {
 	require.ErrorIs(t, err, retry.ErrNotRetryable)
 	require.Equal(t, []string{"deposit", "failure"}, b.log, "it still counts as a failure for the budget")
 	require.Nil(t, fault.Pushback(nil, time.Second))
+}
+
+// TestError_NotRetryableSaysHowToWidenTheAllowList: a plain error that the default
+// classifier does not retry names the two ways to retry it; a refusal or an error
+// marked permanent does not, since neither should be retried.
+func TestError_NotRetryableSaysHowToWidenTheAllowList(t *testing.T) {
+	plain := &retry.Error{Attempts: 1, Cause: retry.ErrNotRetryable, Last: errors.New("status 503")}
+	if got, want := plain.Error(), "retry: 1 attempt, error not retryable (mark it with fault.Retryable, or widen Options.ShouldRetry): status 503"; got != want {
+		t.Errorf("Error() = %q; want %q", got, want)
+	}
+	for _, last := range []error{fault.Permanent(errors.New("bad")), fmt.Errorf("shed: %w", policy.ErrRejected)} {
+		e := &retry.Error{Attempts: 1, Cause: retry.ErrNotRetryable, Last: last}
+		if strings.Contains(e.Error(), "fault.Retryable") {
+			t.Errorf("Error() = %q for %v; want no hint to retry it", e.Error(), last)
+		}
+	}
 }
