@@ -23,11 +23,11 @@ const (
 	// (gobreaker's own default trips after more than 5, that is 6.)
 	DefaultConsecutiveFailures = 5
 	// DefaultOpenTimeout is the probe interval: an open breaker lets a probe through
-	// 800 ms after it tripped (880 ms with its jitter), and another every 800 to 880
+	// 750 ms after it tripped (825 ms with its jitter), and another every 750 to 825
 	// ms while probes fail. A probe that hangs does not hold the next one back. So a
-	// dependency back from an outage of any length gets traffic within 0.9 s, and a
-	// dead one sees about 1.2 probes a second from each process.
-	DefaultOpenTimeout = 800 * time.Millisecond
+	// dependency back from an outage of any length gets traffic within 0.85 s, and a
+	// dead one sees about 1.25 probes a second from each process.
+	DefaultOpenTimeout = 750 * time.Millisecond
 	// DefaultMaxOpenTimeout bounds the open time that failed probes lengthen: by
 	// default it does not grow (MaxOpenTimeout = OpenTimeout). Set MaxOpenTimeout above
 	// OpenTimeout to probe a long outage ever more rarely, as Envoy's outlier detection
@@ -59,7 +59,7 @@ var (
 )
 
 // Options configure a [Breaker]. The zero value is valid: trip after 5 consecutive
-// failures, then let 1 probe through every 800 to 880 ms until one succeeds.
+// failures, then let 1 probe through every 750 to 825 ms until one succeeds.
 //
 // Two ways to trip, one at a time: consecutive failures (the default), or, when
 // FailureRatio is set, a failure ratio over a rolling Window once MinRequests calls
@@ -82,17 +82,17 @@ type Options struct {
 	Buckets int
 	// OpenTimeout is the probe interval: how long the breaker stays open when it
 	// trips, and how long after a probe went out the next may go, whether or not the
-	// first has answered. 0 means DefaultOpenTimeout (800 ms). If MaxOpenTimeout is
+	// first has answered. 0 means DefaultOpenTimeout (750 ms). If MaxOpenTimeout is
 	// longer, each failed probe doubles the interval up to it; closing starts it again
 	// at OpenTimeout.
 	OpenTimeout time.Duration
 	// MaxOpenTimeout bounds the interval failed probes lengthen, before OpenJitter; 0
-	// means OpenTimeout, or DefaultMaxOpenTimeout (800 ms) if that is longer: by
+	// means OpenTimeout, or DefaultMaxOpenTimeout (750 ms) if that is longer: by
 	// default the interval never grows. Below OpenTimeout is refused. A breaker forced
 	// open reports it as its Retry-After.
 	MaxOpenTimeout time.Duration
 	// OpenJitter lengthens each interval by a random share of it in [0, OpenJitter):
-	// with the defaults probes go 800 to 880 ms apart. It is drawn once per interval,
+	// with the defaults probes go 750 to 825 ms apart. It is drawn once per interval,
 	// so OpenError.Until and Retry-After say the real time. 0 means
 	// DefaultOpenJitter (0.1); negative means none; above 1 is refused.
 	OpenJitter float64

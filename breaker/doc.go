@@ -13,13 +13,13 @@
 //
 // # Letting go
 //
-// A breaker that trips stays open OpenTimeout (800 ms, up to 10 % longer at random),
+// A breaker that trips stays open OpenTimeout (750 ms, up to 10 % longer at random),
 // then lets HalfOpenProbes (1) calls through as probes, one interval at a time. A
 // probe that succeeds closes the breaker; one that fails keeps it open until an
 // interval after the probe went out. A probe that hangs holds back nothing but
 // itself: the next goes an interval later whether or not it has answered. So with
 // default Options a dependency back from an outage of any length gets traffic
-// within 0.9 s of its return, and a dead one sees about 1.2 probes a second from
+// within 0.85 s of its return, and a dead one sees about 1.25 probes a second from
 // each process (fleet.NewBreaker: from the whole fleet).
 //
 // The interval trades probes against time to recover. On a fake clock, 50 calls a
@@ -27,7 +27,7 @@
 //
 //	| interval                  | probes/s while down | back after (worst) |
 //	|---------------------------|---------------------|--------------------|
-//	| 800 ms (default)          | 0.9–1.2             | 0.74 s             |
+//	| 750 ms (default)          | 0.9–1.25            | 0.76 s             |
 //	| 1 s                       | 0.7–0.9             | 1 s                |
 //	| 1 s doubling to 30 s      | 0.04–0.3            | 12 s               |
 //	| 5 s                       | 0.1–0.2             | 5.1 s              |

@@ -49,7 +49,7 @@ type Stack struct {
 
 // Breaker configures a circuit breaker (breaker.New), named after its stack. Zero
 // fields take breaker's defaults: 5 consecutive failures, then 1 probe every 800 to
-// 880 ms until one succeeds.
+// 825 ms until one succeeds.
 type Breaker struct {
 	Enabled *bool `yaml:"enabled" json:"enabled"`
 	// ConsecutiveFailures trips it after this many failures in a row
@@ -62,7 +62,7 @@ type Breaker struct {
 	// Window is ratio mode's rolling window (default 10s).
 	Window *Duration `yaml:"window" json:"window"`
 	// OpenTimeout is how long it stays open when it trips, and the probe interval
-	// (default 800ms).
+	// (default 750ms).
 	OpenTimeout *Duration `yaml:"open_timeout" json:"open_timeout"`
 	// MaxOpenTimeout bounds the probe interval as failed probes double it (default:
 	// OpenTimeout, no doubling).

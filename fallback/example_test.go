@@ -74,7 +74,7 @@ func ExampleFallback_ExplainStage() {
 	//   fallback:        fallback "prices": answers a failed call with the last good value while younger than 10m0s, else the zero fallback_test.Price; it answers every failure, refusals and the deadline included, except when the caller has gone, or when a retry owner further up may retry it
 	//   deadline:        the whole call, every attempt and sleep included, ends after 2s (deadline.ErrExceeded)
 	//   bulkhead:        bulkhead "prices": at most 32 at once (calls outside the retry, attempts inside it); 64 more wait for a slot, each up to 100ms, never past its deadline
-	//   breaker:         breaker "prices" trips after 5 failures in a row (the caller's cancellation, refusals and client faults do not count); stays open 800ms to 880ms, then lets 1 probe through every 800ms to 880ms until one succeeds
+	//   breaker:         breaker "prices" trips after 5 failures in a row (the caller's cancellation, refusals and client faults do not count); stays open 750ms to 825ms, then lets 1 probe through every 750ms to 825ms until one succeeds
 	//   budget:          gRFC A6 retry throttling: 10 tokens; each retryable failure costs 1; retries stop after the 5th failure in a row (tokens ≤ 5) and resume as successes refund 0.1 each
 	//   retry:           up to 3 attempts; retries transient errors only (marked retryable, timeouts, refused or reset connections); None backoff from 100ms to at most 5s; waits a server's hint up to 30s (a longer one ends the call); starts no attempt with less than its per-attempt timeout, if any, left before the deadline
 	//                    before attempt 2: 100ms–100ms, mean 100ms

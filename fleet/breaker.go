@@ -162,7 +162,7 @@ func (f *Breaker) badStateError(bad int64) error {
 // ForceOpen and Reset on the local breaker act on this process only.
 //
 // A dead dependency therefore sees the probes of one process at a time: with
-// default Options about 1.2 a second from the whole fleet, one a probe interval.
+// default Options about 1.25 a second from the whole fleet, one a probe interval.
 //
 // Every probe lease expires: it lasts OpenTimeout. State in Redis that no fleet
 // breaker writes — a key of another type, fields that are not finite numbers, a probe

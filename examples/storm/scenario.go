@@ -241,7 +241,7 @@ func drain(res *http.Response) {
 // named name: an overall deadline, a breaker, a token-bucket budget (gRPC's
 // defaults), 4 attempts, and a per-attempt timeout. The breaker and the retry take
 // their default Options: the breaker probes a down dependency about once a second
-// and finds it back within 0.9 s; the retry backs off from 100 ms with full jitter.
+// and finds it back within 0.85 s; the retry backs off from 100 ms with full jitter.
 // Their Rand is the run's seed. In owner-only mode the breaker and the budget are
 // left out. obs counts the pipeline's events.
 func backstopPipeline(m mode, name string, r policy.Rand, obs event.Observer) (*policy.Pipeline, *breaker.Breaker) {
