@@ -1,6 +1,7 @@
 package config_test
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -216,4 +217,22 @@ func TestParse_BreakerSlowStart(t *testing.T) {
 	c, err := parse(t, "stacks:\n  s: {breaker: {slow_start: 10s}}\n")
 	require.NoError(t, err)
 	require.Contains(t, c.Stage("s", "breaker").(*breaker.Breaker).ExplainStage().Summary, "10s")
+}
+
+// TestPipeline_AnUnknownStackNeverRunsBare: a name the file does not hold (a typo:
+// users_db for users-db) gets a pipeline that fails every call without running it,
+// naming the stacks there are; Lookup says so at start-up.
+func TestPipeline_AnUnknownStackNeverRunsBare(t *testing.T) {
+	cfg, err := parse(t, "stacks:\n  users-db:\n    retry: {attempts: 3}\n  payments:\n    retry: {attempts: 2}\n")
+	require.NoError(t, err)
+	ran := false
+	err = cfg.Pipeline("users_db").Do(context.Background(), func(context.Context) error { ran = true; return nil })
+	require.False(t, ran, "the call ran bare")
+	require.ErrorIs(t, err, config.ErrNoStack)
+	require.EqualError(t, err, `config: no such stack: "users_db"; the stacks are users-db, payments`)
+	_, err = cfg.Lookup("users_db")
+	require.ErrorIs(t, err, config.ErrNoStack)
+	p, err := cfg.Lookup("users-db")
+	require.NoError(t, err)
+	require.Equal(t, 3, p.Explain().MaxAttempts)
 }

@@ -1,6 +1,8 @@
 package config
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -171,12 +173,43 @@ func (c *Config) GRPC() *policygrpc.Routes { return c.grpc }
 // section.
 func (c *Config) HTTP() *policyhttp.Routes { return c.http }
 
-// Pipeline returns the pipeline of the stack named name, or nil if there is none.
+// Pipeline returns the pipeline of the stack named name. A name the configuration
+// does not hold — a typo, a stack removed from the file — gets a pipeline that runs
+// nothing and fails every call with an error matching [ErrNoStack] that names the
+// stacks there are: a typo must not run calls bare, without the protection the
+// stack was meant to give. [Config.Lookup] tells it at start-up instead.
 func (c *Config) Pipeline(name string) *policy.Pipeline {
-	if st, ok := c.byName[name]; ok {
-		return st.pipeline
+	p, err := c.Lookup(name)
+	if err != nil {
+		return policy.MustWrap(noStack{err}, policy.Name(name))
 	}
-	return nil
+	return p
+}
+
+// ErrNoStack is matched by the error of a stack name the configuration does not hold.
+var ErrNoStack = errors.New("config: no such stack")
+
+// Lookup returns the pipeline of the stack named name, or an error matching
+// [ErrNoStack] that names the stacks there are.
+func (c *Config) Lookup(name string) (*policy.Pipeline, error) {
+	if st, ok := c.byName[name]; ok {
+		return st.pipeline, nil
+	}
+	names := c.Stacks()
+	if len(names) == 0 {
+		return nil, fmt.Errorf("%w: %q: the configuration holds no stack", ErrNoStack, name)
+	}
+	return nil, fmt.Errorf("%w: %q; the stacks are %s", ErrNoStack, name, strings.Join(names, ", "))
+}
+
+// noStack is the one stage of the pipeline of a stack name the configuration does
+// not hold: every call fails with err, and nothing runs.
+type noStack struct{ err error }
+
+func (noStack) Kind() policy.Kind { return policy.KindOther }
+
+func (n noStack) Bind(policy.Runner, policy.Env) policy.Runner {
+	return policy.RunnerFunc(func(context.Context, policy.Func) error { return n.err })
 }
 
 // Stacks returns the names of the configuration's stacks, in file order.
