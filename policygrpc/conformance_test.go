@@ -44,11 +44,6 @@ var deliberate = map[string]string{
 		"Backstop reads it as malformed: do not retry.",
 	"parse/retryPolicy and hedgingPolicy together": "A6 allows one of them per method; grpc-go " +
 		"does not read hedgingPolicy at all, so it accepts both.",
-	"waits/a high draw at maxBackoff": "A6 and grpc-go wait up to 1.2·maxBackoff; " +
-		"Backstop's retry.GRPC holds Cap as a promise and cuts the jittered delay there.",
-	"waits/maxBackoff below initialBackoff, shrinking": "retry.New refuses a Cap below Base, so " +
-		"Entry.Backoff starts the delays at maxBackoff and shrinks them from there; A6 holds them " +
-		"at maxBackoff until initialBackoff·backoffMultiplier^(n−1) falls below it.",
 	"throttling counts committed failures": "A6 counts every failed RPC with a retryable " +
 		"code; grpc-go counts only those that ended in trailers only, and none whose server " +
 		"sent headers first. Backstop counts them all, as A6 says.",

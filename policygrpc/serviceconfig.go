@@ -98,13 +98,11 @@ type Entry struct {
 // Backoff returns the retry backoff of a retryPolicy entry in Backstop's terms — the
 // retry's Base and Cap and its strategy — the one mapping the service config's own
 // retry, config.ImportServiceConfig and `backstop sim -grpc` share. A6's backoff is
-// min(initialBackoff·backoffMultiplier^(n−1), maxBackoff) jittered, and A6 asks only
-// that each be > 0. A maxBackoff below initialBackoff holds every delay at maxBackoff
-// (exactly so with a multiplier ≥ 1; with a shrinking one the delays shrink from
-// maxBackoff, where A6's stay there until initialBackoff·backoffMultiplier^(n−1)
-// falls below it).
+// min(initialBackoff·backoffMultiplier^(n−1), maxBackoff) · random(0.8, 1.2), and A6
+// asks only that each be > 0: retry.GRPC computes exactly that from Base =
+// initialBackoff and Cap = maxBackoff, a maxBackoff below initialBackoff included.
 func (e Entry) Backoff() (base, ceiling time.Duration, strategy retry.GRPC) {
-	return min(e.InitialBackoff, e.MaxBackoff), e.MaxBackoff, retry.GRPC{Multiplier: e.BackoffMultiplier}
+	return e.InitialBackoff, e.MaxBackoff, retry.GRPC{Multiplier: e.BackoffMultiplier}
 }
 
 // Entries returns the config's methodConfig entries, in order.

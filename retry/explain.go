@@ -32,7 +32,7 @@ func Schedule(s Strategy, attempts int, base, cap time.Duration) []policy.Sleep 
 	var out []policy.Sleep
 	var pMin, pMean, pMax time.Duration
 	for n := 1; n < attempts && n <= MaxScheduled; n++ {
-		clamp := func(d time.Duration) time.Duration { return min(max(d, 0), cap) }
+		clamp := func(d time.Duration) time.Duration { return min(max(d, 0), ceiling(s, cap)) }
 		lo := clamp(s.Delay(n, pMin, base, cap, fixedRand(0)))
 		hi := clamp(s.Delay(n, pMax, base, cap, fixedRand(1-1e-12)))
 		var sum float64

@@ -29,7 +29,8 @@ type Options struct {
 	// Base is the first backoff window; 0 means DefaultBase (100 ms).
 	Base time.Duration
 	// Cap bounds the backoff window; 0 means DefaultCap (5 s), or Base if Base is
-	// larger than 5 s. A Cap below Base is refused.
+	// larger than 5 s. A Cap below Base is refused, except with the GRPC strategy,
+	// which reads Cap as A6's maxBackoff and jitters up to 1.2·Cap.
 	Cap time.Duration
 	// Strategy computes each backoff; nil means Full.
 	Strategy Strategy
@@ -68,6 +69,7 @@ type Retry struct {
 	max     int
 	base    time.Duration
 	cap     time.Duration
+	ceiling time.Duration // the longest backoff: Cap, 1.2·Cap for GRPC
 	maxHint time.Duration
 	// minAttempt is Options.MinAttemptTime: > 0 set, 0 from the Env, < 0 none.
 	minAttempt time.Duration
@@ -100,7 +102,8 @@ func New(o Options) (*Retry, error) {
 		return bad("Cap is %v; want ≥ Base (%v), or 0 for the default %v", r.cap, r.base, DefaultCap)
 	case r.cap == 0:
 		r.cap = max(DefaultCap, r.base)
-	case r.cap < r.base:
+	case r.cap < r.base && !isGRPC(o.Strategy):
+		// GRPC alone reads a Cap below Base as A6 does: every delay at Cap.
 		return bad("Cap is %v, below Base %v; want Cap ≥ Base", r.cap, r.base)
 	}
 	switch {
@@ -118,7 +121,14 @@ func New(o Options) (*Retry, error) {
 	if g, ok := r.strategy.(GRPC); ok && (g.Multiplier < 0 || math.IsNaN(g.Multiplier) || math.IsInf(g.Multiplier, 0)) {
 		return bad("GRPC.Multiplier is %v; want a finite number > 0, or 0 for the default %v", g.Multiplier, DefaultGRPCMultiplier)
 	}
+	r.ceiling = ceiling(r.strategy, r.cap)
 	return r, nil
+}
+
+// isGRPC reports whether s is the GRPC strategy.
+func isGRPC(s Strategy) bool {
+	_, ok := s.(GRPC)
+	return ok
 }
 
 // MustNew is like [New] but panics on bad options.
@@ -262,7 +272,7 @@ func (l *runner) Run(ctx context.Context, fn policy.Func) error {
 		// The backoff counts the retries since the last pushback: after a retry made on
 		// a server's pushback the next starts again from Base (gRFC A6).
 		sincePush++
-		delay := min(max(l.r.strategy.Delay(sincePush, prev, l.r.base, l.r.cap, l.r.rand), 0), l.r.cap)
+		delay := min(max(l.r.strategy.Delay(sincePush, prev, l.r.base, l.r.cap, l.r.rand), 0), l.r.ceiling)
 		prev = delay
 		if hint := marks.Hint; marks.HasHint {
 			if hint > l.r.maxHint {

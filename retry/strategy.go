@@ -110,13 +110,13 @@ const DefaultGRPCMultiplier = 1.6
 
 // GRPC is the backoff of gRPC retries (gRFC A6, as amended in 2024):
 // min(initial·Multiplier^(n−1), max) · random(0.8, 1.2), with initial = Options.Base and
-// max = Options.Cap. One departure from the spec: Cap is a promise, so a jittered delay
-// above it is cut to Cap (A6 would wait up to 1.2·max); below the cap the ±20 % jitter
-// is A6's. With base 100 ms, cap 5 s and Multiplier 1.6:
+// max = Options.Cap, as grpc-go waits: a delay may pass Cap by up to 20 %, and a Cap
+// below Base holds every delay at Cap (initial is A6's, max its ceiling). With base
+// 100 ms, cap 5 s and Multiplier 1.6:
 //
 //	retry n   1             2             3             4              9+
 //	centre    100ms         160ms         256ms         410ms          5s
-//	delay     [80, 120)ms   [128, 192)ms  [205, 307)ms  [328, 492)ms   [4, 5]s
+//	delay     [80, 120)ms   [128, 192)ms  [205, 307)ms  [328, 492)ms   [4, 6)s
 //
 // See https://github.com/grpc/proposal/blob/master/A6-client-retries.md.
 type GRPC struct {
@@ -139,9 +139,25 @@ func (g GRPC) Delay(n int, _, base, cap time.Duration, r policy.Rand) time.Durat
 	if c > float64(cap) || math.IsInf(c, 0) || math.IsNaN(c) {
 		c = float64(cap)
 	}
-	d := c * (0.8 + 0.4*r.Float64())
-	if d >= float64(cap) {
-		return cap
+	return durationOf(c * (0.8 + 0.4*r.Float64()))
+}
+
+// durationOf converts ns to a Duration, clamped to [0, the longest Duration].
+func durationOf(ns float64) time.Duration {
+	if ns >= math.MaxInt64 {
+		return math.MaxInt64
 	}
-	return time.Duration(max(d, 0))
+	return time.Duration(max(ns, 0))
+}
+
+// grpcJitterAbove is how far past Cap a [GRPC] delay may go: A6's 1.2.
+const grpcJitterAbove = 1.2
+
+// ceiling returns the longest delay strategy s may wait with Cap cap: Cap, or for
+// [GRPC] 1.2·Cap, A6's jitter above max.
+func ceiling(s Strategy, cap time.Duration) time.Duration {
+	if _, ok := s.(GRPC); ok {
+		return durationOf(float64(cap) * grpcJitterAbove)
+	}
+	return cap
 }

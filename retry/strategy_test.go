@@ -50,7 +50,7 @@ func TestStrategies_AtBothEndsOfTheRandomRange(t *testing.T) {
 		{"GRPC", retry.GRPC{}, 1, 0, high, 120 * ms},                        // 100ms · 1.2
 		{"GRPC", retry.GRPC{}, 2, 0, high, 192 * ms},                        // 160ms · 1.2
 		{"GRPC", retry.GRPC{Multiplier: 2}, 3, 0, low, 320 * ms},            // 400ms · 0.8
-		{"GRPC", retry.GRPC{}, 20, 0, high, cap},                            // cap · 1.2, cut to the cap
+		{"GRPC", retry.GRPC{}, 20, 0, high, 6 * time.Second},                // cap · 1.2, as A6 and grpc-go
 		{"GRPC", retry.GRPC{Multiplier: 1e300}, 9, 0, low, 4 * time.Second}, // Inf capped
 	}
 	for _, tt := range tests {
@@ -90,5 +90,21 @@ func TestFull_MeanIsHalfTheWindow(t *testing.T) {
 	// The standard error of the mean is window/√(12·draws) ≈ 0.5ms; allow 5ms.
 	if d := mean - window/2; d < -5*ms || d > 5*ms {
 		t.Errorf("mean of %d Full delays = %v; want %v ± 5ms", draws, mean, window/2)
+	}
+}
+
+// TestGRPC_AsA6ReadsMaxBackoff: the GRPC strategy alone takes a Cap below Base (every
+// delay at Cap, jittered), and the retry loop lets its delays pass Cap by up to 20 %.
+func TestGRPC_AsA6ReadsMaxBackoff(t *testing.T) {
+	if _, err := retry.New(retry.Options{Base: time.Second, Cap: 100 * time.Millisecond}); err == nil {
+		t.Errorf("New(Base 1s, Cap 100ms) with Full: nil error; want Cap below Base refused")
+	}
+	r, err := retry.New(retry.Options{Base: time.Second, Cap: 100 * time.Millisecond, Strategy: retry.GRPC{}})
+	if err != nil {
+		t.Fatalf("New(Base 1s, Cap 100ms, GRPC) = %v; want it taken as A6's initialBackoff and maxBackoff", err)
+	}
+	sleeps := r.ExplainStage().Sleeps
+	if len(sleeps) == 0 || sleeps[0].Max != 120*time.Millisecond || sleeps[0].Min != 80*time.Millisecond {
+		t.Errorf("GRPC sleeps %+v; want the first in [80ms, 120ms]: maxBackoff jittered ±20 %%", sleeps)
 	}
 }
