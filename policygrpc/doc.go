@@ -63,10 +63,8 @@
 //     decimals is refused; grpc-go keeps every decimal.
 //   - A hedgingPolicy is read and validated; grpc-go ignores it.
 //
-// Two differences are Backstop's, from its retry package: a jittered wait never
-// exceeds maxBackoff (grpc-go and A6 wait up to 1.2·maxBackoff), and with maxBackoff
-// below initialBackoff and a multiplier below 1 the waits shrink from maxBackoff,
-// where A6 holds them there until initialBackoff·backoffMultiplier^(n−1) is smaller.
+// The waits are A6's and grpc-go's: min(initialBackoff·backoffMultiplier^(n−1),
+// maxBackoff) · random(0.8, 1.2), a maxBackoff below initialBackoff included.
 //
 // # Server
 //
