@@ -55,7 +55,7 @@ func TestExplain_Schedules(t *testing.T) {
 	g := retry.Schedule(retry.GRPC{Multiplier: 2}, 3, 100*ms, 150*ms)
 	require.Equal(t, 80*ms, g[0].Min)
 	require.Equal(t, 120*ms, g[0].Max.Round(ms))
-	require.Equal(t, 150*ms, g[1].Max, "the cap holds: 200 ms · 1.2 is cut to 150 ms")
+	require.Equal(t, 180*ms, g[1].Max, "A6: min(200 ms, the cap 150 ms) · 1.2")
 	d := retry.Schedule(retry.Decorrelated{}, 4, 100*ms, time.Second)
 	require.Equal(t, 100*ms, d[2].Min, "Decorrelated never sleeps less than base")
 	require.Equal(t, []time.Duration{300 * ms, 900 * ms, time.Second}, []time.Duration{d[0].Max.Round(ms), d[1].Max.Round(ms), d[2].Max.Round(ms)},

@@ -29,5 +29,9 @@ var _ = func(br policy.Policy, addr string) (*redis.Client, error) {
 var _ = func(ctx context.Context, rdb *redis.Client, requestID string) (int64, error) {
 	token := "once:" + requestID // unique per logical call
 	n, err := goredis.Once(ctx, rdb, token, time.Hour, "incr", "visits").Int64()
+	if err != nil {
+		// unknown, for now: send Once(ctx, rdb, token, …) again when the server is
+		// back; it runs the INCR once, or returns the reply of the run that happened
+	}
 	return n, err
 }

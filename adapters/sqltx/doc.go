@@ -47,7 +47,7 @@
 //
 //	ledger := sqltx.Ledger{} // table backstop_ledger
 //	if err := ledger.Create(ctx, db); err != nil {
-//		return err
+//		return false, err
 //	}
 //	err := ledger.RunTx(ctx, db, p, nil, func(ctx context.Context, tx *sql.Tx) error {
 //		_, err := tx.ExecContext(ctx, "UPDATE acct SET n = n - 10 WHERE id = 1")
@@ -56,7 +56,7 @@
 //	var unknown *sqltx.CommitUnknownError
 //	if errors.As(err, &unknown) { // the ledger could not be read: ask again later
 //		committed, err := ledger.Resolve(ctx, db, unknown.Token)
-//		...
+//		return committed, err
 //	}
 //
 // PostgreSQL's pg_xact_status(xid8) also tells a transaction's fate from its id, but

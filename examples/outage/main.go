@@ -3,7 +3,7 @@
 //
 // It builds the pipeline a new user writes,
 //
-//	policy.Wrap(deadline.MustNew(2*time.Second), breaker.MustNew("up", breaker.Options{}),
+//	p, err := policy.Wrap(deadline.MustNew(2*time.Second), breaker.MustNew("up", breaker.Options{}),
 //		retry.MustNew(retry.Options{MaxAttempts: 3}))
 //
 // (the breaker's only option set is OnStateChange, which watches and changes

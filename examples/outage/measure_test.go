@@ -7,6 +7,9 @@ import (
 	"time"
 
 	"github.com/backstop-go/backstop/breaker"
+	"github.com/backstop-go/backstop/deadline"
+	"github.com/backstop-go/backstop/policy"
+	"github.com/backstop-go/backstop/retry"
 )
 
 const ms = time.Millisecond
@@ -152,5 +155,18 @@ func TestMeasure_BreakerNeverOpens(t *testing.T) {
 	if f.Probes != 100 || f.Tripping != 0 || f.ProbeRate != 50 || len(f.Open) != 0 {
 		t.Errorf("measure: %d probes, %d tripping, %v/s, open %v; want 100, 0, 50/s, none",
 			f.Probes, f.Tripping, f.ProbeRate, f.Open)
+	}
+}
+
+// TestPipeline_TheOneANewUserWrites: the pipeline the package doc shows is valid, and
+// makes 3 attempts within its 2 s deadline.
+func TestPipeline_TheOneANewUserWrites(t *testing.T) {
+	p, err := policy.Wrap(deadline.MustNew(2*time.Second), breaker.MustNew("up", breaker.Options{}),
+		retry.MustNew(retry.Options{MaxAttempts: 3}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := p.Explain(); e.MaxAttempts != 3 || e.WorstCase != 2*time.Second {
+		t.Errorf("Explain() = %d attempts, worst case %v; want 3 within 2s", e.MaxAttempts, e.WorstCase)
 	}
 }
