@@ -67,10 +67,15 @@ func TestEngine_SweepsStoppedTimers(t *testing.T) {
 		defer after.Stop()
 		cancel()
 		value = nil
+		// One event queued at a time: the engine sweeps after sweepEvery events.
 		fired := 0
-		for i := range sweepEvery + 1 {
-			e.After(time.Duration(i+1)*time.Millisecond, func() { fired++ })
+		var next func()
+		next = func() {
+			if fired++; fired <= sweepEvery {
+				e.After(time.Millisecond, next)
+			}
 		}
+		e.After(time.Millisecond, next)
 		e.loop(func() bool { return fired == sweepEvery+1 })
 		runtime.GC()
 		if held.Value() != nil {

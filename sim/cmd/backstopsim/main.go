@@ -6,6 +6,7 @@
 //	go run ./sim/cmd/backstopsim -load 0.62 -outage 5s-12s -seeds 1-5 -out sim-report
 //	go run ./sim/cmd/backstopsim -scenario chain -hops 2 -stack naive,backstop
 //	go run ./sim/cmd/backstopsim -scenario layered -services 1000 -load 0.4 -duration 10s
+//	go run ./sim/cmd/backstopsim -scenario layered -services 10000 -load 0.4 -outage none -stack backstop -progress
 //
 // A simulation runs in a testing/synctest bubble, which needs a *testing.T: the
 // command runs its scenarios as the one test of testing.Main (sim.Main).
@@ -37,9 +38,14 @@ type config struct {
 	services int
 	network  time.Duration
 	out      string
+	progress bool
 }
 
-func parse(args []string) (config, error) {
+func parse(args []string) (config, error) { return parseFor(args, false) }
+
+// parseFor is parse with the default of -progress: whether standard error is a
+// terminal.
+func parseFor(args []string, terminal bool) (config, error) {
 	fs := flag.NewFlagSet("backstopsim", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	var (
@@ -54,6 +60,7 @@ func parse(args []string) (config, error) {
 		services = fs.Int("services", 1000, "layered: services, at least 6")
 		network  = fs.Duration("network", sim.StormNetwork, "one-way delay on the wire")
 		out      = fs.String("out", "", "folder for summary.json of every run and spread.json of every stack; empty means none")
+		progress = fs.Bool("progress", terminal, "show each run's virtual time and calls on standard error (default: when it is a terminal)")
 	)
 	if err := fs.Parse(args); err != nil {
 		return config{}, err
@@ -62,7 +69,7 @@ func parse(args []string) (config, error) {
 		return config{}, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
 	c := config{scenario: *scenario, rate: *rate, load: *load, duration: *duration, hops: *hops,
-		services: *services, network: *network, out: *out}
+		services: *services, network: *network, out: *out, progress: *progress}
 	switch c.scenario {
 	case "storm", "chain", "layered":
 	default:
@@ -137,8 +144,10 @@ func (c config) build(stack sim.Stack, seed uint64) sim.Scenario {
 	return sc
 }
 
-// simulate runs every stack and seed, printing progress and the table to w.
-func simulate(t *testing.T, c config, w io.Writer) error {
+// simulate runs every stack and seed, printing a line per run and the table to w and,
+// if progress is not nil, the virtual time and calls of the run going on to progress
+// once a virtual second.
+func simulate(t *testing.T, c config, w, progress io.Writer) error {
 	fmt.Fprintf(w, "backstopsim: %s, %v of users, outage %s, seeds %v\n", c.scenario, c.duration, outageText(c), seedsText(c.seeds))
 	type row struct {
 		stack  sim.Stack
@@ -151,12 +160,22 @@ func simulate(t *testing.T, c config, w io.Writer) error {
 		r := row{stack: stack}
 		for _, seed := range c.seeds {
 			sc := c.build(stack, seed)
+			var o sim.Options
+			if progress != nil {
+				until := sc.Until().Seconds()
+				o.Progress = func(v time.Duration, calls int) {
+					fmt.Fprintf(progress, "\r  %s seed %d: %.0f of ~%.0f s virtual, %d calls ", stack, seed, v.Seconds(), until, calls)
+				}
+			}
 			start := time.Now()
-			s, err := sim.Run(t, sc)
+			s, err := sim.RunWith(t, sc, o)
 			if err != nil {
 				return err
 			}
 			el := time.Since(start)
+			if progress != nil {
+				fmt.Fprintf(progress, "\r%70s\r", "")
+			}
 			r.wall += el
 			r.runs = append(r.runs, s)
 			fmt.Fprintf(w, "  %s seed %d: %d calls in %v (%.0f calls per second)\n", stack, seed, s.Calls, el.Round(time.Millisecond), float64(s.Calls)/el.Seconds())
@@ -198,13 +217,21 @@ func seedsText(s []uint64) string {
 }
 
 func main() {
-	c, err := parse(os.Args[1:])
+	terminal := false
+	if fi, err := os.Stderr.Stat(); err == nil {
+		terminal = fi.Mode()&os.ModeCharDevice != 0
+	}
+	c, err := parseFor(os.Args[1:], terminal)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "backstopsim:", err)
 		os.Exit(2)
 	}
 	sim.Main(func(t *testing.T) int {
-		if err := simulate(t, c, os.Stdout); err != nil {
+		var progress io.Writer
+		if c.progress {
+			progress = os.Stderr
+		}
+		if err := simulate(t, c, os.Stdout, progress); err != nil {
 			fmt.Fprintln(os.Stderr, "backstopsim:", err)
 			return 1
 		}

@@ -40,9 +40,12 @@ func TestSimulate_ChainWritesSummaries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out bytes.Buffer
-	if err := simulate(t, c, &out); err != nil {
+	var out, progress bytes.Buffer
+	if err := simulate(t, c, &out, &progress); err != nil {
 		t.Fatal(err)
+	}
+	if p := progress.String(); !strings.Contains(p, "naive seed 2: 3 of ~7 s virtual") || !strings.Contains(p, "backstop seed 1: 1 of ~7 s virtual") {
+		t.Errorf("progress:\n%q", p)
 	}
 	for _, f := range []string{"naive/seed-1/summary.json", "naive/seed-2/summary.json", "backstop/seed-2/summary.json", "backstop/spread.json"} {
 		if b, err := os.ReadFile(filepath.Join(c.out, f)); err != nil || len(b) == 0 {
