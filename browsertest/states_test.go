@@ -82,7 +82,7 @@ func TestBreakersPageStates(t *testing.T) {
 		{state: "half-open", setup: func(t *testing.T) *breaker.Breaker { return halfOpen(t, "db") },
 			want: []string{"db half-open", "open → half-open at"}},
 		{state: "forced-from-closed", setup: func(*testing.T) *breaker.Breaker { return breaker.MustNew("db", breaker.Options{}) },
-			press: true, want: []string{"db open (forced)", "30 s", "closed → open at"}},
+			press: true, want: []string{"db open (forced)", "1 s", "closed → open at"}},
 		{state: "forced-from-half-open", setup: func(t *testing.T) *breaker.Breaker { return halfOpen(t, "db") },
 			press: true, want: []string{"db open (forced)", "1 s", "half-open → open at"}, not: []string{"closed → open"}},
 	} {
