@@ -517,6 +517,7 @@ func lone() ([]string, error) {
 	began := time.Now()
 	var told []int
 	served := false
+	//backstopvet:ignore retryloop (it plays curl --retry, which waits exactly the Retry-After it is told)
 	for try := 0; try < 6 && !served; try++ { // curl --retry 5
 		res, err := c.Get(url)
 		if err != nil {
