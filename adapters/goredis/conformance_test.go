@@ -154,9 +154,13 @@ func movedCluster(t *testing.T, connect func(addr string)) (*fleettest.Server, f
 	host, port, _ := strings.Cut(b.Addr(), ":")
 	require.NoError(t, ca.ClusterMeet(bg, host, port).Err())
 	for { // a round trip per look, until a knows who serves the other half
-		slots, err := ca.ClusterSlots(bg).Result()
+		shards, err := ca.ClusterShards(bg).Result()
 		require.NoError(t, err)
-		if len(slots) == 2 {
+		served := 0
+		for _, sh := range shards {
+			served += len(sh.Slots)
+		}
+		if served == 2 {
 			break
 		}
 	}

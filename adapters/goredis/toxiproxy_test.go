@@ -27,14 +27,6 @@ type faults struct {
 	held  bool     // guarded by mu: new connections do not heal the network
 }
 
-// hold says whether new connections leave the toxics in place: the network stays
-// faulty until heal is called.
-func (f *faults) hold(held bool) {
-	f.mu.Lock()
-	f.held = held
-	f.mu.Unlock()
-}
-
 // startFaults starts a proxy in front of the server at addr, stopped when t ends.
 func startFaults(t testing.TB, addr string) *faults {
 	t.Helper()

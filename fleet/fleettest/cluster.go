@@ -217,17 +217,26 @@ type SlotRange struct {
 func (c *Cluster) Slots(ctx context.Context, addr string) ([]SlotRange, error) {
 	r := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, PoolSize: 1, DialTimeout: time.Second})
 	defer r.Close()
-	cs, err := r.ClusterSlots(ctx).Result()
+	shards, err := r.ClusterShards(ctx).Result()
 	if err != nil {
 		return nil, err
 	}
 	var out []SlotRange
-	for _, s := range cs {
-		sr := SlotRange{Start: s.Start, End: s.End, Primary: s.Nodes[0].Addr}
-		for _, n := range s.Nodes[1:] {
-			sr.Replicas = append(sr.Replicas, n.Addr)
+	for _, sh := range shards {
+		var primary string
+		var replicas []string
+		for _, n := range sh.Nodes {
+			addr := net.JoinHostPort(n.IP, strconv.FormatInt(n.Port, 10))
+			switch {
+			case n.Role == "master" && n.Health != "fail":
+				primary = addr
+			case n.Role != "master":
+				replicas = append(replicas, addr)
+			}
 		}
-		out = append(out, sr)
+		for _, sl := range sh.Slots {
+			out = append(out, SlotRange{Start: int(sl.Start), End: int(sl.End), Primary: primary, Replicas: replicas})
+		}
 	}
 	return out, nil
 }
