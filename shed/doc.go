@@ -46,7 +46,8 @@
 // or GOMAXPROCS ÷ the baseline latency for work that holds its CPU. A trim on the
 // queue corrects the share: up while the queue grows, down while it is short. The
 // guard stands down once the demand fits. Critical work is never refused; sheddable
-// work goes first.
+// work goes first. The runnable count is a metric of Go 1.26: built with Go 1.25 the
+// guard sees no queue and never acts.
 //
 // Busy neighbours — other processes, a container's CPU quota — lengthen the waits
 // but not this process's own queue, and the guard does not act on them; a window in
