@@ -111,7 +111,6 @@ type cpuGuard struct {
 
 	// Guarded by the gradient's lock.
 	busy                      bool    // goroutines waited over the target in the last window
-	capacity                  float64 // completions per second the CPUs serve
 	served                    float64 // the most completed a second in a window, forgotten slowly
 	arrivals                  float64 // arrivals per second, smoothed
 	trim                      float64 // what the queue adds to or takes from the share
@@ -126,13 +125,14 @@ const (
 	// cpuRunnable is the queue of this process's own work the guard tolerates:
 	// goroutines waiting for a CPU, per GOMAXPROCS.
 	cpuRunnable = 16
-	// cpuSmoothing is the weight of a window in the smoothed capacity and arrivals.
+	// cpuSmoothing is the weight of a window in the smoothed arrivals.
 	cpuSmoothing = 0.3
 	// cpuForget is what a window keeps of the most completed in a window.
 	cpuForget = 0.99
-	// The trim grows by cpuTrimUp each window the queue is long and the wait over the
-	// target, and falls by cpuTrimDown each window the queue is short, within
-	// ±cpuTrimMax.
+	// The trim grows by cpuTrimUp each window the queue is long, growing, and the wait
+	// over the target, up to cpuTrimMax; it falls by cpuTrimDown each window the
+	// queue is short (twice that when nothing waits), as far as −1, which cancels any
+	// share.
 	cpuTrimUp   = 0.02
 	cpuTrimDown = 0.01
 	cpuTrimMax  = 0.3
@@ -152,10 +152,10 @@ func (c *cpuGuard) refuses(p Priority, u float64) bool {
 	return u < share
 }
 
-// update moves the share on the latency of the window just closed, at now, and
-// reports whether goroutines waited over the target for a CPU. Its callers hold the
+// update moves the share on the window just closed, at now, and records in busy
+// whether goroutines waited over the target for a CPU. Its callers hold the
 // gradient's lock.
-func (c *cpuGuard) update(now time.Time) (saturated bool) {
+func (c *cpuGuard) update(now time.Time) {
 	prev := c.last.Swap(now.UnixNano())
 	admitted, refused, inflight := c.counts()
 	lat, n := c.read()
@@ -164,7 +164,7 @@ func (c *cpuGuard) update(now time.Time) (saturated bool) {
 	if prev == 0 || age <= 0 || n == 0 {
 		c.prevAdmitted, c.prevRefused, c.prevInflight, c.prevRunnable = admitted, refused, inflight, runnable
 		c.busy = false
-		return false
+		return
 	}
 	// Completions, and arrivals: those that reached the shedder, and those still
 	// queued for a CPU in front of it (the queue's growth; it drains as it shrinks).
@@ -177,13 +177,13 @@ func (c *cpuGuard) update(now time.Time) (saturated bool) {
 
 	target := cpuRunnable * float64(procs)
 	queued := float64(runnable) > target
-	saturated = queued && lat > c.target
+	saturated := queued && lat > c.target
 	// What the CPUs serve: at least the most completed in a window lately, and for
 	// work that holds its CPU while it runs, GOMAXPROCS ÷ its baseline latency.
 	c.served = math.Max(c.served*cpuForget, done)
-	c.capacity = c.served
+	capacity := c.served
 	if base := c.baseline(); base > 0 {
-		c.capacity = math.Max(c.capacity, float64(procs)/base.Seconds())
+		capacity = math.Max(capacity, float64(procs)/base.Seconds())
 	}
 	if saturated {
 		c.engaged = true
@@ -198,14 +198,13 @@ func (c *cpuGuard) update(now time.Time) (saturated bool) {
 		case !queued:
 			c.trim = math.Max(-1, c.trim-cpuTrimDown)
 		}
-		share = math.Min(cpuMaxShare, 1-c.capacity/c.arrivals+c.trim)
+		share = math.Min(cpuMaxShare, 1-capacity/c.arrivals+c.trim)
 		if share < 0.01 {
 			share, c.trim, c.engaged = 0, 0, false // the demand fits: stand down
 		}
 	}
 	c.share.Store(uint32(share * cpuScale))
 	c.busy = lat > c.target // the wait is the CPUs', whoever holds them
-	return saturated
 }
 
 // ewma moves avg a share w of the way to x; a zero avg starts at x.
