@@ -607,9 +607,7 @@ func (r *runner) Run(ctx context.Context, fn policy.Func) error {
 	}
 	switch err {
 	case gobreaker.ErrOpenState:
-		return b.refusal(false)
-	case gobreaker.ErrTooManyRequests:
-		return b.refusal(true)
+		return b.refusal()
 	case errSlow:
 		return nil
 	}
@@ -737,10 +735,11 @@ type passthrough struct{ err error }
 
 func (p *passthrough) Error() string { return p.err.Error() }
 
-// refusal returns the error for a call the breaker refused. The errors are shared by
-// every refused call of an episode: they are never modified.
-func (b *Breaker) refusal(halfOpen bool) error {
-	if e := b.openErr.Load(); !halfOpen && e != nil {
+// refusal returns the error for a call gobreaker refused: the open episode's, or, if
+// a probe has closed the breaker meanwhile, the shared half-open one. The errors are
+// shared by every refused call of an episode: they are never modified.
+func (b *Breaker) refusal() error {
+	if e := b.openErr.Load(); e != nil {
 		return e
 	}
 	return b.halfOpenErr
