@@ -50,9 +50,17 @@ const (
 	DefaultOpenJitter = 0.1
 )
 
+// The reasons a breaker gives in its policy.RejectError.
+const (
+	ReasonOpen      = "open"       // open: no probe may go until RetryAfter has passed
+	ReasonHalfOpen  = "half_open"  // half-open, and its probes are out
+	ReasonForced    = "forced"     // forced open by an operator (ForceOpen)
+	ReasonSlowStart = "slow_start" // just closed, and its slow start holds the call back
+)
+
 var (
-	// ErrOpen is matched by every refusal of an open (or half-open and busy)
-	// breaker; such errors also match policy.ErrRejected.
+	// ErrOpen is matched by every refusal of a breaker. A refusal is a
+	// *policy.RejectError whose Err is ErrOpen; it matches policy.ErrRejected too.
 	ErrOpen = errors.New("breaker: open")
 	// ErrInvalidOptions is matched by New's errors for bad Options.
 	ErrInvalidOptions = errors.New("breaker: invalid options")
@@ -93,8 +101,8 @@ type Options struct {
 	MaxOpenTimeout time.Duration
 	// OpenJitter lengthens each interval by a random share of it in [0, OpenJitter):
 	// with the defaults probes go 750 to 825 ms apart. It is drawn once per interval,
-	// so OpenError.Until and Retry-After say the real time. 0 means
-	// DefaultOpenJitter (0.1); negative means none; above 1 is refused.
+	// so a refusal's RetryAfter says the real time. 0 means DefaultOpenJitter (0.1);
+	// negative means none; above 1 is refused.
 	OpenJitter float64
 	// Rand draws the open jitter; nil means policy.SystemRand().
 	Rand policy.Rand
@@ -104,14 +112,14 @@ type Options struct {
 	HalfOpenProbes uint32
 	// SlowStart, if > 0, ramps the traffic up after the breaker closes from
 	// half-open, so that the calls held back while it was open do not all reach a
-	// dependency that has just come back: for SlowStart, a share of the calls that
-	// grows linearly from SlowStartMinShare (10 %) to all of them goes through, the
-	// others are refused at once with an [*OpenError] (Ramping) whose Retry-After is a
-	// tenth of SlowStart — Envoy's slow start mode, linear. A failure during the ramp
-	// counts as in the closed state. 0 means off, the default: a dependency behind a
-	// Backstop shedder sheds its own surge, and a retry owner's budget bounds the
-	// retries that come back; turn it on in front of one that cannot (a database, a
-	// service without admission control). Negative is refused.
+	// dependency that has just come back. For SlowStart, a share of the calls goes
+	// through that grows linearly from SlowStartMinShare (10 %) to all of them. The
+	// others are refused at once, with reason ReasonSlowStart and a RetryAfter of a
+	// tenth of SlowStart. This is Envoy's slow start mode, linear. A failure during
+	// the ramp counts as in the closed state. 0 means off, the default: a dependency
+	// behind a Backstop shedder sheds its own surge, and a retry owner's budget bounds
+	// the retries that come back. Turn it on in front of one that cannot (a database,
+	// a service without admission control). Negative is refused.
 	SlowStart time.Duration
 	// SlowCall, if > 0, counts a call (inside a retry: an attempt) that succeeded but
 	// took longer than SlowCall as a failure, as resilience4j's slowCallDurationThreshold
@@ -145,7 +153,8 @@ func DefaultIsExcluded(err error) bool {
 }
 
 // State is a breaker's state. Its values are those of the backstop_breaker_state
-// metric: 0 closed, 1 half-open, 2 open.
+// metric: 0 closed, 1 half-open, 2 open. Its names, in events, labels and JSON, are
+// those of [State.String].
 type State int
 
 // The states of a breaker.
@@ -155,8 +164,17 @@ const (
 	StateOpen     State = State(gobreaker.StateOpen)
 )
 
-// String returns "closed", "half-open" or "open".
-func (s State) String() string { return gobreaker.State(s).String() }
+// stateNames are the states' names. gobreaker says "half-open"; Backstop's label
+// values are snake_case.
+var stateNames = [...]string{StateClosed: "closed", StateHalfOpen: "half_open", StateOpen: "open"}
+
+// String returns "closed", "half_open" or "open".
+func (s State) String() string {
+	if s >= 0 && int(s) < len(stateNames) {
+		return stateNames[s]
+	}
+	return gobreaker.State(s).String() // "unknown state: n"
+}
 
 // Counts are the breaker's counts in the current state (in ratio mode, within the
 // rolling window).
@@ -176,10 +194,10 @@ type Transition struct {
 	At   time.Time `json:"at"`
 }
 
-// Breaker is a circuit breaker (policy.KindBreaker) on github.com/sony/gobreaker/v2.
+// Breaker is a circuit breaker (Placement.Kind [Kind]) on github.com/sony/gobreaker/v2.
 // Outside a retry it counts calls and, when open, stops a call before any attempt;
-// inside it counts attempts. Either way an open breaker ends the call at once with an
-// [*OpenError].
+// inside it counts attempts. Either way an open breaker ends the call at once with a
+// *policy.RejectError that matches [ErrOpen].
 //
 // Backstop adds to gobreaker what a server and an operator need: the time the breaker
 // opened and will let probes through (gobreaker keeps it private), state changes
@@ -195,9 +213,9 @@ type Breaker struct {
 	forced  atomic.Bool
 	pending atomic.Bool // transitions wait in queue
 	cb      atomic.Pointer[gobreaker.CircuitBreaker[struct{}]]
-	// openErr is non-nil exactly while the breaker is open (not forced): its Until,
+	// open is non-nil exactly while the breaker is open (not forced): its until,
 	// read without a lock, is when probes may go through.
-	openErr atomic.Pointer[OpenError]
+	open atomic.Pointer[episode]
 	// rampFrom is when the breaker last closed from half-open, in nanoseconds since
 	// epoch (monotonic, plus one so that it is never 0), while its slow start lasts; 0
 	// otherwise. rampErr is the refusal of a call the ramp holds back.
@@ -216,13 +234,12 @@ type Breaker struct {
 
 	gens atomic.Uint64 // the last generation handed out
 
-	epoch   time.Time
-	rampErr *OpenError
+	epoch time.Time
 
-	// The refusals, built once per open episode so that refusing allocates nothing
-	// (openErr above is the open one).
-	halfOpenErr, forcedErr *OpenError
-	tripped                atomic.Pointer[Counts] // the counts that last tripped it
+	// The refusals whose RetryAfter never changes, built once so that refusing
+	// allocates nothing. An open episode keeps its own (see [episode]).
+	rampErr, halfOpenErr, forcedErr *policy.RejectError
+	tripped                         atomic.Pointer[Counts] // the counts that last tripped it
 
 	subsMu sync.Mutex                // guards subs
 	subs   map[event.Observer]string // who hears of transitions, and under which pipeline name
@@ -239,33 +256,126 @@ type Breaker struct {
 	queue    []Transition // to deliver, outside every lock
 }
 
-// New returns a closed breaker named name (the name labels its events and metrics) or
-// an error matching ErrInvalidOptions naming the bad field. Unlike gobreaker, New never
-// clamps a bad value silently.
+// New returns a closed breaker named name (the name labels its events and metrics), or
+// an error that matches ErrInvalidOptions. The error joins one error per bad field, each
+// naming its field. Unlike gobreaker, New never clamps a bad value silently.
 func New(name string, o Options) (*Breaker, error) {
+	if err := validate(name, o); err != nil {
+		return nil, err
+	}
+	o = o.withDefaults()
+	s, trip := settings(name, o)
+	b := &Breaker{
+		name:        name,
+		settings:    s,
+		timeout:     o.OpenTimeout,
+		maxTimeout:  o.MaxOpenTimeout,
+		jitter:      o.OpenJitter,
+		rand:        policy.RandOr(o.Rand),
+		onChange:    o.OnStateChange,
+		trip:        trip,
+		slow:        o.SlowCall,
+		slowStart:   o.SlowStart,
+		epoch:       time.Now(),
+		rampErr:     newRefusal(name, ReasonSlowStart, o.SlowStart/10),
+		halfOpenErr: newRefusal(name, ReasonHalfOpen, o.OpenTimeout),
+		forcedErr:   newRefusal(name, ReasonForced, o.MaxOpenTimeout),
+	}
+	// Keep the counts that trip the breaker: gobreaker clears them as it opens.
+	ready := s.ReadyToTrip
+	b.settings.ReadyToTrip = func(c gobreaker.Counts) bool {
+		if !ready(c) {
+			return false
+		}
+		tc := Counts(c)
+		b.tripped.Store(&tc)
+		return true
+	}
+	b.cb.Store(b.newCircuit())
+	return b, nil
+}
+
+// validate returns every problem of name and o, or nil if there is none. It joins
+// one error per bad field; each matches ErrInvalidOptions and names the field.
+func validate(name string, o Options) error {
+	prefix := ErrInvalidOptions
+	if name != "" {
+		prefix = fmt.Errorf("%w: %s", ErrInvalidOptions, name)
+	}
+	var errs []error
+	bad := func(format string, args ...any) {
+		errs = append(errs, check.Err(prefix, format, args...))
+	}
 	if name == "" {
-		return nil, fmt.Errorf("%w: the name is empty; want the dependency's name", ErrInvalidOptions)
+		bad("the name is empty; want the dependency's name")
 	}
-	bad := check.Invalid[*Breaker](fmt.Errorf("%w: %s", ErrInvalidOptions, name))
-	if o.SlowCall < 0 {
-		return bad("SlowCall is %v; want > 0, or 0 for none", o.SlowCall)
+	if o.FailureRatio == 0 {
+		validateConsecutive(o, bad)
+	} else {
+		validateRatio(o, bad)
 	}
+	d := o.withDefaults() // what the checks between fields compare
 	if o.OpenTimeout < 0 {
-		return bad("OpenTimeout is %v; want > 0, or 0 for the default %v", o.OpenTimeout, DefaultOpenTimeout)
-	}
-	if o.OpenTimeout == 0 {
-		o.OpenTimeout = DefaultOpenTimeout
+		bad("OpenTimeout is %v; want > 0, or 0 for the default %v", o.OpenTimeout, DefaultOpenTimeout)
 	}
 	switch {
 	case o.MaxOpenTimeout < 0:
-		return bad("MaxOpenTimeout is %v; want ≥ OpenTimeout, or 0 for the default %v", o.MaxOpenTimeout, DefaultMaxOpenTimeout)
-	case o.MaxOpenTimeout == 0:
-		o.MaxOpenTimeout = max(DefaultMaxOpenTimeout, o.OpenTimeout)
-	case o.MaxOpenTimeout < o.OpenTimeout:
-		return bad("MaxOpenTimeout is %v, below OpenTimeout %v; want MaxOpenTimeout ≥ OpenTimeout", o.MaxOpenTimeout, o.OpenTimeout)
+		bad("MaxOpenTimeout is %v; want ≥ OpenTimeout, or 0 for the default %v", o.MaxOpenTimeout, DefaultMaxOpenTimeout)
+	case o.MaxOpenTimeout > 0 && o.MaxOpenTimeout < d.OpenTimeout:
+		bad("MaxOpenTimeout is %v, below OpenTimeout %v; want MaxOpenTimeout ≥ OpenTimeout", o.MaxOpenTimeout, d.OpenTimeout)
+	}
+	if !(o.OpenJitter <= 1) { // NaN too
+		bad("OpenJitter is %v; want a fraction in [0, 1], 0 for the default %v, or negative for none", o.OpenJitter, DefaultOpenJitter)
 	}
 	if o.SlowStart < 0 {
-		return bad("SlowStart is %v; want > 0, or 0 for none", o.SlowStart)
+		bad("SlowStart is %v; want > 0, or 0 for none", o.SlowStart)
+	}
+	if o.SlowCall < 0 {
+		bad("SlowCall is %v; want > 0, or 0 for none", o.SlowCall)
+	}
+	return errors.Join(errs...)
+}
+
+// validateConsecutive reports, through bad, the ratio-mode fields set in consecutive mode.
+func validateConsecutive(o Options, bad func(format string, args ...any)) {
+	if o.MinRequests != 0 {
+		bad("MinRequests is set without FailureRatio; it applies to ratio mode only")
+	}
+	if o.Window != 0 {
+		bad("Window is set without FailureRatio; it applies to ratio mode only")
+	}
+	if o.Buckets != 0 {
+		bad("Buckets is set without FailureRatio; it applies to ratio mode only")
+	}
+}
+
+// validateRatio reports, through bad, the problems of ratio mode's fields.
+func validateRatio(o Options, bad func(format string, args ...any)) {
+	if math.IsNaN(o.FailureRatio) || o.FailureRatio < 0 || o.FailureRatio > 1 {
+		bad("FailureRatio is %v; want a number in (0, 1]", o.FailureRatio)
+	}
+	if o.ConsecutiveFailures != 0 {
+		bad("ConsecutiveFailures and FailureRatio are both set; choose one way to trip")
+	}
+	if o.Window < 0 {
+		bad("Window is %v; want > 0, or 0 for the default %v", o.Window, DefaultWindow)
+	}
+	if o.Buckets < 0 {
+		bad("Buckets is %d; want ≥ 1, or 0 for the default %d", o.Buckets, DefaultBuckets)
+	}
+	if d := o.withDefaults(); o.Window >= 0 && o.Buckets >= 0 && d.Window/time.Duration(d.Buckets) <= 0 {
+		bad("Window %v is shorter than %d buckets of 1ns", d.Window, d.Buckets)
+	}
+}
+
+// withDefaults returns o with its zero fields set to their defaults. A negative
+// OpenJitter becomes 0. Fields of the mode o does not use stay as they are.
+func (o Options) withDefaults() Options {
+	if o.OpenTimeout == 0 {
+		o.OpenTimeout = DefaultOpenTimeout
+	}
+	if o.MaxOpenTimeout == 0 {
+		o.MaxOpenTimeout = max(DefaultMaxOpenTimeout, o.OpenTimeout)
 	}
 	if o.HalfOpenProbes == 0 {
 		o.HalfOpenProbes = DefaultHalfOpenProbes
@@ -275,9 +385,28 @@ func New(name string, o Options) (*Breaker, error) {
 		o.OpenJitter = DefaultOpenJitter
 	case o.OpenJitter < 0:
 		o.OpenJitter = 0
-	case !(o.OpenJitter <= 1):
-		return bad("OpenJitter is %v; want a fraction in [0, 1], 0 for the default %v, or negative for none", o.OpenJitter, DefaultOpenJitter)
 	}
+	if o.FailureRatio == 0 {
+		if o.ConsecutiveFailures == 0 {
+			o.ConsecutiveFailures = DefaultConsecutiveFailures
+		}
+		return o
+	}
+	if o.MinRequests == 0 {
+		o.MinRequests = DefaultMinRequests
+	}
+	if o.Window == 0 {
+		o.Window = DefaultWindow
+	}
+	if o.Buckets == 0 {
+		o.Buckets = DefaultBuckets
+	}
+	return o
+}
+
+// settings returns the gobreaker settings of a breaker named name on o, and how it
+// trips, for ExplainStage. o must be valid, with its defaults set.
+func settings(name string, o Options) (gobreaker.Settings, string) {
 	s := gobreaker.Settings{
 		Name:         name,
 		MaxRequests:  o.HalfOpenProbes,
@@ -302,70 +431,20 @@ func New(name string, o Options) (*Breaker, error) {
 			return successful(err)
 		}
 	}
-	var trip string
 	if o.FailureRatio == 0 {
-		switch {
-		case o.MinRequests != 0:
-			return bad("MinRequests is set without FailureRatio; it applies to ratio mode only")
-		case o.Window != 0:
-			return bad("Window is set without FailureRatio; it applies to ratio mode only")
-		case o.Buckets != 0:
-			return bad("Buckets is set without FailureRatio; it applies to ratio mode only")
-		}
 		n := o.ConsecutiveFailures
-		if n == 0 {
-			n = DefaultConsecutiveFailures
-		}
 		s.ReadyToTrip = func(c gobreaker.Counts) bool { return c.ConsecutiveFailures >= n }
-		trip = fmt.Sprintf("trips after %d failures in a row", n)
-	} else {
-		switch {
-		case math.IsNaN(o.FailureRatio) || o.FailureRatio < 0 || o.FailureRatio > 1:
-			return bad("FailureRatio is %v; want a number in (0, 1]", o.FailureRatio)
-		case o.ConsecutiveFailures != 0:
-			return bad("ConsecutiveFailures and FailureRatio are both set; choose one way to trip")
-		case o.Window < 0:
-			return bad("Window is %v; want > 0, or 0 for the default %v", o.Window, DefaultWindow)
-		case o.Buckets < 0:
-			return bad("Buckets is %d; want ≥ 1, or 0 for the default %d", o.Buckets, DefaultBuckets)
-		}
-		if o.MinRequests == 0 {
-			o.MinRequests = DefaultMinRequests
-		}
-		if o.Window == 0 {
-			o.Window = DefaultWindow
-		}
-		if o.Buckets == 0 {
-			o.Buckets = DefaultBuckets
-		}
-		if o.Window/time.Duration(o.Buckets) <= 0 {
-			return bad("Window %v is shorter than %d buckets of 1ns", o.Window, o.Buckets)
-		}
-		ratio, min := o.FailureRatio, o.MinRequests
-		trip = fmt.Sprintf("trips when %v%% or more of the calls of the last %v fail, once %d are counted", ratio*100, o.Window, min)
-		s.Interval = o.Window
-		s.BucketPeriod = o.Window / time.Duration(o.Buckets)
-		s.ReadyToTrip = func(c gobreaker.Counts) bool {
-			n := c.TotalFailures + c.TotalSuccesses
-			return n >= min && float64(c.TotalFailures) >= ratio*float64(n)
-		}
+		return s, fmt.Sprintf("trips after %d failures in a row", n)
 	}
-	ready := s.ReadyToTrip
-	b := &Breaker{name: name, settings: s, timeout: o.OpenTimeout, maxTimeout: o.MaxOpenTimeout, jitter: o.OpenJitter, rand: policy.RandOr(o.Rand),
-		onChange: o.OnStateChange, trip: trip, slow: o.SlowCall, slowStart: o.SlowStart, epoch: time.Now(),
-		rampErr:     &OpenError{Name: name, Ramping: true, ProbeTime: o.SlowStart / 10},
-		halfOpenErr: &OpenError{Name: name, HalfOpen: true, ProbeTime: o.OpenTimeout}, forcedErr: &OpenError{Name: name, Forced: true, forcedFor: o.MaxOpenTimeout}}
-	// Keep the counts that trip the breaker: gobreaker clears them as it opens.
-	b.settings.ReadyToTrip = func(c gobreaker.Counts) bool {
-		if !ready(c) {
-			return false
-		}
-		tc := Counts(c)
-		b.tripped.Store(&tc)
-		return true
+	ratio, min := o.FailureRatio, o.MinRequests
+	s.Interval = o.Window
+	s.BucketPeriod = o.Window / time.Duration(o.Buckets)
+	s.ReadyToTrip = func(c gobreaker.Counts) bool {
+		n := c.TotalFailures + c.TotalSuccesses
+		return n >= min && float64(c.TotalFailures) >= ratio*float64(n)
 	}
-	b.cb.Store(b.newCircuit())
-	return b, nil
+	trip := fmt.Sprintf("trips when %v%% or more of the calls of the last %v fail, once %d are counted", ratio*100, o.Window, min)
+	return s, trip
 }
 
 // newCircuit returns a fresh gobreaker instance, made the current generation. mu must
@@ -390,8 +469,8 @@ var errSlow = errors.New("breaker: slow call")
 var errAdopted = errors.New("breaker: opened elsewhere")
 
 // OpenUntil opens the breaker until until, as if it had tripped then, with fresh
-// counts: calls are refused with an [*OpenError] whose Until is until, and after it the
-// breaker is half-open and lets its probes through, as after a trip of its own. It is
+// counts: calls are refused until until, and after it the breaker is half-open and
+// lets its probes through, as after a trip of its own. It is
 // how a breaker adopts a state decided elsewhere, by the breakers of other processes
 // that share it (the fleet module). A breaker forced open, or already open until
 // until or later, is left as it is; an until not after now does nothing. An open
@@ -402,7 +481,7 @@ func (b *Breaker) OpenUntil(until time.Time) {
 	if b.forced.Load() || !now.Before(until) {
 		return
 	}
-	if e := b.openErr.Load(); e != nil && !e.Until.Before(until) {
+	if e := b.open.Load(); e != nil && !e.until.Before(until) {
 		return
 	}
 	// A fresh circuit, tripped by one failure before it is installed: its own report
@@ -425,18 +504,18 @@ func (b *Breaker) OpenUntil(until time.Time) {
 	adopting = false
 
 	b.mu.Lock()
-	if e := b.openErr.Load(); b.forced.Load() || (e != nil && !e.Until.Before(until)) {
+	if e := b.open.Load(); b.forced.Load() || (e != nil && !e.until.Before(until)) {
 		b.mu.Unlock()
 		return // forced or opened longer meanwhile
 	}
 	if b.state == StateOpen && now.Before(b.until) {
 		b.until = until // already open: only held longer
-		b.openErr.Store(&OpenError{Name: b.name, Until: until})
+		b.open.Store(&episode{until: until})
 	} else {
 		from := b.stateLocked(now)
 		b.transitionLocked(from, StateOpen, now)
 		b.until = until
-		b.openErr.Store(&OpenError{Name: b.name, Until: until})
+		b.open.Store(&episode{until: until})
 	}
 	b.gen = gen
 	b.cb.Store(cb)
@@ -464,10 +543,10 @@ func (b *Breaker) transitionLocked(from, to State, now time.Time) {
 		}
 		b.openedAt = now
 		b.until = now.Add(b.interval())
-		b.openErr.Store(&OpenError{Name: b.name, Until: b.until})
+		b.open.Store(&episode{until: b.until})
 	case to == StateOpen:
 		b.openedAt, b.until = now, time.Time{}
-		b.openErr.Store(nil)
+		b.open.Store(nil)
 	default:
 		if to == StateClosed {
 			b.reopens = 0
@@ -476,7 +555,7 @@ func (b *Breaker) transitionLocked(from, to State, now time.Time) {
 			}
 		}
 		b.until = time.Time{}
-		b.openErr.Store(nil)
+		b.open.Store(nil)
 	}
 	if to != StateClosed {
 		b.rampFrom.Store(0)
@@ -530,7 +609,7 @@ func (b *Breaker) deliver() {
 	b.subsMu.Unlock()
 	for _, t := range q {
 		for _, s := range subs {
-			s.obs.Observe(event.Event{Kind: event.BreakerState, Pipeline: s.pipeline, Source: b.name,
+			s.obs.Observe(event.Event{Kind: event.BreakerState, Pipeline: s.pipeline, Stage: Kind, Source: b.name,
 				Time: t.At, From: t.From.String(), To: t.To.String()})
 		}
 		if b.onChange != nil {
@@ -542,8 +621,8 @@ func (b *Breaker) deliver() {
 // Name returns the breaker's name.
 func (b *Breaker) Name() string { return b.name }
 
-// Kind returns policy.KindBreaker.
-func (b *Breaker) Kind() policy.Kind { return policy.KindBreaker }
+// Placement: a breaker stands on either side of the retry, and never waits.
+func (b *Breaker) Placement() policy.Placement { return policy.Placement{Kind: Kind, Prompt: true} }
 
 // Bind returns the Runner that runs each call through the breaker. It subscribes
 // nothing: every state change — caused by any call, or by ForceOpen and Reset —
@@ -577,9 +656,9 @@ func (r *runner) Run(ctx context.Context, fn policy.Func) error {
 	if b.forced.Load() {
 		return b.forcedErr
 	}
-	if e := b.openErr.Load(); e != nil {
-		if time.Now().Before(e.Until) {
-			return e // open: refused without a lock, until the next probe may go
+	if e := b.open.Load(); e != nil {
+		if now := time.Now(); now.Before(e.until) {
+			return b.refuse(e, now) // refused without a lock, until the next probe may go
 		}
 		return b.probe(ctx, r.next, fn)
 	}
@@ -636,7 +715,7 @@ const neverHalfOpen = 100 * 365 * 24 * time.Hour
 func (b *Breaker) probe(ctx context.Context, next policy.Runner, fn policy.Func) error {
 	now := time.Now()
 	b.mu.Lock()
-	e := b.openErr.Load()
+	e := b.open.Load()
 	switch {
 	case b.forced.Load():
 		b.mu.Unlock()
@@ -644,9 +723,9 @@ func (b *Breaker) probe(ctx context.Context, next policy.Runner, fn policy.Func)
 	case e == nil: // closed meanwhile by another probe
 		b.mu.Unlock()
 		return (&runner{b: b, next: next}).Run(ctx, fn)
-	case now.Before(e.Until):
+	case now.Before(e.until):
 		b.mu.Unlock()
-		return e
+		return b.refuse(e, now)
 	}
 	if b.state != StateHalfOpen {
 		b.transitionLocked(b.state, StateHalfOpen, now)
@@ -659,7 +738,7 @@ func (b *Breaker) probe(ctx context.Context, next policy.Runner, fn policy.Func)
 	if b.turnLeft == 0 {
 		until = now.Add(b.interval())
 	}
-	b.openErr.Store(&OpenError{Name: b.name, HalfOpen: true, Until: until, ProbeTime: b.timeout})
+	b.open.Store(&episode{until: until, halfOpen: true})
 	gen := b.gen
 	b.mu.Unlock()
 	b.deliver()
@@ -677,7 +756,7 @@ func (b *Breaker) probe(ctx context.Context, next policy.Runner, fn policy.Func)
 
 	end := time.Now()
 	b.mu.Lock()
-	if gen != b.gen || b.forced.Load() || b.openErr.Load() == nil {
+	if gen != b.gen || b.forced.Load() || b.open.Load() == nil {
 		b.mu.Unlock()
 		return err // reset, forced open or closed meanwhile: this outcome is stale
 	}
@@ -685,7 +764,7 @@ func (b *Breaker) probe(ctx context.Context, next policy.Runner, fn policy.Func)
 	case excluded:
 		if b.turnLeft < b.settings.MaxRequests {
 			b.turnLeft++
-			b.openErr.Store(&OpenError{Name: b.name, HalfOpen: true, Until: end, ProbeTime: b.timeout})
+			b.open.Store(&episode{until: end, halfOpen: true})
 		}
 	case ok:
 		if b.probeOK++; b.probeOK >= b.settings.MaxRequests {
@@ -696,19 +775,19 @@ func (b *Breaker) probe(ctx context.Context, next policy.Runner, fn policy.Func)
 		b.probeOK, b.turnLeft = 0, 0
 		b.reopens++
 		reopen := now.Add(b.interval())
-		if cur := b.openErr.Load(); cur.Until.After(reopen) {
-			reopen = cur.Until // a later probe has already set the next interval
+		if cur := b.open.Load(); cur.until.After(reopen) {
+			reopen = cur.until // a later probe has already set the next interval
 		}
 		if !reopen.After(end) {
 			// The interval ran out while this probe hung: the next call probes.
-			b.openErr.Store(&OpenError{Name: b.name, HalfOpen: true, Until: end, ProbeTime: b.timeout})
+			b.open.Store(&episode{until: end, halfOpen: true})
 			break
 		}
 		if b.state != StateOpen {
 			b.transitionLocked(b.state, StateOpen, end)
 		}
 		b.until = reopen
-		b.openErr.Store(&OpenError{Name: b.name, Until: reopen})
+		b.open.Store(&episode{until: reopen})
 	}
 	b.mu.Unlock()
 	if b.pending.Load() {
@@ -735,81 +814,60 @@ type passthrough struct{ err error }
 
 func (p *passthrough) Error() string { return p.err.Error() }
 
-// refusal returns the error for a call gobreaker refused: the open episode's, or, if
-// a probe has closed the breaker meanwhile, the shared half-open one. The errors are
-// shared by every refused call of an episode: they are never modified.
+// refusal returns the error for a call gobreaker refused: the open episode's, the
+// forced one, or, if a probe has closed the breaker meanwhile, the half-open one.
 func (b *Breaker) refusal() error {
-	if e := b.openErr.Load(); e != nil {
-		return e
+	if b.forced.Load() {
+		return b.forcedErr
+	}
+	if e := b.open.Load(); e != nil {
+		return b.refuse(e, time.Now())
 	}
 	return b.halfOpenErr
 }
 
-// OpenError is the error of a call the breaker refused. It matches [ErrOpen] and
-// policy.ErrRejected, so no retry retries it, and it is a policy.Rejection. The calls
-// refused during one open episode share one OpenError: treat it as read-only.
-type OpenError struct {
-	Name string
-	// Until is when the breaker will let its next probe through; zero when Forced
-	// (open until an operator resets it).
-	Until    time.Time
-	HalfOpen bool
-	Forced   bool
-	// Ramping is a call held back by the slow start after the breaker closed
-	// (Options.SlowStart); its RetryAfter is ProbeTime, a tenth of SlowStart.
-	Ramping bool
-	// ProbeTime, when HalfOpen, is the time the breaker's probes are given to answer:
-	// its OpenTimeout, the open time after a first trip. It is the refusal's
-	// RetryAfter: by then probes that answer as fast as the dependency usually does
-	// have answered (nothing bounds a slow one), and the breaker is closed, or open
-	// again for at least as long. Every refusal of the episode says the same time; a
-	// Backstop retry spreads its callers with its upward jitter on a hint (up to +50
-	// %). Zero: come back at once.
-	ProbeTime time.Duration
-
-	forcedFor time.Duration // Forced: the breaker's MaxOpenTimeout
+// episode is a time the breaker refuses calls: open until its next probe may go, or
+// half-open with its probes out. It is replaced, never changed, but for last.
+type episode struct {
+	until    time.Time // when the next probe may go
+	halfOpen bool      // the probes are out: calls are refused with halfOpenErr
+	// last is the latest refusal of an open episode. The calls refused within one
+	// millisecond share it, so refusing seldom allocates.
+	last atomic.Pointer[policy.RejectError]
 }
 
-func (e *OpenError) Error() string {
-	switch {
-	case e.Forced:
-		return "breaker: " + e.Name + " is forced open"
-	case e.HalfOpen:
-		return "breaker: " + e.Name + " is half-open and its probes are taken"
-	case e.Ramping:
-		return "breaker: " + e.Name + " has just closed and holds this call back while it ramps up"
+// refuse returns the refusal of a call at now, during e. An open episode's refusal
+// says the time left until its probe, rounded up to the millisecond. The refusals
+// are shared by many calls: they are never modified.
+func (b *Breaker) refuse(e *episode, now time.Time) *policy.RejectError {
+	if e.halfOpen {
+		return b.halfOpenErr
 	}
-	return "breaker: " + e.Name + " is open until " + e.Until.UTC().Format(time.RFC3339Nano)
+	after := retryAfter(e.until, now)
+	if r := e.last.Load(); r != nil && r.RetryAfter == after {
+		return r
+	}
+	r := newRefusal(b.name, ReasonOpen, after)
+	e.last.Store(r) // a racing refusal may store its twin: either will do
+	return r
 }
 
-// Is matches ErrOpen and policy.ErrRejected.
-func (e *OpenError) Is(target error) bool { return target == ErrOpen || target == policy.ErrRejected }
-
-// RetryAfter is the time left until the breaker lets a probe through; ProbeTime when
-// HalfOpen (the probes in flight decide by then; telling callers 0 would have them
-// spend their attempts while the probes are still out); Options.MaxOpenTimeout, the
-// longest it would stay open on its own, when Forced.
-func (e *OpenError) RetryAfter() time.Duration {
-	switch {
-	case e.Forced:
-		return e.forcedFor
-	case e.HalfOpen, e.Ramping:
-		return e.ProbeTime
-	}
-	return max(time.Until(e.Until), 0)
+// newRefusal returns a breaker's refusal for reason, with retryAfter.
+func newRefusal(name, reason string, retryAfter time.Duration) *policy.RejectError {
+	return &policy.RejectError{Policy: Kind, Name: name, Reason: reason, RetryAfter: retryAfter, Err: ErrOpen}
 }
 
-// Reason is "open", "half-open", "forced" or "slow-start".
-func (e *OpenError) Reason() string {
-	switch {
-	case e.Forced:
-		return "forced"
-	case e.HalfOpen:
-		return "half-open"
-	case e.Ramping:
-		return "slow-start"
+// retryAfter returns the time from now until until, rounded up to the millisecond;
+// 0 if until has passed.
+func retryAfter(until, now time.Time) time.Duration {
+	d := until.Sub(now)
+	if d <= 0 {
+		return 0
 	}
-	return "open"
+	if r := d % time.Millisecond; r != 0 && d <= math.MaxInt64-time.Millisecond {
+		d += time.Millisecond - r
+	}
+	return d
 }
 
 // State returns the breaker's state now. An open breaker whose timeout has passed is
@@ -843,12 +901,12 @@ func (b *Breaker) OpenNow() (time.Duration, bool) {
 	if b.forced.Load() {
 		return b.maxTimeout, true // held open by an operator: the longest it would stay open
 	}
-	e := b.openErr.Load()
+	e := b.open.Load()
 	if e == nil {
 		return 0, false // no open time: nothing to read the clock for
 	}
-	if now := time.Now(); now.Before(e.Until) {
-		return e.Until.Sub(now), true
+	if now := time.Now(); now.Before(e.until) {
+		return e.until.Sub(now), true
 	}
 	return 0, false
 }
@@ -875,7 +933,7 @@ func (b *Breaker) ForceOpen() {
 		// Open and refusing: no change of state, only of who holds it open. It
 		// opened when it tripped; nothing to report.
 		b.until = time.Time{}
-		b.openErr.Store(nil)
+		b.open.Store(nil)
 	} else {
 		// Closed, or half-open (an open breaker whose time is up is half-open though
 		// gobreaker has not moved it yet): a transition to open, now.
@@ -925,7 +983,7 @@ func (b *Breaker) ExplainStage() policy.Stage {
 	}
 	ramp, rampRefusal := "", ""
 	if b.slowStart > 0 {
-		rampRefusal = fmt.Sprintf("; just closed, it refuses the calls its slow start holds back (breaker.ErrOpen, reason slow-start, come back after %v)", b.slowStart/10)
+		rampRefusal = fmt.Sprintf("; just closed, it refuses the calls its slow start holds back (breaker.ErrOpen, reason slow_start, come back after %v)", b.slowStart/10)
 		ramp = fmt.Sprintf("; once closed, lets %v%% of the calls through, rising to all over %v (slow start)", SlowStartMinShare*100, b.slowStart)
 	}
 	return policy.Stage{

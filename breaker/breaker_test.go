@@ -75,18 +75,22 @@ func TestBreaker_StateMachine(t *testing.T) {
 		require.Zero(t, calls, "an open breaker does not run fn")
 		require.ErrorIs(t, err, breaker.ErrOpen)
 		require.ErrorIs(t, err, policy.ErrRejected)
-		var oe *breaker.OpenError
-		require.ErrorAs(t, err, &oe)
-		require.Equal(t, "db", oe.Name)
-		require.Equal(t, start.Add(breaker.DefaultOpenTimeout), oe.Until)
-		require.Equal(t, "breaker: db is open until 2000-01-01T00:00:00.75Z", err.Error())
+		var rej *policy.RejectError
+		require.ErrorAs(t, err, &rej, "an open breaker's refusal is a policy.RejectError")
+		require.Equal(t, breaker.Kind, rej.Policy)
+		require.Equal(t, "db", rej.Name)
+		require.Equal(t, breaker.ReasonOpen, rej.Reason)
+		require.Equal(t, breaker.DefaultOpenTimeout, rej.RetryAfter, "refused at the trip: the whole open time is left")
+		require.True(t, b.Snapshot(time.Now()).Until.Equal(start.Add(breaker.DefaultOpenTimeout)), "the snapshot says when the probe may go")
+		require.Equal(t, "breaker db: rejected (open); retry after 750ms", err.Error())
+		again := r.Do(context.Background(), ok)
+		require.Same(t, rej, again, "the refusals of one instant share one error")
 
 		time.Sleep(breaker.DefaultOpenTimeout / 4)
 		require.Equal(t, breaker.DefaultOpenTimeout*3/4, openFor(b))
-		var rej policy.Rejection
-		require.ErrorAs(t, err, &rej, "an open breaker's refusal is a policy.Rejection")
-		require.Equal(t, breaker.DefaultOpenTimeout*3/4, rej.RetryAfter(), "Rejection.RetryAfter: the time left until the probe")
-		require.Equal(t, "open", rej.Reason())
+		require.ErrorAs(t, r.Do(context.Background(), ok), &rej)
+		require.Equal(t, 563*time.Millisecond, rej.RetryAfter, "the time left until the probe, 562.5 ms, rounded up to the millisecond")
+		require.Equal(t, breaker.ReasonOpen, rej.Reason)
 
 		// half-open once the timeout has passed.
 		time.Sleep(breaker.DefaultOpenTimeout*3/4 + time.Nanosecond)
@@ -104,7 +108,7 @@ func TestBreaker_StateMachine(t *testing.T) {
 		require.NoError(t, r.Do(context.Background(), ok))
 		require.Equal(t, breaker.StateClosed, b.State())
 
-		require.Equal(t, []string{"closed→open", "open→half-open", "half-open→open", "open→half-open", "half-open→closed"}, changes)
+		require.Equal(t, []string{"closed→open", "open→half_open", "half_open→open", "open→half_open", "half_open→closed"}, changes)
 	})
 }
 
@@ -127,9 +131,11 @@ func TestBreaker_HalfOpenRefusesBeyondItsProbes(t *testing.T) {
 		}
 		synctest.Wait()
 		err := r.Do(context.Background(), ok)
-		var oe *breaker.OpenError
-		require.ErrorAs(t, err, &oe)
-		require.True(t, oe.HalfOpen)
+		var rej *policy.RejectError
+		require.ErrorAs(t, err, &rej)
+		require.Equal(t, breaker.ReasonHalfOpen, rej.Reason)
+		require.Equal(t, time.Second, rej.RetryAfter, "come back once the probes have had OpenTimeout to answer")
+		require.ErrorIs(t, err, breaker.ErrOpen)
 		require.ErrorIs(t, err, policy.ErrRejected)
 		close(release)
 		wg.Wait()
@@ -205,6 +211,7 @@ func TestBreaker_ObserverGetsStateChanges(t *testing.T) {
 	_ = p.Do(context.Background(), fail)
 	_ = p.Do(context.Background(), fail)
 	require.Len(t, events, 1)
+	require.Equal(t, breaker.Kind, events[0].Stage)
 	require.Equal(t, "db", events[0].Source)
 	require.Equal(t, "orders", events[0].Pipeline)
 	require.Equal(t, "closed", events[0].From)
@@ -216,14 +223,14 @@ func TestBreaker_ForceOpenAndReset(t *testing.T) {
 	r := policy.MustWrap(b)
 	b.ForceOpen()
 	err := r.Do(context.Background(), ok)
-	var oe *breaker.OpenError
-	require.ErrorAs(t, err, &oe)
-	require.True(t, oe.Forced)
-	require.Equal(t, "breaker: db is forced open", err.Error())
+	var rej *policy.RejectError
+	require.ErrorAs(t, err, &rej)
+	require.Equal(t, breaker.ReasonForced, rej.Reason)
+	require.ErrorIs(t, err, breaker.ErrOpen)
+	require.Equal(t, "breaker db: rejected (forced); retry after 750ms", err.Error())
 	require.Equal(t, breaker.StateOpen, b.State())
 	require.Equal(t, breaker.DefaultMaxOpenTimeout, openFor(b), "forced open: the longest it would stay open")
-	require.Equal(t, breaker.DefaultMaxOpenTimeout, oe.RetryAfter(), "the forced refusal says so too")
-	require.Equal(t, "forced", oe.Reason())
+	require.Equal(t, breaker.DefaultMaxOpenTimeout, rej.RetryAfter, "the forced refusal says so too")
 	b.Reset()
 	require.NoError(t, r.Do(context.Background(), ok))
 	require.Equal(t, breaker.StateClosed, b.State())
@@ -366,6 +373,44 @@ func TestBreaker_SuccessPathAllocations(t *testing.T) {
 	}
 }
 
+// TestBreaker_RefusalAllocations: a refusal reuses a prebuilt error. An open breaker
+// builds one once a millisecond at most; on synctest's still clock, once.
+func TestBreaker_RefusalAllocations(t *testing.T) {
+	if race.Enabled {
+		t.Skip("the race detector allocates")
+	}
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		open := must(breaker.New("open", breaker.Options{ConsecutiveFailures: 1}))
+		forced := must(breaker.New("forced", breaker.Options{}))
+		forced.ForceOpen()
+		halfOpen := must(breaker.New("half-open", breaker.Options{ConsecutiveFailures: 1, OpenJitter: -1}))
+		_ = policy.MustWrap(open).Do(ctx, fail)
+		_ = policy.MustWrap(halfOpen).Do(ctx, fail)
+		time.Sleep(breaker.DefaultOpenTimeout)
+		release := make(chan struct{})
+		probing := make(chan error)
+		go func() {
+			probing <- policy.MustWrap(halfOpen).Do(ctx, func(context.Context) error { <-release; return nil })
+		}()
+		synctest.Wait()
+		for _, tt := range []struct {
+			b      *breaker.Breaker
+			reason string
+		}{{open, breaker.ReasonOpen}, {forced, breaker.ReasonForced}, {halfOpen, breaker.ReasonHalfOpen}} {
+			p := policy.MustWrap(tt.b)
+			var rej *policy.RejectError
+			require.ErrorAs(t, p.Do(ctx, ok), &rej)
+			require.Equal(t, tt.reason, rej.Reason)
+			if n := testing.AllocsPerRun(1000, func() { _ = p.Do(ctx, ok) }); n != 0 {
+				t.Errorf("Wrap(breaker).Do refused (%s) with %v allocations per call; want 0", tt.reason, n)
+			}
+		}
+		close(release)
+		require.NoError(t, <-probing)
+	})
+}
+
 func BenchmarkBreaker_Backstop(b *testing.B) {
 	p := policy.MustWrap(must(breaker.New("db", breaker.Options{})))
 	ctx := context.Background()
@@ -433,15 +478,18 @@ func TestBreaker_OpenUntilAdoptsAnOpenDecidedElsewhere(t *testing.T) {
 		until := time.Now().Add(7 * time.Second)
 
 		b.OpenUntil(until)
-		var oe *breaker.OpenError
-		require.ErrorAs(t, r.Do(context.Background(), ok), &oe)
-		require.True(t, oe.Until.Equal(until), "refused until the adopted time, not the breaker's own 30 s")
+		var rej *policy.RejectError
+		require.ErrorAs(t, r.Do(context.Background(), ok), &rej)
+		require.Equal(t, breaker.ReasonOpen, rej.Reason)
+		require.Equal(t, 7*time.Second, rej.RetryAfter, "refused until the adopted time, not after the breaker's own 750 ms")
+		require.True(t, b.Snapshot(time.Now()).Until.Equal(until))
 		require.Equal(t, breaker.StateOpen, b.State())
 		require.Equal(t, []string{"closed→open"}, changes)
 
 		b.OpenUntil(until.Add(-time.Second)) // shorter: nothing changes
-		require.ErrorAs(t, r.Do(context.Background(), ok), &oe)
-		require.True(t, oe.Until.Equal(until))
+		require.ErrorAs(t, r.Do(context.Background(), ok), &rej)
+		require.Equal(t, 7*time.Second, rej.RetryAfter)
+		require.True(t, b.Snapshot(time.Now()).Until.Equal(until))
 
 		// At until it is half-open, and one probe's success closes it, as after a trip of its own
 		// (the user's IsSuccessful, which calls every error a success, did not keep the adopted trip from counting).
@@ -449,15 +497,15 @@ func TestBreaker_OpenUntilAdoptsAnOpenDecidedElsewhere(t *testing.T) {
 		require.Equal(t, breaker.StateHalfOpen, b.State())
 		require.NoError(t, r.Do(context.Background(), ok))
 		require.Equal(t, breaker.StateClosed, b.State())
-		require.Equal(t, []string{"closed→open", "open→half-open", "half-open→closed"}, changes)
+		require.Equal(t, []string{"closed→open", "open→half_open", "half_open→closed"}, changes)
 
 		// A forced breaker is left as it is; an until in the past does nothing.
 		b.OpenUntil(time.Now())
 		require.Equal(t, breaker.StateClosed, b.State())
 		b.ForceOpen()
 		b.OpenUntil(time.Now().Add(time.Second))
-		require.ErrorAs(t, r.Do(context.Background(), ok), &oe)
-		require.True(t, oe.Forced)
+		require.ErrorAs(t, r.Do(context.Background(), ok), &rej)
+		require.Equal(t, breaker.ReasonForced, rej.Reason)
 	})
 }
 
@@ -469,9 +517,10 @@ func TestBreaker_OpenUntilThenAFailedProbeReopensForTheBreakersOwnTimeout(t *tes
 		b.OpenUntil(until)
 		time.Sleep(time.Second + time.Nanosecond)
 		require.ErrorIs(t, r.Do(context.Background(), fail), errDown)
-		var oe *breaker.OpenError
-		require.ErrorAs(t, r.Do(context.Background(), ok), &oe)
-		require.Equal(t, 10*time.Second, time.Until(oe.Until), "a failed probe reopens it for the breaker's own interval, as after a trip of its own")
+		var rej *policy.RejectError
+		require.ErrorAs(t, r.Do(context.Background(), ok), &rej)
+		require.Equal(t, breaker.ReasonOpen, rej.Reason)
+		require.Equal(t, 10*time.Second, rej.RetryAfter, "a failed probe reopens it for the breaker's own interval, as after a trip of its own")
 	})
 }
 
@@ -483,11 +532,12 @@ func TestBreaker_OpenTimeTracksTheOutage(t *testing.T) {
 		b := must(breaker.New("db", breaker.Options{ConsecutiveFailures: 1, OpenTimeout: 100 * time.Millisecond,
 			MaxOpenTimeout: 500 * time.Millisecond, OpenJitter: -1}))
 		r := policy.MustWrap(b)
-		openFor := func() time.Duration {
+		openFor := func() time.Duration { // the refusal's RetryAfter
 			t.Helper()
-			var oe *breaker.OpenError
-			require.ErrorAs(t, r.Do(context.Background(), ok), &oe)
-			return time.Until(oe.Until)
+			var rej *policy.RejectError
+			require.ErrorAs(t, r.Do(context.Background(), ok), &rej)
+			require.Equal(t, breaker.ReasonOpen, rej.Reason)
+			return rej.RetryAfter
 		}
 		require.ErrorIs(t, r.Do(context.Background(), fail), errDown)
 		var got []time.Duration

@@ -7,9 +7,26 @@
 //	calls, err := policy.Wrap(deadline, b, retry)   // outside the retry: counts calls
 //	attempts, err := policy.Wrap(deadline, retry, b) // inside: counts attempts
 //
-// An open breaker refuses calls with an [*OpenError] that matches [ErrOpen] and
-// policy.ErrRejected, so no retry retries it, and whose Until says when probes will be
-// let through: [Breaker.OpenNow] and the refusal's RetryAfter (a policy.Rejection) turn it into a server's Retry-After.
+// An open breaker refuses calls at once, before any attempt.
+//
+// # Refusals
+//
+// A refusal is a *policy.RejectError with Policy [Kind] and Err [ErrOpen]. It matches
+// ErrOpen and policy.ErrRejected, so no retry retries it. Its Reason says why, and its
+// RetryAfter when to come back:
+//
+//   - [ReasonOpen]: open. RetryAfter is the time left until the next probe, rounded
+//     up to the millisecond.
+//   - [ReasonHalfOpen]: half-open, with its probes out. RetryAfter is OpenTimeout, the
+//     time the probes are given.
+//   - [ReasonForced]: forced open by an operator. RetryAfter is MaxOpenTimeout.
+//   - [ReasonSlowStart]: just closed, and Options.SlowStart holds the call back.
+//     RetryAfter is a tenth of SlowStart.
+//
+// An open breaker lets its probe through at the refusal's time plus its RetryAfter.
+// [Breaker.OpenNow] and [Breaker.Snapshot] tell that time too. Refusals are shared by
+// many calls: treat them as read-only. An open breaker builds a refusal at most once
+// a millisecond; the other refusals are built once.
 //
 // # Letting go
 //
@@ -60,5 +77,9 @@
 // gobreaker reports state changes under its mutex; Backstop queues them there and
 // delivers them after the call, outside every lock, to the pipeline's Observer
 // (event.BreakerState) and to Options.OnStateChange, which may therefore call back into
-// the breaker.
+// the breaker. Each event has Stage [Kind] and Source the breaker's name. Its From
+// and To are "closed", "half_open" or "open", as [State.String] names them.
 package breaker
+
+// Kind is the breaker's Placement.Kind: its events' Stage and its refusals' Policy.
+const Kind = "breaker"

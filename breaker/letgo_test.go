@@ -141,10 +141,13 @@ func TestBreaker_AHungProbeHoldsBackNothingButItself(t *testing.T) {
 			hung <- p.Do(context.Background(), func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() })
 		}()
 		synctest.Wait()
-		var oe *breaker.OpenError
-		require.ErrorAs(t, p.Do(context.Background(), ok), &oe, "the probe is out: the next call is refused")
-		require.True(t, oe.HalfOpen)
-		require.Equal(t, breaker.DefaultOpenTimeout, time.Until(oe.Until), "the next probe may go an interval after the first")
+		var rej *policy.RejectError
+		require.ErrorAs(t, p.Do(context.Background(), ok), &rej, "the probe is out: the next call is refused")
+		require.Equal(t, breaker.ReasonHalfOpen, rej.Reason)
+		require.Equal(t, breaker.DefaultOpenTimeout, rej.RetryAfter, "come back once the probe has had OpenTimeout to answer")
+		next, open := b.OpenNow()
+		require.True(t, open)
+		require.Equal(t, breaker.DefaultOpenTimeout, next, "the next probe may go an interval after the first")
 
 		time.Sleep(breaker.DefaultOpenTimeout)
 		require.NoError(t, p.Do(context.Background(), ok), "the next probe goes while the first still hangs, and closes the breaker")
@@ -174,10 +177,10 @@ func TestBreaker_ProbesOfAnIntervalAndTheirOutcomes(t *testing.T) {
 
 		// The failed probe went out 300 ms ago: open for the rest of its interval.
 		require.Equal(t, breaker.StateOpen, b.State())
-		var oe *breaker.OpenError
-		require.ErrorAs(t, p.Do(context.Background(), ok), &oe)
-		require.False(t, oe.HalfOpen)
-		require.Equal(t, 700*time.Millisecond, time.Until(oe.Until))
+		var rej *policy.RejectError
+		require.ErrorAs(t, p.Do(context.Background(), ok), &rej)
+		require.Equal(t, breaker.ReasonOpen, rej.Reason)
+		require.Equal(t, 700*time.Millisecond, rej.RetryAfter)
 
 		// A probe slower than the interval: when it fails, the next call probes.
 		time.Sleep(700 * time.Millisecond)

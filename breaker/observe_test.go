@@ -66,8 +66,9 @@ func TestBreaker_EveryTransitionReachesEveryObserverOnce(t *testing.T) {
 }
 
 // TestBreaker_OpenJitterSpreadsReprobes: 100 breakers opened by one outage at the
-// same instant let their probes through spread over [1 s, 1.1 s), each at the very
-// time its OpenError.Until says.
+// same instant let their probes through spread over [750 ms, 825 ms), each at the
+// very time OpenNow says. The refusal's RetryAfter says it, rounded up to the
+// millisecond.
 func TestBreaker_OpenJitterSpreadsReprobes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		rng := rand.New(rand.NewPCG(3, 4))
@@ -78,9 +79,13 @@ func TestBreaker_OpenJitterSpreadsReprobes(t *testing.T) {
 			b := breaker.MustNew("db", breaker.Options{ConsecutiveFailures: 1, Rand: rng})
 			p := policy.MustWrap(b)
 			_ = p.Do(context.Background(), fail)
-			var oe *breaker.OpenError
-			require.ErrorAs(t, p.Do(context.Background(), ok), &oe)
-			untils = append(untils, oe.Until.Sub(start))
+			var rej *policy.RejectError
+			require.ErrorAs(t, p.Do(context.Background(), ok), &rej)
+			d, open := b.OpenNow()
+			require.True(t, open)
+			require.True(t, rej.RetryAfter >= d && rej.RetryAfter < d+time.Millisecond,
+				"RetryAfter %v; want OpenNow's %v rounded up to the millisecond", rej.RetryAfter, d)
+			untils = append(untils, time.Now().Add(d).Sub(start))
 			pipelines = append(pipelines, p)
 		}
 		lo, hi := breaker.DefaultOpenTimeout, breaker.DefaultOpenTimeout+breaker.DefaultOpenTimeout/10
@@ -94,7 +99,7 @@ func TestBreaker_OpenJitterSpreadsReprobes(t *testing.T) {
 			require.LessOrEqual(t, n, 25, "slot %d holds %d of 100 re-probes", slot, n)
 		}
 
-		// Until is truthful: refused up to it, the probe goes through at it.
+		// OpenNow is truthful: refused up to its time, the probe goes through at it.
 		first := 0
 		for i, u := range untils {
 			if u < untils[first] {
@@ -102,9 +107,9 @@ func TestBreaker_OpenJitterSpreadsReprobes(t *testing.T) {
 			}
 		}
 		time.Sleep(untils[first] - time.Nanosecond)
-		require.ErrorIs(t, pipelines[first].Do(context.Background(), ok), breaker.ErrOpen, "1 ns before Until")
+		require.ErrorIs(t, pipelines[first].Do(context.Background(), ok), breaker.ErrOpen, "1 ns before the probe's time")
 		time.Sleep(time.Nanosecond)
-		require.NoError(t, pipelines[first].Do(context.Background(), ok), "at Until the probe goes through")
+		require.NoError(t, pipelines[first].Do(context.Background(), ok), "at the probe's time it goes through")
 	})
 }
 
@@ -171,7 +176,7 @@ func TestBreaker_ForceOpenFromHalfOpenIsATransition(t *testing.T) {
 		require.Equal(t, start, b.Snapshot(now).OpenedAt)
 
 		b.ForceOpen()
-		require.Equal(t, []string{"orders: half-open→open"}, obs.take(), "forcing a half-open breaker open is observed")
+		require.Equal(t, []string{"orders: half_open→open"}, obs.take(), "forcing a half-open breaker open is observed")
 		s := b.Snapshot(now)
 		require.Equal(t, breaker.StateOpen, s.State)
 		require.True(t, s.Forced)
@@ -179,9 +184,10 @@ func TestBreaker_ForceOpenFromHalfOpenIsATransition(t *testing.T) {
 		require.Equal(t, breaker.Transition{From: breaker.StateHalfOpen, To: breaker.StateOpen, At: now}, s.Last,
 			"the last transition is the forcing, not the trip before it")
 		err := p.Do(context.Background(), ok)
-		var oe *breaker.OpenError
-		require.ErrorAs(t, err, &oe)
-		require.Equal(t, oe.RetryAfter(), s.RetryAfter, "the snapshot says the Retry-After the refusal carries")
+		var rej *policy.RejectError
+		require.ErrorAs(t, err, &rej)
+		require.Equal(t, breaker.ReasonForced, rej.Reason)
+		require.Equal(t, rej.RetryAfter, s.RetryAfter, "the snapshot says the Retry-After the refusal carries")
 		d, open := b.OpenNow()
 		require.True(t, open)
 		require.Equal(t, d, s.RetryAfter)
@@ -200,6 +206,6 @@ func TestBreaker_ForceOpenFromHalfOpenIsATransition(t *testing.T) {
 		b.ForceOpen()                                                                        // open and refusing: no transition, opened at kept
 		require.Equal(t, []string{"orders: closed→open", "orders: open→closed"}, obs.take()) // sorted
 		require.Equal(t, tripped, b.Snapshot(time.Now()).OpenedAt)
-		require.Equal(t, []string{"closed→open", "half-open→open", "open→closed", "closed→open", "open→closed", "closed→open"}, callbacks)
+		require.Equal(t, []string{"closed→open", "half_open→open", "open→closed", "closed→open", "open→closed", "closed→open"}, callbacks)
 	})
 }

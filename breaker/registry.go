@@ -77,10 +77,9 @@ type Snapshot struct {
 	OpenedAt time.Time `json:"-"`
 	// Until is when an open breaker lets probes through; zero unless open (and not forced).
 	Until time.Time `json:"-"`
-	// RetryAfter is the Retry-After a server sends for a call the breaker refuses now
-	// (the refusal's RetryAfter, [Breaker.OpenNow]): Until − now when open, the
-	// breaker's MaxOpenTimeout when forced open, its OpenTimeout (the time its probes
-	// are given) when half-open, 0 when closed.
+	// RetryAfter is the RetryAfter of the breaker's refusal now. It is Until − now,
+	// rounded up to the millisecond, when open; MaxOpenTimeout when forced open; and
+	// OpenTimeout (the time its probes are given) when half-open. It is 0 when closed.
 	RetryAfter time.Duration `json:"-"`
 	// Last is the last transition; zero if none. An open breaker whose time is up
 	// reads half-open before gobreaker moves it on the next call: Last then says
@@ -113,17 +112,17 @@ func (b *Breaker) Snapshot(now time.Time) Snapshot {
 	}
 	switch {
 	case s.Forced:
-		s.RetryAfter = b.maxTimeout // what forcedErr.RetryAfter says
+		s.RetryAfter = b.forcedErr.RetryAfter
 	case s.State == StateOpen:
 		s.Until = b.until
-		s.RetryAfter = max(0, s.Until.Sub(now))
+		s.RetryAfter = retryAfter(s.Until, now)
 	case s.State == StateClosed && b.rampFrom.Load() != 0:
 		if elapsed := now.Sub(b.epoch) - time.Duration(b.rampFrom.Load()-1); elapsed < b.slowStart {
 			s.SlowStart = SlowStartMinShare + (1-SlowStartMinShare)*float64(max(elapsed, 0))/float64(b.slowStart)
-			s.RetryAfter = b.rampErr.ProbeTime
+			s.RetryAfter = b.rampErr.RetryAfter
 		}
 	case s.State == StateHalfOpen:
-		s.RetryAfter = b.timeout // what halfOpenErr.RetryAfter says
+		s.RetryAfter = b.halfOpenErr.RetryAfter
 		if b.state == StateOpen {
 			s.Last = Transition{From: StateOpen, To: StateHalfOpen, At: b.until}
 		}

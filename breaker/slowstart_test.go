@@ -37,11 +37,11 @@ func TestBreaker_SlowStartRampsTheTrafficUp(t *testing.T) {
 						through++
 						continue
 					}
-					var oe *breaker.OpenError
-					require.ErrorAs(t, err, &oe)
-					require.True(t, oe.Ramping, "a call held back by the ramp: %v", err)
-					require.Equal(t, 100*time.Millisecond, oe.RetryAfter(), "a tenth of SlowStart")
-					require.Equal(t, "slow-start", oe.Reason())
+					var rej *policy.RejectError
+					require.ErrorAs(t, err, &rej)
+					require.Equal(t, breaker.ReasonSlowStart, rej.Reason, "a call held back by the ramp: %v", err)
+					require.Equal(t, 100*time.Millisecond, rej.RetryAfter, "a tenth of SlowStart")
+					require.ErrorIs(t, err, breaker.ErrOpen)
 					require.ErrorIs(t, err, policy.ErrRejected)
 				}
 				time.Sleep(10 * time.Millisecond)

@@ -82,14 +82,14 @@ func TestBreakersPage(t *testing.T) {
 	for _, tt := range []struct{ name, want string }{
 		{"cache", "cache closed 0 0 0 0 —"},
 		{"db", "db open 0 0 0 0 1 of 1 failed, 1 in a row"},
-		{"search", "open → half-open"},
+		{"search", "open → half_open"},
 		{"payments", "payments open (forced)"},
 	} {
 		if got := rowText(tt.name); !strings.Contains(got, tt.want) {
 			t.Errorf("row %s reads %q; want it to hold %q", tt.name, got, tt.want)
 		}
 	}
-	if got := rowText("payments"); strings.Contains(got, "open → open") && !strings.Contains(got, "half-open → open") {
+	if got := rowText("payments"); strings.Contains(got, "open → open") && !strings.Contains(got, "half_open → open") {
 		t.Errorf("row payments reads %q; a forced breaker must not say open → open", got)
 	}
 	// The page's Content-Security-Policy allows its stylesheet (by its hash): the

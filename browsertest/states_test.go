@@ -80,11 +80,11 @@ func TestBreakersPageStates(t *testing.T) {
 			return b
 		}, want: []string{"db open 0 0 0 0 2 of 2 failed, 2 in a row", "3600 s", "closed → open at"}},
 		{state: "half-open", setup: func(t *testing.T) *breaker.Breaker { return halfOpen(t, "db") },
-			want: []string{"db half-open", "open → half-open at"}},
+			want: []string{"db half_open", "open → half_open at"}},
 		{state: "forced-from-closed", setup: func(*testing.T) *breaker.Breaker { return breaker.MustNew("db", breaker.Options{}) },
 			press: true, want: []string{"db open (forced)", "1 s", "closed → open at"}},
 		{state: "forced-from-half-open", setup: func(t *testing.T) *breaker.Breaker { return halfOpen(t, "db") },
-			press: true, want: []string{"db open (forced)", "1 s", "half-open → open at"}, not: []string{"closed → open"}},
+			press: true, want: []string{"db open (forced)", "1 s", "half_open → open at"}, not: []string{"closed → open"}},
 	} {
 		t.Run(tt.state, func(t *testing.T) {
 			var reg breaker.Registry

@@ -48,8 +48,15 @@ func (c *counts) count(ok bool) bool {
 // own, so Bind returns next itself and the stage costs nothing.
 type stage struct{}
 
-// Kind returns policy.KindBudget.
-func (stage) Kind() policy.Kind { return policy.KindBudget }
+// Placement is [Place].
+func (stage) Placement() policy.Placement { return Place }
 
 // Bind returns next: the retry inside talks to the budget through policy.Env.Budget.
 func (stage) Bind(next policy.Runner, _ policy.Env) policy.Runner { return next }
+
+// Kind is a budget's Placement.Kind.
+const Kind = "budget"
+
+// Place is every budget's placement: outside the retry, which it needs, and prompt.
+// A stage with it that implements policy.RetryBudget is the retry's budget.
+var Place = policy.Placement{Kind: Kind, Retry: policy.OutsideRetry, Prompt: true}

@@ -49,8 +49,8 @@ func MustNewInFlight(b Budget, max int) *InFlight {
 	return f
 }
 
-// Kind returns policy.KindBudget.
-func (f *InFlight) Kind() policy.Kind { return policy.KindBudget }
+// Placement is [Place].
+func (f *InFlight) Placement() policy.Placement { return Place }
 
 // Bind returns next: the retry inside talks to the budget through policy.Env.Budget.
 func (f *InFlight) Bind(next policy.Runner, _ policy.Env) policy.Runner { return next }

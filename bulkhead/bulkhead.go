@@ -20,7 +20,7 @@ const (
 	DefaultMaxConcurrent = 10
 )
 
-// The reasons of a [*RejectError], also the Reason of its event.
+// The reasons a bulkhead gives in its policy.RejectError and its event.Rejected.
 const (
 	ReasonLimit    = "limit"    // every slot was taken and no call may wait (MaxQueue 0)
 	ReasonQueue    = "queue"    // every slot was taken and MaxQueue calls were waiting already
@@ -29,11 +29,15 @@ const (
 )
 
 var (
-	// ErrFull is matched by every refusal of a bulkhead; the refusals also match
-	// policy.ErrRejected.
+	// ErrFull is matched by every refusal of a bulkhead. A refusal is a
+	// *policy.RejectError whose Err is ErrFull; it matches policy.ErrRejected too.
 	ErrFull = errors.New("bulkhead: full")
 	// ErrInvalidOptions is matched by New's errors for bad options.
 	ErrInvalidOptions = errors.New("bulkhead: invalid options")
+
+	// errFullDeadline is the Err of a ReasonDeadline refusal. It is made once, so
+	// such a refusal allocates no more than the others.
+	errFullDeadline = errors.Join(ErrFull, context.DeadlineExceeded)
 )
 
 // Options configure a [Bulkhead]. The zero value runs 10 calls at once and lets none
@@ -52,9 +56,9 @@ type Options struct {
 	Clock policy.Clock
 }
 
-// Bulkhead is a cap on concurrent calls to one dependency (policy.KindBulkhead). It
-// is safe for concurrent use; share one among the pipelines that call one dependency,
-// and they share its slots. Build it with [New].
+// Bulkhead is a cap on concurrent calls to one dependency; its kind is [Kind]. It is
+// safe for concurrent use. Pipelines that share one share its slots. Build it with
+// [New]; the zero value is not usable.
 type Bulkhead struct {
 	name     string
 	max      int
@@ -104,11 +108,25 @@ func MustNew(name string, o Options) *Bulkhead {
 // Name returns the bulkhead's name.
 func (b *Bulkhead) Name() string { return b.name }
 
-// Kind returns policy.KindBulkhead.
-func (b *Bulkhead) Kind() policy.Kind { return policy.KindBulkhead }
+// Placement: a bulkhead may queue a call, so it is not prompt.
+func (b *Bulkhead) Placement() policy.Placement { return policy.Placement{Kind: Kind} }
 
 // Limit returns MaxConcurrent.
 func (b *Bulkhead) Limit() int { return b.max }
+
+var _ policy.Publisher = (*Bulkhead)(nil)
+
+// Gauges implements policy.Publisher: the slots taken, the calls waiting and the limit.
+func (b *Bulkhead) Gauges() []policy.Gauge {
+	return []policy.Gauge{
+		{Name: "inflight", Help: "Calls holding a bulkhead slot now.",
+			Value: func() float64 { return float64(b.InFlight()) }},
+		{Name: "waiting", Help: "Calls waiting for a bulkhead slot now.",
+			Value: func() float64 { return float64(b.Waiting()) }},
+		{Name: "limit", Help: "Calls a bulkhead lets run at once (MaxConcurrent).",
+			Value: func() float64 { return float64(b.Limit()) }},
+	}
+}
 
 // InFlight returns how many slots are taken now.
 func (b *Bulkhead) InFlight() int { return len(b.slots) }
@@ -126,7 +144,7 @@ func (b *Bulkhead) MeanHold() time.Duration { return time.Duration(b.hold.Load()
 // Bind returns the Runner that admits each call (or attempt, inside a retry).
 func (b *Bulkhead) Bind(next policy.Runner, env policy.Env) policy.Runner {
 	return &runner{b: b, next: next, obs: env.Observer, pipeline: env.Pipeline,
-		needs: event.NeedsOf(env.Observer, event.BulkheadRejected)}
+		needs: event.NeedsOf(env.Observer, event.Rejected)}
 }
 
 type runner struct {
@@ -219,16 +237,20 @@ func (r *runner) wait(ctx context.Context) error {
 	}
 }
 
-// refuse builds the refusal of a call that found ahead of it every slot taken and
-// queued calls waiting, and reports it.
+// refuse builds the refusal of a call that found every slot taken and queued calls
+// waiting ahead of it, and reports it.
 func (r *runner) refuse(ctx context.Context, reason string, queued int64, waited time.Duration) error {
 	b := r.b
 	b.refused.Add(1)
-	e := &RejectError{Name: b.name, Why: reason, After: b.estimate(max(queued, 0))}
+	err := ErrFull
+	if reason == ReasonDeadline {
+		err = errFullDeadline
+	}
+	e := &policy.RejectError{Policy: Kind, Name: b.name, Reason: reason, RetryAfter: b.estimate(max(queued, 0)), Err: err}
 	if r.needs != event.NeedsNothing {
-		r.obs.Observe(event.Event{Kind: event.BulkheadRejected, Pipeline: r.pipeline, Source: b.name, Reason: reason,
+		r.obs.Observe(event.Event{Kind: event.Rejected, Pipeline: r.pipeline, Stage: Kind, Source: b.name, Reason: reason,
 			Time:  policy.StartStopwatch(b.clock, r.needs).Started(),
-			Delay: e.After, Elapsed: waited, Err: e, Context: ctx})
+			Delay: e.RetryAfter, Elapsed: waited, Err: e, Context: ctx})
 	}
 	return e
 }
@@ -294,39 +316,3 @@ func (b *Bulkhead) ExplainStage() policy.Stage {
 	}
 	return st
 }
-
-// RejectError is a bulkhead's refusal. It matches ErrFull and policy.ErrRejected (and
-// context.DeadlineExceeded for ReasonDeadline), and implements policy.Rejection.
-type RejectError struct {
-	Name string // the bulkhead's
-	// Why is ReasonLimit, ReasonQueue, ReasonWait or ReasonDeadline; Reason returns it.
-	Why string
-	// After is when a slot may be expected: the mean time a slot is held ÷
-	// MaxConcurrent, times the calls that would be ahead; 0 before any call ended.
-	After time.Duration
-}
-
-func (e *RejectError) Error() string {
-	switch e.Why {
-	case ReasonWait:
-		return "bulkhead: " + e.Name + ": no slot came free within the longest wait"
-	case ReasonDeadline:
-		return "bulkhead: " + e.Name + ": no slot came free before the call's deadline"
-	case ReasonQueue:
-		return "bulkhead: " + e.Name + ": every slot is taken and the queue is full"
-	}
-	return "bulkhead: " + e.Name + ": every slot is taken"
-}
-
-// Is matches ErrFull, policy.ErrRejected, and context.DeadlineExceeded when the
-// deadline ended the wait.
-func (e *RejectError) Is(target error) bool {
-	return target == ErrFull || target == policy.ErrRejected ||
-		target == context.DeadlineExceeded && e.Why == ReasonDeadline
-}
-
-// RetryAfter is the estimate in After.
-func (e *RejectError) RetryAfter() time.Duration { return e.After }
-
-// Reason is why the call was refused.
-func (e *RejectError) Reason() string { return e.Why }

@@ -67,11 +67,13 @@ func hold(t *testing.T, p *policy.Pipeline, n int, release <-chan struct{}) *syn
 	return &wg
 }
 
+func nop(context.Context) error { return nil }
+
 func TestBulkhead_RefusesAtOnceWhenFullAndNoneMayWait(t *testing.T) {
 	b := bulkhead.MustNew("db", bulkhead.Options{MaxConcurrent: 2})
 	var events []event.Event
 	p := policy.MustWrap(b, policy.Name("orders"), policy.Observe(event.ObserverFunc(func(e event.Event) {
-		if e.Kind == event.BulkheadRejected {
+		if e.Kind == event.Rejected {
 			events = append(events, e)
 		}
 	})))
@@ -84,16 +86,22 @@ func TestBulkhead_RefusesAtOnceWhenFullAndNoneMayWait(t *testing.T) {
 	require.False(t, ran, "a third call with two slots, both taken, must not run")
 	require.ErrorIs(t, err, bulkhead.ErrFull)
 	require.ErrorIs(t, err, policy.ErrRejected)
-	var rej policy.Rejection
-	require.ErrorAs(t, err, &rej, "a bulkhead's refusal is a policy.Rejection")
-	require.Equal(t, bulkhead.ReasonLimit, rej.Reason())
-	require.Zero(t, rej.RetryAfter(), "no call has ended yet: no estimate")
-	require.Equal(t, "bulkhead: db: every slot is taken", err.Error())
+	require.NotErrorIs(t, err, context.DeadlineExceeded, "no deadline was near")
+	var rej *policy.RejectError
+	require.ErrorAs(t, err, &rej, "a bulkhead's refusal is a *policy.RejectError")
+	require.Equal(t, bulkhead.Kind, rej.Policy)
+	require.Equal(t, "db", rej.Name)
+	require.Equal(t, bulkhead.ReasonLimit, rej.Reason)
+	require.Zero(t, rej.RetryAfter, "no call has ended yet: no estimate")
+	require.Equal(t, "bulkhead db: rejected (limit)", err.Error())
 	require.Equal(t, uint64(1), b.Refused())
 	require.Len(t, events, 1)
 	require.Equal(t, "orders", events[0].Pipeline)
+	require.Equal(t, bulkhead.Kind, events[0].Stage)
 	require.Equal(t, "db", events[0].Source)
 	require.Equal(t, bulkhead.ReasonLimit, events[0].Reason)
+	require.Zero(t, events[0].Delay, "the event's Delay is the refusal's RetryAfter")
+	require.Same(t, rej, events[0].Err, "the event carries the refusal returned")
 
 	close(release)
 	wg.Wait()
@@ -115,9 +123,9 @@ func TestBulkhead_QueuedCallRunsWhenASlotFrees(t *testing.T) {
 
 		err := p.Do(context.Background(), func(context.Context) error { return nil })
 		require.ErrorIs(t, err, bulkhead.ErrFull)
-		var rej *bulkhead.RejectError
+		var rej *policy.RejectError
 		require.ErrorAs(t, err, &rej)
-		require.Equal(t, bulkhead.ReasonQueue, rej.Reason(), "a third call finds the slot taken and the queue full")
+		require.Equal(t, bulkhead.ReasonQueue, rej.Reason, "a third call finds the slot taken and the queue full")
 
 		close(release)
 		wg.Wait()
@@ -131,7 +139,7 @@ func TestBulkhead_WaitsNoLongerThanMaxWait(t *testing.T) {
 		b := bulkhead.MustNew("db", bulkhead.Options{MaxConcurrent: 1, MaxQueue: 4, MaxWait: 30 * time.Millisecond})
 		var got event.Event
 		p := policy.MustWrap(b, policy.Observe(event.ObserverFunc(func(e event.Event) {
-			if e.Kind == event.BulkheadRejected {
+			if e.Kind == event.Rejected {
 				got = e
 			}
 		})))
@@ -140,9 +148,11 @@ func TestBulkhead_WaitsNoLongerThanMaxWait(t *testing.T) {
 		start := time.Now()
 		err := p.Do(context.Background(), func(context.Context) error { return nil })
 		require.Equal(t, 30*time.Millisecond, time.Since(start), "the call waited MaxWait, no more")
-		var rej *bulkhead.RejectError
+		require.ErrorIs(t, err, bulkhead.ErrFull)
+		var rej *policy.RejectError
 		require.ErrorAs(t, err, &rej)
-		require.Equal(t, bulkhead.ReasonWait, rej.Reason())
+		require.Equal(t, bulkhead.ReasonWait, rej.Reason)
+		require.Equal(t, bulkhead.ReasonWait, got.Reason)
 		require.NotErrorIs(t, err, context.DeadlineExceeded, "MaxWait is the bulkhead's limit, not the call's deadline")
 		require.Equal(t, 30*time.Millisecond, got.Elapsed, "the event says how long the call waited")
 		close(release)
@@ -164,9 +174,10 @@ func TestBulkhead_NeverWaitsPastTheDeadline(t *testing.T) {
 		require.Equal(t, 20*time.Millisecond, time.Since(start), "the call waited until its deadline, not MaxWait (1s)")
 		require.ErrorIs(t, err, bulkhead.ErrFull)
 		require.ErrorIs(t, err, context.DeadlineExceeded)
-		var rej policy.Rejection
+		require.ErrorIs(t, err, policy.ErrRejected)
+		var rej *policy.RejectError
 		require.ErrorAs(t, err, &rej)
-		require.Equal(t, bulkhead.ReasonDeadline, rej.Reason())
+		require.Equal(t, bulkhead.ReasonDeadline, rej.Reason)
 
 		// A deadline already past: refused at once.
 		past, cancel2 := context.WithDeadline(context.Background(), time.Now().Add(-time.Millisecond))
@@ -211,12 +222,65 @@ func TestBulkhead_RetryAfterFromTheMeanHold(t *testing.T) {
 		release := make(chan struct{})
 		wg := hold(t, p, 2, release)
 		err := p.Do(context.Background(), func(context.Context) error { return nil })
-		var rej policy.Rejection
+		var rej *policy.RejectError
 		require.ErrorAs(t, err, &rej)
 		// Two slots, each freeing every 100ms on average: one frees every 50ms.
-		require.Equal(t, 50*time.Millisecond, rej.RetryAfter())
+		require.Equal(t, 50*time.Millisecond, rej.RetryAfter)
+		require.Equal(t, "bulkhead db: rejected (limit); retry after 50ms", err.Error())
 		close(release)
 		wg.Wait()
+	})
+}
+
+// onlyRejected is an observer that reads event.Rejected and nothing else.
+type onlyRejected struct{ got []event.Event }
+
+func (o *onlyRejected) Observe(e event.Event) { o.got = append(o.got, e) }
+
+func (o *onlyRejected) Needs(k event.Kind) event.Needs {
+	if k == event.Rejected {
+		return event.NeedsEvent
+	}
+	return event.NeedsNothing
+}
+
+func TestBulkhead_ReportsRefusalsToAnObserverThatNeedsOnlyThem(t *testing.T) {
+	b := bulkhead.MustNew("db", bulkhead.Options{MaxConcurrent: 1})
+	obs := &onlyRejected{}
+	p := policy.MustWrap(b, policy.Observe(obs))
+	release := make(chan struct{})
+	wg := hold(t, p, 1, release)
+	require.ErrorIs(t, p.Do(context.Background(), nop), bulkhead.ErrFull)
+	close(release)
+	wg.Wait()
+	require.Len(t, obs.got, 1, "the observer asked for event.Rejected only, and got the one refusal")
+	require.Equal(t, event.Rejected, obs.got[0].Kind)
+	require.Equal(t, bulkhead.Kind, obs.got[0].Stage)
+}
+
+func TestBulkhead_PublishesItsGauges(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := bulkhead.MustNew("db", bulkhead.Options{MaxConcurrent: 3, MaxQueue: 1})
+		var pub policy.Publisher = b
+		require.Equal(t, "db", pub.Name())
+		p := policy.MustWrap(b)
+		release := make(chan struct{})
+		wg := hold(t, p, 3, release)
+		queued := make(chan error, 1)
+		go func() { queued <- p.Do(context.Background(), nop) }()
+		synctest.Wait()
+		got := map[string]float64{}
+		for _, g := range pub.Gauges() {
+			require.NotEmpty(t, g.Help, "gauge %q has no help", g.Name)
+			got[g.Name] = g.Value()
+		}
+		// Three calls hold the three slots; a fourth waits for one.
+		require.Equal(t, map[string]float64{"inflight": 3, "waiting": 1, "limit": 3}, got)
+		require.Equal(t, 3, b.InFlight())
+		require.Equal(t, 1, b.Waiting())
+		close(release)
+		wg.Wait()
+		require.NoError(t, <-queued)
 	})
 }
 
@@ -259,7 +323,6 @@ func TestBulkhead_SuccessPathAllocatesNothing(t *testing.T) {
 	}
 	p := policy.MustWrap(bulkhead.MustNew("db", bulkhead.Options{}))
 	ctx := context.Background()
-	nop := func(context.Context) error { return nil }
 	if got := testing.AllocsPerRun(1000, func() { _ = p.Do(ctx, nop) }); got != 0 {
 		t.Errorf("Wrap(bulkhead).Do allocates %v per call; want 0", got)
 	}
@@ -282,7 +345,6 @@ func TestBulkhead_Explain(t *testing.T) {
 func BenchmarkBulkhead(b *testing.B) {
 	p := policy.MustWrap(bulkhead.MustNew("db", bulkhead.Options{MaxConcurrent: 1 << 20}))
 	ctx := context.Background()
-	nop := func(context.Context) error { return nil }
 	b.Run("serial", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {

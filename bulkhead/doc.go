@@ -1,10 +1,23 @@
 // Package bulkhead caps how many calls this process makes to one dependency at once:
 // at most MaxConcurrent run, at most MaxQueue more wait for a slot, each for no longer
 // than MaxWait and never past its context's deadline. A call that finds no room is
-// refused at once with a [*RejectError] — the library's common refusal: it matches
-// [ErrFull] and policy.ErrRejected, implements policy.Rejection, and carries a
-// Retry-After estimated from how long calls hold their slots — so one slow dependency
-// cannot take every goroutine, connection and socket of the process with it.
+// refused, so one slow dependency cannot take every goroutine, connection and socket
+// of the process with it.
+//
+// # Refusals
+//
+// A refusal is a *policy.RejectError with Policy [Kind] and a Reason: [ReasonLimit],
+// [ReasonQueue], [ReasonWait] or [ReasonDeadline]. It matches [ErrFull] and
+// policy.ErrRejected; a ReasonDeadline refusal matches context.DeadlineExceeded too.
+// Its RetryAfter is estimated from how long calls hold their slots; 0 before any
+// call has ended.
+//
+// # Events and gauges
+//
+// Each refusal is reported as an event.Rejected with Stage [Kind], Source the
+// bulkhead's name, its Reason, its RetryAfter as Delay and the time waited as
+// Elapsed. A [*Bulkhead] is a policy.Publisher: it publishes the gauges "inflight"
+// (slots taken), "waiting" (calls queued) and "limit" (MaxConcurrent).
 //
 // # Where it stands
 //
@@ -34,3 +47,6 @@
 // Retry-After, is kept from the first 16 calls and then a random one in 16, so most
 // calls read no clock.
 package bulkhead
+
+// Kind is the bulkhead's Placement.Kind: its events' Stage and its refusals' Policy.
+const Kind = "bulkhead"

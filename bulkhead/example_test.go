@@ -33,14 +33,14 @@ func ExampleNew() {
 	in.Wait()
 
 	err := p.Do(context.Background(), func(context.Context) error { return nil })
-	var rej policy.Rejection
-	fmt.Println(errors.Is(err, bulkhead.ErrFull), errors.As(err, &rej) && rej.Reason() == bulkhead.ReasonLimit)
+	var rej *policy.RejectError
+	fmt.Println(errors.Is(err, bulkhead.ErrFull), errors.As(err, &rej) && rej.Reason == bulkhead.ReasonLimit)
 	fmt.Println(err)
 	close(release)
 	done.Wait()
 	fmt.Println("in flight:", b.InFlight())
 	// Output:
 	// true true
-	// retry: 1 attempt, error not retryable: bulkhead: inventory: every slot is taken
+	// retry: 1 attempt, error not retryable: bulkhead inventory: rejected (limit)
 	// in flight: 0
 }

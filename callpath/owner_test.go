@@ -21,7 +21,7 @@ import (
 // retry builds the real one on the same hook.
 type loop struct{ max int }
 
-func (*loop) Kind() policy.Kind { return policy.KindRetry }
+func (*loop) Placement() policy.Placement { return policy.Placement{Kind: "retry", OwnsRetries: true} }
 
 func (l *loop) Bind(next policy.Runner, env policy.Env) policy.Runner {
 	return policy.RunnerFunc(func(ctx context.Context, fn policy.Func) error {

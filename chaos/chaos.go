@@ -144,8 +144,8 @@ func (i *Injector) sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// Kind returns policy.KindOther: an injector may stand anywhere in a pipeline.
-func (i *Injector) Kind() policy.Kind { return policy.KindOther }
+// Placement is a free one: an injector may stand anywhere in a pipeline.
+func (i *Injector) Placement() policy.Placement { return policy.Placement{Kind: "chaos", Free: true} }
 
 // Bind returns the Runner that injects latency and Err into calls.
 func (i *Injector) Bind(next policy.Runner, _ policy.Env) policy.Runner {

@@ -64,10 +64,10 @@
 // wrong type, bare-number durations, values the constructors refuse (each
 // constructor's own check: nothing is checked twice), routes naming no stack, bad
 // ServeMux patterns, and every stack's order against the ordering rules, by
-// policy.CheckKinds, with the rule number policy.Wrap would give. Every problem is
-// reported, in file order, at file:line:column with its field path:
+// policy.CheckPlacements, with the rule number policy.Wrap would give. Every problem
+// is reported, in file order, at file:line:column with its field path:
 //
-//	backstop.yaml:14:22: stacks.orders.attempt_timeout: O3: attempt-timeout at position 1 has no retry to stand inside; …
+//	backstop.yaml:14:22: stacks.orders.attempt_timeout: O3: attempt_timeout at position 1 has no retry to stand inside; …
 //
 // A refused file returns an [*Error] matching [ErrInvalid] (and policy.ErrOrder when
 // a rule is broken).

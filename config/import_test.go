@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/backstop-go/backstop/config"
+	"github.com/backstop-go/backstop/deadline"
 	"github.com/backstop-go/backstop/fault"
 	"github.com/backstop-go/backstop/policy"
 	"github.com/backstop-go/backstop/policyenvoy"
@@ -21,7 +22,7 @@ import (
 // it has none.
 func attemptTimeoutOf(e policy.Explanation) any {
 	for _, st := range e.Stack {
-		if st.Kind == policy.KindAttemptTimeout {
+		if st.Kind == deadline.KindAttempt {
 			return st.Limit
 		}
 	}

@@ -15,18 +15,10 @@ import (
 	"go.yaml.in/yaml/v3"
 	"google.golang.org/grpc/codes"
 
-	"github.com/backstop-go/backstop/breaker"
-	"github.com/backstop-go/backstop/budget"
-	"github.com/backstop-go/backstop/bulkhead"
-	"github.com/backstop-go/backstop/deadline"
 	"github.com/backstop-go/backstop/event"
 	"github.com/backstop-go/backstop/policy"
-	"github.com/backstop-go/backstop/policyenvoy"
 	"github.com/backstop-go/backstop/policygrpc"
 	"github.com/backstop-go/backstop/policyhttp"
-	"github.com/backstop-go/backstop/ratelimit"
-	"github.com/backstop-go/backstop/retry"
-	"github.com/backstop-go/backstop/throttle"
 )
 
 // MaxFileSize is the largest configuration file the loader reads: 1 MiB.
@@ -94,23 +86,6 @@ const (
 	StageRemoved = "removed" // the stack no longer has it
 )
 
-// Stage names, as a stack's fields and Order name them, in the canonical order.
-const (
-	StageRateLimit      = "rate_limit"
-	StageDeadline       = "deadline"
-	StageBulkhead       = "bulkhead"
-	StageThrottle       = "throttle"
-	StageBreaker        = "breaker"
-	StageBudget         = "budget"
-	StageRetry          = "retry"
-	StageHedge          = "hedge"
-	StageAttemptTimeout = "attempt_timeout"
-)
-
-// canonical is the order of stages in a stack without an Order: it obeys every
-// ordering rule.
-var canonical = []string{StageRateLimit, StageDeadline, StageBulkhead, StageThrottle, StageBreaker, StageBudget, StageRetry, StageHedge, StageAttemptTimeout}
-
 // Load reads and loads the file at path, YAML or JSON; see [Parse].
 func Load(path string, o Options) (*Config, error) {
 	return load(path, o, nil)
@@ -143,11 +118,11 @@ func readFile(path string) ([]byte, error) {
 
 // Parse loads a configuration from data, YAML or JSON, naming it name in positions.
 // It applies the environment overrides of o.Env, merges the defaults into every
-// stack field by field, checks every field and every stack's order with
-// policy.CheckKinds (the rules and rule numbers of policy.Wrap), builds every stage
-// with its package's constructor and every pipeline with policy.Wrap, and resolves
-// the routes. A configuration with any problem is refused whole with an [*Error]
-// listing every problem found, each at its file:line:column and field path.
+// stack field by field, and checks every field. It checks every stack's order with
+// policy.CheckPlacements (the rules and rule numbers of policy.Wrap), builds every
+// stage with its package's constructor and every pipeline with policy.Wrap, and
+// resolves the routes. A configuration with any problem is refused whole with an
+// [*Error] listing every problem found, each at its file:line:column and field path.
 func Parse(name string, data []byte, o Options) (*Config, error) {
 	c, _, err := parse(name, data, o, nil)
 	return c, err
@@ -319,72 +294,13 @@ func (b *builder) problem(name, rel string, err error, format string, args ...an
 	b.d.probs = append(b.d.probs, Problem{Pos: pos, Path: path, Msg: fmt.Sprintf(format, args...), Err: err})
 }
 
-// present reports whether the stack has a stage.
-func present(s Stack, stage string) bool {
-	on := func(e *bool) bool { return e == nil || *e }
-	switch stage {
-	case StageDeadline:
-		return s.Deadline != nil && !s.Deadline.Off
-	case StageAttemptTimeout:
-		return s.AttemptTimeout != nil && !s.AttemptTimeout.Off
-	case StageBreaker:
-		return s.Breaker != nil && on(s.Breaker.Enabled)
-	case StageBudget:
-		return s.Budget != nil && on(s.Budget.Enabled)
-	case StageRetry:
-		return s.Retry != nil && on(s.Retry.Enabled)
-	case StageHedge:
-		return s.Hedge != nil && on(s.Hedge.Enabled)
-	case StageThrottle:
-		return s.Throttle != nil && on(s.Throttle.Enabled)
-	case StageBulkhead:
-		return s.Bulkhead != nil && on(s.Bulkhead.Enabled)
-	case StageRateLimit:
-		return s.RateLimit != nil && on(s.RateLimit.Enabled)
-	}
-	return false
-}
-
-// settingsOf returns a stage's settings, for its fingerprint.
-func settingsOf(s Stack, stage string) any {
-	switch stage {
-	case StageDeadline:
-		return s.Deadline
-	case StageAttemptTimeout:
-		return s.AttemptTimeout
-	case StageBreaker:
-		return s.Breaker
-	case StageBudget:
-		return s.Budget
-	case StageRetry:
-		return s.Retry
-	case StageHedge:
-		return s.Hedge
-	case StageThrottle:
-		return s.Throttle
-	case StageBulkhead:
-		return s.Bulkhead
-	case StageRateLimit:
-		return s.RateLimit
-	}
-	return nil
-}
-
-var kinds = map[string]policy.Kind{
-	StageDeadline: policy.KindDeadline, StageAttemptTimeout: policy.KindAttemptTimeout,
-	StageBreaker: policy.KindBreaker, StageBudget: policy.KindBudget, StageRetry: policy.KindRetry,
-	StageHedge: policy.KindRetry, StageThrottle: policy.KindThrottle, StageBulkhead: policy.KindBulkhead,
-	StageRateLimit: policy.KindRateLimit,
-}
-
-// stateful are the stages that keep state across calls, and so across a reload that
-// leaves their settings alone.
-var stateful = map[string]bool{StageBreaker: true, StageBudget: true, StageThrottle: true, StageBulkhead: true, StageRateLimit: true}
-
 func (b *builder) stack(name string, s Stack) *stack {
 	st := &stack{name: name, settings: s, stages: make(map[string]policy.Policy), prints: make(map[string]string)}
 	before := len(b.d.probs)
-	st.order = b.order(name, s)
+	defs := b.order(name, s)
+	for _, d := range defs {
+		st.order = append(st.order, d.name)
+	}
 	if len(b.d.probs) > before {
 		return st
 	}
@@ -393,26 +309,26 @@ func (b *builder) stack(name string, s Stack) *stack {
 		prev = b.prev.byName[name]
 	}
 	var ps []policy.Policy
-	for _, stage := range st.order {
-		raw, _ := json.Marshal(settingsOf(s, stage))
-		st.prints[stage] = string(raw)
-		if prev != nil && stateful[stage] && prev.prints[stage] == st.prints[stage] {
-			st.stages[stage] = prev.stages[stage] // unchanged: keeps its state
-			ps = append(ps, prev.stages[stage])
+	for _, d := range defs {
+		raw, _ := json.Marshal(d.settings(s))
+		st.prints[d.name] = string(raw)
+		if prev != nil && d.stateful && prev.prints[d.name] == st.prints[d.name] {
+			st.stages[d.name] = prev.stages[d.name] // unchanged: keeps its state
+			ps = append(ps, prev.stages[d.name])
 			continue
 		}
-		p := b.stage(name, stage, s)
+		p := b.stage(name, d, s)
 		if p == nil {
 			continue
 		}
 		if prev != nil {
-			if old, ok := prev.prints[stage]; !ok {
-				b.changes = append(b.changes, Change{Stack: name, Stage: stage, Reason: StageAdded})
-			} else if old != st.prints[stage] {
-				b.changes = append(b.changes, Change{Stack: name, Stage: stage, Reason: StageChanged, Kept: carryOver(prev.stages[stage], p)})
+			if old, ok := prev.prints[d.name]; !ok {
+				b.changes = append(b.changes, Change{Stack: name, Stage: d.name, Reason: StageAdded})
+			} else if old != st.prints[d.name] {
+				b.changes = append(b.changes, Change{Stack: name, Stage: d.name, Reason: StageChanged, Kept: carryOver(prev.stages[d.name], p)})
 			}
 		}
-		st.stages[stage] = p
+		st.stages[d.name] = p
 		ps = append(ps, p)
 	}
 	if len(b.d.probs) > before {
@@ -426,38 +342,62 @@ func (b *builder) stack(name string, s Stack) *stack {
 		}
 	}
 	st.pipeline = b.wrap(name, ps)
-	if present(s, StageHedge) {
-		// Streams are retried, never hedged: their pipeline is the stack without the
-		// hedge, and without what stands only for it (a budget, a per-attempt timeout).
-		var streamed []policy.Policy
-		for i, stage := range st.order {
-			switch stage {
-			case StageHedge:
-				continue
-			case StageBudget, StageAttemptTimeout:
-				if !present(s, StageRetry) {
-					continue
-				}
-			}
-			streamed = append(streamed, ps[i])
-		}
+	if streamed, ok := forStreams(defs, ps); ok {
 		st.stream = b.wrap(name, streamed)
 	}
-	switch {
-	case present(s, StageRetry):
-		b.classification(st, "retry", s.Retry.HTTPStatuses, s.Retry.GRPCCodes)
-	case present(s, StageHedge):
-		b.classification(st, "hedge", nil, s.Hedge.GRPCCodes)
+	for _, d := range defs {
+		if d.classes != nil {
+			statuses, grpcCodes := d.classes(s)
+			b.classification(st, d.name, statuses, grpcCodes)
+			break
+		}
 	}
 	return st
+}
+
+// forStreams returns a stack's stages for gRPC streams, and whether they differ
+// from the stack's: without the stages streams cannot use (a hedge), and without
+// what stands only for a retry (a budget, a per-attempt timeout) when no retry is
+// left.
+func forStreams(defs []*stageDef, ps []policy.Policy) ([]policy.Policy, bool) {
+	cut, retries := false, false
+	for i, d := range defs {
+		cut = cut || d.unstreamed
+		retries = retries || !d.unstreamed && ps[i].Placement().OwnsRetries
+	}
+	if !cut {
+		return nil, false
+	}
+	var out []policy.Policy
+	for i, d := range defs {
+		if d.unstreamed || !retries && forRetry(ps[i]) {
+			continue
+		}
+		out = append(out, ps[i])
+	}
+	return out, true
+}
+
+// forRetry reports whether a stage stands only for a retry: one that stands inside
+// it (O3), or a retry's budget (O4).
+func forRetry(p policy.Policy) bool {
+	pl := p.Placement()
+	_, budget := p.(policy.RetryBudget)
+	return pl.Retry == policy.InsideRetry || budget && pl.Retry == policy.OutsideRetry && !pl.Deadline
+}
+
+// opener is a stage that can be open: a breaker.
+type opener interface {
+	OpenNow() (time.Duration, bool)
+	OpenUntil(time.Time)
 }
 
 // carryOver hands the state a replaced stage must not lose to its successor: a
 // breaker that is open stays open until the old one would have let probes through,
 // so that a reload never lets a flood through to a dependency that is down.
 func carryOver(old, new policy.Policy) string {
-	ob, ok1 := old.(*breaker.Breaker)
-	nb, ok2 := new.(*breaker.Breaker)
+	ob, ok1 := old.(opener)
+	nb, ok2 := new.(opener)
 	if !ok1 || !ok2 {
 		return ""
 	}
@@ -478,63 +418,65 @@ func (b *builder) wrap(name string, ps []policy.Policy) *policy.Pipeline {
 	}
 	p, err := policy.Wrap(append(ps, opts...)...)
 	if err != nil {
-		// CheckKinds accepted the order; Wrap sees the objects too (O6).
+		// CheckPlacements accepted the order; Wrap sees the objects too (O6).
 		b.problem(name, "", err, "%v", err)
 	}
 	return p
 }
 
-// order works out a stack's stages, outermost first, and checks them with
-// policy.CheckKinds, placing a broken rule at the stage it names.
-func (b *builder) order(name string, s Stack) []string {
-	var order []string
+// order works out a stack's stages, outermost first, and checks their placements
+// with policy.CheckPlacements, placing a broken rule at the stage it names.
+func (b *builder) order(name string, s Stack) []*stageDef {
+	var order []*stageDef
 	if s.Order == nil {
-		for _, stage := range canonical {
-			if present(s, stage) {
-				order = append(order, stage)
+		for _, d := range stages {
+			if d.on(s) {
+				order = append(order, d)
 			}
 		}
 	} else {
 		seen := make(map[string]int)
 		for i, stage := range s.Order {
 			rel := fmt.Sprintf("order[%d]", i)
-			_, known := kinds[stage]
+			d := stageNamed(stage)
 			switch {
-			case !known:
-				b.problem(name, rel, nil, "%q is not a stage; want one of %s%s", stage, strings.Join(canonical, ", "), suggest(stage, canonical))
+			case d == nil:
+				names := stageNames()
+				b.problem(name, rel, nil, "%q is not a stage; want one of %s%s", stage, strings.Join(names, ", "), suggest(stage, names))
 				continue
 			case seen[stage] > 0:
 				b.problem(name, rel, policy.ErrOrder, "O6: %s is listed at positions %d and %d; a stack has one of each stage, so list it once", stage, seen[stage], i+1)
 				continue
-			case !present(s, stage):
+			case !d.on(s):
 				b.problem(name, rel, nil, "%s is listed but not configured (or is disabled); configure it or take it out of the order", stage)
 				continue
 			}
 			seen[stage] = i + 1
-			order = append(order, stage)
+			order = append(order, d)
 		}
-		for _, stage := range canonical {
-			if present(s, stage) && seen[stage] == 0 {
-				b.problem(name, stage, nil, "%s is configured but not in the stack's order; add it to order, or disable it", stage)
+		for _, d := range stages {
+			if d.on(s) && seen[d.name] == 0 {
+				b.problem(name, d.name, nil, "%s is configured but not in the stack's order; add it to order, or disable it", d.name)
 			}
 		}
 		if len(order) != len(s.Order) {
 			return nil
 		}
 	}
-	ks := make([]policy.Kind, len(order))
-	for i, stage := range order {
-		ks[i] = kinds[stage]
+	places := make([]policy.Placement, len(order))
+	names := make([]string, len(order))
+	for i, d := range order {
+		places[i], names[i] = d.place(), d.name
 	}
-	if err := policy.CheckKinds(ks...); err != nil {
+	if err := policy.CheckPlacements(places...); err != nil {
 		var oe *policy.OrderError
 		if errors.As(err, &oe) {
-			rel := order[oe.First-1]
+			rel := names[oe.First-1]
 			if s.Order != nil {
 				rel = fmt.Sprintf("order[%d]", indexOf(s.Order, rel))
 			}
 			pos, path := b.where(name, rel)
-			b.d.probs = append(b.d.probs, Problem{Pos: pos, Path: path, Rule: oe.Rule, Msg: stageWords(oe.Msg, order), Err: err})
+			b.d.probs = append(b.d.probs, Problem{Pos: pos, Path: path, Rule: oe.Rule, Msg: stageWords(oe.Msg, names), Err: err})
 		} else {
 			b.problem(name, "", err, "%v", err)
 		}
@@ -563,28 +505,26 @@ func stageWords(msg string, order []string) string {
 	return fmt.Sprintf("%s (positions: %s)", msg, strings.Join(parts, ", "))
 }
 
-// goNames maps the option names the constructors' errors use to the stage's field
-// names, so that a refused value is placed at the field that set it.
-var goNames = map[string][][2]string{
-	StageBreaker: {{"ConsecutiveFailures", "consecutive_failures"}, {"FailureRatio", "failure_ratio"}, {"MinRequests", "min_requests"},
-		{"MaxOpenTimeout", "max_open_timeout"}, {"OpenTimeout", "open_timeout"}, {"HalfOpenProbes", "half_open_probes"},
-		{"SlowCall", "slow_call"}, {"SlowStart", "slow_start"}, {"Window", "window"}},
-	StageRetry: {{"MaxAttempts", "attempts"}, {"MaxHintDelay", "max_hint"}, {"Base", "base"}, {"Cap", "cap"}, {"Multiplier", "multiplier"}},
-	StageHedge: {{"MaxAttempts", "attempts"}, {"Delay", "delay"}},
-	StageBudget: {{"maxTokens", "token_bucket.max_tokens"}, {"tokenRatio", "token_bucket.token_ratio"},
-		{"MinPerSecond", "ratio.min_per_second"}, {"Window", "ratio.window"}, {"Ratio", "ratio.ratio"}},
-	StageThrottle:  {{"K", "k"}, {"Window", "window"}},
-	StageBulkhead:  {{"MaxConcurrent", "max_concurrent"}, {"MaxQueue", "max_queue"}, {"MaxWait", "max_wait"}},
-	StageRateLimit: {{"Rate", "rate"}, {"Burst", "burst"}, {"MaxWait", "max_wait"}},
+// stage builds one stage; nil after reporting a problem.
+func (b *builder) stage(name string, d *stageDef, s Stack) policy.Policy {
+	if b.zeroWritten(name, d, s) {
+		return nil
+	}
+	p, err := d.build(b, name, s)
+	if err != nil {
+		b.refused(name, d, err)
+		return nil
+	}
+	return p
 }
 
 // refused reports a constructor's error at the field it names.
-func (b *builder) refused(name, stage string, err error) {
-	rel := stage
+func (b *builder) refused(name string, d *stageDef, err error) {
+	rel := d.name
 	msg := err.Error()
-	for _, g := range goNames[stage] {
+	for _, g := range d.goNames {
 		if strings.Contains(msg, g[0]+" ") || strings.Contains(msg, g[0]+":") {
-			rel = stage + "." + g[1]
+			rel = d.name + "." + g[1]
 			break
 		}
 	}
@@ -624,35 +564,10 @@ func (b *builder) count(name, rel string, p *int) uint32 {
 	return uint32(*p)
 }
 
-// zeros lists the fields whose 0 the library reads as "the default": written in a
-// file, 0 is refused, since leaving the field out says that.
-var zeros = map[string]func(s Stack) any{
-	"hedge.attempts":          func(s Stack) any { return s.Hedge.Attempts },
-	"bulkhead.max_concurrent": func(s Stack) any { return s.Bulkhead.MaxConcurrent },
-	"rate_limit.burst":        func(s Stack) any { return s.RateLimit.Burst },
-	"throttle.k":              func(s Stack) any { return s.Throttle.K },
-	"retry.multiplier":        func(s Stack) any { return s.Retry.Multiplier },
-	"budget.ratio.ratio": func(s Stack) any {
-		if s.Budget.Ratio == nil {
-			return (*float64)(nil)
-		}
-		return s.Budget.Ratio.Ratio
-	},
-	"budget.ratio.min_per_second": func(s Stack) any {
-		if s.Budget.Ratio == nil {
-			return (*float64)(nil)
-		}
-		return s.Budget.Ratio.MinPerSecond
-	},
-}
-
-// zeroWritten reports a field of stage written as 0 whose 0 would mean the default.
-func (b *builder) zeroWritten(name, stage string, s Stack) bool {
+// zeroWritten reports a field of a stage written as 0 whose 0 would mean the default.
+func (b *builder) zeroWritten(name string, d *stageDef, s Stack) bool {
 	bad := false
-	for field, get := range zeros {
-		if !strings.HasPrefix(field, stage+".") {
-			continue
-		}
+	for field, get := range d.zeros {
 		switch v := get(s).(type) {
 		case *int:
 			if v != nil && *v == 0 {
@@ -669,154 +584,8 @@ func (b *builder) zeroWritten(name, stage string, s Stack) bool {
 	return bad
 }
 
-// stage builds one stage; nil after reporting a problem.
-func (b *builder) stage(name, stage string, s Stack) policy.Policy {
-	if b.zeroWritten(name, stage, s) {
-		return nil
-	}
-	var p policy.Policy
-	var err error
-	switch stage {
-	case StageDeadline:
-		p, err = deadline.New(s.Deadline.D)
-	case StageAttemptTimeout:
-		p, err = deadline.PerAttempt(s.AttemptTimeout.D)
-	case StageBreaker:
-		c := s.Breaker
-		o := breaker.Options{
-			ConsecutiveFailures: b.count(name, "breaker.consecutive_failures", c.ConsecutiveFailures),
-			FailureRatio:        floatp(c.FailureRatio),
-			MinRequests:         b.count(name, "breaker.min_requests", c.MinRequests),
-			Window:              durp(c.Window),
-			OpenTimeout:         durp(c.OpenTimeout),
-			MaxOpenTimeout:      durp(c.MaxOpenTimeout),
-			HalfOpenProbes:      b.count(name, "breaker.half_open_probes", c.HalfOpenProbes),
-			SlowCall:            durp(c.SlowCall),
-			SlowStart:           durp(c.SlowStart),
-			Rand:                b.o.Rand,
-		}
-		if c.FailureRatio != nil && *c.FailureRatio <= 0 {
-			b.problem(name, "breaker.failure_ratio", nil, "is %v; want a ratio in (0, 1]", *c.FailureRatio)
-			return nil
-		}
-		if c.FailureRatio == nil && (c.MinRequests != nil || c.Window != nil) {
-			field := "breaker.min_requests"
-			if c.Window != nil {
-				field = "breaker.window"
-			}
-			b.problem(name, field, nil, "applies to ratio mode only; set failure_ratio, or remove it")
-			return nil
-		}
-		p, err = breaker.New(name, o)
-	case StageBudget:
-		c := s.Budget
-		switch {
-		case (c.TokenBucket == nil) == (c.Ratio == nil):
-			b.problem(name, "budget", nil, "wants exactly one of token_bucket and ratio")
-			return nil
-		case c.TokenBucket != nil:
-			tb := c.TokenBucket
-			if tb.MaxTokens == nil || tb.TokenRatio == nil {
-				field := "budget.token_bucket.max_tokens"
-				if tb.MaxTokens != nil {
-					field = "budget.token_bucket.token_ratio"
-				}
-				b.problem(name, "budget.token_bucket", nil, "%s is missing; a token bucket needs max_tokens and token_ratio", field[strings.LastIndexByte(field, '.')+1:])
-				return nil
-			}
-			p, err = budget.NewTokenBucket(*tb.MaxTokens, *tb.TokenRatio)
-		default:
-			r := c.Ratio
-			p, err = budget.NewRatio(budget.RatioOptions{Ratio: floatp(r.Ratio), MinPerSecond: floatp(r.MinPerSecond), Window: durp(r.Window), Clock: b.o.Clock})
-		}
-	case StageRetry:
-		c := s.Retry
-		strat, ok := b.strategy(name, c)
-		if !ok {
-			return nil
-		}
-		if c.Attempts != nil && *c.Attempts < 1 {
-			b.problem(name, "retry.attempts", nil, "is %d; want ≥ 1 (1 never retries)", *c.Attempts)
-			return nil
-		}
-		var rt *retry.Retry
-		rt, err = retry.New(retry.Options{MaxAttempts: intp(c.Attempts), Base: durp(c.Base), Cap: durp(c.Cap),
-			Strategy: strat, MaxHintDelay: durp(c.MaxHint), Clock: b.o.Clock, Rand: b.o.Rand})
-		p = rt
-		if err == nil && c.MaxHint != nil && c.MaxHint.Off {
-			p = &hintless{rt}
-		}
-	case StageHedge:
-		c := s.Hedge
-		p, err = retry.NewHedge(retry.HedgeOptions{MaxAttempts: intp(c.Attempts), Delay: durp(c.Delay), Clock: b.o.Clock})
-	case StageThrottle:
-		c := s.Throttle
-		p, err = throttle.New(name, throttle.Options{K: floatp(c.K), Window: durp(c.Window), Clock: b.o.Clock, Rand: b.o.Rand})
-	case StageBulkhead:
-		c := s.Bulkhead
-		if c.MaxQueue != nil && *c.MaxQueue < 0 {
-			b.problem(name, "bulkhead.max_queue", nil, "is %d; want ≥ 0", *c.MaxQueue)
-			return nil
-		}
-		p, err = bulkhead.New(name, bulkhead.Options{MaxConcurrent: intp(c.MaxConcurrent), MaxQueue: intp(c.MaxQueue), MaxWait: durp(c.MaxWait), Clock: b.o.Clock})
-	case StageRateLimit:
-		c := s.RateLimit
-		if c.Rate == nil {
-			b.problem(name, "rate_limit", nil, "rate is missing; want calls per second, e.g. rate: 100")
-			return nil
-		}
-		mode := ratelimit.Wait
-		if c.Mode != nil {
-			switch *c.Mode {
-			case "wait":
-			case "refuse":
-				mode = ratelimit.Refuse
-			default:
-				b.problem(name, "rate_limit.mode", nil, "is %q; want wait or refuse", *c.Mode)
-				return nil
-			}
-		}
-		p, err = ratelimit.New(name, ratelimit.Options{Rate: *c.Rate, Burst: intp(c.Burst), Mode: mode, MaxWait: durp(c.MaxWait), Clock: b.o.Clock})
-	}
-	if err != nil {
-		b.refused(name, stage, err)
-		return nil
-	}
-	return p
-}
-
-// Strategy names, as retry.strategy takes them.
-var strategies = []string{"full", "equal", "decorrelated", "none", "grpc", "envoy"}
-
-func (b *builder) strategy(name string, c *Retry) (retry.Strategy, bool) {
-	s := "full"
-	if c.Strategy != nil {
-		s = *c.Strategy
-	}
-	if c.Multiplier != nil && s != "grpc" {
-		b.problem(name, "retry.multiplier", nil, "applies to strategy grpc only (strategy is %s)", s)
-		return nil, false
-	}
-	switch s {
-	case "full":
-		return retry.Full{}, true
-	case "equal":
-		return retry.Equal{}, true
-	case "decorrelated":
-		return retry.Decorrelated{}, true
-	case "none":
-		return retry.None{}, true
-	case "grpc":
-		return retry.GRPC{Multiplier: floatp(c.Multiplier)}, true // retry.New checks it
-	case "envoy":
-		return policyenvoy.Backoff{}, true
-	}
-	b.problem(name, "retry.strategy", nil, "is %q; want one of %s%s", s, strings.Join(strategies, ", "), suggest(s, strategies))
-	return nil, false
-}
-
-// classification builds the stack's HTTP classifier and gRPC codes from its retry's
-// (or hedge's, stage) statuses and codes.
+// classification builds the stack's HTTP classifier and gRPC codes from the statuses
+// and codes of stage, the first of the stack's stages that retries some.
 func (b *builder) classification(st *stack, stage string, statuses []int, grpcCodes []string) {
 	name := st.name
 	if statuses != nil {

@@ -5,12 +5,15 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/backstop-go/backstop/breaker"
 	"github.com/backstop-go/backstop/config"
+	"github.com/backstop-go/backstop/deadline"
 	"github.com/backstop-go/backstop/policy"
+	"github.com/backstop-go/backstop/retry"
 )
 
 // parse loads a file given as a string, with env as its environment.
@@ -97,7 +100,7 @@ http:
 		`backstop.yaml:9:13: stacks.payments.retry.base: is "soon", not a duration; want one such as "250ms", "2s" or "1m30s"`,
 		`backstop.yaml:11:29: stacks.payments.breaker.consecutive_failures: is -1; want ≥ 1`,
 		`backstop.yaml:12:29: stacks.payments.budget.ratio.ratio: budget: invalid options: Ratio is 2; want a number in (0, 1]`,
-		`backstop.yaml:14:22: stacks.orders.attempt_timeout: O3: attempt-timeout at position 1 has no retry to stand inside; use deadline for a single attempt (positions: 1 attempt_timeout)`,
+		`backstop.yaml:14:22: stacks.orders.attempt_timeout: O3: attempt_timeout at position 1 has no retry to stand inside; use deadline for a single attempt (positions: 1 attempt_timeout)`,
 		`backstop.yaml:18:14: http.routes[0].match: parsing "GET /x/{id": at offset 7: bad wildcard segment (must end with '}')`,
 		`backstop.yaml:21:14: http.routes[1].stack: names no stack "paymnts"; want one of payments, orders (did you mean "payments"?)`,
 	}, problems(t, err))
@@ -111,7 +114,7 @@ func TestParse_OrderRulesAsWrap(t *testing.T) {
 	}{
 		{"{deadline: 1s, retry: {}, order: [retry, deadline]}", "stacks.s.order[1]: O1: deadline at position 2 is inside retry at position 1"},
 		{"{retry: {}, hedge: {}}", "stacks.s.retry: O2: retries at positions 1 and 2"},
-		{"{attempt_timeout: 1s, retry: {}, order: [attempt_timeout, retry]}", "stacks.s.order[0]: O3: attempt-timeout at position 1 is outside retry at position 2"},
+		{"{attempt_timeout: 1s, retry: {}, order: [attempt_timeout, retry]}", "stacks.s.order[0]: O3: attempt_timeout at position 1 is outside retry at position 2"},
 		{"{budget: {ratio: {}}}", "stacks.s.budget: O4: budget at position 1 has no retry inside it"},
 		{"{budget: {ratio: {}}, retry: {}, order: [retry, budget]}", "stacks.s.order[1]: O4: budget at position 2 is inside retry at position 1"},
 		{"{retry: {}, order: [retry, retry]}", "stacks.s.order[1]: O6: retry is listed at positions 1 and 2"},
@@ -124,8 +127,13 @@ func TestParse_OrderRulesAsWrap(t *testing.T) {
 			require.ErrorIs(t, err, policy.ErrOrder, "stack %s", c.stack)
 		}
 	}
-	// The same kinds, given to CheckKinds, give the same rule: the loader asks it.
-	err := policy.CheckKinds(policy.KindRetry, policy.KindDeadline)
+	// The same placements, given to CheckPlacements, give the same rule: the loader
+	// asks it.
+	rt, err := retry.New(retry.Options{})
+	require.NoError(t, err)
+	dl, err := deadline.New(time.Second)
+	require.NoError(t, err)
+	err = policy.CheckPlacements(rt.Placement(), dl.Placement())
 	var oe *policy.OrderError
 	require.True(t, errors.As(err, &oe))
 	require.Equal(t, "O1", oe.Rule)
@@ -205,8 +213,8 @@ func TestConfig_ExplainCoversTheRoutingTable(t *testing.T) {
 			"  (default)              → reports   (testdata/backstop.yaml:48:12)\n" +
 			"  payments.v1.Payments/* → payments   (testdata/backstop.yaml:50:13)\n" +
 			"  search.v1.Search/Query → search   (testdata/backstop.yaml:52:13)\n",
-		"stack payments (testdata/backstop.yaml:16:3)\npayments: deadline → breaker → budget → retry → attempt-timeout\n",
-		"stack search (testdata/backstop.yaml:26:3)\nsearch: deadline → breaker → retry → attempt-timeout\n",
+		"stack payments (testdata/backstop.yaml:16:3)\npayments: deadline → breaker → budget → retry → attempt_timeout\n",
+		"stack search (testdata/backstop.yaml:26:3)\nsearch: deadline → breaker → retry → attempt_timeout\n",
 	} {
 		require.Contains(t, got, want)
 	}

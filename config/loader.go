@@ -54,10 +54,10 @@ type LoaderOptions struct {
 // new configuration is swapped in atomically: every call that starts afterwards uses
 // it, and every call in flight finishes on the stack it started with.
 //
-// State survives a reload where the settings do: a stage of a stack whose settings
-// did not change (a breaker's, a budget's, a throttle's, a bulkhead's, a rate
-// limiter's) is the same object in the new configuration, with its state — a
-// breaker open stays open with its counts, a budget keeps its tokens. A stage whose
+// State survives a reload where the settings do: a stage that keeps state across
+// calls, and whose settings did not change, is the same object in the new
+// configuration, with its state — a breaker open stays open with its counts, a
+// budget keeps its tokens. A stage whose
 // settings changed is built anew and starts fresh, reported as an event.StageReset
 // naming the stack and the stage (as is a stage added to a stack or removed from it), with one exception that errs on the side of the
 // dependency: a breaker that was open when its settings changed stays open until the

@@ -203,7 +203,7 @@ func TestLoader_RefusedReloadKeepsRunningConfig(t *testing.T) {
 	require.Nil(t, changes)
 	require.ErrorIs(t, err, config.ErrInvalid)
 	require.Contains(t, err.Error(), "stacks.payments.deadline: is the bare number 5")
-	require.Contains(t, err.Error(), "stacks.payments.order[0]: O3: attempt-timeout at position 1 is outside retry at position 2")
+	require.Contains(t, err.Error(), "stacks.payments.order[0]: O3: attempt_timeout at position 1 is outside retry at position 2")
 	require.Same(t, running, l.Config(), "the running configuration stays")
 
 	ev := evs.next(t)

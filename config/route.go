@@ -206,7 +206,7 @@ func (c *Config) Lookup(name string) (*policy.Pipeline, error) {
 // not hold: every call fails with err, and nothing runs.
 type noStack struct{ err error }
 
-func (noStack) Kind() policy.Kind { return policy.KindOther }
+func (noStack) Placement() policy.Placement { return policy.Placement{Kind: "no_stack", Free: true} }
 
 func (n noStack) Bind(policy.Runner, policy.Env) policy.Runner {
 	return policy.RunnerFunc(func(context.Context, policy.Func) error { return n.err })

@@ -77,17 +77,18 @@ func MustPerAttempt(d time.Duration) *Deadline {
 // Limit returns the deadline's duration.
 func (d *Deadline) Limit() time.Duration { return d.limit }
 
-// Kind returns policy.KindDeadline, or policy.KindAttemptTimeout for [PerAttempt].
-func (d *Deadline) Kind() policy.Kind {
+// Placement returns the overall deadline's, or a per-attempt timeout's for [PerAttempt].
+func (d *Deadline) Placement() policy.Placement {
 	if d.perAttempt {
-		return policy.KindAttemptTimeout
+		return policy.Placement{Kind: KindAttempt, Retry: policy.InsideRetry}
 	}
-	return policy.KindDeadline
+	return policy.Placement{Kind: Kind, Deadline: true, Retry: policy.OutsideRetry}
 }
 
 // Bind returns the Runner that applies the limit to every call.
 func (d *Deadline) Bind(next policy.Runner, env policy.Env) policy.Runner {
 	r := &runner{d: d, limit: d.limit, next: next, obs: env.Observer, pipeline: env.Pipeline, cause: ErrExceeded,
+		kind:  d.Placement().Kind,
 		needs: event.NeedsOf(env.Observer, event.DeadlineExceeded)}
 	if d.perAttempt {
 		r.cause = ErrAttemptTimeout
@@ -110,6 +111,7 @@ type runner struct {
 	d        *Deadline
 	obs      event.Observer
 	pipeline string
+	kind     string // Kind or KindAttempt: the events' Stage and Source
 	cause    error
 }
 
@@ -151,7 +153,7 @@ func (r *runner) Run(ctx context.Context, fn policy.Func) error {
 func (r *runner) exceeded(ctx context.Context, err error, w *policy.Stopwatch) error {
 	err = &Error{Limit: r.d.limit, PerAttempt: r.d.perAttempt, Err: err}
 	if r.needs != event.NeedsNothing {
-		e := event.Event{Kind: event.DeadlineExceeded, Pipeline: r.pipeline, Source: r.d.Kind().String(), Err: err, Context: ctx}
+		e := event.Event{Kind: event.DeadlineExceeded, Pipeline: r.pipeline, Stage: r.kind, Source: r.kind, Err: err, Context: ctx}
 		e.Time, e.Elapsed = w.Stop()
 		r.obs.Observe(e)
 	}

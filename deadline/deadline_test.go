@@ -51,8 +51,8 @@ func TestNew_RefusesBadDurations(t *testing.T) {
 }
 
 func TestKinds(t *testing.T) {
-	require.Equal(t, policy.KindDeadline, must(deadline.New(time.Second)).Kind())
-	require.Equal(t, policy.KindAttemptTimeout, must(deadline.PerAttempt(time.Second)).Kind())
+	require.True(t, must(deadline.New(time.Second)).Placement().Deadline)
+	require.Equal(t, policy.InsideRetry, must(deadline.PerAttempt(time.Second)).Placement().Retry)
 	require.Equal(t, time.Second, must(deadline.New(time.Second)).Limit())
 }
 
@@ -340,7 +340,9 @@ func TestDeadline_OneAttemptBoundedInsideNeedsNoContext(t *testing.T) {
 // outside it knows.
 type passThrough struct{}
 
-func (passThrough) Kind() policy.Kind                                   { return policy.KindOther }
+func (passThrough) Placement() policy.Placement {
+	return policy.Placement{Kind: "pass_through", Free: true}
+}
 func (passThrough) Bind(next policy.Runner, _ policy.Env) policy.Runner { return next }
 
 // TestDeadline_AnUnknownStageBetweenKeepsTheContext: with a stage between the deadline
@@ -382,11 +384,11 @@ func TestDeadline_AttemptsThatTimeOutAreNotTheCallsDeadline(t *testing.T) {
 			p := policy.MustWrap(must(deadline.New(5*time.Second)), owner, must(deadline.PerAttempt(200*time.Millisecond)), policy.Observe(obs))
 			start := time.Now()
 			err := p.Do(context.Background(), blockUntilDone)
-			require.Less(t, time.Since(start), time.Second, "%v: ended by the attempts' timeouts", owner.Kind())
-			require.ErrorIs(t, err, deadline.ErrAttemptTimeout, "%v", owner.Kind())
-			require.NotErrorIs(t, err, deadline.ErrExceeded, "%v: 4.6 s of the call's 5 s were left", owner.Kind())
+			require.Less(t, time.Since(start), time.Second, "%v: ended by the attempts' timeouts", owner.Placement().Kind)
+			require.ErrorIs(t, err, deadline.ErrAttemptTimeout, "%v", owner.Placement().Kind)
+			require.NotErrorIs(t, err, deadline.ErrExceeded, "%v: 4.6 s of the call's 5 s were left", owner.Placement().Kind)
 			mu.Lock()
-			require.NotContains(t, sources, policy.KindDeadline.String(), "%v: %v", owner.Kind(), sources)
+			require.NotContains(t, sources, deadline.Kind, "%v: %v", owner.Placement().Kind, sources)
 			mu.Unlock()
 		}
 	})

@@ -26,3 +26,9 @@
 //	case errors.Is(err, context.Canceled):     // the caller gave up
 //	}
 package deadline
+
+// The kinds of a deadline's Placement: its events' Stage and Source.
+const (
+	Kind        = "deadline"        // an overall deadline
+	KindAttempt = "attempt_timeout" // a per-attempt timeout ([PerAttempt])
+)

@@ -202,15 +202,18 @@ const (
 	RetryScheduled        // the retry will sleep Delay then make attempt Attempt: Reason (retry.Reason…: why the error was retryable), Err
 	RetrySuppressed       // a retry that would have happened did not: Reason ("owner", "budget", "deadline", "hint"), Attempt (attempts made), Err
 	BreakerState          // a breaker changed state: Source (breaker name), From, To
-	DeadlineExceeded      // an overall deadline or a per-attempt timeout ran out: Source ("deadline" or "attempt-timeout"), Elapsed
+	DeadlineExceeded      // an overall deadline or a per-attempt timeout ran out: Source ("deadline" or "attempt_timeout"), Elapsed
 	Shed                  // a shedder refused work: Source (shedder name), Reason, Priority, Delay (the Retry-After sent)
 	Fleet                 // a policy sharing state across processes lost or regained its store: Source (its name), Reason (its kind: "breaker", "budget", "quota"), From, To ("shared" or "local": what decides), Err (why it fell back)
 	Panic                 // user code panicked on a goroutine Backstop started and the panic became an error: Source (what started it: "coalesce", "hedge"), Attempt (a hedge's), Err (the *PanicError)
 	Fallback              // a fallback answered a failed call: Source (the fallback's name), Reason (the failure's policy.Outcome: "failure", "rejected", "deadline"), To (what answered: "value", "func", "last-good"), Err (the failure answered)
-	BulkheadRejected      // a bulkhead refused a call or attempt: Source (its name), Reason ("limit", "queue", "wait", "deadline"), Delay (the Retry-After estimate), Elapsed (time spent waiting)
-	RateLimited           // a rate limiter refused or delayed a call or attempt: Source (its name), Reason ("no_token", "deadline", "wait_limit", or "waited" when it waited and let the call through), Delay (the Retry-After estimate, or the wait)
-	ConfigReload          // a configuration reload was applied or refused: Source ("config"), Reason (ConfigApplied or ConfigRefused), Err (why it was refused)
-	StageReset            // a reload replaced a stage whose settings changed (it starts fresh), added one or removed one: Pipeline (the stack), Source (the stage: "breaker", "budget", …), Reason ("changed", "added" or "removed"), To (state carried over to the new stage: "open" for a breaker that was open, else "")
+	// Rejected: a stage refused a call or attempt with a policy.RejectError. Stage,
+	// Source (its name), Reason, Delay (the Retry-After), Elapsed (time spent waiting).
+	Rejected
+	// Waited: a stage held a call, then let it through. Stage, Source, Delay (the wait).
+	Waited
+	ConfigReload // a configuration reload was applied or refused: Source ("config"), Reason (ConfigApplied or ConfigRefused), Err (why it was refused)
+	StageReset   // a reload replaced a stage whose settings changed (it starts fresh), added one or removed one: Pipeline (the stack), Source (the stage: "breaker", "budget", …), Reason ("changed", "added" or "removed"), To (state carried over to the new stage: "open" for a breaker that was open, else "")
 )
 
 // The reasons a [ConfigReload] gives.
@@ -238,8 +241,8 @@ var eventNames = [...]string{
 	Fleet:            "fleet_state",
 	Panic:            "panic",
 	Fallback:         "fallback",
-	BulkheadRejected: "bulkhead_rejected",
-	RateLimited:      "rate_limited",
+	Rejected:         "rejected",
+	Waited:           "waited",
 	ConfigReload:     "config_reload",
 	StageReset:       "stage_reset",
 }
@@ -265,15 +268,18 @@ const (
 // text or a URL).
 type Event struct {
 	Kind     Kind
-	Pipeline string    // the pipeline's name, "" if unnamed
-	Source   string    // the reporting policy's own name (breaker, budget, shedder) or kind
+	Pipeline string // the pipeline's name, "" if unnamed
+	// Stage is the reporting stage's Placement.Kind ("breaker", "retry"); "" for
+	// call events, which the pipeline reports.
+	Stage    string
+	Source   string    // the reporting stage's own name, or its kind if it has none
 	Time     time.Time // when it happened, by the reporting stage's clock
 	Attempt  int
 	Delay    time.Duration
 	Elapsed  time.Duration
 	Err      error
 	Reason   string
-	From, To string  // breaker states: "closed", "half-open", "open"
+	From, To string  // breaker states: "closed", "half_open", "open"
 	Priority string  // shed: "critical", "default", "sheddable"
 	Level    float64 // shed: the concurrency limit when the request was refused
 	// Context is the context of the call (of the attempt, for attempt events) where the

@@ -51,3 +51,6 @@
 // failed (Reason: its policy.Outcome — "failure", "rejected", "deadline"), what
 // answered (To: "value", "func", "last-good") and the failure itself.
 package fallback
+
+// Kind is the fallback's Placement.Kind: its events' Stage and its refusals' Policy.
+const Kind = "fallback"

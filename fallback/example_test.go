@@ -70,7 +70,7 @@ func ExampleFallback_ExplainStage() {
 	)
 	fmt.Print(p.Explain())
 	// Output:
-	// prices: fallback → deadline → bulkhead → breaker → budget → retry → rate-limit → attempt-timeout
+	// prices: fallback → deadline → bulkhead → breaker → budget → retry → rate_limit → attempt_timeout
 	//   fallback:        fallback "prices": answers a failed call with the last good value while younger than 10m0s, else the zero fallback_test.Price; it answers every failure, refusals and the deadline included, except when the caller has gone, or when a retry owner further up may retry it
 	//   deadline:        the whole call, every attempt and sleep included, ends after 2s (deadline.ErrExceeded)
 	//   bulkhead:        bulkhead "prices": at most 32 at once (calls outside the retry, attempts inside it); 64 more wait for a slot, each up to 100ms, never past its deadline
@@ -79,8 +79,8 @@ func ExampleFallback_ExplainStage() {
 	//   retry:           up to 3 attempts; retries transient errors only (marked retryable, timeouts, refused or reset connections); None backoff from 100ms to at most 5s; waits a server's hint up to 30s (a longer one ends the call); starts no attempt with less than its per-attempt timeout, if any, left before the deadline
 	//                    before attempt 2: 100ms–100ms, mean 100ms
 	//                    before attempt 3: 200ms–200ms, mean 200ms
-	//   rate-limit:      rate limiter "prices": 100 a second in bursts of up to 20 (calls outside the retry, attempts inside it); a call waits for its token, never past its deadline
-	//   attempt-timeout: each attempt ends after 300ms; the retry above may retry a timed-out attempt
+	//   rate_limit:      rate limiter "prices": 100 a second in bursts of up to 20 (calls outside the retry, attempts inside it); a call waits for its token, never past its deadline
+	//   attempt_timeout: each attempt ends after 300ms; the retry above may retry a timed-out attempt
 	//   attempts:        at most 3 per call; 1 per call when another layer owns retries on the call path
 	//   worst case:      2s, the overall deadline
 	//   ends a call:     bulkhead "prices" refuses a call that finds its 32 slots taken and 64 waiting, or has waited 100ms or until its deadline (bulkhead.ErrFull), with a Retry-After from the mean time a call holds its slot

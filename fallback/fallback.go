@@ -123,8 +123,10 @@ func ownerMayRetry(err error) bool {
 // Name returns the fallback's name.
 func (f *Fallback[T]) Name() string { return f.name }
 
-// Kind returns policy.KindFallback.
-func (f *Fallback[T]) Kind() policy.Kind { return policy.KindFallback }
+// Placement: a fallback encloses the stages whose failures it answers.
+func (f *Fallback[T]) Placement() policy.Placement {
+	return policy.Placement{Kind: Kind, Encloses: true}
+}
 
 // Answered returns how many failed calls the fallback has answered so far.
 func (f *Fallback[T]) Answered() uint64 { return f.answered.Load() }
@@ -209,7 +211,7 @@ func (r *runner[T]) Run(ctx context.Context, fn policy.Func) error {
 	c.v, c.from = v, from
 	f.answered.Add(1)
 	if r.needs != event.NeedsNothing {
-		r.obs.Observe(event.Event{Kind: event.Fallback, Pipeline: r.pipeline, Source: f.name,
+		r.obs.Observe(event.Event{Kind: event.Fallback, Pipeline: r.pipeline, Stage: Kind, Source: f.name,
 			Time: policy.StartStopwatch(f.clock, r.needs).Started(), Reason: policy.Outcome(err), To: from, Err: err, Context: ctx})
 	}
 	return nil

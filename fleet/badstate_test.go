@@ -11,6 +11,7 @@ import (
 
 	"github.com/backstop-go/backstop/breaker"
 	"github.com/backstop-go/backstop/event"
+	"github.com/backstop-go/backstop/policy"
 )
 
 // fleetErrs is an Observer that keeps the Err of every EventFleet that fell back.
@@ -87,9 +88,9 @@ func TestBreaker_AJunkProbeLeaseIsTreatedAsAbsent(t *testing.T) {
 			err := a.p.Do(bg, ok)
 			tos, errs := ev.seen()
 			if !tt.junk {
-				var oe *breaker.OpenError
-				require.ErrorAs(t, err, &oe, "another process holds the lease")
-				require.True(t, oe.HalfOpen)
+				var rej *policy.RejectError
+				require.ErrorAs(t, err, &rej, "another process holds the lease")
+				require.Equal(t, breaker.ReasonHalfOpen, rej.Reason)
 				require.Empty(t, tos, "a lease a breaker took is no bad state")
 				return
 			}
@@ -121,9 +122,10 @@ func TestBreaker_AnAbsurdOpenTimeIsCutToTheLongestOpen(t *testing.T) {
 	v := a.b.view.Load()
 	require.True(t, v.open)
 	require.WithinRange(t, v.until, before, time.Now().Add(300*time.Millisecond), "open at most the breaker's longest open time")
-	var oe *breaker.OpenError
-	require.ErrorAs(t, a.p.Do(bg, ok), &oe)
-	require.False(t, oe.Until.After(time.Now().Add(300*time.Millisecond)), "OpenError.Until = %v", oe.Until)
+	var rej *policy.RejectError
+	require.ErrorAs(t, a.p.Do(bg, ok), &rej)
+	require.Equal(t, breaker.ReasonOpen, rej.Reason)
+	require.LessOrEqual(t, rej.RetryAfter, 300*time.Millisecond, "refused for at most the longest open time")
 	_, errs := ev.seen()
 	require.Len(t, errs, 1, "an event says the state was bad")
 	require.ErrorIs(t, errs[0], ErrBadState)

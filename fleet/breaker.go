@@ -140,11 +140,11 @@ func (f *Breaker) badStateError(bad int64) error {
 	return fmt.Errorf("%w: %s", ErrBadState, strings.Join(what, "; "))
 }
 
-// Breaker is a circuit breaker (policy.KindBreaker) whose state the processes of a
-// fleet share through Redis: when one process's breaker trips, every process refuses
-// calls until the same moment; when that moment comes, one process in the fleet —
-// the one that takes the probe lease — lets its probes through, and their outcome
-// closes or reopens the breaker everywhere.
+// Breaker is a circuit breaker (Placement.Kind breaker.Kind) whose state the
+// processes of a fleet share through Redis. When one process's breaker trips, every
+// process refuses calls until the same moment. When that moment comes, one process in
+// the fleet — the one that takes the probe lease — lets its probes through, and
+// their outcome closes or reopens the breaker everywhere.
 //
 // Each process counts its own calls with a local [breaker.Breaker] (so a trip needs
 // no round trip on the call path) and shares only transitions. A call makes no Redis
@@ -156,7 +156,7 @@ func (f *Breaker) badStateError(bad int64) error {
 // When Redis is out of reach or slower than Timeout, the local breaker decides alone
 // (it is a whole breaker: it trips, refuses and probes by itself), an
 // [event.Fleet] says so, and on Redis's return the local state is published
-// again. Events, OpenError.Until, the inspection page and metrics work as for any
+// again. Events, refusals, the inspection page and metrics work as for any
 // breaker: register [Breaker.Local].
 //
 // ForceOpen and Reset on the local breaker act on this process only.
@@ -190,10 +190,12 @@ type Breaker struct {
 	wake    chan struct{}
 	bg      background
 
-	probeMu     sync.Mutex    // one lease request at a time
-	leased      atomic.Uint64 // the open generation this process holds the probe lease of
-	refused     atomic.Uint64 // the open generation whose lease another process holds
-	halfOpenErr *breaker.OpenError
+	probeMu sync.Mutex    // one lease request at a time
+	leased  atomic.Uint64 // the open generation this process holds the probe lease of
+	refused atomic.Uint64 // the open generation whose lease another process holds
+	// halfOpenErr refuses a call while another process probes. It is built once, so
+	// refusing allocates nothing.
+	halfOpenErr *policy.RejectError
 }
 
 // view is the fleet's state as last read.
@@ -211,12 +213,16 @@ func NewBreaker(s *Store, name string, o breaker.Options) (*Breaker, error) {
 	if s == nil {
 		return nil, fmt.Errorf("%w: %s: the Store is nil", ErrInvalidOptions, name)
 	}
+	probeTime := orDefault(o.OpenTimeout, breaker.DefaultOpenTimeout)
 	f := &Breaker{s: s, state: s.key("breaker", name), probe: s.key("breaker", name, "probe"),
-		lease:       orDefault(o.OpenTimeout, breaker.DefaultOpenTimeout),
-		maxOpen:     longestOpen(o),
-		wake:        make(chan struct{}, 1),
-		halfOpenErr: &breaker.OpenError{Name: name, HalfOpen: true, ProbeTime: orDefault(o.OpenTimeout, breaker.DefaultOpenTimeout)}}
-	f.link = link{s: s, name: name, kind: KindBreaker}
+		lease:   probeTime,
+		maxOpen: longestOpen(o),
+		wake:    make(chan struct{}, 1),
+		// As the local breaker's own half-open refusal: come back once the probe has
+		// had OpenTimeout to answer.
+		halfOpenErr: &policy.RejectError{Policy: breaker.Kind, Name: name, Reason: breaker.ReasonHalfOpen,
+			RetryAfter: probeTime, Err: breaker.ErrOpen}}
+	f.link = link{s: s, name: name, kind: KindBreaker, stage: breaker.Kind}
 	user := o.OnStateChange
 	o.OnStateChange = func(name string, from, to breaker.State) {
 		f.pending.Store(true)
@@ -262,8 +268,10 @@ func (f *Breaker) Local() *breaker.Breaker { return f.local }
 // Name returns the breaker's name.
 func (f *Breaker) Name() string { return f.local.Name() }
 
-// Kind returns policy.KindBreaker.
-func (f *Breaker) Kind() policy.Kind { return policy.KindBreaker }
+// Placement is a breaker's.
+func (f *Breaker) Placement() policy.Placement {
+	return policy.Placement{Kind: breaker.Kind, Prompt: true}
+}
 
 // Bind returns the Runner that runs each call through the fleet's breaker.
 func (f *Breaker) Bind(next policy.Runner, env policy.Env) policy.Runner {

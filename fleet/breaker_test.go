@@ -95,10 +95,12 @@ func TestBreaker_OneTripsItAllRefuseOneProbesAllClose(t *testing.T) {
 	c.b.sync()
 	var until []time.Time
 	for i, r := range all {
-		var oe *breaker.OpenError
-		require.ErrorAs(t, r.p.Do(bg, ok), &oe, "replica %d refuses", i)
-		require.ErrorIs(t, oe, policy.ErrRejected)
-		until = append(until, oe.Until)
+		var rej *policy.RejectError
+		now := time.Now()
+		require.ErrorAs(t, r.p.Do(bg, ok), &rej, "replica %d refuses", i)
+		require.ErrorIs(t, rej, policy.ErrRejected)
+		require.Equal(t, breaker.ReasonOpen, rej.Reason, "replica %d", i)
+		until = append(until, now.Add(rej.RetryAfter)) // when its probe may go
 		require.Equal(t, breaker.StateOpen, r.b.Local().State(), "replica %d's breaker shows open", i)
 	}
 	for i := range until[1:] {
@@ -114,9 +116,12 @@ func TestBreaker_OneTripsItAllRefuseOneProbesAllClose(t *testing.T) {
 	}()
 	<-started
 	for i, r := range all[1:] {
-		var oe *breaker.OpenError
-		require.ErrorAs(t, r.p.Do(bg, ok), &oe, "replica %d", i+1)
-		require.True(t, oe.HalfOpen, "replica %d refuses: a probes", i+1)
+		var rej *policy.RejectError
+		require.ErrorAs(t, r.p.Do(bg, ok), &rej, "replica %d", i+1)
+		require.Equal(t, breaker.ReasonHalfOpen, rej.Reason, "replica %d refuses: a probes", i+1)
+		require.Equal(t, breaker.Kind, rej.Policy)
+		require.ErrorIs(t, rej, breaker.ErrOpen)
+		require.Equal(t, 300*time.Millisecond, rej.RetryAfter, "replica %d: come back once a's probe has had OpenTimeout", i+1)
 	}
 	close(release)
 	require.NoError(t, <-done)
@@ -157,17 +162,18 @@ func TestBreaker_AFailedProbeReopensEverywhere(t *testing.T) {
 	sleepPast(a.b, b.b)
 	// a asks first, so a holds the lease; its probe fails and reopens the fleet's breaker.
 	require.ErrorIs(t, a.p.Do(bg, fail), errDown)
-	var oe *breaker.OpenError
-	require.ErrorAs(t, b.p.Do(bg, ok), &oe)
-	require.True(t, oe.HalfOpen)
+	var rej *policy.RejectError
+	require.ErrorAs(t, b.p.Do(bg, ok), &rej)
+	require.Equal(t, breaker.ReasonHalfOpen, rej.Reason)
 	a.b.sync()
 	b.b.sync()
 	second := b.b.view.Load()
 	require.True(t, second.open)
 	require.Greater(t, second.gen, first.gen, "a new open episode")
-	require.ErrorAs(t, b.p.Do(bg, ok), &oe)
-	require.False(t, oe.HalfOpen, "open again, until a new time")
-	require.True(t, oe.Until.After(first.until))
+	now := time.Now()
+	require.ErrorAs(t, b.p.Do(bg, ok), &rej)
+	require.Equal(t, breaker.ReasonOpen, rej.Reason, "open again, until a new time")
+	require.True(t, now.Add(rej.RetryAfter).After(first.until))
 }
 
 func TestBreaker_RedisDownDecidesLocallyAndPublishesOnReturn(t *testing.T) {
@@ -242,8 +248,9 @@ func TestBreaker_TheBackgroundLoopSpreadsATrip(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("b never heard of a's trip")
 	}
-	var oe *breaker.OpenError
-	require.ErrorAs(t, b.p.Do(bg, ok), &oe)
+	var rej *policy.RejectError
+	require.ErrorAs(t, b.p.Do(bg, ok), &rej)
+	require.Greater(t, rej.RetryAfter, 59*time.Minute, "b refuses for a's hour")
 	aUntil, _ := a.b.Local().OpenNow()
 	require.Greater(t, aUntil, 59*time.Minute)
 }
@@ -258,9 +265,10 @@ func TestBreaker_AProcessStillOpenByItselfLeavesTheProbeToAnother(t *testing.T) 
 	a.b.sync() // a's own trip, for an hour, changes nothing in the fleet
 	sleepPast(a.b, b.b)
 
-	var oe *breaker.OpenError
-	require.ErrorAs(t, a.p.Do(bg, ok), &oe)
-	require.False(t, oe.HalfOpen, "a refuses by itself, open for its own hour")
+	var rej *policy.RejectError
+	require.ErrorAs(t, a.p.Do(bg, ok), &rej)
+	require.Equal(t, breaker.ReasonOpen, rej.Reason, "a refuses by itself")
+	require.Greater(t, rej.RetryAfter, 59*time.Minute, "open for its own hour")
 	require.NoError(t, b.p.Do(bg, ok), "b took the probe lease a did not ask for, and its probe went through")
 	b.b.sync()
 	a.b.sync()

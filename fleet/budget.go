@@ -99,7 +99,7 @@ func (t *tally) Refused() uint64 { return t.refused.Load() }
 // milli is the fixed point of a Ratio's allowance: thousandths of a retry.
 const milli = 1000
 
-// Ratio is a retry budget (policy.KindBudget) for a whole fleet, in the manner of
+// Ratio is a retry budget (Placement.Kind budget.Kind) for a whole fleet, in the manner of
 // budget.Ratio: the retries of every process in the last Window are at most Ratio ×
 // the calls (first attempts) of every process in the last Window, plus MinPerSecond ×
 // Window for the fleet as a whole. Fifty replicas that each allow 10 % retries
@@ -169,7 +169,7 @@ func NewRatio(s *Store, name string, o budget.RatioOptions) (*Ratio, error) {
 	r := &Ratio{s: s, name: name, local: local, ratio: orDefault(o.Ratio, budget.DefaultRatio),
 		floor: perSecond * window.Seconds(), width: window / ratioBuckets,
 		keys: []string{s.key("budget", name, "window"), s.key("budget", name, "members"), s.key("budget", name, "grants")}}
-	r.link = link{s: s, name: name, kind: KindBudget}
+	r.link = link{s: s, name: name, kind: KindBudget, stage: budget.Kind}
 	r.sync()
 	r.bg.start(s, nil, func(bool) { r.sync() })
 	return r, nil
@@ -178,8 +178,8 @@ func NewRatio(s *Store, name string, o budget.RatioOptions) (*Ratio, error) {
 // Name returns the budget's name.
 func (r *Ratio) Name() string { return r.name }
 
-// Kind returns policy.KindBudget.
-func (r *Ratio) Kind() policy.Kind { return policy.KindBudget }
+// Placement is a budget's.
+func (r *Ratio) Placement() policy.Placement { return budget.Place }
 
 // Bind returns next: the retry inside talks to the budget through policy.Env.Budget.
 func (r *Ratio) Bind(next policy.Runner, _ policy.Env) policy.Runner { return next }

@@ -5,14 +5,21 @@
 // with a breaker each probe a dead dependency fifty times per open period and retry
 // fifty budgets' worth; with these, once.
 //
-// Each policy is a Backstop policy like its local twin — same kinds, so the ordering
-// rules apply; same events and errors — and keeps that twin inside: a call never waits
-// on Redis (the breaker and budgets count locally and sync in the background every
-// SyncInterval; only the quota and a half-open breaker's probe lease ask Redis on a
-// call's path, within Timeout). When Redis is down, slow or cut off, each policy
-// decides on its local twin, reports a event.Fleet (Source: its name; Reason:
-// its kind, [KindBreaker], [KindBudget] or [KindQuota], so a breaker and a budget
-// named for the same dependency stay apart), and shares again when Redis answers.
+// Each policy is a Backstop policy like its local twin — same placement, so the
+// ordering rules apply; same events and errors — and keeps that twin inside: a call
+// never waits on Redis (the breaker and budgets count locally and sync in the
+// background every SyncInterval; only the quota and a half-open breaker's probe lease
+// ask Redis on a call's path, within Timeout). When Redis is down, slow or cut off,
+// each policy decides on its local twin, reports a event.Fleet, and shares again when
+// Redis answers. The event's Source is the policy's name. Its Reason is the policy's
+// kind, [KindBreaker], [KindBudget] or [KindQuota], so a breaker and a budget named
+// for the same dependency stay apart. Its Stage is the Placement.Kind of the stage
+// the policy serves: "breaker", "budget", or "shed" for a quota.
+//
+// A breaker refuses as a local one does, with a *policy.RejectError that matches
+// breaker.ErrOpen. While another process holds the probe lease, its Reason is
+// "half_open" and its RetryAfter is OpenTimeout. The breaker's events have Stage
+// "breaker".
 //
 //	rdb := redis.NewClient(&redis.Options{Addr: "redis:6379", ContextTimeoutEnabled: true})
 //	s := fleet.MustNew(rdb, fleet.Options{Observer: obs})

@@ -49,7 +49,7 @@ func NewQuota(s *Store, name string, maxLocalClients int) (*Quota, error) {
 		return nil, fmt.Errorf("%w: %s: maxLocalClients is %d; want ≥ 0", ErrInvalidOptions, name, maxLocalClients)
 	}
 	q := &Quota{s: s, lim: redis_rate.NewLimiter(s.rdb), local: shed.NewLocalQuotas(maxLocalClients)}
-	q.link = link{s: s, name: name, kind: KindQuota}
+	q.link = link{s: s, name: name, kind: KindQuota, stage: shed.Kind}
 	return q, nil
 }
 

@@ -13,8 +13,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/backstop-go/backstop/breaker"
+	"github.com/backstop-go/backstop/budget"
 	"github.com/backstop-go/backstop/event"
-
 	"github.com/backstop-go/backstop/policy"
 )
 
@@ -56,7 +57,8 @@ type Options struct {
 	// Observer hears every fleet policy's [event.Fleet]: when it falls back to
 	// local state and when it returns to the shared one. The event's Source is the
 	// policy's name and its Reason the policy's kind ([KindBreaker], [KindBudget],
-	// [KindQuota]). nil means none.
+	// [KindQuota]). Its Stage is the Placement.Kind of the stage the policy serves:
+	// "breaker", "budget", or "shed" for a quota. nil means none.
 	Observer event.Observer
 }
 
@@ -167,9 +169,9 @@ func (s *Store) key(kind, name string, parts ...string) string {
 // The kinds of fleet policy, as a event.Fleet's Reason gives them: a breaker
 // and a budget may share a name (the dependency's), and their events stay apart.
 const (
-	KindBreaker = "breaker" // a [Breaker]: policy.KindBreaker's name
-	KindBudget  = "budget"  // a [Ratio] or a [TokenBucket]: policy.KindBudget's name
-	KindQuota   = "quota"   // a [Quota]
+	KindBreaker = breaker.Kind // a [Breaker]
+	KindBudget  = budget.Kind  // a [Ratio] or a [TokenBucket]
+	KindQuota   = "quota"      // a [Quota], which serves a shedder
 )
 
 // link is whether one policy decides on shared state or, its store out of reach, on
@@ -178,6 +180,7 @@ type link struct {
 	s     *Store
 	name  string
 	kind  string // KindBreaker, KindBudget or KindQuota: the events' Reason
+	stage string // the Placement.Kind of the stage the policy serves: the events' Stage
 	local atomic.Bool
 	last  atomic.Pointer[error] // the error that made it local
 }
@@ -208,7 +211,7 @@ func (l *link) result(err error) {
 	if l.s.obs == nil {
 		return
 	}
-	e := event.Event{Kind: event.Fleet, Source: l.name, Reason: l.kind, Time: time.Now(),
+	e := event.Event{Kind: event.Fleet, Stage: l.stage, Source: l.name, Reason: l.kind, Time: time.Now(),
 		From: event.FleetShared, To: event.FleetLocal, Err: err}
 	if !down {
 		e.From, e.To = event.FleetLocal, event.FleetShared

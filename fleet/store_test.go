@@ -53,7 +53,7 @@ func TestEvents_SayThePolicysKind(t *testing.T) {
 	st := MustNew(srv.client(t), Options{ID: "a", SyncInterval: time.Hour, Observer: event.ObserverFunc(func(e event.Event) {
 		if e.Kind == event.Fleet {
 			mu.Lock()
-			got = append(got, e.Source+"/"+e.Reason+"→"+e.To)
+			got = append(got, e.Source+"/"+e.Stage+"/"+e.Reason+"→"+e.To)
 			mu.Unlock()
 		}
 	})})
@@ -74,6 +74,6 @@ func TestEvents_SayThePolicysKind(t *testing.T) {
 	q.Allow(bg, "alice", 10, 10)
 	mu.Lock()
 	defer mu.Unlock()
-	require.Equal(t, []string{"payments/breaker→local", "payments/budget→local", "payments/quota→local"}, got,
-		"a breaker's, a budget's and a quota's events of one name stay apart by their kind")
+	require.Equal(t, []string{"payments/breaker/breaker→local", "payments/budget/budget→local", "payments/shed/quota→local"}, got,
+		"a breaker's, a budget's and a quota's events of one name stay apart by their kind; Stage is the stage each serves")
 }

@@ -86,7 +86,7 @@ func NewTokenBucket(s *Store, name string, maxTokens, tokenRatio float64) (*Toke
 		b.ratio = int64(math.Floor(tokenRatio*milli + 1e-6))
 	}
 	b.tokens.Store(b.max)
-	b.link = link{s: s, name: name, kind: KindBudget}
+	b.link = link{s: s, name: name, kind: KindBudget, stage: budget.Kind}
 	b.sync()
 	b.bg.start(s, nil, func(bool) { b.sync() })
 	return b, nil
@@ -95,8 +95,8 @@ func NewTokenBucket(s *Store, name string, maxTokens, tokenRatio float64) (*Toke
 // Name returns the budget's name.
 func (b *TokenBucket) Name() string { return b.name }
 
-// Kind returns policy.KindBudget.
-func (b *TokenBucket) Kind() policy.Kind { return policy.KindBudget }
+// Placement is a budget's.
+func (b *TokenBucket) Placement() policy.Placement { return budget.Place }
 
 // Bind returns next: the retry inside talks to the budget through policy.Env.Budget.
 func (b *TokenBucket) Bind(next policy.Runner, _ policy.Env) policy.Runner { return next }

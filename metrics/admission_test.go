@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -23,7 +22,10 @@ import (
 	"github.com/backstop-go/backstop/ratelimit"
 )
 
-func TestObserver_FallbackBulkheadAndRateLimitSeries(t *testing.T) {
+// TestObserver_RejectionsAndPublishedGauges: a bulkhead and a rate limiter inside an
+// observed pipeline have their refusals counted in backstop_rejections_total and
+// their published gauges exported as backstop_stage_*, with no Add call.
+func TestObserver_RejectionsAndPublishedGauges(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
 	obs := metrics.MustNew(reg, metrics.Options{})
 	var logs bytes.Buffer
@@ -39,14 +41,10 @@ func TestObserver_FallbackBulkheadAndRateLimitSeries(t *testing.T) {
 	fb := fallback.MustNew("prices", fallback.Options[int]{Value: -1})
 	bh := bulkhead.MustNew("prices", bulkhead.Options{MaxConcurrent: 1, Clock: clock})
 	rl := ratelimit.MustNew("prices", ratelimit.Options{Rate: 10, Burst: 1, Mode: ratelimit.Refuse, Clock: clock})
-	require.NoError(t, obs.AddBulkhead("prices", bh))
-	require.NoError(t, obs.AddLimiter("prices", rl))
-	require.NoError(t, obs.AddLimiter("prices", rl), "the same limiter again")
-	require.ErrorIs(t, obs.AddLimiter("prices", ratelimit.MustNew("prices", ratelimit.Options{Rate: 1, Burst: 1})), metrics.ErrInvalidOptions, "another under its name")
-	require.ErrorIs(t, obs.AddBulkhead("x", nil), metrics.ErrInvalidOptions)
-	require.ErrorIs(t, obs.AddLimiter("x", nil), metrics.ErrInvalidOptions)
-
 	p := policy.MustWrap(fb, bh, rl, policy.Name("shop"), policy.Observe(event.Observers(obs, log)))
+	require.NoError(t, obs.AddStage(rl), "the limiter its pipeline exported, again")
+	require.ErrorIs(t, obs.AddStage(ratelimit.MustNew("prices", ratelimit.Options{Rate: 1, Burst: 1})), metrics.ErrInvalidOptions,
+		"another limiter under its name")
 	ok := func(context.Context) (int, error) { return 1, nil }
 
 	_, err := fb.Get(context.Background(), p, ok) // takes the one token
@@ -65,59 +63,101 @@ func TestObserver_FallbackBulkheadAndRateLimitSeries(t *testing.T) {
 		_, _ = fb.Get(context.Background(), p, func(context.Context) (int, error) { close(in); <-release; return 1, nil })
 	})
 	<-in
+	require.Equal(t, 1.0, sample(t, reg, "backstop_stage_inflight", map[string]string{"policy": bulkhead.Kind, "name": "prices"}),
+		"the slot held now")
 	v, err = fb.Get(context.Background(), p, ok)
 	require.NoError(t, err)
 	require.Equal(t, -1, v)
 	close(release)
 	wg.Wait()
 
-	err = testutil.GatherAndCompare(reg, strings.NewReader(`
-# HELP backstop_bulkhead_inflight Slots of a bulkhead taken now.
-# TYPE backstop_bulkhead_inflight gauge
-backstop_bulkhead_inflight{bulkhead="prices"} 0
-# HELP backstop_bulkhead_limit A bulkhead's slots (MaxConcurrent).
-# TYPE backstop_bulkhead_limit gauge
-backstop_bulkhead_limit{bulkhead="prices"} 1
-# HELP backstop_bulkhead_rejections_total Calls or attempts a bulkhead refused, by why (limit, queue, wait, deadline).
-# TYPE backstop_bulkhead_rejections_total counter
-backstop_bulkhead_rejections_total{bulkhead="prices",pipeline="shop",reason="limit"} 1
-# HELP backstop_fallbacks_total Failed calls a fallback answered, by the failure's outcome (failure, rejected, deadline) and what answered (value, func, last-good).
-# TYPE backstop_fallbacks_total counter
-backstop_fallbacks_total{fallback="prices",from="value",pipeline="shop",reason="rejected"} 3
-# HELP backstop_ratelimit_rejections_total Calls or attempts a rate limiter refused, by why (no_token, deadline, wait_limit).
-# TYPE backstop_ratelimit_rejections_total counter
-backstop_ratelimit_rejections_total{limiter="prices",pipeline="shop",reason="no_token"} 2
-# HELP backstop_ratelimit_tokens Tokens in a rate limiter's bucket now; below 0 while calls wait for theirs.
-# TYPE backstop_ratelimit_tokens gauge
-backstop_ratelimit_tokens{limiter="prices"} 0
-`), "backstop_bulkhead_inflight", "backstop_bulkhead_limit", "backstop_bulkhead_rejections_total", "backstop_fallbacks_total",
-		"backstop_ratelimit_rejections_total", "backstop_ratelimit_tokens")
+	for _, c := range []struct {
+		family string
+		labels map[string]string
+		want   float64
+	}{
+		{"backstop_rejections_total", map[string]string{"pipeline": "shop", "policy": ratelimit.Kind, "name": "prices", "reason": "no_token"}, 2},
+		{"backstop_rejections_total", map[string]string{"pipeline": "shop", "policy": bulkhead.Kind, "name": "prices", "reason": "limit"}, 1},
+		{"backstop_fallbacks_total", map[string]string{"pipeline": "shop", "fallback": "prices", "reason": "rejected", "from": "value"}, 3},
+		{"backstop_stage_inflight", map[string]string{"policy": bulkhead.Kind, "name": "prices"}, 0},
+		{"backstop_stage_waiting", map[string]string{"policy": bulkhead.Kind, "name": "prices"}, 0},
+		{"backstop_stage_limit", map[string]string{"policy": bulkhead.Kind, "name": "prices"}, 1},
+		{"backstop_stage_tokens", map[string]string{"policy": ratelimit.Kind, "name": "prices"}, 0}, // the token the last call took
+	} {
+		require.Equal(t, c.want, sample(t, reg, c.family, c.labels), "%s%v", c.family, c.labels)
+	}
+	n, err := testutil.GatherAndCount(reg, "backstop_rejections_total")
 	require.NoError(t, err)
+	require.Equal(t, 2, n, "one series per stage and reason")
 
-	require.Contains(t, logs.String(), `level=INFO msg="rate limiter refused" pipeline=shop limiter=prices reason=no_token retry_after=100ms`)
-	require.Contains(t, logs.String(), `level=INFO msg="bulkhead refused" pipeline=shop bulkhead=prices reason=limit retry_after=0s waited=0s`)
-	require.Contains(t, logs.String(), `level=INFO msg="fallback answered" pipeline=shop fallback=prices reason=rejected from=value error="ratelimit: prices: no token; the next comes in 100ms"`)
+	require.Contains(t, logs.String(), `level=INFO msg="stage rejected" pipeline=shop policy=rate_limit name=prices reason=no_token retry_after=100ms waited=0s`)
+	require.Contains(t, logs.String(), `level=INFO msg="stage rejected" pipeline=shop policy=bulkhead name=prices reason=limit `)
+	require.Contains(t, logs.String(), `level=INFO msg="fallback answered" pipeline=shop fallback=prices reason=rejected from=value error="rate_limit prices: rejected (no_token); retry after 100ms"`)
 }
 
-func TestObserver_RateLimitWaits(t *testing.T) {
+// TestObserver_Waits: calls a rate limiter held, then let through, are timed in
+// backstop_wait_seconds{policy, name}, and none is counted as a rejection.
+func TestObserver_Waits(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
 	obs := metrics.MustNew(reg, metrics.Options{})
+	var logs bytes.Buffer
+	log := metrics.Slog(slog.New(slog.NewTextHandler(&logs, nil)), slog.LevelInfo)
 	clock := policytest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)).AutoAdvance(true)
 	rl := ratelimit.MustNew("prices", ratelimit.Options{Rate: 10, Burst: 1, Clock: clock})
-	p := policy.MustWrap(rl, policy.Observe(obs))
+	p := policy.MustWrap(rl, policy.Name("shop"), policy.Observe(event.Observers(obs, log)))
 	for range 3 {
 		require.NoError(t, p.Do(context.Background(), func(context.Context) error { return nil }))
 	}
-	n, err := testutil.GatherAndCount(reg, "backstop_ratelimit_rejections_total")
+	n, err := testutil.GatherAndCount(reg, "backstop_rejections_total")
 	require.NoError(t, err)
 	require.Zero(t, n, "nothing refused")
-	mfs, err := reg.Gather()
+	count, sum := histogramAt(t, reg, "backstop_wait_seconds", map[string]string{"policy": ratelimit.Kind, "name": "prices"})
+	require.Equal(t, uint64(2), count, "two calls waited")
+	require.InDelta(t, 0.2, sum, 1e-9, "100ms each")
+	require.Contains(t, logs.String(), `msg="stage waited" pipeline=shop policy=rate_limit name=prices waited=100ms`)
+}
+
+// sample returns the value of the one counter or gauge of family with labels,
+// failing if there is none.
+func sample(t *testing.T, g prometheus.Gatherer, family string, labels map[string]string) float64 {
+	t.Helper()
+	v, _, _ := lookup(t, g, family, labels)
+	return v
+}
+
+// histogramAt returns the sample count and sum of the one histogram of family with
+// labels, failing if there is none.
+func histogramAt(t *testing.T, g prometheus.Gatherer, family string, labels map[string]string) (count uint64, sum float64) {
+	t.Helper()
+	_, count, sum = lookup(t, g, family, labels)
+	return count, sum
+}
+
+// lookup finds the one series of family whose labels are labels, exactly.
+func lookup(t *testing.T, g prometheus.Gatherer, family string, labels map[string]string) (value float64, count uint64, sum float64) {
+	t.Helper()
+	mfs, err := g.Gather()
 	require.NoError(t, err)
 	for _, mf := range mfs {
-		if mf.GetName() == "backstop_ratelimit_wait_seconds" {
-			h := mf.GetMetric()[0].GetHistogram()
-			require.Equal(t, uint64(2), h.GetSampleCount(), "two calls waited")
-			require.InDelta(t, 0.2, h.GetSampleSum(), 1e-9, "100ms each")
+		if mf.GetName() != family {
+			continue
+		}
+	series:
+		for _, m := range mf.GetMetric() {
+			if len(m.GetLabel()) != len(labels) {
+				continue
+			}
+			for _, l := range m.GetLabel() {
+				if v, ok := labels[l.GetName()]; !ok || v != l.GetValue() {
+					continue series
+				}
+			}
+			if h := m.GetHistogram(); h != nil {
+				return 0, h.GetSampleCount(), h.GetSampleSum()
+			}
+			return m.GetCounter().GetValue() + m.GetGauge().GetValue(), 0, 0 // one of them is nil, and reads 0
 		}
 	}
+	t.Fatalf("no series %s%v", family, labels)
+	return 0, 0, 0
 }

@@ -15,10 +15,21 @@
 // Register each thing once. A shedder listed in Options.Shedders (or added with
 // [Observer.AddShedder]) exports every shed series — its gauges, its admissions and
 // each of its refusals, counted once whichever way it refused and whatever observer
-// its own Options name. A breaker, shedder, bulkhead, rate limiter or throttle inside a
-// pipeline the Observer observes is exported when the pipeline is bound
-// ([Observer.Register]): the db breaker of p above needs no Options.Breakers. List
-// breakers that are in no observed pipeline (a shed.Options.Breaker, say).
+// its own Options name. A stage inside a pipeline the Observer observes is exported
+// when the pipeline is bound ([Observer.Register]). The db breaker of p above needs
+// no Options.Breakers. List breakers that are in no observed pipeline (a
+// shed.Options.Breaker, say).
+//
+// # Stages
+//
+// The Observer knows no stage by name: it reads what a stage publishes. Every
+// event.Rejected counts in backstop_rejections_total, labelled with the stage's
+// kind (policy), its name and its reason. Every event.Waited goes into
+// backstop_wait_seconds. A stage that implements policy.Publisher has each of its
+// gauges exported as backstop_stage_<gauge>{policy, name}. A rate limiter, say,
+// publishes backstop_stage_tokens{policy="rate_limit"}. A stage written outside
+// Backstop gets the same series. Add one that is in no observed pipeline with
+// [Observer.AddStage].
 //
 // Use one [Observer] per registry and share it between pipelines; each pipeline's
 // series are resolved once, when the pipeline is bound, so a call does no label
@@ -27,8 +38,8 @@
 // (about four per processor, at most 32 stripes of 256 bytes with the default
 // buckets), so calls on several cores do not contend, and sums its duration in
 // integer nanoseconds. With Options.NativeHistograms the duration goes through
-// client_golang's histogram instead. Names of pipelines, breakers, budgets
-// and shedders become label values: keep them to a small fixed set.
+// client_golang's histogram instead. Names of pipelines and stages become label
+// values: keep them to a small fixed set.
 //
 // # Series
 //
@@ -39,7 +50,7 @@
 //	| backstop_attempts_total              | counter   | pipeline, outcome        | attempts made by the pipeline's retry                |
 //	| backstop_retries_total               | counter   | pipeline, reason         | retries scheduled (retryable, hint, timeout, network, custom, hedge) |
 //	| backstop_retries_suppressed_total    | counter   | pipeline, why            | retries that did not happen (owner, budget, deadline, hint) |
-//	| backstop_deadlines_exceeded_total    | counter   | pipeline, kind           | deadlines run out (deadline, attempt-timeout)        |
+//	| backstop_deadlines_exceeded_total    | counter   | pipeline, kind           | deadlines run out (deadline, attempt_timeout)        |
 //	| backstop_budget_level                | gauge     | budget                   | tokens left, or retries that may start now           |
 //	| backstop_breaker_state               | gauge     | breaker                  | 0 closed, 1 half-open, 2 open (live for Options.Breakers) |
 //	| backstop_breaker_transitions_total   | counter   | breaker, from, to        | breaker state changes                                |
@@ -60,13 +71,12 @@
 //	| backstop_throttle_probability        | gauge     | throttle                 | the chance an adaptive throttle refuses a request now (AddThrottle) |
 //	| backstop_throttle_refused_total      | counter   | throttle                 | requests an adaptive throttle refused locally (AddThrottle) |
 //	| backstop_fallbacks_total             | counter   | pipeline, fallback, reason, from | failed calls a fallback answered (reason: failure, rejected, deadline; from: value, func, last-good) |
-//	| backstop_bulkhead_rejections_total   | counter   | pipeline, bulkhead, reason | calls or attempts a bulkhead refused (limit, queue, wait, deadline) |
-//	| backstop_bulkhead_inflight, _waiting, _limit | gauge | bulkhead          | a bulkhead's slots taken, calls waiting, slots (AddBulkhead) |
-//	| backstop_ratelimit_rejections_total  | counter   | pipeline, limiter, reason | calls or attempts a rate limiter refused (no_token, deadline, wait_limit) |
-//	| backstop_ratelimit_wait_seconds      | histogram | limiter                  | waits for a token by calls that then went through    |
-//	| backstop_ratelimit_tokens            | gauge     | limiter                  | tokens in the bucket now, below 0 while calls wait (AddLimiter) |
+//	| backstop_rejections_total            | counter   | pipeline, policy, name, reason | calls or attempts a stage rejected (event.Rejected) |
+//	| backstop_wait_seconds                | histogram | policy, name             | waits of calls a stage held, then let through (event.Waited) |
+//	| backstop_stage_<gauge>               | gauge     | policy, name             | a gauge a stage publishes (policy.Publisher), read at scrape |
 //
 // outcome is one of success, failure, rejected, canceled, deadline (policy.Outcome).
+// policy is a stage's Placement().Kind: "rate_limit", say, or a third party's kind.
 // No label ever holds error text, a URL or request data.
 //
 // Series exist from the start, at 0, wherever their labels are known in advance: a

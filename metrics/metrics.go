@@ -7,8 +7,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/backstop-go/backstop/deadline"
 	"github.com/backstop-go/backstop/event"
-
 	"github.com/backstop-go/backstop/policy"
 )
 
@@ -82,13 +82,16 @@ type Observer struct {
 	retryAfter   *prometheus.HistogramVec
 	fleet        *prometheus.CounterVec
 	panics       *prometheus.CounterVec
-	admission    *admission // fallbacks, bulkheads, rate limiters
+	admission    *admission // fallbacks, and every stage's rejections and waits
 
 	pipelines sync.Map // pipeline name → *pipelineSeries
 	reg       prometheus.Registerer
 
 	knownMu sync.Mutex     // guards known
 	known   map[string]any // what is exported under a name, by kind and name (see once)
+	// stageHelp is the help of each backstop_stage_* family, by gauge name: the
+	// first Help exported under the name. Guarded by knownMu.
+	stageHelp map[string]string
 	// listened holds the names of shedders whose refusals reach the Observer through
 	// its shedListener: the same refusals reaching it another way are not counted.
 	listened sync.Map
@@ -140,7 +143,7 @@ func New(reg prometheus.Registerer, o Options) (*Observer, error) {
 		callSeries: calls,
 		retries:    counter("retries_total", "Retries scheduled, by why the error was retryable (retryable, hint, throttle, timeout, network, custom, hedge).", "pipeline", "reason"),
 		suppressed: counter("retries_suppressed_total", "Retries that would have happened and did not, by why (owner, budget, deadline, hint).", "pipeline", "why"),
-		deadlines:  counter("deadlines_exceeded_total", "Calls or attempts whose deadline ran out, by kind (deadline, attempt-timeout).", "pipeline", "kind"),
+		deadlines:  counter("deadlines_exceeded_total", "Calls or attempts whose deadline ran out, by kind (deadline, attempt_timeout).", "pipeline", "kind"),
 		breakerState: &breakerStates{desc: prometheus.NewDesc(Namespace+"_breaker_state",
 			"A breaker's state: 0 closed, 1 half-open, 2 open (read at scrape for registered breakers, else after the last change).",
 			[]string{"breaker"}, nil), live: map[string]BreakerGauge{}, last: map[string]float64{}, seen: map[string]string{}},
@@ -167,6 +170,7 @@ func New(reg prometheus.Registerer, o Options) (*Observer, error) {
 	}
 	m.reg = reg
 	m.known = map[string]any{}
+	m.stageHelp = map[string]string{}
 	m.listener = &shedListener{m}
 	if err := m.register(cs...); err != nil {
 		return nil, err
@@ -233,7 +237,7 @@ func (c *breakerStates) transition(e event.Event) bool {
 }
 
 // breakerStateNames are the states, as events name them.
-var breakerStateNames = [...]string{"closed", "half-open", "open"}
+var breakerStateNames = [...]string{"closed", "half_open", "open"}
 
 // AddBreaker exports b's state from now on, read at every scrape, and its transition
 // counters at 0, and subscribes the Observer to b's transitions if b is an
@@ -416,13 +420,13 @@ func (o *pipelineObserver) Observe(e event.Event) {
 	}
 }
 
-var stateValues = map[string]float64{"closed": 0, "half-open": 1, "open": 2}
+var stateValues = map[string]float64{"closed": 0, "half_open": 1, "open": 2}
 
 // The label values the counters of a pipeline are created with, at 0.
 var (
 	retryReasons      = [...]string{"retryable", "hint", "throttle", "timeout", "network", "custom", "hedge"}
 	suppressedReasons = [...]string{event.SuppressedOwner, event.SuppressedBudget, event.SuppressedDeadline, event.SuppressedHint}
-	deadlineKinds     = [...]string{policy.KindDeadline.String(), policy.KindAttemptTimeout.String()}
+	deadlineKinds     = [...]string{deadline.Kind, deadline.KindAttempt}
 )
 
 // Observe records e.
@@ -450,7 +454,7 @@ func (m *Observer) Observe(e event.Event) {
 		m.fleet.WithLabelValues(e.Source, e.Reason, e.To).Inc()
 	case event.Panic:
 		m.panics.WithLabelValues(e.Pipeline, e.Source).Inc()
-	case event.Fallback, event.BulkheadRejected, event.RateLimited:
+	case event.Fallback, event.Rejected, event.Waited:
 		m.admission.observe(e)
 	}
 }

@@ -80,12 +80,12 @@ backstop_attempts_total{outcome="success",pipeline="orders"} 2
 backstop_breaker_state{breaker="db"} 2
 # HELP backstop_breaker_transitions_total Breaker state changes.
 # TYPE backstop_breaker_transitions_total counter
-backstop_breaker_transitions_total{breaker="db",from="closed",to="half-open"} 0
+backstop_breaker_transitions_total{breaker="db",from="closed",to="half_open"} 0
 backstop_breaker_transitions_total{breaker="db",from="closed",to="open"} 1
-backstop_breaker_transitions_total{breaker="db",from="half-open",to="closed"} 0
-backstop_breaker_transitions_total{breaker="db",from="half-open",to="open"} 0
+backstop_breaker_transitions_total{breaker="db",from="half_open",to="closed"} 0
+backstop_breaker_transitions_total{breaker="db",from="half_open",to="open"} 0
 backstop_breaker_transitions_total{breaker="db",from="open",to="closed"} 0
-backstop_breaker_transitions_total{breaker="db",from="open",to="half-open"} 0
+backstop_breaker_transitions_total{breaker="db",from="open",to="half_open"} 0
 # HELP backstop_calls_total Calls that left a pipeline, by outcome (success, failure, rejected, canceled, deadline).
 # TYPE backstop_calls_total counter
 backstop_calls_total{outcome="canceled",pipeline="orders"} 0
@@ -314,12 +314,12 @@ func TestObserver_SeriesFromTheStart(t *testing.T) {
 	err = testutil.GatherAndCompare(reg, strings.NewReader(`
 # HELP backstop_breaker_transitions_total Breaker state changes.
 # TYPE backstop_breaker_transitions_total counter
-backstop_breaker_transitions_total{breaker="db",from="closed",to="half-open"} 0
+backstop_breaker_transitions_total{breaker="db",from="closed",to="half_open"} 0
 backstop_breaker_transitions_total{breaker="db",from="closed",to="open"} 1
-backstop_breaker_transitions_total{breaker="db",from="half-open",to="closed"} 0
-backstop_breaker_transitions_total{breaker="db",from="half-open",to="open"} 0
+backstop_breaker_transitions_total{breaker="db",from="half_open",to="closed"} 0
+backstop_breaker_transitions_total{breaker="db",from="half_open",to="open"} 0
 backstop_breaker_transitions_total{breaker="db",from="open",to="closed"} 0
-backstop_breaker_transitions_total{breaker="db",from="open",to="half-open"} 0
+backstop_breaker_transitions_total{breaker="db",from="open",to="half_open"} 0
 `), "backstop_breaker_transitions_total")
 	require.NoError(t, err, "one trip, heard by pipelines a and b, counted once")
 
@@ -397,4 +397,15 @@ backstop_fleet_transitions_total{kind="budget",policy="payments",to="local"} 1
 backstop_fleet_transitions_total{kind="budget",policy="payments",to="shared"} 1
 `
 	require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(want), "backstop_fleet_transitions_total"))
+}
+
+// TestObserver_HalfOpenIsState1: a transition to "half_open", as breakers name the
+// state, reads 1 and is counted under the series created at 0.
+func TestObserver_HalfOpenIsState1(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	obs := metrics.MustNew(reg, metrics.Options{})
+	obs.Observe(event.Event{Kind: event.BreakerState, Source: "db", From: "closed", To: "open", Time: time.Unix(1, 0)})
+	obs.Observe(event.Event{Kind: event.BreakerState, Source: "db", From: "open", To: "half_open", Time: time.Unix(2, 0)})
+	require.Equal(t, 1.0, sample(t, reg, "backstop_breaker_state", map[string]string{"breaker": "db"}))
+	require.Equal(t, 1.0, sample(t, reg, "backstop_breaker_transitions_total", map[string]string{"breaker": "db", "from": "open", "to": "half_open"}))
 }

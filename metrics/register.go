@@ -7,8 +7,7 @@ import (
 	"github.com/backstop-go/backstop/policy"
 )
 
-// named is a policy with a name of its own: breakers, shedders, bulkheads, rate
-// limiters and throttles have one.
+// named is a stage with a name of its own: breakers, shedders and throttles have one.
 type named interface{ Name() string }
 
 // notifier is a shedder that reports every refusal to observers added to it:
@@ -35,45 +34,35 @@ func (m *Observer) once(what, name string, v any, add func() error) error {
 	return nil
 }
 
-// Register exports stage's series if it is a policy this package has series for and
-// that has a name of its own: a breaker (as [Observer.AddBreaker] does), a shedder
-// ([Observer.AddShedder]), a bulkhead, a rate limiter or a throttle. It implements
-// event.Registrar: policy.Wrap and Pipeline.With hand it every stage of a pipeline the
-// Observer observes, so a breaker inside an observed pipeline has its
+// Register exports the series of stage, found by the interfaces it implements:
+//   - a [BreakerGauge], as [Observer.AddBreaker] does;
+//   - a named [ShedGauges], as [Observer.AddShedder] does;
+//   - a named [ThrottleGauges], as [Observer.AddThrottle] does;
+//   - a [policy.Publisher]'s gauges, as [Observer.AddStage] does.
+//
+// It implements event.Registrar: policy.Wrap and Pipeline.With hand it every stage
+// of a pipeline the Observer observes. So a breaker in an observed pipeline has its
 // backstop_breaker_state series from the moment the pipeline is bound. A stage
-// already exported is left as it is, and so is one whose name another policy of its
-// kind exports already (register that one with the Add method to get the error).
-// Budgets have no name of their own: export them with Options.Budgets or AddBudget.
+// already exported is left as it is. So is one whose name another stage exports
+// already: register that one with an Add method to get the error. Budgets have no
+// name of their own: export them with Options.Budgets or AddBudget.
 func (m *Observer) Register(stage any) {
-	p, ok := stage.(policy.Policy)
-	if !ok {
+	if _, ok := stage.(policy.Policy); !ok {
 		return
 	}
-	n, ok := stage.(named)
-	if !ok {
-		return
+	if b, ok := stage.(BreakerGauge); ok {
+		_ = m.AddBreaker(b)
 	}
-	switch p.Kind() {
-	case policy.KindBreaker:
-		if b, ok := stage.(BreakerGauge); ok {
-			_ = m.AddBreaker(b)
-		}
-	case policy.KindShed:
+	if n, ok := stage.(named); ok {
 		if s, ok := stage.(ShedGauges); ok {
 			_ = m.AddShedder(n.Name(), s)
 		}
-	case policy.KindBulkhead:
-		if b, ok := stage.(BulkheadGauges); ok {
-			_ = m.AddBulkhead(n.Name(), b)
-		}
-	case policy.KindRateLimit:
-		if l, ok := stage.(LimiterGauges); ok {
-			_ = m.AddLimiter(n.Name(), l)
-		}
-	case policy.KindThrottle:
 		if t, ok := stage.(ThrottleGauges); ok {
 			_ = m.AddThrottle(n.Name(), t)
 		}
+	}
+	if p, ok := stage.(policy.Publisher); ok {
+		_ = m.AddStage(p)
 	}
 }
 

@@ -7,12 +7,12 @@ import (
 	"github.com/backstop-go/backstop/event"
 )
 
-// Slog returns an Observer that logs, at level, the events an operator wants to read:
-// retries scheduled and suppressed, deadlines exceeded, breaker transitions, refusals
-// by a shedder, a bulkhead or a rate limiter, fallbacks used and panics recovered (the error attribute holds the stack). Calls and
-// attempts are left to metrics. Attribute names match the metric labels: pipeline,
-// reason, why, breaker, from, to, shedder, priority, source, fallback, bulkhead,
-// limiter.
+// Slog returns an Observer that logs, at level, the events an operator wants to read.
+// These are retries scheduled and suppressed, deadlines exceeded, breaker transitions,
+// requests shed, and fallbacks used. Any stage's rejections and waits are logged too,
+// and panics recovered (the error attribute holds the stack). Calls and attempts are
+// left to metrics. Attribute names match the metric labels: pipeline, reason, why,
+// breaker, from, to, shedder, priority, source, fallback, policy, name.
 func Slog(logger *slog.Logger, level slog.Level) event.Observer {
 	return &slogObserver{l: logger, level: level}
 }
@@ -58,15 +58,13 @@ func (o *slogObserver) Observe(e event.Event) {
 	case event.Fallback:
 		o.l.LogAttrs(ctx, o.level, "fallback answered", slog.String("pipeline", e.Pipeline), slog.String("fallback", e.Source),
 			slog.String("reason", e.Reason), slog.String("from", e.To), errAttr(e.Err))
-	case event.BulkheadRejected:
-		o.l.LogAttrs(ctx, o.level, "bulkhead refused", slog.String("pipeline", e.Pipeline), slog.String("bulkhead", e.Source),
-			slog.String("reason", e.Reason), slog.Duration("retry_after", e.Delay), slog.Duration("waited", e.Elapsed))
-	case event.RateLimited:
-		if e.Err == nil {
-			return // a wait that let the call through: counted in metrics, not worth a line
-		}
-		o.l.LogAttrs(ctx, o.level, "rate limiter refused", slog.String("pipeline", e.Pipeline), slog.String("limiter", e.Source),
-			slog.String("reason", e.Reason), slog.Duration("retry_after", e.Delay))
+	case event.Rejected:
+		o.l.LogAttrs(ctx, o.level, "stage rejected", slog.String("pipeline", e.Pipeline), slog.String("policy", e.Stage),
+			slog.String("name", e.Source), slog.String("reason", e.Reason), slog.Duration("retry_after", e.Delay),
+			slog.Duration("waited", e.Elapsed))
+	case event.Waited:
+		o.l.LogAttrs(ctx, o.level, "stage waited", slog.String("pipeline", e.Pipeline), slog.String("policy", e.Stage),
+			slog.String("name", e.Source), slog.Duration("waited", e.Delay))
 	case event.Panic:
 		o.l.LogAttrs(ctx, o.level, "panic recovered", slog.String("pipeline", e.Pipeline), slog.String("source", e.Source),
 			slog.Int("attempt", e.Attempt), errAttr(e.Err))

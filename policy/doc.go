@@ -48,13 +48,13 @@
 //	| O6   | no nil policy, no policy object twice                               |                                                       |
 //	| O7   | at most one fallback, outside every stage but a shedder             | it answers the failures of the stages inside it       |
 //
-// O4 also allows one budget per pipeline. A breaker, an adaptive throttle ([KindThrottle]), a
-// bulkhead ([KindBulkhead]) and a rate limiter ([KindRateLimit]) may stand on either side of the
-// retry: outside it they count calls, inside it attempts. A fallback ([KindFallback]) stands
-// outside all of them and outside the deadline too (O7), so that it sees the retry's last
-// failure, an open breaker's refusal and the deadline's expiry. Policies of [KindOther] stand anywhere, outside a shedder too. A nil policy,
-// or a typed nil left by a failed constructor, is refused under O6; Wrap() with no
-// policies is a pass-through.
+// The rules read each stage's [Placement], never its type, so a third-party stage is
+// checked as a built-in one is. A breaker declares no trait: it stands on either side
+// of the retry, counting calls outside it and attempts inside it. A fallback encloses
+// (O7): it stands outside every stage but a shedder, and sees the retry's last
+// failure, an open breaker's refusal and the deadline's expiry. A free stage stands
+// anywhere, outside a shedder too. O6 also refuses two stages of a kind that stands
+// once. Wrap() with no policies is a pass-through.
 //
 // # One retry owner per call path
 //
@@ -100,6 +100,6 @@
 //
 // # Writing a policy
 //
-// A [Policy] returns a [Kind] and binds a [Runner]; see the Policy documentation for the
+// A [Policy] declares its [Placement] and binds a [Runner]; see the Policy documentation for the
 // rules, and package policytest for a conformance suite that checks them.
 package policy

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -23,33 +24,62 @@ var (
 	ErrRejected = errors.New("policy: rejected")
 )
 
-// A Rejection is a refusal by a policy that stands on the call path — a breaker open,
-// work shed, a throttle refusing locally — and says when to come back. Every refusal
-// of Backstop's stages implements it and matches [ErrRejected]; find it with errors.As,
-// whatever wrapping the caller adds:
+// RejectError is every refusal by a stage on the call path: a breaker open, work
+// shed, a queue full, no token left, a throttle refusing. It
+// matches [ErrRejected], and its stage's own sentinel (breaker.ErrOpen) when Err is
+// set. Find it with errors.As, whatever wrapping the caller adds:
 //
-//	var rej policy.Rejection
+//	var rej *policy.RejectError
 //	if errors.As(err, &rej) {
-//		// answer 503 with Retry-After: rej.RetryAfter(), rounded up to whole seconds
+//		// answer 503 with Retry-After: rej.RetryAfter, rounded up to whole seconds
 //	}
 //
-// Implementers (a third-party policy that refuses work):
-//   - Is(ErrRejected) reports true, so no retry retries the refusal;
-//   - RetryAfter is how long from now the policy expects to admit work again, ≥ 0; 0
-//     when it cannot tell (come back soon, with backoff);
-//   - Reason names why, from a small closed set of the policy's own (it may become a
-//     metrics label): "open", "half-open", "forced", "slow-start", "limit", "queue", "cpu", "throttled", …;
-//   - the value may be shared by many refusals: callers treat it as read-only.
-type Rejection interface {
-	error
-	RetryAfter() time.Duration
-	Reason() string
+// A third-party stage that refuses work returns one too. A RejectError may be
+// shared by many refusals: treat it as read-only.
+type RejectError struct {
+	// Policy is the refusing stage's Placement.Kind: "breaker", "shed".
+	Policy string
+	// Name is the stage's own name; "" if it has none.
+	Name string
+	// Reason says why, in snake_case from the stage's small closed set: "open",
+	// "half_open", "limit", "queue", "cpu", "no_token". It may become a label.
+	Reason string
+	// RetryAfter is how long from the refusal the stage expects to admit work again;
+	// 0 when it cannot tell (come back soon, with backoff).
+	RetryAfter time.Duration
+	// Err is the stage's own sentinel, if any (breaker.ErrOpen): the refusal
+	// unwraps to it, so errors.Is matches it too.
+	Err error
 }
+
+// Error reads "breaker db: rejected (open); retry after 1.2s".
+func (e *RejectError) Error() string {
+	var b strings.Builder
+	b.WriteString(e.Policy)
+	if e.Name != "" {
+		b.WriteString(" ")
+		b.WriteString(e.Name)
+	}
+	b.WriteString(": rejected")
+	if e.Reason != "" {
+		b.WriteString(" (" + e.Reason + ")")
+	}
+	if e.RetryAfter > 0 {
+		b.WriteString("; retry after " + e.RetryAfter.String())
+	}
+	return b.String()
+}
+
+// Is reports whether target is [ErrRejected].
+func (e *RejectError) Is(target error) bool { return target == ErrRejected }
+
+// Unwrap returns the stage's own sentinel, or nil.
+func (e *RejectError) Unwrap() error { return e.Err }
 
 // OrderError is the error [Wrap] returns for a stack that breaks an ordering rule. It
 // matches [ErrOrder].
 type OrderError struct {
-	Rule  string // "O1" … "O6"
+	Rule  string // "O1" … "O7"
 	First int    // 1-based position of the first offending stage
 	// Second is the 1-based position of the other offending stage, or 0 where the rule
 	// concerns one stage only (an attempt timeout with no retry).

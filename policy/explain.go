@@ -20,8 +20,10 @@ type StageExplainer interface {
 
 // Stage is what one policy of a pipeline does, as [StageExplainer] says it.
 type Stage struct {
-	// Kind is the policy's kind.
-	Kind Kind `json:"-"`
+	// Kind is the stage's Placement.Kind.
+	Kind string `json:"-"`
+	// Place is the stage's placement.
+	Place Placement `json:"-"`
 	// Summary says what the stage does, in a sentence or two.
 	Summary string `json:"summary"`
 	// Limit is the stage's time limit: an overall deadline or a per-attempt timeout;
@@ -45,7 +47,7 @@ type Stage struct {
 	// Refusal says how the stage may end a call without running it; "" if it never does.
 	Refusal string `json:"refusal,omitempty"`
 	// Wait is the longest the stage may hold a call before letting it run — a
-	// bulkhead's queue, a rate limiter's wait for a token — or, inside the retry, each
+	// queue, a wait for a token — or, inside the retry, each
 	// attempt; 0 if it never waits, or if only the call's deadline bounds the wait
 	// (then WaitUnbounded is set).
 	Wait time.Duration `json:"-"`
@@ -109,21 +111,22 @@ func (p *Pipeline) Explain() Explanation {
 	var callWaits, attemptWaits time.Duration // what waiting stages add, once per call or per attempt
 	unboundedWait := false
 	for i, pol := range p.policies {
+		pl := p.places[i]
 		x, ok := pol.(StageExplainer)
 		if !ok {
-			e.Unexplained = append(e.Unexplained, fmt.Sprintf("%s at position %d (%T)", pol.Kind(), i+1, pol))
-			e.Stack = append(e.Stack, Stage{Kind: pol.Kind(), Summary: fmt.Sprintf("a %T: it does not say what it does", pol)})
+			e.Unexplained = append(e.Unexplained, fmt.Sprintf("%s at position %d (%T)", pl.Kind, i+1, pol))
+			e.Stack = append(e.Stack, Stage{Kind: pl.Kind, Place: pl, Summary: fmt.Sprintf("a %T: it does not say what it does", pol)})
 			continue
 		}
 		st := x.ExplainStage()
-		st.Kind = pol.Kind()
+		st.Kind, st.Place = pl.Kind, pl
 		e.Stack = append(e.Stack, st)
-		switch st.Kind {
-		case KindDeadline:
+		switch {
+		case pl.Deadline:
 			overall = st.Limit
-		case KindAttemptTimeout:
+		case pl.Retry == InsideRetry:
 			perAttempt = st.Limit
-		case KindRetry:
+		case pl.OwnsRetries:
 			e.MaxAttempts = max(st.Attempts, 1)
 			overlapping = st.Overlapping
 			for _, s := range st.Sleeps {
@@ -180,7 +183,7 @@ func (e Explanation) String() string {
 	}
 	b.WriteString("\n")
 	for _, st := range e.Stack {
-		fmt.Fprintf(&b, "  %-16s %s\n", st.Kind.String()+":", st.Summary)
+		fmt.Fprintf(&b, "  %-16s %s\n", st.Kind+":", st.Summary)
 		for i, s := range st.Sleeps {
 			fmt.Fprintf(&b, "  %-16s before attempt %d: %v–%v, mean %v\n", "", i+2, s.Min, s.Max, s.Mean)
 		}
@@ -232,7 +235,7 @@ func (e Explanation) MarshalJSON() ([]byte, error) {
 	}
 	stack := make([]stage, len(e.Stack))
 	for i, st := range e.Stack {
-		stack[i] = stage{Kind: st.Kind.String(), LimitSeconds: st.Limit.Seconds(), WaitSeconds: st.Wait.Seconds(), Stage: st}
+		stack[i] = stage{Kind: st.Kind, LimitSeconds: st.Limit.Seconds(), WaitSeconds: st.Wait.Seconds(), Stage: st}
 	}
 	var worst *float64
 	if e.WorstCaseFrom != "" {

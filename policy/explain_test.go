@@ -94,7 +94,7 @@ func TestExplain_EveryBuiltInPolicySaysWhatItDoes(t *testing.T) {
 func TestExplain_ThirdPartyPoliciesAreNamed(t *testing.T) {
 	e := policy.MustWrap(ot(), retry.MustNew(retry.Options{})).Explain()
 	require.Len(t, e.Unexplained, 1)
-	require.Contains(t, e.Unexplained[0], "other at position 1 (*policy_test.fake)")
+	require.Contains(t, e.Unexplained[0], "chaos at position 1 (*policy_test.fake)")
 	require.Contains(t, e.String(), "unexplained:")
 }
 

@@ -15,13 +15,13 @@ import (
 
 // fake is a policy of any kind that passes calls through and records its bindings.
 type fake struct {
-	kind  policy.Kind
+	kind  policy.Placement
 	binds []policy.Env
 	order *[]string // shared log of Bind calls
 	name  string
 }
 
-func (f *fake) Kind() policy.Kind { return f.kind }
+func (f *fake) Placement() policy.Placement { return f.kind }
 
 func (f *fake) Bind(next policy.Runner, env policy.Env) policy.Runner {
 	f.binds = append(f.binds, env)
@@ -31,7 +31,7 @@ func (f *fake) Bind(next policy.Runner, env policy.Env) policy.Runner {
 	return next
 }
 
-// fakeBudget is a fake of KindBudget that implements policy.RetryBudget.
+// fakeBudget is a budget fake that implements policy.RetryBudget.
 type fakeBudget struct{ fake }
 
 func (*fakeBudget) Deposit()       {}
@@ -39,16 +39,30 @@ func (*fakeBudget) Withdraw() bool { return true }
 func (*fakeBudget) OnSuccess()     {}
 func (*fakeBudget) OnFailure()     {}
 
-func dl() *fake       { return &fake{kind: policy.KindDeadline} }
-func br() *fake       { return &fake{kind: policy.KindBreaker} }
-func rt() *fake       { return &fake{kind: policy.KindRetry} }
-func at() *fake       { return &fake{kind: policy.KindAttemptTimeout} }
-func sh() *fake       { return &fake{kind: policy.KindShed} }
-func ot() *fake       { return &fake{kind: policy.KindOther} }
-func bu() *fakeBudget { return &fakeBudget{fake{kind: policy.KindBudget}} }
-func fb() *fake       { return &fake{kind: policy.KindFallback} }
-func bh() *fake       { return &fake{kind: policy.KindBulkhead} }
-func rl() *fake       { return &fake{kind: policy.KindRateLimit} }
+// The placements of the built-in stages, as their packages declare them.
+var (
+	kDeadline = policy.Placement{Kind: "deadline", Deadline: true, Retry: policy.OutsideRetry}
+	kBreaker  = policy.Placement{Kind: "breaker", Prompt: true}
+	kRetry    = policy.Placement{Kind: "retry", OwnsRetries: true, Prompt: true}
+	kAttempt  = policy.Placement{Kind: "attempt_timeout", Retry: policy.InsideRetry}
+	kShed     = policy.Placement{Kind: "shed", Outermost: true, Once: true}
+	kFree     = policy.Placement{Kind: "chaos", Free: true}
+	kBudget   = policy.Placement{Kind: "budget", Retry: policy.OutsideRetry, Prompt: true}
+	kFallback = policy.Placement{Kind: "fallback", Encloses: true}
+	kBulkhead = policy.Placement{Kind: "bulkhead"}
+	kLimiter  = policy.Placement{Kind: "rate_limit"}
+)
+
+func dl() *fake       { return &fake{kind: kDeadline} }
+func br() *fake       { return &fake{kind: kBreaker} }
+func rt() *fake       { return &fake{kind: kRetry} }
+func at() *fake       { return &fake{kind: kAttempt} }
+func sh() *fake       { return &fake{kind: kShed} }
+func ot() *fake       { return &fake{kind: kFree} }
+func bu() *fakeBudget { return &fakeBudget{fake{kind: kBudget}} }
+func fb() *fake       { return &fake{kind: kFallback} }
+func bh() *fake       { return &fake{kind: kBulkhead} }
+func rl() *fake       { return &fake{kind: kLimiter} }
 
 func TestWrap_Order(t *testing.T) {
 	same := br()
@@ -62,7 +76,7 @@ func TestWrap_Order(t *testing.T) {
 		// Accepted stacks.
 		{name: "deadline, breaker, retry", stack: []policy.Policy{dl(), br(), rt()}},
 		{name: "deadline, retry, breaker", stack: []policy.Policy{dl(), rt(), br()}},
-		{name: "deadline, budget, retry, attempt-timeout", stack: []policy.Policy{dl(), bu(), rt(), at()}},
+		{name: "deadline, budget, retry, attempt_timeout", stack: []policy.Policy{dl(), bu(), rt(), at()}},
 		{name: "shed, deadline, breaker", stack: []policy.Policy{sh(), dl(), br()}},
 		{name: "breaker, budget, retry", stack: []policy.Policy{br(), bu(), rt()}},
 		{name: "others anywhere", stack: []policy.Policy{ot(), dl(), ot(), rt(), ot(), at(), ot()}},
@@ -85,18 +99,18 @@ func TestWrap_Order(t *testing.T) {
 		{name: "budget inside retry", stack: []policy.Policy{rt(), bu()}, rule: "O4", pos: [2]int{2, 1}, fix: "move the budget outward"},
 		{name: "budget without retry", stack: []policy.Policy{dl(), bu(), br()}, rule: "O4", pos: [2]int{2, 0}, fix: "add a retry after it"},
 		{name: "two budgets", stack: []policy.Policy{bu(), bu(), rt()}, rule: "O4", pos: [2]int{1, 2}, fix: "one budget per retry"},
-		{name: "budget not a RetryBudget", stack: []policy.Policy{&fake{kind: policy.KindBudget}, rt()}, rule: "O4", pos: [2]int{1, 0}, fix: "does not implement policy.RetryBudget"},
+		{name: "outside-retry stage inside the retry", stack: []policy.Policy{rt(), &fake{kind: policy.Placement{Kind: "cache", Retry: policy.OutsideRetry}}}, rule: "O4", pos: [2]int{2, 1}, fix: "move the cache outward"},
 		// O5: shedder outermost, never with a retry.
-		{name: "shed not outermost", stack: []policy.Policy{dl(), sh()}, rule: "O5", pos: [2]int{2, 1}, fix: "move the shedder outward"},
+		{name: "shed not outermost", stack: []policy.Policy{dl(), sh()}, rule: "O5", pos: [2]int{2, 1}, fix: "move the shed outward"},
 		{name: "shed with retry", stack: []policy.Policy{sh(), dl(), rt()}, rule: "O5", pos: [2]int{1, 3}, fix: "retries belong on the client call path"},
 		// O7: one fallback, outside every stage whose failures it answers.
 		{name: "fallback inside retry", stack: []policy.Policy{dl(), rt(), fb()}, rule: "O7", pos: [2]int{3, 1},
 			fix: "fallback at position 3 is inside deadline at position 1; move the fallback outward"},
 		{name: "fallback inside breaker", stack: []policy.Policy{br(), fb(), rt()}, rule: "O7", pos: [2]int{2, 1}, fix: "inside breaker at position 1"},
 		{name: "fallback inside bulkhead", stack: []policy.Policy{bh(), fb()}, rule: "O7", pos: [2]int{2, 1}, fix: "inside bulkhead at position 1"},
-		{name: "fallback inside rate limit", stack: []policy.Policy{ot(), rl(), fb()}, rule: "O7", pos: [2]int{3, 2}, fix: "inside rate-limit at position 2"},
+		{name: "fallback inside rate limit", stack: []policy.Policy{ot(), rl(), fb()}, rule: "O7", pos: [2]int{3, 2}, fix: "inside rate_limit at position 2"},
 		{name: "two fallbacks", stack: []policy.Policy{fb(), fb(), dl()}, rule: "O7", pos: [2]int{1, 2}, fix: "keep one fallback"},
-		{name: "fallback outside shed", stack: []policy.Policy{fb(), sh()}, rule: "O5", pos: [2]int{2, 1}, fix: "move the shedder outward"},
+		{name: "fallback outside shed", stack: []policy.Policy{fb(), sh()}, rule: "O5", pos: [2]int{2, 1}, fix: "move the shed outward"},
 		// O6: nil and duplicates.
 		{name: "nil policy", stack: []policy.Policy{dl(), nil}, rule: "O6", pos: [2]int{2, 0}, fix: "is nil"},
 		{name: "same object twice", stack: []policy.Policy{same, rt(), same}, rule: "O6", pos: [2]int{1, 3}, fix: "create a second one"},
@@ -137,7 +151,7 @@ func TestWrap_O1MessageIsExact(t *testing.T) {
 // uncomparable is a policy whose dynamic type cannot be compared with ==.
 type uncomparable struct{ _ []string }
 
-func (uncomparable) Kind() policy.Kind                                   { return policy.KindOther }
+func (uncomparable) Placement() policy.Placement                         { return kFree }
 func (uncomparable) Bind(next policy.Runner, _ policy.Env) policy.Runner { return next }
 
 func TestWrap_UncomparablePolicyDoesNotPanic(t *testing.T) {
@@ -160,10 +174,10 @@ func TestMustWrap_PanicsWithWrapsError(t *testing.T) {
 
 func TestWrap_BindsInnermostFirstWithEnv(t *testing.T) {
 	var order []string
-	d := &fake{kind: policy.KindDeadline, name: "deadline", order: &order}
-	b := &fakeBudget{fake{kind: policy.KindBudget, name: "budget", order: &order}}
-	r := &fake{kind: policy.KindRetry, name: "retry", order: &order}
-	a := &fake{kind: policy.KindAttemptTimeout, name: "attempt", order: &order}
+	d := &fake{kind: kDeadline, name: "deadline", order: &order}
+	b := &fakeBudget{fake{kind: kBudget, name: "budget", order: &order}}
+	r := &fake{kind: kRetry, name: "retry", order: &order}
+	a := &fake{kind: kAttempt, name: "attempt", order: &order}
 	p, err := policy.Wrap(d, b, r, a)
 	require.NoError(t, err)
 	require.Equal(t, []string{"attempt", "retry", "budget", "deadline"}, order, "Bind order")
@@ -179,13 +193,13 @@ func TestWrap_BindsInnermostFirstWithEnv(t *testing.T) {
 	require.NotNil(t, r.binds[1].Observer)
 	require.Equal(t, "", p.Name(), "With leaves the original unchanged")
 	require.Equal(t, "orders", q.Name())
-	require.Equal(t, "orders: deadline → budget → retry → attempt-timeout", q.String())
+	require.Equal(t, "orders: deadline → budget → retry → attempt_timeout", q.String())
 }
 
 // nilBinder returns a nil Runner, breaking the Policy contract.
 type nilBinder struct{}
 
-func (nilBinder) Kind() policy.Kind                            { return policy.KindOther }
+func (nilBinder) Placement() policy.Placement                  { return kFree }
 func (nilBinder) Bind(policy.Runner, policy.Env) policy.Runner { return nil }
 
 func TestWrap_RefusesNilRunner(t *testing.T) {
@@ -204,7 +218,7 @@ type maxFake struct {
 func (m *maxFake) MaxAttempts() int { return m.n }
 
 func TestWrap_O2CountsTheRealAttempts(t *testing.T) {
-	_, err := policy.Wrap(&maxFake{fake{kind: policy.KindRetry}, 3}, br(), &maxFake{fake{kind: policy.KindRetry}, 4})
+	_, err := policy.Wrap(&maxFake{fake{kind: kRetry}, 3}, br(), &maxFake{fake{kind: kRetry}, 4})
 	want := "policy: O2: retries at positions 1 and 3; keep one retry per pipeline, since nested retries multiply: 3 × 4 = 12 attempts per call"
 	if err == nil || err.Error() != want {
 		t.Errorf("Wrap(retry(3), breaker, retry(4)) = %v; want %q", err, want)
@@ -258,13 +272,13 @@ func TestWrap_RefusesTypedNil(t *testing.T) {
 // field: == on two of its values panics.
 type funcHolder struct{ hook any }
 
-func (funcHolder) Kind() policy.Kind                                   { return policy.KindOther }
+func (funcHolder) Placement() policy.Placement                         { return kFree }
 func (funcHolder) Bind(next policy.Runner, _ policy.Env) policy.Runner { return next }
 
-// panicky panics in Kind.
+// panicky panics in Placement.
 type panicky struct{}
 
-func (panicky) Kind() policy.Kind                                   { panic("no kind") }
+func (panicky) Placement() policy.Placement                         { panic("no placement") }
 func (panicky) Bind(next policy.Runner, _ policy.Env) policy.Runner { return next }
 
 func TestWrap_NeverPanics(t *testing.T) {
@@ -275,22 +289,22 @@ func TestWrap_NeverPanics(t *testing.T) {
 
 	p, err = policy.Wrap(dl(), panicky{})
 	if err == nil || p != nil || !strings.Contains(err.Error(), "panicked") {
-		t.Errorf("Wrap(policy whose Kind panics) = %v, %v; want an error saying it panicked", p, err)
+		t.Errorf("Wrap(policy whose Placement panics) = %v, %v; want an error saying it panicked", p, err)
 	}
 }
 
-func TestCheckKinds_TheSameRulesAsWrap(t *testing.T) {
+func TestCheckPlacements_TheSameRulesAsWrap(t *testing.T) {
 	for _, stack := range [][]policy.Policy{
 		{dl(), br(), rt()}, {br(), rt(), dl()}, {rt(), rt()}, {at(), rt()}, {bu(), br()}, {dl(), sh()}, {sh(), rt()}, {ot(), sh()},
 	} {
-		kinds := make([]policy.Kind, len(stack))
+		places := make([]policy.Placement, len(stack))
 		for i, p := range stack {
-			kinds[i] = p.Kind()
+			places[i] = p.Placement()
 		}
 		_, wrapErr := policy.Wrap(stack...)
-		kindErr := policy.CheckKinds(kinds...)
-		if (wrapErr == nil) != (kindErr == nil) || wrapErr != nil && wrapErr.Error() != kindErr.Error() {
-			t.Errorf("CheckKinds(%v) = %v; Wrap said %v", kinds, kindErr, wrapErr)
+		placeErr := policy.CheckPlacements(places...)
+		if (wrapErr == nil) != (placeErr == nil) || wrapErr != nil && wrapErr.Error() != placeErr.Error() {
+			t.Errorf("CheckPlacements(%v) = %v; Wrap said %v", places, placeErr, wrapErr)
 		}
 	}
 }
@@ -300,8 +314,8 @@ func TestCheckKinds_TheSameRulesAsWrap(t *testing.T) {
 // counting stages only.
 func TestWrap_OptionsAreNotStages(t *testing.T) {
 	var order []string
-	d := &fake{kind: policy.KindDeadline, name: "deadline", order: &order}
-	r := &fake{kind: policy.KindRetry, name: "retry", order: &order}
+	d := &fake{kind: kDeadline, name: "deadline", order: &order}
+	r := &fake{kind: kRetry, name: "retry", order: &order}
 	obs := event.ObserverFunc(func(event.Event) {})
 	p, err := policy.Wrap(policy.Name("db"), d, r, policy.Observe(obs))
 	require.NoError(t, err)
@@ -311,7 +325,7 @@ func TestWrap_OptionsAreNotStages(t *testing.T) {
 	require.NotNil(t, r.binds[0].Observer)
 	require.Equal(t, 2, r.binds[0].Position, "positions count stages only")
 
-	_, err = policy.Wrap(&fake{kind: policy.KindRetry, name: "retry"}, policy.Name("db"), &fake{kind: policy.KindDeadline, name: "deadline"})
+	_, err = policy.Wrap(&fake{kind: kRetry, name: "retry"}, policy.Name("db"), &fake{kind: kDeadline, name: "deadline"})
 	var oe *policy.OrderError
 	require.ErrorAs(t, err, &oe)
 	require.ElementsMatch(t, []int{1, 2}, []int{oe.First, oe.Second}, "the option between them takes no position")

@@ -30,7 +30,8 @@ type Pipeline struct {
 	elapsedOnly bool
 
 	policies      []Policy
-	budget, retry int // indexes in policies, −1 if absent
+	places        []Placement // each policy's
+	budget, retry int         // indexes in policies, −1 if absent
 	name          string
 	obs           event.Observer   // as given to Observe
 	subs          []event.Observer // obs's members as they subscribe to event.Sources: comparable
@@ -56,8 +57,10 @@ type Pipeline struct {
 // Wrap binds each stage once, innermost first, and then hands each stage to the
 // pipeline's Observer if it keeps series of policies (an event.Registrar: metrics
 // exports a breaker's state from then on) and subscribes the Observer to each stage
-// that reports events of its own (an event.Source: a breaker's transitions). Wrap never panics: a policy whose Kind or Bind panics is refused with
-// an error naming its position.
+// that reports events of its own (an event.Source: a breaker's transitions).
+//
+// Wrap never panics: a policy whose Placement or Bind panics is refused with an
+// error naming its position.
 func Wrap(policies ...Policy) (p *Pipeline, err error) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -73,11 +76,11 @@ func Wrap(policies ...Policy) (p *Pipeline, err error) {
 		}
 		stages = append(stages, pol)
 	}
-	budget, retry, err := checkOrder(stages)
+	places, budget, retry, err := checkOrder(stages)
 	if err != nil {
 		return nil, err
 	}
-	p = &Pipeline{policies: stages, budget: budget, retry: retry, clock: SystemClock()}
+	p = &Pipeline{policies: stages, places: places, budget: budget, retry: retry, clock: SystemClock()}
 	for _, o := range opts {
 		o.apply(p)
 	}
@@ -108,8 +111,8 @@ func (p *Pipeline) bind() error {
 	}
 	var attemptTimeout time.Duration
 	if p.retry >= 0 {
-		for _, pol := range p.policies[p.retry+1:] {
-			if l, ok := attemptLimit(pol); ok {
+		for i := p.retry + 1; i < len(p.policies); i++ {
+			if l, ok := p.attemptLimit(i); ok {
 				attemptTimeout = l
 			}
 		}
@@ -130,11 +133,11 @@ func (p *Pipeline) bind() error {
 			env.Budget = budget
 			env.AttemptTimeout = attemptTimeout
 		}
-		if p.policies[i].Kind() == KindDeadline {
+		if p.places[i].Deadline {
 			env.AttemptTimeout = p.boundingTimeout(i)
 		}
 		if r = p.policies[i].Bind(r, env); r == nil {
-			return fmt.Errorf("policy: %s at position %d (%T) %w", p.policies[i].Kind(), i+1, p.policies[i], errNilRunner)
+			return fmt.Errorf("policy: %s at position %d (%T) %w", p.places[i].Kind, i+1, p.policies[i], errNilRunner)
 		}
 	}
 	p.runner = r
@@ -152,28 +155,24 @@ func (p *Pipeline) bind() error {
 }
 
 // boundingTimeout returns, for the overall deadline at index i, the limit of the
-// per-attempt timeout inside it that bounds every attempt of a call under an owner
-// elsewhere on the call path, or 0 if none does: only breakers, budgets, throttles and
-// retries stand between the two, and none of them waits outside an attempt when its
-// call makes one attempt (a retry under an owner makes one). See Env.AttemptTimeout.
+// per-attempt timeout inside it when only prompt stages stand between the two, or 0.
+// See Env.AttemptTimeout.
 func (p *Pipeline) boundingTimeout(i int) time.Duration {
-	for _, pol := range p.policies[i+1:] {
-		switch pol.Kind() {
-		case KindBreaker, KindBudget, KindThrottle, KindRetry:
-			continue
-		case KindAttemptTimeout:
-			l, _ := attemptLimit(pol)
+	for j := i + 1; j < len(p.policies); j++ {
+		if l, ok := p.attemptLimit(j); ok {
 			return l
 		}
-		return 0
+		if !p.places[j].Prompt {
+			return 0
+		}
 	}
 	return 0
 }
 
-// attemptLimit returns the limit of a per-attempt timeout: a [KindAttemptTimeout]
-// policy with a Limit() time.Duration method, as deadline.PerAttempt has.
-func attemptLimit(pol Policy) (time.Duration, bool) {
-	if l, ok := pol.(interface{ Limit() time.Duration }); ok && pol.Kind() == KindAttemptTimeout {
+// attemptLimit returns the limit of the per-attempt timeout at index i: an
+// InsideRetry stage with a Limit() time.Duration method, as deadline.PerAttempt has.
+func (p *Pipeline) attemptLimit(i int) (time.Duration, bool) {
+	if l, ok := p.policies[i].(interface{ Limit() time.Duration }); ok && p.places[i].Retry == InsideRetry {
 		return l.Limit(), true
 	}
 	return 0, false
@@ -283,11 +282,11 @@ func (p *Pipeline) String() string {
 	if len(p.policies) == 0 {
 		b.WriteString("(empty)")
 	}
-	for i, pol := range p.policies {
+	for i, pl := range p.places {
 		if i > 0 {
 			b.WriteString(" → ")
 		}
-		b.WriteString(pol.Kind().String())
+		b.WriteString(pl.Kind)
 	}
 	return b.String()
 }
@@ -305,8 +304,8 @@ type optionFunc func(*Pipeline)
 
 func (f optionFunc) apply(p *Pipeline) { f(p) }
 
-// Kind is KindOther; Wrap never checks an Option against the rules.
-func (optionFunc) Kind() Kind { return KindOther }
+// Placement is a free one; Wrap never checks an Option against the rules.
+func (optionFunc) Placement() Placement { return Placement{Kind: "option", Free: true} }
 
 // Bind returns next: an Option does nothing per call (Wrap never binds one).
 func (optionFunc) Bind(next Runner, _ Env) Runner { return next }

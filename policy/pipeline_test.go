@@ -110,8 +110,6 @@ func TestOutcome(t *testing.T) {
 }
 
 func TestKindAndEventNames(t *testing.T) {
-	require.Equal(t, "attempt-timeout", policy.KindAttemptTimeout.String())
-	require.Equal(t, "kind(99)", policy.Kind(99).String())
 	require.Equal(t, "retry_suppressed", event.RetrySuppressed.String())
 	require.Equal(t, "unknown", event.Kind(0).String())
 }

@@ -2,7 +2,6 @@ package policy
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/backstop-go/backstop/event"
@@ -28,71 +27,65 @@ func (f RunnerFunc) Run(ctx context.Context, fn Func) error { return f(ctx, fn) 
 // A Policy is one stage of a [Pipeline].
 //
 // Implementers:
-//   - Kind returns a constant; [Wrap] checks the ordering rules on it. Third-party
-//     policies return [KindOther] and may stand anywhere.
-//   - Bind is called once per pipeline (and again by [Pipeline.With]), innermost stage
-//     first, with the Runner below the stage. It returns the Runner that does the stage's
-//     per-call work. Bind must not run fn; per-call work happens in Run, never in Bind.
-//     A stage with nothing to do per call returns next itself.
-//   - A policy object may be bound into several pipelines; state it keeps (a breaker's
+//   - Placement returns the same value on every call; [Wrap] checks the ordering
+//     rules on it. A built-in stage declares its placement as a third party does.
+//   - Bind is called once per pipeline, innermost stage first, with the Runner below
+//     the stage. It returns the Runner that does the stage's per-call work. Bind
+//     must not run fn. A stage with nothing to do per call returns next itself.
+//   - A policy object may be bound into several pipelines. Its state (a breaker's
 //     counts, a budget's tokens) is then shared by all of them.
-//   - Run must be safe for concurrent use and honour ctx: it never waits (sleeps,
-//     queues) past the end of ctx, and returns promptly once ctx is done.
-//   - Run returns fn's error (possibly wrapped, so that errors.Is still finds it) unless
-//     the policy refused the call, in which case the error matches [ErrRejected].
-//   - The Releaser rule: a stage that derives a context for the stages below (a
-//     deadline's context.WithTimeout) must not cancel it when Run returns. It hands the
-//     cancel function to callpath.DeferRelease, which runs it at once unless the caller's ctx
-//     carries a callpath.Releaser; then it runs when the caller releases, because the result
-//     of the call is read after Run returns (an HTTP response body).
+//   - Run must be safe for concurrent use and honour ctx: it never waits past the
+//     end of ctx, and returns promptly once ctx is done.
+//   - Run returns fn's error, wrapped or not, unless the policy refused the call.
+//     A refusal matches [ErrRejected]; use [RejectError].
+//   - A stage that derives a context for the stages below must not cancel it when
+//     Run returns: see the Releaser rule in the package documentation.
 type Policy interface {
-	Kind() Kind
+	Placement() Placement
 	Bind(next Runner, env Env) Runner
 }
 
-// Kind says what a [Policy] is, for the ordering rules of [Wrap].
-type Kind uint8
+// Placement is what a stage declares about itself: its kind, and where it may stand.
+// [Wrap] checks the ordering rules O1–O7 on placements alone, so a third-party
+// stage is checked as a built-in one is. The zero Placement (with a Kind) is a stage
+// placed like a breaker: anywhere inside a shedder and a fallback.
+type Placement struct {
+	// Kind names the stage in events, metrics and errors: "breaker", "retry".
+	// It is snake_case, and required.
+	Kind string
+	// OwnsRetries marks the retry: one per pipeline (O2).
+	OwnsRetries bool
+	// Deadline marks the overall deadline: one per pipeline, outside the retry (O1).
+	Deadline bool
+	// Retry is where the stage stands relative to the retry (O3, O4).
+	Retry Side
+	// Outermost stages stand before every other stage, and the pipeline holds no
+	// retry (O5). A shedder is one.
+	Outermost bool
+	// Encloses marks a stage that answers the failures of the stages inside it: it
+	// stands outside every stage but outermost and free ones (O7). A fallback is one.
+	Encloses bool
+	// Free stages stand anywhere, even outside outermost and enclosing ones.
+	Free bool
+	// Once allows at most one stage of this kind in a pipeline (O6).
+	Once bool
+	// Prompt says the stage never waits before it calls the stage below: no queue,
+	// no token wait. See [Env.AttemptTimeout].
+	Prompt bool
+}
 
-// The kinds of policy. The zero Kind is [KindOther].
+// Side says where a stage stands relative to the pipeline's retry.
+type Side uint8
+
+// The sides of a retry.
 const (
-	KindOther          Kind = iota // a third-party policy: no ordering rule applies
-	KindDeadline                   // an overall deadline (deadline.New)
-	KindBreaker                    // a circuit breaker
-	KindBudget                     // a retry budget; must implement [RetryBudget]
-	KindRetry                      // a retry loop
-	KindAttemptTimeout             // a per-attempt timeout (deadline.PerAttempt)
-	KindShed                       // a load shedder
-	KindThrottle                   // client-side adaptive throttling: placed like a breaker
-	KindFallback                   // a fallback: outside every stage whose failures it answers (O7)
-	KindBulkhead                   // a client-side bulkhead (a cap on concurrent calls): placed like a breaker
-	KindRateLimit                  // a client-side rate limiter: placed like a breaker
+	RetryAnywhere Side = iota // either side, or no retry at all
+	// OutsideRetry stages stand outside the retry when there is one. One that
+	// implements [RetryBudget] is the retry's budget: it needs a retry (O4).
+	OutsideRetry
+	// InsideRetry stages need a retry, and stand inside it (O3): a per-attempt timeout.
+	InsideRetry
 )
-
-// KindLast is the last Kind defined; tools that check a Kind is one of the constants
-// compare against it.
-const KindLast = KindRateLimit
-
-var kindNames = [...]string{
-	KindOther:          "other",
-	KindDeadline:       "deadline",
-	KindBreaker:        "breaker",
-	KindBudget:         "budget",
-	KindRetry:          "retry",
-	KindAttemptTimeout: "attempt-timeout",
-	KindShed:           "shed",
-	KindThrottle:       "throttle",
-	KindFallback:       "fallback",
-	KindBulkhead:       "bulkhead",
-	KindRateLimit:      "rate-limit",
-}
-
-// String returns the kind's name as used in error messages: "deadline", "retry", …
-func (k Kind) String() string {
-	if int(k) < len(kindNames) {
-		return kindNames[k]
-	}
-	return fmt.Sprintf("kind(%d)", uint8(k))
-}
 
 // Env is what [Wrap] tells a stage about the pipeline it is bound into. Its zero value
 // is valid: an unnamed pipeline with no observer and no budget.
@@ -102,25 +95,22 @@ type Env struct {
 	// Observer receives the stage's events; nil means nobody listens, and a stage must
 	// then do no event work at all.
 	Observer event.Observer
-	// Budget is, for a stage of [KindRetry], the budget standing outside it; nil if none.
+	// Budget is, for the retry, the budget standing outside it; nil if none.
 	Budget RetryBudget
 	// Position is the stage's 1-based position in the pipeline, outermost first.
 	Position int
-	// AttemptTimeout is, for a stage of [KindRetry], the limit of the per-attempt
-	// timeout standing inside it (a [KindAttemptTimeout] policy with a
-	// Limit() time.Duration method, as deadline.PerAttempt has); 0 if none. A retry
-	// uses it to avoid starting an attempt that cannot finish before the deadline.
+	// AttemptTimeout is, for the retry, the limit of the per-attempt timeout inside
+	// it: an [InsideRetry] stage with a Limit() time.Duration method, as
+	// deadline.PerAttempt has. It is 0 if none. A retry uses it to avoid starting an
+	// attempt that cannot finish before the deadline.
 	//
-	// For a stage of [KindDeadline] it is the limit of the per-attempt timeout inside
-	// it when only breakers, budgets, throttles and retries stand between the two; 0
-	// otherwise. None of those waits outside an attempt when the call makes one
-	// attempt, as a retry does under an owner elsewhere on the call path: each such
-	// call then ends within that limit, and an overall deadline longer than it could
-	// never fire first.
+	// For the overall deadline it is that limit when only [Placement.Prompt] stages
+	// stand between the two, and 0 otherwise. A call that makes one attempt then ends
+	// within that limit, so a longer overall deadline could never fire first.
 	AttemptTimeout time.Duration
 }
 
-// RetryBudget is the contract between a budget (a [Policy] of [KindBudget]) and the
+// RetryBudget is the contract between a budget (an [OutsideRetry] stage) and the
 // retry standing inside it, handed to the retry in [Env.Budget] when the pipeline is built.
 //
 // Implementers: every method is called on the hot path of a call, must be safe for
@@ -154,4 +144,24 @@ type RetryLease interface {
 	RetryBudget
 	Take(reason string) (taken int64, ok bool)
 	End(taken int64, ok bool)
+}
+
+// Gauge is one value a stage publishes about its state, read at every scrape.
+type Gauge struct {
+	// Name is snake_case and says what is measured: "inflight", "waiting", "limit".
+	Name string
+	// Help is one sentence for the series' help text.
+	Help string
+	// Value reads the gauge. It must be safe for concurrent use and cheap.
+	Value func() float64
+}
+
+// A Publisher is a named stage that publishes gauges of its state. An observer that
+// keeps series (package metrics, package policyotel) exports each gauge of each
+// stage it is handed as backstop_stage_<Gauge.Name>{policy, name}, where policy is
+// the stage's Placement.Kind. No observer lists the stages it knows.
+type Publisher interface {
+	Policy
+	Name() string
+	Gauges() []Gauge
 }

@@ -18,7 +18,7 @@ type source struct {
 	subs map[event.Observer]string
 }
 
-func (s *source) Kind() policy.Kind                                   { return policy.KindBreaker }
+func (s *source) Placement() policy.Placement                         { return policy.Placement{Kind: "breaker"} }
 func (s *source) Bind(next policy.Runner, _ policy.Env) policy.Runner { return next }
 func (s *source) Subscribe(o event.Observer, pipeline string) {
 	s.mu.Lock()

@@ -45,7 +45,7 @@ func TestParse_TheRouteInTestdata(t *testing.T) {
 	require.Equal(t, []string{"5xx", "reset", "connect-failure"}, r.RetryOn)
 	require.True(t, r.Retrying)
 	require.Empty(t, r.Unsupported)
-	require.Equal(t, "prefix /api: deadline → retry → attempt-timeout", r.Pipeline.String())
+	require.Equal(t, "prefix /api: deadline → retry → attempt_timeout", r.Pipeline.String())
 	e := r.Explain()
 	require.Equal(t, 3, e.MaxAttempts)
 	require.Equal(t, 3*time.Second, e.WorstCase, "3 × 1 s + back-off is more than 3 s: the route timeout bounds it")

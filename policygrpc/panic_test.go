@@ -18,7 +18,7 @@ import (
 // interceptor starts for the pipeline.
 type panicking struct{}
 
-func (panicking) Kind() policy.Kind { return policy.KindOther }
+func (panicking) Placement() policy.Placement { return policy.Placement{Kind: "panicking", Free: true} }
 func (panicking) Bind(policy.Runner, policy.Env) policy.Runner {
 	return policy.RunnerFunc(func(context.Context, policy.Func) error { panic("policy bug") })
 }

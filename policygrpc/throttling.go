@@ -19,8 +19,8 @@ import (
 // whose retries another process owns are counted too, each once.
 type channelBudget struct{ b *budget.TokenBucket }
 
-// Kind returns policy.KindBudget.
-func (channelBudget) Kind() policy.Kind { return policy.KindBudget }
+// Placement is a budget's.
+func (channelBudget) Placement() policy.Placement { return budget.Place }
 
 // Bind returns next: the retry inside talks to the budget through policy.Env.Budget.
 func (channelBudget) Bind(next policy.Runner, _ policy.Env) policy.Runner { return next }

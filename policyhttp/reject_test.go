@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/require"
@@ -30,21 +31,37 @@ func TestWriteRejection_AnswersAForcedBreakerWithItsRetryAfter(t *testing.T) {
 	require.Equal(t, "application/problem+json", rec.Header().Get("Content-Type"))
 }
 
-func TestWriteRejection_AHalfOpenBreakerWithoutProbeTimeSaysComeBackInASecond(t *testing.T) {
+func TestWriteRejection_ARefusalWithoutRetryAfterSaysComeBackInASecond(t *testing.T) {
 	rec := httptest.NewRecorder()
-	require.True(t, policyhttp.WriteRejection(rec, &breaker.OpenError{Name: "db", HalfOpen: true}))
+	rej := &policy.RejectError{Policy: breaker.Kind, Name: "db", Reason: breaker.ReasonHalfOpen, Err: breaker.ErrOpen}
+	require.True(t, policyhttp.WriteRejection(rec, rej))
 	require.Equal(t, "1", rec.Header().Get("Retry-After"), "at least 1 s: delay-seconds has no smaller value")
 	require.Equal(t, "0", rec.Header().Get(callpath.HeaderRetryAfterMillis))
-	require.Equal(t, "half-open", rec.Header().Get(callpath.HeaderRefused))
+	require.Equal(t, "half_open", rec.Header().Get(callpath.HeaderRefused))
 }
 
 // A half-open breaker's refusal asks callers back after the time its probes are given:
 // coming back at once would spend a caller's attempts while the probes are still out.
 func TestWriteRejection_AHalfOpenBreakerGivesItsProbesTime(t *testing.T) {
-	rec := httptest.NewRecorder()
-	require.True(t, policyhttp.WriteRejection(rec, &breaker.OpenError{Name: "db", HalfOpen: true, ProbeTime: 1500 * time.Millisecond}))
-	require.Equal(t, "2", rec.Header().Get("Retry-After"), "1.5 s rounded up to whole seconds")
-	require.Equal(t, "1500", rec.Header().Get(callpath.HeaderRetryAfterMillis))
+	synctest.Test(t, func(t *testing.T) {
+		b := breaker.MustNew("db", breaker.Options{ConsecutiveFailures: 1, OpenTimeout: 1500 * time.Millisecond, OpenJitter: -1})
+		p := policy.MustWrap(b)
+		_ = p.Do(context.Background(), func(context.Context) error { return errors.New("db down") })
+		time.Sleep(1500 * time.Millisecond)
+		release, probed := make(chan struct{}), make(chan error)
+		go func() {
+			probed <- p.Do(context.Background(), func(context.Context) error { <-release; return nil })
+		}()
+		synctest.Wait() // the probe is out
+
+		rec := httptest.NewRecorder()
+		require.True(t, policyhttp.WriteRejection(rec, p.Do(context.Background(), func(context.Context) error { return nil })))
+		require.Equal(t, "2", rec.Header().Get("Retry-After"), "1.5 s rounded up to whole seconds")
+		require.Equal(t, "1500", rec.Header().Get(callpath.HeaderRetryAfterMillis))
+		require.Equal(t, "half_open", rec.Header().Get(callpath.HeaderRefused))
+		close(release)
+		require.NoError(t, <-probed)
+	})
 }
 
 func TestWriteRejection_WritesNothingForOtherErrors(t *testing.T) {

@@ -11,10 +11,10 @@ import (
 )
 
 // admission holds the instruments of the stages that admit, refuse or replace calls
-// client-side: fallbacks, bulkheads and rate limiters.
+// client-side: fallbacks, and every stage's rejections and waits.
 type admission struct {
-	fallbacks, bulkhead, limited metric.Int64Counter
-	waits                        metric.Float64Histogram
+	fallbacks, rejections metric.Int64Counter
+	waits                 metric.Float64Histogram
 }
 
 func newAdmission(m metric.Meter) (*admission, []error) {
@@ -26,47 +26,37 @@ func newAdmission(m metric.Meter) (*admission, []error) {
 		return c
 	}
 	a.fallbacks = counter("backstop.fallbacks", "{call}", "Failed calls a fallback answered, by the failure's outcome and what answered.")
-	a.bulkhead = counter("backstop.bulkhead.rejections", "{call}", "Calls or attempts a bulkhead refused, by why.")
-	a.limited = counter("backstop.ratelimit.rejections", "{call}", "Calls or attempts a rate limiter refused, by why.")
+	a.rejections = counter("backstop.rejections", "{call}", "Calls or attempts a stage rejected, by the stage's kind (policy), its name and why.")
 	var err error
-	a.waits, err = m.Float64Histogram("backstop.ratelimit.wait", metric.WithUnit("s"),
-		metric.WithDescription("Waits for a rate limiter's token by calls that then went through."))
+	a.waits, err = m.Float64Histogram("backstop.wait", metric.WithUnit("s"),
+		metric.WithDescription("Time calls waited in a stage that then let them through."))
 	errs = append(errs, err)
 	return a, errs
 }
 
 func (a *admission) observe(ctx context.Context, e event.Event, span trace.Span, recording bool) {
 	pipeline := attribute.String("pipeline", e.Pipeline)
-	reason := attribute.String("reason", e.Reason)
 	switch e.Kind {
 	case event.Fallback:
 		src := attribute.String("fallback", e.Source)
-		a.fallbacks.Add(ctx, 1, metric.WithAttributes(pipeline, src, reason, attribute.String("from", e.To)))
+		a.fallbacks.Add(ctx, 1, metric.WithAttributes(pipeline, src, attribute.String("reason", e.Reason), attribute.String("from", e.To)))
 		if recording {
 			span.AddEvent("backstop.fallback", trace.WithTimestamp(e.Time), trace.WithAttributes(pipeline, src,
 				attribute.String("backstop.reason", e.Reason), attribute.String("backstop.from", e.To)))
 		}
-	case event.BulkheadRejected:
-		src := attribute.String("bulkhead", e.Source)
-		a.bulkhead.Add(ctx, 1, metric.WithAttributes(pipeline, src, reason))
+	case event.Rejected:
+		stage, name := attribute.String("policy", e.Stage), attribute.String("name", e.Source)
+		a.rejections.Add(ctx, 1, metric.WithAttributes(pipeline, stage, name, attribute.String("reason", e.Reason)))
 		if recording {
-			span.AddEvent("backstop.bulkhead.rejected", trace.WithTimestamp(e.Time), trace.WithAttributes(pipeline, src,
-				attribute.String("backstop.reason", e.Reason), attribute.Float64("backstop.retry_after_seconds", e.Delay.Seconds())))
+			span.AddEvent("backstop.rejected", stamp(e, trace.WithAttributes(pipeline, stage, name,
+				attribute.String("backstop.reason", e.Reason), attribute.Float64("backstop.retry_after_seconds", e.Delay.Seconds())))...)
 		}
-	case event.RateLimited:
-		src := attribute.String("limiter", e.Source)
-		if e.Err == nil { // it waited, and the call went through
-			a.waits.Record(ctx, e.Delay.Seconds(), metric.WithAttributes(src))
-			if recording {
-				span.AddEvent("backstop.ratelimit.wait", trace.WithTimestamp(e.Time), trace.WithAttributes(pipeline, src,
-					attribute.Float64("backstop.delay_seconds", e.Delay.Seconds())))
-			}
-			return
-		}
-		a.limited.Add(ctx, 1, metric.WithAttributes(pipeline, src, reason))
+	case event.Waited:
+		stage, name := attribute.String("policy", e.Stage), attribute.String("name", e.Source)
+		a.waits.Record(ctx, e.Delay.Seconds(), metric.WithAttributes(stage, name))
 		if recording {
-			span.AddEvent("backstop.ratelimit.rejected", trace.WithTimestamp(e.Time), trace.WithAttributes(pipeline, src,
-				attribute.String("backstop.reason", e.Reason), attribute.Float64("backstop.retry_after_seconds", e.Delay.Seconds())))
+			span.AddEvent("backstop.wait", stamp(e, trace.WithAttributes(pipeline, stage, name,
+				attribute.Float64("backstop.delay_seconds", e.Delay.Seconds())))...)
 		}
 	}
 }

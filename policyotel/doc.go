@@ -5,7 +5,8 @@
 //
 // Instruments follow OTel's naming guidance (dotted names, units in UCUM, counts as
 // {annotations}); their attributes are bounded as the Prometheus series' are:
-// pipeline, outcome, reason, breaker, shedder, priority — never URLs or error text.
+// pipeline, outcome, reason, breaker, shedder, priority, policy, name — never URLs
+// or error text.
 //
 //	| instrument                     | kind      | unit       | attributes                  |
 //	|--------------------------------|-----------|------------|-----------------------------|
@@ -24,9 +25,17 @@
 //	| backstop.budget.level          | async gauge | {retry}  | budget (AddBudget)          |
 //	| backstop.fleet.transitions     | counter   | {transition} | policy, to (local, shared) |
 //	| backstop.fallbacks             | counter   | {call}     | pipeline, fallback, reason, from |
-//	| backstop.bulkhead.rejections   | counter   | {call}     | pipeline, bulkhead, reason  |
-//	| backstop.ratelimit.rejections  | counter   | {call}     | pipeline, limiter, reason   |
-//	| backstop.ratelimit.wait        | histogram | s          | limiter                     |
+//	| backstop.rejections            | counter   | {call}     | pipeline, policy, name, reason |
+//	| backstop.wait                  | histogram | s          | policy, name                |
+//	| backstop.stage.<gauge>         | async gauge | (none)   | policy, name (policy.Publisher) |
+//
+// The Observer knows no stage by name: it reads what a stage publishes. Every
+// event.Rejected counts in backstop.rejections. Every event.Waited goes into
+// backstop.wait. policy is the stage's Placement().Kind, and name its own name.
+// Each gauge a policy.Publisher publishes is read as backstop.stage.<gauge>. A stage
+// in an observed pipeline is added when the pipeline is bound; add one in no
+// pipeline with [Observer.AddStage]. A stage written outside Backstop gets the same
+// instruments.
 //
 // # gRPC retry metrics (gRFC A96)
 //
@@ -69,13 +78,20 @@
 // # Traces
 //
 // On the span active in a call's context (the caller's, or an instrumented HTTP/gRPC
-// client's) it adds an event per attempt (backstop.attempt, with
-// http.request.resend_count for every attempt after the first, the HTTP semantic
-// convention for a resend), per scheduled retry (backstop.retry: delay, reason), per
-// suppressed retry (backstop.retry.suppressed: reason), per deadline exceeded, per
-// refusal by a shedder (backstop.shed) and per call a policy refused — a breaker open,
-// a request shed (backstop.call.rejected, with error.type the refusal's Go type), per
-// fallback used (backstop.fallback), per refusal by a bulkhead or a rate limiter
-// (backstop.bulkhead.rejected, backstop.ratelimit.rejected) and per wait for a token
-// (backstop.ratelimit.wait). A span that is not recording costs nothing.
+// client's) it adds these events:
+//   - backstop.attempt, per attempt, with http.request.resend_count for every
+//     attempt after the first (the HTTP semantic convention for a resend);
+//   - backstop.retry, per scheduled retry: delay, reason;
+//   - backstop.retry.suppressed, per suppressed retry: reason;
+//   - backstop.deadline.exceeded, per deadline exceeded;
+//   - backstop.shed, per refusal by a shedder;
+//   - backstop.rejected, per rejection a stage reports (event.Rejected): policy,
+//     name, reason, retry_after;
+//   - backstop.wait, per call a stage held, then let through (event.Waited):
+//     policy, name, delay;
+//   - backstop.fallback, per fallback used;
+//   - backstop.call.rejected, per call a stage refused. Its error.type is the
+//     refusing stage's kind ("breaker", "shed").
+//
+// A span that is not recording costs nothing.
 package policyotel

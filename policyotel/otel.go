@@ -25,7 +25,7 @@ type Observer struct {
 	calls, attempts, retries, suppressed, deadlines, transitions, shed, fleet metric.Int64Counter
 	duration, retryAfter                                                      metric.Float64Histogram
 	state                                                                     metric.Int64Gauge
-	adm                                                                       *admission // fallbacks, bulkheads, rate limiters
+	adm                                                                       *admission // fallbacks, and every stage's rejections and waits
 	grpc                                                                      *grpcInstruments
 	grpcCalls                                                                 atomic.Bool // StartGRPCCall was called
 	grpcSets                                                                  sync.Map    // [2]string{method, target} → its attribute set
@@ -34,9 +34,15 @@ type Observer struct {
 	budgetLevel            metric.Float64ObservableGauge
 	inFlight, limit, queue metric.Int64ObservableGauge
 	admitted               metric.Int64ObservableCounter
-	mu                     sync.Mutex // guards budgets and shedders
+	mu                     sync.Mutex // guards budgets, shedders, stages and stageGauges
 	budgets                map[string]Leveler
 	shedders               map[string]ShedGauges
+
+	// The stages added with AddStage, by kind and name, and the backstop.stage.*
+	// instruments that read their gauges, by gauge name.
+	meter       metric.Meter
+	stages      map[[2]string]policy.Publisher
+	stageGauges map[string]*stageGauge
 
 	// listened holds the names of shedders whose refusals reach the Observer through
 	// listener (shed.Shedder.AddObserver): the same refusals reaching it another way
@@ -114,6 +120,7 @@ func New(mp metric.MeterProvider) (*Observer, error) {
 		return nil, fmt.Errorf("policyotel: creating instruments: %w", err)
 	}
 	o.budgets, o.shedders = map[string]Leveler{}, map[string]ShedGauges{}
+	o.meter, o.stages, o.stageGauges = m, map[[2]string]policy.Publisher{}, map[string]*stageGauge{}
 	o.listener = &shedListener{o}
 	// The registration lives as long as mp: shut mp down to stop the reads.
 	if _, err := m.RegisterCallback(o.observe, o.budgetLevel, o.inFlight, o.limit, o.queue, o.admitted); err != nil {
@@ -155,28 +162,27 @@ func (o *Observer) AddShedder(name string, s ShedGauges) error {
 }
 
 // Register implements event.Registrar: policy.Wrap and Pipeline.With hand it each
-// stage of a pipeline this Observer observes. A shedder is added as AddShedder adds
-// it (unless another shedder has its name), and a breaker's state is recorded as it
-// is now, so that backstop.breaker.state has a point from the moment the pipeline is
-// bound rather than from the breaker's first transition.
+// stage of a pipeline this Observer observes. It finds a stage's series by the
+// interfaces the stage implements, never by its kind:
+//   - a named [ShedGauges] is added as AddShedder adds it, unless another shedder
+//     has its name;
+//   - a breaker (Name and StateValue) has its state recorded as it is now, so
+//     backstop.breaker.state has a point from the moment the pipeline is bound;
+//   - a policy.Publisher's gauges are added as AddStage adds them.
 func (o *Observer) Register(stage any) {
-	p, ok := stage.(policy.Policy)
-	if !ok {
+	if _, ok := stage.(policy.Policy); !ok {
 		return
 	}
-	n, ok := stage.(interface{ Name() string })
-	if !ok {
-		return
-	}
-	switch p.Kind() {
-	case policy.KindShed:
+	if n, ok := stage.(interface{ Name() string }); ok {
 		if s, ok := stage.(ShedGauges); ok {
 			_ = o.AddShedder(n.Name(), s)
 		}
-	case policy.KindBreaker:
 		if b, ok := stage.(interface{ StateValue() float64 }); ok {
 			o.state.Record(context.Background(), int64(b.StateValue()), metric.WithAttributes(attribute.String("breaker", n.Name())))
 		}
+	}
+	if p, ok := stage.(policy.Publisher); ok {
+		_ = o.AddStage(p)
 	}
 }
 
@@ -223,7 +229,7 @@ func (o *Observer) observe(_ context.Context, obs metric.Observer) error {
 	return nil
 }
 
-var states = map[string]int64{"closed": 0, "half-open": 1, "open": 2}
+var states = map[string]int64{"closed": 0, "half_open": 1, "open": 2}
 
 // Observe records e.
 func (o *Observer) Observe(e event.Event) {
@@ -281,7 +287,7 @@ func (o *Observer) Observe(e event.Event) {
 		}
 	case event.Fleet:
 		o.fleet.Add(ctx, 1, metric.WithAttributes(attribute.String("policy", e.Source), attribute.String("to", e.To)))
-	case event.Fallback, event.BulkheadRejected, event.RateLimited:
+	case event.Fallback, event.Rejected, event.Waited:
 		o.adm.observe(ctx, e, span, recording)
 	}
 }
@@ -303,13 +309,14 @@ func (o *Observer) recordShed(e event.Event) {
 	}
 }
 
-// refusalType is the error.type of a call a policy refused: the Go type of the
-// refusal (a breaker open, a shed, a budget), found through whatever wraps it — a
-// retry that gave up on it, say — bounded, unlike its text.
+// refusalType is the error.type of a call a stage refused: the refusing stage's
+// kind ("breaker", "shed"), found through whatever wraps the *policy.RejectError (a
+// retry that gave up on it, say). Another refusal is typed by its Go type. Both are
+// bounded, unlike the error's text.
 func refusalType(err error) attribute.KeyValue {
-	var rej policy.Rejection
+	var rej *policy.RejectError
 	if errors.As(err, &rej) {
-		return attribute.String("error.type", fmt.Sprintf("%T", rej))
+		return attribute.String("error.type", rej.Policy)
 	}
 	return attribute.String("error.type", fmt.Sprintf("%T", err))
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/backstop-go/backstop/breaker"
 	"github.com/backstop-go/backstop/budget"
 	"github.com/backstop-go/backstop/callpath"
+	"github.com/backstop-go/backstop/event"
 	"github.com/backstop-go/backstop/policy"
 	"github.com/backstop-go/backstop/policy/policytest"
 	"github.com/backstop-go/backstop/policyotel"
@@ -227,7 +228,7 @@ func shedGauge(t *testing.T, ms map[string]metricdata.Metrics, name string) int6
 
 // TestObserver_ARefusalUnderARetryIsTypedByTheRefusal: a breaker open inside a retry
 // ends the call with the retry's error; the span event's error.type is still the
-// refusal's type, *breaker.OpenError, not *retry.Error.
+// refusing stage's kind, "breaker", not *retry.Error.
 func TestObserver_ARefusalUnderARetryIsTypedByTheRefusal(t *testing.T) {
 	obs, _, rec, tp := setup(t)
 	ctx, span := tp.Tracer("test").Start(context.Background(), "handler")
@@ -246,5 +247,15 @@ func TestObserver_ARefusalUnderARetryIsTypedByTheRefusal(t *testing.T) {
 			}
 		}
 	}
-	require.Equal(t, []string{"*breaker.OpenError"}, types)
+	require.Equal(t, []string{breaker.Kind}, types)
+}
+
+// TestObserver_HalfOpenIsState1: a transition to "half_open", as breakers name the
+// state, records 1.
+func TestObserver_HalfOpenIsState1(t *testing.T) {
+	obs, reader, _, _ := setup(t)
+	obs.Observe(event.Event{Kind: event.BreakerState, Source: "db", From: "open", To: "half_open"})
+	g := collect(t, reader)["backstop.breaker.state"].Data.(metricdata.Gauge[int64]).DataPoints
+	require.Len(t, g, 1)
+	require.Equal(t, int64(1), g[0].Value)
 }

@@ -19,9 +19,9 @@ func ExampleNew() {
 	p := policy.MustWrap(api)
 	for i := range 5 {
 		err := p.Do(context.Background(), func(context.Context) error { return nil })
-		var rej policy.Rejection
+		var rej *policy.RejectError
 		if errors.As(err, &rej) {
-			fmt.Printf("call %d: refused (%s), come back in %v\n", i+1, rej.Reason(), rej.RetryAfter())
+			fmt.Printf("call %d: refused (%s), come back in %v\n", i+1, rej.Reason, rej.RetryAfter)
 			continue
 		}
 		fmt.Printf("call %d: sent\n", i+1)

@@ -34,18 +34,17 @@ func (m Mode) String() string {
 	return fmt.Sprintf("mode(%d)", uint8(m))
 }
 
-// The reasons of a [*RejectError], also the Reason of its event; a call that waited
-// and went through is reported with ReasonWaited.
+// The reasons a limiter gives in its policy.RejectError and its event.Rejected. A
+// call that waited and went through is reported as an event.Waited.
 const (
 	ReasonNoToken   = "no_token"   // Refuse mode: no token now
 	ReasonDeadline  = "deadline"   // Wait mode: the token would come after the call's deadline
 	ReasonWaitLimit = "wait_limit" // Wait mode: the token would come after MaxWait
-	ReasonWaited    = "waited"     // Wait mode: the call waited Delay for its token (an event, not a refusal)
 )
 
 var (
-	// ErrLimited is matched by every refusal of a rate limiter; the refusals also
-	// match policy.ErrRejected.
+	// ErrLimited is matched by every refusal of a rate limiter. A refusal is a
+	// *policy.RejectError whose Err is ErrLimited; it matches policy.ErrRejected too.
 	ErrLimited = errors.New("ratelimit: limited")
 	// ErrInvalidOptions is matched by New's and Registry.Get's errors for bad options.
 	ErrInvalidOptions = errors.New("ratelimit: invalid options")
@@ -68,9 +67,9 @@ type Options struct {
 	Clock policy.Clock
 }
 
-// Limiter is a client-side rate limiter (policy.KindRateLimit). It is safe for
-// concurrent use; every pipeline it is bound into shares its bucket. Build it with
-// [New], or get one shared by name from a [Registry].
+// Limiter is a client-side rate limiter; its kind is [Kind]. It is safe for
+// concurrent use. Every pipeline it is bound into shares its bucket. Build it with
+// [New], or get one shared by name from a [Registry]; the zero value is not usable.
 type Limiter struct {
 	name    string
 	o       Options // as resolved by New
@@ -127,11 +126,21 @@ func MustNew(name string, o Options) *Limiter {
 // Name returns the limiter's name.
 func (l *Limiter) Name() string { return l.name }
 
-// Kind returns policy.KindRateLimit.
-func (l *Limiter) Kind() policy.Kind { return policy.KindRateLimit }
+// Placement: a rate limiter may wait for a token, so it is not prompt.
+func (l *Limiter) Placement() policy.Placement { return policy.Placement{Kind: Kind} }
 
 // Tokens returns the tokens in the bucket now; below 0 while calls wait for theirs.
 func (l *Limiter) Tokens() float64 { return l.lim.TokensAt(l.clock.Now()) }
+
+var _ policy.Publisher = (*Limiter)(nil)
+
+// Gauges implements policy.Publisher: the tokens in the bucket.
+func (l *Limiter) Gauges() []policy.Gauge {
+	return []policy.Gauge{
+		{Name: "tokens", Help: "Tokens in a rate limiter's bucket; below 0 while calls wait for theirs.",
+			Value: l.Tokens},
+	}
+}
 
 // Refused returns how many calls the limiter has refused so far.
 func (l *Limiter) Refused() uint64 { return l.refused.Load() }
@@ -143,7 +152,8 @@ func (l *Limiter) Waited() uint64 { return l.waited.Load() }
 // retry).
 func (l *Limiter) Bind(next policy.Runner, env policy.Env) policy.Runner {
 	return &runner{l: l, next: next, obs: env.Observer, pipeline: env.Pipeline,
-		needs: event.NeedsOf(env.Observer, event.RateLimited)}
+		rejected: event.NeedsOf(env.Observer, event.Rejected),
+		waited:   event.NeedsOf(env.Observer, event.Waited)}
 }
 
 type runner struct {
@@ -151,7 +161,8 @@ type runner struct {
 	next     policy.Runner
 	obs      event.Observer
 	pipeline string
-	needs    event.Needs
+	rejected event.Needs // what the observer reads of event.Rejected
+	waited   event.Needs // and of event.Waited
 }
 
 func (r *runner) Run(ctx context.Context, fn policy.Func) error {
@@ -188,20 +199,21 @@ func (r *runner) Run(ctx context.Context, fn policy.Func) error {
 			return ctx.Err()
 		}
 		l.waited.Add(1)
-		if r.needs != event.NeedsNothing {
-			r.obs.Observe(event.Event{Kind: event.RateLimited, Pipeline: r.pipeline, Source: l.name,
-				Time: policy.StartStopwatch(l.clock, r.needs).Started(), Reason: ReasonWaited, Delay: delay, Context: ctx})
+		if r.waited != event.NeedsNothing {
+			r.obs.Observe(event.Event{Kind: event.Waited, Pipeline: r.pipeline, Stage: Kind, Source: l.name,
+				Time: policy.StartStopwatch(l.clock, r.waited).Started(), Delay: delay, Context: ctx})
 		}
 	}
 	return r.next.Run(ctx, fn)
 }
 
+// refuse builds the refusal of a call whose token comes in after, and reports it.
 func (r *runner) refuse(ctx context.Context, reason string, after time.Duration) error {
 	r.l.refused.Add(1)
-	e := &RejectError{Name: r.l.name, Why: reason, After: after}
-	if r.needs != event.NeedsNothing {
-		r.obs.Observe(event.Event{Kind: event.RateLimited, Pipeline: r.pipeline, Source: r.l.name,
-			Time: policy.StartStopwatch(r.l.clock, r.needs).Started(), Reason: reason, Delay: after, Err: e, Context: ctx})
+	e := &policy.RejectError{Policy: Kind, Name: r.l.name, Reason: reason, RetryAfter: after, Err: ErrLimited}
+	if r.rejected != event.NeedsNothing {
+		r.obs.Observe(event.Event{Kind: event.Rejected, Pipeline: r.pipeline, Stage: Kind, Source: r.l.name,
+			Time: policy.StartStopwatch(r.l.clock, r.rejected).Started(), Reason: reason, Delay: after, Err: e, Context: ctx})
 	}
 	return e
 }
@@ -230,37 +242,6 @@ func (l *Limiter) ExplainStage() policy.Stage {
 	}
 	return st
 }
-
-// RejectError is a rate limiter's refusal. It matches ErrLimited and
-// policy.ErrRejected, and implements policy.Rejection.
-type RejectError struct {
-	Name string // the limiter's
-	// Why is ReasonNoToken, ReasonDeadline or ReasonWaitLimit; Reason returns it.
-	Why string
-	// After is how long from the refusal the call's token would have come.
-	After time.Duration
-}
-
-func (e *RejectError) Error() string {
-	switch e.Why {
-	case ReasonDeadline:
-		return fmt.Sprintf("ratelimit: %s: the next token comes in %v, after the call's deadline", e.Name, e.After)
-	case ReasonWaitLimit:
-		return fmt.Sprintf("ratelimit: %s: the next token comes in %v, after the longest wait", e.Name, e.After)
-	}
-	return fmt.Sprintf("ratelimit: %s: no token; the next comes in %v", e.Name, e.After)
-}
-
-// Is matches ErrLimited and policy.ErrRejected.
-func (e *RejectError) Is(target error) bool {
-	return target == ErrLimited || target == policy.ErrRejected
-}
-
-// RetryAfter is After.
-func (e *RejectError) RetryAfter() time.Duration { return e.After }
-
-// Reason is why the call was refused.
-func (e *RejectError) Reason() string { return e.Why }
 
 // Registry hands out one [Limiter] per name, so that pipelines built apart share a
 // bucket by naming it. The zero value is ready to use; it is safe for concurrent use.

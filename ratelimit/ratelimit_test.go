@@ -80,7 +80,7 @@ func TestLimiter_RefuseModeRefusesAtOnceWithWhenTheNextTokenComes(t *testing.T) 
 	l := ratelimit.MustNew("api", ratelimit.Options{Rate: 10, Burst: 2, Mode: ratelimit.Refuse, Clock: clock})
 	var events []event.Event
 	p := policy.MustWrap(l, policy.Name("orders"), policy.Observe(event.ObserverFunc(func(e event.Event) {
-		if e.Kind == event.RateLimited {
+		if e.Kind == event.Rejected {
 			events = append(events, e)
 		}
 	})))
@@ -92,15 +92,15 @@ func TestLimiter_RefuseModeRefusesAtOnceWithWhenTheNextTokenComes(t *testing.T) 
 	require.False(t, ran)
 	require.ErrorIs(t, err, ratelimit.ErrLimited)
 	require.ErrorIs(t, err, policy.ErrRejected)
-	var rej policy.Rejection
+	var rej *policy.RejectError
 	require.ErrorAs(t, err, &rej)
-	require.Equal(t, ratelimit.ReasonNoToken, rej.Reason())
-	require.Equal(t, 100*time.Millisecond, rej.RetryAfter(), "10 a second: the next token in 100ms")
-	require.Equal(t, "ratelimit: api: no token; the next comes in 100ms", err.Error())
+	require.Equal(t, &policy.RejectError{Policy: ratelimit.Kind, Name: "api", Reason: ratelimit.ReasonNoToken,
+		RetryAfter: 100 * time.Millisecond, Err: ratelimit.ErrLimited}, rej, "10 a second: the next token in 100ms")
+	require.Equal(t, "rate_limit api: rejected (no_token); retry after 100ms", err.Error())
 	require.Equal(t, 0.0, l.Tokens(), "the refused call's reservation was given back")
 	require.Len(t, events, 1)
-	require.Equal(t, event.Event{Kind: event.RateLimited, Pipeline: "orders", Source: "api", Time: t0, Reason: ratelimit.ReasonNoToken,
-		Delay: 100 * time.Millisecond, Err: err, Context: events[0].Context}, events[0])
+	require.Equal(t, event.Event{Kind: event.Rejected, Pipeline: "orders", Stage: ratelimit.Kind, Source: "api", Time: t0,
+		Reason: ratelimit.ReasonNoToken, Delay: 100 * time.Millisecond, Err: err, Context: events[0].Context}, events[0])
 
 	clock.Advance(100 * time.Millisecond)
 	require.NoError(t, p.Do(context.Background(), nop), "100ms later a token is back")
@@ -112,8 +112,13 @@ func TestLimiter_WaitModeWaitsForItsToken(t *testing.T) {
 		l := ratelimit.MustNew("api", ratelimit.Options{Rate: 10, Burst: 1})
 		var waited []time.Duration
 		p := policy.MustWrap(l, policy.Observe(event.ObserverFunc(func(e event.Event) {
-			if e.Kind == event.RateLimited && e.Reason == ratelimit.ReasonWaited {
+			switch e.Kind {
+			case event.Waited:
+				require.Equal(t, ratelimit.Kind, e.Stage)
+				require.Equal(t, "api", e.Source)
 				waited = append(waited, e.Delay)
+			case event.Rejected:
+				t.Errorf("a call with no deadline was refused: %v", e.Err)
 			}
 		})))
 		start := time.Now()
@@ -137,10 +142,12 @@ func TestLimiter_NeverWaitsPastTheDeadlineAndGivesTheTokenBack(t *testing.T) {
 		start := time.Now()
 		err := p.Do(ctx, nop)
 		require.Zero(t, time.Since(start), "a token due after the deadline is refused at once, not waited for")
-		var rej *ratelimit.RejectError
+		require.ErrorIs(t, err, ratelimit.ErrLimited)
+		require.ErrorIs(t, err, policy.ErrRejected)
+		var rej *policy.RejectError
 		require.ErrorAs(t, err, &rej)
-		require.Equal(t, ratelimit.ReasonDeadline, rej.Reason())
-		require.Equal(t, 100*time.Millisecond, rej.RetryAfter())
+		require.Equal(t, ratelimit.ReasonDeadline, rej.Reason)
+		require.Equal(t, 100*time.Millisecond, rej.RetryAfter)
 		require.NotErrorIs(t, err, context.DeadlineExceeded, "the deadline has not passed: the token would come after it")
 
 		// The refused call took nothing: the next call waits 100ms, not 200ms.
@@ -160,10 +167,11 @@ func TestLimiter_MaxWait(t *testing.T) {
 		synctest.Wait()
 		// This one's token would come in 200ms, after MaxWait: refused now.
 		err := p.Do(context.Background(), nop)
-		var rej *ratelimit.RejectError
+		require.ErrorIs(t, err, ratelimit.ErrLimited)
+		var rej *policy.RejectError
 		require.ErrorAs(t, err, &rej)
-		require.Equal(t, ratelimit.ReasonWaitLimit, rej.Reason())
-		require.Equal(t, 200*time.Millisecond, rej.RetryAfter())
+		require.Equal(t, ratelimit.ReasonWaitLimit, rej.Reason)
+		require.Equal(t, 200*time.Millisecond, rej.RetryAfter)
 		require.NoError(t, <-waiting)
 	})
 }
@@ -188,6 +196,56 @@ func TestLimiter_CancelledWaitGivesTheTokenBack(t *testing.T) {
 		require.NoError(t, p.Do(context.Background(), nop))
 		require.Equal(t, 60*time.Millisecond, time.Since(start))
 	})
+}
+
+// selective reads only the kinds in needs.
+type selective struct {
+	needs map[event.Kind]event.Needs
+	got   []event.Kind
+}
+
+func (o *selective) Observe(e event.Event)          { o.got = append(o.got, e.Kind) }
+func (o *selective) Needs(k event.Kind) event.Needs { return o.needs[k] }
+
+func TestLimiter_ReportsOnlyTheKindsItsObserverNeeds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		for _, tt := range []struct {
+			kind event.Kind
+			want []event.Kind
+		}{
+			{event.Waited, []event.Kind{event.Waited}},
+			{event.Rejected, []event.Kind{event.Rejected}},
+		} {
+			obs := &selective{needs: map[event.Kind]event.Needs{tt.kind: event.NeedsEvent}}
+			l := ratelimit.MustNew("api", ratelimit.Options{Rate: 10, Burst: 1})
+			p := policy.MustWrap(l, policy.Observe(obs))
+			require.NoError(t, p.Do(context.Background(), nop)) // the one token
+			require.NoError(t, p.Do(context.Background(), nop)) // waits 100ms: event.Waited
+			ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+			require.ErrorIs(t, p.Do(ctx, nop), ratelimit.ErrLimited) // its token in 100ms: event.Rejected
+			cancel()
+			require.Equal(t, tt.want, obs.got, "an observer that needs only %v", tt.kind)
+		}
+	})
+}
+
+func TestLimiter_PublishesTokens(t *testing.T) {
+	clock := policytest.NewClock(t0)
+	l := ratelimit.MustNew("api", ratelimit.Options{Rate: 10, Burst: 4, Mode: ratelimit.Refuse, Clock: clock})
+	var pub policy.Publisher = l
+	require.Equal(t, "api", pub.Name())
+	gs := pub.Gauges()
+	require.Len(t, gs, 1)
+	require.Equal(t, "tokens", gs[0].Name)
+	require.NotEmpty(t, gs[0].Help)
+	require.Equal(t, 4.0, gs[0].Value(), "the bucket starts full")
+	p := policy.MustWrap(l)
+	require.NoError(t, p.Do(context.Background(), nop))
+	require.NoError(t, p.Do(context.Background(), nop))
+	require.Equal(t, 2.0, gs[0].Value(), "tokens 2 = 4 − 2 calls")
+	clock.Advance(50 * time.Millisecond)
+	require.InDelta(t, 2.5, gs[0].Value(), 1e-9, "tokens 2.5 = 2 + 10/s × 50ms")
+	require.Equal(t, gs[0].Value(), l.Tokens())
 }
 
 func TestLimiter_InsideTheRetryRetriesSpendTokens(t *testing.T) {

@@ -72,3 +72,6 @@
 // marked callpath.WithoutRepeats (policyhttp marks requests that are not idempotent)
 // gets one attempt.
 package retry
+
+// Kind is the retry's Placement.Kind: its events' Stage and its refusals' Policy.
+const Kind = "retry"

@@ -128,8 +128,8 @@ func MustNewHedge(o HedgeOptions) *Hedge {
 // MaxAttempts returns the most attempts a call may make, the first included.
 func (h *Hedge) MaxAttempts() int { return h.max }
 
-// Kind returns policy.KindRetry: for the ordering rules a hedge is a retry.
-func (h *Hedge) Kind() policy.Kind { return policy.KindRetry }
+// Placement is a retry's: for the ordering rules a hedge is a retry.
+func (h *Hedge) Placement() policy.Placement { return place }
 
 // Bind returns the Runner that hedges each call, using env.Budget if the pipeline
 // has a budget outside it.
@@ -168,214 +168,282 @@ type outcome struct {
 }
 
 func (r *hedger) Run(ctx context.Context, fn policy.Func) error {
-	h := r.h
 	if callpath.Owned(ctx) {
 		return r.attempt(ctx, fn, 1) // another layer owns the call path: one attempt
 	}
 	if !callpath.Repeatable(ctx) {
 		return r.attempt(callpath.WithAttempt(ctx, 1), fn, 1) // the owner, of work that may be done once
 	}
-	budget, lease := r.budget, r.lease
-	if budget != nil {
-		budget.Deposit()
+	if r.budget != nil {
+		r.budget.Deposit()
 	}
-	results := make(chan outcome, h.max) // never blocks an attempt: nothing outlives the call
-	rctx, race := callpath.WithRace(ctx)
-	var taken [HedgeMaxAttemptsLimit + 1]int64
-	var leased [HedgeMaxAttemptsLimit + 1]bool
-	// Each attempt has a context of its own: the losers' are cancelled, the winner's
-	// lives on until the caller's Releaser says (its result may be read after Run).
-	var cancels [HedgeMaxAttemptsLimit + 1]context.CancelFunc
-	winner := 0
-	defer func() {
-		for n, cancel := range cancels {
-			switch {
-			case cancel == nil:
-			case n == winner:
-				callpath.DeferRelease(ctx, cancel)
-			default:
-				cancel()
-			}
-		}
-	}()
-	started, inFlight := 0, 0
-	start := func(n int) {
-		started, inFlight = n, inFlight+1
-		actx, cancel := context.WithCancel(rctx)
-		cancels[n] = cancel
-		go func() {
-			err := errHedgeGoexit // replaced unless the attempt calls runtime.Goexit
-			defer func() {
-				if v := recover(); v != nil {
-					err = r.panicked(actx, n, v)
-				}
-				results <- outcome{n, err}
-			}()
-			err = r.attempt(callpath.WithAttempt(actx, n), fn, n)
-		}()
-	}
-	// more asks the budget for an extra attempt, after an error of reason why.
-	more := func(why string) bool {
-		if started >= h.max {
-			return false
-		}
-		switch {
-		case lease != nil:
-			t, ok := lease.Take(why)
-			if !ok {
-				return false
-			}
-			taken[started+1], leased[started+1] = t, true
-		case budget != nil && !budget.Withdraw():
-			return false
-		}
-		return true
-	}
-	// finish cancels the attempts still in flight, waits for them and returns the
-	// last one's error.
-	finish := func() (err error) {
-		if winner == 0 {
-			// An attempt that claimed the race keeps its result, and so its context, even
-			// if the call ends on another attempt's error.
-			winner = race.Winner()
-		}
-		for n, cancel := range cancels {
-			if cancel != nil && n != winner {
-				cancel()
-			}
-		}
-		for ; inFlight > 0; inFlight-- {
-			o := <-results
-			if leased[o.n] {
-				lease.End(taken[o.n], false)
-			}
-			err = o.err
-		}
-		return err
-	}
-
-	start(1)
-	var timer policy.Timer
-	var wake <-chan time.Time
-	arm := func(d time.Duration) {
-		if timer != nil {
-			timer.Stop()
-		}
-		timer = h.clock.NewTimer(d)
-		wake = timer.C()
-	}
-	defer func() {
-		if timer != nil {
-			timer.Stop()
-		}
-	}()
-	var last error
-	hedging := true // false once the budget, the attempts or a hint stopped further hedges
-	cause := ErrExhausted
-	if h.delay == 0 {
-		// No delay: every attempt at once (A6's hedgingDelay of 0), as far as the budget allows.
-		for started < h.max {
-			if !more(ReasonHedge) {
-				hedging, cause = false, ErrBudget
-				break
-			}
-			r.scheduled(ctx, started+1, 0, ReasonHedge, nil)
-			start(started + 1)
-		}
-	} else {
-		arm(h.delay)
-	}
+	c := &hedgeCall{r: r, h: r.h, ctx: ctx, fn: fn, hedging: true, cause: ErrExhausted}
+	c.results = make(chan outcome, r.h.max) // never blocks an attempt: nothing outlives the call
+	c.rctx, c.race = callpath.WithRace(ctx)
+	defer c.release()
+	c.launch(1)
+	c.begin()
 	for {
-		select {
-		case o := <-results:
-			inFlight--
-			if leased[o.n] {
-				leased[o.n] = false
-				lease.End(taken[o.n], o.err == nil)
-			}
-			if o.err == nil {
-				if budget != nil {
-					budget.OnSuccess()
-				}
-				// The winner is the attempt that claimed the race (callpath.Win), if any
-				// did: it may not be the first to return.
-				if winner = race.Winner(); winner == 0 {
-					winner = o.n
-				}
-				_ = finish()
-				return nil
-			}
-			if ctx.Err() != nil {
-				_ = finish()
-				return r.giveUp(ctx, started, ctxCause(ctx), o.err, "")
-			}
-			why := reasonOf(h.should, o.err)
-			if why == "" {
-				_ = finish()
-				return r.giveUp(ctx, started, ErrNotRetryable, o.err, "")
-			}
-			if budget != nil {
-				budget.OnFailure()
-			}
-			last = o.err
-			if hint, ok := fault.Hint(o.err); ok && hedging {
-				if hint > h.maxHint {
-					hedging, cause = false, ErrHintTooLong
-				} else {
-					arm(hint) // the server asked for a pause: the next attempt waits for it
-				}
-			} else if hedging {
-				if more(why) {
-					r.scheduled(ctx, started+1, 0, why, o.err)
-					start(started + 1)
-					if h.delay > 0 {
-						arm(h.delay)
-					}
-				} else {
-					hedging = false
-					if started < h.max {
-						cause = ErrBudget
-					}
-				}
-			}
-			if inFlight == 0 && (!hedging || wake == nil || started >= h.max) {
-				// Nothing in flight and nothing to wait for (a pushback's pause is waited out).
-				suppressed := ""
-				if cause == ErrBudget {
-					suppressed = event.SuppressedBudget
-				} else if cause == ErrHintTooLong {
-					suppressed = event.SuppressedHint
-				}
-				return r.giveUp(ctx, started, cause, last, suppressed)
-			}
-		case <-wake:
-			wake = nil
-			if hedging && more(ReasonHedge) {
-				r.scheduled(ctx, started+1, h.delay, ReasonHedge, nil)
-				start(started + 1)
-				if started < h.max {
-					arm(h.delay)
-				}
-			} else if hedging {
-				hedging = false
-				if started < h.max {
-					cause = ErrBudget
-				}
-			}
-		case <-ctx.Done():
-			if err := finish(); err != nil {
-				last = err
-			}
-			return r.giveUp(ctx, started, ctxCause(ctx), last, "")
+		if done, err := c.wait(); done {
+			return err
 		}
 	}
+}
+
+// A hedgeCall is one call's hedging: its attempts in flight, its timer and why it
+// would give up. Only the call's goroutine changes it; attempts read r, fn and results.
+type hedgeCall struct {
+	r   *hedger
+	h   *Hedge
+	ctx context.Context // the caller's
+	fn  policy.Func
+
+	rctx    context.Context // the race's, parent of every attempt's
+	race    *callpath.Race
+	results chan outcome
+
+	// Each attempt has a context of its own. The losers' are cancelled; the winner's
+	// lives on until the caller's Releaser says, as its result may be read after Run.
+	cancels [HedgeMaxAttemptsLimit + 1]context.CancelFunc
+	taken   [HedgeMaxAttemptsLimit + 1]int64 // what the lease took for each attempt
+	leased  [HedgeMaxAttemptsLimit + 1]bool  // whether the lease has yet to hear of it
+	winner  int                              // the attempt whose context lives on; 0 for none
+
+	started, inFlight int
+	timer             policy.Timer
+	wake              <-chan time.Time // nil: no hedge is due
+
+	last    error // the last non-fatal failure
+	hedging bool  // false once the budget, the attempts or a hint stopped further hedges
+	cause   error // why the call gives up if it runs out of attempts
+}
+
+// launch starts attempt n on a goroutine of its own.
+func (c *hedgeCall) launch(n int) {
+	c.started, c.inFlight = n, c.inFlight+1
+	actx, cancel := context.WithCancel(c.rctx)
+	c.cancels[n] = cancel
+	go c.run(actx, n)
+}
+
+// run makes attempt n and sends its outcome, even if it panics or calls runtime.Goexit.
+func (c *hedgeCall) run(ctx context.Context, n int) {
+	err := errHedgeGoexit // replaced unless the attempt calls runtime.Goexit
+	defer func() {
+		if v := recover(); v != nil {
+			err = c.r.panicked(ctx, n, v)
+		}
+		c.results <- outcome{n, err}
+	}()
+	err = c.r.attempt(callpath.WithAttempt(ctx, n), c.fn, n)
+}
+
+// begin starts every attempt at once if there is no delay, or arms the first hedge.
+func (c *hedgeCall) begin() {
+	if c.h.delay > 0 {
+		c.arm(c.h.delay)
+		return
+	}
+	// A6's hedgingDelay of 0: every attempt at once, as far as the budget allows.
+	for c.started < c.h.max {
+		if !c.more(ReasonHedge) {
+			c.stop()
+			return
+		}
+		c.r.scheduled(c.ctx, c.started+1, 0, ReasonHedge, nil)
+		c.launch(c.started + 1)
+	}
+}
+
+// more asks the budget for an extra attempt, after an error of reason why.
+func (c *hedgeCall) more(why string) bool {
+	if c.started >= c.h.max {
+		return false
+	}
+	switch {
+	case c.r.lease != nil:
+		t, ok := c.r.lease.Take(why)
+		if !ok {
+			return false
+		}
+		c.taken[c.started+1], c.leased[c.started+1] = t, true
+	case c.r.budget != nil && !c.r.budget.Withdraw():
+		return false
+	}
+	return true
+}
+
+// stop ends hedging; the budget is the cause if attempts remained.
+func (c *hedgeCall) stop() {
+	c.hedging = false
+	if c.started < c.h.max {
+		c.cause = ErrBudget
+	}
+}
+
+// arm sets the timer to wake the call after d, replacing any earlier one.
+func (c *hedgeCall) arm(d time.Duration) {
+	if c.timer != nil {
+		c.timer.Stop()
+	}
+	c.timer = c.h.clock.NewTimer(d)
+	c.wake = c.timer.C()
+}
+
+// wait handles the next outcome, timer or cancellation; done says the call is over.
+func (c *hedgeCall) wait() (done bool, err error) {
+	select {
+	case o := <-c.results:
+		return c.settle(o)
+	case <-c.wake:
+		c.hedge()
+		return false, nil
+	case <-c.ctx.Done():
+		if last := c.finish(); last != nil {
+			c.last = last
+		}
+		return true, c.r.giveUp(c.ctx, c.started, ctxCause(c.ctx), c.last, "")
+	}
+}
+
+// settle takes an attempt's outcome; done says the call is over.
+func (c *hedgeCall) settle(o outcome) (done bool, err error) {
+	c.inFlight--
+	if c.leased[o.n] {
+		c.leased[o.n] = false
+		c.r.lease.End(c.taken[o.n], o.err == nil)
+	}
+	if o.err == nil {
+		c.win(o.n)
+		return true, nil
+	}
+	if c.ctx.Err() != nil {
+		_ = c.finish()
+		return true, c.r.giveUp(c.ctx, c.started, ctxCause(c.ctx), o.err, "")
+	}
+	why := reasonOf(c.h.should, o.err)
+	if why == "" {
+		_ = c.finish()
+		return true, c.r.giveUp(c.ctx, c.started, ErrNotRetryable, o.err, "")
+	}
+	if c.r.budget != nil {
+		c.r.budget.OnFailure()
+	}
+	c.last = o.err
+	c.failed(o.err, why)
+	if c.inFlight == 0 && (!c.hedging || c.wake == nil || c.started >= c.h.max) {
+		// Nothing in flight and nothing to wait for (a pushback's pause is waited out).
+		return true, c.r.giveUp(c.ctx, c.started, c.cause, c.last, suppressedBy(c.cause))
+	}
+	return false, nil
+}
+
+// win ends the call on attempt n's success.
+func (c *hedgeCall) win(n int) {
+	if c.r.budget != nil {
+		c.r.budget.OnSuccess()
+	}
+	// The winner is the attempt that claimed the race (callpath.Win), if any did.
+	// It may not be the first to return.
+	if c.winner = c.race.Winner(); c.winner == 0 {
+		c.winner = n
+	}
+	_ = c.finish()
+}
+
+// failed hedges after a non-fatal err of reason why: at once, or after the server's hint.
+func (c *hedgeCall) failed(err error, why string) {
+	hint, ok := fault.Hint(err)
+	switch {
+	case !c.hedging:
+	case ok && hint > c.h.maxHint:
+		c.hedging, c.cause = false, ErrHintTooLong
+	case ok:
+		c.arm(hint) // the server asked for a pause: the next attempt waits for it
+	case c.more(why):
+		c.r.scheduled(c.ctx, c.started+1, 0, why, err)
+		c.launch(c.started + 1)
+		if c.h.delay > 0 {
+			c.arm(c.h.delay)
+		}
+	default:
+		c.stop()
+	}
+}
+
+// hedge starts the next attempt when the timer fires, if hedging and the budget allow.
+func (c *hedgeCall) hedge() {
+	c.wake = nil
+	if !c.hedging {
+		return
+	}
+	if !c.more(ReasonHedge) {
+		c.stop()
+		return
+	}
+	c.r.scheduled(c.ctx, c.started+1, c.h.delay, ReasonHedge, nil)
+	c.launch(c.started + 1)
+	if c.started < c.h.max {
+		c.arm(c.h.delay)
+	}
+}
+
+// finish cancels the attempts still in flight, waits for them and returns the last
+// one's error.
+func (c *hedgeCall) finish() (err error) {
+	if c.winner == 0 {
+		// An attempt that claimed the race keeps its result, and so its context, even
+		// if the call ends on another attempt's error.
+		c.winner = c.race.Winner()
+	}
+	for n, cancel := range c.cancels {
+		if cancel != nil && n != c.winner {
+			cancel()
+		}
+	}
+	for ; c.inFlight > 0; c.inFlight-- {
+		o := <-c.results
+		if c.leased[o.n] {
+			c.r.lease.End(c.taken[o.n], false)
+		}
+		err = o.err
+	}
+	return err
+}
+
+// release stops the timer, cancels every attempt's context but the winner's, and
+// leaves the winner's to the caller's Releaser.
+func (c *hedgeCall) release() {
+	if c.timer != nil {
+		c.timer.Stop()
+	}
+	for n, cancel := range c.cancels {
+		switch {
+		case cancel == nil:
+		case n == c.winner:
+			callpath.DeferRelease(c.ctx, cancel)
+		default:
+			cancel()
+		}
+	}
+}
+
+// suppressedBy names the retry_suppressed reason for a give-up's cause, or "".
+func suppressedBy(cause error) string {
+	switch cause {
+	case ErrBudget:
+		return event.SuppressedBudget
+	case ErrHintTooLong:
+		return event.SuppressedHint
+	}
+	return ""
 }
 
 // panicked turns a panic recovered in attempt n into the attempt's error and reports it.
 func (r *hedger) panicked(ctx context.Context, n int, v any) error {
 	pe := policy.NewPanicError(v)
 	if event.NeedsOf(r.obs, event.Panic) != event.NeedsNothing {
-		r.obs.Observe(event.Event{Kind: event.Panic, Pipeline: r.pipeline, Source: HedgePanicSource, Time: r.clock.Now(),
+		r.obs.Observe(event.Event{Kind: event.Panic, Pipeline: r.pipeline, Stage: Kind, Source: HedgePanicSource, Time: r.clock.Now(),
 			Attempt: n, Err: pe, Context: ctx})
 	}
 	return pe

@@ -143,8 +143,11 @@ func MustNew(o Options) *Retry {
 // MaxAttempts returns the number of attempts a call may make, the first included.
 func (r *Retry) MaxAttempts() int { return r.max }
 
-// Kind returns policy.KindRetry.
-func (r *Retry) Kind() policy.Kind { return policy.KindRetry }
+// Placement: the retry owns the pipeline's retries.
+func (r *Retry) Placement() policy.Placement { return place }
+
+// place is the placement of a retry and a hedge.
+var place = policy.Placement{Kind: Kind, OwnsRetries: true, Prompt: true}
 
 // Bind returns the Runner that runs the retry loop, using env.Budget if the pipeline
 // has a budget outside the retry.
@@ -316,11 +319,11 @@ func (l *reporter) attempt(ctx context.Context, fn policy.Func, n int) error {
 	}
 	w := policy.StartStopwatch(l.clock, l.startNeeds|l.endNeeds)
 	if l.startNeeds != event.NeedsNothing {
-		l.obs.Observe(event.Event{Kind: event.AttemptStart, Pipeline: l.pipeline, Time: w.Started(), Attempt: n, Context: ctx})
+		l.obs.Observe(event.Event{Kind: event.AttemptStart, Pipeline: l.pipeline, Stage: Kind, Time: w.Started(), Attempt: n, Context: ctx})
 	}
 	err := l.next.Run(ctx, fn)
 	if l.endNeeds != event.NeedsNothing {
-		e := event.Event{Kind: event.AttemptEnd, Pipeline: l.pipeline, Attempt: n, Err: err, Context: ctx}
+		e := event.Event{Kind: event.AttemptEnd, Pipeline: l.pipeline, Stage: Kind, Attempt: n, Err: err, Context: ctx}
 		e.Time, e.Elapsed = w.Stop()
 		l.obs.Observe(e)
 	}
@@ -358,7 +361,7 @@ func ctxCause(ctx context.Context) error {
 // hedge sent for want of an answer) of reason why.
 func (l *reporter) scheduled(ctx context.Context, n int, delay time.Duration, why string, err error) {
 	if l.obs != nil {
-		l.obs.Observe(event.Event{Kind: event.RetryScheduled, Pipeline: l.pipeline, Time: l.clock.Now(),
+		l.obs.Observe(event.Event{Kind: event.RetryScheduled, Pipeline: l.pipeline, Stage: Kind, Time: l.clock.Now(),
 			Attempt: n, Delay: delay, Reason: why, Err: err, Context: ctx})
 	}
 }
@@ -368,7 +371,7 @@ func (l *reporter) scheduled(ctx context.Context, n int, delay time.Duration, wh
 func (l *reporter) giveUp(ctx context.Context, n int, cause, last error, suppressed string) error {
 	err := &Error{Attempts: n, Cause: cause, Last: last}
 	if suppressed != "" && l.obs != nil {
-		l.obs.Observe(event.Event{Kind: event.RetrySuppressed, Pipeline: l.pipeline, Time: l.clock.Now(),
+		l.obs.Observe(event.Event{Kind: event.RetrySuppressed, Pipeline: l.pipeline, Stage: Kind, Time: l.clock.Now(),
 			Attempt: n, Reason: suppressed, Err: last, Context: ctx})
 	}
 	return err

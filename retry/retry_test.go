@@ -38,7 +38,7 @@ func TestConformance(t *testing.T) {
 func TestNew_Defaults(t *testing.T) {
 	r := retry.MustNew(retry.Options{})
 	require.Equal(t, retry.DefaultMaxAttempts, r.MaxAttempts())
-	require.Equal(t, policy.KindRetry, r.Kind())
+	require.True(t, r.Placement().OwnsRetries)
 }
 
 func TestNew_RefusesBadOptions(t *testing.T) {
@@ -335,7 +335,9 @@ type budgetLog struct {
 	log   []string
 }
 
-func (*budgetLog) Kind() policy.Kind                                   { return policy.KindBudget }
+func (*budgetLog) Placement() policy.Placement {
+	return policy.Placement{Kind: "budget", Retry: policy.OutsideRetry}
+}
 func (*budgetLog) Bind(next policy.Runner, _ policy.Env) policy.Runner { return next }
 func (b *budgetLog) Deposit()                                          { b.log = append(b.log, "deposit") }
 func (b *budgetLog) OnSuccess()                                        { b.log = append(b.log, "success") }

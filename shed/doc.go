@@ -166,8 +166,16 @@
 //
 // # As a policy
 //
-// A Shedder is also a policy of kind Shed for servers that are not HTTP (queue
+// A Shedder is also a policy of kind [Kind] for servers that are not HTTP (queue
 // consumers, gRPC handlers): policy.Wrap(shedder, deadline, breaker). It stands
-// outermost and never with a retry (rule O5); refusals are [*RejectError]s matching
-// [ErrShed] and policy.ErrRejected.
+// outermost and never with a retry (rule O5). A refusal is a *policy.RejectError:
+// its Policy is "shed", its Reason a [Reason]'s name, and its RetryAfter the
+// Retry-After the middleware would send. It matches [ErrShed] and
+// policy.ErrRejected. Refusals share their errors (one per reason and Retry-After):
+// treat them as read-only.
+//
+// Every refusal is reported as an event.Shed whose Stage is [Kind].
 package shed
+
+// Kind is the shed's Placement.Kind: its events' Stage and its refusals' Policy.
+const Kind = "shed"

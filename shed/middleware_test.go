@@ -234,6 +234,25 @@ func TestMiddleware_RejectPathDoesNotAllocate(t *testing.T) {
 	}
 }
 
+// TestShedder_RefusalAsAPolicyDoesNotAllocate: a pipeline's refusals share their
+// *policy.RejectError, one per reason and Retry-After.
+func TestShedder_RefusalAsAPolicyDoesNotAllocate(t *testing.T) {
+	s, permit := full(t, shed.Options{Clock: policytest.NewClock(t0), Rand: pinned(0)})
+	defer permit.Release()
+	run := s.Bind(policy.RunnerFunc(func(ctx context.Context, fn policy.Func) error { return fn(ctx) }), policy.Env{})
+	ctx := context.Background()
+	fn := func(context.Context) error { return nil }
+	first := run.Run(ctx, fn)
+	require.ErrorIs(t, first, shed.ErrShed)
+	require.Same(t, first, run.Run(ctx, fn), "the same reason and Retry-After: the same error")
+	if race.Enabled {
+		return // the race detector allocates
+	}
+	if n := testing.AllocsPerRun(1000, func() { _ = run.Run(ctx, fn) }); n != 0 {
+		t.Errorf("a refusal through Run allocates %v per call; want 0", n)
+	}
+}
+
 // load is what a loopback run at three times the handler's capacity saw.
 type load struct {
 	sent, served, rejected, failed int64

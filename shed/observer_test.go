@@ -14,10 +14,11 @@ import (
 	"github.com/backstop-go/backstop/shed"
 )
 
-// sheds counts the event.Shed it hears, by pipeline.
+// sheds counts the event.Shed it hears, by pipeline, and those without Stage shed.
 type sheds struct {
-	mu sync.Mutex
-	by map[string]int
+	mu       sync.Mutex
+	by       map[string]int
+	badStage int
 }
 
 func (s *sheds) Observe(e event.Event) {
@@ -30,6 +31,9 @@ func (s *sheds) Observe(e event.Event) {
 		s.by = map[string]int{}
 	}
 	s.by[e.Pipeline]++
+	if e.Stage != shed.Kind {
+		s.badStage++
+	}
 }
 
 func (s *sheds) total() int {
@@ -74,4 +78,7 @@ func TestShedder_AddObserverHearsEveryRefusalOnce(t *testing.T) {
 	require.Equal(t, map[string]int{"": 2, "piped": 1, "both": 1, "bare": 1}, added.by, "under the pipeline that refused")
 	require.Equal(t, 3, own.total(), "Options.Observer: the middleware's, Admit's and the unobserved pipeline's")
 	require.Equal(t, 2, piped.total(), "a pipeline's observer: its pipeline's")
+	for _, o := range []*sheds{&added, &own, &piped} {
+		require.Zero(t, o.badStage, "every event.Shed has Stage %q", shed.Kind)
+	}
 }

@@ -25,12 +25,12 @@ const (
 
 var reasonNames = [numReasons]string{"none", "limit", "priority", "queue_full", "queue", "deadline", "canceled", "quota", "breaker", "cpu"}
 
-// String returns the reason's name, e.g. "queue_full".
+// String returns the reason's name in snake_case, e.g. "queue_full".
 func (r Reason) String() string {
 	if r < numReasons {
 		return reasonNames[r]
 	}
-	return fmt.Sprintf("reason(%d)", uint8(r))
+	return fmt.Sprintf("reason_%d", uint8(r))
 }
 
 // statusFor returns the status of a rejection for r: 503 for an open breaker, 429

@@ -34,8 +34,8 @@ const (
 )
 
 var (
-	// ErrShed is matched by the error of work the Shedder refused as a policy; such
-	// errors also match policy.ErrRejected.
+	// ErrShed is matched by the error of work the Shedder refused as a policy. That
+	// error is a *policy.RejectError, so it matches policy.ErrRejected too.
 	ErrShed = errors.New("shed: rejected")
 	// ErrInvalidOptions is matched by New's errors for bad Options.
 	ErrInvalidOptions = errors.New("shed: invalid options")
@@ -250,6 +250,9 @@ type Shedder struct {
 	quota    *quotas
 
 	rejected [numReasons]atomic.Uint64
+	// refusals[r][secs] is the error of a refusal for r with a Retry-After of secs.
+	// Each is made on first use and then shared, so refusing allocates nothing.
+	refusals [numReasons][]atomic.Pointer[policy.RejectError]
 
 	subsMu sync.Mutex // guards writes of subs
 }
@@ -343,6 +346,10 @@ func New(o Options) (*Shedder, error) {
 		return bad("Refusal.MaxRetryAfter is %v; want ≥ 1s, or 0 for the default %v", o.Refusal.MaxRetryAfter, DefaultMaxRetryAfter)
 	}
 	s.pressure = pressure{max: int64(maxRA / time.Second), base: 1}
+	cached := min(int(s.pressure.max), len(retryAfterValues)-1) + 1
+	for r := range s.refusals {
+		s.refusals[r] = make([]atomic.Pointer[policy.RejectError], cached)
+	}
 	if o.Quota != nil {
 		q, err := newQuotas(*o.Quota)
 		if err != nil {
@@ -712,7 +719,7 @@ func (s *Shedder) report(ctx context.Context, to audience, pipeline string, r Re
 	if to.obs == nil && subs == nil {
 		return
 	}
-	e := event.Event{Kind: event.Shed, Pipeline: pipeline, Source: s.name, Time: s.clock.Now(),
+	e := event.Event{Kind: event.Shed, Stage: Kind, Pipeline: pipeline, Source: s.name, Time: s.clock.Now(),
 		Reason: r.String(), Priority: p.String(), Delay: time.Duration(ra) * time.Second, Level: float64(s.limit.Load()), Context: ctx}
 	if to.obs != nil {
 		to.obs.Observe(e)
@@ -825,13 +832,15 @@ func (p *pressure) current(now time.Time, admitted uint64) int64 {
 	return p.base
 }
 
-// Kind returns policy.KindShed.
-func (s *Shedder) Kind() policy.Kind { return policy.KindShed }
+// Placement: a shedder is outermost, once, in a pipeline with no retry.
+func (s *Shedder) Placement() policy.Placement {
+	return policy.Placement{Kind: Kind, Outermost: true, Once: true}
+}
 
 // Bind returns the Runner that admits each call, with the priority set by
 // WithPriority (lowered for an upstream retry), and refuses the rest with a
-// [*RejectError]. Refusals are reported to env.Observer, or to Options.Observer if the
-// pipeline has none: each refusal is reported once.
+// *policy.RejectError. Refusals are reported to env.Observer, or to Options.Observer
+// if the pipeline has none: each refusal is reported once.
 func (s *Shedder) Bind(next policy.Runner, env policy.Env) policy.Runner {
 	to := s.own
 	if env.Observer != nil {
@@ -855,7 +864,7 @@ func (r *runner) Run(ctx context.Context, fn policy.Func) error {
 		if why == ReasonCanceled {
 			return fmt.Errorf("shed: %w", ctx.Err())
 		}
-		return &RejectError{Shedder: r.s.name, reason: why, retryAfter: time.Duration(ra.secs) * time.Second}
+		return r.s.refusal(why, ra.secs)
 	}
 	if 2*r.s.inflight.Load() >= r.s.limit.Load() {
 		// Half the limit in use: a retry's backoff in fn gives the slot back (a new
@@ -867,27 +876,23 @@ func (r *runner) Run(ctx context.Context, fn policy.Func) error {
 	return err
 }
 
-// RejectError is the error of work the Shedder refused as a policy. It matches
-// [ErrShed] and policy.ErrRejected, and it is a policy.Rejection.
-type RejectError struct {
-	Shedder    string // the shedder's name
-	reason     Reason
-	retryAfter time.Duration
+// refusal returns the error of work refused for r with a Retry-After of secs. Its
+// RetryAfter is what the middleware would have sent (see [Shedder.RetryAfter]). The
+// error is shared: for the usual Retry-Afters it is made once.
+func (s *Shedder) refusal(r Reason, secs int) *policy.RejectError {
+	cache := s.refusals[r]
+	if secs < len(cache) {
+		if e := cache[secs].Load(); e != nil {
+			return e
+		}
+	}
+	e := &policy.RejectError{Policy: Kind, Name: s.name, Reason: r.String(),
+		RetryAfter: time.Duration(secs) * time.Second, Err: ErrShed}
+	if secs < len(cache) {
+		cache[secs].Store(e) // a racing refusal may store its twin: either will do
+	}
+	return e
 }
-
-func (e *RejectError) Error() string {
-	return fmt.Sprintf("shed: %s rejected work (%s); retry after %v", e.Shedder, e.reason, e.retryAfter)
-}
-
-// Is matches ErrShed and policy.ErrRejected.
-func (e *RejectError) Is(target error) bool { return target == ErrShed || target == policy.ErrRejected }
-
-// RetryAfter is the Retry-After the middleware would have sent: whole seconds, with
-// jitter, from the share of work refused (see [Shedder.RetryAfter]).
-func (e *RejectError) RetryAfter() time.Duration { return e.retryAfter }
-
-// Reason is why the work was refused: a [Reason]'s name ("limit", "queue", …).
-func (e *RejectError) Reason() string { return e.reason.String() }
 
 // MustNew is like [New] but panics on bad options.
 func MustNew(o Options) *Shedder {

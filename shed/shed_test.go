@@ -363,14 +363,15 @@ func TestShedder_AsAPolicy(t *testing.T) {
 	wg.Wait()
 	require.ErrorIs(t, err, shed.ErrShed)
 	require.ErrorIs(t, err, policy.ErrRejected)
-	var re *shed.RejectError
-	require.ErrorAs(t, err, &re)
-	require.Equal(t, shed.ReasonLimit.String(), re.Reason())
-	require.Equal(t, time.Second, re.RetryAfter())
-	var rej policy.Rejection
-	require.ErrorAs(t, fmt.Errorf("handler: %w", err), &rej, "a shedder's refusal is a policy.Rejection")
-	require.Equal(t, "limit", rej.Reason())
-	require.Equal(t, time.Second, rej.RetryAfter())
+	var rej *policy.RejectError
+	require.ErrorAs(t, fmt.Errorf("handler: %w", err), &rej, "a shedder's refusal is a *policy.RejectError")
+	require.Equal(t, shed.Kind, rej.Policy)
+	require.Equal(t, "shed", rej.Name, "the default name")
+	require.Equal(t, shed.ReasonLimit.String(), rej.Reason)
+	require.Equal(t, "limit", rej.Reason)
+	require.Equal(t, time.Second, rej.RetryAfter)
+	require.Equal(t, shed.ErrShed, rej.Err)
+	require.Equal(t, "shed shed: rejected (limit); retry after 1s", err.Error())
 
 	var shedEvents []event.Event
 	for _, e := range events {
@@ -379,6 +380,7 @@ func TestShedder_AsAPolicy(t *testing.T) {
 		}
 	}
 	require.Len(t, shedEvents, 1)
+	require.Equal(t, shed.Kind, shedEvents[0].Stage)
 	require.Equal(t, "limit", shedEvents[0].Reason)
 	require.Equal(t, "consumer", shedEvents[0].Pipeline)
 

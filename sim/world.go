@@ -345,11 +345,11 @@ func rejection(err error) (time.Duration, bool) {
 	if err == nil {
 		return 0, false
 	}
-	var rej policy.Rejection
+	var rej *policy.RejectError
 	if !errors.As(err, &rej) {
 		return 0, false
 	}
-	return rej.RetryAfter(), true
+	return rej.RetryAfter, true
 }
 
 var (

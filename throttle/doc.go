@@ -15,6 +15,10 @@
 // sending work that a backend is turning away. Its refusals match policy.ErrRejected,
 // so no retry retries them.
 //
+// A refusal is a *policy.RejectError with Policy [Kind] and Reason "throttled". It
+// matches [ErrThrottled]. Its RetryAfter is 0: the throttle names no time. One error
+// is shared by all of a throttle's refusals, so refusing allocates nothing.
+//
 // # Where it stands
 //
 // A throttle is a policy of kind throttle, placed like a breaker: outside or inside a
@@ -24,3 +28,6 @@
 // refuses a call before any attempt. Inside is the book's model, and the default to
 // reach for.
 package throttle
+
+// Kind is the throttle's Placement.Kind: its events' Stage and its refusals' Policy.
+const Kind = "throttle"

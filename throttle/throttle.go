@@ -24,8 +24,8 @@ const (
 )
 
 var (
-	// ErrThrottled is matched by every refusal of a throttle; the refusals also match
-	// policy.ErrRejected.
+	// ErrThrottled is matched by every refusal of a throttle. A refusal is a
+	// *policy.RejectError, so it matches policy.ErrRejected too.
 	ErrThrottled = errors.New("throttle: refused locally")
 	// ErrInvalidOptions is matched by New's errors for bad options.
 	ErrInvalidOptions = errors.New("throttle: invalid options")
@@ -52,7 +52,7 @@ type Options struct {
 	Rand policy.Rand
 }
 
-// Throttle is client-side adaptive throttling (policy.KindThrottle). It is safe for
+// Throttle is client-side adaptive throttling, a stage of kind [Kind]. It is safe for
 // concurrent use (one mutex, no allocation per call); share one among the pipelines
 // that call one backend. Build it with [New].
 type Throttle struct {
@@ -62,7 +62,7 @@ type Throttle struct {
 	accepted func(error) bool
 	clock    policy.Clock
 	rand     policy.Rand
-	refusal  *refusal
+	refusal  *policy.RejectError // shared by every refusal: refusing allocates nothing
 	refused  atomic.Uint64
 
 	mu  sync.Mutex  // guards win
@@ -92,7 +92,7 @@ func New(name string, o Options) (*Throttle, error) {
 	}
 	clock := policy.ClockOr(o.Clock)
 	return &Throttle{name: name, k: o.K, window: o.Window, accepted: o.Accepted, clock: clock,
-		rand: policy.RandOr(o.Rand), refusal: &refusal{name: name}, win: window.New(clock.Now(), o.Window)}, nil
+		rand: policy.RandOr(o.Rand), refusal: newRefusal(name), win: window.New(clock.Now(), o.Window)}, nil
 }
 
 // MustNew is like [New] but panics on bad options.
@@ -113,8 +113,8 @@ func DefaultAccepted(err error) bool {
 // Name returns the throttle's name.
 func (t *Throttle) Name() string { return t.name }
 
-// Kind returns policy.KindThrottle.
-func (t *Throttle) Kind() policy.Kind { return policy.KindThrottle }
+// Placement: a throttle is placed like a breaker.
+func (t *Throttle) Placement() policy.Placement { return policy.Placement{Kind: Kind, Prompt: true} }
 
 // Bind returns the Runner that throttles each call (or attempt, inside a retry).
 func (t *Throttle) Bind(next policy.Runner, _ policy.Env) policy.Runner {
@@ -190,22 +190,9 @@ func (t *Throttle) ExplainStage() policy.Stage {
 	}
 }
 
-// refusal is the error of a request the throttle refused; one per throttle, shared,
-// so refusing allocates nothing.
-type refusal struct{ name string }
-
-func (e *refusal) Error() string {
-	return "throttle: " + e.name + " refused the request locally: its backend is refusing work"
+// newRefusal returns the error of every request the throttle named name refuses.
+// Its RetryAfter is 0: the share refused falls as the backend accepts again, at no
+// time the throttle could name.
+func newRefusal(name string) *policy.RejectError {
+	return &policy.RejectError{Policy: Kind, Name: name, Reason: "throttled", Err: ErrThrottled}
 }
-
-// Is matches ErrThrottled and policy.ErrRejected.
-func (e *refusal) Is(target error) bool {
-	return target == ErrThrottled || target == policy.ErrRejected
-}
-
-// RetryAfter is 0: the throttle refuses a share of requests that falls as its backend
-// accepts again, with no time it could name.
-func (e *refusal) RetryAfter() time.Duration { return 0 }
-
-// Reason is "throttled".
-func (e *refusal) Reason() string { return "throttled" }

@@ -10,6 +10,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/backstop-go/backstop/fault"
+	"github.com/backstop-go/backstop/internal/race"
 
 	"github.com/backstop-go/backstop/policy"
 	"github.com/backstop-go/backstop/policy/policytest"
@@ -63,15 +64,34 @@ func TestThrottle_TheSREBookFormula(t *testing.T) {
 	require.ErrorIs(t, err, throttle.ErrThrottled)
 	require.ErrorIs(t, err, policy.ErrRejected)
 	require.Contains(t, err.Error(), "db")
-	var rej policy.Rejection
-	require.ErrorAs(t, err, &rej, "a throttle's refusal is a policy.Rejection")
-	require.Equal(t, "throttled", rej.Reason())
-	require.Zero(t, rej.RetryAfter(), "a throttle names no time")
+	var rej *policy.RejectError
+	require.ErrorAs(t, err, &rej, "a throttle's refusal is a *policy.RejectError")
+	require.Equal(t, throttle.Kind, rej.Policy)
+	require.Equal(t, "db", rej.Name)
+	require.Equal(t, "throttled", rej.Reason)
+	require.Zero(t, rej.RetryAfter, "a throttle names no time")
+	require.Equal(t, throttle.ErrThrottled, rej.Err)
+	require.Same(t, rej, p.Do(context.Background(), accept), "every refusal shares one error")
 
 	// Two minutes later the history is gone: requests flow again.
 	clock.Advance(throttle.DefaultWindow)
 	require.Equal(t, 0.0, th.Probability())
 	require.NoError(t, p.Do(context.Background(), accept))
+}
+
+// TestThrottle_RefusalDoesNotAllocate: every refusal returns the throttle's one error.
+func TestThrottle_RefusalDoesNotAllocate(t *testing.T) {
+	th := throttle.MustNew("db", throttle.Options{Clock: policytest.NewClock(t0), Rand: policytest.NewRand(0)})
+	run := th.Bind(policy.RunnerFunc(func(ctx context.Context, fn policy.Func) error { return fn(ctx) }), policy.Env{})
+	ctx := context.Background()
+	require.ErrorIs(t, run.Run(ctx, refuse), policy.ErrRejected, "the backend refuses: p = 1/2 from now on")
+	require.ErrorIs(t, run.Run(ctx, accept), throttle.ErrThrottled, "a draw of 0 is below any p > 0")
+	if race.Enabled {
+		return // the race detector allocates
+	}
+	if n := testing.AllocsPerRun(1000, func() { _ = run.Run(ctx, accept) }); n != 0 {
+		t.Errorf("a refusal allocates %v per call; want 0", n)
+	}
 }
 
 func TestThrottle_SendsAboutKTimesWhatTheBackendAccepts(t *testing.T) {
@@ -140,7 +160,7 @@ func TestThrottle_OrderingRules(t *testing.T) {
 	require.NoError(t, err)
 	_, err = policy.Wrap(th, retry.MustNew(retry.Options{}))
 	require.NoError(t, err)
-	require.Equal(t, "throttle", th.Kind().String())
+	require.Equal(t, "throttle", th.Placement().Kind)
 }
 
 func TestNew_RefusesBadOptions(t *testing.T) {

@@ -56,7 +56,7 @@ func DisableClientRetries(opt *redis.Options) {
 // owns reports whether p holds a retry: Backstop then owns the retries of its calls.
 func owns(p *policy.Pipeline) bool {
 	for _, st := range p.Explain().Stack {
-		if st.Kind == policy.KindRetry {
+		if st.Place.OwnsRetries {
 			return true
 		}
 	}

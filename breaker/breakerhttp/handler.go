@@ -23,7 +23,7 @@ const DefaultRefresh = 5 * time.Second
 const style = `
 body{font:14px system-ui,sans-serif;margin:1em}table{border-collapse:collapse}
 th,td{padding:.3em .5em;border-bottom:1px solid #ddd;text-align:left}
-.closed{color:#070}.half-open{color:#a60}.open{color:#c00;font-weight:bold}
+.closed{color:#070}.half_open{color:#a60}.open{color:#c00;font-weight:bold}
 .meta{color:#555}.t{white-space:nowrap}form{display:inline}
 `
 
@@ -83,10 +83,12 @@ func WithClock(c policy.Clock) Option {
 //	  "counts": {"requests": 5, …}, "tripped_counts": {…}, "opened_at": "…", "until": "…",
 //	  "retry_after_seconds": 12.5, "last_transition": {"from": "closed", "to": "open", "at": "…"}}]}
 //
-// retry_after_seconds (the page's "retry after") is what a server sends as Retry-After
-// for a call the breaker refuses now: the time to its probes when open, its
-// MaxOpenTimeout when forced open. Forcing open a closed or half-open breaker is a
-// transition: last_transition and opened_at are then the forcing's.
+// A state, and a transition's from and to, is "closed", "half_open" or "open"; the
+// page shows the same names, and uses them as CSS classes. retry_after_seconds (the
+// page's "retry after") is what a server sends as Retry-After for a call the breaker
+// refuses now: the time to its probes when open, its MaxOpenTimeout when forced open.
+// Forcing open a closed or half-open breaker is a transition: last_transition and
+// opened_at are then the forcing's.
 func Handler(reg *breaker.Registry, opts ...Option) http.Handler {
 	h := &handler{reg: reg, refresh: DefaultRefresh, clock: policy.SystemClock()}
 	for _, o := range opts {

@@ -125,8 +125,8 @@ func TestHandler_PageSaysWhatHappened(t *testing.T) {
 		// Half-open: its time is up, gobreaker has not moved yet.
 		time.Sleep(20*time.Second + time.Nanosecond)
 		db = row(t, get(t, h), "db")
-		require.Contains(t, db, `class="half-open t">half-open`)
-		require.Contains(t, db, `open → half-open</span> at <time class="t">2000-01-01T00:00:30Z</time>`)
+		require.Contains(t, db, `class="half_open t">half_open`)
+		require.Contains(t, db, `open → half_open</span> at <time class="t">2000-01-01T00:00:30Z</time>`)
 
 		// Forced open from closed: closed → open, never open → open.
 		reg.Get("cache").ForceOpen()
@@ -141,7 +141,7 @@ func TestHandler_PageSaysWhatHappened(t *testing.T) {
 		reg.Get("db").ForceOpen()
 		db = row(t, get(t, h), "db")
 		require.Contains(t, db, "open (forced)")
-		require.Contains(t, db, "half-open → open")
+		require.Contains(t, db, "half_open → open")
 		require.NotContains(t, db, "<td>open → open")
 	})
 }
@@ -308,7 +308,7 @@ func TestHandler_ForcedFromHalfOpen(t *testing.T) {
 		db.ForceOpen()
 		page := row(t, get(t, h), "db")
 		require.Contains(t, page, "open (forced)")
-		require.Contains(t, page, `half-open → open</span> at <time class="t">2000-01-01T00:00:35Z</time>`)
+		require.Contains(t, page, `half_open → open</span> at <time class="t">2000-01-01T00:00:35Z</time>`)
 		require.Contains(t, page, `<td class="t">2000-01-01T00:00:35Z</td>`, "opened at is the forcing")
 		require.NotContains(t, page, "00:00:00Z", "nothing on the row goes back to the trip")
 
@@ -333,7 +333,7 @@ func TestHandler_ForcedFromHalfOpen(t *testing.T) {
 		require.Equal(t, "db", got.Breakers[1].Name)
 		require.Equal(t, 30.0, got.Breakers[1].RetryAfter)
 		require.Equal(t, "2000-01-01T00:00:35Z", got.Breakers[1].OpenedAt)
-		require.Equal(t, "half-open", got.Breakers[1].Last.From)
+		require.Equal(t, "half_open", got.Breakers[1].Last.From)
 		require.Equal(t, "2000-01-01T00:00:35Z", got.Breakers[1].Last.At)
 	})
 }

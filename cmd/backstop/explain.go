@@ -105,7 +105,7 @@ func seconds(d time.Duration) *float64 {
 func waitsOf(e policy.Explanation) []wait {
 	var out []wait
 	for _, st := range e.Stack {
-		if st.Kind != policy.KindRetry {
+		if !st.Place.OwnsRetries {
 			continue
 		}
 		for i, s := range st.Sleeps {

@@ -424,7 +424,7 @@ func fitAttempts(e policy.Explanation, deadline, perTry time.Duration, report fu
 	}
 	var sleeps []policy.Sleep
 	for _, st := range e.Stack {
-		if st.Kind == policy.KindRetry {
+		if st.Place.OwnsRetries {
 			sleeps = st.Sleeps
 		}
 	}

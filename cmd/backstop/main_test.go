@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/backstop-go/backstop/deadline"
 	"github.com/backstop-go/backstop/policy"
 	"github.com/backstop-go/backstop/policyenvoy"
 	"github.com/backstop-go/backstop/policygrpc"
@@ -585,7 +586,7 @@ func TestExplain_ImportedAsTheirOwnPipelines(t *testing.T) {
 				t.Errorf("%s [%d]: %s %s; its own pipeline's %s", f, i, waitsKey, gotWaits, wantWaits)
 			}
 			for _, st := range e.Stack {
-				if st.Kind == policy.KindAttemptTimeout && v["per_try_timeout_seconds"] != st.Limit.Seconds() {
+				if st.Kind == deadline.KindAttempt && v["per_try_timeout_seconds"] != st.Limit.Seconds() {
 					t.Errorf("%s [%d]: per_try_timeout_seconds %v; its own pipeline's %v", f, i, v["per_try_timeout_seconds"], st.Limit)
 				}
 			}

@@ -70,8 +70,9 @@ var ids uint32
 func id() uint32 { ids++; return ids }
 
 // Dashboard builds the dashboard: calls and retries per pipeline, why retries
-// were refused, breaker states, shedding, budgets, latency, coalescing caches, redelivery,
-// fallbacks, bulkheads and rate limiters.
+// were refused, breaker states, shedding, budgets, latency, coalescing caches,
+// redelivery, fallbacks, and what every stage reports: rejections, waits and the
+// gauges it publishes.
 //
 //lint:ignore SA1019 the v1 dashboard model is the JSON Grafana imports today; dashboardv2 needs Grafana 12's v2 API
 func Dashboard() *dashboard.DashboardBuilder {
@@ -101,7 +102,7 @@ func Dashboard() *dashboard.DashboardBuilder {
 		WithPanel(series("Call latency p50 / p99", "Time calls spent in a pipeline, retries and backoff included.", "s",
 			query(`histogram_quantile(0.5, sum by (pipeline, le) (rate(backstop_call_duration_seconds_bucket{`+pipe+`}[$__rate_interval])))`, "{{pipeline}} p50"),
 			query(`histogram_quantile(0.99, sum by (pipeline, le) (rate(backstop_call_duration_seconds_bucket{`+pipe+`}[$__rate_interval])))`, "{{pipeline}} p99"))).
-		WithPanel(series("Deadlines exceeded", "Calls (deadline) or attempts (attempt-timeout) whose time ran out.", "reqps",
+		WithPanel(series("Deadlines exceeded", "Calls (deadline) or attempts (attempt_timeout) whose time ran out.", "reqps",
 			query(`sum by (pipeline, kind) (rate(backstop_deadlines_exceeded_total{`+pipe+`}[$__rate_interval]))`, "{{pipeline}} {{kind}}"))).
 		WithRow(dashboard.NewRowBuilder("Breakers and budgets").Id(id())).
 		WithPanel(statetimeline.NewPanelBuilder().Id(id()).Title("Breaker state").
@@ -148,19 +149,16 @@ func Dashboard() *dashboard.DashboardBuilder {
 		WithPanel(series("Redelivery delay p50 / p99", "The delays redeliveries were asked to wait: growing delays mean jobs keep failing.", "s",
 			query(`histogram_quantile(0.5, sum by (queue, le) (rate(backstop_redeliver_delay_seconds_bucket[$__rate_interval])))`, "{{queue}} p50"),
 			query(`histogram_quantile(0.99, sum by (queue, le) (rate(backstop_redeliver_delay_seconds_bucket[$__rate_interval])))`, "{{queue}} p99"))).
-		WithRow(dashboard.NewRowBuilder("Fallbacks, bulkheads and rate limiters").Id(id())).
+		WithRow(dashboard.NewRowBuilder("Fallbacks and stages").Id(id())).
 		WithPanel(series("Fallback ratio", "Share of each pipeline's calls a fallback answered. Alert BackstopFallbackRateHigh fires above 5 %.", "percentunit",
 			query(`sum by (pipeline) (rate(backstop_fallbacks_total{`+pipe+`}[$__rate_interval])) / sum by (pipeline) (rate(backstop_calls_total{`+pipe+`}[$__rate_interval]))`, "{{pipeline}}"))).
 		WithPanel(series("Fallbacks by reason", "Failed calls a fallback answered, by the failure (failure, rejected, deadline) and what answered (value, func, last-good).", "reqps",
 			query(`sum by (pipeline, fallback, reason, from) (rate(backstop_fallbacks_total{`+pipe+`}[$__rate_interval]))`, "{{pipeline}} {{reason}} by {{from}}"))).
-		WithPanel(series("Bulkhead and rate limiter refusals", "Calls or attempts refused client-side: by a full bulkhead (limit, queue, wait, deadline) or a rate limiter out of tokens (no_token, deadline, wait_limit).", "reqps",
-			query(`sum by (pipeline, bulkhead, reason) (rate(backstop_bulkhead_rejections_total{`+pipe+`}[$__rate_interval]))`, "{{pipeline}} bulkhead {{bulkhead}} {{reason}}"),
-			query(`sum by (pipeline, limiter, reason) (rate(backstop_ratelimit_rejections_total{`+pipe+`}[$__rate_interval]))`, "{{pipeline}} limiter {{limiter}} {{reason}}"))).
-		WithPanel(series("Bulkhead slots", "Slots each bulkhead has taken, against its limit, and the calls waiting for one.", "short",
-			query(`backstop_bulkhead_inflight`, "{{bulkhead}} in flight"),
-			query(`backstop_bulkhead_limit`, "{{bulkhead}} limit"),
-			query(`backstop_bulkhead_waiting`, "{{bulkhead}} waiting"))).
-		WithPanel(series("Rate limiter wait p99 and tokens", "How long calls waited for a token before going through, and the tokens left in each bucket (below 0 while calls wait).", "s",
-			query(`histogram_quantile(0.99, sum by (limiter, le) (rate(backstop_ratelimit_wait_seconds_bucket[$__rate_interval])))`, "{{limiter}} wait p99"),
-			query(`backstop_ratelimit_tokens`, "{{limiter}} tokens")))
+		WithPanel(series("Rejections by stage", "Calls or attempts a stage rejected client-side, by the stage's kind (policy), its name and why.", "reqps",
+			query(`sum by (pipeline, policy, name, reason) (rate(backstop_rejections_total{`+pipe+`}[$__rate_interval]))`, "{{pipeline}} {{policy}} {{name}} {{reason}}"))).
+		WithPanel(series("Waits p50 / p99", "How long stages held calls before letting them through.", "s",
+			query(`histogram_quantile(0.5, sum by (policy, name, le) (rate(backstop_wait_seconds_bucket[$__rate_interval])))`, "{{policy}} {{name}} p50"),
+			query(`histogram_quantile(0.99, sum by (policy, name, le) (rate(backstop_wait_seconds_bucket[$__rate_interval])))`, "{{policy}} {{name}} p99"))).
+		WithPanel(series("Published gauges", "Every gauge a stage publishes (policy.Gauge): a line per stage kind (policy), name and gauge.", "short",
+			query(`{__name__=~"backstop_stage_.+"}`, "{{policy}} {{name}} {{__name__}}")))
 }

@@ -74,3 +74,22 @@ func TestEveryPanelQueriesBackstop(t *testing.T) {
 		t.Fatalf("%d panels, want at least 18", graphs)
 	}
 }
+
+// TestQueriesNameNoStage: the dashboard reads what stages publish: rejections,
+// waits and backstop_stage_* gauges, whatever their kind. No query names a stage.
+func TestQueriesNameNoStage(t *testing.T) {
+	out, err := Render()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, stage := range []string{"bulkhead", "ratelimit", "rate_limit", "limiter"} {
+		if bytes.Contains(bytes.ToLower(out), []byte(stage)) {
+			t.Errorf("the dashboard names %q; query backstop_rejections_total, backstop_wait_seconds or backstop_stage_* instead", stage)
+		}
+	}
+	for _, family := range []string{"backstop_rejections_total", "backstop_wait_seconds_bucket", `backstop_stage_.+`} {
+		if !bytes.Contains(out, []byte(family)) {
+			t.Errorf("no query reads %s", family)
+		}
+	}
+}

@@ -403,12 +403,12 @@ func (st *stack) serve(h http.Handler) (string, error) {
 func forward(h hop, next string, guarded bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		a, err := h.get(r.Context(), next)
-		var rej policy.Rejection
+		var rej *policy.RejectError
 		switch {
 		case errors.As(err, &rej):
 			// Until the probe (when half-open, the time its probes are given), and the
 			// probe's own time (about one request to the dependency).
-			left := rej.RetryAfter()
+			left := rej.RetryAfter
 			a = answer{status: http.StatusServiceUnavailable, refused: "breaker",
 				retryAfter: strconv.Itoa(max(1, int(math.Ceil(left.Seconds())))),
 				millis:     strconv.FormatInt(max(1, (left+30*time.Millisecond).Milliseconds()), 10)}

@@ -44,14 +44,17 @@ func Run(t *testing.T, newPolicy func() policy.Policy) {
 		return p, r
 	}
 
-	t.Run("Kind", func(t *testing.T) {
+	t.Run("Placement", func(t *testing.T) {
 		p := newPolicy()
-		k := p.Kind()
-		if k.String() == "" || k > policy.KindLast {
-			t.Errorf("%T.Kind() = %v; want one of the policy.Kind constants", p, k)
+		pl := p.Placement()
+		if !snakeCase(pl.Kind) {
+			t.Errorf("%T.Placement().Kind = %q; want a snake_case name such as \"my_cache\"", p, pl.Kind)
 		}
-		if k2 := p.Kind(); k2 != k {
-			t.Errorf("%T.Kind() changed between calls: %v then %v", p, k, k2)
+		if pl2 := p.Placement(); pl2 != pl {
+			t.Errorf("%T.Placement() changed between calls: %+v then %+v", p, pl, pl2)
+		}
+		if err := policy.CheckPlacements(pl); err != nil && pl.Retry == policy.RetryAnywhere && !pl.OwnsRetries {
+			t.Errorf("%T alone in a pipeline is refused: %v", p, err)
 		}
 	})
 
@@ -202,6 +205,9 @@ func Run(t *testing.T, newPolicy func() policy.Policy) {
 			if e.Pipeline != Pipeline {
 				t.Errorf("event %v has Pipeline %q; want %q", e.Kind, e.Pipeline, Pipeline)
 			}
+			if k := newPolicy().Placement().Kind; e.Stage != k {
+				t.Errorf("event %v has Stage %q; want the stage's Placement().Kind %q", e.Kind, e.Stage, k)
+			}
 		}
 	})
 }
@@ -209,3 +215,17 @@ func Run(t *testing.T, newPolicy func() policy.Policy) {
 type terminal struct{}
 
 func (terminal) Run(ctx context.Context, fn policy.Func) error { return fn(ctx) }
+
+// snakeCase reports whether s is a non-empty snake_case name: lower-case letters,
+// digits and underscores, starting with a letter.
+func snakeCase(s string) bool {
+	if s == "" || s[0] < 'a' || s[0] > 'z' {
+		return false
+	}
+	for _, c := range s {
+		if (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '_' {
+			return false
+		}
+	}
+	return true
+}

@@ -16,7 +16,7 @@ import (
 // Run honours ctx.
 type sleeper struct{}
 
-func (sleeper) Kind() policy.Kind { return policy.KindOther }
+func (sleeper) Placement() policy.Placement { return policy.Placement{Kind: "test_stage"} }
 func (sleeper) Bind(next policy.Runner, _ policy.Env) policy.Runner {
 	return policy.RunnerFunc(func(ctx context.Context, fn policy.Func) error {
 		time.Sleep(50 * time.Millisecond)
@@ -28,7 +28,7 @@ func (sleeper) Bind(next policy.Runner, _ policy.Env) policy.Runner {
 // context carries a Releaser: it breaks the Releaser rule.
 type canceller struct{}
 
-func (canceller) Kind() policy.Kind { return policy.KindOther }
+func (canceller) Placement() policy.Placement { return policy.Placement{Kind: "test_stage"} }
 func (canceller) Bind(next policy.Runner, _ policy.Env) policy.Runner {
 	return policy.RunnerFunc(func(ctx context.Context, fn policy.Func) error {
 		ctx, cancel := context.WithCancel(ctx)
@@ -40,7 +40,7 @@ func (canceller) Bind(next policy.Runner, _ policy.Env) policy.Runner {
 // passThrough keeps every rule.
 type passThrough struct{}
 
-func (passThrough) Kind() policy.Kind                                   { return policy.KindOther }
+func (passThrough) Placement() policy.Placement                         { return policy.Placement{Kind: "test_stage"} }
 func (passThrough) Bind(next policy.Runner, _ policy.Env) policy.Runner { return next }
 
 const brokenEnv = "POLICYTEST_BROKEN"

@@ -8,6 +8,7 @@ import (
 	"github.com/backstop-go/backstop/bulkhead"
 	"github.com/backstop-go/backstop/deadline"
 	"github.com/backstop-go/backstop/fallback"
+	"github.com/backstop-go/backstop/fleet"
 	"github.com/backstop-go/backstop/policy"
 	"github.com/backstop-go/backstop/ratelimit"
 	"github.com/backstop-go/backstop/retry"
@@ -30,7 +31,7 @@ func wrong() {
 	r := retry.MustNew(retry.Options{})
 	_, _ = policy.Wrap(r, d)                                                                                                     // want `policy: O1: deadline at position 2 is inside retry at position 1; move the deadline outward or use deadline.PerAttempt`
 	_ = policy.MustWrap(retry.MustNew(retry.Options{}), breaker.MustNew("x", breaker.Options{}), retry.MustNew(retry.Options{})) // want `policy: O2: retries at positions 1 and 3`
-	_ = policy.MustWrap(deadline.MustPerAttempt(time.Second), retry.MustNew(retry.Options{}))                                    // want `policy: O3: attempt-timeout at position 1 is outside retry`
+	_ = policy.MustWrap(deadline.MustPerAttempt(time.Second), retry.MustNew(retry.Options{}))                                    // want `policy: O3: attempt_timeout at position 1 is outside retry`
 	_ = policy.MustWrap(budget.MustNewTokenBucket(10, 0.1), breaker.MustNew("x", breaker.Options{}))                             // want `policy: O4: budget at position 1 has no retry inside it`
 	_ = policy.MustWrap(deadline.MustNew(time.Second), shed.MustNew(shed.Options{}))                                             // want `policy: O5: shed at position 2 is not outermost`
 	_ = policy.MustWrap(r, breaker.MustNew("x", breaker.Options{}), r)                                                           // want `policy: O6: the same retry policy \(r\) stands at positions 1 and 3`
@@ -44,11 +45,25 @@ func fallbacks() {
 	rl := ratelimit.MustNew("prices", ratelimit.Options{Rate: 10})
 	_ = policy.MustWrap(fb, deadline.MustNew(time.Second), bh, retry.MustNew(retry.Options{}), rl, deadline.MustPerAttempt(time.Second))
 	_ = policy.MustWrap(deadline.MustNew(time.Second), fb, retry.MustNew(retry.Options{}))                                       // want `policy: O7: fallback at position 2 is inside deadline at position 1; move the fallback outward`
-	_ = policy.MustWrap(ratelimit.MustNew("x", ratelimit.Options{Rate: 1}), fallback.MustNew[int]("x", fallback.Options[int]{})) // want `policy: O7: fallback at position 2 is inside rate-limit at position 1`
+	_ = policy.MustWrap(ratelimit.MustNew("x", ratelimit.Options{Rate: 1}), fallback.MustNew[int]("x", fallback.Options[int]{})) // want `policy: O7: fallback at position 2 is inside rate_limit at position 1`
 	_ = policy.MustWrap(retry.MustNew(retry.Options{}), fb, policy.Name("prices"))                                               // want `policy: O7: fallback at position 2 is inside retry at position 1`
 	_ = policy.MustWrap(policy.Name("prices"), fb, retry.MustNew(retry.Options{}), policy.Observe(nil))
 	_ = policy.MustWrap(bh, policy.Name("x"), rl, bh)                                                                   // want `policy: O6: the same bulkhead policy \(bh\) stands at positions 1 and 3`
 	_ = policy.MustWrap(fallback.MustNew("a", fallback.Options[int]{}), fallback.MustNew("b", fallback.Options[int]{})) // want `policy: O7: fallbacks at positions 1 and 2`
+}
+
+// Stages reached through an interface: a conversion, a variable assigned once, a
+// budget of another package whose placement is budget.Place.
+func throughInterfaces() {
+	var p policy.Policy = retry.MustNew(retry.Options{})
+	_ = policy.MustWrap(p, deadline.MustNew(time.Second))                                // want `policy: O1: deadline at position 2 is inside retry at position 1`
+	_ = policy.MustWrap(policy.Policy(deadline.MustPerAttempt(time.Second)), p)          // want `policy: O3: attempt_timeout at position 1 is outside retry at position 2`
+	_ = policy.MustWrap(fleet.NewTokenBucket(), breaker.MustNew("x", breaker.Options{})) // want `policy: O4: budget at position 1 has no retry inside it`
+	_ = policy.MustWrap(fleet.NewTokenBucket(), p)
+	_ = policy.MustWrap(shed.MustNew(shed.Options{}), shed.MustNew(shed.Options{})) // want `policy: O5: sheds at positions 1 and 2`
+	d, _ := deadline.PerAttempt(time.Second)
+	_ = policy.MustWrap(d, retry.MustNew(retry.Options{})) // want `policy: O3: attempt_timeout at position 1 is outside retry at position 2`
+	_ = policy.MustWrap(retry.MustNew(retry.Options{}), d)
 }
 
 // Stacks it cannot know statically are left alone.

@@ -1,14 +1,64 @@
 // Package policy is a stub of Backstop's for the analyzers' tests.
 package policy
 
-type Policy interface{}
+import "context"
+
+type Func func(ctx context.Context) error
+
+type Runner interface {
+	Run(ctx context.Context, fn Func) error
+}
+
+type Env struct{ Pipeline string }
+
+type Policy interface {
+	Placement() Placement
+	Bind(next Runner, env Env) Runner
+}
+
+type Placement struct {
+	Kind        string
+	OwnsRetries bool
+	Deadline    bool
+	Retry       Side
+	Outermost   bool
+	Encloses    bool
+	Free        bool
+	Once        bool
+	Prompt      bool
+}
+
+type Side uint8
+
+const (
+	RetryAnywhere Side = iota
+	OutsideRetry
+	InsideRetry
+)
+
+type RetryBudget interface {
+	Deposit()
+	Withdraw() bool
+	OnSuccess()
+	OnFailure()
+}
+
 type Pipeline struct{}
 
 func Wrap(ps ...Policy) (*Pipeline, error) { return nil, nil }
 func MustWrap(ps ...Policy) *Pipeline      { return nil }
 
-type Option interface{ Policy }
+type Option interface {
+	Policy
+	apply(*Pipeline)
+}
 
-func Name(string) Option  { return nil }
-func Observe(any) Option  { return nil }
-func UseClock(any) Option { return nil }
+type optionFunc func(*Pipeline)
+
+func (optionFunc) apply(*Pipeline)                {}
+func (optionFunc) Placement() Placement           { return Placement{Kind: "option", Free: true} }
+func (optionFunc) Bind(next Runner, _ Env) Runner { return next }
+
+func Name(string) Option  { return optionFunc(nil) }
+func Observe(any) Option  { return optionFunc(nil) }
+func UseClock(any) Option { return optionFunc(nil) }
