@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/backstop-go/backstop/jitter"
+
 	"github.com/sony/gobreaker/v2"
 
 	"github.com/backstop-go/backstop/event"
@@ -104,8 +106,8 @@ type Options struct {
 	// so a refusal's RetryAfter says the real time. 0 means DefaultOpenJitter (0.1);
 	// negative means none; above 1 is refused.
 	OpenJitter float64
-	// Rand draws the open jitter; nil means policy.SystemRand().
-	Rand policy.Rand
+	// Rand draws the open jitter; nil means jitter.System().
+	Rand jitter.Rand
 	// HalfOpenProbes is how many calls the breaker lets through each probe interval;
 	// that many successes in a row close it, and a failure waits for the next
 	// interval. 0 means 1.
@@ -227,7 +229,7 @@ type Breaker struct {
 	timeout    time.Duration // the first open time
 	maxTimeout time.Duration // the longest
 	jitter     float64
-	rand       policy.Rand
+	rand       jitter.Rand
 	onChange   func(name string, from, to State)
 	trip       string // when it trips, for ExplainStage
 	slowStart  time.Duration
@@ -271,7 +273,7 @@ func New(name string, o Options) (*Breaker, error) {
 		timeout:     o.OpenTimeout,
 		maxTimeout:  o.MaxOpenTimeout,
 		jitter:      o.OpenJitter,
-		rand:        policy.RandOr(o.Rand),
+		rand:        jitter.Or(o.Rand),
 		onChange:    o.OnStateChange,
 		trip:        trip,
 		slow:        o.SlowCall,

@@ -7,6 +7,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/backstop-go/backstop/jitter"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/backstop-go/backstop/breaker"
@@ -19,7 +21,7 @@ import (
 func TestBreaker_SlowStartRampsTheTrafficUp(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := must(breaker.New("db", breaker.Options{ConsecutiveFailures: 1, OpenTimeout: 100 * time.Millisecond,
-			OpenJitter: -1, SlowStart: time.Second, Rand: policy.SeededRand(1, 2)}))
+			OpenJitter: -1, SlowStart: time.Second, Rand: jitter.Seeded(1, 2)}))
 		r := policy.MustWrap(b)
 		require.ErrorIs(t, r.Do(context.Background(), fail), errDown)
 		time.Sleep(100*time.Millisecond + time.Nanosecond)
@@ -75,7 +77,7 @@ func TestBreaker_SlowStartRampsTheTrafficUp(t *testing.T) {
 func TestBreaker_SlowStartEndsWhenTheBreakerTrips(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := must(breaker.New("db", breaker.Options{ConsecutiveFailures: 1, OpenTimeout: 100 * time.Millisecond,
-			OpenJitter: -1, SlowStart: time.Second, Rand: policy.SeededRand(3, 4)}))
+			OpenJitter: -1, SlowStart: time.Second, Rand: jitter.Seeded(3, 4)}))
 		r := policy.MustWrap(b)
 		require.ErrorIs(t, r.Do(context.Background(), fail), errDown)
 		time.Sleep(100*time.Millisecond + time.Nanosecond)

@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"math"
 
-	"golang.org/x/time/rate"
+	"github.com/backstop-go/backstop/clock"
 
-	"github.com/backstop-go/backstop/policy"
+	"golang.org/x/time/rate"
 )
 
 // Rate is a fixed retry rate per process: at most r retries per second with bursts of
@@ -21,7 +21,7 @@ type Rate struct {
 	stage
 	counts
 	lim   *rate.Limiter
-	clock policy.Clock
+	clock clock.Clock
 }
 
 // RateOptions configure a [Rate].
@@ -31,9 +31,9 @@ type RateOptions struct {
 	Limit rate.Limit
 	// Burst is how many retries may start at once. Required: at least 1.
 	Burst int
-	// Clock reads the time; nil means policy.SystemClock(). The limiter measures time
+	// Clock reads the time; nil means clock.System(). The limiter measures time
 	// with time.Time.Sub, on the monotonic clock where the times carry it.
-	Clock policy.Clock
+	Clock clock.Clock
 }
 
 // NewRate returns a Rate as o says, or an error matching ErrInvalidOptions that names
@@ -45,7 +45,7 @@ func NewRate(o RateOptions) (*Rate, error) {
 	if o.Burst < 1 {
 		return nil, fmt.Errorf("%w: Burst is %d; want ≥ 1", ErrInvalidOptions, o.Burst)
 	}
-	return &Rate{lim: rate.NewLimiter(o.Limit, o.Burst), clock: policy.ClockOr(o.Clock)}, nil
+	return &Rate{lim: rate.NewLimiter(o.Limit, o.Burst), clock: clock.Or(o.Clock)}, nil
 }
 
 // MustNewRate is like [NewRate] but panics on bad settings.

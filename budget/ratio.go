@@ -6,8 +6,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/backstop-go/backstop/clock"
+
 	"github.com/backstop-go/backstop/internal/window"
-	"github.com/backstop-go/backstop/policy"
 )
 
 // Defaults for zero RatioOptions fields.
@@ -29,8 +30,8 @@ type RatioOptions struct {
 	// Window is how far back calls and retries count; 0 means DefaultWindow (10 s). It
 	// is kept in 10 buckets, so calls age out in steps of Window/10.
 	Window time.Duration
-	// Clock reads the time; nil means policy.SystemClock().
-	Clock policy.Clock
+	// Clock reads the time; nil means clock.System().
+	Clock clock.Clock
 }
 
 // Ratio is a retry budget in the manner of Finagle's RetryBudget: the retries of the
@@ -44,7 +45,7 @@ type RatioOptions struct {
 type Ratio struct {
 	stage
 	counts
-	clock  policy.Clock
+	clock  clock.Clock
 	ratio  float64
 	floor  float64 // MinPerSecond × Window seconds
 	window time.Duration
@@ -75,7 +76,7 @@ func NewRatio(o RatioOptions) (*Ratio, error) {
 	case o.Window < window.Buckets:
 		return nil, fmt.Errorf("%w: Window is %v; want ≥ 10ns (ten buckets)", ErrInvalidOptions, o.Window)
 	}
-	clock := policy.ClockOr(o.Clock)
+	clock := clock.Or(o.Clock)
 	return &Ratio{
 		clock:  clock,
 		win:    window.New(clock.Now(), o.Window),

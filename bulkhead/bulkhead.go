@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/backstop-go/backstop/clock"
+
 	"github.com/backstop-go/backstop/event"
 	"github.com/backstop-go/backstop/policy"
 )
@@ -52,8 +54,8 @@ type Options struct {
 	// MaxWait is the longest a call waits for a slot; ≥ 0; 0 means as long as its
 	// context allows. A call never waits past its context's deadline either way.
 	MaxWait time.Duration
-	// Clock times waits and slot holds; nil means policy.SystemClock().
-	Clock policy.Clock
+	// Clock times waits and slot holds; nil means clock.System().
+	Clock clock.Clock
 }
 
 // Bulkhead is a cap on concurrent calls to one dependency; its kind is [Kind]. It is
@@ -64,7 +66,7 @@ type Bulkhead struct {
 	max      int
 	maxQueue int64
 	maxWait  time.Duration
-	clock    policy.Clock
+	clock    clock.Clock
 
 	slots   chan struct{} // one element per slot taken
 	waiting atomic.Int64  // calls waiting for a slot
@@ -93,7 +95,7 @@ func New(name string, o Options) (*Bulkhead, error) {
 		o.MaxConcurrent = DefaultMaxConcurrent
 	}
 	return &Bulkhead{name: name, max: o.MaxConcurrent, maxQueue: int64(o.MaxQueue), maxWait: o.MaxWait,
-		clock: policy.ClockOr(o.Clock), slots: make(chan struct{}, o.MaxConcurrent)}, nil
+		clock: clock.Or(o.Clock), slots: make(chan struct{}, o.MaxConcurrent)}, nil
 }
 
 // MustNew is like [New] but panics on bad options.
@@ -168,7 +170,7 @@ func (r *runner) Run(ctx context.Context, fn policy.Func) error {
 		defer func() { <-b.slots }() // deferred, so a panicking fn gives its slot back
 		return r.next.Run(ctx, fn)
 	}
-	w := policy.StartStopwatch(b.clock, event.NeedsElapsed)
+	w := clock.StartStopwatch(b.clock, event.NeedsElapsed)
 	defer func() {
 		_, held := w.Stop()
 		<-b.slots
@@ -249,7 +251,7 @@ func (r *runner) refuse(ctx context.Context, reason string, queued int64, waited
 	e := &policy.RejectError{Policy: Kind, Name: b.name, Reason: reason, RetryAfter: b.estimate(max(queued, 0)), Err: err}
 	if r.needs != event.NeedsNothing {
 		r.obs.Observe(event.Event{Kind: event.Rejected, Pipeline: r.pipeline, Stage: Kind, Source: b.name, Reason: reason,
-			Time:  policy.StartStopwatch(b.clock, r.needs).Started(),
+			Time:  clock.StartStopwatch(b.clock, r.needs).Started(),
 			Delay: e.RetryAfter, Elapsed: waited, Err: e, Context: ctx})
 	}
 	return e

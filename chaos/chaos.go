@@ -10,6 +10,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/backstop-go/backstop/clock"
+	"github.com/backstop-go/backstop/jitter"
+
 	"github.com/backstop-go/backstop/internal/check"
 	"github.com/backstop-go/backstop/policy"
 )
@@ -49,11 +52,11 @@ type Options struct {
 	// cut; negative cuts before the first byte.
 	TruncateBody int
 
-	// Clock times latencies and slow bodies; nil means policy.SystemClock().
-	Clock policy.Clock
+	// Clock times latencies and slow bodies; nil means clock.System().
+	Clock clock.Clock
 	// Rand draws which calls are affected and the latency jitter; nil means
-	// policy.SystemRand().
-	Rand policy.Rand
+	// jitter.System().
+	Rand jitter.Rand
 }
 
 // Injector injects the faults of its Options into calls and requests.
@@ -61,8 +64,8 @@ type Options struct {
 // An Injector is safe for concurrent use; it starts enabled. Build it with [New].
 type Injector struct {
 	o        Options
-	clock    policy.Clock
-	rand     policy.Rand
+	clock    clock.Clock
+	rand     jitter.Rand
 	on       atomic.Bool
 	injected atomic.Uint64
 }
@@ -89,7 +92,7 @@ func New(o Options) (*Injector, error) {
 	case o.Latency == 0 && o.LatencyJitter == 0 && o.Err == nil && o.Status == 0 && !o.Reset && o.SlowBody == 0 && o.TruncateBody == 0:
 		return bad("no fault is set; want Latency, Err, Status, Reset, SlowBody or TruncateBody")
 	}
-	i := &Injector{o: o, clock: policy.ClockOr(o.Clock), rand: policy.RandOr(o.Rand)}
+	i := &Injector{o: o, clock: clock.Or(o.Clock), rand: jitter.Or(o.Rand)}
 	i.on.Store(true)
 	return i, nil
 }

@@ -3,8 +3,8 @@
 // HTTP statuses with Retry-After, reset connections, slow or truncated bodies.
 //
 // An [Injector] is a policy (KindOther) and a net/http middleware. It affects a call
-// with Options.Probability, drawn from the one random seam (policy.Rand), and waits on
-// the one clock seam (policy.Clock), so tests are deterministic. [Injector.Enable]
+// with Options.Probability, drawn from the one random seam (jitter.Rand), and waits on
+// the one clock seam (clock.Clock), so tests are deterministic. [Injector.Enable]
 // turns it on and off at run time, safely from any goroutine; while off it costs one
 // atomic load.
 //

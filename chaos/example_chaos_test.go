@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/backstop-go/backstop/jitter"
+
 	"github.com/backstop-go/backstop/fault"
 
 	"github.com/backstop-go/backstop/chaos"
@@ -18,7 +20,7 @@ import (
 // (1.7 % in this seeded run).
 func Example() {
 	errFlaky := fault.Retryable(errors.New("dependency failed"))
-	inj := chaos.MustNew(chaos.Options{Probability: 0.3, Err: errFlaky, Rand: policy.SeededRand(1, 2)})
+	inj := chaos.MustNew(chaos.Options{Probability: 0.3, Err: errFlaky, Rand: jitter.Seeded(1, 2)})
 	clock := policytest.NewClock(policytest.NewClock(t0).Now()).AutoAdvance(true) // no real sleeping in a test
 	withRetry := policy.MustWrap(retry.MustNew(retry.Options{MaxAttempts: 3, Clock: clock}), inj)
 	without := policy.MustWrap(inj)

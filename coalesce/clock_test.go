@@ -6,18 +6,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/backstop-go/backstop/clock"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/backstop-go/backstop/coalesce"
 	"github.com/backstop-go/backstop/internal/race"
-	"github.com/backstop-go/backstop/policy"
 	"github.com/backstop-go/backstop/policy/policytest"
 )
 
 // TestGet_OnTheSystemClockHitsUntilTheTTL: on the real clock (read on its monotonic
 // side alone), a value is served from the cache until its TTL, then loaded again.
 func TestGet_OnTheSystemClockHitsUntilTheTTL(t *testing.T) {
-	for _, clock := range []policy.Clock{nil, policy.SystemClock()} {
+	for _, clock := range []clock.Clock{nil, clock.System()} {
 		ctx := context.Background()
 		o := &origin{}
 		c := coalesce.MustNew(coalesce.Options[string, string]{Load: o.load, Clock: clock, TTL: time.Hour})

@@ -9,6 +9,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/backstop-go/backstop/clock"
+	"github.com/backstop-go/backstop/jitter"
+
 	"github.com/maypok86/otter/v2"
 
 	"github.com/backstop-go/backstop/event"
@@ -81,10 +84,10 @@ type Options[K comparable, V any] struct {
 	// now − δ·β·ln(rand) ≥ expiry, δ being how long the last load took. 1 is the
 	// paper's default; 0 turns it off.
 	XFetchBeta float64
-	// Clock and Rand are the seams for tests; nil means policy.SystemClock() and
-	// policy.SystemRand().
-	Clock policy.Clock
-	Rand  policy.Rand
+	// Clock and Rand are the seams for tests; nil means clock.System() and
+	// jitter.System().
+	Clock clock.Clock
+	Rand  jitter.Rand
 }
 
 // Stats count what a Cache did.
@@ -98,8 +101,8 @@ type Stats struct {
 // map keys are: two keys share a load and an entry only if they are equal.
 type Cache[K comparable, V any] struct {
 	o     Options[K, V]
-	clock policy.Clock
-	rand  policy.Rand
+	clock clock.Clock
+	rand  jitter.Rand
 	// Entries keep their times as durations since epoch, read on the monotonic clock
 	// alone when the clock is the system clock (system): half the cost of time.Now
 	// on every hit.
@@ -201,9 +204,9 @@ func New[K comparable, V any](o Options[K, V]) (*Cache[K, V], error) {
 	if timeout == 0 && (o.Pipeline == nil || o.Pipeline.Explain().WorstCase == 0) {
 		timeout = DefaultLoadTimeout
 	}
-	clock := policy.ClockOr(o.Clock)
-	return &Cache[K, V]{o: o, clock: clock, rand: policy.RandOr(o.Rand), timeout: max(timeout, 0), store: store,
-		epoch: clock.Now(), system: clock == policy.SystemClock()}, nil
+	c := clock.Or(o.Clock)
+	return &Cache[K, V]{o: o, clock: c, rand: jitter.Or(o.Rand), timeout: max(timeout, 0), store: store,
+		epoch: c.Now(), system: clock.IsSystem(c)}, nil
 }
 
 // MustNew is like [New] but panics on bad options.

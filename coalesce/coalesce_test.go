@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/backstop-go/backstop/jitter"
+
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
@@ -252,7 +254,7 @@ func TestMaxEntries_Bounded(t *testing.T) {
 }
 
 // seeded is a deterministic random source safe for concurrent use.
-func seeded() policy.Rand { return &lcg{state: 1} }
+func seeded() jitter.Rand { return &lcg{state: 1} }
 
 type lcg struct {
 	mu    sync.Mutex

@@ -12,6 +12,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/backstop-go/backstop/clock"
+	"github.com/backstop-go/backstop/jitter"
+
 	"go.yaml.in/yaml/v3"
 	"google.golang.org/grpc/codes"
 
@@ -38,10 +41,10 @@ type Options struct {
 	// means none.
 	Observer event.Observer
 	// Clock is handed to every stage that reads the time; nil means
-	// policy.SystemClock(). Breakers read the system clock whatever it is.
-	Clock policy.Clock
-	// Rand is handed to every stage that draws jitter; nil means policy.SystemRand().
-	Rand policy.Rand
+	// clock.System(). Breakers read the system clock whatever it is.
+	Clock clock.Clock
+	// Rand is handed to every stage that draws jitter; nil means jitter.System().
+	Rand jitter.Rand
 }
 
 // Config is a loaded configuration: every stack's pipeline built, the HTTP and gRPC

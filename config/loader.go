@@ -12,12 +12,13 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/backstop-go/backstop/clock"
+
 	"github.com/fsnotify/fsnotify"
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 
 	"github.com/backstop-go/backstop/event"
-	"github.com/backstop-go/backstop/policy"
 	"github.com/backstop-go/backstop/policygrpc"
 	"github.com/backstop-go/backstop/policyhttp"
 )
@@ -142,7 +143,7 @@ func (l *Loader) observe(e event.Event) {
 	if l.o.Observer == nil {
 		return
 	}
-	e.Time = policy.ClockOr(l.o.Clock).Now()
+	e.Time = clock.Or(l.o.Clock).Now()
 	l.o.Observer.Observe(e)
 }
 
@@ -196,8 +197,8 @@ func (l *Loader) watch(ctx context.Context, ready chan<- struct{}) error {
 	if debounce == 0 {
 		debounce = DefaultDebounce
 	}
-	clock := policy.ClockOr(l.o.Clock)
-	var timer policy.Timer
+	clk := clock.Or(l.o.Clock)
+	var timer clock.Timer
 	var fire <-chan time.Time
 	for {
 		select {
@@ -222,7 +223,7 @@ func (l *Loader) watch(ctx context.Context, ready chan<- struct{}) error {
 			if timer != nil {
 				timer.Stop()
 			}
-			timer = clock.NewTimer(debounce)
+			timer = clk.NewTimer(debounce)
 			fire = timer.C()
 		case <-fire:
 			timer, fire = nil, nil

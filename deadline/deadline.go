@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/backstop-go/backstop/clock"
+
 	"github.com/backstop-go/backstop/callpath"
 
 	"github.com/backstop-go/backstop/event"
@@ -123,9 +125,9 @@ func (r *runner) Run(ctx context.Context, fn policy.Func) error {
 		// our own (four allocations and a timer) would buy nothing.
 		return r.next.Run(ctx, fn)
 	}
-	var w policy.Stopwatch
+	var w clock.Stopwatch
 	if r.needs != event.NeedsNothing {
-		w = policy.StartStopwatch(policy.SystemClock(), r.needs)
+		w = clock.StartStopwatch(clock.System(), r.needs)
 	}
 	if r.bounded && callpath.Owned(ctx) {
 		// The call makes one attempt (an owner elsewhere on the call path retries), and
@@ -150,7 +152,7 @@ func (r *runner) Run(ctx context.Context, fn policy.Func) error {
 }
 
 // exceeded returns err as this stage's Error, and reports it.
-func (r *runner) exceeded(ctx context.Context, err error, w *policy.Stopwatch) error {
+func (r *runner) exceeded(ctx context.Context, err error, w *clock.Stopwatch) error {
 	err = &Error{Limit: r.d.limit, PerAttempt: r.d.perAttempt, Err: err}
 	if r.needs != event.NeedsNothing {
 		e := event.Event{Kind: event.DeadlineExceeded, Pipeline: r.pipeline, Stage: r.kind, Source: r.kind, Err: err, Context: ctx}

@@ -41,7 +41,7 @@ const (
 	NeedsEvent   Needs = 1 // the event, but not its Time and Elapsed: stages do not read the clock for it
 	// NeedsElapsed is the event with its Elapsed; its Time may be zero. On the system
 	// clock, stages then time the interval on the monotonic clock alone (see
-	// policy.Stopwatch), which costs half of what time.Now does.
+	// clock.Stopwatch), which costs half of what time.Now does.
 	NeedsElapsed Needs = NeedsEvent | needsElapsed
 	NeedsTiming  Needs = NeedsEvent | needsTime | needsElapsed // the event with its Time and Elapsed
 )

@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/backstop-go/backstop/clock"
+
 	"github.com/backstop-go/backstop/callpath"
 	"github.com/backstop-go/backstop/event"
 	"github.com/backstop-go/backstop/fault"
@@ -41,8 +43,8 @@ type Options[T any] struct {
 	// Handle says which failures the fallback answers; ctx is the caller's context, as
 	// the fallback runs under it. nil means [DefaultHandle].
 	Handle func(ctx context.Context, err error) bool
-	// Clock ages the last good value; nil means policy.SystemClock().
-	Clock policy.Clock
+	// Clock ages the last good value; nil means clock.System().
+	Clock clock.Clock
 }
 
 // Fallback answers failed calls (policy.KindFallback). It is safe for concurrent use.
@@ -52,7 +54,7 @@ type Fallback[T any] struct {
 	name     string
 	o        Options[T]
 	handle   func(context.Context, error) bool
-	clock    policy.Clock
+	clock    clock.Clock
 	last     atomic.Pointer[good[T]]
 	answered atomic.Uint64
 }
@@ -76,7 +78,7 @@ func New[T any](name string, o Options[T]) (*Fallback[T], error) {
 	if h == nil {
 		h = DefaultHandle
 	}
-	return &Fallback[T]{name: name, o: o, handle: h, clock: policy.ClockOr(o.Clock)}, nil
+	return &Fallback[T]{name: name, o: o, handle: h, clock: clock.Or(o.Clock)}, nil
 }
 
 // MustNew is like [New] but panics on bad options.
@@ -212,7 +214,7 @@ func (r *runner[T]) Run(ctx context.Context, fn policy.Func) error {
 	f.answered.Add(1)
 	if r.needs != event.NeedsNothing {
 		r.obs.Observe(event.Event{Kind: event.Fallback, Pipeline: r.pipeline, Stage: Kind, Source: f.name,
-			Time: policy.StartStopwatch(f.clock, r.needs).Started(), Reason: policy.Outcome(err), To: from, Err: err, Context: ctx})
+			Time: clock.StartStopwatch(f.clock, r.needs).Started(), Reason: policy.Outcome(err), To: from, Err: err, Context: ctx})
 	}
 	return nil
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/backstop-go/backstop/clock"
+
 	"github.com/backstop-go/backstop/callpath"
 	"github.com/backstop-go/backstop/event"
 )
@@ -36,7 +38,7 @@ type Pipeline struct {
 	obs           event.Observer   // as given to Observe
 	subs          []event.Observer // obs's members as they subscribe to event.Sources: comparable
 	bound         event.Observer   // obs prepared for this pipeline (event.PipelineObserver)
-	clock         Clock
+	clock         clock.Clock
 }
 
 // Wrap checks a stack of policies against the ordering rules and binds it into a
@@ -80,7 +82,7 @@ func Wrap(policies ...Policy) (p *Pipeline, err error) {
 	if err != nil {
 		return nil, err
 	}
-	p = &Pipeline{policies: stages, places: places, budget: budget, retry: retry, clock: SystemClock()}
+	p = &Pipeline{policies: stages, places: places, budget: budget, retry: retry, clock: clock.System()}
 	for _, o := range opts {
 		o.apply(p)
 	}
@@ -125,7 +127,7 @@ func (p *Pipeline) bind() error {
 		}
 	}
 	p.startNeeds, p.endNeeds = event.NeedsOf(p.bound, event.CallStart), event.NeedsOf(p.bound, event.CallEnd)
-	p.elapsedOnly = p.startNeeds == event.NeedsNothing && p.endNeeds == event.NeedsElapsed && isSystem(p.clock)
+	p.elapsedOnly = p.startNeeds == event.NeedsNothing && p.endNeeds == event.NeedsElapsed && clock.IsSystem(p.clock)
 	var r Runner = terminal{}
 	for i := len(p.policies) - 1; i >= 0; i-- {
 		env := Env{Pipeline: p.name, Observer: p.bound, Position: i + 1}
@@ -204,7 +206,7 @@ func (p *Pipeline) Do(ctx context.Context, fn Func) error {
 		p.bound.Observe(event.Event{Kind: event.CallEnd, Pipeline: p.name, Err: err, Context: ctx, Elapsed: time.Since(epoch) - start})
 		return err
 	}
-	w := StartStopwatch(p.clock, p.startNeeds|p.endNeeds)
+	w := clock.StartStopwatch(p.clock, p.startNeeds|p.endNeeds)
 	if p.startNeeds != event.NeedsNothing {
 		p.bound.Observe(event.Event{Kind: event.CallStart, Pipeline: p.name, Time: w.Started(), Context: ctx})
 	}
@@ -245,7 +247,7 @@ func Get[T any](ctx context.Context, p *Pipeline, fn func(context.Context) (T, e
 // combined with others by event.Observers in one pipeline and alone in another.
 func (p *Pipeline) With(opts ...Option) *Pipeline {
 	if p == nil {
-		p = &Pipeline{budget: -1, retry: -1, clock: SystemClock()}
+		p = &Pipeline{budget: -1, retry: -1, clock: clock.System()}
 	}
 	q := *p // policies is never modified after Wrap: the copy may share it
 	for _, o := range opts {
@@ -338,5 +340,8 @@ func subscribers(o event.Observer) []event.Observer {
 type boxed struct{ event.Observer }
 
 // UseClock sets the clock the pipeline stamps call events with; nil means
-// [SystemClock]. Stages take their own clocks in their Options.
-func UseClock(c Clock) Option { return optionFunc(func(p *Pipeline) { p.clock = ClockOr(c) }) }
+// [clock.System]. Stages take their own clocks in their Options.
+func UseClock(c clock.Clock) Option { return optionFunc(func(p *Pipeline) { p.clock = clock.Or(c) }) }
+
+// epoch is the reading the monotonic call timings of Do are measured from.
+var epoch = time.Now()

@@ -8,6 +8,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/backstop-go/backstop/clock"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/backstop-go/backstop/callpath"
@@ -150,26 +152,26 @@ func (s *selective) Needs(k event.Kind) event.Needs { return s.needs[k] }
 
 // countingClock counts its reads.
 type countingClock struct {
-	policy.Clock
+	clock.Clock
 	reads int
 }
 
 func (c *countingClock) Now() time.Time { c.reads++; return c.Clock.Now() }
 
 func TestSelectiveObserver_StagesSkipWhatItDoesNotRead(t *testing.T) {
-	clock := &countingClock{Clock: policytest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)).AutoAdvance(true)}
+	clk := &countingClock{Clock: policytest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)).AutoAdvance(true)}
 	obs := &selective{needs: map[event.Kind]event.Needs{
 		event.CallEnd:    event.NeedsTiming,
 		event.AttemptEnd: event.NeedsEvent,
 	}}
-	p := policy.MustWrap(retry.MustNew(retry.Options{Clock: clock})).With(policy.Observe(obs), policy.UseClock(clock))
+	p := policy.MustWrap(retry.MustNew(retry.Options{Clock: clk})).With(policy.Observe(obs), policy.UseClock(clk))
 	require.NoError(t, p.Do(context.Background(), func(context.Context) error { return nil }))
 	require.Len(t, obs.events, 2, "no call start, no attempt start")
 	require.Equal(t, event.AttemptEnd, obs.events[0].Kind)
 	require.True(t, obs.events[0].Time.IsZero(), "an attempt end without its time: no clock read for it")
 	require.Equal(t, event.CallEnd, obs.events[1].Kind)
 	require.False(t, obs.events[1].Time.IsZero())
-	require.Equal(t, 2, clock.reads, "the call's start and end, nothing else")
+	require.Equal(t, 2, clk.reads, "the call's start and end, nothing else")
 
 	// Observers together need what any of them needs; a plain Observer needs everything, timed.
 	plain := event.ObserverFunc(func(event.Event) {})

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/backstop-go/backstop/jitter"
+
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
@@ -270,7 +272,7 @@ func build(name string, ra *routev3.RouteAction, vh *routev3.VirtualHost, o Opti
 		}
 	}
 	r.Retrying = r.NumRetries > 0 && len(cond) > 0
-	c := &classifier{cond: cond, codes: map[int]bool{}, rand: policy.RandOr(o.Rand)}
+	c := &classifier{cond: cond, codes: map[int]bool{}, rand: jitter.Or(o.Rand)}
 	if rp != nil {
 		for _, code := range rp.GetRetriableStatusCodes() {
 			c.codes[int(code)] = true
@@ -345,7 +347,7 @@ func unsupportedFields(rp *routev3.RetryPolicy) []string {
 type Backoff struct{}
 
 // Delay implements retry.Strategy.
-func (Backoff) Delay(n int, _, base, cap time.Duration, r policy.Rand) time.Duration {
+func (Backoff) Delay(n int, _, base, cap time.Duration, r jitter.Rand) time.Duration {
 	if n < 1 {
 		n = 1
 	}
@@ -363,7 +365,7 @@ type classifier struct {
 	cond  map[string]bool
 	codes map[int]bool
 	reset *resetBackOff // nil: no rate_limited_retry_back_off
-	rand  policy.Rand
+	rand  jitter.Rand
 }
 
 func (c *classifier) classify(res *http.Response, now time.Time) error {

@@ -8,22 +8,23 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/backstop-go/backstop/clock"
+	"github.com/backstop-go/backstop/jitter"
+
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"sigs.k8s.io/yaml"
-
-	"github.com/backstop-go/backstop/policy"
 )
 
 // Options configure [ParseWith]. The zero value is what [Parse] uses.
 type Options struct {
-	// Clock times the retries' sleeps; nil means policy.SystemClock().
-	Clock policy.Clock
+	// Clock times the retries' sleeps; nil means clock.System().
+	Clock clock.Clock
 	// Rand draws the back-off's jitter and the rate-limited back-off's; nil means
-	// policy.SystemRand().
-	Rand policy.Rand
+	// jitter.System().
+	Rand jitter.Rand
 }
 
 // The keys that tell the forms Parse reads apart, in both spellings protojson reads.

@@ -13,6 +13,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/backstop-go/backstop/clock"
+	"github.com/backstop-go/backstop/jitter"
+
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 
@@ -271,8 +274,8 @@ type ParseOptions struct {
 	// Clock times the retries' sleeps and the hedges' delays, and Rand draws the
 	// retries' jitter; nil means the system's. They are seams for tests and
 	// simulations.
-	Clock policy.Clock
-	Rand  policy.Rand
+	Clock clock.Clock
+	Rand  jitter.Rand
 }
 
 // ParseServiceConfigWith is [ParseServiceConfig] with options: the client's bound on

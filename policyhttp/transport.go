@@ -14,6 +14,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/backstop-go/backstop/clock"
+
 	"github.com/backstop-go/backstop/fault"
 
 	"github.com/backstop-go/backstop/callpath"
@@ -56,8 +58,8 @@ type Options struct {
 	// draining at all (every discarded body is closed at once).
 	DrainTimeout time.Duration
 	// Clock stamps responses for Retry-After dates and times the draining of
-	// discarded bodies; nil means policy.SystemClock().
-	Clock policy.Clock
+	// discarded bodies; nil means clock.System().
+	Clock clock.Clock
 }
 
 func randomKey() string {
@@ -72,7 +74,7 @@ type transport struct {
 	classify Classifier
 	genKey   func() string
 	maxDrain int64
-	clock    policy.Clock
+	clock    clock.Clock
 	router   Router // chooses p and classify per request; nil means the fields above
 
 	drainTimeout time.Duration
@@ -120,7 +122,7 @@ func NewTransport(next http.RoundTripper, p *policy.Pipeline, o Options) http.Ro
 		next = http.DefaultTransport
 	}
 	t := &transport{next: next, p: p, classify: DefaultClassifier, maxDrain: DefaultMaxDrain,
-		drainTimeout: DefaultDrainTimeout, clock: policy.ClockOr(o.Clock)}
+		drainTimeout: DefaultDrainTimeout, clock: clock.Or(o.Clock)}
 	if o.Classifier != nil {
 		t.classify = o.Classifier
 	}

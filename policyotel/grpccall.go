@@ -5,11 +5,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/backstop-go/backstop/clock"
+
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/backstop-go/backstop/event"
-	"github.com/backstop-go/backstop/policy"
 	"github.com/backstop-go/backstop/retry"
 )
 
@@ -73,7 +74,7 @@ func newGRPCInstruments(m metric.Meter) (*grpcInstruments, []error) {
 type GRPCCall struct {
 	o     *Observer
 	inst  *grpcInstruments
-	clock policy.Clock
+	clock clock.Clock
 	attrs metric.MeasurementOption // grpc.method, grpc.target
 
 	mu          sync.Mutex // guards the fields below
@@ -93,15 +94,15 @@ type grpcCallKey struct{}
 // without its leading slash ("pkg.Service/Method"), or "other" for a method not
 // generated from a service definition (a bounded set of values). target is the
 // channel's canonical target ("dns:///host:443"). clock times the delays between
-// attempts; nil means policy.SystemClock().
+// attempts; nil means clock.System().
 //
 // Start the call outside the pipeline that runs it (before policygrpc's interceptor),
 // so that the pipeline's events carry it, and end it with [GRPCCall.End].
-func (o *Observer) StartGRPCCall(ctx context.Context, method, target string, clock policy.Clock) (context.Context, *GRPCCall) {
+func (o *Observer) StartGRPCCall(ctx context.Context, method, target string, clk clock.Clock) (context.Context, *GRPCCall) {
 	if !o.grpcCalls.Load() {
 		o.grpcCalls.Store(true)
 	}
-	c := &GRPCCall{o: o, inst: o.grpc, clock: policy.ClockOr(clock), attrs: o.grpcAttrs(method, target)}
+	c := &GRPCCall{o: o, inst: o.grpc, clock: clock.Or(clk), attrs: o.grpcAttrs(method, target)}
 	return context.WithValue(ctx, grpcCallKey{}, c), c
 }
 

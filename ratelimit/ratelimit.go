@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/backstop-go/backstop/clock"
+
 	"golang.org/x/time/rate"
 
 	"github.com/backstop-go/backstop/event"
@@ -63,8 +65,8 @@ type Options struct {
 	// MaxWait is, in Wait mode, the longest a call waits for its token; ≥ 0; 0 means
 	// as long as its context's deadline allows. A call never waits past its deadline.
 	MaxWait time.Duration
-	// Clock reads the time and times waits; nil means policy.SystemClock().
-	Clock policy.Clock
+	// Clock reads the time and times waits; nil means clock.System().
+	Clock clock.Clock
 }
 
 // Limiter is a client-side rate limiter; its kind is [Kind]. It is safe for
@@ -74,7 +76,7 @@ type Limiter struct {
 	name    string
 	o       Options // as resolved by New
 	lim     *rate.Limiter
-	clock   policy.Clock
+	clock   clock.Clock
 	refused atomic.Uint64
 	waited  atomic.Uint64
 }
@@ -86,7 +88,7 @@ func New(name string, o Options) (*Limiter, error) {
 	if err != nil {
 		return nil, err
 	}
-	clock := policy.ClockOr(o.Clock)
+	clock := clock.Or(o.Clock)
 	return &Limiter{name: name, o: o, lim: rate.NewLimiter(rate.Limit(o.Rate), o.Burst), clock: clock}, nil
 }
 
@@ -201,7 +203,7 @@ func (r *runner) Run(ctx context.Context, fn policy.Func) error {
 		l.waited.Add(1)
 		if r.waited != event.NeedsNothing {
 			r.obs.Observe(event.Event{Kind: event.Waited, Pipeline: r.pipeline, Stage: Kind, Source: l.name,
-				Time: policy.StartStopwatch(l.clock, r.waited).Started(), Delay: delay, Context: ctx})
+				Time: clock.StartStopwatch(l.clock, r.waited).Started(), Delay: delay, Context: ctx})
 		}
 	}
 	return r.next.Run(ctx, fn)
@@ -213,7 +215,7 @@ func (r *runner) refuse(ctx context.Context, reason string, after time.Duration)
 	e := &policy.RejectError{Policy: Kind, Name: r.l.name, Reason: reason, RetryAfter: after, Err: ErrLimited}
 	if r.rejected != event.NeedsNothing {
 		r.obs.Observe(event.Event{Kind: event.Rejected, Pipeline: r.pipeline, Stage: Kind, Source: r.l.name,
-			Time: policy.StartStopwatch(r.l.clock, r.rejected).Started(), Reason: reason, Delay: after, Err: e, Context: ctx})
+			Time: clock.StartStopwatch(r.l.clock, r.rejected).Started(), Reason: reason, Delay: after, Err: e, Context: ctx})
 	}
 	return e
 }

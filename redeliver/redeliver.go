@@ -5,9 +5,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/backstop-go/backstop/jitter"
+
 	"github.com/backstop-go/backstop/fault"
 	"github.com/backstop-go/backstop/internal/check"
-	"github.com/backstop-go/backstop/policy"
 	"github.com/backstop-go/backstop/retry"
 )
 
@@ -62,15 +63,15 @@ type Options struct {
 	// ShouldRetry says whether an error may be retried; nil means every error not
 	// marked fault.Permanent.
 	ShouldRetry func(error) bool
-	// Rand draws the jitter; nil means policy.SystemRand().
-	Rand policy.Rand
+	// Rand draws the jitter; nil means jitter.System().
+	Rand jitter.Rand
 }
 
 // Schedule decides redeliveries. It holds its options and counts its decisions: it is
 // safe for concurrent use. Build it with [New].
 type Schedule struct {
 	o Options
-	r policy.Rand
+	r jitter.Rand
 
 	deliveries, permanent, exhausted atomic.Uint64
 	delays                           [len(delayBounds) + 1]atomic.Uint64 // retries by delay, per bucket; the last is beyond every bound
@@ -140,7 +141,7 @@ func New(o Options) (*Schedule, error) {
 	if o.Strategy == nil {
 		o.Strategy = retry.Full{}
 	}
-	return &Schedule{o: o, r: policy.RandOr(o.Rand)}, nil
+	return &Schedule{o: o, r: jitter.Or(o.Rand)}, nil
 }
 
 // MustNew is like [New] but panics on bad options.

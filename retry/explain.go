@@ -12,7 +12,7 @@ import (
 // MaxScheduled is the most sleeps [Schedule] lists.
 const MaxScheduled = 64
 
-// fixedRand is a policy.Rand that always draws r, for working out a schedule.
+// fixedRand is a jitter.Rand that always draws r, for working out a schedule.
 type fixedRand float64
 
 func (r fixedRand) Float64() float64 { return float64(r) }

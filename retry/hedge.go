@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/backstop-go/backstop/clock"
+
 	"github.com/backstop-go/backstop/callpath"
 	"github.com/backstop-go/backstop/fault"
 
@@ -52,8 +54,8 @@ type HedgeOptions struct {
 	// to it delays the next attempt by the hint; a longer one stops hedging. 0 means
 	// DefaultMaxHintDelay.
 	MaxHintDelay time.Duration
-	// Clock times the delays; nil means policy.SystemClock().
-	Clock policy.Clock
+	// Clock times the delays; nil means clock.System().
+	Clock clock.Clock
 }
 
 // Hedge sends another attempt when an attempt is slow to answer, without waiting for
@@ -87,13 +89,13 @@ type Hedge struct {
 	delay   time.Duration
 	maxHint time.Duration
 	should  func(error) bool
-	clock   policy.Clock
+	clock   clock.Clock
 }
 
 // NewHedge returns a Hedge with o's zero fields set to their defaults, or an error
 // matching ErrInvalidOptions that names the bad field.
 func NewHedge(o HedgeOptions) (*Hedge, error) {
-	h := &Hedge{max: o.MaxAttempts, delay: o.Delay, maxHint: o.MaxHintDelay, should: o.ShouldRetry, clock: policy.ClockOr(o.Clock)}
+	h := &Hedge{max: o.MaxAttempts, delay: o.Delay, maxHint: o.MaxHintDelay, should: o.ShouldRetry, clock: clock.Or(o.Clock)}
 	switch {
 	case h.max == 0:
 		h.max = DefaultHedgeMaxAttempts
@@ -210,7 +212,7 @@ type hedgeCall struct {
 	winner  int                              // the attempt whose context lives on; 0 for none
 
 	started, inFlight int
-	timer             policy.Timer
+	timer             clock.Timer
 	wake              <-chan time.Time // nil: no hedge is due
 
 	last    error // the last non-fatal failure

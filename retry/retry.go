@@ -5,6 +5,9 @@ import (
 	"math"
 	"time"
 
+	"github.com/backstop-go/backstop/clock"
+	"github.com/backstop-go/backstop/jitter"
+
 	"github.com/backstop-go/backstop/callpath"
 	"github.com/backstop-go/backstop/event"
 	"github.com/backstop-go/backstop/fault"
@@ -51,12 +54,12 @@ type Options struct {
 	// one, else no minimum: a retry is then refused only when its delay alone would
 	// reach the deadline. Negative means no minimum, even with a per-attempt timeout.
 	MinAttemptTime time.Duration
-	// Clock times the sleeps; nil means policy.SystemClock(). The deadline check
+	// Clock times the sleeps; nil means clock.System(). The deadline check
 	// compares Clock.Now() plus the next delay with the context's deadline, so a fake
 	// clock used with real deadlines should start at the real time.
-	Clock policy.Clock
-	// Rand draws the jitter; nil means policy.SystemRand().
-	Rand policy.Rand
+	Clock clock.Clock
+	// Rand draws the jitter; nil means jitter.System().
+	Rand jitter.Rand
 }
 
 // Retry is a retry policy (policy.KindRetry): it runs a call's attempts, sleeping a
@@ -75,8 +78,8 @@ type Retry struct {
 	minAttempt time.Duration
 	strategy   Strategy
 	should     func(error) bool
-	clock      policy.Clock
-	rand       policy.Rand
+	clock      clock.Clock
+	rand       jitter.Rand
 }
 
 // New returns a Retry with o's zero fields set to their defaults, or an error matching
@@ -84,7 +87,7 @@ type Retry struct {
 func New(o Options) (*Retry, error) {
 	bad := check.Invalid[*Retry](ErrInvalidOptions)
 	r := &Retry{max: o.MaxAttempts, base: o.Base, cap: o.Cap, maxHint: o.MaxHintDelay, minAttempt: o.MinAttemptTime,
-		strategy: o.Strategy, should: o.ShouldRetry, clock: policy.ClockOr(o.Clock), rand: policy.RandOr(o.Rand)}
+		strategy: o.Strategy, should: o.ShouldRetry, clock: clock.Or(o.Clock), rand: jitter.Or(o.Rand)}
 	switch {
 	case r.max < 0:
 		return bad("MaxAttempts is %d; want ≥ 1, or 0 for the default %d", r.max, DefaultMaxAttempts)
@@ -177,11 +180,11 @@ type reporter struct {
 	next                 policy.Runner
 	obs                  event.Observer // nil: no events
 	pipeline             string
-	clock                policy.Clock
+	clock                clock.Clock
 	startNeeds, endNeeds event.Needs // what obs reads of attempt starts and ends
 }
 
-func newReporter(next policy.Runner, env policy.Env, clock policy.Clock) reporter {
+func newReporter(next policy.Runner, env policy.Env, clock clock.Clock) reporter {
 	return reporter{next: next, obs: env.Observer, pipeline: env.Pipeline, clock: clock,
 		startNeeds: event.NeedsOf(env.Observer, event.AttemptStart), endNeeds: event.NeedsOf(env.Observer, event.AttemptEnd)}
 }
@@ -317,7 +320,7 @@ func (l *reporter) attempt(ctx context.Context, fn policy.Func, n int) error {
 	if l.startNeeds|l.endNeeds == event.NeedsNothing {
 		return l.next.Run(ctx, fn)
 	}
-	w := policy.StartStopwatch(l.clock, l.startNeeds|l.endNeeds)
+	w := clock.StartStopwatch(l.clock, l.startNeeds|l.endNeeds)
 	if l.startNeeds != event.NeedsNothing {
 		l.obs.Observe(event.Event{Kind: event.AttemptStart, Pipeline: l.pipeline, Stage: Kind, Time: w.Started(), Attempt: n, Context: ctx})
 	}

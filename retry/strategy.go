@@ -4,7 +4,7 @@ import (
 	"math"
 	"time"
 
-	"github.com/backstop-go/backstop/policy"
+	"github.com/backstop-go/backstop/jitter"
 )
 
 // A Strategy computes the backoff before a retry. Strategies are stateless values:
@@ -18,7 +18,7 @@ type Strategy interface {
 	// Delay returns the backoff before retry n (n = 1 before the second attempt). prev
 	// is the delay before the previous retry (0 before the first); base and cap are
 	// Options.Base and Options.Cap.
-	Delay(n int, prev, base, cap time.Duration, r policy.Rand) time.Duration
+	Delay(n int, prev, base, cap time.Duration, r jitter.Rand) time.Duration
 }
 
 // window returns min(cap, base·2^(n−1)) without overflowing.
@@ -37,7 +37,7 @@ func window(n int, base, cap time.Duration) time.Duration {
 }
 
 // between returns a uniform duration in [lo, hi).
-func between(lo, hi time.Duration, r policy.Rand) time.Duration {
+func between(lo, hi time.Duration, r jitter.Rand) time.Duration {
 	if hi <= lo {
 		return lo
 	}
@@ -54,7 +54,7 @@ func between(lo, hi time.Duration, r policy.Rand) time.Duration {
 type Full struct{}
 
 // Delay implements [Strategy].
-func (Full) Delay(n int, _, base, cap time.Duration, r policy.Rand) time.Duration {
+func (Full) Delay(n int, _, base, cap time.Duration, r jitter.Rand) time.Duration {
 	return between(0, window(n, base, cap), r)
 }
 
@@ -66,7 +66,7 @@ func (Full) Delay(n int, _, base, cap time.Duration, r policy.Rand) time.Duratio
 type Equal struct{}
 
 // Delay implements [Strategy].
-func (Equal) Delay(n int, _, base, cap time.Duration, r policy.Rand) time.Duration {
+func (Equal) Delay(n int, _, base, cap time.Duration, r jitter.Rand) time.Duration {
 	t := window(n, base, cap)
 	return t/2 + between(0, t-t/2, r)
 }
@@ -80,7 +80,7 @@ func (Equal) Delay(n int, _, base, cap time.Duration, r policy.Rand) time.Durati
 type Decorrelated struct{}
 
 // Delay implements [Strategy].
-func (Decorrelated) Delay(_ int, prev, base, cap time.Duration, r policy.Rand) time.Duration {
+func (Decorrelated) Delay(_ int, prev, base, cap time.Duration, r jitter.Rand) time.Duration {
 	if prev < base {
 		prev = base
 	}
@@ -100,7 +100,7 @@ func (Decorrelated) Delay(_ int, prev, base, cap time.Duration, r policy.Rand) t
 type None struct{}
 
 // Delay implements [Strategy].
-func (None) Delay(n int, _, base, cap time.Duration, _ policy.Rand) time.Duration {
+func (None) Delay(n int, _, base, cap time.Duration, _ jitter.Rand) time.Duration {
 	return window(n, base, cap)
 }
 
@@ -127,7 +127,7 @@ type GRPC struct {
 }
 
 // Delay implements [Strategy].
-func (g GRPC) Delay(n int, _, base, cap time.Duration, r policy.Rand) time.Duration {
+func (g GRPC) Delay(n int, _, base, cap time.Duration, r jitter.Rand) time.Duration {
 	m := g.Multiplier
 	if m == 0 {
 		m = DefaultGRPCMultiplier

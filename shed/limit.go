@@ -6,7 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/backstop-go/backstop/policy"
+	"github.com/backstop-go/backstop/jitter"
 )
 
 // Defaults of the adaptive limit, for zero Options fields.
@@ -231,7 +231,7 @@ func (g *gradient) strideFor(requests uint64, age time.Duration) int64 {
 
 // admitted records a request admitted with inflight in flight and reports whether to
 // time it.
-func (g *gradient) admitted(inflight int64, r policy.Rand) bool {
+func (g *gradient) admitted(inflight int64, r jitter.Rand) bool {
 	for m := g.maxInflight.Load(); inflight > m && !g.maxInflight.CompareAndSwap(m, inflight); m = g.maxInflight.Load() {
 	}
 	k := g.stride.Load()

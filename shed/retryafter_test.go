@@ -158,7 +158,7 @@ func TestPressure_ShareNeedsMoreThanAHandful(t *testing.T) {
 	}
 }
 
-// pinnedRand is a policy.Rand whose every draw is its value.
+// pinnedRand is a jitter.Rand whose every draw is its value.
 type pinnedRand float64
 
 func (r pinnedRand) Float64() float64 { return float64(r) }

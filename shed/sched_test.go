@@ -7,7 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/backstop-go/backstop/policy"
+	"github.com/backstop-go/backstop/jitter"
+
 	"github.com/backstop-go/backstop/policy/policytest"
 )
 
@@ -47,7 +48,7 @@ type cpuModel struct {
 func newCPUModel(t *testing.T) *cpuModel {
 	t.Helper()
 	m := &cpuModel{clock: policytest.NewClock(time.Unix(1e9, 0)), work: time.Millisecond, refuseCost: 50 * time.Microsecond}
-	m.s = MustNew(Options{Clock: m.clock, Rand: policy.SeededRand(5, 6), Queue: QueueOptions{Max: -1}})
+	m.s = MustNew(Options{Clock: m.clock, Rand: jitter.Seeded(5, 6), Queue: QueueOptions{Max: -1}})
 	m.s.adaptive.cpu.read = func() (time.Duration, uint64) {
 		if len(m.queue) == 0 {
 			return 0, 1
@@ -181,7 +182,7 @@ func TestSchedReader_ReadsTheRuntime(t *testing.T) {
 // no more than the work that piles up.
 func TestSchedLatency_AWaitForTheCPUDoesNotLowerTheLimit(t *testing.T) {
 	clock := policytest.NewClock(time.Unix(1e9, 0))
-	s := MustNew(Options{Clock: clock, Rand: policy.SeededRand(1, 2), Queue: QueueOptions{Max: -1}})
+	s := MustNew(Options{Clock: clock, Rand: jitter.Seeded(1, 2), Queue: QueueOptions{Max: -1}})
 	wait := time.Duration(0)
 	s.adaptive.cpu.read = func() (time.Duration, uint64) { return wait, 100 }
 	ctx := context.Background()

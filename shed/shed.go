@@ -13,6 +13,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/backstop-go/backstop/clock"
+	"github.com/backstop-go/backstop/jitter"
+
 	"golang.org/x/time/rate"
 
 	"github.com/backstop-go/backstop/breaker"
@@ -126,10 +129,10 @@ type Options struct {
 	// reported exactly once. Observers added with [Shedder.AddObserver] hear every
 	// refusal, however made.
 	Observer event.Observer
-	// Clock and Rand are seams for tests; nil means policy.SystemClock() and
-	// policy.SystemRand().
-	Clock policy.Clock
-	Rand  policy.Rand
+	// Clock and Rand are seams for tests; nil means clock.System() and
+	// jitter.System().
+	Clock clock.Clock
+	Rand  jitter.Rand
 }
 
 // LimitOptions configure the concurrency limit. The zero value is the adaptive limit
@@ -215,8 +218,8 @@ type RefusalOptions struct {
 type Shedder struct {
 	opts      Options
 	name      string
-	clock     policy.Clock
-	rand      policy.Rand
+	clock     clock.Clock
+	rand      jitter.Rand
 	adaptive  *gradient // nil: fixed limit
 	sheddable float64
 	status    int
@@ -296,7 +299,7 @@ type boxed struct{ event.Observer }
 // New returns a Shedder, or an error matching ErrInvalidOptions naming the bad field.
 func New(o Options) (*Shedder, error) {
 	bad := check.Invalid[*Shedder](ErrInvalidOptions)
-	s := &Shedder{opts: o, name: o.Name, clock: policy.ClockOr(o.Clock), rand: policy.RandOr(o.Rand), own: audienceOf(o.Observer)}
+	s := &Shedder{opts: o, name: o.Name, clock: clock.Or(o.Clock), rand: jitter.Or(o.Rand), own: audienceOf(o.Observer)}
 	if s.name == "" {
 		s.name = "shed"
 	}

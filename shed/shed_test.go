@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/backstop-go/backstop/jitter"
+
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
@@ -154,7 +156,7 @@ func TestLimit_ABusyServerTimesASampleAndStillAdapts(t *testing.T) {
 	s := shed.MustNew(shed.Options{
 		Limit: shed.LimitOptions{Initial: 400, Min: 100, Max: 400, Window: 100 * time.Millisecond, LatencySamples: 20},
 		Clock: clock,
-		Rand:  policy.SeededRand(1, 2),
+		Rand:  jitter.Seeded(1, 2),
 	})
 	clock.reads.Store(0)
 
@@ -187,7 +189,7 @@ func TestLimit_AFallInTrafficTimesMoreAgain(t *testing.T) {
 	s := shed.MustNew(shed.Options{
 		Limit: shed.LimitOptions{Initial: 400, Min: 100, Max: 400, Window: 100 * time.Millisecond, LatencySamples: 4},
 		Clock: clock,
-		Rand:  policy.SeededRand(1, 2),
+		Rand:  jitter.Seeded(1, 2),
 	})
 	for range 10 {
 		round(t, s, clock.Clock, 400, 100*time.Millisecond)

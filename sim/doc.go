@@ -5,7 +5,7 @@
 //
 // # Time
 //
-// The stages wait in goroutines: a retry's backoff on its policy.Clock's timer, a
+// The stages wait in goroutines: a retry's backoff on its clock.Clock's timer, a
 // deadline on a context.WithTimeout, and the breaker (gobreaker) reads time.Now, with no
 // clock of its own in breaker.Options. A simulator that calls the stages must therefore
 // advance time only when every goroutine of the run is blocked, and must make the
@@ -23,7 +23,7 @@
 // sim uses both together. Every run happens inside a synctest bubble ([Run] calls
 // synctest.Test), so the runtime's time is virtual and nothing sleeps on the wall
 // clock. Within it a discrete-event engine orders the simulation's own events —
-// arrivals, the end of each piece of work, the timers of the policy.Clock it gives the
+// arrivals, the end of each piece of work, the timers of the clock.Clock it gives the
 // stages — by (time, order of scheduling), fires one, then waits (synctest.Wait)
 // until what it set off has settled before it fires the next. That serialisation is
 // what makes a run repeatable: two goroutines never run at once on the engine's

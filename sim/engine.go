@@ -5,7 +5,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/backstop-go/backstop/policy"
+	"github.com/backstop-go/backstop/clock"
 )
 
 // engine is the discrete-event scheduler of a simulated run. It must run inside a
@@ -216,15 +216,15 @@ const (
 	sweepPerQueued = 2
 )
 
-// Clock returns the engine's policy.Clock: Now is the bubble's virtual time and its
+// Clock returns the engine's clock.Clock: Now is the bubble's virtual time and its
 // timers are events of the engine, fired in their turn.
-func (e *engine) Clock() policy.Clock { return clock{e} }
+func (e *engine) Clock() clock.Clock { return engineClock{e} }
 
-type clock struct{ e *engine }
+type engineClock struct{ e *engine }
 
-func (clock) Now() time.Time { return time.Now() }
+func (engineClock) Now() time.Time { return time.Now() }
 
-func (c clock) NewTimer(d time.Duration) policy.Timer {
+func (c engineClock) NewTimer(d time.Duration) clock.Timer {
 	t := &timer{e: c.e, c: make(chan time.Time, 1)}
 	t.it = c.e.schedule(max(d, 0), func() { t.c <- time.Now() })
 	return t

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/backstop-go/backstop/jitter"
+
 	"github.com/backstop-go/backstop/fault"
 	"github.com/backstop-go/backstop/policy"
 	"github.com/backstop-go/backstop/retry"
@@ -57,7 +59,7 @@ func herd(n int, o retry.Options, seed uint64) herdRun {
 	var wg sync.WaitGroup
 	for c := range n {
 		o := o
-		o.Clock, o.Rand = clk, policy.SeededRand(seed, uint64(c)+16)
+		o.Clock, o.Rand = clk, jitter.Seeded(seed, uint64(c)+16)
 		o.MaxAttempts = math.MaxInt32
 		p := policy.MustWrap(retry.MustNew(o))
 		wg.Go(func() {

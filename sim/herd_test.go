@@ -8,14 +8,15 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/backstop-go/backstop/policy"
+	"github.com/backstop-go/backstop/jitter"
+
 	"github.com/backstop-go/backstop/retry"
 )
 
 // noBackoff retries at once: Brooker's "No backoff".
 type noBackoff struct{}
 
-func (noBackoff) Delay(int, time.Duration, time.Duration, time.Duration, policy.Rand) time.Duration {
+func (noBackoff) Delay(int, time.Duration, time.Duration, time.Duration, jitter.Rand) time.Duration {
 	return 0
 }
 

@@ -7,6 +7,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/backstop-go/backstop/clock"
+	"github.com/backstop-go/backstop/jitter"
+
 	"github.com/backstop-go/backstop/policy"
 	"github.com/backstop-go/backstop/policyhttp"
 )
@@ -47,8 +50,8 @@ type Hop struct {
 	From, To string
 	// Clock and Rand are the run's: a pipeline that times or draws anything with
 	// others keeps the run off the engine's clock, or makes it differ between runs.
-	Clock policy.Clock
-	Rand  policy.Rand
+	Clock clock.Clock
+	Rand  jitter.Rand
 }
 
 // ClientFunc builds a custom stack's client for each hop of a service on that stack,

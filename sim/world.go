@@ -13,6 +13,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/backstop-go/backstop/clock"
+	"github.com/backstop-go/backstop/jitter"
+
 	"github.com/backstop-go/backstop/breaker"
 	"github.com/backstop-go/backstop/budget"
 	"github.com/backstop-go/backstop/callpath"
@@ -28,8 +31,8 @@ type world struct {
 	sc     Scenario
 	tune   Tuning
 	e      *engine
-	clock  policy.Clock
-	stages policy.Rand // the stages' jitter
+	clock  clock.Clock
+	stages jitter.Rand // the stages' jitter
 	start  time.Time
 	svcs   []*service
 	byName map[string]*service
@@ -71,7 +74,7 @@ type hop struct {
 
 func newWorld(sc Scenario) (*world, error) {
 	w := &world{sc: sc, tune: sc.Tuning.withDefaults(), e: newEngine(), start: time.Now(),
-		stages: policy.SeededRand(sc.Seed, 1), draws: rand.New(rand.NewPCG(sc.Seed, 3)),
+		stages: jitter.Seeded(sc.Seed, 1), draws: rand.New(rand.NewPCG(sc.Seed, 3)),
 		byName: map[string]*service{}}
 	w.clock = w.e.Clock()
 	if w.sc.Bucket == 0 {

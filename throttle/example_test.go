@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/backstop-go/backstop/jitter"
+
 	"github.com/backstop-go/backstop/deadline"
 	"github.com/backstop-go/backstop/policy"
 	"github.com/backstop-go/backstop/retry"
@@ -15,7 +17,7 @@ import (
 // A throttle inside the retry sees every attempt, as the backend does. When the
 // backend starts refusing work, the client refuses most of it locally.
 func ExampleNew() {
-	th := throttle.MustNew("inventory", throttle.Options{Rand: policy.SeededRand(1, 2)}) // K = 2 over 2 min
+	th := throttle.MustNew("inventory", throttle.Options{Rand: jitter.Seeded(1, 2)}) // K = 2 over 2 min
 	p := policy.MustWrap(deadline.MustNew(time.Second), retry.MustNew(retry.Options{}), th)
 	local := 0
 	for range 1000 {

@@ -9,6 +9,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/backstop-go/backstop/clock"
+	"github.com/backstop-go/backstop/jitter"
+
 	"github.com/backstop-go/backstop/internal/check"
 	"github.com/backstop-go/backstop/internal/window"
 	"github.com/backstop-go/backstop/policy"
@@ -46,10 +49,10 @@ type Options struct {
 	// policygrpc, a shedder's refusal) or context.DeadlineExceeded (it did not answer
 	// in time). Errors of the caller's own (context.Canceled) count neither way.
 	Accepted func(err error) bool
-	// Clock reads the time; nil means policy.SystemClock().
-	Clock policy.Clock
-	// Rand draws the refusals; nil means policy.SystemRand().
-	Rand policy.Rand
+	// Clock reads the time; nil means clock.System().
+	Clock clock.Clock
+	// Rand draws the refusals; nil means jitter.System().
+	Rand jitter.Rand
 }
 
 // Throttle is client-side adaptive throttling, a stage of kind [Kind]. It is safe for
@@ -60,8 +63,8 @@ type Throttle struct {
 	k        float64
 	window   time.Duration
 	accepted func(error) bool
-	clock    policy.Clock
-	rand     policy.Rand
+	clock    clock.Clock
+	rand     jitter.Rand
 	refusal  *policy.RejectError // shared by every refusal: refusing allocates nothing
 	refused  atomic.Uint64
 
@@ -90,9 +93,9 @@ func New(name string, o Options) (*Throttle, error) {
 	if o.Accepted == nil {
 		o.Accepted = DefaultAccepted
 	}
-	clock := policy.ClockOr(o.Clock)
+	clock := clock.Or(o.Clock)
 	return &Throttle{name: name, k: o.K, window: o.Window, accepted: o.Accepted, clock: clock,
-		rand: policy.RandOr(o.Rand), refusal: newRefusal(name), win: window.New(clock.Now(), o.Window)}, nil
+		rand: jitter.Or(o.Rand), refusal: newRefusal(name), win: window.New(clock.Now(), o.Window)}, nil
 }
 
 // MustNew is like [New] but panics on bad options.

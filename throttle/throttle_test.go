@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/backstop-go/backstop/jitter"
+
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
@@ -99,7 +101,7 @@ func TestThrottle_SendsAboutKTimesWhatTheBackendAccepts(t *testing.T) {
 	// refuses the rest. Once two minutes of history are in, the client sends about
 	// K × 10 = 20 a second and refuses the other 80 itself.
 	clock := policytest.NewClock(t0)
-	th := throttle.MustNew("db", throttle.Options{Clock: clock, Rand: policy.SeededRand(1, 2)})
+	th := throttle.MustNew("db", throttle.Options{Clock: clock, Rand: jitter.Seeded(1, 2)})
 	p := policy.MustWrap(th)
 	sent := 0
 	for second := range 600 {

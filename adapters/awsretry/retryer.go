@@ -10,6 +10,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/backstop-go/backstop/clock"
+	"github.com/backstop-go/backstop/jitter"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/smithy-go/middleware"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
@@ -69,8 +72,8 @@ type Options struct {
 	// (aws/retry.DefaultRetryableErrorCodes and DefaultThrottleErrorCodes); nil adds none.
 	RetryableCodes []string
 	// Clock reads the time a Retry-After HTTP date is measured from; nil means
-	// policy.SystemClock().
-	Clock policy.Clock
+	// clock.System().
+	Clock clock.Clock
 }
 
 // Retryer is an aws.RetryerV2 through which a Backstop pipeline owns an AWS SDK
@@ -87,11 +90,11 @@ type Retryer struct {
 	p          *policy.Pipeline
 	max        int // p's MaxAttempts
 	codes      map[string]struct{}
-	clock      policy.Clock
+	clock      clock.Clock
 	classifier func(error) error
 	// rand draws the waits of the SDKs' standard mode: each retry's under NewStandard,
 	// a refused long poll's under New.
-	rand policy.Rand
+	rand jitter.Rand
 	// standard: the waits are the SDKs' standard mode's (NewStandard).
 	standard bool
 	// build returns the pipeline of a call of at most n attempts; nil under New,
@@ -109,7 +112,7 @@ func New(p *policy.Pipeline, o Options) (*Retryer, error) {
 	if p == nil {
 		return nil, fmt.Errorf("awsretry: New: the pipeline is nil")
 	}
-	r := &Retryer{p: p, max: p.Explain().MaxAttempts, clock: policy.ClockOr(o.Clock), rand: policy.SystemRand()}
+	r := &Retryer{p: p, max: p.Explain().MaxAttempts, clock: clock.Or(o.Clock), rand: jitter.System()}
 	for i, c := range o.RetryableCodes {
 		if c == "" {
 			return nil, fmt.Errorf("awsretry: Options.RetryableCodes[%d] is empty; want an API error code such as %q", i, "ThrottlingException")
@@ -151,12 +154,12 @@ func NewStandard(name string) *Retryer {
 
 // newStandard is NewStandard with a clock and a random source (nil: the system's); it
 // returns the quota too.
-func newStandard(name string, clock policy.Clock, r policy.Rand) (*Retryer, *budget.RetryQuota) {
+func newStandard(name string, clock clock.Clock, r jitter.Rand) (*Retryer, *budget.RetryQuota) {
 	return newStandardQuota(name, budget.RetryQuotaOptions{}, clock, r)
 }
 
 // newStandardQuota is newStandard with a quota of o.
-func newStandardQuota(name string, o budget.RetryQuotaOptions, clock policy.Clock, r policy.Rand) (*Retryer, *budget.RetryQuota) {
+func newStandardQuota(name string, o budget.RetryQuotaOptions, clock clock.Clock, r jitter.Rand) (*Retryer, *budget.RetryQuota) {
 	q := budget.MustNewRetryQuota(o)
 	build := func(n int) *policy.Pipeline {
 		return policy.MustWrap(q,
@@ -164,7 +167,7 @@ func newStandardQuota(name string, o budget.RetryQuotaOptions, clock policy.Cloc
 			policy.Name(name))
 	}
 	s := MustNew(build(DefaultMaxAttempts), Options{Clock: clock})
-	s.standard, s.rand, s.build = true, policy.RandOr(r), build
+	s.standard, s.rand, s.build = true, jitter.Or(r), build
 	return s, q
 }
 

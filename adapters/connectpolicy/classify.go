@@ -8,11 +8,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/backstop-go/backstop/clock"
+
 	"connectrpc.com/connect"
 
 	"github.com/backstop-go/backstop/callpath"
 	"github.com/backstop-go/backstop/fault"
-	"github.com/backstop-go/backstop/policy"
 	"github.com/backstop-go/backstop/retry"
 )
 
@@ -55,12 +56,12 @@ func newClassifier(o Options) (*classifier, error) {
 // Anything else — the caller's cancellation and deadline included — is returned as
 // it is. Classify(nil) is nil.
 func Classify(err error) error {
-	return defaultClassifier.classify(err, policy.SystemClock())
+	return defaultClassifier.classify(err, clock.System())
 }
 
 var defaultClassifier = &classifier{retryable: func() (r [32]bool) { r[DefaultRetryableCode] = true; return r }()}
 
-func (c *classifier) classify(err error, clock policy.Clock) error {
+func (c *classifier) classify(err error, clock clock.Clock) error {
 	if err == nil {
 		return nil
 	}

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/backstop-go/backstop/clock"
+
 	"connectrpc.com/connect"
 
 	"github.com/backstop-go/backstop/callpath"
@@ -42,15 +44,15 @@ type Options struct {
 	// exhausted budget, the owner rule), nor after a pushback that says stop.
 	RetryableCodes []connect.Code
 	// Clock reads the time a Retry-After HTTP date is measured from; nil means
-	// policy.SystemClock().
-	Clock policy.Clock
+	// clock.System().
+	Clock clock.Clock
 }
 
 // interceptor is the connect.Interceptor of [NewInterceptor].
 type interceptor struct {
 	p     *policy.Pipeline // nil: carry and read the ownership only
 	c     *classifier
-	clock policy.Clock
+	clock clock.Clock
 }
 
 // NewInterceptor returns a connect.Interceptor for clients and handlers alike.
@@ -80,7 +82,7 @@ func NewInterceptor(p *policy.Pipeline, o Options) (connect.Interceptor, error) 
 	if err != nil {
 		return nil, err
 	}
-	return &interceptor{p: p, c: c, clock: policy.ClockOr(o.Clock)}, nil
+	return &interceptor{p: p, c: c, clock: clock.Or(o.Clock)}, nil
 }
 
 // MustNewInterceptor is like [NewInterceptor] but panics on bad options.

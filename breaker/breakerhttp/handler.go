@@ -12,8 +12,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/backstop-go/backstop/clock"
+
 	"github.com/backstop-go/backstop/breaker"
-	"github.com/backstop-go/backstop/policy"
 )
 
 // DefaultRefresh is how often the HTML page reloads itself.
@@ -67,9 +68,9 @@ func RefreshEvery(d time.Duration) Option {
 }
 
 // WithClock sets the clock the page reads the time from; nil means
-// policy.SystemClock(). The breakers themselves keep gobreaker's time.
-func WithClock(c policy.Clock) Option {
-	return optionFunc(func(h *handler) { h.clock = policy.ClockOr(c) })
+// clock.System(). The breakers themselves keep gobreaker's time.
+func WithClock(c clock.Clock) Option {
+	return optionFunc(func(h *handler) { h.clock = clock.Or(c) })
 }
 
 // Handler serves the state of reg's breakers: JSON for GET with Accept:
@@ -90,7 +91,7 @@ func WithClock(c policy.Clock) Option {
 // Forcing open a closed or half-open breaker is a transition: last_transition and
 // opened_at are then the forcing's.
 func Handler(reg *breaker.Registry, opts ...Option) http.Handler {
-	h := &handler{reg: reg, refresh: DefaultRefresh, clock: policy.SystemClock()}
+	h := &handler{reg: reg, refresh: DefaultRefresh, clock: clock.System()}
 	for _, o := range opts {
 		if o != nil {
 			o.apply(h)
@@ -104,7 +105,7 @@ type handler struct {
 	reg     *breaker.Registry
 	control bool
 	refresh time.Duration
-	clock   policy.Clock
+	clock   clock.Clock
 	post    http.Handler // control1 behind cross-origin protection
 }
 

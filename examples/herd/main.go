@@ -24,13 +24,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/backstop-go/backstop/jitter"
+
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 
 	"github.com/backstop-go/backstop/examples/internal/plotticks"
 
-	"github.com/backstop-go/backstop/policy"
 	"github.com/backstop-go/backstop/retry"
 )
 
@@ -45,7 +46,7 @@ const (
 // noBackoff retries at once: Brooker's "No backoff".
 type noBackoff struct{}
 
-func (noBackoff) Delay(int, time.Duration, time.Duration, time.Duration, policy.Rand) time.Duration {
+func (noBackoff) Delay(int, time.Duration, time.Duration, time.Duration, jitter.Rand) time.Duration {
 	return 0
 }
 

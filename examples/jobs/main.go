@@ -15,13 +15,14 @@ import (
 	"sync"
 	"time"
 
+	"github.com/backstop-go/backstop/jitter"
+
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/backstop-go/backstop/fault"
 
-	"github.com/backstop-go/backstop/policy"
 	"github.com/backstop-go/backstop/redeliver"
 	rjs "github.com/backstop-go/backstop/redeliver/jetstream"
 )
@@ -82,7 +83,7 @@ func run() error {
 
 	// Job-sized defaults would wait minutes; the demo scales them down to 100 ms.
 	p := redeliver.MustNew(redeliver.Options{Base: 100 * time.Millisecond, Cap: 2 * time.Second, MaxDeliveries: 4,
-		Rand: policy.SeededRand(1, 2)})
+		Rand: jitter.Seeded(1, 2)})
 	behaviour := map[string]int{}
 	for _, j := range jobs {
 		behaviour[j.id] = j.failures

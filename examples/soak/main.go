@@ -24,6 +24,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/backstop-go/backstop/jitter"
+
 	"github.com/backstop-go/backstop/breaker"
 	"github.com/backstop-go/backstop/budget"
 	"github.com/backstop-go/backstop/callpath"
@@ -97,7 +99,7 @@ func (t *topology) watch(next http.Handler) http.Handler {
 	})
 }
 
-func build(rnd policy.Rand) (*topology, error) {
+func build(rnd jitter.Rand) (*topology, error) {
 	t := &topology{faults: map[string]*chaos.Injector{}}
 	faults := map[string]chaos.Options{
 		"reset":       {Probability: 0.2, Reset: true},
@@ -200,7 +202,7 @@ func soak(total time.Duration, seed uint64) (bool, error) {
 	per := total / time.Duration(len(phases))
 	runtime.GC()
 	baseline := runtime.NumGoroutine()
-	rnd := policy.SeededRand(seed, 7)
+	rnd := jitter.Seeded(seed, 7)
 	t, err := build(rnd)
 	if err != nil {
 		return false, err

@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/backstop-go/backstop/jitter"
+
 	"github.com/backstop-go/backstop/breaker"
 	"github.com/backstop-go/backstop/budget"
 	"github.com/backstop-go/backstop/callpath"
@@ -244,7 +246,7 @@ func drain(res *http.Response) {
 // and finds it back within 0.85 s; the retry backs off from 100 ms with full jitter.
 // Their Rand is the run's seed. In owner-only mode the breaker and the budget are
 // left out. obs counts the pipeline's events.
-func backstopPipeline(m mode, name string, r policy.Rand, obs event.Observer) (*policy.Pipeline, *breaker.Breaker) {
+func backstopPipeline(m mode, name string, r jitter.Rand, obs event.Observer) (*policy.Pipeline, *breaker.Breaker) {
 	d := deadline.MustNew(callBudget)
 	rt := retry.MustNew(retry.Options{MaxAttempts: attempts, Rand: r})
 	per := deadline.MustPerAttempt(hopTimeout)
@@ -278,7 +280,7 @@ func listen(h http.Handler) (*http.Server, string, error) {
 // start builds edge → api → data → db for one run.
 func start(cfg config, s *series) (*stack, error) {
 	st := &stack{stop: make(chan struct{})}
-	rnd := policy.SeededRand(cfg.seed, 1)
+	rnd := jitter.Seeded(cfg.seed, 1)
 
 	var pool workers
 	var db http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

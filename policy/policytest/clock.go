@@ -5,10 +5,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/backstop-go/backstop/policy"
+	"github.com/backstop-go/backstop/clock"
 )
 
-// Clock is a fake [policy.Clock] for tests: time moves only when the test says so.
+// Clock is a fake [clock.Clock] for tests: time moves only when the test says so.
 //
 // In manual mode (the default) timers fire when [Clock.Advance] or [Clock.Set] moves
 // the time past them; [Clock.BlockUntil] lets a test wait for a goroutine to start a
@@ -49,7 +49,7 @@ func (c *Clock) Now() time.Time {
 }
 
 // NewTimer returns a timer that fires once the fake time reaches Now()+d.
-func (c *Clock) NewTimer(d time.Duration) policy.Timer {
+func (c *Clock) NewTimer(d time.Duration) clock.Timer {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.waits = append(c.waits, d)

@@ -5,7 +5,7 @@ import (
 	"sync"
 )
 
-// Rand is a fake [policy.Rand] for tests: Float64 returns the values it was given in
+// Rand is a fake [jitter.Rand] for tests: Float64 returns the values it was given in
 // turn, then repeats the last one, so jitter is exactly what the test says.
 //
 // A Rand is safe for concurrent use. Its zero value is not usable; use [NewRand].
@@ -16,7 +16,7 @@ type Rand struct {
 }
 
 // NewRand returns a Rand that draws values in order. Each value must be in [0, 1), as
-// policy.Rand promises; NewRand panics otherwise, and if there are none.
+// jitter.Rand promises; NewRand panics otherwise, and if there are none.
 func NewRand(values ...float64) *Rand {
 	if len(values) == 0 {
 		panic("policytest: NewRand needs at least one value")

@@ -5,18 +5,19 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/backstop-go/backstop/clock"
+
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/stats"
 
-	"github.com/backstop-go/backstop/policy"
 	"github.com/backstop-go/backstop/policyotel"
 )
 
 // Options configure the interceptors. The zero value is valid.
 type Options struct {
 	// Clock times the gaps between attempts (grpc.client.call.retry_delay); nil means
-	// policy.SystemClock(). Give it the retry's clock to make the delay follow it.
-	Clock policy.Clock
+	// clock.System(). Give it the retry's clock to make the delay follow it.
+	Clock clock.Clock
 }
 
 // DialOptions returns the unary and stream interceptors that start a GRPCCall for

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/backstop-go/backstop/clock"
+
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
@@ -86,7 +88,7 @@ type rig struct {
 	attrs  attribute.Set // grpc.method EmptyCall, grpc.target the channel's
 }
 
-func newRig(t *testing.T, answer func(context.Context, int) error, clock policy.Clock, stages ...policy.Policy) *rig {
+func newRig(t *testing.T, answer func(context.Context, int) error, clock clock.Clock, stages ...policy.Policy) *rig {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -99,7 +101,7 @@ func newRig(t *testing.T, answer func(context.Context, int) error, clock policy.
 
 // dial returns a rig of a client channel to addr whose calls the pipeline of stages
 // runs, observed by a policyotel Observer, with grpcmetrics' dial options on clock.
-func dial(t *testing.T, addr string, clock policy.Clock, stages ...policy.Policy) *rig {
+func dial(t *testing.T, addr string, clock clock.Clock, stages ...policy.Policy) *rig {
 	t.Helper()
 	reader := sdkmetric.NewManualReader()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
@@ -140,7 +142,7 @@ func point[N int64 | float64](t *testing.T, r *sdkmetric.ManualReader, name, uni
 }
 
 // retrying is a retry of 3 attempts on clock, its backoff Full jitter at 0.5.
-func retrying(clock policy.Clock) policy.Policy {
+func retrying(clock clock.Clock) policy.Policy {
 	return retry.MustNew(retry.Options{MaxAttempts: 3, Clock: clock, Rand: policytest.NewRand(0.5)})
 }
 

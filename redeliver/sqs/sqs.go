@@ -13,11 +13,12 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/backstop-go/backstop/clock"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/backstop-go/backstop/policy"
 	"github.com/backstop-go/backstop/redeliver"
 )
 
@@ -87,7 +88,7 @@ type Options struct {
 	OnDecide func(m types.Message, receives int, d redeliver.Decision)
 	// Clock reads the time the 12 hours from a receive are counted on; nil means the
 	// system clock.
-	Clock policy.Clock
+	Clock clock.Clock
 }
 
 // Consumer wraps a Handler with a redeliver.Schedule. It is safe for concurrent use.
@@ -97,7 +98,7 @@ type Consumer struct {
 	p   *redeliver.Schedule
 	h   Handler
 	o   Options
-	clk policy.Clock
+	clk clock.Clock
 
 	deliveries, deleted, retried, dead, shortened atomic.Uint64
 }
@@ -127,7 +128,7 @@ func New(api API, p *redeliver.Schedule, h Handler, o Options) (*Consumer, error
 	if o.MaxMessages == 0 {
 		o.MaxMessages = DefaultMaxMessages
 	}
-	return &Consumer{api: api, p: p, h: h, o: o, clk: policy.ClockOr(o.Clock)}, nil
+	return &Consumer{api: api, p: p, h: h, o: o, clk: clock.Or(o.Clock)}, nil
 }
 
 // Stats returns the counts so far.

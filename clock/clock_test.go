@@ -1,10 +1,12 @@
-package policy_test
+package clock_test
 
 import (
 	"context"
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/backstop-go/backstop/clock"
 
 	"github.com/stretchr/testify/require"
 
@@ -29,7 +31,7 @@ func TestStopwatch_ReadsOnlyWhatTheEventNeeds(t *testing.T) {
 	} {
 		fake := policytest.NewClock(t0)
 		c := &countingClock{Clock: fake}
-		w := policy.StartStopwatch(c, tt.needs)
+		w := clock.StartStopwatch(c, tt.needs)
 		fake.Advance(3 * time.Second)
 		now, elapsed := w.Stop()
 		require.Equal(t, tt.reads, c.reads, "clock reads for needs %d", tt.needs)
@@ -40,7 +42,7 @@ func TestStopwatch_ReadsOnlyWhatTheEventNeeds(t *testing.T) {
 
 func TestStopwatch_OnTheSystemClockElapsedAloneSkipsTheWallClock(t *testing.T) {
 	before := time.Now()
-	w := policy.StartStopwatch(policy.SystemClock(), event.NeedsElapsed)
+	w := clock.StartStopwatch(clock.System(), event.NeedsElapsed)
 	inner := time.Now()
 	for time.Since(inner) <= 0 { // let the monotonic clock move
 	}
@@ -51,7 +53,7 @@ func TestStopwatch_OnTheSystemClockElapsedAloneSkipsTheWallClock(t *testing.T) {
 	require.LessOrEqual(t, elapsed, outer, "the interval lies within the one measured around it")
 	require.True(t, w.Started().IsZero())
 
-	w = policy.StartStopwatch(policy.SystemClock(), event.NeedsTiming)
+	w = clock.StartStopwatch(clock.System(), event.NeedsTiming)
 	require.False(t, w.Started().Before(before), "NeedsTiming reads the wall clock at the start")
 	now, _ = w.Stop()
 	require.False(t, now.Before(w.Started()))
@@ -93,3 +95,11 @@ func TestDo_TimesACallForAnObserverOfElapsedAlone(t *testing.T) {
 	require.GreaterOrEqual(t, e.Elapsed, inner, "Elapsed covers fn")
 	require.LessOrEqual(t, e.Elapsed, outer, "Elapsed lies within the interval measured around Do")
 }
+
+// countingClock counts its reads.
+type countingClock struct {
+	clock.Clock
+	reads int
+}
+
+func (c *countingClock) Now() time.Time { c.reads++; return c.Clock.Now() }

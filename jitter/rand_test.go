@@ -1,18 +1,18 @@
-package policy_test
+package jitter_test
 
 import (
 	"sync"
 	"testing"
 
-	"github.com/stretchr/testify/require"
+	"github.com/backstop-go/backstop/jitter"
 
-	"github.com/backstop-go/backstop/policy"
+	"github.com/stretchr/testify/require"
 )
 
 // TestSeededRand_Reproducible: the same seeds give the same sequence, other seeds
 // another, every value in [0, 1).
 func TestSeededRand_Reproducible(t *testing.T) {
-	draw := func(r policy.Rand) []float64 {
+	draw := func(r jitter.Rand) []float64 {
 		out := make([]float64, 100)
 		for i := range out {
 			out[i] = r.Float64()
@@ -20,15 +20,15 @@ func TestSeededRand_Reproducible(t *testing.T) {
 		}
 		return out
 	}
-	a := draw(policy.SeededRand(1, 2))
-	require.Equal(t, a, draw(policy.SeededRand(1, 2)))
-	require.NotEqual(t, a, draw(policy.SeededRand(1, 3)))
+	a := draw(jitter.Seeded(1, 2))
+	require.Equal(t, a, draw(jitter.Seeded(1, 2)))
+	require.NotEqual(t, a, draw(jitter.Seeded(1, 3)))
 }
 
 // TestSeededRand_Concurrent: concurrent callers together draw exactly the sequence
 // one caller would (run with -race).
 func TestSeededRand_Concurrent(t *testing.T) {
-	r := policy.SeededRand(7, 7)
+	r := jitter.Seeded(7, 7)
 	const workers, each = 4, 250
 	got := make(chan float64, workers*each)
 	var wg sync.WaitGroup
@@ -42,7 +42,7 @@ func TestSeededRand_Concurrent(t *testing.T) {
 	wg.Wait()
 	close(got)
 	want := map[float64]int{}
-	seq := policy.SeededRand(7, 7)
+	seq := jitter.Seeded(7, 7)
 	for range workers * each {
 		want[seq.Float64()]++
 	}

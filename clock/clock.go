@@ -1,4 +1,4 @@
-package policy
+package clock
 
 import (
 	"time"
@@ -6,9 +6,9 @@ import (
 	"github.com/backstop-go/backstop/event"
 )
 
-// Clock is the library's one seam for time: every package that reads the time or waits
-// takes a Clock in its Options, where nil means [SystemClock]. Tests use the fake in
-// package policytest.
+// Clock is the library's one seam for time. Every package that reads the time or
+// waits takes a Clock in its Options, where nil means [System]. Tests use the fake
+// in package policytest.
 //
 // Implementations must be safe for concurrent use.
 type Clock interface {
@@ -23,11 +23,11 @@ type Timer interface {
 	Stop() bool
 }
 
-// SystemClock returns the real clock, backed by package time.
-func SystemClock() Clock { return systemClock{} }
+// System returns the real clock, backed by package time.
+func System() Clock { return systemClock{} }
 
-// ClockOr returns c, or [SystemClock] if c is nil. Packages call it once in New.
-func ClockOr(c Clock) Clock {
+// Or returns c, or [System] if c is nil. Packages call it once in New.
+func Or(c Clock) Clock {
 	if c == nil {
 		return systemClock{}
 	}
@@ -79,7 +79,7 @@ func StartStopwatch(c Clock, needs event.Needs) Stopwatch {
 
 func startStopwatch(c Clock, needs event.Needs) Stopwatch {
 	w := Stopwatch{clock: c, needs: needs}
-	if needs&needsTime == 0 && isSystem(c) {
+	if needs&needsTime == 0 && IsSystem(c) {
 		w.mono = time.Since(epoch)
 	} else {
 		w.start = c.Now()
@@ -101,14 +101,16 @@ func (w Stopwatch) Stop() (now time.Time, elapsed time.Duration) {
 }
 
 func (w Stopwatch) stop() (now time.Time, elapsed time.Duration) {
-	if w.needs&needsTime == 0 && isSystem(w.clock) {
+	if w.needs&needsTime == 0 && IsSystem(w.clock) {
 		return time.Time{}, time.Since(epoch) - w.mono
 	}
 	now = w.clock.Now()
 	return now, now.Sub(w.start)
 }
 
-func isSystem(c Clock) bool {
+// IsSystem reports whether c is the real clock, whose readings carry the monotonic
+// clock: a stage may then time an interval with time.Since alone.
+func IsSystem(c Clock) bool {
 	_, ok := c.(systemClock)
 	return ok
 }

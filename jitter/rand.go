@@ -1,13 +1,13 @@
-package policy
+package jitter
 
 import (
 	"math/rand/v2"
 	"sync"
 )
 
-// Rand is the library's one seam for randomness: every package that draws jitter takes a
-// Rand in its Options, where nil means [SystemRand]. Tests use a fixed source (package
-// policytest has one).
+// Rand is the library's one seam for randomness. Every package that draws jitter
+// takes a Rand in its Options, where nil means [System]. Tests use a fixed source
+// (package policytest has one).
 //
 // Implementations must be safe for concurrent use.
 type Rand interface {
@@ -15,14 +15,14 @@ type Rand interface {
 	Float64() float64
 }
 
-// SystemRand returns math/rand/v2's global source, which is safe for concurrent use.
-func SystemRand() Rand { return systemRand{} }
+// System returns math/rand/v2's global source, which is safe for concurrent use.
+func System() Rand { return systemRand{} }
 
-// SeededRand returns a Rand drawing from a PCG generator seeded with seed1 and seed2,
+// Seeded returns a Rand drawing from a PCG generator seeded with seed1 and seed2,
 // safe for concurrent use: the same seeds give the same sequence, so a simulation,
 // a chaos run or a replay is reproducible (concurrent callers still interleave in the
 // order they arrive).
-func SeededRand(seed1, seed2 uint64) Rand {
+func Seeded(seed1, seed2 uint64) Rand {
 	return &seededRand{r: rand.New(rand.NewPCG(seed1, seed2))}
 }
 
@@ -37,8 +37,8 @@ func (s *seededRand) Float64() float64 {
 	return s.r.Float64()
 }
 
-// RandOr returns r, or [SystemRand] if r is nil. Packages call it once in New.
-func RandOr(r Rand) Rand {
+// Or returns r, or [System] if r is nil. Packages call it once in New.
+func Or(r Rand) Rand {
 	if r == nil {
 		return systemRand{}
 	}
