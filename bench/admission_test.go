@@ -20,7 +20,7 @@ import (
 
 func BenchmarkBulkhead_Backstop(b *testing.B) {
 	both(b, func(b *testing.B, parallel bool) {
-		p := policy.MustWrap(bulkhead.MustNew("db", bulkhead.Options{MaxConcurrent: 64}))
+		p := policy.Must(policy.Wrap(policy.Must(bulkhead.New(bulkhead.Options{Name: "db", MaxConcurrent: 64}))))
 		run(b, parallel, func(ctx context.Context) { _ = p.Do(ctx, nop) })
 	})
 }
@@ -36,7 +36,7 @@ func BenchmarkBulkhead_Failsafe(b *testing.B) {
 
 func BenchmarkRateLimiter_Backstop(b *testing.B) {
 	both(b, func(b *testing.B, parallel bool) {
-		p := policy.MustWrap(ratelimit.MustNew("api", ratelimit.Options{Rate: 1e12, Burst: 1 << 30}))
+		p := policy.Must(policy.Wrap(policy.Must(ratelimit.New(ratelimit.Options{Name: "api", Rate: 1e12, Burst: 1 << 30}))))
 		run(b, parallel, func(ctx context.Context) { _ = p.Do(ctx, nop) })
 	})
 }
@@ -52,8 +52,8 @@ func BenchmarkRateLimiter_Failsafe(b *testing.B) {
 
 func BenchmarkFallback_Backstop(b *testing.B) {
 	both(b, func(b *testing.B, parallel bool) {
-		fb := fallback.MustNew("prices", fallback.Options[int]{Value: -1})
-		p := policy.MustWrap(fb)
+		fb := policy.Must(fallback.New(fallback.Options[int]{Name: "prices", Value: -1}))
+		p := policy.Must(policy.Wrap(fb))
 		run(b, parallel, func(ctx context.Context) { _, _ = fb.Get(ctx, p, get) })
 	})
 }
@@ -67,8 +67,8 @@ func BenchmarkFallback_Failsafe(b *testing.B) {
 
 func BenchmarkFallbackAnswer_Backstop(b *testing.B) {
 	both(b, func(b *testing.B, parallel bool) {
-		fb := fallback.MustNew("prices", fallback.Options[int]{Value: -1})
-		p := policy.MustWrap(fb)
+		fb := policy.Must(fallback.New(fallback.Options[int]{Name: "prices", Value: -1}))
+		p := policy.Must(policy.Wrap(fb))
 		run(b, parallel, func(ctx context.Context) { _, _ = fb.Get(ctx, p, fail) })
 	})
 }
@@ -87,20 +87,20 @@ func fail(context.Context) (int, error) { return 0, errDown }
 // above lets the success path through, and both fallbacks answer a failure with -1.
 func TestAdmissionPeersAreConfiguredAlike(t *testing.T) {
 	ctx := context.Background()
-	if err := policy.MustWrap(bulkhead.MustNew("db", bulkhead.Options{MaxConcurrent: 64})).Do(ctx, nop); err != nil {
+	if err := policy.Must(policy.Wrap(policy.Must(bulkhead.New(bulkhead.Options{Name: "db", MaxConcurrent: 64})))).Do(ctx, nop); err != nil {
 		t.Errorf("backstop bulkhead: %v", err)
 	}
 	if err := failsafe.With[any](fsbulkhead.New[any](64)).Run(func() error { return nil }); err != nil {
 		t.Errorf("failsafe bulkhead: %v", err)
 	}
-	if err := policy.MustWrap(ratelimit.MustNew("api", ratelimit.Options{Rate: 1e12, Burst: 1 << 30})).Do(ctx, nop); err != nil {
+	if err := policy.Must(policy.Wrap(policy.Must(ratelimit.New(ratelimit.Options{Name: "api", Rate: 1e12, Burst: 1 << 30})))).Do(ctx, nop); err != nil {
 		t.Errorf("backstop rate limiter: %v", err)
 	}
 	if err := failsafe.With[any](ratelimiter.NewBursty[any](1<<30, time.Millisecond)).Run(func() error { return nil }); err != nil {
 		t.Errorf("failsafe rate limiter: %v", err)
 	}
-	fb := fallback.MustNew("prices", fallback.Options[int]{Value: -1})
-	p := policy.MustWrap(fb)
+	fb := policy.Must(fallback.New(fallback.Options[int]{Name: "prices", Value: -1}))
+	p := policy.Must(policy.Wrap(fb))
 	if v, err := fb.Get(ctx, p, get); v != 1 || err != nil {
 		t.Errorf("backstop fallback, success: %v, %v; want 1, nil", v, err)
 	}

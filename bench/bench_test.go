@@ -79,10 +79,10 @@ func both(b *testing.B, bench func(b *testing.B, parallel bool)) {
 // --- 1. deadline + breaker + retry -------------------------------------------------
 
 func backstopDBR() *policy.Pipeline {
-	d := deadline.MustNew(limit)
-	br := breaker.MustNew("db", breaker.Options{})
-	rt := retry.MustNew(retry.Options{MaxAttempts: maxAttempts, Base: base, Cap: maxDelay})
-	return policy.MustWrap(d, br, rt)
+	d := policy.Must(deadline.New(deadline.Options{Timeout: limit}))
+	br := policy.Must(breaker.New(breaker.Options{Name: "db"}))
+	rt := policy.Must(retry.New(retry.Options{MaxAttempts: maxAttempts, Base: base, Cap: maxDelay}))
+	return policy.Must(policy.Wrap(d, br, rt))
 }
 
 func failsafeDBR() failsafe.Executor[any] {
@@ -138,10 +138,10 @@ func BenchmarkDeadlineBreakerRetry_Floor(b *testing.B) {
 
 func BenchmarkBreakerBudgetRetry_Backstop(b *testing.B) {
 	both(b, func(b *testing.B, parallel bool) {
-		br := breaker.MustNew("db", breaker.Options{})
-		bud := budget.MustNewTokenBucket(10, 0.1)
-		rt := retry.MustNew(retry.Options{MaxAttempts: maxAttempts, Base: base, Cap: maxDelay})
-		p := policy.MustWrap(br, bud, rt)
+		br := policy.Must(breaker.New(breaker.Options{Name: "db"}))
+		bud := policy.Must(budget.NewTokenBucket(budget.TokenBucketOptions{MaxTokens: 10, TokenRatio: 0.1}))
+		rt := policy.Must(retry.New(retry.Options{MaxAttempts: maxAttempts, Base: base, Cap: maxDelay}))
+		p := policy.Must(policy.Wrap(br, bud, rt))
 		run(b, parallel, func(ctx context.Context) { _ = p.Do(ctx, nop) })
 	})
 }
@@ -169,7 +169,7 @@ func BenchmarkBreakerBudgetRetry_Failsafe(b *testing.B) {
 // --- 3. retry alone ------------------------------------------------------------------
 
 func backstopRetry() *policy.Pipeline {
-	return policy.MustWrap(retry.MustNew(retry.Options{MaxAttempts: maxAttempts, Base: base, Cap: maxDelay}))
+	return policy.Must(policy.Wrap(policy.Must(retry.New(retry.Options{MaxAttempts: maxAttempts, Base: base, Cap: maxDelay}))))
 }
 
 func cenkaltiRetry(ctx context.Context) {
@@ -245,7 +245,7 @@ func BenchmarkAdmit_BareHandler(b *testing.B) {
 
 func BenchmarkAdmit_BackstopShed(b *testing.B) {
 	both(b, func(b *testing.B, parallel bool) {
-		s := shed.MustNew(shed.Options{})
+		s := policy.Must(shed.New(shed.Options{}))
 		serveHTTP(b, parallel, shed.Middleware(okHandler, s))
 	})
 }
@@ -282,8 +282,8 @@ func BenchmarkAdmit_FailsafeAdaptiveLimiter(b *testing.B) {
 
 func BenchmarkOpenBreaker_Backstop(b *testing.B) {
 	both(b, func(b *testing.B, parallel bool) {
-		br := breaker.MustNew("db", breaker.Options{ConsecutiveFailures: 1, OpenTimeout: time.Hour})
-		p := policy.MustWrap(br)
+		br := policy.Must(breaker.New(breaker.Options{Name: "db", ConsecutiveFailures: 1, OpenTimeout: time.Hour}))
+		p := policy.Must(policy.Wrap(br))
 		_ = p.Do(context.Background(), func(context.Context) error { return errDown })
 		run(b, parallel, func(ctx context.Context) { _ = p.Do(ctx, nop) })
 	})
@@ -322,8 +322,8 @@ func TestPeersAreConfiguredAlike(t *testing.T) {
 	if err := floorDBR()(ctx); err != nil {
 		t.Errorf("floor: %v", err)
 	}
-	br := breaker.MustNew("db", breaker.Options{ConsecutiveFailures: 1, OpenTimeout: time.Hour})
-	p := policy.MustWrap(br)
+	br := policy.Must(breaker.New(breaker.Options{Name: "db", ConsecutiveFailures: 1, OpenTimeout: time.Hour}))
+	p := policy.Must(policy.Wrap(br))
 	_ = p.Do(ctx, func(context.Context) error { return errDown })
 	if err := p.Do(ctx, nop); !errors.Is(err, breaker.ErrOpen) {
 		t.Errorf("backstop open breaker: %v", err)
@@ -339,9 +339,9 @@ func TestPeersAreConfiguredAlike(t *testing.T) {
 // closed breaker guarding the handler and a per-client quota that never runs dry.
 func BenchmarkAdmitBreakerQuota_Backstop(b *testing.B) {
 	both(b, func(b *testing.B, parallel bool) {
-		br := breaker.MustNew("db", breaker.Options{})
-		s := shed.MustNew(shed.Options{Breaker: br, Quota: &shed.Quota{
-			Key: func(*http.Request) string { return "tenant" }, Rate: 1e12, Burst: 1 << 30}})
+		br := policy.Must(breaker.New(breaker.Options{Name: "db"}))
+		s := policy.Must(shed.New(shed.Options{Breaker: br, Quota: &shed.Quota{
+			Key: func(*http.Request) string { return "tenant" }, Rate: 1e12, Burst: 1 << 30}}))
 		serveHTTP(b, parallel, shed.Middleware(okHandler, s))
 	})
 }

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/backstop-go/backstop/policy"
+
 	"github.com/maypok86/otter/v2"
 
 	"github.com/backstop-go/backstop/coalesce"
@@ -25,7 +27,7 @@ func originFunc(calls *atomic.Int64) func(context.Context, string) (string, erro
 func BenchmarkCacheHit_Coalesce(b *testing.B) {
 	both(b, func(b *testing.B, parallel bool) {
 		var calls atomic.Int64
-		c := coalesce.MustNew(coalesce.Options[string, string]{Load: originFunc(&calls), TTL: time.Hour})
+		c := policy.Must(coalesce.New(coalesce.Options[string, string]{Load: originFunc(&calls), TTL: time.Hour}))
 		defer c.Close()
 		ctx := context.Background()
 		_, _ = c.Get(ctx, "hot")
@@ -83,8 +85,8 @@ const benchTTL = 5 * time.Millisecond
 
 func BenchmarkCacheExpiry_Coalesce(b *testing.B) {
 	var calls atomic.Int64
-	c := coalesce.MustNew(coalesce.Options[string, string]{Load: originFunc(&calls), TTL: benchTTL, Jitter: -1,
-		StaleWhileRefresh: time.Hour})
+	c := policy.Must(coalesce.New(coalesce.Options[string, string]{Load: originFunc(&calls), TTL: benchTTL, Jitter: -1,
+		StaleWhileRefresh: time.Hour}))
 	defer c.Close()
 	expiries(b, func(ctx context.Context) error { _, err := c.Get(ctx, "hot"); return err }, &calls, benchTTL)
 }

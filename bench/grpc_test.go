@@ -82,14 +82,14 @@ func BenchmarkGRPCUnary_GrpcGoRetryAttemptHeader(b *testing.B) {
 }
 
 func BenchmarkGRPCUnary_Backstop(b *testing.B) {
-	p := policy.MustWrap(retry.MustNew(retry.Options{MaxAttempts: 4, Base: 100e6, Cap: 1e9, Strategy: retry.GRPC{Multiplier: 2}}))
+	p := policy.Must(policy.Wrap(policy.Must(retry.New(retry.Options{MaxAttempts: 4, Base: 100e6, Cap: 1e9, Strategy: retry.GRPC{Multiplier: 2}}))))
 	callLoop(b, grpcClient(b, policygrpc.DialOptions(p, policygrpc.Options{})...))
 }
 
 // BenchmarkGRPCInterceptor_Backstop is the interceptor alone, around an invoker that
 // succeeds at once: what Backstop adds to a call, without the network.
 func BenchmarkGRPCInterceptor_Backstop(b *testing.B) {
-	p := policy.MustWrap(retry.MustNew(retry.Options{MaxAttempts: 4}))
+	p := policy.Must(policy.Wrap(policy.Must(retry.New(retry.Options{MaxAttempts: 4}))))
 	ic := policygrpc.UnaryClientInterceptor(p, policygrpc.Options{})
 	invoker := func(context.Context, string, any, any, *grpc.ClientConn, ...grpc.CallOption) error { return nil }
 	ctx := context.Background()
@@ -105,7 +105,7 @@ func BenchmarkGRPCInterceptor_Backstop(b *testing.B) {
 // cancellable context, as a server handler's outbound calls run: the retry marks each
 // attempt's context and the attempt metadata need a context of their own.
 func BenchmarkGRPCInterceptorRequest_Backstop(b *testing.B) {
-	p := policy.MustWrap(retry.MustNew(retry.Options{MaxAttempts: 4}))
+	p := policy.Must(policy.Wrap(policy.Must(retry.New(retry.Options{MaxAttempts: 4}))))
 	ic := policygrpc.UnaryClientInterceptor(p, policygrpc.Options{})
 	invoker := func(context.Context, string, any, any, *grpc.ClientConn, ...grpc.CallOption) error { return nil }
 	ctx, cancel := requestCtx()

@@ -18,7 +18,7 @@ import (
 
 func BenchmarkHedge_Backstop(b *testing.B) {
 	both(b, func(b *testing.B, parallel bool) {
-		p := policy.MustWrap(retry.MustNewHedge(retry.HedgeOptions{MaxAttempts: 2, Delay: time.Second}))
+		p := policy.Must(policy.Wrap(policy.Must(retry.NewHedge(retry.HedgeOptions{MaxAttempts: 2, Delay: time.Second}))))
 		run(b, parallel, func(ctx context.Context) { _ = p.Do(ctx, nop) })
 	})
 }
@@ -34,7 +34,7 @@ func BenchmarkHedge_Failsafe(b *testing.B) {
 
 func BenchmarkThrottle_Backstop(b *testing.B) {
 	both(b, func(b *testing.B, parallel bool) {
-		p := policy.MustWrap(throttle.MustNew("db", throttle.Options{}))
+		p := policy.Must(policy.Wrap(policy.Must(throttle.New(throttle.Options{Name: "db"}))))
 		run(b, parallel, func(ctx context.Context) { _ = p.Do(ctx, nop) })
 	})
 }

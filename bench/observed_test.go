@@ -25,13 +25,13 @@ import (
 // Unobserved is Backstop's stack without an observer, for the observer's own cost.
 
 func bbr() *policy.Pipeline {
-	return policy.MustWrap(breaker.MustNew("db", breaker.Options{}), budget.MustNewTokenBucket(10, 0.1),
-		retry.MustNew(retry.Options{MaxAttempts: maxAttempts, Base: base, Cap: maxDelay}))
+	return policy.Must(policy.Wrap(policy.Must(breaker.New(breaker.Options{Name: "db"})), policy.Must(budget.NewTokenBucket(budget.TokenBucketOptions{MaxTokens: 10, TokenRatio: 0.1})),
+		policy.Must(retry.New(retry.Options{MaxAttempts: maxAttempts, Base: base, Cap: maxDelay}))))
 }
 
 func BenchmarkObservedBreakerBudgetRetry_Backstop(b *testing.B) {
 	both(b, func(b *testing.B, parallel bool) {
-		p := bbr().With(policy.Name("db"), policy.Observe(metrics.MustNew(prometheus.NewRegistry(), metrics.Options{})))
+		p := bbr().With(policy.Name("db"), policy.Observe(policy.Must(metrics.New(prometheus.NewRegistry(), metrics.Options{}))))
 		run(b, parallel, func(ctx context.Context) { _ = p.Do(ctx, nop) })
 	})
 }

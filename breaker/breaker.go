@@ -75,6 +75,8 @@ var (
 // FailureRatio is set, a failure ratio over a rolling Window once MinRequests calls
 // have been seen in it.
 type Options struct {
+	// Name names the breaker in events, metrics and errors. Required.
+	Name string
 	// ConsecutiveFailures trips the breaker after this many failures in a row; 0 means
 	// DefaultConsecutiveFailures (5). Not allowed with FailureRatio.
 	ConsecutiveFailures uint32
@@ -258,10 +260,11 @@ type Breaker struct {
 	queue    []Transition // to deliver, outside every lock
 }
 
-// New returns a closed breaker named name (the name labels its events and metrics), or
+// New returns a closed breaker named o.Name (the name labels its events and metrics), or
 // an error that matches ErrInvalidOptions. The error joins one error per bad field, each
 // naming its field. Unlike gobreaker, New never clamps a bad value silently.
-func New(name string, o Options) (*Breaker, error) {
+func New(o Options) (*Breaker, error) {
+	name := o.Name
 	if err := validate(name, o); err != nil {
 		return nil, err
 	}
@@ -957,16 +960,6 @@ func (b *Breaker) Reset() {
 	}
 	b.mu.Unlock()
 	b.deliver()
-}
-
-// MustNew is like [New] but panics on bad options. It is for breakers fixed in the
-// source, built at start-up.
-func MustNew(name string, o Options) *Breaker {
-	b, err := New(name, o)
-	if err != nil {
-		panic(err)
-	}
-	return b
 }
 
 // ExplainStage implements policy.StageExplainer.

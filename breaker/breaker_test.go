@@ -36,7 +36,7 @@ func must(b *breaker.Breaker, err error) *breaker.Breaker {
 }
 
 func TestConformance(t *testing.T) {
-	policytest.Run(t, func() policy.Policy { return must(breaker.New("db", breaker.Options{})) })
+	policytest.Run(t, func() policy.Policy { return must(breaker.New(breaker.Options{Name: "db"})) })
 }
 
 func fail(context.Context) error { return errDown }
@@ -54,10 +54,10 @@ func run(p *policy.Pipeline, n int, fn policy.Func) []error {
 func TestBreaker_StateMachine(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var changes []string
-		b := must(breaker.New("db", breaker.Options{OpenJitter: -1,
+		b := must(breaker.New(breaker.Options{Name: "db", OpenJitter: -1,
 			OnStateChange: func(name string, from, to breaker.State) { changes = append(changes, from.String()+"→"+to.String()) },
 		}))
-		r := policy.MustWrap(b)
+		r := policy.Must(policy.Wrap(b))
 		start := time.Now()
 
 		// closed → open after 5 consecutive failures.
@@ -114,8 +114,8 @@ func TestBreaker_StateMachine(t *testing.T) {
 
 func TestBreaker_HalfOpenRefusesBeyondItsProbes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := must(breaker.New("db", breaker.Options{ConsecutiveFailures: 1, OpenTimeout: time.Second, HalfOpenProbes: 2, OpenJitter: -1}))
-		r := policy.MustWrap(b)
+		b := must(breaker.New(breaker.Options{Name: "db", ConsecutiveFailures: 1, OpenTimeout: time.Second, HalfOpenProbes: 2, OpenJitter: -1}))
+		r := policy.Must(policy.Wrap(b))
 		_ = r.Do(context.Background(), fail)
 		time.Sleep(time.Second + time.Nanosecond)
 
@@ -145,8 +145,8 @@ func TestBreaker_HalfOpenRefusesBeyondItsProbes(t *testing.T) {
 
 func TestBreaker_RatioModeOverARollingWindow(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := must(breaker.New("db", breaker.Options{FailureRatio: 0.5, MinRequests: 10, Window: 10 * time.Second}))
-		r := policy.MustWrap(b)
+		b := must(breaker.New(breaker.Options{Name: "db", FailureRatio: 0.5, MinRequests: 10, Window: 10 * time.Second}))
+		r := policy.Must(policy.Wrap(b))
 		run(r, 6, fail) // 6 failures, 0 successes: below MinRequests
 		require.Equal(t, breaker.StateClosed, b.State(), "fewer than MinRequests calls never trip")
 		time.Sleep(10 * time.Second) // the failures roll out of the window
@@ -160,8 +160,8 @@ func TestBreaker_RatioModeOverARollingWindow(t *testing.T) {
 }
 
 func TestBreaker_ExcludedErrorsDoNotCount(t *testing.T) {
-	b := must(breaker.New("db", breaker.Options{ConsecutiveFailures: 1}))
-	r := policy.MustWrap(b)
+	b := must(breaker.New(breaker.Options{Name: "db", ConsecutiveFailures: 1}))
+	r := policy.Must(policy.Wrap(b))
 	for _, err := range []error{
 		context.Canceled,
 		fmt.Errorf("shed: %w", policy.ErrRejected),
@@ -178,7 +178,7 @@ func TestBreaker_ExcludedErrorsDoNotCount(t *testing.T) {
 func TestBreaker_CallbackMayReadTheBreaker(t *testing.T) {
 	var b *breaker.Breaker
 	var seen []string
-	b = must(breaker.New("db", breaker.Options{ConsecutiveFailures: 1,
+	b = must(breaker.New(breaker.Options{Name: "db", ConsecutiveFailures: 1,
 		OnStateChange: func(_ string, _, to breaker.State) {
 			// gobreaker calls its own callback under its mutex: reading the breaker
 			// from there would deadlock. Ours runs outside it.
@@ -187,7 +187,7 @@ func TestBreaker_CallbackMayReadTheBreaker(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_ = policy.MustWrap(b).Do(context.Background(), fail)
+		_ = policy.Must(policy.Wrap(b)).Do(context.Background(), fail)
 		b.ForceOpen()
 		b.Reset()
 	}()
@@ -202,8 +202,8 @@ func TestBreaker_CallbackMayReadTheBreaker(t *testing.T) {
 
 func TestBreaker_ObserverGetsStateChanges(t *testing.T) {
 	var events []event.Event
-	b := must(breaker.New("db", breaker.Options{ConsecutiveFailures: 2}))
-	p := policy.MustWrap(b).With(policy.Name("orders"), policy.Observe(event.ObserverFunc(func(e event.Event) {
+	b := must(breaker.New(breaker.Options{Name: "db", ConsecutiveFailures: 2}))
+	p := policy.Must(policy.Wrap(b)).With(policy.Name("orders"), policy.Observe(event.ObserverFunc(func(e event.Event) {
 		if e.Kind == event.BreakerState {
 			events = append(events, e)
 		}
@@ -219,8 +219,8 @@ func TestBreaker_ObserverGetsStateChanges(t *testing.T) {
 }
 
 func TestBreaker_ForceOpenAndReset(t *testing.T) {
-	b := must(breaker.New("db", breaker.Options{}))
-	r := policy.MustWrap(b)
+	b := must(breaker.New(breaker.Options{Name: "db"}))
+	r := policy.Must(policy.Wrap(b))
 	b.ForceOpen()
 	err := r.Do(context.Background(), ok)
 	var rej *policy.RejectError
@@ -245,8 +245,8 @@ func TestBreaker_ForceOpenAndReset(t *testing.T) {
 // TestBreaker_OpenNowAgreesWithTheSnapshot: closed, tripped, forced open and reset,
 // the clock-free-when-closed OpenNow answers as the snapshot taken beside it says.
 func TestBreaker_OpenNowAgreesWithTheSnapshot(t *testing.T) {
-	b := must(breaker.New("db", breaker.Options{ConsecutiveFailures: 1, OpenTimeout: time.Hour}))
-	r := policy.MustWrap(b)
+	b := must(breaker.New(breaker.Options{Name: "db", ConsecutiveFailures: 1, OpenTimeout: time.Hour}))
+	r := policy.Must(policy.Wrap(b))
 	check := func(what string, open bool) {
 		t.Helper()
 		d, gotOpen := b.OpenNow()
@@ -278,11 +278,11 @@ func openFor(b *breaker.Breaker) time.Duration {
 // a breaker outside the retry sees one failure per call, inside it sees three.
 func TestBreaker_OutsideRetryCountsCalls_InsideCountsAttempts(t *testing.T) {
 	clock := policytest.NewClock(time.Unix(0, 0)).AutoAdvance(true)
-	newRetry := func() *retry.Retry { return retry.MustNew(retry.Options{MaxAttempts: 3, Clock: clock}) }
+	newRetry := func() *retry.Retry { return policy.Must(retry.New(retry.Options{MaxAttempts: 3, Clock: clock})) }
 	retryable := func(context.Context) error { return fault.Retryable(errDown) }
 
-	outside := must(breaker.New("outside", breaker.Options{ConsecutiveFailures: 5}))
-	p := policy.MustWrap(outside, newRetry())
+	outside := must(breaker.New(breaker.Options{Name: "outside", ConsecutiveFailures: 5}))
+	p := policy.Must(policy.Wrap(outside, newRetry()))
 	attempts := 0
 	counting := func(ctx context.Context) error { attempts++; return retryable(ctx) }
 	for range 4 {
@@ -296,8 +296,8 @@ func TestBreaker_OutsideRetryCountsCalls_InsideCountsAttempts(t *testing.T) {
 	require.ErrorIs(t, err, breaker.ErrOpen, "outside: an open breaker stops the call before any attempt")
 	require.Equal(t, 15, attempts)
 
-	inside := must(breaker.New("inside", breaker.Options{ConsecutiveFailures: 5}))
-	q := policy.MustWrap(newRetry(), inside)
+	inside := must(breaker.New(breaker.Options{Name: "inside", ConsecutiveFailures: 5}))
+	q := policy.Must(policy.Wrap(newRetry(), inside))
 	attempts = 0
 	_ = q.Do(context.Background(), counting)
 	require.Equal(t, uint32(3), inside.Counts().ConsecutiveFailures, "inside: one count per attempt")
@@ -309,8 +309,8 @@ func TestBreaker_OutsideRetryCountsCalls_InsideCountsAttempts(t *testing.T) {
 }
 
 func TestBreaker_ConcurrentCalls(t *testing.T) {
-	b := must(breaker.New("db", breaker.Options{FailureRatio: 0.9, MinRequests: 100}))
-	r := policy.MustWrap(b)
+	b := must(breaker.New(breaker.Options{Name: "db", FailureRatio: 0.9, MinRequests: 100}))
+	r := policy.Must(policy.Wrap(b))
 	var wg sync.WaitGroup
 	for g := range 8 {
 		wg.Add(1)
@@ -355,7 +355,8 @@ func TestNew_RefusesBadOptions(t *testing.T) {
 		{"db", breaker.Options{SlowCall: -time.Second}, "SlowCall is -1s"},
 	}
 	for _, tt := range tests {
-		_, err := breaker.New(tt.name, tt.o)
+		tt.o.Name = tt.name
+		_, err := breaker.New(tt.o)
 		if !errors.Is(err, breaker.ErrInvalidOptions) || !strings.Contains(err.Error(), tt.msg) {
 			t.Errorf("New(%q, %+v) = %v; want ErrInvalidOptions saying %q", tt.name, tt.o, err, tt.msg)
 		}
@@ -366,7 +367,7 @@ func TestBreaker_SuccessPathAllocations(t *testing.T) {
 	if race.Enabled {
 		t.Skip("the race detector allocates")
 	}
-	p := policy.MustWrap(must(breaker.New("db", breaker.Options{})))
+	p := policy.Must(policy.Wrap(must(breaker.New(breaker.Options{Name: "db"}))))
 	ctx := context.Background()
 	if n := testing.AllocsPerRun(1000, func() { _ = p.Do(ctx, ok) }); n != 0 {
 		t.Errorf("Wrap(breaker).Do allocates %v per call; want 0", n)
@@ -381,24 +382,24 @@ func TestBreaker_RefusalAllocations(t *testing.T) {
 	}
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
-		open := must(breaker.New("open", breaker.Options{ConsecutiveFailures: 1}))
-		forced := must(breaker.New("forced", breaker.Options{}))
+		open := must(breaker.New(breaker.Options{Name: "open", ConsecutiveFailures: 1}))
+		forced := must(breaker.New(breaker.Options{Name: "forced"}))
 		forced.ForceOpen()
-		halfOpen := must(breaker.New("half-open", breaker.Options{ConsecutiveFailures: 1, OpenJitter: -1}))
-		_ = policy.MustWrap(open).Do(ctx, fail)
-		_ = policy.MustWrap(halfOpen).Do(ctx, fail)
+		halfOpen := must(breaker.New(breaker.Options{Name: "half-open", ConsecutiveFailures: 1, OpenJitter: -1}))
+		_ = policy.Must(policy.Wrap(open)).Do(ctx, fail)
+		_ = policy.Must(policy.Wrap(halfOpen)).Do(ctx, fail)
 		time.Sleep(breaker.DefaultOpenTimeout)
 		release := make(chan struct{})
 		probing := make(chan error)
 		go func() {
-			probing <- policy.MustWrap(halfOpen).Do(ctx, func(context.Context) error { <-release; return nil })
+			probing <- policy.Must(policy.Wrap(halfOpen)).Do(ctx, func(context.Context) error { <-release; return nil })
 		}()
 		synctest.Wait()
 		for _, tt := range []struct {
 			b      *breaker.Breaker
 			reason string
 		}{{open, breaker.ReasonOpen}, {forced, breaker.ReasonForced}, {halfOpen, breaker.ReasonHalfOpen}} {
-			p := policy.MustWrap(tt.b)
+			p := policy.Must(policy.Wrap(tt.b))
 			var rej *policy.RejectError
 			require.ErrorAs(t, p.Do(ctx, ok), &rej)
 			require.Equal(t, tt.reason, rej.Reason)
@@ -412,7 +413,7 @@ func TestBreaker_RefusalAllocations(t *testing.T) {
 }
 
 func BenchmarkBreaker_Backstop(b *testing.B) {
-	p := policy.MustWrap(must(breaker.New("db", breaker.Options{})))
+	p := policy.Must(policy.Wrap(must(breaker.New(breaker.Options{Name: "db"}))))
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
@@ -430,7 +431,7 @@ func BenchmarkBreaker_RawGobreaker(b *testing.B) {
 }
 
 func BenchmarkBreaker_BackstopParallel(b *testing.B) {
-	p := policy.MustWrap(must(breaker.New("db", breaker.Options{})))
+	p := policy.Must(policy.Wrap(must(breaker.New(breaker.Options{Name: "db"}))))
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		ctx := context.Background()
@@ -441,9 +442,9 @@ func BenchmarkBreaker_BackstopParallel(b *testing.B) {
 }
 
 func BenchmarkBreaker_OpenRefusal(b *testing.B) {
-	br := must(breaker.New("db", breaker.Options{}))
+	br := must(breaker.New(breaker.Options{Name: "db"}))
 	br.ForceOpen()
-	p := policy.MustWrap(must(breaker.New("db2", breaker.Options{ConsecutiveFailures: 1})))
+	p := policy.Must(policy.Wrap(must(breaker.New(breaker.Options{Name: "db2", ConsecutiveFailures: 1}))))
 	_ = p.Do(context.Background(), fail)
 	ctx := context.Background()
 	b.ReportAllocs()
@@ -454,11 +455,11 @@ func BenchmarkBreaker_OpenRefusal(b *testing.B) {
 
 func TestRegistry(t *testing.T) {
 	var reg breaker.Registry
-	a := must(breaker.New("a", breaker.Options{}))
-	b := must(breaker.New("b", breaker.Options{}))
+	a := must(breaker.New(breaker.Options{Name: "a"}))
+	b := must(breaker.New(breaker.Options{Name: "b"}))
 	require.NoError(t, reg.Add(b, a))
-	require.ErrorIs(t, reg.Add(must(breaker.New("a", breaker.Options{}))), breaker.ErrDuplicate)
-	c := must(breaker.New("c", breaker.Options{}))
+	require.ErrorIs(t, reg.Add(must(breaker.New(breaker.Options{Name: "a"}))), breaker.ErrDuplicate)
+	c := must(breaker.New(breaker.Options{Name: "c"}))
 	require.ErrorIs(t, reg.Add(c, c), breaker.ErrDuplicate)
 	require.Error(t, reg.Add(nil))
 	require.Nil(t, reg.Get("c"), "a refused Add adds nothing")
@@ -471,10 +472,10 @@ func TestRegistry(t *testing.T) {
 func TestBreaker_OpenUntilAdoptsAnOpenDecidedElsewhere(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var changes []string
-		b := must(breaker.New("db", breaker.Options{OpenJitter: -1, IsSuccessful: func(err error) bool { return true },
+		b := must(breaker.New(breaker.Options{Name: "db", OpenJitter: -1, IsSuccessful: func(err error) bool { return true },
 			OnStateChange: func(_ string, from, to breaker.State) { changes = append(changes, from.String()+"→"+to.String()) },
 		}))
-		r := policy.MustWrap(b)
+		r := policy.Must(policy.Wrap(b))
 		until := time.Now().Add(7 * time.Second)
 
 		b.OpenUntil(until)
@@ -511,8 +512,8 @@ func TestBreaker_OpenUntilAdoptsAnOpenDecidedElsewhere(t *testing.T) {
 
 func TestBreaker_OpenUntilThenAFailedProbeReopensForTheBreakersOwnTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := must(breaker.New("db", breaker.Options{OpenJitter: -1, OpenTimeout: 10 * time.Second}))
-		r := policy.MustWrap(b)
+		b := must(breaker.New(breaker.Options{Name: "db", OpenJitter: -1, OpenTimeout: 10 * time.Second}))
+		r := policy.Must(policy.Wrap(b))
 		until := time.Now().Add(time.Second)
 		b.OpenUntil(until)
 		time.Sleep(time.Second + time.Nanosecond)
@@ -529,9 +530,9 @@ func TestBreaker_OpenUntilThenAFailedProbeReopensForTheBreakersOwnTimeout(t *tes
 // closes and its next trip is short again.
 func TestBreaker_OpenTimeTracksTheOutage(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := must(breaker.New("db", breaker.Options{ConsecutiveFailures: 1, OpenTimeout: 100 * time.Millisecond,
+		b := must(breaker.New(breaker.Options{Name: "db", ConsecutiveFailures: 1, OpenTimeout: 100 * time.Millisecond,
 			MaxOpenTimeout: 500 * time.Millisecond, OpenJitter: -1}))
-		r := policy.MustWrap(b)
+		r := policy.Must(policy.Wrap(b))
 		openFor := func() time.Duration { // the refusal's RetryAfter
 			t.Helper()
 			var rej *policy.RejectError
@@ -560,9 +561,9 @@ func TestBreaker_OpenTimeTracksTheOutage(t *testing.T) {
 
 func TestBreaker_SlowCallsCountAsFailures(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := must(breaker.New("db", breaker.Options{ConsecutiveFailures: 3, SlowCall: time.Second, OpenJitter: -1,
+		b := must(breaker.New(breaker.Options{Name: "db", ConsecutiveFailures: 3, SlowCall: time.Second, OpenJitter: -1,
 			IsSuccessful: func(error) bool { return true }})) // the user's function cannot make a slow call a success
-		r := policy.MustWrap(b)
+		r := policy.Must(policy.Wrap(b))
 		slow := func(context.Context) error { time.Sleep(2 * time.Second); return nil }
 		fast := func(context.Context) error { time.Sleep(500 * time.Millisecond); return nil }
 
@@ -581,8 +582,8 @@ func TestBreaker_SlowCallsCountAsFailures(t *testing.T) {
 
 func TestBreaker_SlowCallsInRatioMode(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := must(breaker.New("db", breaker.Options{FailureRatio: 0.5, MinRequests: 4, SlowCall: 100 * time.Millisecond}))
-		r := policy.MustWrap(b)
+		b := must(breaker.New(breaker.Options{Name: "db", FailureRatio: 0.5, MinRequests: 4, SlowCall: 100 * time.Millisecond}))
+		r := policy.Must(policy.Wrap(b))
 		slow := func(context.Context) error { time.Sleep(time.Second); return nil }
 		require.NoError(t, r.Do(context.Background(), ok))
 		require.NoError(t, r.Do(context.Background(), slow))

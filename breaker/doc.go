@@ -3,7 +3,7 @@
 //
 // # In a pipeline
 //
-//	b, err := breaker.New("db", breaker.Options{}) // trips after 5 failures in a row
+//	b, err := breaker.New(breaker.Options{Name: "db"}) // trips after 5 failures in a row
 //	calls, err := policy.Wrap(deadline, b, retry)   // outside the retry: counts calls
 //	attempts, err := policy.Wrap(deadline, retry, b) // inside: counts attempts
 //

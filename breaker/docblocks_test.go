@@ -8,7 +8,7 @@ import (
 // The wiring the package documentation shows, compiled with the tests so that it
 // cannot drift from the API; it is not run.
 var _ = func(deadline, retry policy.Policy) error {
-	b, err := breaker.New("db", breaker.Options{}) // trips after 5 failures in a row
+	b, err := breaker.New(breaker.Options{Name: "db"}) // trips after 5 failures in a row
 	if err != nil {
 		return err
 	}

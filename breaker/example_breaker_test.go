@@ -10,11 +10,11 @@ import (
 )
 
 func ExampleNew() {
-	b, err := breaker.New("db", breaker.Options{ConsecutiveFailures: 2})
+	b, err := breaker.New(breaker.Options{Name: "db", ConsecutiveFailures: 2})
 	if err != nil {
 		panic(err)
 	}
-	p := policy.MustWrap(b)
+	p := policy.Must(policy.Wrap(b))
 	down := func(context.Context) error { return errors.New("connection refused") }
 	for range 3 {
 		err := p.Do(context.Background(), down)

@@ -45,8 +45,9 @@ func letGo(t *testing.T, o breaker.Options, down time.Duration, fault int) outag
 				mu.Unlock()
 			}
 		}
-		b := must(breaker.New("db", o))
-		p := policy.MustWrap(deadline.MustNew(2*time.Second), b)
+		o.Name = "db"
+		b := must(breaker.New(o))
+		p := policy.Must(policy.Wrap(policy.Must(deadline.New(deadline.Options{Timeout: 2 * time.Second})), b))
 		start := time.Now()
 		from, to := start.Add(2*time.Second), start.Add(2*time.Second+down)
 		dep := func(ctx context.Context) error {
@@ -131,8 +132,8 @@ func TestBreaker_LetsGoWithinASecondOfAnyOutage(t *testing.T) {
 // deadline does not keep the next probe from going an interval after it.
 func TestBreaker_AHungProbeHoldsBackNothingButItself(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := must(breaker.New("db", breaker.Options{OpenJitter: -1, ConsecutiveFailures: 1}))
-		p := policy.MustWrap(deadline.MustNew(2*time.Second), b)
+		b := must(breaker.New(breaker.Options{Name: "db", OpenJitter: -1, ConsecutiveFailures: 1}))
+		p := policy.Must(policy.Wrap(policy.Must(deadline.New(deadline.Options{Timeout: 2 * time.Second})), b))
 		require.Error(t, p.Do(context.Background(), fail))
 		time.Sleep(breaker.DefaultOpenTimeout)
 
@@ -162,8 +163,8 @@ func TestBreaker_AHungProbeHoldsBackNothingButItself(t *testing.T) {
 // out; an excluded error gives its turn to the next call.
 func TestBreaker_ProbesOfAnIntervalAndTheirOutcomes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := must(breaker.New("db", breaker.Options{OpenJitter: -1, ConsecutiveFailures: 1, OpenTimeout: time.Second}))
-		p := policy.MustWrap(b)
+		b := must(breaker.New(breaker.Options{Name: "db", OpenJitter: -1, ConsecutiveFailures: 1, OpenTimeout: time.Second}))
+		p := policy.Must(policy.Wrap(b))
 		require.Error(t, p.Do(context.Background(), fail))
 		time.Sleep(time.Second)
 

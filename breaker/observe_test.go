@@ -44,11 +44,11 @@ func (r *transitions) take() []string {
 // ForceOpen and Reset — once to each pipeline's observer, and once to OnStateChange.
 func TestBreaker_EveryTransitionReachesEveryObserverOnce(t *testing.T) {
 	var callbacks []string
-	b := breaker.MustNew("db", breaker.Options{ConsecutiveFailures: 1,
-		OnStateChange: func(_ string, from, to breaker.State) { callbacks = append(callbacks, from.String()+"→"+to.String()) }})
+	b := policy.Must(breaker.New(breaker.Options{Name: "db", ConsecutiveFailures: 1,
+		OnStateChange: func(_ string, from, to breaker.State) { callbacks = append(callbacks, from.String()+"→"+to.String()) }}))
 	var orders, payments transitions
-	po := policy.MustWrap(b).With(policy.Name("orders"), policy.Observe(&orders))
-	policy.MustWrap(b).With(policy.Name("payments"), policy.Observe(&payments))
+	po := policy.Must(policy.Wrap(b)).With(policy.Name("orders"), policy.Observe(&orders))
+	policy.Must(policy.Wrap(b)).With(policy.Name("payments"), policy.Observe(&payments))
 	po = po.With(policy.Name("orders"), policy.Observe(&orders)) // re-bound: still one subscription
 
 	_ = po.Do(context.Background(), fail)
@@ -76,8 +76,8 @@ func TestBreaker_OpenJitterSpreadsReprobes(t *testing.T) {
 		var untils []time.Duration
 		var pipelines []*policy.Pipeline
 		for range 100 {
-			b := breaker.MustNew("db", breaker.Options{ConsecutiveFailures: 1, Rand: rng})
-			p := policy.MustWrap(b)
+			b := policy.Must(breaker.New(breaker.Options{Name: "db", ConsecutiveFailures: 1, Rand: rng}))
+			p := policy.Must(policy.Wrap(b))
 			_ = p.Do(context.Background(), fail)
 			var rej *policy.RejectError
 			require.ErrorAs(t, p.Do(context.Background(), ok), &rej)
@@ -114,7 +114,7 @@ func TestBreaker_OpenJitterSpreadsReprobes(t *testing.T) {
 }
 
 func TestNew_OpenJitterBounds(t *testing.T) {
-	_, err := breaker.New("db", breaker.Options{OpenJitter: 1.5})
+	_, err := breaker.New(breaker.Options{Name: "db", OpenJitter: 1.5})
 	require.ErrorIs(t, err, breaker.ErrInvalidOptions)
 	require.ErrorContains(t, err, "OpenJitter is 1.5")
 }
@@ -140,13 +140,13 @@ func TestBreaker_WithChainSubscribesOnce(t *testing.T) {
 		{"func", f, func() []string { got := fn; fn = nil; return got }},
 	} {
 		t.Run(o.name, func(t *testing.T) {
-			b := breaker.MustNew("db", breaker.Options{ConsecutiveFailures: 1})
-			p := policy.MustWrap(b).With(policy.Observe(o.obs)).With(policy.Name("db"))
+			b := policy.Must(breaker.New(breaker.Options{Name: "db", ConsecutiveFailures: 1}))
+			p := policy.Must(policy.Wrap(b)).With(policy.Observe(o.obs)).With(policy.Name("db"))
 			_ = p.Do(context.Background(), fail)
 			require.Equal(t, []string{"db: closed→open"}, o.take(), "With chain")
 
-			b = breaker.MustNew("db", breaker.Options{ConsecutiveFailures: 1})
-			p = policy.MustWrap(b, policy.Observe(o.obs), policy.Name("db"))
+			b = policy.Must(breaker.New(breaker.Options{Name: "db", ConsecutiveFailures: 1}))
+			p = policy.Must(policy.Wrap(b, policy.Observe(o.obs), policy.Name("db")))
 			_ = p.Do(context.Background(), fail)
 			require.Equal(t, []string{"db: closed→open"}, o.take(), "options given to Wrap")
 		})
@@ -162,10 +162,10 @@ func TestBreaker_WithChainSubscribesOnce(t *testing.T) {
 func TestBreaker_ForceOpenFromHalfOpenIsATransition(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var callbacks []string
-		b := breaker.MustNew("db", breaker.Options{ConsecutiveFailures: 1, OpenTimeout: time.Minute, MaxOpenTimeout: time.Minute, OpenJitter: -1,
-			OnStateChange: func(_ string, from, to breaker.State) { callbacks = append(callbacks, from.String()+"→"+to.String()) }})
+		b := policy.Must(breaker.New(breaker.Options{Name: "db", ConsecutiveFailures: 1, OpenTimeout: time.Minute, MaxOpenTimeout: time.Minute, OpenJitter: -1,
+			OnStateChange: func(_ string, from, to breaker.State) { callbacks = append(callbacks, from.String()+"→"+to.String()) }}))
 		var obs transitions
-		p := policy.MustWrap(b).With(policy.Name("orders"), policy.Observe(&obs))
+		p := policy.Must(policy.Wrap(b)).With(policy.Name("orders"), policy.Observe(&obs))
 		start := time.Now()
 		_ = p.Do(context.Background(), fail)
 		require.Equal(t, []string{"orders: closed→open"}, obs.take())

@@ -20,9 +20,9 @@ import (
 // refused at once (not counted as failures) and asked back after a tenth of the ramp.
 func TestBreaker_SlowStartRampsTheTrafficUp(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := must(breaker.New("db", breaker.Options{ConsecutiveFailures: 1, OpenTimeout: 100 * time.Millisecond,
+		b := must(breaker.New(breaker.Options{Name: "db", ConsecutiveFailures: 1, OpenTimeout: 100 * time.Millisecond,
 			OpenJitter: -1, SlowStart: time.Second, Rand: jitter.Seeded(1, 2)}))
-		r := policy.MustWrap(b)
+		r := policy.Must(policy.Wrap(b))
 		require.ErrorIs(t, r.Do(context.Background(), fail), errDown)
 		time.Sleep(100*time.Millisecond + time.Nanosecond)
 		require.NoError(t, r.Do(context.Background(), ok), "the probe")
@@ -76,9 +76,9 @@ func TestBreaker_SlowStartRampsTheTrafficUp(t *testing.T) {
 // the next recovery starts again from 10 %.
 func TestBreaker_SlowStartEndsWhenTheBreakerTrips(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := must(breaker.New("db", breaker.Options{ConsecutiveFailures: 1, OpenTimeout: 100 * time.Millisecond,
+		b := must(breaker.New(breaker.Options{Name: "db", ConsecutiveFailures: 1, OpenTimeout: 100 * time.Millisecond,
 			OpenJitter: -1, SlowStart: time.Second, Rand: jitter.Seeded(3, 4)}))
-		r := policy.MustWrap(b)
+		r := policy.Must(policy.Wrap(b))
 		require.ErrorIs(t, r.Do(context.Background(), fail), errDown)
 		time.Sleep(100*time.Millisecond + time.Nanosecond)
 		require.NoError(t, r.Do(context.Background(), ok), "the probe")
@@ -102,7 +102,7 @@ func TestBreaker_SlowStartEndsWhenTheBreakerTrips(t *testing.T) {
 }
 
 func TestNew_RefusesANegativeSlowStart(t *testing.T) {
-	_, err := breaker.New("db", breaker.Options{SlowStart: -time.Second})
+	_, err := breaker.New(breaker.Options{Name: "db", SlowStart: -time.Second})
 	require.ErrorIs(t, err, breaker.ErrInvalidOptions)
 	require.ErrorContains(t, err, "SlowStart is -1s")
 }

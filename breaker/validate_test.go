@@ -49,7 +49,8 @@ func TestNew_ReportsEveryBadField(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.about, func(t *testing.T) {
-			b, err := breaker.New(tt.name, tt.o)
+			tt.o.Name = tt.name
+			b, err := breaker.New(tt.o)
 			if b != nil || !errors.Is(err, breaker.ErrInvalidOptions) {
 				t.Fatalf("New(%q, %+v) = %v, %v; want nil and ErrInvalidOptions", tt.name, tt.o, b, err)
 			}
@@ -73,7 +74,7 @@ func TestNew_ReportsEveryBadField(t *testing.T) {
 // TestNew_OneBadFieldReadsAsBefore guards the message of a lone problem: the join
 // adds nothing to it.
 func TestNew_OneBadFieldReadsAsBefore(t *testing.T) {
-	_, err := breaker.New("db", breaker.Options{FailureRatio: 1.5})
+	_, err := breaker.New(breaker.Options{Name: "db", FailureRatio: 1.5})
 	want := "breaker: invalid options: db: FailureRatio is 1.5; want a number in (0, 1]"
 	if err == nil || err.Error() != want {
 		t.Errorf("New(\"db\", {FailureRatio: 1.5}) = %v; want %q", err, want)

@@ -51,16 +51,16 @@ func TestBreakersPage(t *testing.T) {
 	ctx := browser(t)
 
 	var reg breaker.Registry
-	closed := breaker.MustNew("cache", breaker.Options{})
-	open := breaker.MustNew("db", breaker.Options{ConsecutiveFailures: 1, OpenTimeout: time.Hour})
-	half := breaker.MustNew("search", breaker.Options{ConsecutiveFailures: 1, OpenTimeout: time.Millisecond, OpenJitter: -1})
-	forced := breaker.MustNew("payments", breaker.Options{})
+	closed := policy.Must(breaker.New(breaker.Options{Name: "cache"}))
+	open := policy.Must(breaker.New(breaker.Options{Name: "db", ConsecutiveFailures: 1, OpenTimeout: time.Hour}))
+	half := policy.Must(breaker.New(breaker.Options{Name: "search", ConsecutiveFailures: 1, OpenTimeout: time.Millisecond, OpenJitter: -1}))
+	forced := policy.Must(breaker.New(breaker.Options{Name: "payments"}))
 	if err := reg.Add(closed, open, half, forced); err != nil {
 		t.Fatal(err)
 	}
 	fail := func(context.Context) error { return errDown }
-	_ = policy.MustWrap(open).Do(context.Background(), fail)
-	_ = policy.MustWrap(half).Do(context.Background(), fail)
+	_ = policy.Must(policy.Wrap(open)).Do(context.Background(), fail)
+	_ = policy.Must(policy.Wrap(half)).Do(context.Background(), fail)
 	forced.ForceOpen()
 	for half.State() != breaker.StateHalfOpen { // its 1 ms open time passes
 		time.Sleep(time.Millisecond)

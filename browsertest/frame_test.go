@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/backstop-go/backstop/policy"
+
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
@@ -71,7 +73,7 @@ func TestBreakersPageCannotBeFramed(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var reg breaker.Registry
-			cache := breaker.MustNew("cache", breaker.Options{})
+			cache := policy.Must(breaker.New(breaker.Options{Name: "cache"}))
 			if err := reg.Add(cache); err != nil {
 				t.Fatal(err)
 			}

@@ -40,8 +40,8 @@ const wrapped = `(() => {
 // half-open, gobreaker not having moved it yet.
 func halfOpen(t *testing.T, name string) *breaker.Breaker {
 	t.Helper()
-	b := breaker.MustNew(name, breaker.Options{ConsecutiveFailures: 1, OpenTimeout: time.Millisecond, MaxOpenTimeout: time.Millisecond, OpenJitter: -1})
-	_ = policy.MustWrap(b).Do(context.Background(), func(context.Context) error { return errDown })
+	b := policy.Must(breaker.New(breaker.Options{Name: name, ConsecutiveFailures: 1, OpenTimeout: time.Millisecond, MaxOpenTimeout: time.Millisecond, OpenJitter: -1}))
+	_ = policy.Must(policy.Wrap(b)).Do(context.Background(), func(context.Context) error { return errDown })
 	for b.State() != breaker.StateHalfOpen { // waits for the state, asserts nothing on time
 		time.Sleep(time.Millisecond)
 	}
@@ -69,19 +69,19 @@ func TestBreakersPageStates(t *testing.T) {
 		not   []string
 	}{
 		{state: "closed", setup: func(*testing.T) *breaker.Breaker {
-			b := breaker.MustNew("db", breaker.Options{})
-			_ = policy.MustWrap(b).Do(context.Background(), func(context.Context) error { return nil })
+			b := policy.Must(breaker.New(breaker.Options{Name: "db"}))
+			_ = policy.Must(policy.Wrap(b)).Do(context.Background(), func(context.Context) error { return nil })
 			return b
 		}, want: []string{"db closed 1 1 0 0 —"}},
 		{state: "open", setup: func(*testing.T) *breaker.Breaker {
-			b := breaker.MustNew("db", breaker.Options{ConsecutiveFailures: 2, OpenTimeout: time.Hour, MaxOpenTimeout: time.Hour, OpenJitter: -1})
-			p := policy.MustWrap(b)
+			b := policy.Must(breaker.New(breaker.Options{Name: "db", ConsecutiveFailures: 2, OpenTimeout: time.Hour, MaxOpenTimeout: time.Hour, OpenJitter: -1}))
+			p := policy.Must(policy.Wrap(b))
 			_, _ = p.Do(context.Background(), fail), p.Do(context.Background(), fail)
 			return b
 		}, want: []string{"db open 0 0 0 0 2 of 2 failed, 2 in a row", "3600 s", "closed → open at"}},
 		{state: "half-open", setup: func(t *testing.T) *breaker.Breaker { return halfOpen(t, "db") },
 			want: []string{"db half_open", "open → half_open at"}},
-		{state: "forced-from-closed", setup: func(*testing.T) *breaker.Breaker { return breaker.MustNew("db", breaker.Options{}) },
+		{state: "forced-from-closed", setup: func(*testing.T) *breaker.Breaker { return policy.Must(breaker.New(breaker.Options{Name: "db"})) },
 			press: true, want: []string{"db open (forced)", "1 s", "closed → open at"}},
 		{state: "forced-from-half-open", setup: func(t *testing.T) *breaker.Breaker { return halfOpen(t, "db") },
 			press: true, want: []string{"db open (forced)", "1 s", "half_open → open at"}, not: []string{"closed → open"}},
@@ -131,7 +131,7 @@ func TestBreakersPageStates(t *testing.T) {
 				}
 				// The 503 a server sends for the refusal says what the page says.
 				w := httptest.NewRecorder()
-				if !policyhttp.WriteRejection(w, policy.MustWrap(b).Do(context.Background(), fail)) {
+				if !policyhttp.WriteRejection(w, policy.Must(policy.Wrap(b)).Do(context.Background(), fail)) {
 					t.Fatal("a forced breaker did not refuse")
 				}
 				if ra := w.Header().Get("Retry-After"); !strings.Contains(text, " "+ra+" s ") {

@@ -10,8 +10,8 @@ import (
 // ErrInvalidOptions is matched by the constructors' errors for bad settings.
 var ErrInvalidOptions = errors.New("budget: invalid options")
 
-// Budget is what every budget in this package provides: it is a policy.Policy of
-// policy.KindBudget that stands outside its retry (rule O4) and a policy.RetryBudget the
+// Budget is what every budget in this package provides: a policy.Policy that
+// stands outside its retry (rule O4), a policy.RetryBudget the
 // retry consults, plus read-outs for operators.
 type Budget interface {
 	policy.Policy

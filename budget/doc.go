@@ -18,7 +18,7 @@
 //
 // A budget is a policy of kind Budget and stands outside its retry (rule O4):
 //
-//	b := budget.MustNewTokenBucket(10, 0.1)
+//	b := policy.Must(budget.NewTokenBucket(budget.TokenBucketOptions{MaxTokens: 10, TokenRatio: 0.1}))
 //	p, err := policy.Wrap(deadline, b, retry)
 //
 // It does no per-call work itself: policy.Wrap hands it to the retry, which calls

@@ -8,7 +8,7 @@ import (
 // The wiring the package documentation shows, compiled with the tests so that it
 // cannot drift from the API; it is not run.
 var _ = func(deadline, retry policy.Policy) (*policy.Pipeline, error) {
-	b := budget.MustNewTokenBucket(10, 0.1)
+	b := policy.Must(budget.NewTokenBucket(budget.TokenBucketOptions{MaxTokens: 10, TokenRatio: 0.1}))
 	p, err := policy.Wrap(deadline, b, retry)
 	return p, err
 }

@@ -26,27 +26,27 @@ type InFlight struct {
 	capped atomic.Uint64
 }
 
-// NewInFlight returns b with at most max retries in flight, or an error matching
-// ErrInvalidOptions.
-func NewInFlight(b Budget, max int) (*InFlight, error) {
+// InFlightOptions configure an [InFlight].
+type InFlightOptions struct {
+	// Budget is the budget wrapped. Required.
+	Budget Budget
+	// Max is the most retries in flight at once, ≥ 1. Required.
+	Max int
+}
+
+// NewInFlight returns o.Budget with at most o.Max retries in flight, or an error
+// matching ErrInvalidOptions.
+func NewInFlight(o InFlightOptions) (*InFlight, error) {
+	b, max := o.Budget, o.Max
 	switch {
 	case b == nil:
-		return nil, fmt.Errorf("%w: NewInFlight: the budget is nil", ErrInvalidOptions)
+		return nil, fmt.Errorf("%w: InFlightOptions.Budget is nil", ErrInvalidOptions)
 	case max < 1:
-		return nil, fmt.Errorf("%w: NewInFlight: max is %d; want ≥ 1", ErrInvalidOptions, max)
+		return nil, fmt.Errorf("%w: InFlightOptions.Max is %d; want ≥ 1", ErrInvalidOptions, max)
 	}
 	f := &InFlight{b: b, max: int64(max)}
 	f.lease, _ = b.(policy.RetryLease)
 	return f, nil
-}
-
-// MustNewInFlight is like [NewInFlight] but panics on bad input.
-func MustNewInFlight(b Budget, max int) *InFlight {
-	f, err := NewInFlight(b, max)
-	if err != nil {
-		panic(err)
-	}
-	return f
 }
 
 // Placement is [Place].

@@ -48,15 +48,6 @@ func NewRate(o RateOptions) (*Rate, error) {
 	return &Rate{lim: rate.NewLimiter(o.Limit, o.Burst), clock: clock.Or(o.Clock)}, nil
 }
 
-// MustNewRate is like [NewRate] but panics on bad settings.
-func MustNewRate(o RateOptions) *Rate {
-	b, err := NewRate(o)
-	if err != nil {
-		panic(err)
-	}
-	return b
-}
-
 // Withdraw allows a retry if the limiter has a token now, and takes it.
 func (b *Rate) Withdraw() bool { return b.count(b.lim.AllowN(b.clock.Now(), 1)) }
 

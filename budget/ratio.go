@@ -21,6 +21,9 @@ const (
 // RatioOptions configure a [Ratio]. The zero value is valid: retries may be 10 % of the
 // calls of the last 10 s, plus 10 per second.
 type RatioOptions struct {
+	// Name names the budget; package fleet keys its shared state by it. Optional
+	// for a budget of one process.
+	Name string
 	// Ratio is the share of recent calls that may be retried, in (0, 1]; 0 means
 	// DefaultRatio (0.1). Finagle's default is 0.2, Envoy's budget_percent 20 %.
 	Ratio float64
@@ -84,15 +87,6 @@ func NewRatio(o RatioOptions) (*Ratio, error) {
 		floor:  o.MinPerSecond * o.Window.Seconds(),
 		window: o.Window,
 	}, nil
-}
-
-// MustNewRatio is like [NewRatio] but panics on bad options.
-func MustNewRatio(o RatioOptions) *Ratio {
-	r, err := NewRatio(o)
-	if err != nil {
-		panic(err)
-	}
-	return r
 }
 
 // Deposit counts a call.

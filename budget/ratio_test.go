@@ -54,7 +54,7 @@ func TestRatio_AllowsAShareOfCallsPlusAFloor(t *testing.T) {
 
 func TestRatio_SlidesBucketByBucket(t *testing.T) {
 	clock := policytest.NewClock(t0)
-	r := budget.MustNewRatio(budget.RatioOptions{Ratio: 1, MinPerSecond: -1, Window: 10 * time.Second, Clock: clock})
+	r := policy.Must(budget.NewRatio(budget.RatioOptions{Ratio: 1, MinPerSecond: -1, Window: 10 * time.Second, Clock: clock}))
 	for range 10 {
 		r.Deposit() // second 0
 	}
@@ -127,7 +127,7 @@ func TestRate_UsesTheClockSeam(t *testing.T) {
 // a wall clock stepped back) neither panics nor loses the window.
 func TestRatio_ClockBefore1970(t *testing.T) {
 	clock := policytest.NewClock(time.Date(1960, 1, 1, 0, 0, 0, 0, time.UTC))
-	r := budget.MustNewRatio(budget.RatioOptions{Ratio: 1, MinPerSecond: -1, Window: 10 * time.Second, Clock: clock})
+	r := policy.Must(budget.NewRatio(budget.RatioOptions{Ratio: 1, MinPerSecond: -1, Window: 10 * time.Second, Clock: clock}))
 	for range 4 {
 		r.Deposit()
 	}
@@ -140,12 +140,12 @@ func TestRatio_ClockBefore1970(t *testing.T) {
 // TestBudget_ExhaustedMeansOneAttempt runs a real pipeline: with the bucket drained to
 // its threshold, Wrap(budget, retry) makes one attempt and gives up with ErrBudget.
 func TestBudget_ExhaustedMeansOneAttempt(t *testing.T) {
-	b := budget.MustNewTokenBucket(4, 0.1)
+	b := policy.Must(budget.NewTokenBucket(budget.TokenBucketOptions{MaxTokens: 4, TokenRatio: 0.1}))
 	b.OnFailure()
 	b.OnFailure() // 2 tokens: 2 > 2 is false
 	clock := policytest.NewClock(t0).AutoAdvance(true)
 	var suppressed []string
-	p := policy.MustWrap(b, retry.MustNew(retry.Options{MaxAttempts: 5, Clock: clock})).
+	p := policy.Must(policy.Wrap(b, policy.Must(retry.New(retry.Options{MaxAttempts: 5, Clock: clock})))).
 		With(policy.Observe(event.ObserverFunc(func(e event.Event) {
 			if e.Kind == event.RetrySuppressed {
 				suppressed = append(suppressed, e.Reason)
@@ -168,9 +168,9 @@ func TestBudget_ExhaustedMeansOneAttempt(t *testing.T) {
 // TestBudget_FadesRetriesInAnOutage: 100 calls against a dead dependency, 4 attempts
 // each, with the default-sized A6 bucket: retries stop once the bucket reaches half.
 func TestBudget_FadesRetriesInAnOutage(t *testing.T) {
-	b := budget.MustNewTokenBucket(10, 0.1)
+	b := policy.Must(budget.NewTokenBucket(budget.TokenBucketOptions{MaxTokens: 10, TokenRatio: 0.1}))
 	clock := policytest.NewClock(t0).AutoAdvance(true)
-	p := policy.MustWrap(b, retry.MustNew(retry.Options{MaxAttempts: 4, Clock: clock}))
+	p := policy.Must(policy.Wrap(b, policy.Must(retry.New(retry.Options{MaxAttempts: 4, Clock: clock}))))
 	attempts := 0
 	for range 100 {
 		_ = p.Do(context.Background(), func(context.Context) error { attempts++; return fault.Retryable(errors.New("down")) })
@@ -183,7 +183,7 @@ func TestBudget_FadesRetriesInAnOutage(t *testing.T) {
 }
 
 func BenchmarkTokenBucket_Withdraw(b *testing.B) {
-	tb := budget.MustNewTokenBucket(10, 0.1)
+	tb := policy.Must(budget.NewTokenBucket(budget.TokenBucketOptions{MaxTokens: 10, TokenRatio: 0.1}))
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
@@ -195,7 +195,7 @@ func BenchmarkTokenBucket_Withdraw(b *testing.B) {
 }
 
 func BenchmarkRatio_Withdraw(b *testing.B) {
-	r := budget.MustNewRatio(budget.RatioOptions{})
+	r := policy.Must(budget.NewRatio(budget.RatioOptions{}))
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
@@ -209,7 +209,7 @@ func TestRatio_HotPathDoesNotAllocate(t *testing.T) {
 	if race.Enabled {
 		t.Skip("the race detector allocates")
 	}
-	r := budget.MustNewRatio(budget.RatioOptions{})
+	r := policy.Must(budget.NewRatio(budget.RatioOptions{}))
 	if n := testing.AllocsPerRun(1000, func() { r.Deposit(); r.Withdraw() }); n != 0 {
 		t.Errorf("Ratio hot path allocates %v per call; want 0", n)
 	}

@@ -93,15 +93,6 @@ func or(v, d int) int {
 	return v
 }
 
-// MustNewRetryQuota is like [NewRetryQuota] but panics on bad options.
-func MustNewRetryQuota(o RetryQuotaOptions) *RetryQuota {
-	q, err := NewRetryQuota(o)
-	if err != nil {
-		panic(err)
-	}
-	return q
-}
-
 // Take takes a retry's price — ThrottleCost if reason is "throttle"
 // (retry.ReasonThrottle), TimeoutCost if it is "timeout" (retry.ReasonTimeout),
 // RetryCost otherwise — and refuses the retry if the bucket holds less.

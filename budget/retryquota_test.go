@@ -20,7 +20,7 @@ import (
 var errDown = errors.New("down")
 
 func TestQuota_TheAWSStandardMode(t *testing.T) {
-	q := budget.MustNewRetryQuota(budget.RetryQuotaOptions{})
+	q := policy.Must(budget.NewRetryQuota(budget.RetryQuotaOptions{}))
 	require.Equal(t, 500, q.Tokens(), "starts full at 500")
 
 	// 35 retries of 14 leave 10; the 36th is refused.
@@ -53,7 +53,7 @@ func TestQuota_TheAWSStandardMode(t *testing.T) {
 	require.Equal(t, 0, q.Tokens())
 
 	// Never above the capacity.
-	full := budget.MustNewRetryQuota(budget.RetryQuotaOptions{})
+	full := policy.Must(budget.NewRetryQuota(budget.RetryQuotaOptions{}))
 	full.OnSuccess()
 	full.End(14, true)
 	require.Equal(t, 500, full.Tokens())
@@ -61,7 +61,7 @@ func TestQuota_TheAWSStandardMode(t *testing.T) {
 	require.Equal(t, uint64(1), q.Refused())
 
 	// The SDKs' costs before 2026: 5 a retry, 10 after a timeout.
-	old := budget.MustNewRetryQuota(budget.RetryQuotaOptions{RetryCost: 5, TimeoutCost: 10})
+	old := policy.Must(budget.NewRetryQuota(budget.RetryQuotaOptions{RetryCost: 5, TimeoutCost: 10}))
 	for reason, want := range map[string]int64{"retryable": 5, "timeout": 10, "throttle": 5} {
 		taken, _ := old.Take(reason)
 		require.Equal(t, want, taken, reason)
@@ -69,8 +69,8 @@ func TestQuota_TheAWSStandardMode(t *testing.T) {
 }
 
 func TestQuota_ThroughARetryAnOutageCostsAboutAHundredRetries(t *testing.T) {
-	q := budget.MustNewRetryQuota(budget.RetryQuotaOptions{RetryCost: 5})
-	p := policy.MustWrap(q, retry.MustNew(retry.Options{MaxAttempts: 3, Clock: policytest.NewClock(t0).AutoAdvance(true)}))
+	q := policy.Must(budget.NewRetryQuota(budget.RetryQuotaOptions{RetryCost: 5}))
+	p := policy.Must(policy.Wrap(q, policy.Must(retry.New(retry.Options{MaxAttempts: 3, Clock: policytest.NewClock(t0).AutoAdvance(true)}))))
 	attempts := 0
 	down := func(context.Context) error { attempts++; return fault.Retryable(errDown) }
 	for range 200 {
@@ -116,15 +116,15 @@ func TestNewRetryQuota_RefusesBadOptions(t *testing.T) {
 		require.ErrorIs(t, err, budget.ErrInvalidOptions)
 		require.ErrorContains(t, err, c.want)
 	}
-	q := budget.MustNewRetryQuota(budget.RetryQuotaOptions{SuccessGain: -1})
+	q := policy.Must(budget.NewRetryQuota(budget.RetryQuotaOptions{SuccessGain: -1}))
 	_, _ = q.Take("")
 	q.OnSuccess()
 	require.Equal(t, 486, q.Tokens(), "a negative SuccessGain adds nothing")
 }
 
 func TestInFlight_CapsRetriesInFlight(t *testing.T) {
-	inner := budget.MustNewRetryQuota(budget.RetryQuotaOptions{})
-	f := budget.MustNewInFlight(inner, 2)
+	inner := policy.Must(budget.NewRetryQuota(budget.RetryQuotaOptions{}))
+	f := policy.Must(budget.NewInFlight(budget.InFlightOptions{Budget: inner, Max: 2}))
 	a, ok := f.Take("retryable")
 	require.True(t, ok)
 	_, ok = f.Take("timeout")
@@ -145,8 +145,8 @@ func TestInFlight_CapsRetriesInFlight(t *testing.T) {
 func TestInFlight_ThroughARetryUnderConcurrentCalls(t *testing.T) {
 	// Ten calls fail once and retry; a retry's attempt holds until the test lets it
 	// go. Three retries take the three places; the other seven are refused.
-	f := budget.MustNewInFlight(budget.MustNewRatio(budget.RatioOptions{Ratio: 1}), 3)
-	p := policy.MustWrap(f, retry.MustNew(retry.Options{MaxAttempts: 2, Base: 1}))
+	f := policy.Must(budget.NewInFlight(budget.InFlightOptions{Budget: policy.Must(budget.NewRatio(budget.RatioOptions{Ratio: 1})), Max: 3}))
+	p := policy.Must(policy.Wrap(f, policy.Must(retry.New(retry.Options{MaxAttempts: 2, Base: 1}))))
 	release := make(chan struct{})
 	started := make(chan struct{}, 10)
 	results := make(chan error, 10)
@@ -188,10 +188,10 @@ func TestInFlight_ThroughARetryUnderConcurrentCalls(t *testing.T) {
 }
 
 func TestNewInFlight_RefusesBadInput(t *testing.T) {
-	_, err := budget.NewInFlight(nil, 1)
+	_, err := budget.NewInFlight(budget.InFlightOptions{Budget: nil, Max: 1})
 	require.ErrorIs(t, err, budget.ErrInvalidOptions)
-	_, err = budget.NewInFlight(budget.MustNewRetryQuota(budget.RetryQuotaOptions{}), 0)
-	require.ErrorContains(t, err, "max is 0")
+	_, err = budget.NewInFlight(budget.InFlightOptions{Budget: policy.Must(budget.NewRetryQuota(budget.RetryQuotaOptions{})), Max: 0})
+	require.ErrorContains(t, err, "InFlightOptions.Max is 0")
 }
 
 // TestQuota_ThroughARetryAThrottledRetryCostsFive: a retry reports an error marked
@@ -202,8 +202,8 @@ func TestQuota_ThroughARetryAThrottledRetryCostsFive(t *testing.T) {
 		func(err error) error { return fault.After(fault.Throttled(err), time.Millisecond) },
 		func(err error) error { return fault.Pushback(fault.Throttled(err), time.Millisecond) },
 	} {
-		q := budget.MustNewRetryQuota(budget.RetryQuotaOptions{})
-		p := policy.MustWrap(q, retry.MustNew(retry.Options{MaxAttempts: 3, Clock: policytest.NewClock(t0).AutoAdvance(true)}))
+		q := policy.Must(budget.NewRetryQuota(budget.RetryQuotaOptions{}))
+		p := policy.Must(policy.Wrap(q, policy.Must(retry.New(retry.Options{MaxAttempts: 3, Clock: policytest.NewClock(t0).AutoAdvance(true)}))))
 		_ = p.Do(context.Background(), func(context.Context) error { return mark(errDown) })
 		require.Equal(t, 500-2*5, q.Tokens(), "two retries after throttling errors, 5 each")
 	}

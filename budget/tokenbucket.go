@@ -39,28 +39,39 @@ const MaxTokenBucketTokens = 1000
 // A6 says, without losing 0.29 to floating-point (0.29·1000 = 289.99999999999997).
 func toMilli(v float64) int64 { return int64(math.Floor(v*1000 + 1e-6)) }
 
-// NewTokenBucket returns a full bucket of maxTokens, refilled by tokenRatio per
-// successful call, or an error matching ErrInvalidOptions that names the field. As in
-// A6, maxTokens must be in (0, 1000] and tokenRatio > 0; decimals of either past the
-// third are dropped (0.1239 is 0.123), and a tokenRatio that is 0 to three decimals is
-// refused, and so is an infinite one. A tokenRatio of maxTokens or more saturates: one success refills the bucket.
-func NewTokenBucket(maxTokens, tokenRatio float64) (*TokenBucket, error) {
+// TokenBucketOptions configure a [TokenBucket], as gRFC A6's retryThrottling does.
+type TokenBucketOptions struct {
+	// Name names the bucket; package fleet keys its shared state by it. Optional
+	// for a bucket of one process.
+	Name string
+	// MaxTokens is the bucket's size, in (0, 1000]. Required.
+	MaxTokens float64
+	// TokenRatio is what each successful call refills, > 0. Required.
+	TokenRatio float64
+}
+
+// NewTokenBucket returns a full bucket, or an error matching ErrInvalidOptions that
+// names the field. As in A6, decimals past the third are dropped (0.1239 is 0.123).
+// A TokenRatio that is 0 to three decimals is refused, and so is an infinite one.
+// A TokenRatio of MaxTokens or more saturates: one success refills the bucket.
+func NewTokenBucket(o TokenBucketOptions) (*TokenBucket, error) {
+	maxTokens, tokenRatio := o.MaxTokens, o.TokenRatio
 	if !(maxTokens > 0 && maxTokens <= MaxTokenBucketTokens) {
-		return nil, fmt.Errorf("%w: maxTokens is %v; want a number in (0, %d]", ErrInvalidOptions, maxTokens, MaxTokenBucketTokens)
+		return nil, fmt.Errorf("%w: MaxTokens is %v; want a number in (0, %d]", ErrInvalidOptions, maxTokens, MaxTokenBucketTokens)
 	}
 	if !(tokenRatio > 0) || math.IsInf(tokenRatio, 0) {
-		return nil, fmt.Errorf("%w: tokenRatio is %v; want a finite number > 0", ErrInvalidOptions, tokenRatio)
+		return nil, fmt.Errorf("%w: TokenRatio is %v; want a finite number > 0", ErrInvalidOptions, tokenRatio)
 	}
 	limit := toMilli(maxTokens)
 	if limit == 0 {
-		return nil, fmt.Errorf("%w: maxTokens is %v, which is 0 to three decimals; want ≥ 0.001", ErrInvalidOptions, maxTokens)
+		return nil, fmt.Errorf("%w: MaxTokens is %v, which is 0 to three decimals; want ≥ 0.001", ErrInvalidOptions, maxTokens)
 	}
 	ratio := limit
 	if tokenRatio < maxTokens { // beyond, saturate: toMilli would overflow
 		ratio = toMilli(tokenRatio)
 	}
 	if ratio == 0 {
-		return nil, fmt.Errorf("%w: tokenRatio is %v, which is 0 to three decimals; want ≥ 0.001", ErrInvalidOptions, tokenRatio)
+		return nil, fmt.Errorf("%w: TokenRatio is %v, which is 0 to three decimals; want ≥ 0.001", ErrInvalidOptions, tokenRatio)
 	}
 	b := &TokenBucket{max: limit, ratio: ratio}
 	b.tokens.Store(b.max)
@@ -71,15 +82,6 @@ func NewTokenBucket(maxTokens, tokenRatio float64) (*TokenBucket, error) {
 type tokenBucketJSON struct {
 	MaxTokens  *float64 `json:"maxTokens"`
 	TokenRatio *float64 `json:"tokenRatio"`
-}
-
-// MustNewTokenBucket is like [NewTokenBucket] but panics on bad settings.
-func MustNewTokenBucket(maxTokens, tokenRatio float64) *TokenBucket {
-	b, err := NewTokenBucket(maxTokens, tokenRatio)
-	if err != nil {
-		panic(err)
-	}
-	return b
 }
 
 // ParseTokenBucket builds a TokenBucket from the JSON of a gRPC service config's
@@ -101,7 +103,7 @@ func ParseTokenBucket(data []byte) (*TokenBucket, error) {
 	case v.TokenRatio == nil:
 		return nil, fmt.Errorf("%w: retryThrottling: tokenRatio is missing", ErrInvalidOptions)
 	}
-	return NewTokenBucket(*v.MaxTokens, *v.TokenRatio)
+	return NewTokenBucket(TokenBucketOptions{MaxTokens: *v.MaxTokens, TokenRatio: *v.TokenRatio})
 }
 
 // Tokens returns the current count of tokens.

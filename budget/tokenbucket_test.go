@@ -21,20 +21,26 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestConformance(t *testing.T) {
 	t.Run("TokenBucket", func(t *testing.T) {
-		policytest.Run(t, func() policy.Policy { b := budget.MustNewTokenBucket(10, 0.1); return b })
+		policytest.Run(t, func() policy.Policy {
+			b := policy.Must(budget.NewTokenBucket(budget.TokenBucketOptions{MaxTokens: 10, TokenRatio: 0.1}))
+			return b
+		})
 	})
 	t.Run("Ratio", func(t *testing.T) {
-		policytest.Run(t, func() policy.Policy { b := budget.MustNewRatio(budget.RatioOptions{}); return b })
+		policytest.Run(t, func() policy.Policy { b := policy.Must(budget.NewRatio(budget.RatioOptions{})); return b })
 	})
 	t.Run("Rate", func(t *testing.T) {
-		policytest.Run(t, func() policy.Policy { b := budget.MustNewRate(budget.RateOptions{Limit: 10, Burst: 1}); return b })
+		policytest.Run(t, func() policy.Policy {
+			b := policy.Must(budget.NewRate(budget.RateOptions{Limit: 10, Burst: 1}))
+			return b
+		})
 	})
 	t.Run("RetryQuota", func(t *testing.T) {
-		policytest.Run(t, func() policy.Policy { return budget.MustNewRetryQuota(budget.RetryQuotaOptions{}) })
+		policytest.Run(t, func() policy.Policy { return policy.Must(budget.NewRetryQuota(budget.RetryQuotaOptions{})) })
 	})
 	t.Run("InFlight", func(t *testing.T) {
 		policytest.Run(t, func() policy.Policy {
-			return budget.MustNewInFlight(budget.MustNewRetryQuota(budget.RetryQuotaOptions{}), 1)
+			return policy.Must(budget.NewInFlight(budget.InFlightOptions{Budget: policy.Must(budget.NewRetryQuota(budget.RetryQuotaOptions{})), Max: 1}))
 		})
 	})
 }
@@ -68,7 +74,7 @@ func TestTokenBucket_Sequences(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			b, err := budget.NewTokenBucket(tt.max, tt.ratio)
+			b, err := budget.NewTokenBucket(budget.TokenBucketOptions{MaxTokens: tt.max, TokenRatio: tt.ratio})
 			require.NoError(t, err)
 			for i := 0; i < len(tt.ops); i++ {
 				switch tt.ops[i] {
@@ -92,7 +98,7 @@ func TestTokenBucket_Sequences(t *testing.T) {
 }
 
 func TestTokenBucket_CountsAndLevel(t *testing.T) {
-	b := budget.MustNewTokenBucket(4, 1)
+	b := policy.Must(budget.NewTokenBucket(budget.TokenBucketOptions{MaxTokens: 4, TokenRatio: 1}))
 	b.Withdraw()
 	b.OnFailure()
 	b.OnFailure()
@@ -110,17 +116,17 @@ func TestNewTokenBucket_Validation(t *testing.T) {
 	}{
 		{1000, 1, ""},
 		{0.5, 0.001, ""},
-		{0, 0.1, "maxTokens is 0"},
-		{-1, 0.1, "maxTokens is -1"},
-		{1000.5, 0.1, "maxTokens is 1000.5"},
-		{math.NaN(), 0.1, "maxTokens is NaN"},
-		{10, 0, "tokenRatio is 0"},
-		{10, -0.1, "tokenRatio is -0.1"},
-		{10, math.Inf(1), "tokenRatio is +Inf"},
+		{0, 0.1, "MaxTokens is 0"},
+		{-1, 0.1, "MaxTokens is -1"},
+		{1000.5, 0.1, "MaxTokens is 1000.5"},
+		{math.NaN(), 0.1, "MaxTokens is NaN"},
+		{10, 0, "TokenRatio is 0"},
+		{10, -0.1, "TokenRatio is -0.1"},
+		{10, math.Inf(1), "TokenRatio is +Inf"},
 		{10, 0.0004, "0 to three decimals"},
 	}
 	for _, tt := range tests {
-		_, err := budget.NewTokenBucket(tt.max, tt.ratio)
+		_, err := budget.NewTokenBucket(budget.TokenBucketOptions{MaxTokens: tt.max, TokenRatio: tt.ratio})
 		if tt.msg == "" {
 			require.NoError(t, err, "NewTokenBucket(%v, %v)", tt.max, tt.ratio)
 			continue
@@ -143,7 +149,7 @@ func TestParseTokenBucket(t *testing.T) {
 		{`{"tokenRatio": 0.1}`, 0, "maxTokens is missing"},
 		{`{"maxTokens": 10, "tokenRatio": 0.1, "extra": 1}`, 0, "unknown field"},
 		{`{"maxTokens": "10", "tokenRatio": 0.1}`, 0, "cannot unmarshal"},
-		{`{"maxTokens": 2000, "tokenRatio": 0.1}`, 0, "maxTokens is 2000"},
+		{`{"maxTokens": 2000, "tokenRatio": 0.1}`, 0, "MaxTokens is 2000"},
 		{`{"maxTokens": 10, "tokenRatio": 0.1}{}`, 0, "data after the object"},
 		{``, 0, "EOF"},
 		{`[]`, 0, "cannot unmarshal"},
@@ -194,7 +200,7 @@ func FuzzParseTokenBucket(f *testing.F) {
 }
 
 func TestTokenBucket_ConcurrentUseKeepsBounds(t *testing.T) {
-	b := budget.MustNewTokenBucket(10, 0.5)
+	b := policy.Must(budget.NewTokenBucket(budget.TokenBucketOptions{MaxTokens: 10, TokenRatio: 0.5}))
 	var wg sync.WaitGroup
 	var withdraws atomic.Uint64
 	for g := range 8 {
@@ -225,7 +231,7 @@ func TestTokenBucket_HotPathDoesNotAllocate(t *testing.T) {
 	if race.Enabled {
 		t.Skip("the race detector allocates")
 	}
-	b := budget.MustNewTokenBucket(10, 0.1)
+	b := policy.Must(budget.NewTokenBucket(budget.TokenBucketOptions{MaxTokens: 10, TokenRatio: 0.1}))
 	if n := testing.AllocsPerRun(1000, func() { b.Deposit(); b.OnFailure(); b.Withdraw(); b.OnSuccess() }); n != 0 {
 		t.Errorf("TokenBucket hot path allocates %v per call; want 0", n)
 	}
@@ -235,7 +241,7 @@ func TestTokenBucket_HotPathDoesNotAllocate(t *testing.T) {
 // the bucket with one success instead of overflowing into a bucket that refuses every
 // retry forever.
 func TestTokenBucket_HugeRatioSaturates(t *testing.T) {
-	b, err := budget.NewTokenBucket(10, 9.3e15)
+	b, err := budget.NewTokenBucket(budget.TokenBucketOptions{MaxTokens: 10, TokenRatio: 9.3e15})
 	require.NoError(t, err)
 	for range 10 {
 		b.OnFailure()
@@ -246,9 +252,9 @@ func TestTokenBucket_HugeRatioSaturates(t *testing.T) {
 	require.Equal(t, 10.0, b.Tokens(), "one success refills to maxTokens")
 	require.True(t, b.Withdraw())
 
-	b = budget.MustNewTokenBucket(10, 10) // ratio = maxTokens: the same
+	b = policy.Must(budget.NewTokenBucket(budget.TokenBucketOptions{MaxTokens: 10, TokenRatio: 10})) // ratio = maxTokens: the same
 	b.OnFailure()
 	b.OnSuccess()
 	require.Equal(t, 10.0, b.Tokens())
-	require.Panics(t, func() { budget.MustNewTokenBucket(0, 0.1) })
+	require.Panics(t, func() { policy.Must(budget.NewTokenBucket(budget.TokenBucketOptions{MaxTokens: 0, TokenRatio: 0.1})) })
 }

@@ -45,6 +45,8 @@ var (
 // Options configure a [Bulkhead]. The zero value runs 10 calls at once and lets none
 // wait.
 type Options struct {
+	// Name names the bulkhead in events, metrics and errors. Required.
+	Name string
 	// MaxConcurrent is how many calls (attempts, inside a retry) may run at once; ≥ 1;
 	// 0 means DefaultMaxConcurrent (10).
 	MaxConcurrent int
@@ -75,9 +77,10 @@ type Bulkhead struct {
 	refused atomic.Uint64
 }
 
-// New returns a bulkhead named name (it names its refusals, events and series) or an
+// New returns a bulkhead named o.Name (it names its refusals, events and series) or an
 // error matching ErrInvalidOptions naming the bad field.
-func New(name string, o Options) (*Bulkhead, error) {
+func New(o Options) (*Bulkhead, error) {
+	name := o.Name
 	bad := func(format string, args ...any) (*Bulkhead, error) {
 		return nil, fmt.Errorf("%w: %s: "+format, append([]any{ErrInvalidOptions, name}, args...)...)
 	}
@@ -96,15 +99,6 @@ func New(name string, o Options) (*Bulkhead, error) {
 	}
 	return &Bulkhead{name: name, max: o.MaxConcurrent, maxQueue: int64(o.MaxQueue), maxWait: o.MaxWait,
 		clock: clock.Or(o.Clock), slots: make(chan struct{}, o.MaxConcurrent)}, nil
-}
-
-// MustNew is like [New] but panics on bad options.
-func MustNew(name string, o Options) *Bulkhead {
-	b, err := New(name, o)
-	if err != nil {
-		panic(err)
-	}
-	return b
 }
 
 // Name returns the bulkhead's name.

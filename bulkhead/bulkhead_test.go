@@ -25,9 +25,9 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestConformance(t *testing.T) {
-	policytest.Run(t, func() policy.Policy { return bulkhead.MustNew("db", bulkhead.Options{MaxConcurrent: 4}) })
+	policytest.Run(t, func() policy.Policy { return policy.Must(bulkhead.New(bulkhead.Options{Name: "db", MaxConcurrent: 4})) })
 	policytest.Run(t, func() policy.Policy {
-		return bulkhead.MustNew("db", bulkhead.Options{MaxConcurrent: 1, MaxQueue: 100, MaxWait: time.Second})
+		return policy.Must(bulkhead.New(bulkhead.Options{Name: "db", MaxConcurrent: 1, MaxQueue: 100, MaxWait: time.Second}))
 	})
 }
 
@@ -42,11 +42,12 @@ func TestNew_RefusesBadOptionsNamingTheField(t *testing.T) {
 		{"db", bulkhead.Options{MaxQueue: -2}, "MaxQueue is -2"},
 		{"db", bulkhead.Options{MaxWait: -time.Second}, "MaxWait is -1s"},
 	} {
-		_, err := bulkhead.New(tt.name, tt.o)
+		tt.o.Name = tt.name
+		_, err := bulkhead.New(tt.o)
 		require.ErrorIs(t, err, bulkhead.ErrInvalidOptions, "New(%q, %+v)", tt.name, tt.o)
 		require.ErrorContains(t, err, tt.field, "New(%q, %+v)", tt.name, tt.o)
 	}
-	b := bulkhead.MustNew("db", bulkhead.Options{})
+	b := policy.Must(bulkhead.New(bulkhead.Options{Name: "db"}))
 	require.Equal(t, bulkhead.DefaultMaxConcurrent, b.Limit(), "MaxConcurrent 0 means the default")
 }
 
@@ -70,13 +71,13 @@ func hold(t *testing.T, p *policy.Pipeline, n int, release <-chan struct{}) *syn
 func nop(context.Context) error { return nil }
 
 func TestBulkhead_RefusesAtOnceWhenFullAndNoneMayWait(t *testing.T) {
-	b := bulkhead.MustNew("db", bulkhead.Options{MaxConcurrent: 2})
+	b := policy.Must(bulkhead.New(bulkhead.Options{Name: "db", MaxConcurrent: 2}))
 	var events []event.Event
-	p := policy.MustWrap(b, policy.Name("orders"), policy.Observe(event.ObserverFunc(func(e event.Event) {
+	p := policy.Must(policy.Wrap(b, policy.Name("orders"), policy.Observe(event.ObserverFunc(func(e event.Event) {
 		if e.Kind == event.Rejected {
 			events = append(events, e)
 		}
-	})))
+	}))))
 	release := make(chan struct{})
 	wg := hold(t, p, 2, release)
 	require.Equal(t, 2, b.InFlight())
@@ -111,8 +112,8 @@ func TestBulkhead_RefusesAtOnceWhenFullAndNoneMayWait(t *testing.T) {
 
 func TestBulkhead_QueuedCallRunsWhenASlotFrees(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := bulkhead.MustNew("db", bulkhead.Options{MaxConcurrent: 1, MaxQueue: 1})
-		p := policy.MustWrap(b)
+		b := policy.Must(bulkhead.New(bulkhead.Options{Name: "db", MaxConcurrent: 1, MaxQueue: 1}))
+		p := policy.Must(policy.Wrap(b))
 		release := make(chan struct{})
 		wg := hold(t, p, 1, release)
 
@@ -136,13 +137,13 @@ func TestBulkhead_QueuedCallRunsWhenASlotFrees(t *testing.T) {
 
 func TestBulkhead_WaitsNoLongerThanMaxWait(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := bulkhead.MustNew("db", bulkhead.Options{MaxConcurrent: 1, MaxQueue: 4, MaxWait: 30 * time.Millisecond})
+		b := policy.Must(bulkhead.New(bulkhead.Options{Name: "db", MaxConcurrent: 1, MaxQueue: 4, MaxWait: 30 * time.Millisecond}))
 		var got event.Event
-		p := policy.MustWrap(b, policy.Observe(event.ObserverFunc(func(e event.Event) {
+		p := policy.Must(policy.Wrap(b, policy.Observe(event.ObserverFunc(func(e event.Event) {
 			if e.Kind == event.Rejected {
 				got = e
 			}
-		})))
+		}))))
 		release := make(chan struct{})
 		wg := hold(t, p, 1, release)
 		start := time.Now()
@@ -162,8 +163,8 @@ func TestBulkhead_WaitsNoLongerThanMaxWait(t *testing.T) {
 
 func TestBulkhead_NeverWaitsPastTheDeadline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := bulkhead.MustNew("db", bulkhead.Options{MaxConcurrent: 1, MaxQueue: 4, MaxWait: time.Second})
-		p := policy.MustWrap(b)
+		b := policy.Must(bulkhead.New(bulkhead.Options{Name: "db", MaxConcurrent: 1, MaxQueue: 4, MaxWait: time.Second}))
+		p := policy.Must(policy.Wrap(b))
 		release := make(chan struct{})
 		wg := hold(t, p, 1, release)
 
@@ -193,8 +194,8 @@ func TestBulkhead_NeverWaitsPastTheDeadline(t *testing.T) {
 
 func TestBulkhead_CancelledWaitIsTheCallersError(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := bulkhead.MustNew("db", bulkhead.Options{MaxConcurrent: 1, MaxQueue: 1})
-		p := policy.MustWrap(b)
+		b := policy.Must(bulkhead.New(bulkhead.Options{Name: "db", MaxConcurrent: 1, MaxQueue: 1}))
+		p := policy.Must(policy.Wrap(b))
 		release := make(chan struct{})
 		wg := hold(t, p, 1, release)
 		ctx, cancel := context.WithCancel(context.Background())
@@ -213,8 +214,8 @@ func TestBulkhead_CancelledWaitIsTheCallersError(t *testing.T) {
 
 func TestBulkhead_RetryAfterFromTheMeanHold(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := bulkhead.MustNew("db", bulkhead.Options{MaxConcurrent: 2})
-		p := policy.MustWrap(b)
+		b := policy.Must(bulkhead.New(bulkhead.Options{Name: "db", MaxConcurrent: 2}))
+		p := policy.Must(policy.Wrap(b))
 		for range 3 { // every call holds its slot 100ms: the mean is 100ms
 			require.NoError(t, p.Do(context.Background(), func(context.Context) error { time.Sleep(100 * time.Millisecond); return nil }))
 		}
@@ -245,9 +246,9 @@ func (o *onlyRejected) Needs(k event.Kind) event.Needs {
 }
 
 func TestBulkhead_ReportsRefusalsToAnObserverThatNeedsOnlyThem(t *testing.T) {
-	b := bulkhead.MustNew("db", bulkhead.Options{MaxConcurrent: 1})
+	b := policy.Must(bulkhead.New(bulkhead.Options{Name: "db", MaxConcurrent: 1}))
 	obs := &onlyRejected{}
-	p := policy.MustWrap(b, policy.Observe(obs))
+	p := policy.Must(policy.Wrap(b, policy.Observe(obs)))
 	release := make(chan struct{})
 	wg := hold(t, p, 1, release)
 	require.ErrorIs(t, p.Do(context.Background(), nop), bulkhead.ErrFull)
@@ -260,10 +261,10 @@ func TestBulkhead_ReportsRefusalsToAnObserverThatNeedsOnlyThem(t *testing.T) {
 
 func TestBulkhead_PublishesItsGauges(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := bulkhead.MustNew("db", bulkhead.Options{MaxConcurrent: 3, MaxQueue: 1})
+		b := policy.Must(bulkhead.New(bulkhead.Options{Name: "db", MaxConcurrent: 3, MaxQueue: 1}))
 		var pub policy.Publisher = b
 		require.Equal(t, "db", pub.Name())
-		p := policy.MustWrap(b)
+		p := policy.Must(policy.Wrap(b))
 		release := make(chan struct{})
 		wg := hold(t, p, 3, release)
 		queued := make(chan error, 1)
@@ -285,11 +286,11 @@ func TestBulkhead_PublishesItsGauges(t *testing.T) {
 }
 
 func TestBulkhead_InsideTheRetryItsRefusalIsNotRetried(t *testing.T) {
-	b := bulkhead.MustNew("db", bulkhead.Options{MaxConcurrent: 1})
-	inner := policy.MustWrap(b)
+	b := policy.Must(bulkhead.New(bulkhead.Options{Name: "db", MaxConcurrent: 1}))
+	inner := policy.Must(policy.Wrap(b))
 	release := make(chan struct{})
 	wg := hold(t, inner, 1, release)
-	p := policy.MustWrap(retry.MustNew(retry.Options{MaxAttempts: 5}), b)
+	p := policy.Must(policy.Wrap(policy.Must(retry.New(retry.Options{MaxAttempts: 5})), b))
 	calls := 0
 	err := p.Do(context.Background(), func(context.Context) error { calls++; return fault.Retryable(errors.New("x")) })
 	require.ErrorIs(t, err, bulkhead.ErrFull)
@@ -299,16 +300,16 @@ func TestBulkhead_InsideTheRetryItsRefusalIsNotRetried(t *testing.T) {
 }
 
 func TestBulkhead_APanickingCallGivesItsSlotBack(t *testing.T) {
-	b := bulkhead.MustNew("db", bulkhead.Options{MaxConcurrent: 1})
-	p := policy.MustWrap(b)
+	b := policy.Must(bulkhead.New(bulkhead.Options{Name: "db", MaxConcurrent: 1}))
+	p := policy.Must(policy.Wrap(b))
 	require.Panics(t, func() { _ = p.Do(context.Background(), func(context.Context) error { panic("boom") }) })
 	require.Equal(t, 0, b.InFlight())
 	require.NoError(t, p.Do(context.Background(), func(context.Context) error { return nil }))
 }
 
 func TestBulkhead_SharedByPipelines(t *testing.T) {
-	b := bulkhead.MustNew("db", bulkhead.Options{MaxConcurrent: 1})
-	a, c := policy.MustWrap(b, policy.Name("a")), policy.MustWrap(b, policy.Name("c"))
+	b := policy.Must(bulkhead.New(bulkhead.Options{Name: "db", MaxConcurrent: 1}))
+	a, c := policy.Must(policy.Wrap(b, policy.Name("a"))), policy.Must(policy.Wrap(b, policy.Name("c")))
 	release := make(chan struct{})
 	wg := hold(t, a, 1, release)
 	require.ErrorIs(t, c.Do(context.Background(), func(context.Context) error { return nil }), bulkhead.ErrFull,
@@ -321,7 +322,7 @@ func TestBulkhead_SuccessPathAllocatesNothing(t *testing.T) {
 	if race.Enabled {
 		t.Skip("the race detector allocates")
 	}
-	p := policy.MustWrap(bulkhead.MustNew("db", bulkhead.Options{}))
+	p := policy.Must(policy.Wrap(policy.Must(bulkhead.New(bulkhead.Options{Name: "db"}))))
 	ctx := context.Background()
 	if got := testing.AllocsPerRun(1000, func() { _ = p.Do(ctx, nop) }); got != 0 {
 		t.Errorf("Wrap(bulkhead).Do allocates %v per call; want 0", got)
@@ -329,21 +330,21 @@ func TestBulkhead_SuccessPathAllocatesNothing(t *testing.T) {
 }
 
 func TestBulkhead_Explain(t *testing.T) {
-	b := bulkhead.MustNew("db", bulkhead.Options{MaxConcurrent: 8, MaxQueue: 16, MaxWait: 50 * time.Millisecond})
+	b := policy.Must(bulkhead.New(bulkhead.Options{Name: "db", MaxConcurrent: 8, MaxQueue: 16, MaxWait: 50 * time.Millisecond}))
 	st := b.ExplainStage()
 	require.Equal(t, `bulkhead "db": at most 8 at once (calls outside the retry, attempts inside it); 16 more wait for a slot, each up to 50ms, never past its deadline`, st.Summary)
 	require.Equal(t, `bulkhead "db" refuses a call that finds its 8 slots taken and 16 waiting, or has waited 50ms or until its deadline (bulkhead.ErrFull), with a Retry-After from the mean time a call holds its slot`, st.Refusal)
 	require.Equal(t, 50*time.Millisecond, st.Wait)
-	st = bulkhead.MustNew("db", bulkhead.Options{MaxConcurrent: 8}).ExplainStage()
+	st = policy.Must(bulkhead.New(bulkhead.Options{Name: "db", MaxConcurrent: 8})).ExplainStage()
 	require.Equal(t, `bulkhead "db": at most 8 at once (calls outside the retry, attempts inside it); none waits for a slot`, st.Summary)
 	require.Equal(t, `bulkhead "db" refuses a call that finds its 8 slots taken (bulkhead.ErrFull), with a Retry-After from the mean time a call holds its slot`, st.Refusal)
 	require.Zero(t, st.Wait)
 	require.False(t, st.WaitUnbounded)
-	require.True(t, bulkhead.MustNew("db", bulkhead.Options{MaxQueue: 1}).ExplainStage().WaitUnbounded, "a queue with no MaxWait waits as long as the deadline allows")
+	require.True(t, policy.Must(bulkhead.New(bulkhead.Options{Name: "db", MaxQueue: 1})).ExplainStage().WaitUnbounded, "a queue with no MaxWait waits as long as the deadline allows")
 }
 
 func BenchmarkBulkhead(b *testing.B) {
-	p := policy.MustWrap(bulkhead.MustNew("db", bulkhead.Options{MaxConcurrent: 1 << 20}))
+	p := policy.Must(policy.Wrap(policy.Must(bulkhead.New(bulkhead.Options{Name: "db", MaxConcurrent: 1 << 20}))))
 	ctx := context.Background()
 	b.Run("serial", func(b *testing.B) {
 		b.ReportAllocs()
@@ -363,8 +364,8 @@ func BenchmarkBulkhead(b *testing.B) {
 
 func TestBulkhead_NeverMoreInFlightThanItsLimit(t *testing.T) {
 	const limit, callers, calls = 4, 32, 50
-	b := bulkhead.MustNew("db", bulkhead.Options{MaxConcurrent: limit, MaxQueue: callers})
-	p := policy.MustWrap(b)
+	b := policy.Must(bulkhead.New(bulkhead.Options{Name: "db", MaxConcurrent: limit, MaxQueue: callers}))
+	p := policy.Must(policy.Wrap(b))
 	var now, most atomic.Int64
 	var wg sync.WaitGroup
 	errs := make(chan error, callers)

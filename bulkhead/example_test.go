@@ -17,8 +17,8 @@ import (
 // slots taken, a third call is refused at once, before any attempt, and is not
 // retried.
 func ExampleNew() {
-	b := bulkhead.MustNew("inventory", bulkhead.Options{MaxConcurrent: 2})
-	p := policy.MustWrap(deadline.MustNew(time.Second), retry.MustNew(retry.Options{}), b)
+	b := policy.Must(bulkhead.New(bulkhead.Options{Name: "inventory", MaxConcurrent: 2}))
+	p := policy.Must(policy.Wrap(policy.Must(deadline.New(deadline.Options{Timeout: time.Second})), policy.Must(retry.New(retry.Options{})), b))
 
 	release := make(chan struct{})
 	var in, done sync.WaitGroup

@@ -44,9 +44,9 @@ func (l *loop) Bind(next policy.Runner, env policy.Env) policy.Runner {
 
 func TestOwnership_NestedRetryingPipelinesMakeOneAttemptEach(t *testing.T) {
 	var rec recorder
-	db := policy.MustWrap(&loop{max: 4}).With(policy.Name("db"), policy.Observe(&rec))
-	api := policy.MustWrap(&loop{max: 4}).With(policy.Name("api"), policy.Observe(&rec))
-	edge := policy.MustWrap(&loop{max: 4}).With(policy.Name("edge"))
+	db := policy.Must(policy.Wrap(&loop{max: 4})).With(policy.Name("db"), policy.Observe(&rec))
+	api := policy.Must(policy.Wrap(&loop{max: 4})).With(policy.Name("api"), policy.Observe(&rec))
+	edge := policy.Must(policy.Wrap(&loop{max: 4})).With(policy.Name("edge"))
 
 	dbCalls := 0
 	var seen []int

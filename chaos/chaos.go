@@ -97,15 +97,6 @@ func New(o Options) (*Injector, error) {
 	return i, nil
 }
 
-// MustNew is like [New] but panics on bad options.
-func MustNew(o Options) *Injector {
-	i, err := New(o)
-	if err != nil {
-		panic(err)
-	}
-	return i
-}
-
 // Enable turns the injector on or off; it may be called at any time from any goroutine.
 func (i *Injector) Enable(on bool) { i.on.Store(on) }
 

@@ -29,7 +29,9 @@ var (
 )
 
 func TestConformance(t *testing.T) {
-	policytest.Run(t, func() policy.Policy { return chaos.MustNew(chaos.Options{Probability: 1, Latency: time.Millisecond}) })
+	policytest.Run(t, func() policy.Policy {
+		return policy.Must(chaos.New(chaos.Options{Probability: 1, Latency: time.Millisecond}))
+	})
 }
 
 func TestNew_RefusesBadOptions(t *testing.T) {
@@ -49,13 +51,13 @@ func TestNew_RefusesBadOptions(t *testing.T) {
 			t.Errorf("New(%+v) = %v; want ErrInvalidOptions saying %q", tt.o, err, tt.want)
 		}
 	}
-	require.Panics(t, func() { chaos.MustNew(chaos.Options{}) })
+	require.Panics(t, func() { policy.Must(chaos.New(chaos.Options{})) })
 }
 
 // TestPolicy_FailsTheDrawnCallsOnly: draws below Probability are affected.
 func TestPolicy_FailsTheDrawnCallsOnly(t *testing.T) {
-	inj := chaos.MustNew(chaos.Options{Probability: 0.3, Err: errInjected, Rand: policytest.NewRand(0.1, 0.5, 0.29, 0.3, 0.99)})
-	p := policy.MustWrap(inj)
+	inj := policy.Must(chaos.New(chaos.Options{Probability: 0.3, Err: errInjected, Rand: policytest.NewRand(0.1, 0.5, 0.29, 0.3, 0.99)}))
+	p := policy.Must(policy.Wrap(inj))
 	var got []bool
 	calls := 0
 	for range 5 {
@@ -76,8 +78,8 @@ func TestPolicy_FailsTheDrawnCallsOnly(t *testing.T) {
 // is retried like a real one.
 func TestPolicy_InsideTheRetryFailsAttempts(t *testing.T) {
 	clock := policytest.NewClock(t0).AutoAdvance(true)
-	inj := chaos.MustNew(chaos.Options{Probability: 0.5, Err: fault.Retryable(errInjected), Rand: policytest.NewRand(0, 0, 0.9)})
-	p := policy.MustWrap(retry.MustNew(retry.Options{MaxAttempts: 3, Clock: clock}), inj)
+	inj := policy.Must(chaos.New(chaos.Options{Probability: 0.5, Err: fault.Retryable(errInjected), Rand: policytest.NewRand(0, 0, 0.9)}))
+	p := policy.Must(policy.Wrap(policy.Must(retry.New(retry.Options{MaxAttempts: 3, Clock: clock})), inj))
 	calls := 0
 	require.NoError(t, p.Do(context.Background(), func(context.Context) error { calls++; return nil }))
 	require.Equal(t, 1, calls, "two attempts failed by injection, the third ran")
@@ -86,9 +88,9 @@ func TestPolicy_InsideTheRetryFailsAttempts(t *testing.T) {
 
 func TestPolicy_LatencyOnTheClockAndHonoursCtx(t *testing.T) {
 	clock := policytest.NewClock(t0)
-	inj := chaos.MustNew(chaos.Options{Probability: 1, Latency: time.Second, LatencyJitter: time.Second,
-		Clock: clock, Rand: policytest.NewRand(0, 0.5)})
-	p := policy.MustWrap(inj)
+	inj := policy.Must(chaos.New(chaos.Options{Probability: 1, Latency: time.Second, LatencyJitter: time.Second,
+		Clock: clock, Rand: policytest.NewRand(0, 0.5)}))
+	p := policy.Must(policy.Wrap(inj))
 	done := make(chan error)
 	go func() { done <- p.Do(context.Background(), func(context.Context) error { return nil }) }()
 	clock.BlockUntil(1)
@@ -128,13 +130,13 @@ func get(t *testing.T, url string) (*http.Response, string, error) {
 }
 
 func TestMiddleware_StatusWithRetryAfter(t *testing.T) {
-	inj := chaos.MustNew(chaos.Options{Probability: 1, Status: 503, RetryAfter: 1500 * time.Millisecond})
+	inj := policy.Must(chaos.New(chaos.Options{Probability: 1, Status: 503, RetryAfter: 1500 * time.Millisecond}))
 	res, _, err := get(t, serve(t, inj, "hello").URL)
 	require.NoError(t, err)
 	require.Equal(t, 503, res.StatusCode)
 	require.Equal(t, "2", res.Header.Get("Retry-After"), "whole seconds, rounded up")
 
-	inj = chaos.MustNew(chaos.Options{Probability: 1, Err: errInjected})
+	inj = policy.Must(chaos.New(chaos.Options{Probability: 1, Err: errInjected}))
 	res, body, err := get(t, serve(t, inj, "hello").URL)
 	require.NoError(t, err)
 	require.Equal(t, 500, res.StatusCode)
@@ -142,10 +144,10 @@ func TestMiddleware_StatusWithRetryAfter(t *testing.T) {
 }
 
 func TestMiddleware_ResetAndTruncatedBody(t *testing.T) {
-	_, _, err := get(t, serve(t, chaos.MustNew(chaos.Options{Probability: 1, Reset: true}), "hello").URL)
+	_, _, err := get(t, serve(t, policy.Must(chaos.New(chaos.Options{Probability: 1, Reset: true})), "hello").URL)
 	require.Error(t, err, "a reset connection gives the client an error, not a response")
 
-	res, body, err := get(t, serve(t, chaos.MustNew(chaos.Options{Probability: 1, TruncateBody: 4}), "one two three").URL)
+	res, body, err := get(t, serve(t, policy.Must(chaos.New(chaos.Options{Probability: 1, TruncateBody: 4})), "one two three").URL)
 	require.NotNil(t, res)
 	require.ErrorIs(t, err, io.ErrUnexpectedEOF, "the body ends early")
 	require.Equal(t, "one ", body)
@@ -153,7 +155,7 @@ func TestMiddleware_ResetAndTruncatedBody(t *testing.T) {
 
 func TestMiddleware_SlowBodyWaitsOnTheClock(t *testing.T) {
 	clock := policytest.NewClock(t0).AutoAdvance(true)
-	inj := chaos.MustNew(chaos.Options{Probability: 1, SlowBody: 200 * time.Millisecond, Clock: clock})
+	inj := policy.Must(chaos.New(chaos.Options{Probability: 1, SlowBody: 200 * time.Millisecond, Clock: clock}))
 	_, body, err := get(t, serve(t, inj, "one two three").URL)
 	require.NoError(t, err)
 	require.Equal(t, "one two three", body, "slow, but whole")
@@ -162,7 +164,7 @@ func TestMiddleware_SlowBodyWaitsOnTheClock(t *testing.T) {
 }
 
 func BenchmarkPipeline_Bare(b *testing.B) {
-	p := policy.MustWrap()
+	p := policy.Must(policy.Wrap())
 	ctx := context.Background()
 	fn := func(context.Context) error { return nil }
 	b.ReportAllocs()
@@ -173,9 +175,9 @@ func BenchmarkPipeline_Bare(b *testing.B) {
 
 // BenchmarkPipeline_ChaosOff is what a disabled injector costs a call: one atomic load.
 func BenchmarkPipeline_ChaosOff(b *testing.B) {
-	inj := chaos.MustNew(chaos.Options{Probability: 1, Err: errInjected})
+	inj := policy.Must(chaos.New(chaos.Options{Probability: 1, Err: errInjected}))
 	inj.Enable(false)
-	p := policy.MustWrap(inj)
+	p := policy.Must(policy.Wrap(inj))
 	ctx := context.Background()
 	fn := func(context.Context) error { return nil }
 	b.ReportAllocs()

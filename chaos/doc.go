@@ -14,8 +14,8 @@
 // fails attempts (the retry sees each fault), outside it fails whole calls (the retry
 // never runs for them), and outside a breaker it never reaches the breaker's counts.
 //
-//	inj := chaos.MustNew(chaos.Options{Probability: 0.3, Err: fault.Retryable(errors.New("injected"))})
-//	p := policy.MustWrap(deadline, breaker, budget, retry, inj) // 30 % of attempts fail
+//	inj := policy.Must(chaos.New(chaos.Options{Probability: 0.3, Err: fault.Retryable(errors.New("injected"))}))
+//	p := policy.Must(policy.Wrap(deadline, breaker, budget, retry, inj)) // 30 % of attempts fail
 //
 // As middleware it wraps a test server's handler: [Injector.Middleware].
 package chaos

@@ -20,10 +20,10 @@ import (
 // (1.7 % in this seeded run).
 func Example() {
 	errFlaky := fault.Retryable(errors.New("dependency failed"))
-	inj := chaos.MustNew(chaos.Options{Probability: 0.3, Err: errFlaky, Rand: jitter.Seeded(1, 2)})
+	inj := policy.Must(chaos.New(chaos.Options{Probability: 0.3, Err: errFlaky, Rand: jitter.Seeded(1, 2)}))
 	clock := policytest.NewClock(policytest.NewClock(t0).Now()).AutoAdvance(true) // no real sleeping in a test
-	withRetry := policy.MustWrap(retry.MustNew(retry.Options{MaxAttempts: 3, Clock: clock}), inj)
-	without := policy.MustWrap(inj)
+	withRetry := policy.Must(policy.Wrap(policy.Must(retry.New(retry.Options{MaxAttempts: 3, Clock: clock})), inj))
+	without := policy.Must(policy.Wrap(inj))
 
 	count := func(p *policy.Pipeline) (failed int) {
 		for range 1000 {

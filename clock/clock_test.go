@@ -73,7 +73,7 @@ func (o *elapsedOnly) Needs(k event.Kind) event.Needs {
 
 func TestDo_TimesACallForAnObserverOfElapsedAlone(t *testing.T) {
 	obs := &elapsedOnly{}
-	p := policy.MustWrap(policy.Name("db"), policy.Observe(obs))
+	p := policy.Must(policy.Wrap(policy.Name("db"), policy.Observe(obs)))
 	errDown := errors.New("down")
 	var inner time.Duration
 	before := time.Now()

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/backstop-go/backstop/policy"
+
 	"github.com/backstop-go/backstop/clock"
 
 	"github.com/stretchr/testify/require"
@@ -21,7 +23,7 @@ func TestGet_OnTheSystemClockHitsUntilTheTTL(t *testing.T) {
 	for _, clock := range []clock.Clock{nil, clock.System()} {
 		ctx := context.Background()
 		o := &origin{}
-		c := coalesce.MustNew(coalesce.Options[string, string]{Load: o.load, Clock: clock, TTL: time.Hour})
+		c := policy.Must(coalesce.New(coalesce.Options[string, string]{Load: o.load, Clock: clock, TTL: time.Hour}))
 		for range 3 {
 			v, err := c.Get(ctx, "k")
 			require.NoError(t, err)
@@ -31,8 +33,8 @@ func TestGet_OnTheSystemClockHitsUntilTheTTL(t *testing.T) {
 		c.Close()
 
 		o = &origin{}
-		c = coalesce.MustNew(coalesce.Options[string, string]{Load: o.load, Clock: clock, TTL: time.Microsecond,
-			Jitter: -1, StaleWhileRefresh: -1})
+		c = policy.Must(coalesce.New(coalesce.Options[string, string]{Load: o.load, Clock: clock, TTL: time.Microsecond,
+			Jitter: -1, StaleWhileRefresh: -1}))
 		v, _ := c.Get(ctx, "k")
 		require.Equal(t, "k#1", v)
 		for start := time.Now(); time.Since(start) <= 10*time.Microsecond; { // let the TTL run out
@@ -48,8 +50,8 @@ func TestGet_OnTheSystemClockHitsUntilTheTTL(t *testing.T) {
 func TestGet_AHugeTTLDoesNotOverflow(t *testing.T) {
 	o := &origin{}
 	clock := policytest.NewClock(t0)
-	c := coalesce.MustNew(coalesce.Options[string, string]{Load: o.load, Clock: clock, TTL: math.MaxInt64 - 1, Jitter: -1,
-		StaleWhileRefresh: math.MaxInt64, StaleIfError: math.MaxInt64})
+	c := policy.Must(coalesce.New(coalesce.Options[string, string]{Load: o.load, Clock: clock, TTL: math.MaxInt64 - 1, Jitter: -1,
+		StaleWhileRefresh: math.MaxInt64, StaleIfError: math.MaxInt64}))
 	defer c.Close()
 	ctx := context.Background()
 	_, err := c.Get(ctx, "k")
@@ -66,7 +68,7 @@ func TestGet_AHitDoesNotAllocate(t *testing.T) {
 		t.Skip("the race detector allocates")
 	}
 	o := &origin{}
-	c := coalesce.MustNew(coalesce.Options[string, string]{Load: o.load, TTL: time.Hour})
+	c := policy.Must(coalesce.New(coalesce.Options[string, string]{Load: o.load, TTL: time.Hour}))
 	defer c.Close()
 	ctx := context.Background()
 	_, err := c.Get(ctx, "k")

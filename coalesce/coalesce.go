@@ -209,15 +209,6 @@ func New[K comparable, V any](o Options[K, V]) (*Cache[K, V], error) {
 		epoch: c.Now(), system: clock.IsSystem(c)}, nil
 }
 
-// MustNew is like [New] but panics on bad options.
-func MustNew[K comparable, V any](o Options[K, V]) *Cache[K, V] {
-	c, err := New(o)
-	if err != nil {
-		panic(err)
-	}
-	return c
-}
-
 // Stats returns the counts so far.
 func (c *Cache[K, V]) Stats() Stats {
 	return Stats{Hits: c.hits.Load(), Misses: c.misses.Load(), CoalescedWaits: c.waits.Load(),

@@ -58,7 +58,7 @@ func waitUntil(t *testing.T, cond func() bool) {
 // origin call.
 func TestGet_AThousandMissesOneOriginCall(t *testing.T) {
 	o := &origin{gate: make(chan struct{})}
-	c := coalesce.MustNew(coalesce.Options[string, string]{Load: o.load, Clock: policytest.NewClock(t0)})
+	c := policy.Must(coalesce.New(coalesce.Options[string, string]{Load: o.load, Clock: policytest.NewClock(t0)}))
 	defer c.Close()
 	var wg sync.WaitGroup
 	got := make([]string, 1000)
@@ -88,8 +88,8 @@ func TestGet_AThousandMissesOneOriginCall(t *testing.T) {
 func TestGet_ExpiringHotKeyOneRefreshNoMiss(t *testing.T) {
 	clock := policytest.NewClock(t0)
 	o := &origin{}
-	c := coalesce.MustNew(coalesce.Options[string, string]{Load: o.load, TTL: 10 * time.Second, Jitter: -1,
-		StaleWhileRefresh: 5 * time.Second, Clock: clock})
+	c := policy.Must(coalesce.New(coalesce.Options[string, string]{Load: o.load, TTL: 10 * time.Second, Jitter: -1,
+		StaleWhileRefresh: 5 * time.Second, Clock: clock}))
 	defer c.Close()
 	v, err := c.Get(context.Background(), "k")
 	require.NoError(t, err)
@@ -115,8 +115,8 @@ func TestGet_ExpiringHotKeyOneRefreshNoMiss(t *testing.T) {
 func TestTTLJitter_SpreadsExpiries(t *testing.T) {
 	clock := policytest.NewClock(t0)
 	o := &origin{}
-	c := coalesce.MustNew(coalesce.Options[string, string]{Load: o.load, TTL: 100 * time.Second, StaleWhileRefresh: -1,
-		Clock: clock, Rand: seeded()})
+	c := policy.Must(coalesce.New(coalesce.Options[string, string]{Load: o.load, TTL: 100 * time.Second, StaleWhileRefresh: -1,
+		Clock: clock, Rand: seeded()}))
 	defer c.Close()
 	keys := make([]string, 1000)
 	for i := range keys {
@@ -146,8 +146,8 @@ func TestTTLJitter_SpreadsExpiries(t *testing.T) {
 func TestGet_StaleIfErrorIsBounded(t *testing.T) {
 	clock := policytest.NewClock(t0)
 	o := &origin{}
-	c := coalesce.MustNew(coalesce.Options[string, string]{Load: o.load, TTL: 10 * time.Second, Jitter: -1, StaleWhileRefresh: -1,
-		StaleIfError: 30 * time.Second, NegativeTTL: -1, Clock: clock})
+	c := policy.Must(coalesce.New(coalesce.Options[string, string]{Load: o.load, TTL: 10 * time.Second, Jitter: -1, StaleWhileRefresh: -1,
+		StaleIfError: 30 * time.Second, NegativeTTL: -1, Clock: clock}))
 	defer c.Close()
 	_, _ = c.Get(context.Background(), "k")
 	o.fail.Store(true)
@@ -164,7 +164,7 @@ func TestGet_NegativeCachingBacksOff(t *testing.T) {
 	clock := policytest.NewClock(t0)
 	o := &origin{}
 	o.fail.Store(true)
-	c := coalesce.MustNew(coalesce.Options[string, string]{Load: o.load, NegativeTTL: time.Second, MaxNegativeTTL: 4 * time.Second, Clock: clock})
+	c := policy.Must(coalesce.New(coalesce.Options[string, string]{Load: o.load, NegativeTTL: time.Second, MaxNegativeTTL: 4 * time.Second, Clock: clock}))
 	defer c.Close()
 	get := func() error { _, err := c.Get(context.Background(), "k"); return err }
 	require.ErrorIs(t, get(), errOrigin)
@@ -182,9 +182,9 @@ func TestGet_NegativeCachingBacksOff(t *testing.T) {
 func TestGet_OpenBreakerServesStale(t *testing.T) {
 	clock := policytest.NewClock(t0)
 	o := &origin{}
-	brk := breaker.MustNew("origin", breaker.Options{})
-	c := coalesce.MustNew(coalesce.Options[string, string]{Load: o.load, Pipeline: policy.MustWrap(brk), TTL: 10 * time.Second,
-		Jitter: -1, StaleWhileRefresh: -1, Clock: clock})
+	brk := policy.Must(breaker.New(breaker.Options{Name: "origin"}))
+	c := policy.Must(coalesce.New(coalesce.Options[string, string]{Load: o.load, Pipeline: policy.Must(policy.Wrap(brk)), TTL: 10 * time.Second,
+		Jitter: -1, StaleWhileRefresh: -1, Clock: clock}))
 	defer c.Close()
 	_, _ = c.Get(context.Background(), "k")
 	brk.ForceOpen()
@@ -202,7 +202,7 @@ func TestGet_OpenBreakerServesStale(t *testing.T) {
 // shared load finishes for the others and is kept.
 func TestGet_CallerGivesUpTheLoadGoesOn(t *testing.T) {
 	o := &origin{gate: make(chan struct{})}
-	c := coalesce.MustNew(coalesce.Options[string, string]{Load: o.load, Clock: policytest.NewClock(t0)})
+	c := policy.Must(coalesce.New(coalesce.Options[string, string]{Load: o.load, Clock: policytest.NewClock(t0)}))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { _, err := c.Get(ctx, "k"); done <- err }()
@@ -222,8 +222,8 @@ func TestGet_CallerGivesUpTheLoadGoesOn(t *testing.T) {
 func TestXFetch_RefreshesAHotKeyEarly(t *testing.T) {
 	clock := policytest.NewClock(t0)
 	slow := func(_ context.Context, k string) (string, error) { clock.Advance(time.Second); return k, nil } // a load of 1 s
-	c := coalesce.MustNew(coalesce.Options[string, string]{Load: slow, TTL: 10 * time.Second, Jitter: -1, XFetchBeta: 1,
-		Clock: clock, Rand: policytest.NewRand(0.5, 0.01)})
+	c := policy.Must(coalesce.New(coalesce.Options[string, string]{Load: slow, TTL: 10 * time.Second, Jitter: -1, XFetchBeta: 1,
+		Clock: clock, Rand: policytest.NewRand(0.5, 0.01)}))
 	defer c.Close()
 	_, _ = c.Get(context.Background(), "k") // loaded at 1 s, fresh until 11 s
 	clock.Advance(5 * time.Second)          // 6 s: 5 s before expiry; −1 s·ln(0.01) = 4.6 s: not yet
@@ -245,7 +245,7 @@ func TestNew_RefusesBadOptions(t *testing.T) {
 }
 
 func TestMaxEntries_Bounded(t *testing.T) {
-	c := coalesce.MustNew(coalesce.Options[int, int]{Load: func(_ context.Context, k int) (int, error) { return k, nil }, MaxEntries: 100})
+	c := policy.Must(coalesce.New(coalesce.Options[int, int]{Load: func(_ context.Context, k int) (int, error) { return k, nil }, MaxEntries: 100}))
 	defer c.Close()
 	for i := range 10_000 {
 		_, _ = c.Get(context.Background(), i)

@@ -18,7 +18,7 @@ import (
 func Example() {
 	var loads atomic.Int32
 	release := make(chan struct{})
-	p := policy.MustWrap(deadline.MustNew(time.Second), retry.MustNew(retry.Options{}), policy.Name("users"))
+	p := policy.Must(policy.Wrap(policy.Must(deadline.New(deadline.Options{Timeout: time.Second})), policy.Must(retry.New(retry.Options{})), policy.Name("users")))
 	users, err := coalesce.New(coalesce.Options[int, string]{
 		Load: func(ctx context.Context, id int) (string, error) {
 			loads.Add(1)

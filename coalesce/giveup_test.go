@@ -69,7 +69,7 @@ func TestGet_CallersWhoGiveUpLeaveNoGoroutine(t *testing.T) {
 		n = 5_000
 	}
 	synctest.Test(t, func(t *testing.T) {
-		c := coalesce.MustNew(coalesce.Options[string, string]{Load: hanging})
+		c := policy.Must(coalesce.New(coalesce.Options[string, string]{Load: hanging}))
 		defer c.Close()
 		keys := make([]string, n)
 		for i := range keys {
@@ -97,7 +97,7 @@ func TestGet_DistinctKeysGivenUpLeaveOneLoadEach(t *testing.T) {
 		n = 3_000
 	}
 	synctest.Test(t, func(t *testing.T) {
-		c := coalesce.MustNew(coalesce.Options[string, string]{Load: hanging, MaxEntries: 10})
+		c := policy.Must(coalesce.New(coalesce.Options[string, string]{Load: hanging, MaxEntries: 10}))
 		defer c.Close()
 		keys := make([]string, n)
 		for i := range keys {
@@ -121,7 +121,9 @@ func TestGet_DistinctKeysGivenUpLeaveOneLoadEach(t *testing.T) {
 // is left to bound it alone; a positive LoadTimeout bounds every load; a negative one
 // none.
 func TestNew_LoadTimeout(t *testing.T) {
-	withBreaker := func() *policy.Pipeline { return policy.MustWrap(breaker.MustNew("origin", breaker.Options{})) }
+	withBreaker := func() *policy.Pipeline {
+		return policy.Must(policy.Wrap(policy.Must(breaker.New(breaker.Options{Name: "origin"}))))
+	}
 	for _, tc := range []struct {
 		name     string
 		pipeline func() *policy.Pipeline
@@ -130,8 +132,12 @@ func TestNew_LoadTimeout(t *testing.T) {
 	}{
 		{"no pipeline: the default", nil, 0, coalesce.DefaultLoadTimeout},
 		{"a pipeline with no deadline: the default", withBreaker, 0, coalesce.DefaultLoadTimeout},
-		{"a pipeline's deadline alone", func() *policy.Pipeline { return policy.MustWrap(deadline.MustNew(time.Minute)) }, 0, time.Minute},
-		{"LoadTimeout, shorter than the pipeline's deadline", func() *policy.Pipeline { return policy.MustWrap(deadline.MustNew(time.Minute)) },
+		{"a pipeline's deadline alone", func() *policy.Pipeline {
+			return policy.Must(policy.Wrap(policy.Must(deadline.New(deadline.Options{Timeout: time.Minute}))))
+		}, 0, time.Minute},
+		{"LoadTimeout, shorter than the pipeline's deadline", func() *policy.Pipeline {
+			return policy.Must(policy.Wrap(policy.Must(deadline.New(deadline.Options{Timeout: time.Minute}))))
+		},
 			time.Second, time.Second},
 		{"LoadTimeout with no pipeline", nil, 3 * time.Second, 3 * time.Second},
 		{"negative: none", nil, -1, 0},
@@ -148,7 +154,7 @@ func TestNew_LoadTimeout(t *testing.T) {
 				if tc.pipeline != nil {
 					o.Pipeline = tc.pipeline()
 				}
-				c := coalesce.MustNew(o)
+				c := policy.Must(coalesce.New(o))
 				defer c.Close()
 				got, err := c.Get(context.Background(), "k")
 				require.NoError(t, err)

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"testing/synctest"
 
+	"github.com/backstop-go/backstop/policy"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/backstop-go/backstop/coalesce"
@@ -28,7 +30,7 @@ func TestGet_KeysThatPrintAlikeDoNotShareALoad(t *testing.T) {
 			<-gate
 			return fmt.Sprintf("%T", k.Tenant), nil
 		}
-		c := coalesce.MustNew(coalesce.Options[tenantKey, string]{Load: load})
+		c := policy.Must(coalesce.New(coalesce.Options[tenantKey, string]{Load: load}))
 		defer c.Close()
 		got := make([]string, 3)
 		done := make(chan struct{}, 3)
@@ -64,8 +66,8 @@ func TestGet_KeysThatPrintAlikeDoNotShareALoad(t *testing.T) {
 func TestGet_NaNKeyLeavesNoFlight(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var calls atomic.Int64
-		c := coalesce.MustNew(coalesce.Options[float64, int]{MaxEntries: 10,
-			Load: func(context.Context, float64) (int, error) { return int(calls.Add(1)), nil }})
+		c := policy.Must(coalesce.New(coalesce.Options[float64, int]{MaxEntries: 10,
+			Load: func(context.Context, float64) (int, error) { return int(calls.Add(1)), nil }}))
 		for range 100 {
 			_, err := c.Get(context.Background(), math.NaN())
 			require.NoError(t, err)

@@ -59,9 +59,9 @@ func TestGet_PanickingOriginReachesEveryWaiter(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		gate := make(chan struct{})
 		obs := &panics{}
-		brk := breaker.MustNew("origin", breaker.Options{})
-		c := coalesce.MustNew(coalesce.Options[string, string]{Observer: obs, Pipeline: policy.MustWrap(brk).With(policy.Name("origin")),
-			Load: func(ctx context.Context, k string) (string, error) { <-gate; return explodingOrigin(ctx, k) }})
+		brk := policy.Must(breaker.New(breaker.Options{Name: "origin"}))
+		c := policy.Must(coalesce.New(coalesce.Options[string, string]{Observer: obs, Pipeline: policy.Must(policy.Wrap(brk)).With(policy.Name("origin")),
+			Load: func(ctx context.Context, k string) (string, error) { <-gate; return explodingOrigin(ctx, k) }}))
 		defer c.Close()
 		errs := make(chan error, 10)
 		for range 10 {
@@ -101,8 +101,8 @@ func TestRefresh_PanicInBackgroundIsContained(t *testing.T) {
 		}
 		return "good", nil
 	}
-	c := coalesce.MustNew(coalesce.Options[string, string]{Load: load, Observer: obs, TTL: 10 * time.Second, Jitter: -1,
-		StaleWhileRefresh: 5 * time.Second, Clock: clock})
+	c := policy.Must(coalesce.New(coalesce.Options[string, string]{Load: load, Observer: obs, TTL: 10 * time.Second, Jitter: -1,
+		StaleWhileRefresh: 5 * time.Second, Clock: clock}))
 	defer c.Close()
 	v, err := c.Get(context.Background(), "k")
 	require.NoError(t, err)
@@ -128,12 +128,12 @@ func TestRefresh_PanicInBackgroundIsContained(t *testing.T) {
 // on the load's goroutine, reaches the caller as an error too.
 func TestGet_PanicInPipelineObserverIsContained(t *testing.T) {
 	boom := errors.New("observer exploded")
-	p := policy.MustWrap(breaker.MustNew("origin", breaker.Options{})).With(policy.Observe(event.ObserverFunc(func(e event.Event) {
+	p := policy.Must(policy.Wrap(policy.Must(breaker.New(breaker.Options{Name: "origin"})))).With(policy.Observe(event.ObserverFunc(func(e event.Event) {
 		if e.Kind == event.CallEnd {
 			panic(boom)
 		}
 	})))
-	c := coalesce.MustNew(coalesce.Options[string, string]{Pipeline: p, Load: func(context.Context, string) (string, error) { return "v", nil }})
+	c := policy.Must(coalesce.New(coalesce.Options[string, string]{Pipeline: p, Load: func(context.Context, string) (string, error) { return "v", nil }}))
 	defer c.Close()
 	_, err := c.Get(context.Background(), "k")
 	var pe *policy.PanicError
@@ -145,8 +145,8 @@ func TestGet_PanicInPipelineObserverIsContained(t *testing.T) {
 // fake, say) leaves no caller waiting forever.
 func TestGet_GoexitInOriginEndsTheWait(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := coalesce.MustNew(coalesce.Options[string, string]{
-			Load: func(context.Context, string) (string, error) { runtime.Goexit(); return "", nil }})
+		c := policy.Must(coalesce.New(coalesce.Options[string, string]{
+			Load: func(context.Context, string) (string, error) { runtime.Goexit(); return "", nil }}))
 		defer c.Close()
 		_, err := c.Get(context.Background(), "k")
 		require.Error(t, err)

@@ -504,7 +504,7 @@ func stageWords(msg string, order []string) string {
 		parts[i] = fmt.Sprintf("%d %s", i+1, s)
 	}
 	// The fix in the file's words, not the Go constructors'.
-	msg = strings.NewReplacer("deadline.PerAttempt", "attempt_timeout", "deadline.New", "deadline", "policy.RetryBudget", "a retry budget").Replace(msg)
+	msg = strings.NewReplacer("deadline.NewPerAttempt", "attempt_timeout", "deadline.New", "deadline", "policy.RetryBudget", "a retry budget").Replace(msg)
 	return fmt.Sprintf("%s (positions: %s)", msg, strings.Join(parts, ", "))
 }
 

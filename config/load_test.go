@@ -131,7 +131,7 @@ func TestParse_OrderRulesAsWrap(t *testing.T) {
 	// asks it.
 	rt, err := retry.New(retry.Options{})
 	require.NoError(t, err)
-	dl, err := deadline.New(time.Second)
+	dl, err := deadline.New(deadline.Options{Timeout: time.Second})
 	require.NoError(t, err)
 	err = policy.CheckPlacements(rt.Placement(), dl.Placement())
 	var oe *policy.OrderError

@@ -181,7 +181,7 @@ func (c *Config) HTTP() *policyhttp.Routes { return c.http }
 func (c *Config) Pipeline(name string) *policy.Pipeline {
 	p, err := c.Lookup(name)
 	if err != nil {
-		return policy.MustWrap(noStack{err}, policy.Name(name))
+		return policy.Must(policy.Wrap(noStack{err}, policy.Name(name)))
 	}
 	return p
 }

@@ -42,7 +42,7 @@ type Stack struct {
 	Order []string `yaml:"order" json:"order"`
 	// Deadline is the overall deadline of a call, sleeps included (deadline.New).
 	Deadline *Duration `yaml:"deadline" json:"deadline"`
-	// AttemptTimeout bounds each attempt (deadline.PerAttempt); it needs a retry
+	// AttemptTimeout bounds each attempt (deadline.NewPerAttempt); it needs a retry
 	// or hedge outside it (rule O3).
 	AttemptTimeout *Duration  `yaml:"attempt_timeout" json:"attempt_timeout"`
 	Breaker        *Breaker   `yaml:"breaker" json:"breaker"`
@@ -221,7 +221,7 @@ var stages = []*stageDef{
 		settings: func(s Stack) any { return s.Deadline },
 		on:       func(s Stack) bool { return s.Deadline != nil && !s.Deadline.Off },
 		build: func(_ *builder, _ string, s Stack) (policy.Policy, error) {
-			return deadline.New(s.Deadline.D)
+			return deadline.New(deadline.Options{Timeout: s.Deadline.D})
 		},
 		example: Stack{Deadline: &Duration{D: time.Second}},
 	},
@@ -241,7 +241,7 @@ var stages = []*stageDef{
 		on:       func(s Stack) bool { return s.Throttle != nil && enabled(s.Throttle.Enabled) },
 		build: func(b *builder, name string, s Stack) (policy.Policy, error) {
 			c := s.Throttle
-			return throttle.New(name, throttle.Options{K: floatp(c.K), Window: durp(c.Window), Clock: b.o.Clock, Rand: b.o.Rand})
+			return throttle.New(throttle.Options{Name: name, K: floatp(c.K), Window: durp(c.Window), Clock: b.o.Clock, Rand: b.o.Rand})
 		},
 		example:  Stack{Throttle: &Throttle{}},
 		stateful: true,
@@ -312,7 +312,7 @@ var stages = []*stageDef{
 		settings: func(s Stack) any { return s.AttemptTimeout },
 		on:       func(s Stack) bool { return s.AttemptTimeout != nil && !s.AttemptTimeout.Off },
 		build: func(_ *builder, _ string, s Stack) (policy.Policy, error) {
-			return deadline.PerAttempt(s.AttemptTimeout.D)
+			return deadline.NewPerAttempt(deadline.Options{Timeout: s.AttemptTimeout.D})
 		},
 		example: Stack{AttemptTimeout: &Duration{D: time.Second}},
 	},
@@ -385,7 +385,8 @@ func (b *builder) breaker(name string, s Stack) (policy.Policy, error) {
 		b.problem(name, field, nil, "applies to ratio mode only; set failure_ratio, or remove it")
 		return nil, nil
 	}
-	return breaker.New(name, o)
+	o.Name = name
+	return breaker.New(o)
 }
 
 func (b *builder) budget(name string, s Stack) (policy.Policy, error) {
@@ -404,7 +405,7 @@ func (b *builder) budget(name string, s Stack) (policy.Policy, error) {
 			b.problem(name, "budget.token_bucket", nil, "%s is missing; a token bucket needs max_tokens and token_ratio", field)
 			return nil, nil
 		}
-		return budget.NewTokenBucket(*tb.MaxTokens, *tb.TokenRatio)
+		return budget.NewTokenBucket(budget.TokenBucketOptions{MaxTokens: *tb.MaxTokens, TokenRatio: *tb.TokenRatio})
 	}
 	r := c.Ratio
 	return budget.NewRatio(budget.RatioOptions{Ratio: floatp(r.Ratio), MinPerSecond: floatp(r.MinPerSecond), Window: durp(r.Window), Clock: b.o.Clock})
@@ -467,7 +468,7 @@ func (b *builder) bulkhead(name string, s Stack) (policy.Policy, error) {
 		b.problem(name, "bulkhead.max_queue", nil, "is %d; want ≥ 0", *c.MaxQueue)
 		return nil, nil
 	}
-	return bulkhead.New(name, bulkhead.Options{MaxConcurrent: intp(c.MaxConcurrent), MaxQueue: intp(c.MaxQueue), MaxWait: durp(c.MaxWait), Clock: b.o.Clock})
+	return bulkhead.New(bulkhead.Options{Name: name, MaxConcurrent: intp(c.MaxConcurrent), MaxQueue: intp(c.MaxQueue), MaxWait: durp(c.MaxWait), Clock: b.o.Clock})
 }
 
 func (b *builder) rateLimit(name string, s Stack) (policy.Policy, error) {
@@ -487,5 +488,5 @@ func (b *builder) rateLimit(name string, s Stack) (policy.Policy, error) {
 			return nil, nil
 		}
 	}
-	return ratelimit.New(name, ratelimit.Options{Rate: *c.Rate, Burst: intp(c.Burst), Mode: mode, MaxWait: durp(c.MaxWait), Clock: b.o.Clock})
+	return ratelimit.New(ratelimit.Options{Name: name, Rate: *c.Rate, Burst: intp(c.Burst), Mode: mode, MaxWait: durp(c.MaxWait), Clock: b.o.Clock})
 }

@@ -20,14 +20,14 @@ var (
 	// ran out.
 	ErrExceeded = errors.New("deadline: exceeded")
 	// ErrAttemptTimeout is matched by the error of an attempt whose per-attempt
-	// timeout ([PerAttempt]) ran out. The retry above may retry it.
+	// timeout ([NewPerAttempt]) ran out. The retry above may retry it.
 	ErrAttemptTimeout = errors.New("deadline: attempt timed out")
 	// ErrInvalidOptions is matched by the constructors' errors for a bad duration.
 	ErrInvalidOptions = errors.New("deadline: invalid options")
 )
 
-// Deadline is a time limit: either the overall deadline of a call ([New], Kind
-// Deadline) or the timeout of each attempt ([PerAttempt], Kind AttemptTimeout).
+// Deadline is a time limit: either the overall deadline of a call ([New], kind
+// "deadline") or the timeout of each attempt ([NewPerAttempt], kind "attempt_timeout").
 //
 // A Deadline holds no state beyond its duration: it is safe for concurrent use and may
 // be shared by any number of pipelines. The zero value is not usable; build one with a
@@ -37,49 +37,36 @@ type Deadline struct {
 	perAttempt bool
 }
 
-// New returns an overall deadline of d: one context.WithTimeout per call, bounding
-// every attempt and every sleep of a retry inside it (rule O1 keeps it outside the
-// retry), unless it could never fire first (see the package doc). d must be positive.
-func New(d time.Duration) (*Deadline, error) {
-	if d <= 0 {
-		return nil, fmt.Errorf("%w: New(%v); want a duration > 0", ErrInvalidOptions, d)
-	}
-	return &Deadline{limit: d}, nil
+// Options configure a [Deadline].
+type Options struct {
+	// Timeout is the limit: of the whole call for [New], of each attempt for
+	// [NewPerAttempt]. Required, > 0.
+	Timeout time.Duration
 }
 
-// MustNew is like [New] but panics on a bad duration. It is for limits fixed in the
-// source.
-func MustNew(d time.Duration) *Deadline {
-	dl, err := New(d)
-	if err != nil {
-		panic(err)
+// New returns an overall deadline: one context.WithTimeout per call, bounding every
+// attempt and every sleep of a retry inside it (rule O1 keeps it outside the retry),
+// unless it could never fire first (see the package doc).
+func New(o Options) (*Deadline, error) {
+	if o.Timeout <= 0 {
+		return nil, fmt.Errorf("%w: Options.Timeout is %v; want a duration > 0", ErrInvalidOptions, o.Timeout)
 	}
-	return dl
+	return &Deadline{limit: o.Timeout}, nil
 }
 
-// PerAttempt returns a timeout of d for each attempt. It stands inside a retry (rule
-// O3), which sees a timed-out attempt as a transient failure it may retry. d must be
-// positive.
-func PerAttempt(d time.Duration) (*Deadline, error) {
-	if d <= 0 {
-		return nil, fmt.Errorf("%w: PerAttempt(%v); want a duration > 0", ErrInvalidOptions, d)
+// NewPerAttempt returns a timeout for each attempt. It stands inside a retry (rule
+// O3), which sees a timed-out attempt as a transient failure it may retry.
+func NewPerAttempt(o Options) (*Deadline, error) {
+	if o.Timeout <= 0 {
+		return nil, fmt.Errorf("%w: Options.Timeout is %v; want a duration > 0", ErrInvalidOptions, o.Timeout)
 	}
-	return &Deadline{limit: d, perAttempt: true}, nil
-}
-
-// MustPerAttempt is like [PerAttempt] but panics on a bad duration.
-func MustPerAttempt(d time.Duration) *Deadline {
-	dl, err := PerAttempt(d)
-	if err != nil {
-		panic(err)
-	}
-	return dl
+	return &Deadline{limit: o.Timeout, perAttempt: true}, nil
 }
 
 // Limit returns the deadline's duration.
 func (d *Deadline) Limit() time.Duration { return d.limit }
 
-// Placement returns the overall deadline's, or a per-attempt timeout's for [PerAttempt].
+// Placement returns the overall deadline's, or a per-attempt timeout's for [NewPerAttempt].
 func (d *Deadline) Placement() policy.Placement {
 	if d.perAttempt {
 		return policy.Placement{Kind: KindAttempt, Retry: policy.InsideRetry}

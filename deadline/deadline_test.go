@@ -25,10 +25,10 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestConformance(t *testing.T) {
 	t.Run("New", func(t *testing.T) {
-		policytest.Run(t, func() policy.Policy { return must(deadline.New(time.Minute)) })
+		policytest.Run(t, func() policy.Policy { return must(deadline.New(deadline.Options{Timeout: time.Minute})) })
 	})
 	t.Run("PerAttempt", func(t *testing.T) {
-		policytest.Run(t, func() policy.Policy { return must(deadline.PerAttempt(time.Minute)) })
+		policytest.Run(t, func() policy.Policy { return must(deadline.NewPerAttempt(deadline.Options{Timeout: time.Minute})) })
 	})
 }
 
@@ -41,19 +41,19 @@ func must(d *deadline.Deadline, err error) *deadline.Deadline {
 
 func TestNew_RefusesBadDurations(t *testing.T) {
 	for _, d := range []time.Duration{0, -time.Second} {
-		if _, err := deadline.New(d); !errors.Is(err, deadline.ErrInvalidOptions) {
+		if _, err := deadline.New(deadline.Options{Timeout: d}); !errors.Is(err, deadline.ErrInvalidOptions) {
 			t.Errorf("New(%v) = %v; want ErrInvalidOptions", d, err)
 		}
-		if _, err := deadline.PerAttempt(d); !errors.Is(err, deadline.ErrInvalidOptions) {
+		if _, err := deadline.NewPerAttempt(deadline.Options{Timeout: d}); !errors.Is(err, deadline.ErrInvalidOptions) {
 			t.Errorf("PerAttempt(%v) = %v; want ErrInvalidOptions", d, err)
 		}
 	}
 }
 
 func TestKinds(t *testing.T) {
-	require.True(t, must(deadline.New(time.Second)).Placement().Deadline)
-	require.Equal(t, policy.InsideRetry, must(deadline.PerAttempt(time.Second)).Placement().Retry)
-	require.Equal(t, time.Second, must(deadline.New(time.Second)).Limit())
+	require.True(t, must(deadline.New(deadline.Options{Timeout: time.Second})).Placement().Deadline)
+	require.Equal(t, policy.InsideRetry, must(deadline.NewPerAttempt(deadline.Options{Timeout: time.Second})).Placement().Retry)
+	require.Equal(t, time.Second, must(deadline.New(deadline.Options{Timeout: time.Second})).Limit())
 }
 
 // blockUntilDone is a fn that waits for its context and returns its error.
@@ -65,7 +65,7 @@ func blockUntilDone(ctx context.Context) error {
 func TestDeadline_ExceededIsDistinguishableFromCancellation(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var events []event.Event
-		p := policy.MustWrap(must(deadline.New(250*time.Millisecond))).
+		p := policy.Must(policy.Wrap(must(deadline.New(deadline.Options{Timeout: 250 * time.Millisecond})))).
 			With(policy.Name("db"), policy.Observe(event.ObserverFunc(func(e event.Event) { events = append(events, e) })))
 
 		start := time.Now()
@@ -108,7 +108,7 @@ func TestDeadline_ExceededIsDistinguishableFromCancellation(t *testing.T) {
 
 func TestPerAttempt_ErrorIsATimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := must(deadline.PerAttempt(time.Second)).Bind(terminal{}, policy.Env{})
+		r := must(deadline.NewPerAttempt(deadline.Options{Timeout: time.Second})).Bind(terminal{}, policy.Env{})
 		err := r.Run(context.Background(), func(ctx context.Context) error {
 			<-ctx.Done()
 			return fmt.Errorf("read: %w", ctx.Err())
@@ -125,7 +125,7 @@ func TestPerAttempt_ErrorIsATimeout(t *testing.T) {
 
 func TestDeadline_SuccessAfterExpiryIsSuccess(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := policy.MustWrap(must(deadline.New(time.Second)))
+		p := policy.Must(policy.Wrap(must(deadline.New(deadline.Options{Timeout: time.Second}))))
 		err := p.Do(context.Background(), func(ctx context.Context) error {
 			<-ctx.Done()
 			return nil // the work finished anyway
@@ -150,12 +150,12 @@ func TestDeadline_SuccessPathAllocatesNoMoreThanWithTimeout(t *testing.T) {
 		_ = nop(c)
 		cancel()
 	})
-	p := policy.MustWrap(must(deadline.New(time.Second)))
+	p := policy.Must(policy.Wrap(must(deadline.New(deadline.Options{Timeout: time.Second}))))
 	got := testing.AllocsPerRun(1000, func() { _ = p.Do(ctx, nop) })
 	if got > floor {
 		t.Errorf("Wrap(deadline).Do allocates %v per call; context.WithTimeout alone allocates %v", got, floor)
 	}
-	empty := policy.MustWrap()
+	empty := policy.Must(policy.Wrap())
 	if got := testing.AllocsPerRun(1000, func() { _ = empty.Do(ctx, nop) }); got != 0 {
 		t.Errorf("Wrap().Do allocates %v per call; want 0", got)
 	}
@@ -165,7 +165,7 @@ func TestDeadline_SuccessPathAllocatesNoMoreThanWithTimeout(t *testing.T) {
 // first, the stage makes no context of its own (nothing allocated), fn sees the
 // caller's deadline, and the caller's deadline running out is not called the stage's.
 func TestDeadline_AnEarlierCallerDeadlineIsLeftAlone(t *testing.T) {
-	p := policy.MustWrap(must(deadline.New(time.Hour)))
+	p := policy.Must(policy.Wrap(must(deadline.New(deadline.Options{Timeout: time.Hour}))))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	want, _ := ctx.Deadline()
@@ -186,7 +186,7 @@ func TestDeadline_AnEarlierCallerDeadlineIsLeftAlone(t *testing.T) {
 }
 
 func BenchmarkPipeline_Empty(b *testing.B) {
-	p := policy.MustWrap()
+	p := policy.Must(policy.Wrap())
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
@@ -195,7 +195,7 @@ func BenchmarkPipeline_Empty(b *testing.B) {
 }
 
 func BenchmarkPipeline_Deadline(b *testing.B) {
-	p := policy.MustWrap(must(deadline.New(time.Second)))
+	p := policy.Must(policy.Wrap(must(deadline.New(deadline.Options{Timeout: time.Second}))))
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
@@ -204,7 +204,7 @@ func BenchmarkPipeline_Deadline(b *testing.B) {
 }
 
 func BenchmarkPipeline_DeadlineParallel(b *testing.B) {
-	p := policy.MustWrap(must(deadline.New(time.Second)))
+	p := policy.Must(policy.Wrap(must(deadline.New(deadline.Options{Timeout: time.Second}))))
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		ctx := context.Background()
@@ -230,7 +230,7 @@ func BenchmarkWithTimeoutFloor(b *testing.B) {
 func TestPerAttempt_UnrelatedErrorKeepsItsMeaning(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		errBadRequest := errors.New("400 bad request")
-		r := deadline.MustPerAttempt(time.Second).Bind(terminal{}, policy.Env{})
+		r := policy.Must(deadline.NewPerAttempt(deadline.Options{Timeout: time.Second})).Bind(terminal{}, policy.Env{})
 		err := r.Run(context.Background(), func(ctx context.Context) error {
 			<-ctx.Done() // the timer has fired
 			return errBadRequest
@@ -246,7 +246,7 @@ func TestPerAttempt_UnrelatedErrorKeepsItsMeaning(t *testing.T) {
 }
 
 func TestNew_FailedConstructorIsRefusedByWrap(t *testing.T) {
-	d, err := deadline.New(0)
+	d, err := deadline.New(deadline.Options{Timeout: 0})
 	require.ErrorIs(t, err, deadline.ErrInvalidOptions)
 	p, err := policy.Wrap(d)
 	var oe *policy.OrderError
@@ -256,14 +256,14 @@ func TestNew_FailedConstructorIsRefusedByWrap(t *testing.T) {
 }
 
 func TestMust_PanicOnBadDurations(t *testing.T) {
-	require.Panics(t, func() { deadline.MustNew(0) })
-	require.Panics(t, func() { deadline.MustPerAttempt(-time.Second) })
-	require.Equal(t, time.Second, deadline.MustNew(time.Second).Limit())
+	require.Panics(t, func() { policy.Must(deadline.New(deadline.Options{Timeout: 0})) })
+	require.Panics(t, func() { policy.Must(deadline.NewPerAttempt(deadline.Options{Timeout: -time.Second})) })
+	require.Equal(t, time.Second, policy.Must(deadline.New(deadline.Options{Timeout: time.Second})).Limit())
 }
 
 // A pipeline's deadline under a caller's earlier one: a nested call path's inner hops.
 func BenchmarkPipeline_DeadlineUnderEarlierCaller(b *testing.B) {
-	p := policy.MustWrap(must(deadline.New(time.Second)))
+	p := policy.Must(policy.Wrap(must(deadline.New(deadline.Options{Timeout: time.Second}))))
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
 	b.ReportAllocs()
@@ -286,7 +286,7 @@ func (u *untimed) Needs(k event.Kind) event.Needs {
 func TestDeadline_AnObserverThatNeedsNoTimesGetsTheEventWithoutThem(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		obs := &untimed{}
-		p := policy.MustWrap(must(deadline.New(time.Second))).With(policy.Observe(obs))
+		p := policy.Must(policy.Wrap(must(deadline.New(deadline.Options{Timeout: time.Second})))).With(policy.Observe(obs))
 		require.ErrorIs(t, p.Do(context.Background(), blockUntilDone), deadline.ErrExceeded)
 		require.Len(t, obs.events, 1)
 		require.Equal(t, event.DeadlineExceeded, obs.events[0].Kind)
@@ -302,8 +302,8 @@ func TestDeadline_AnObserverThatNeedsNoTimesGetsTheEventWithoutThem(t *testing.T
 // is still this deadline's, as it is under its context.
 func TestDeadline_OneAttemptBoundedInsideNeedsNoContext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		rt := retry.MustNew(retry.Options{MaxAttempts: 3})
-		p := policy.MustWrap(must(deadline.New(2*time.Second)), rt, must(deadline.PerAttempt(time.Second)))
+		rt := policy.Must(retry.New(retry.Options{MaxAttempts: 3}))
+		p := policy.Must(policy.Wrap(must(deadline.New(deadline.Options{Timeout: 2 * time.Second})), rt, must(deadline.NewPerAttempt(deadline.Options{Timeout: time.Second}))))
 		owned := callpath.WithUpstreamAttempt(context.Background(), 1)
 		start := time.Now()
 		require.NoError(t, p.Do(owned, func(c context.Context) error {
@@ -317,7 +317,7 @@ func TestDeadline_OneAttemptBoundedInsideNeedsNoContext(t *testing.T) {
 		require.ErrorIs(t, err, deadline.ErrAttemptTimeout)
 		require.Equal(t, start.Add(time.Second), time.Now(), "ended by the per-attempt timeout")
 		if !race.Enabled {
-			inner := policy.MustWrap(rt, must(deadline.PerAttempt(time.Second)))
+			inner := policy.Must(policy.Wrap(rt, must(deadline.NewPerAttempt(deadline.Options{Timeout: time.Second}))))
 			want := testing.AllocsPerRun(100, func() { _ = inner.Do(owned, nop) })
 			if got := testing.AllocsPerRun(100, func() { _ = p.Do(owned, nop) }); got != want {
 				t.Errorf("Wrap(deadline, retry, per-attempt).Do under an owner allocates %v; without the deadline %v", got, want)
@@ -353,9 +353,9 @@ func TestDeadline_AnUnknownStageBetweenKeepsTheContext(t *testing.T) {
 		t.Skip("the race detector allocates")
 	}
 	owned := callpath.WithUpstreamAttempt(context.Background(), 1)
-	rt, per := retry.MustNew(retry.Options{MaxAttempts: 3}), must(deadline.PerAttempt(time.Second))
-	without := policy.MustWrap(passThrough{}, rt, per)
-	with := policy.MustWrap(must(deadline.New(2*time.Second)), passThrough{}, rt, per)
+	rt, per := policy.Must(retry.New(retry.Options{MaxAttempts: 3})), must(deadline.NewPerAttempt(deadline.Options{Timeout: time.Second}))
+	without := policy.Must(policy.Wrap(passThrough{}, rt, per))
+	with := policy.Must(policy.Wrap(must(deadline.New(deadline.Options{Timeout: 2 * time.Second})), passThrough{}, rt, per))
 	want := testing.AllocsPerRun(100, func() { _ = without.Do(owned, nop) })
 	if got := testing.AllocsPerRun(100, func() { _ = with.Do(owned, nop) }); got <= want {
 		t.Errorf("Wrap(deadline, other, per-attempt).Do allocates %v; without the deadline %v; want more (its own context)", got, want)
@@ -369,8 +369,8 @@ func TestDeadline_AnUnknownStageBetweenKeepsTheContext(t *testing.T) {
 func TestDeadline_AttemptsThatTimeOutAreNotTheCallsDeadline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		for _, owner := range []policy.Policy{
-			retry.MustNew(retry.Options{MaxAttempts: 2}),
-			retry.MustNewHedge(retry.HedgeOptions{MaxAttempts: 2, Delay: 150 * time.Millisecond}),
+			policy.Must(retry.New(retry.Options{MaxAttempts: 2})),
+			policy.Must(retry.NewHedge(retry.HedgeOptions{MaxAttempts: 2, Delay: 150 * time.Millisecond})),
 		} {
 			var mu sync.Mutex // a hedge's attempts report from their own goroutines
 			var sources []string
@@ -381,7 +381,7 @@ func TestDeadline_AttemptsThatTimeOutAreNotTheCallsDeadline(t *testing.T) {
 					mu.Unlock()
 				}
 			})
-			p := policy.MustWrap(must(deadline.New(5*time.Second)), owner, must(deadline.PerAttempt(200*time.Millisecond)), policy.Observe(obs))
+			p := policy.Must(policy.Wrap(must(deadline.New(deadline.Options{Timeout: 5 * time.Second})), owner, must(deadline.NewPerAttempt(deadline.Options{Timeout: 200 * time.Millisecond})), policy.Observe(obs)))
 			start := time.Now()
 			err := p.Do(context.Background(), blockUntilDone)
 			require.Less(t, time.Since(start), time.Second, "%v: ended by the attempts' timeouts", owner.Placement().Kind)

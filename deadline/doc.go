@@ -3,7 +3,7 @@
 // # Two limits
 //
 // [New] is the overall deadline of a call: one context.WithTimeout per call, which
-// bounds every attempt and every backoff sleep of a retry inside it. [PerAttempt] is
+// bounds every attempt and every backoff sleep of a retry inside it. [NewPerAttempt] is
 // the timeout of one attempt and stands inside the retry. The ordering rules of package
 // policy keep each in its place (O1, O3):
 //
@@ -30,5 +30,5 @@ package deadline
 // The kinds of a deadline's Placement: its events' Stage and Source.
 const (
 	Kind        = "deadline"        // an overall deadline
-	KindAttempt = "attempt_timeout" // a per-attempt timeout ([PerAttempt])
+	KindAttempt = "attempt_timeout" // a per-attempt timeout ([NewPerAttempt])
 )

@@ -16,10 +16,10 @@ import (
 // per-attempt timeout inside it bounds one attempt. A call that runs out of our time
 // is told apart from the caller giving up.
 func Example() {
-	overall := deadline.MustNew(50 * time.Millisecond)
-	perAttempt := deadline.MustPerAttempt(10 * time.Millisecond)
-	breaker := breaker.MustNew("db", breaker.Options{ConsecutiveFailures: 100})
-	retry := retry.MustNew(retry.Options{MaxAttempts: 100, Base: time.Millisecond, Cap: time.Millisecond})
+	overall := policy.Must(deadline.New(deadline.Options{Timeout: 50 * time.Millisecond}))
+	perAttempt := policy.Must(deadline.NewPerAttempt(deadline.Options{Timeout: 10 * time.Millisecond}))
+	breaker := policy.Must(breaker.New(breaker.Options{Name: "db", ConsecutiveFailures: 100}))
+	retry := policy.Must(retry.New(retry.Options{MaxAttempts: 100, Base: time.Millisecond, Cap: time.Millisecond}))
 	p, err := policy.Wrap(overall, breaker, retry, perAttempt)
 	if err != nil {
 		fmt.Println(err)

@@ -17,12 +17,12 @@ import (
 // The README's full client stack, compiled with the tests so that it cannot drift
 // from the API; it is not run.
 var _ = func(ctx context.Context, loadPrice func(context.Context) (Price, error)) (Price, error) {
-	prices := fallback.MustNew("prices", fallback.Options[Price]{LastGood: 10 * time.Minute})
-	p := policy.MustWrap(prices, deadline.MustNew(2*time.Second),
-		bulkhead.MustNew("prices", bulkhead.Options{MaxConcurrent: 32, MaxQueue: 64, MaxWait: 100 * time.Millisecond}),
-		breaker.MustNew("prices", breaker.Options{}), budget.MustNewTokenBucket(10, 0.1),
-		retry.MustNew(retry.Options{}), ratelimit.MustNew("prices", ratelimit.Options{Rate: 100, Burst: 20}),
-		deadline.MustPerAttempt(300*time.Millisecond), policy.Name("prices"))
+	prices := policy.Must(fallback.New(fallback.Options[Price]{Name: "prices", LastGood: 10 * time.Minute}))
+	p := policy.Must(policy.Wrap(prices, policy.Must(deadline.New(deadline.Options{Timeout: 2 * time.Second})),
+		policy.Must(bulkhead.New(bulkhead.Options{Name: "prices", MaxConcurrent: 32, MaxQueue: 64, MaxWait: 100 * time.Millisecond})),
+		policy.Must(breaker.New(breaker.Options{Name: "prices"})), policy.Must(budget.NewTokenBucket(budget.TokenBucketOptions{MaxTokens: 10, TokenRatio: 0.1})),
+		policy.Must(retry.New(retry.Options{})), policy.Must(ratelimit.New(ratelimit.Options{Name: "prices", Rate: 100, Burst: 20})),
+		policy.Must(deadline.NewPerAttempt(deadline.Options{Timeout: 300 * time.Millisecond})), policy.Name("prices")))
 	price, err := prices.Get(ctx, p, loadPrice) // the last good price while the service is down
 	return price, err
 }

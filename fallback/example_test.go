@@ -27,12 +27,13 @@ type Price struct {
 // fallback answers the last one — here with the last good price, marked stale.
 func ExampleFallback_Get() {
 	clock := policytest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)).AutoAdvance(true)
-	prices := fallback.MustNew("prices", fallback.Options[Price]{
+	prices := policy.Must(fallback.New(fallback.Options[Price]{
+		Name:     "prices",
 		LastGood: 10 * time.Minute,
 		Value:    Price{Stale: true}, // before the first good price: none known
 		Clock:    clock,
-	})
-	p := policy.MustWrap(prices, retry.MustNew(retry.Options{MaxAttempts: 3, Clock: clock}))
+	}))
+	p := policy.Must(policy.Wrap(prices, policy.Must(retry.New(retry.Options{MaxAttempts: 3, Clock: clock}))))
 
 	up := true
 	load := func(context.Context) (Price, error) {
@@ -57,17 +58,17 @@ func ExampleFallback_Get() {
 // then the overall deadline, a bulkhead counting calls, the breaker, the budget and
 // its retry, a rate limiter counting attempts, and the per-attempt timeout.
 func ExampleFallback_ExplainStage() {
-	p := policy.MustWrap(
-		fallback.MustNew("prices", fallback.Options[Price]{LastGood: 10 * time.Minute}),
-		deadline.MustNew(2*time.Second),
-		bulkhead.MustNew("prices", bulkhead.Options{MaxConcurrent: 32, MaxQueue: 64, MaxWait: 100 * time.Millisecond}),
-		breaker.MustNew("prices", breaker.Options{}),
-		budget.MustNewTokenBucket(10, 0.1),
-		retry.MustNew(retry.Options{MaxAttempts: 3, Strategy: retry.None{}}),
-		ratelimit.MustNew("prices", ratelimit.Options{Rate: 100, Burst: 20}),
-		deadline.MustPerAttempt(300*time.Millisecond),
+	p := policy.Must(policy.Wrap(
+		policy.Must(fallback.New(fallback.Options[Price]{Name: "prices", LastGood: 10 * time.Minute})),
+		policy.Must(deadline.New(deadline.Options{Timeout: 2 * time.Second})),
+		policy.Must(bulkhead.New(bulkhead.Options{Name: "prices", MaxConcurrent: 32, MaxQueue: 64, MaxWait: 100 * time.Millisecond})),
+		policy.Must(breaker.New(breaker.Options{Name: "prices"})),
+		policy.Must(budget.NewTokenBucket(budget.TokenBucketOptions{MaxTokens: 10, TokenRatio: 0.1})),
+		policy.Must(retry.New(retry.Options{MaxAttempts: 3, Strategy: retry.None{}})),
+		policy.Must(ratelimit.New(ratelimit.Options{Name: "prices", Rate: 100, Burst: 20})),
+		policy.Must(deadline.NewPerAttempt(deadline.Options{Timeout: 300 * time.Millisecond})),
 		policy.Name("prices"),
-	)
+	))
 	fmt.Print(p.Explain())
 	// Output:
 	// prices: fallback → deadline → bulkhead → breaker → budget → retry → rate_limit → attempt_timeout

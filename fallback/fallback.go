@@ -30,6 +30,8 @@ var ErrInvalidOptions = errors.New("fallback: invalid options")
 // Options configure a [Fallback]. The zero value answers every failure
 // [DefaultHandle] lets through with T's zero value.
 type Options[T any] struct {
+	// Name names the fallback in events and metrics. Required.
+	Name string
 	// Value is the answer when Func is nil and no last good value is at hand.
 	Value T
 	// Func, if not nil, works the answer out from the failure, in place of Value.
@@ -65,9 +67,10 @@ type good[T any] struct {
 	at time.Time
 }
 
-// New returns a fallback named name (it names its events and series) or an error
+// New returns a fallback named o.Name (it names its events and series) or an error
 // matching ErrInvalidOptions naming the bad field.
-func New[T any](name string, o Options[T]) (*Fallback[T], error) {
+func New[T any](o Options[T]) (*Fallback[T], error) {
+	name := o.Name
 	switch {
 	case name == "":
 		return nil, fmt.Errorf("%w: name is empty; want the dependency's name", ErrInvalidOptions)
@@ -79,15 +82,6 @@ func New[T any](name string, o Options[T]) (*Fallback[T], error) {
 		h = DefaultHandle
 	}
 	return &Fallback[T]{name: name, o: o, handle: h, clock: clock.Or(o.Clock)}, nil
-}
-
-// MustNew is like [New] but panics on bad options.
-func MustNew[T any](name string, o Options[T]) *Fallback[T] {
-	f, err := New(name, o)
-	if err != nil {
-		panic(err)
-	}
-	return f
 }
 
 // DefaultHandle is Options.Handle's default: it answers err unless ctx is done (the

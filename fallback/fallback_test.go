@@ -32,14 +32,16 @@ var (
 func TestConformance(t *testing.T) {
 	// Bound alone and run without Get, the fallback has no value to hand over: it
 	// passes every result through, as the suite wants of any stage.
-	policytest.Run(t, func() policy.Policy { return fallback.MustNew("prices", fallback.Options[int]{Value: 7}) })
+	policytest.Run(t, func() policy.Policy {
+		return policy.Must(fallback.New(fallback.Options[int]{Name: "prices", Value: 7}))
+	})
 }
 
 func TestNew_RefusesBadOptionsNamingTheField(t *testing.T) {
-	_, err := fallback.New("", fallback.Options[int]{})
+	_, err := fallback.New(fallback.Options[int]{Name: ""})
 	require.ErrorIs(t, err, fallback.ErrInvalidOptions)
 	require.ErrorContains(t, err, "name is empty")
-	_, err = fallback.New("prices", fallback.Options[int]{LastGood: -time.Second})
+	_, err = fallback.New(fallback.Options[int]{Name: "prices", LastGood: -time.Second})
 	require.ErrorIs(t, err, fallback.ErrInvalidOptions)
 	require.ErrorContains(t, err, "LastGood is -1s")
 }
@@ -54,10 +56,10 @@ func (r *recorder) Observe(e event.Event) {
 }
 
 func TestFallback_AnswersTheRetrysLastFailureWithAValue(t *testing.T) {
-	fb := fallback.MustNew("prices", fallback.Options[int]{Value: 42})
+	fb := policy.Must(fallback.New(fallback.Options[int]{Name: "prices", Value: 42}))
 	rec := &recorder{}
 	clock := policytest.NewClock(t0).AutoAdvance(true)
-	p := policy.MustWrap(fb, retry.MustNew(retry.Options{MaxAttempts: 3, Clock: clock}), policy.Name("shop"), policy.Observe(rec))
+	p := policy.Must(policy.Wrap(fb, policy.Must(retry.New(retry.Options{MaxAttempts: 3, Clock: clock})), policy.Name("shop"), policy.Observe(rec)))
 	attempts := 0
 	v, err := fb.Get(context.Background(), p, func(context.Context) (int, error) { attempts++; return 0, fault.Retryable(errDown) })
 	require.NoError(t, err)
@@ -79,13 +81,13 @@ func TestFallback_AnswersTheRetrysLastFailureWithAValue(t *testing.T) {
 
 func TestFallback_FuncSeesTheFailureAndMayFailToo(t *testing.T) {
 	errFallback := errors.New("no cache either")
-	fb := fallback.MustNew("prices", fallback.Options[string]{Func: func(_ context.Context, err error) (string, error) {
+	fb := policy.Must(fallback.New(fallback.Options[string]{Name: "prices", Func: func(_ context.Context, err error) (string, error) {
 		if errors.Is(err, errDown) {
 			return "cached", nil
 		}
 		return "", errFallback
-	}})
-	p := policy.MustWrap(fb)
+	}}))
+	p := policy.Must(policy.Wrap(fb))
 	v, err := fb.Get(context.Background(), p, func(context.Context) (string, error) { return "", errDown })
 	require.NoError(t, err)
 	require.Equal(t, "cached", v)
@@ -100,10 +102,10 @@ func TestFallback_FuncSeesTheFailureAndMayFailToo(t *testing.T) {
 }
 
 func TestFallback_AnswersARefusal(t *testing.T) {
-	lim := ratelimit.MustNew("prices", ratelimit.Options{Rate: 0.001, Burst: 1, Mode: ratelimit.Refuse, Clock: policytest.NewClock(t0)})
-	fb := fallback.MustNew("prices", fallback.Options[int]{Value: -1})
+	lim := policy.Must(ratelimit.New(ratelimit.Options{Name: "prices", Rate: 0.001, Burst: 1, Mode: ratelimit.Refuse, Clock: policytest.NewClock(t0)}))
+	fb := policy.Must(fallback.New(fallback.Options[int]{Name: "prices", Value: -1}))
 	rec := &recorder{}
-	p := policy.MustWrap(fb, lim, policy.Observe(rec))
+	p := policy.Must(policy.Wrap(fb, lim, policy.Observe(rec)))
 	_, err := fb.Get(context.Background(), p, func(context.Context) (int, error) { return 1, nil })
 	require.NoError(t, err)
 	v, err := fb.Get(context.Background(), p, func(context.Context) (int, error) { return 1, nil })
@@ -115,9 +117,9 @@ func TestFallback_AnswersARefusal(t *testing.T) {
 
 func TestFallback_AnswersTheDeadlineInsideIt(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		fb := fallback.MustNew("prices", fallback.Options[int]{Value: -1})
+		fb := policy.Must(fallback.New(fallback.Options[int]{Name: "prices", Value: -1}))
 		rec := &recorder{}
-		p := policy.MustWrap(fb, deadline.MustNew(50*time.Millisecond), policy.Observe(rec))
+		p := policy.Must(policy.Wrap(fb, policy.Must(deadline.New(deadline.Options{Timeout: 50 * time.Millisecond})), policy.Observe(rec)))
 		v, err := fb.Get(context.Background(), p, func(ctx context.Context) (int, error) { <-ctx.Done(); return 0, ctx.Err() })
 		require.NoError(t, err)
 		require.Equal(t, -1, v)
@@ -127,8 +129,8 @@ func TestFallback_AnswersTheDeadlineInsideIt(t *testing.T) {
 
 func TestFallback_NotWhenTheCallerHasGone(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		fb := fallback.MustNew("prices", fallback.Options[int]{Value: -1})
-		p := policy.MustWrap(fb)
+		fb := policy.Must(fallback.New(fallback.Options[int]{Name: "prices", Value: -1}))
+		p := policy.Must(policy.Wrap(fb))
 
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
@@ -144,11 +146,11 @@ func TestFallback_NotWhenTheCallerHasGone(t *testing.T) {
 }
 
 func TestFallback_UnderAnOwnerLeavesItTheFailuresItMayRetry(t *testing.T) {
-	fb := fallback.MustNew("prices", fallback.Options[int]{Value: -1})
-	p := policy.MustWrap(fb)
-	lim := ratelimit.MustNew("prices", ratelimit.Options{Rate: 0.001, Burst: 1, Mode: ratelimit.Refuse, Clock: policytest.NewClock(t0)})
-	require.NoError(t, policy.MustWrap(lim).Do(context.Background(), func(context.Context) error { return nil })) // its one token spent
-	refused := policy.MustWrap(lim).Do(context.Background(), func(context.Context) error { return nil })
+	fb := policy.Must(fallback.New(fallback.Options[int]{Name: "prices", Value: -1}))
+	p := policy.Must(policy.Wrap(fb))
+	lim := policy.Must(ratelimit.New(ratelimit.Options{Name: "prices", Rate: 0.001, Burst: 1, Mode: ratelimit.Refuse, Clock: policytest.NewClock(t0)}))
+	require.NoError(t, policy.Must(policy.Wrap(lim)).Do(context.Background(), func(context.Context) error { return nil })) // its one token spent
+	refused := policy.Must(policy.Wrap(lim)).Do(context.Background(), func(context.Context) error { return nil })
 	require.ErrorIs(t, refused, policy.ErrRejected)
 
 	for _, owned := range []struct {
@@ -187,8 +189,8 @@ func (timeout) Error() string { return "i/o timeout" }
 func (timeout) Timeout() bool { return true }
 
 func TestFallback_StepsAsideWithoutGet(t *testing.T) {
-	fb := fallback.MustNew("prices", fallback.Options[int]{Value: -1})
-	p := policy.MustWrap(fb)
+	fb := policy.Must(fallback.New(fallback.Options[int]{Name: "prices", Value: -1}))
+	p := policy.Must(policy.Wrap(fb))
 	require.ErrorIs(t, p.Do(context.Background(), func(context.Context) error { return errDown }), errDown,
 		"under Do there is no value to hand over: the failure is returned")
 	v, err := policy.Get(context.Background(), p, func(context.Context) (int, error) { return 0, errDown })
@@ -199,9 +201,9 @@ func TestFallback_StepsAsideWithoutGet(t *testing.T) {
 
 func TestFallback_LastGoodValueWhileFresh(t *testing.T) {
 	clock := policytest.NewClock(t0)
-	fb := fallback.MustNew("prices", fallback.Options[int]{Value: -1, LastGood: time.Minute, Clock: clock})
+	fb := policy.Must(fallback.New(fallback.Options[int]{Name: "prices", Value: -1, LastGood: time.Minute, Clock: clock}))
 	rec := &recorder{}
-	p := policy.MustWrap(fb, policy.Observe(rec))
+	p := policy.Must(policy.Wrap(fb, policy.Observe(rec)))
 	fail := func(context.Context) (int, error) { return 0, errDown }
 
 	v, err := fb.Get(context.Background(), p, fail)
@@ -223,9 +225,9 @@ func TestFallback_LastGoodValueWhileFresh(t *testing.T) {
 
 func TestFallback_HandleReplacesTheDefault(t *testing.T) {
 	errNotFound := errors.New("404")
-	fb := fallback.MustNew("prices", fallback.Options[int]{Value: -1,
-		Handle: func(_ context.Context, err error) bool { return !errors.Is(err, errNotFound) }})
-	p := policy.MustWrap(fb)
+	fb := policy.Must(fallback.New(fallback.Options[int]{Name: "prices", Value: -1,
+		Handle: func(_ context.Context, err error) bool { return !errors.Is(err, errNotFound) }}))
+	p := policy.Must(policy.Wrap(fb))
 	_, err := fb.Get(context.Background(), p, func(context.Context) (int, error) { return 0, errNotFound })
 	require.ErrorIs(t, err, errNotFound)
 	v, err := fb.Get(context.Background(), p, func(context.Context) (int, error) { return 0, errDown })
@@ -234,14 +236,14 @@ func TestFallback_HandleReplacesTheDefault(t *testing.T) {
 }
 
 func TestFallback_StandsOutsideTheRetry(t *testing.T) {
-	fb := fallback.MustNew("prices", fallback.Options[int]{})
-	_, err := policy.Wrap(retry.MustNew(retry.Options{}), fb) //backstopvet:ignore wraporder (Wrap must refuse it)
+	fb := policy.Must(fallback.New(fallback.Options[int]{Name: "prices"}))
+	_, err := policy.Wrap(policy.Must(retry.New(retry.Options{})), fb) //backstopvet:ignore wraporder (Wrap must refuse it)
 	require.ErrorIs(t, err, policy.ErrOrder)
 	require.EqualError(t, err, "policy: O7: fallback at position 2 is inside retry at position 1; move the fallback outward, before every stage whose failures it answers")
 }
 
 func TestFallback_Explain(t *testing.T) {
-	st := fallback.MustNew("prices", fallback.Options[int]{Value: 42, LastGood: time.Minute}).ExplainStage()
+	st := policy.Must(fallback.New(fallback.Options[int]{Name: "prices", Value: 42, LastGood: time.Minute})).ExplainStage()
 	require.Equal(t, `fallback "prices": answers a failed call with the last good value while younger than 1m0s, else a fixed value (42); `+
 		`it answers every failure, refusals and the deadline included, except when the caller has gone, or when a retry owner further up may retry it`, st.Summary)
 	require.Empty(t, st.Refusal, "a fallback never ends a call without running it")
@@ -251,8 +253,8 @@ func TestFallback_GetAllocatesTheCallAndItsFunc(t *testing.T) {
 	if race.Enabled {
 		t.Skip("the race detector allocates")
 	}
-	fb := fallback.MustNew("prices", fallback.Options[int]{Value: -1})
-	p := policy.MustWrap(fb)
+	fb := policy.Must(fallback.New(fallback.Options[int]{Name: "prices", Value: -1}))
+	p := policy.Must(policy.Wrap(fb))
 	ctx := context.Background()
 	ok := func(context.Context) (int, error) { return 1, nil }
 	fail := func(context.Context) (int, error) { return 0, errDown }
@@ -268,8 +270,8 @@ func TestFallback_GetAllocatesTheCallAndItsFunc(t *testing.T) {
 // value and no other write races it (run with -race).
 func TestFallback_GetUnderAHedge(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		fb := fallback.MustNew("prices", fallback.Options[int]{Value: -1, LastGood: time.Minute})
-		p := policy.MustWrap(fb, retry.MustNewHedge(retry.HedgeOptions{MaxAttempts: 2, Delay: time.Millisecond}))
+		fb := policy.Must(fallback.New(fallback.Options[int]{Name: "prices", Value: -1, LastGood: time.Minute}))
+		p := policy.Must(policy.Wrap(fb, policy.Must(retry.NewHedge(retry.HedgeOptions{MaxAttempts: 2, Delay: time.Millisecond}))))
 		for range 10 {
 			v, err := fb.Get(context.Background(), p, func(ctx context.Context) (int, error) {
 				n, _, _ := callpath.Attempt(ctx)

@@ -53,14 +53,14 @@ func TestFallback_AgainstARealServerThatIsDown(t *testing.T) {
 	}
 
 	clock := policytest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)).AutoAdvance(true) // the retry's sleeps pass at once
-	fb := fallback.MustNew("prices", fallback.Options[string]{Value: "price unknown"})
+	fb := policy.Must(fallback.New(fallback.Options[string]{Name: "prices", Value: "price unknown"}))
 	rec := &recorder{}
-	p := policy.MustWrap(fb,
-		deadline.MustNew(5*time.Second),
-		retry.MustNew(retry.Options{MaxAttempts: 3, Clock: clock}),
-		breaker.MustNew("prices", breaker.Options{ConsecutiveFailures: 3, OpenTimeout: time.Hour}),
-		deadline.MustPerAttempt(time.Second),
-		policy.Name("prices"), policy.Observe(rec))
+	p := policy.Must(policy.Wrap(fb,
+		policy.Must(deadline.New(deadline.Options{Timeout: 5 * time.Second})),
+		policy.Must(retry.New(retry.Options{MaxAttempts: 3, Clock: clock})),
+		policy.Must(breaker.New(breaker.Options{Name: "prices", ConsecutiveFailures: 3, OpenTimeout: time.Hour})),
+		policy.Must(deadline.NewPerAttempt(deadline.Options{Timeout: time.Second})),
+		policy.Name("prices"), policy.Observe(rec)))
 
 	v, err := fb.Get(context.Background(), p, load)
 	require.NoError(t, err)

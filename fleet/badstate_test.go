@@ -41,7 +41,7 @@ func (f *fleetErrs) seen() ([]string, []error) {
 
 // observedStore is srv.store with o as its Observer.
 func observedStore(t *testing.T, srv *redisServer, id string, o event.Observer) *Store {
-	st := MustNew(srv.client(t), Options{ID: id, SyncInterval: time.Hour, Observer: o})
+	st := policy.Must(New(srv.client(t), Options{ID: id, SyncInterval: time.Hour, Observer: o}))
 	st.manual = true
 	return st
 }

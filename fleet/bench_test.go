@@ -31,7 +31,7 @@ func benchStore(b *testing.B, srv *redisServer) (*Store, *roundTrips) {
 	c := srv.client(b)
 	rt := &roundTrips{}
 	c.AddHook(rt)
-	return MustNew(c, Options{}), rt
+	return policy.Must(New(c, Options{})), rt
 }
 
 // report adds Redis round trips per op, counted from the start of the timed loop.
@@ -41,8 +41,8 @@ func report(b *testing.B, rt *roundTrips, start int64) {
 
 // The success path of Wrap(breaker, budget, retry): local policies, then their fleet twins.
 func BenchmarkStack_Local(b *testing.B) {
-	p := policy.MustWrap(breaker.MustNew("db", breaker.Options{}), budget.MustNewRatio(budget.RatioOptions{}),
-		retry.MustNew(retry.Options{}))
+	p := policy.Must(policy.Wrap(policy.Must(breaker.New(breaker.Options{Name: "db"})), policy.Must(budget.NewRatio(budget.RatioOptions{})),
+		policy.Must(retry.New(retry.Options{}))))
 	fn := func(context.Context) error { return nil }
 	b.ReportAllocs()
 	for b.Loop() {
@@ -52,17 +52,17 @@ func BenchmarkStack_Local(b *testing.B) {
 
 func BenchmarkStack_Fleet(b *testing.B) {
 	s, rt := benchStore(b, startRedis(b))
-	br, err := NewBreaker(s, "db", breaker.Options{})
+	br, err := NewBreaker(s, breaker.Options{Name: "db"})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer br.Close()
-	bu, err := NewRatio(s, "db", budget.RatioOptions{})
+	bu, err := NewRatio(s, budget.RatioOptions{Name: "db"})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer bu.Close()
-	p := policy.MustWrap(br, bu, retry.MustNew(retry.Options{}))
+	p := policy.Must(policy.Wrap(br, bu, policy.Must(retry.New(retry.Options{}))))
 	fn := func(context.Context) error { return nil }
 	b.ReportAllocs()
 	start := rt.n.Load()
@@ -74,7 +74,7 @@ func BenchmarkStack_Fleet(b *testing.B) {
 
 // A retry decision: Deposit then Withdraw, as a call that fails once makes.
 func BenchmarkRetryDecision_LocalRatio(b *testing.B) {
-	r := budget.MustNewRatio(budget.RatioOptions{Ratio: 1})
+	r := policy.Must(budget.NewRatio(budget.RatioOptions{Ratio: 1}))
 	b.ReportAllocs()
 	for b.Loop() {
 		r.Deposit()
@@ -84,7 +84,7 @@ func BenchmarkRetryDecision_LocalRatio(b *testing.B) {
 
 func BenchmarkRetryDecision_FleetRatio(b *testing.B) {
 	s, rt := benchStore(b, startRedis(b))
-	r, err := NewRatio(s, "db", budget.RatioOptions{Ratio: 1})
+	r, err := NewRatio(s, budget.RatioOptions{Name: "db", Ratio: 1})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -99,7 +99,7 @@ func BenchmarkRetryDecision_FleetRatio(b *testing.B) {
 }
 
 func BenchmarkRetryDecision_LocalTokenBucket(b *testing.B) {
-	t := budget.MustNewTokenBucket(10, 1)
+	t := policy.Must(budget.NewTokenBucket(budget.TokenBucketOptions{MaxTokens: 10, TokenRatio: 1}))
 	b.ReportAllocs()
 	for b.Loop() {
 		t.OnFailure()
@@ -110,7 +110,7 @@ func BenchmarkRetryDecision_LocalTokenBucket(b *testing.B) {
 
 func BenchmarkRetryDecision_FleetTokenBucket(b *testing.B) {
 	s, rt := benchStore(b, startRedis(b))
-	t, err := NewTokenBucket(s, "db", 10, 1)
+	t, err := NewTokenBucket(s, budget.TokenBucketOptions{Name: "db", MaxTokens: 10, TokenRatio: 1})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -136,7 +136,7 @@ func BenchmarkQuota_Local(b *testing.B) {
 
 func BenchmarkQuota_Fleet(b *testing.B) {
 	s, rt := benchStore(b, startRedis(b))
-	q, err := NewQuota(s, "api", 0)
+	q, err := NewQuota(s, QuotaOptions{Name: "api", MaxLocalClients: 0})
 	if err != nil {
 		b.Fatal(err)
 	}

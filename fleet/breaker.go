@@ -205,11 +205,12 @@ type view struct {
 	until time.Time // by this process's clock
 }
 
-// NewBreaker returns a breaker named name, shared through s by every process that
+// NewBreaker returns a breaker named o.Name, shared through s by every process that
 // builds one of the same name, with o for the local breaker (see [breaker.New]). It
 // reads the shared state once before it returns (at most Timeout) and keeps it up to
 // date until [Breaker.Close].
-func NewBreaker(s *Store, name string, o breaker.Options) (*Breaker, error) {
+func NewBreaker(s *Store, o breaker.Options) (*Breaker, error) {
+	name := o.Name
 	if s == nil {
 		return nil, fmt.Errorf("%w: %s: the Store is nil", ErrInvalidOptions, name)
 	}
@@ -234,7 +235,7 @@ func NewBreaker(s *Store, name string, o breaker.Options) (*Breaker, error) {
 			user(name, from, to)
 		}
 	}
-	local, err := breaker.New(name, o)
+	local, err := breaker.New(o)
 	if err != nil {
 		return nil, err
 	}

@@ -72,10 +72,11 @@ type replica struct {
 
 func newReplica(t *testing.T, s *Store, o breaker.Options) replica {
 	t.Helper()
-	b, err := NewBreaker(s, "db", o)
+	o.Name = "db"
+	b, err := NewBreaker(s, o)
 	require.NoError(t, err)
 	t.Cleanup(func() { b.Close() })
-	return replica{b: b, p: policy.MustWrap(b)}
+	return replica{b: b, p: policy.Must(policy.Wrap(b))}
 }
 
 func TestBreaker_OneTripsItAllRefuseOneProbesAllClose(t *testing.T) {
@@ -223,11 +224,11 @@ func isTimeout(err error) bool {
 }
 
 func TestNewBreaker_RefusesBadInput(t *testing.T) {
-	_, err := NewBreaker(nil, "db", breaker.Options{})
+	_, err := NewBreaker(nil, breaker.Options{Name: "db"})
 	require.ErrorIs(t, err, ErrInvalidOptions)
 	require.ErrorContains(t, err, "Store is nil")
 	srv := startRedis(t)
-	_, err = NewBreaker(srv.store(t, "a"), "", breaker.Options{})
+	_, err = NewBreaker(srv.store(t, "a"), breaker.Options{Name: ""})
 	require.ErrorIs(t, err, breaker.ErrInvalidOptions)
 }
 
@@ -235,13 +236,13 @@ func TestBreaker_TheBackgroundLoopSpreadsATrip(t *testing.T) {
 	srv := startRedis(t)
 	opened := make(chan time.Time, 1)
 	o := breaker.Options{ConsecutiveFailures: 1, OpenTimeout: time.Hour, OpenJitter: -1}
-	a := newReplica(t, MustNew(srv.client(t), Options{SyncInterval: 10 * time.Millisecond}), o)
+	a := newReplica(t, policy.Must(New(srv.client(t), Options{SyncInterval: 10 * time.Millisecond})), o)
 	o.OnStateChange = func(_ string, _, to breaker.State) {
 		if to == breaker.StateOpen {
 			opened <- time.Now()
 		}
 	}
-	b := newReplica(t, MustNew(srv.client(t), Options{SyncInterval: 10 * time.Millisecond}), o)
+	b := newReplica(t, policy.Must(New(srv.client(t), Options{SyncInterval: 10 * time.Millisecond})), o)
 	require.ErrorIs(t, a.p.Do(bg, fail), errDown) // a trips; its loop publishes at once
 	select {
 	case <-opened: // b's loop read it and b's breaker opened

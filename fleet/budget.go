@@ -138,12 +138,13 @@ type Ratio struct {
 	bg background
 }
 
-// NewRatio returns a fleet budget named name, shared through s by every process
+// NewRatio returns a fleet budget named o.Name, shared through s by every process
 // that builds one of the same name, with o as for budget.NewRatio (o.Clock is used by
 // the local budget only: the fleet's window runs on the Redis server's clock). It
 // syncs once before it returns (at most Timeout) and every SyncInterval until
 // [Ratio.Close].
-func NewRatio(s *Store, name string, o budget.RatioOptions) (*Ratio, error) {
+func NewRatio(s *Store, o budget.RatioOptions) (*Ratio, error) {
+	name := o.Name
 	if s == nil {
 		return nil, fmt.Errorf("%w: %s: the Store is nil", ErrInvalidOptions, name)
 	}

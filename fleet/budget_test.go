@@ -17,7 +17,8 @@ import (
 
 func newRatio(t *testing.T, s *Store, o budget.RatioOptions) *Ratio {
 	t.Helper()
-	r, err := NewRatio(s, "db", o)
+	o.Name = "db"
+	r, err := NewRatio(s, o)
 	require.NoError(t, err)
 	t.Cleanup(func() { r.Close() })
 	return r
@@ -48,7 +49,7 @@ func TestRatio_TheFloorIsTheFleetsNotEachProcesss(t *testing.T) {
 
 	local := 0
 	for range 3 {
-		local += spend(budget.MustNewRatio(o))
+		local += spend(policy.Must(budget.NewRatio(o)))
 	}
 	require.Equal(t, 36, local, "three local budgets allow 3 × 12")
 }
@@ -111,7 +112,7 @@ return s`, []string{"backstop:{budget:db}:window"}).Int()
 func TestRatio_IsARetryBudgetForThePipeline(t *testing.T) {
 	srv := startRedis(t)
 	b := newRatio(t, srv.store(t, "a"), budget.RatioOptions{Ratio: 0.5, MinPerSecond: -1})
-	p := policy.MustWrap(b, retry.MustNew(retry.Options{MaxAttempts: 10, Base: time.Nanosecond}))
+	p := policy.Must(policy.Wrap(b, policy.Must(retry.New(retry.Options{MaxAttempts: 10, Base: time.Nanosecond}))))
 	attempts := 0
 	_ = p.Do(bg, func(context.Context) error { attempts++; return fault.Retryable(errDown) })
 	require.Equal(t, 1, attempts, "one call earns half a retry: none")
@@ -119,15 +120,15 @@ func TestRatio_IsARetryBudgetForThePipeline(t *testing.T) {
 }
 
 func TestNewRatio_RefusesBadInput(t *testing.T) {
-	_, err := NewRatio(nil, "db", budget.RatioOptions{})
+	_, err := NewRatio(nil, budget.RatioOptions{Name: "db"})
 	require.ErrorIs(t, err, ErrInvalidOptions)
 	srv := startRedis(t)
 	s := srv.store(t, "a")
-	_, err = NewRatio(s, "", budget.RatioOptions{})
+	_, err = NewRatio(s, budget.RatioOptions{Name: ""})
 	require.ErrorContains(t, err, "name is empty")
-	_, err = NewRatio(s, "db", budget.RatioOptions{Ratio: 2})
+	_, err = NewRatio(s, budget.RatioOptions{Name: "db", Ratio: 2})
 	require.ErrorIs(t, err, budget.ErrInvalidOptions)
-	_, err = NewRatio(s, "db", budget.RatioOptions{Window: time.Millisecond})
+	_, err = NewRatio(s, budget.RatioOptions{Name: "db", Window: time.Millisecond})
 	require.ErrorContains(t, err, "Window is 1ms")
 }
 

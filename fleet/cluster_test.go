@@ -106,7 +106,7 @@ func policyKeys(s *Store, name string) map[string][]string {
 // keys share one slot (its scripts are EVALSHA with every key in one slot).
 func TestCluster_KeysSpreadOverThePrimaries(t *testing.T) {
 	c := startCluster(t)
-	s := MustNew(c.admin, Options{})
+	s := policy.Must(New(c.admin, Options{}))
 	slots := c.slots(t)
 	perPrimary := map[string]int{}
 	distinct := map[int]bool{}
@@ -233,7 +233,7 @@ func TestCluster_PrimaryKilled(t *testing.T) {
 	c := startCluster(t)
 	slots := c.slots(t)
 	victim, replica := slots[0].Primary, slots[0].Replicas[0]
-	names := MustNew(c.admin, Options{})
+	names := policy.Must(New(c.admin, Options{}))
 	on := func(kind, base string) string { return c.nameOn(t, names, slots, victim, kind, base) }
 	failover(t, failoverSetup{
 		client:  func() redis.UniversalClient { return c.client(t) },
@@ -267,32 +267,32 @@ type failoverSetup struct {
 func failover(t *testing.T, f failoverSetup) {
 	brName, raName, tbName, quKey := f.breaker, f.ratio, f.tokens, f.quotaKey
 	heldName, heldTokensName := f.held, f.heldTokens
-	names := MustNew(f.client(), Options{})
+	names := policy.Must(New(f.client(), Options{}))
 	procs := make([]*process, 3)
 	if testing.Short() {
 		procs = procs[:2]
 	}
 	for i := range procs {
 		pr := &process{}
-		s := MustNew(f.client(), Options{ID: fmt.Sprintf("p%d", i), Observer: &pr.log})
+		s := policy.Must(New(f.client(), Options{ID: fmt.Sprintf("p%d", i), Observer: &pr.log}))
 		var err error
-		pr.br, err = NewBreaker(s, brName, breaker.Options{})
+		pr.br, err = NewBreaker(s, breaker.Options{Name: brName})
 		require.NoError(t, err)
-		pr.held, err = NewBreaker(s, heldName, breaker.Options{ConsecutiveFailures: 1, OpenTimeout: time.Minute})
+		pr.held, err = NewBreaker(s, breaker.Options{Name: heldName, ConsecutiveFailures: 1, OpenTimeout: time.Minute})
 		require.NoError(t, err)
-		pr.ra, err = NewRatio(s, raName, budget.RatioOptions{})
+		pr.ra, err = NewRatio(s, budget.RatioOptions{Name: raName})
 		require.NoError(t, err)
-		pr.tb, err = NewTokenBucket(s, tbName, 100, 1)
+		pr.tb, err = NewTokenBucket(s, budget.TokenBucketOptions{Name: tbName, MaxTokens: 100, TokenRatio: 1})
 		require.NoError(t, err)
-		pr.heldTokens, err = NewTokenBucket(s, heldTokensName, 10, 0.1)
+		pr.heldTokens, err = NewTokenBucket(s, budget.TokenBucketOptions{Name: heldTokensName, MaxTokens: 10, TokenRatio: 0.1})
 		require.NoError(t, err)
-		pr.qu, err = NewQuota(s, "quota", 0)
+		pr.qu, err = NewQuota(s, QuotaOptions{Name: "quota", MaxLocalClients: 0})
 		require.NoError(t, err)
 		for _, cl := range []interface{ Close() error }{pr.br, pr.held, pr.ra, pr.tb, pr.heldTokens} {
 			t.Cleanup(func() { cl.Close() })
 		}
-		pr.p = policy.MustWrap(pr.br, pr.ra, retry.MustNew(retry.Options{Base: time.Millisecond}))
-		pr.pt = policy.MustWrap(pr.tb, retry.MustNew(retry.Options{Base: time.Millisecond}))
+		pr.p = policy.Must(policy.Wrap(pr.br, pr.ra, policy.Must(retry.New(retry.Options{Base: time.Millisecond}))))
+		pr.pt = policy.Must(policy.Wrap(pr.tb, policy.Must(retry.New(retry.Options{Base: time.Millisecond}))))
 		procs[i] = pr
 	}
 
@@ -361,7 +361,7 @@ func failover(t *testing.T, f failoverSetup) {
 
 	// State written before the kill, and on the replica: the held breaker open for a
 	// minute, the held bucket at 4 of 10 tokens, the budget's window with some calls.
-	hp := policy.MustWrap(procs[0].held)
+	hp := policy.Must(policy.Wrap(procs[0].held))
 	require.ErrorIs(t, hp.Do(bg, fail), errDown)
 	for range 6 {
 		procs[0].heldTokens.OnFailure()
@@ -518,15 +518,15 @@ func TestCluster_SlotMovesAndGoesDown(t *testing.T) {
 	var procs []proc
 	for _, id := range []string{"a", "b"} {
 		rdb := c.client(t, &rs)
-		s := MustNew(rdb, Options{ID: id, SyncInterval: time.Hour})
+		s := policy.Must(New(rdb, Options{ID: id, SyncInterval: time.Hour}))
 		s.manual = true // the test syncs
-		br, err := NewBreaker(s, "moving", breaker.Options{})
+		br, err := NewBreaker(s, breaker.Options{Name: "moving"})
 		require.NoError(t, err)
-		ra, err := NewRatio(s, "moving", budget.RatioOptions{})
+		ra, err := NewRatio(s, budget.RatioOptions{Name: "moving"})
 		require.NoError(t, err)
-		tb, err := NewTokenBucket(s, "moving", 10, 0.1)
+		tb, err := NewTokenBucket(s, budget.TokenBucketOptions{Name: "moving", MaxTokens: 10, TokenRatio: 0.1})
 		require.NoError(t, err)
-		procs = append(procs, proc{br, ra, tb, policy.MustWrap(br, ra, retry.MustNew(retry.Options{})), s})
+		procs = append(procs, proc{br, ra, tb, policy.Must(policy.Wrap(br, ra, policy.Must(retry.New(retry.Options{})))), s})
 	}
 	a, b := procs[0], procs[1]
 	syncAll := func() {

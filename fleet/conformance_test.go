@@ -19,7 +19,7 @@ func TestConformance(t *testing.T) {
 	s := srv.store(t, "a")
 	t.Run("Breaker", func(t *testing.T) {
 		policytest.Run(t, func() policy.Policy {
-			b, err := NewBreaker(s, "db", breaker.Options{})
+			b, err := NewBreaker(s, breaker.Options{Name: "db"})
 			require.NoError(t, err)
 			t.Cleanup(func() { b.Close() })
 			return b
@@ -27,7 +27,7 @@ func TestConformance(t *testing.T) {
 	})
 	t.Run("Ratio", func(t *testing.T) {
 		policytest.Run(t, func() policy.Policy {
-			b, err := NewRatio(s, "db", budget.RatioOptions{})
+			b, err := NewRatio(s, budget.RatioOptions{Name: "db"})
 			require.NoError(t, err)
 			t.Cleanup(func() { b.Close() })
 			return b
@@ -35,7 +35,7 @@ func TestConformance(t *testing.T) {
 	})
 	t.Run("TokenBucket", func(t *testing.T) {
 		policytest.Run(t, func() policy.Policy {
-			b, err := NewTokenBucket(s, "db", 10, 0.1)
+			b, err := NewTokenBucket(s, budget.TokenBucketOptions{Name: "db", MaxTokens: 10, TokenRatio: 0.1})
 			require.NoError(t, err)
 			t.Cleanup(func() { b.Close() })
 			return b
@@ -57,14 +57,14 @@ func TestFleet_RedisKilledMidRun(t *testing.T) {
 	}
 	var rs []replica
 	for range 3 {
-		s := MustNew(srv.client(t), Options{Observer: fleetEvents(ev.add)})
-		br, err := NewBreaker(s, "db", breaker.Options{})
+		s := policy.Must(New(srv.client(t), Options{Observer: fleetEvents(ev.add)}))
+		br, err := NewBreaker(s, breaker.Options{Name: "db"})
 		require.NoError(t, err)
 		t.Cleanup(func() { br.Close() })
-		bu, err := NewRatio(s, "db", budget.RatioOptions{})
+		bu, err := NewRatio(s, budget.RatioOptions{Name: "db"})
 		require.NoError(t, err)
 		t.Cleanup(func() { bu.Close() })
-		rs = append(rs, replica{policy.MustWrap(br, bu, retry.MustNew(retry.Options{})), br, bu})
+		rs = append(rs, replica{policy.Must(policy.Wrap(br, bu, policy.Must(retry.New(retry.Options{})))), br, bu})
 	}
 	var served atomic.Int64
 	call := func() {

@@ -22,16 +22,16 @@
 // "breaker".
 //
 //	rdb := redis.NewClient(&redis.Options{Addr: "redis:6379", ContextTimeoutEnabled: true})
-//	s := fleet.MustNew(rdb, fleet.Options{Observer: obs})
-//	br, err := fleet.NewBreaker(s, "payments", breaker.Options{})
+//	s := policy.Must(fleet.New(rdb, fleet.Options{Observer: obs}))
+//	br, err := fleet.NewBreaker(s, breaker.Options{Name: "payments"})
 //	if err != nil {
 //		return err
 //	}
-//	bu, err := fleet.NewRatio(s, "payments", budget.RatioOptions{})
+//	bu, err := fleet.NewRatio(s, budget.RatioOptions{Name: "payments"})
 //	if err != nil {
 //		return err
 //	}
-//	p := policy.MustWrap(deadline.MustNew(2*time.Second), br, bu, retry.MustNew(retry.Options{}))
+//	p := policy.Must(policy.Wrap(policy.Must(deadline.New(deadline.Options{Timeout: 2 * time.Second})), br, bu, policy.Must(retry.New(retry.Options{}))))
 //	// register br.Local() with breaker.Registry and metrics as any breaker
 //
 // # State in Redis that no fleet policy wrote

@@ -18,16 +18,16 @@ import (
 // cannot drift from the API; it is not run.
 var _ = func(obs event.Observer) error {
 	rdb := redis.NewClient(&redis.Options{Addr: "redis:6379", ContextTimeoutEnabled: true})
-	s := fleet.MustNew(rdb, fleet.Options{Observer: obs})
-	br, err := fleet.NewBreaker(s, "payments", breaker.Options{})
+	s := policy.Must(fleet.New(rdb, fleet.Options{Observer: obs}))
+	br, err := fleet.NewBreaker(s, breaker.Options{Name: "payments"})
 	if err != nil {
 		return err
 	}
-	bu, err := fleet.NewRatio(s, "payments", budget.RatioOptions{})
+	bu, err := fleet.NewRatio(s, budget.RatioOptions{Name: "payments"})
 	if err != nil {
 		return err
 	}
-	p := policy.MustWrap(deadline.MustNew(2*time.Second), br, bu, retry.MustNew(retry.Options{}))
+	p := policy.Must(policy.Wrap(policy.Must(deadline.New(deadline.Options{Timeout: 2 * time.Second})), br, bu, policy.Must(retry.New(retry.Options{}))))
 	// register br.Local() with breaker.Registry and metrics as any breaker
 	_, _ = p, br.Local()
 	return nil
@@ -35,16 +35,16 @@ var _ = func(obs event.Observer) error {
 
 // The README's fleet wiring, compiled.
 var _ = func(rdb *redis.Client) error {
-	s := fleet.MustNew(rdb, fleet.Options{})                // rdb needs ContextTimeoutEnabled
-	br, err := fleet.NewBreaker(s, "db", breaker.Options{}) // one trips it: all refuse until the same moment; one probes
+	s := policy.Must(fleet.New(rdb, fleet.Options{}))           // rdb needs ContextTimeoutEnabled
+	br, err := fleet.NewBreaker(s, breaker.Options{Name: "db"}) // one trips it: all refuse until the same moment; one probes
 	if err != nil {
 		return err
 	}
-	bu, err := fleet.NewRatio(s, "db", budget.RatioOptions{}) // retries ≤ 10 % of the fleet's calls (+ one floor for the fleet)
+	bu, err := fleet.NewRatio(s, budget.RatioOptions{Name: "db"}) // retries ≤ 10 % of the fleet's calls (+ one floor for the fleet)
 	if err != nil {
 		return err
 	}
-	p := policy.MustWrap(deadline.MustNew(2*time.Second), br, bu, retry.MustNew(retry.Options{}))
+	p := policy.Must(policy.Wrap(policy.Must(deadline.New(deadline.Options{Timeout: 2 * time.Second})), br, bu, policy.Must(retry.New(retry.Options{}))))
 	_ = p
 	return nil
 }

@@ -31,12 +31,13 @@ func ExampleNewBreaker() {
 	replica := func(o breaker.Options) (*fleet.Breaker, *policy.Pipeline) {
 		rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), ContextTimeoutEnabled: true})
 		defer func() { clients = append(clients, rdb) }()
-		s := fleet.MustNew(rdb, fleet.Options{})
-		b, err := fleet.NewBreaker(s, "payments", o)
+		s := policy.Must(fleet.New(rdb, fleet.Options{}))
+		o.Name = "payments"
+		b, err := fleet.NewBreaker(s, o)
 		if err != nil {
 			panic(err)
 		}
-		return b, policy.MustWrap(b)
+		return b, policy.Must(policy.Wrap(b))
 	}
 	a, pa := replica(breaker.Options{ConsecutiveFailures: 2})
 	defer a.Close()

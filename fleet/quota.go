@@ -37,16 +37,25 @@ type Quota struct {
 	down  atomic.Int64 // unix ns until which Redis is not asked
 }
 
-// NewQuota returns a fleet quota store named name (it names its events) on s; its
-// local fallback tracks at most maxLocalClients clients (0: shed.DefaultMaxClients).
-func NewQuota(s *Store, name string, maxLocalClients int) (*Quota, error) {
+// QuotaOptions configure a [Quota].
+type QuotaOptions struct {
+	// Name names the quota store in its events. Required.
+	Name string
+	// MaxLocalClients is the most clients the local fallback tracks; 0 means
+	// shed.DefaultMaxClients.
+	MaxLocalClients int
+}
+
+// NewQuota returns a fleet quota store on s.
+func NewQuota(s *Store, o QuotaOptions) (*Quota, error) {
+	name, maxLocalClients := o.Name, o.MaxLocalClients
 	switch {
 	case s == nil:
 		return nil, fmt.Errorf("%w: %s: the Store is nil", ErrInvalidOptions, name)
 	case name == "":
 		return nil, fmt.Errorf("%w: the quota's name is empty", ErrInvalidOptions)
 	case maxLocalClients < 0:
-		return nil, fmt.Errorf("%w: %s: maxLocalClients is %d; want ≥ 0", ErrInvalidOptions, name, maxLocalClients)
+		return nil, fmt.Errorf("%w: %s: MaxLocalClients is %d; want ≥ 0", ErrInvalidOptions, name, maxLocalClients)
 	}
 	q := &Quota{s: s, lim: redis_rate.NewLimiter(s.rdb), local: shed.NewLocalQuotas(maxLocalClients)}
 	q.link = link{s: s, name: name, kind: KindQuota, stage: shed.Kind}

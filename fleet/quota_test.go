@@ -5,6 +5,8 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"github.com/backstop-go/backstop/policy"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/backstop-go/backstop/shed"
@@ -14,10 +16,10 @@ import (
 // that answers 204.
 func quotaServer(t *testing.T, q *Quota) http.Handler {
 	t.Helper()
-	s := shed.MustNew(shed.Options{Quota: &shed.Quota{
+	s := policy.Must(shed.New(shed.Options{Quota: &shed.Quota{
 		Key:  func(r *http.Request) string { return r.Header.Get("X-Client") },
 		Rate: 1, Burst: 3, Store: q,
-	}})
+	}}))
 	return shed.Middleware(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(204) }), s)
 }
 
@@ -31,7 +33,7 @@ func send(h http.Handler, client string) *httptest.ResponseRecorder {
 
 func newQuota(t *testing.T, s *Store) *Quota {
 	t.Helper()
-	q, err := NewQuota(s, "api", 0)
+	q, err := NewQuota(s, QuotaOptions{Name: "api", MaxLocalClients: 0})
 	require.NoError(t, err)
 	return q
 }
@@ -74,11 +76,11 @@ func TestQuota_RedisDownAnswersFromLocalBuckets(t *testing.T) {
 }
 
 func TestNewQuota_RefusesBadInput(t *testing.T) {
-	_, err := NewQuota(nil, "api", 0)
+	_, err := NewQuota(nil, QuotaOptions{Name: "api", MaxLocalClients: 0})
 	require.ErrorIs(t, err, ErrInvalidOptions)
 	srv := startRedis(t)
-	_, err = NewQuota(srv.store(t, "a"), "", 0)
+	_, err = NewQuota(srv.store(t, "a"), QuotaOptions{Name: "", MaxLocalClients: 0})
 	require.ErrorContains(t, err, "name is empty")
-	_, err = NewQuota(srv.store(t, "a"), "api", -1)
-	require.ErrorContains(t, err, "maxLocalClients is -1")
+	_, err = NewQuota(srv.store(t, "a"), QuotaOptions{Name: "api", MaxLocalClients: -1})
+	require.ErrorContains(t, err, "MaxLocalClients is -1")
 }

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/backstop-go/backstop/policy"
+
 	"github.com/redis/go-redis/v9"
 
 	"github.com/backstop-go/backstop/fleet/fleettest"
@@ -56,7 +58,7 @@ func (s *redisServer) store(t testing.TB, id string, obs ...func(string, string)
 	if len(obs) > 0 {
 		o.Observer = fleetEvents(obs[0])
 	}
-	st := MustNew(s.client(t), o)
+	st := policy.Must(New(s.client(t), o))
 	st.manual = true
 	return st
 }

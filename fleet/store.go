@@ -107,15 +107,6 @@ func New(rdb redis.UniversalClient, o Options) (*Store, error) {
 	return s, nil
 }
 
-// MustNew is like [New] but panics on bad options.
-func MustNew(rdb redis.UniversalClient, o Options) *Store {
-	s, err := New(rdb, o)
-	if err != nil {
-		panic(err)
-	}
-	return s
-}
-
 // ID returns the name of this process in the fleet.
 func (s *Store) ID() string { return s.id }
 

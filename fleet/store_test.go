@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/backstop-go/backstop/policy"
+
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
@@ -50,22 +52,22 @@ func TestEvents_SayThePolicysKind(t *testing.T) {
 	srv := startRedis(t)
 	var mu sync.Mutex
 	var got []string
-	st := MustNew(srv.client(t), Options{ID: "a", SyncInterval: time.Hour, Observer: event.ObserverFunc(func(e event.Event) {
+	st := policy.Must(New(srv.client(t), Options{ID: "a", SyncInterval: time.Hour, Observer: event.ObserverFunc(func(e event.Event) {
 		if e.Kind == event.Fleet {
 			mu.Lock()
 			got = append(got, e.Source+"/"+e.Stage+"/"+e.Reason+"→"+e.To)
 			mu.Unlock()
 		}
-	})})
+	})}))
 	st.manual = true
 	// The README's way: each policy named for the dependency it guards.
-	br, err := NewBreaker(st, "payments", breaker.Options{})
+	br, err := NewBreaker(st, breaker.Options{Name: "payments"})
 	require.NoError(t, err)
 	defer br.Close()
-	bu, err := NewRatio(st, "payments", budget.RatioOptions{})
+	bu, err := NewRatio(st, budget.RatioOptions{Name: "payments"})
 	require.NoError(t, err)
 	defer bu.Close()
-	q, err := NewQuota(st, "payments", 0)
+	q, err := NewQuota(st, QuotaOptions{Name: "payments", MaxLocalClients: 0})
 	require.NoError(t, err)
 
 	srv.stop()

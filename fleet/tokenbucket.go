@@ -64,18 +64,19 @@ type TokenBucket struct {
 	bg background
 }
 
-// NewTokenBucket returns a fleet token bucket named name with A6's maxTokens and
-// tokenRatio (validated as by budget.NewTokenBucket), shared through s by every
-// process that builds one of the same name. It syncs once before it returns (at most
+// NewTokenBucket returns a fleet token bucket named o.Name, validated as by
+// budget.NewTokenBucket, shared through s by every process that builds one of the
+// same name. It syncs once before it returns (at most
 // Timeout) and every SyncInterval until [TokenBucket.Close].
-func NewTokenBucket(s *Store, name string, maxTokens, tokenRatio float64) (*TokenBucket, error) {
+func NewTokenBucket(s *Store, o budget.TokenBucketOptions) (*TokenBucket, error) {
+	name, maxTokens, tokenRatio := o.Name, o.MaxTokens, o.TokenRatio
 	if s == nil {
 		return nil, fmt.Errorf("%w: %s: the Store is nil", ErrInvalidOptions, name)
 	}
 	if name == "" {
 		return nil, fmt.Errorf("%w: the budget's name is empty; want the dependency's name", ErrInvalidOptions)
 	}
-	local, err := budget.NewTokenBucket(maxTokens, tokenRatio)
+	local, err := budget.NewTokenBucket(o)
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,8 @@ package fleet
 import (
 	"testing"
 
+	"github.com/backstop-go/backstop/policy"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/backstop-go/backstop/budget"
@@ -10,7 +12,7 @@ import (
 
 func newTokenBucket(t *testing.T, s *Store) *TokenBucket {
 	t.Helper()
-	b, err := NewTokenBucket(s, "db", 10, 0.5)
+	b, err := NewTokenBucket(s, budget.TokenBucketOptions{Name: "db", MaxTokens: 10, TokenRatio: 0.5})
 	require.NoError(t, err)
 	t.Cleanup(func() { b.Close() })
 	return b
@@ -35,7 +37,7 @@ func TestTokenBucket_OneBucketForTheFleet(t *testing.T) {
 		require.False(t, x.Withdraw(), "process %d: the fleet's 6 failures spent half the bucket", i)
 	}
 	// Two processes with buckets of their own would each still retry.
-	local := budget.MustNewTokenBucket(10, 0.5)
+	local := policy.Must(budget.NewTokenBucket(budget.TokenBucketOptions{MaxTokens: 10, TokenRatio: 0.5}))
 	for range 3 {
 		local.OnFailure()
 	}
@@ -76,13 +78,13 @@ func TestTokenBucket_RedisDownUsesItsOwnBucketAndLosesNothing(t *testing.T) {
 }
 
 func TestNewTokenBucket_RefusesBadInput(t *testing.T) {
-	_, err := NewTokenBucket(nil, "db", 10, 0.1)
+	_, err := NewTokenBucket(nil, budget.TokenBucketOptions{Name: "db", MaxTokens: 10, TokenRatio: 0.1})
 	require.ErrorIs(t, err, ErrInvalidOptions)
 	srv := startRedis(t)
-	_, err = NewTokenBucket(srv.store(t, "a"), "db", 0, 0.1)
+	_, err = NewTokenBucket(srv.store(t, "a"), budget.TokenBucketOptions{Name: "db", MaxTokens: 0, TokenRatio: 0.1})
 	require.ErrorIs(t, err, budget.ErrInvalidOptions)
-	require.ErrorContains(t, err, "maxTokens")
-	b, err := NewTokenBucket(srv.store(t, "a"), "db", 10, 9e15)
+	require.ErrorContains(t, err, "MaxTokens")
+	b, err := NewTokenBucket(srv.store(t, "a"), budget.TokenBucketOptions{Name: "db", MaxTokens: 10, TokenRatio: 9e15})
 	require.NoError(t, err)
 	defer b.Close()
 	require.Equal(t, b.max, b.ratio, "a huge ratio saturates")

@@ -27,7 +27,7 @@ import (
 // their published gauges exported as backstop_stage_*, with no Add call.
 func TestObserver_RejectionsAndPublishedGauges(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
-	obs := metrics.MustNew(reg, metrics.Options{})
+	obs := policy.Must(metrics.New(reg, metrics.Options{}))
 	var logs bytes.Buffer
 	log := metrics.Slog(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{
 		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
@@ -38,12 +38,12 @@ func TestObserver_RejectionsAndPublishedGauges(t *testing.T) {
 		}})), slog.LevelInfo)
 
 	clock := policytest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	fb := fallback.MustNew("prices", fallback.Options[int]{Value: -1})
-	bh := bulkhead.MustNew("prices", bulkhead.Options{MaxConcurrent: 1, Clock: clock})
-	rl := ratelimit.MustNew("prices", ratelimit.Options{Rate: 10, Burst: 1, Mode: ratelimit.Refuse, Clock: clock})
-	p := policy.MustWrap(fb, bh, rl, policy.Name("shop"), policy.Observe(event.Observers(obs, log)))
+	fb := policy.Must(fallback.New(fallback.Options[int]{Name: "prices", Value: -1}))
+	bh := policy.Must(bulkhead.New(bulkhead.Options{Name: "prices", MaxConcurrent: 1, Clock: clock}))
+	rl := policy.Must(ratelimit.New(ratelimit.Options{Name: "prices", Rate: 10, Burst: 1, Mode: ratelimit.Refuse, Clock: clock}))
+	p := policy.Must(policy.Wrap(fb, bh, rl, policy.Name("shop"), policy.Observe(event.Observers(obs, log))))
 	require.NoError(t, obs.AddStage(rl), "the limiter its pipeline exported, again")
-	require.ErrorIs(t, obs.AddStage(ratelimit.MustNew("prices", ratelimit.Options{Rate: 1, Burst: 1})), metrics.ErrInvalidOptions,
+	require.ErrorIs(t, obs.AddStage(policy.Must(ratelimit.New(ratelimit.Options{Name: "prices", Rate: 1, Burst: 1}))), metrics.ErrInvalidOptions,
 		"another limiter under its name")
 	ok := func(context.Context) (int, error) { return 1, nil }
 
@@ -99,12 +99,12 @@ func TestObserver_RejectionsAndPublishedGauges(t *testing.T) {
 // backstop_wait_seconds{policy, name}, and none is counted as a rejection.
 func TestObserver_Waits(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
-	obs := metrics.MustNew(reg, metrics.Options{})
+	obs := policy.Must(metrics.New(reg, metrics.Options{}))
 	var logs bytes.Buffer
 	log := metrics.Slog(slog.New(slog.NewTextHandler(&logs, nil)), slog.LevelInfo)
 	clock := policytest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)).AutoAdvance(true)
-	rl := ratelimit.MustNew("prices", ratelimit.Options{Rate: 10, Burst: 1, Clock: clock})
-	p := policy.MustWrap(rl, policy.Name("shop"), policy.Observe(event.Observers(obs, log)))
+	rl := policy.Must(ratelimit.New(ratelimit.Options{Name: "prices", Rate: 10, Burst: 1, Clock: clock}))
+	p := policy.Must(policy.Wrap(rl, policy.Name("shop"), policy.Observe(event.Observers(obs, log))))
 	for range 3 {
 		require.NoError(t, p.Do(context.Background(), func(context.Context) error { return nil }))
 	}

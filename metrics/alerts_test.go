@@ -31,25 +31,25 @@ import (
 // is one this package exports, after a scripted run.
 func TestDashboards_NameSeriesThatExist(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	brk := breaker.MustNew("db", breaker.Options{})
-	s := shed.MustNew(shed.Options{Name: "api"})
-	obs := metrics.MustNew(reg, metrics.Options{Breakers: []metrics.BreakerGauge{brk},
+	brk := policy.Must(breaker.New(breaker.Options{Name: "db"}))
+	s := policy.Must(shed.New(shed.Options{Name: "api"}))
+	obs := policy.Must(metrics.New(reg, metrics.Options{Breakers: []metrics.BreakerGauge{brk},
 		Shedders: map[string]metrics.ShedGauges{"api": s},
-		Budgets:  map[string]metrics.Leveler{"orders": budget.MustNewTokenBucket(10, 0.1)}})
+		Budgets:  map[string]metrics.Leveler{"orders": policy.Must(budget.NewTokenBucket(budget.TokenBucketOptions{MaxTokens: 10, TokenRatio: 0.1}))}}))
 	require.NoError(t, obs.AddCache("users", fakeCache{}))
-	require.NoError(t, obs.AddRedeliver("jobs", redeliver.MustNew(redeliver.Options{})))
-	p := policy.MustWrap(retry.MustNew(retry.Options{MaxAttempts: 2})).With(policy.Name("orders"), policy.Observe(obs))
+	require.NoError(t, obs.AddRedeliver("jobs", policy.Must(redeliver.New(redeliver.Options{}))))
+	p := policy.Must(policy.Wrap(policy.Must(retry.New(retry.Options{MaxAttempts: 2})))).With(policy.Name("orders"), policy.Observe(obs))
 	_ = p.Do(context.Background(), func(context.Context) error { return nil })
-	s2 := shed.MustNew(shed.Options{Name: "api2", Limit: shed.LimitOptions{Fixed: 1}, Queue: shed.QueueOptions{Max: -1}, Observer: obs})
+	s2 := policy.Must(shed.New(shed.Options{Name: "api2", Limit: shed.LimitOptions{Fixed: 1}, Queue: shed.QueueOptions{Max: -1}, Observer: obs}))
 	held, _ := s2.Admit(context.Background(), shed.PriorityDefault)
 	_, _ = s2.Admit(context.Background(), shed.PriorityDefault)
 	held.Release()
 	// A fallback answering a bulkhead's refusal, a rate limiter's refusal, and a wait.
-	fb := fallback.MustNew("prices", fallback.Options[int]{})
-	bh := bulkhead.MustNew("prices", bulkhead.Options{MaxConcurrent: 1})
+	fb := policy.Must(fallback.New(fallback.Options[int]{Name: "prices"}))
+	bh := policy.Must(bulkhead.New(bulkhead.Options{Name: "prices", MaxConcurrent: 1}))
 	clock := policytest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)).AutoAdvance(true)
-	rl := ratelimit.MustNew("prices", ratelimit.Options{Rate: 1, Burst: 1, MaxWait: time.Millisecond, Clock: clock})
-	fp := policy.MustWrap(fb, bh, rl, policy.Name("prices"), policy.Observe(obs))
+	rl := policy.Must(ratelimit.New(ratelimit.Options{Name: "prices", Rate: 1, Burst: 1, MaxWait: time.Millisecond, Clock: clock}))
+	fp := policy.Must(policy.Wrap(fb, bh, rl, policy.Name("prices"), policy.Observe(obs)))
 	in, release := make(chan struct{}), make(chan struct{})
 	done := make(chan struct{})
 	go func() {
@@ -61,7 +61,7 @@ func TestDashboards_NameSeriesThatExist(t *testing.T) {
 	close(release)
 	<-done
 	_, _ = fb.Get(context.Background(), fp, func(context.Context) (int, error) { return 1, nil }) // the token comes after MaxWait
-	wp := policy.MustWrap(ratelimit.MustNew("waits", ratelimit.Options{Rate: 1, Burst: 1, Clock: clock}), policy.Observe(obs))
+	wp := policy.Must(policy.Wrap(policy.Must(ratelimit.New(ratelimit.Options{Name: "waits", Rate: 1, Burst: 1, Clock: clock})), policy.Observe(obs)))
 	_ = wp.Do(context.Background(), func(context.Context) error { return nil })
 	_ = wp.Do(context.Background(), func(context.Context) error { return nil }) // waits a second
 

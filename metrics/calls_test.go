@@ -109,8 +109,8 @@ func TestNew_RefusesBucketsThatDoNotIncrease(t *testing.T) {
 // different stripes, and checks that a scrape sums them all.
 func TestCalls_CountedExactlyUnderConcurrency(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry() // also checks what is collected against what is described
-	obs := metrics.MustNew(reg, metrics.Options{})
-	p := policy.MustWrap(policy.Name("db"), policy.Observe(obs))
+	obs := policy.Must(metrics.New(reg, metrics.Options{}))
+	p := policy.Must(policy.Wrap(policy.Name("db"), policy.Observe(obs)))
 	const goroutines, calls = 8, 500
 	errFail := errors.New("fail")
 	var wg sync.WaitGroup
@@ -138,8 +138,8 @@ func TestObservedCall_DoesNotAllocate(t *testing.T) {
 	if race.Enabled {
 		t.Skip("the race detector allocates")
 	}
-	obs := metrics.MustNew(prometheus.NewRegistry(), metrics.Options{})
-	p := policy.MustWrap(policy.Name("db"), policy.Observe(obs))
+	obs := policy.Must(metrics.New(prometheus.NewRegistry(), metrics.Options{}))
+	p := policy.Must(policy.Wrap(policy.Name("db"), policy.Observe(obs)))
 	ctx := context.Background()
 	fn := func(context.Context) error { return nil }
 	if n := testing.AllocsPerRun(100, func() { _ = p.Do(ctx, fn) }); n != 0 {

@@ -29,12 +29,12 @@ import (
 // registry served at /metrics. One call that fails twice and then succeeds shows in
 // the series.
 func Example() {
-	dbBudget := budget.MustNewTokenBucket(10, 0.1)
-	dbBreaker := breaker.MustNew("db", breaker.Options{})
-	shedder := shed.MustNew(shed.Options{Name: "api"})
+	dbBudget := policy.Must(budget.NewTokenBucket(budget.TokenBucketOptions{MaxTokens: 10, TokenRatio: 0.1}))
+	dbBreaker := policy.Must(breaker.New(breaker.Options{Name: "db"}))
+	shedder := policy.Must(shed.New(shed.Options{Name: "api"}))
 	logger := slog.New(slog.DiscardHandler) // your service's logger
-	p := policy.MustWrap(deadline.MustNew(time.Second), dbBreaker, dbBudget,
-		retry.MustNew(retry.Options{Base: time.Millisecond, Cap: time.Millisecond}))
+	p := policy.Must(policy.Wrap(policy.Must(deadline.New(deadline.Options{Timeout: time.Second})), dbBreaker, dbBudget,
+		policy.Must(retry.New(retry.Options{Base: time.Millisecond, Cap: time.Millisecond}))))
 	mux := http.NewServeMux()
 
 	reg := prometheus.NewRegistry()

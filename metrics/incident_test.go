@@ -60,27 +60,27 @@ func newIncident(t *testing.T) *incident {
 	t.Helper()
 	in := &incident{clock: policytest.NewClock(time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)).AutoAdvance(true)}
 	clock := in.clock
-	ordersBudget := budget.MustNewRatio(budget.RatioOptions{Ratio: 0.25, Clock: clock})
-	ordersRetry := retry.MustNew(retry.Options{MaxAttempts: 3, Base: time.Millisecond, Cap: 10 * time.Millisecond, Clock: clock})
-	inventoryFallback := fallback.MustNew("inventory", fallback.Options[int]{Value: 0, Clock: clock})
-	inventoryBreaker := breaker.MustNew("inventory", breaker.Options{ConsecutiveFailures: 5, OpenTimeout: time.Hour})
-	api := shed.MustNew(shed.Options{Name: "api", Limit: shed.LimitOptions{Fixed: 10}, Queue: shed.QueueOptions{Max: -1}, Clock: clock})
-	users := coalesce.MustNew(coalesce.Options[int, string]{TTL: 30 * time.Second, Clock: clock,
-		Load: func(ctx context.Context, id int) (string, error) { return "user", in.db(ctx) }})
-	jobs := redeliver.MustNew(redeliver.Options{MaxDeliveries: 3, Rand: policytest.NewRand(0.5)})
+	ordersBudget := policy.Must(budget.NewRatio(budget.RatioOptions{Ratio: 0.25, Clock: clock}))
+	ordersRetry := policy.Must(retry.New(retry.Options{MaxAttempts: 3, Base: time.Millisecond, Cap: 10 * time.Millisecond, Clock: clock}))
+	inventoryFallback := policy.Must(fallback.New(fallback.Options[int]{Name: "inventory", Value: 0, Clock: clock}))
+	inventoryBreaker := policy.Must(breaker.New(breaker.Options{Name: "inventory", ConsecutiveFailures: 5, OpenTimeout: time.Hour}))
+	api := policy.Must(shed.New(shed.Options{Name: "api", Limit: shed.LimitOptions{Fixed: 10}, Queue: shed.QueueOptions{Max: -1}, Clock: clock}))
+	users := policy.Must(coalesce.New(coalesce.Options[int, string]{TTL: 30 * time.Second, Clock: clock,
+		Load: func(ctx context.Context, id int) (string, error) { return "user", in.db(ctx) }}))
+	jobs := policy.Must(redeliver.New(redeliver.Options{MaxDeliveries: 3, Rand: policytest.NewRand(0.5)}))
 	mux := http.NewServeMux()
 	handler := http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})
 	log := t // the README's log.Fatal fails the test
 
 	// README wiring begin
 	reg := prometheus.NewRegistry()
-	obs := metrics.MustNew(reg, metrics.Options{
+	obs := policy.Must(metrics.New(reg, metrics.Options{
 		Budgets:  map[string]metrics.Leveler{"orders": ordersBudget},
 		Shedders: map[string]metrics.ShedGauges{"api": api}, // every shed series, however it refuses
-	})
+	}))
 	// Breakers, bulkheads and rate limiters come with the pipelines they are in.
-	orders := policy.MustWrap(ordersBudget, ordersRetry, policy.Name("orders"), policy.Observe(obs))
-	inventory := policy.MustWrap(inventoryFallback, inventoryBreaker, policy.Name("inventory"), policy.Observe(obs))
+	orders := policy.Must(policy.Wrap(ordersBudget, ordersRetry, policy.Name("orders"), policy.Observe(obs)))
+	inventory := policy.Must(policy.Wrap(inventoryFallback, inventoryBreaker, policy.Name("inventory"), policy.Observe(obs)))
 	if err := obs.AddCache("users", users); err != nil {
 		log.Fatal(err)
 	}
@@ -92,11 +92,11 @@ func newIncident(t *testing.T) *incident {
 	// README wiring end
 
 	in.api, in.users, in.jobs, in.fb, in.orders, in.inventory = api, users, jobs, inventoryFallback, orders, inventory
-	in.prices = policy.MustWrap(bulkhead.MustNew("prices", bulkhead.Options{MaxConcurrent: 1, Clock: clock}),
-		ratelimit.MustNew("prices", ratelimit.Options{Rate: 1, Burst: 1, MaxWait: 5 * time.Second, Clock: clock}),
-		policy.Name("prices"), policy.Observe(obs))
-	in.search = policy.MustWrap(ratelimit.MustNew("search", ratelimit.Options{Rate: 1, Burst: 1, Mode: ratelimit.Refuse, Clock: clock}),
-		policy.Name("search"), policy.Observe(obs))
+	in.prices = policy.Must(policy.Wrap(policy.Must(bulkhead.New(bulkhead.Options{Name: "prices", MaxConcurrent: 1, Clock: clock})),
+		policy.Must(ratelimit.New(ratelimit.Options{Name: "prices", Rate: 1, Burst: 1, MaxWait: 5 * time.Second, Clock: clock})),
+		policy.Name("prices"), policy.Observe(obs)))
+	in.search = policy.Must(policy.Wrap(policy.Must(ratelimit.New(ratelimit.Options{Name: "search", Rate: 1, Burst: 1, Mode: ratelimit.Refuse, Clock: clock})),
+		policy.Name("search"), policy.Observe(obs)))
 	in.srv = httptest.NewServer(mux)
 	t.Cleanup(in.srv.Close)
 	return in

@@ -467,15 +467,6 @@ func (m *Observer) countShed(e event.Event) {
 	}
 }
 
-// MustNew is like [New] but panics if the collectors cannot be registered.
-func MustNew(reg prometheus.Registerer, o Options) *Observer {
-	obs, err := New(reg, o)
-	if err != nil {
-		panic(err)
-	}
-	return obs
-}
-
 // AddCache exports c's counters as backstop_cache_requests_total{cache, result} with
 // result hit, miss, coalesced (a miss that waited for another caller's load) and stale
 // (a stale value served), backstop_cache_refreshes_total{cache} and

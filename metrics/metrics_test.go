@@ -36,12 +36,12 @@ var errDown = errors.New("db down")
 func drive(t *testing.T, obs event.Observer) (*budget.TokenBucket, *breaker.Breaker) {
 	t.Helper()
 	clock := policytest.NewClock(time.Unix(0, 0)).AutoAdvance(true)
-	bud, err := budget.NewTokenBucket(100, 1)
+	bud, err := budget.NewTokenBucket(budget.TokenBucketOptions{MaxTokens: 100, TokenRatio: 1})
 	require.NoError(t, err)
-	brk, err := breaker.New("db", breaker.Options{ConsecutiveFailures: 1})
+	brk, err := breaker.New(breaker.Options{Name: "db", ConsecutiveFailures: 1})
 	require.NoError(t, err)
-	rt := retry.MustNew(retry.Options{MaxAttempts: 3, Clock: clock})
-	p := policy.MustWrap(brk, bud, rt).With(policy.Name("orders"), policy.Observe(obs), policy.UseClock(clock))
+	rt := policy.Must(retry.New(retry.Options{MaxAttempts: 3, Clock: clock}))
+	p := policy.Must(policy.Wrap(brk, bud, rt)).With(policy.Name("orders"), policy.Observe(obs), policy.UseClock(clock))
 	ctx := context.Background()
 	require.NoError(t, p.Do(ctx, func(context.Context) error { return nil }))
 	n := 0
@@ -111,29 +111,29 @@ backstop_retries_total{pipeline="orders",reason="timeout"} 0
 
 func TestObserver_SuppressionsGaugesAndShed(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
-	bud := budget.MustNewTokenBucket(10, 0.5)
-	s := shed.MustNew(shed.Options{Name: "api", Limit: shed.LimitOptions{Fixed: 1}, Queue: shed.QueueOptions{Max: -1}, Rand: zero{}})
+	bud := policy.Must(budget.NewTokenBucket(budget.TokenBucketOptions{MaxTokens: 10, TokenRatio: 0.5}))
+	s := policy.Must(shed.New(shed.Options{Name: "api", Limit: shed.LimitOptions{Fixed: 1}, Queue: shed.QueueOptions{Max: -1}, Rand: zero{}}))
 	obs, err := metrics.New(reg, metrics.Options{Budgets: map[string]metrics.Leveler{"db": bud}})
 	require.NoError(t, err)
 	require.NoError(t, obs.AddShedder("api", s))
 	require.NoError(t, obs.AddShedder("api", s), "the same shedder again")
-	require.ErrorIs(t, obs.AddShedder("api", shed.MustNew(shed.Options{Name: "api"})), metrics.ErrInvalidOptions, "another shedder under the name")
+	require.ErrorIs(t, obs.AddShedder("api", policy.Must(shed.New(shed.Options{Name: "api"}))), metrics.ErrInvalidOptions, "another shedder under the name")
 	require.ErrorIs(t, obs.AddShedder("web", s), metrics.ErrInvalidOptions, "a name not the shedder's own")
 	require.NoError(t, obs.AddBudget("db", bud), "the same budget again")
-	require.ErrorIs(t, obs.AddBudget("db", budget.MustNewTokenBucket(1, 1)), metrics.ErrInvalidOptions, "another budget under the name")
+	require.ErrorIs(t, obs.AddBudget("db", policy.Must(budget.NewTokenBucket(budget.TokenBucketOptions{MaxTokens: 1, TokenRatio: 1}))), metrics.ErrInvalidOptions, "another budget under the name")
 
 	clock := policytest.NewClock(time.Unix(0, 0)).AutoAdvance(true)
-	inner := policy.MustWrap(retry.MustNew(retry.Options{Clock: clock})).With(policy.Name("inner"), policy.Observe(obs))
-	outer := policy.MustWrap(retry.MustNew(retry.Options{MaxAttempts: 2, Clock: clock})).With(policy.Name("outer"), policy.Observe(obs))
+	inner := policy.Must(policy.Wrap(policy.Must(retry.New(retry.Options{Clock: clock})))).With(policy.Name("inner"), policy.Observe(obs))
+	outer := policy.Must(policy.Wrap(policy.Must(retry.New(retry.Options{MaxAttempts: 2, Clock: clock})))).With(policy.Name("outer"), policy.Observe(obs))
 	_ = outer.Do(context.Background(), func(ctx context.Context) error {
 		return inner.Do(ctx, func(context.Context) error { return fault.Retryable(errDown) })
 	})
 	bud.OnFailure()
 
 	permit, _ := s.Admit(context.Background(), shed.PriorityDefault)
-	sp := policy.MustWrap(s).With(policy.Name("consumer"))
+	sp := policy.Must(policy.Wrap(s)).With(policy.Name("consumer"))
 	_ = sp.Do(context.Background(), func(context.Context) error { return nil })
-	sObs := shed.MustNew(shed.Options{Name: "api2", Limit: shed.LimitOptions{Fixed: 1}, Queue: shed.QueueOptions{Max: -1}, Observer: obs, Rand: zero{}})
+	sObs := policy.Must(shed.New(shed.Options{Name: "api2", Limit: shed.LimitOptions{Fixed: 1}, Queue: shed.QueueOptions{Max: -1}, Observer: obs, Rand: zero{}}))
 	p2, _ := sObs.Admit(context.Background(), shed.PriorityDefault)
 	_, why := sObs.Admit(context.Background(), shed.PrioritySheddable)
 	require.Equal(t, shed.ReasonPriority, why)
@@ -227,22 +227,22 @@ func TestSlog(t *testing.T) {
 func BenchmarkPipeline_Unobserved(b *testing.B) { bench(b, nil, true) }
 
 func BenchmarkPipeline_Observed(b *testing.B) {
-	obs := metrics.MustNew(prometheus.NewRegistry(), metrics.Options{})
+	obs := policy.Must(metrics.New(prometheus.NewRegistry(), metrics.Options{}))
 	bench(b, obs, true)
 }
 
 func BenchmarkPipeline_UnobservedSerial(b *testing.B) { bench(b, nil, false) }
 
 func BenchmarkPipeline_ObservedSerial(b *testing.B) {
-	obs := metrics.MustNew(prometheus.NewRegistry(), metrics.Options{})
+	obs := policy.Must(metrics.New(prometheus.NewRegistry(), metrics.Options{}))
 	bench(b, obs, false)
 }
 
 // bench runs the success path of Wrap(breaker, budget, retry), observed by obs.
 func bench(b *testing.B, obs event.Observer, parallel bool) {
-	brk := breaker.MustNew("db", breaker.Options{})
-	bud := budget.MustNewTokenBucket(10, 0.1)
-	p := policy.MustWrap(brk, bud, retry.MustNew(retry.Options{})).With(policy.Name("orders"), policy.Observe(obs))
+	brk := policy.Must(breaker.New(breaker.Options{Name: "db"}))
+	bud := policy.Must(budget.NewTokenBucket(budget.TokenBucketOptions{MaxTokens: 10, TokenRatio: 0.1}))
+	p := policy.Must(policy.Wrap(brk, bud, policy.Must(retry.New(retry.Options{})))).With(policy.Name("orders"), policy.Observe(obs))
 	ctx := context.Background()
 	fn := func(context.Context) error { return nil }
 	b.ReportAllocs()
@@ -261,8 +261,8 @@ func bench(b *testing.B, obs event.Observer, parallel bool) {
 
 func TestOptions_ShedderAndBudgetGauges(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
-	s := shed.MustNew(shed.Options{Name: "edge", Limit: shed.LimitOptions{Fixed: 7}})
-	bud := budget.MustNewRatio(budget.RatioOptions{})
+	s := policy.Must(shed.New(shed.Options{Name: "edge", Limit: shed.LimitOptions{Fixed: 7}}))
+	bud := policy.Must(budget.NewRatio(budget.RatioOptions{}))
 	_, err := metrics.New(reg, metrics.Options{
 		Budgets:  map[string]metrics.Leveler{"users": bud},
 		Shedders: map[string]metrics.ShedGauges{"edge": s},
@@ -292,10 +292,10 @@ backstop_shed_limit{shedder="edge"} 7
 // the breaker is counted once.
 func TestObserver_SeriesFromTheStart(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
-	brk := breaker.MustNew("db", breaker.Options{ConsecutiveFailures: 1})
-	obs := metrics.MustNew(reg, metrics.Options{Breakers: []metrics.BreakerGauge{brk}})
-	a := policy.MustWrap(brk).With(policy.Name("a"), policy.Observe(obs))
-	policy.MustWrap(brk).With(policy.Name("b"), policy.Observe(obs))
+	brk := policy.Must(breaker.New(breaker.Options{Name: "db", ConsecutiveFailures: 1}))
+	obs := policy.Must(metrics.New(reg, metrics.Options{Breakers: []metrics.BreakerGauge{brk}}))
+	a := policy.Must(policy.Wrap(brk)).With(policy.Name("a"), policy.Observe(obs))
+	policy.Must(policy.Wrap(brk)).With(policy.Name("b"), policy.Observe(obs))
 
 	state := func() float64 {
 		t.Helper()
@@ -326,7 +326,7 @@ backstop_breaker_transitions_total{breaker="db",from="open",to="half_open"} 0
 	brk.Reset()
 	require.Equal(t, 0.0, state(), "the gauge follows an operator's Reset")
 	require.NoError(t, obs.AddBreaker(brk), "the same breaker again")
-	require.ErrorIs(t, obs.AddBreaker(breaker.MustNew("db", breaker.Options{})), metrics.ErrInvalidOptions, "another breaker under its name")
+	require.ErrorIs(t, obs.AddBreaker(policy.Must(breaker.New(breaker.Options{Name: "db"}))), metrics.ErrInvalidOptions, "another breaker under its name")
 }
 
 // gaugeOf returns the collector-independent value of one series, for testutil.
@@ -360,7 +360,7 @@ func (fakeCache) CacheCounts() (hits, misses, coalesced, refreshes, stale, loadE
 
 func TestObserver_AddCache(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
-	obs := metrics.MustNew(reg, metrics.Options{})
+	obs := policy.Must(metrics.New(reg, metrics.Options{}))
 	require.NoError(t, obs.AddCache("users", fakeCache{}))
 	require.Error(t, obs.AddCache("users", fakeCache{}), "a name exported twice")
 	err := testutil.GatherAndCompare(reg, strings.NewReader(`
@@ -379,7 +379,7 @@ backstop_cache_refreshes_total{cache="users"} 4
 
 func TestObserver_FleetSeriesOfABreakerAndABudgetOfOneNameStayApart(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
-	obs := metrics.MustNew(reg, metrics.Options{})
+	obs := policy.Must(metrics.New(reg, metrics.Options{}))
 	// A fleet breaker and a fleet budget, both named for their dependency, lose Redis;
 	// the budget comes back first.
 	for _, e := range []event.Event{
@@ -403,7 +403,7 @@ backstop_fleet_transitions_total{kind="budget",policy="payments",to="shared"} 1
 // state, reads 1 and is counted under the series created at 0.
 func TestObserver_HalfOpenIsState1(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
-	obs := metrics.MustNew(reg, metrics.Options{})
+	obs := policy.Must(metrics.New(reg, metrics.Options{}))
 	obs.Observe(event.Event{Kind: event.BreakerState, Source: "db", From: "closed", To: "open", Time: time.Unix(1, 0)})
 	obs.Observe(event.Event{Kind: event.BreakerState, Source: "db", From: "open", To: "half_open", Time: time.Unix(2, 0)})
 	require.Equal(t, 1.0, sample(t, reg, "backstop_breaker_state", map[string]string{"breaker": "db"}))

@@ -22,7 +22,7 @@ import (
 // panicInHedge runs a call whose hedged second attempt panics, observed by obs.
 func panicInHedge(t *testing.T, obs event.Observer) {
 	t.Helper()
-	p := policy.MustWrap(retry.MustNewHedge(retry.HedgeOptions{Delay: -1})).With(policy.Name("orders"), policy.Observe(obs))
+	p := policy.Must(policy.Wrap(policy.Must(retry.NewHedge(retry.HedgeOptions{Delay: -1})))).With(policy.Name("orders"), policy.Observe(obs))
 	err := p.Do(context.Background(), func(ctx context.Context) error {
 		if n, _, _ := callpath.Attempt(ctx); n == 2 {
 			panic("attempt exploded")
@@ -36,7 +36,7 @@ func panicInHedge(t *testing.T, obs event.Observer) {
 
 func TestObserver_CountsPanics(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
-	obs := metrics.MustNew(reg, metrics.Options{})
+	obs := policy.Must(metrics.New(reg, metrics.Options{}))
 	panicInHedge(t, obs)
 	err := testutil.GatherAndCompare(reg, strings.NewReader(`
 # HELP backstop_panics_total Panics in user code recovered on goroutines Backstop started, by what started them (coalesce, hedge, redeliver/jetstream).

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/backstop-go/backstop/policy"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
@@ -19,8 +21,8 @@ import (
 
 func TestObserver_AddRedeliver(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
-	obs := metrics.MustNew(reg, metrics.Options{})
-	p := redeliver.MustNew(redeliver.Options{Rand: policytest.NewRand(0.5), MaxDeliveries: 3})
+	obs := policy.Must(metrics.New(reg, metrics.Options{}))
+	p := policy.Must(redeliver.New(redeliver.Options{Rand: policytest.NewRand(0.5), MaxDeliveries: 3}))
 	require.NoError(t, obs.AddRedeliver("orders", p))
 	require.Error(t, obs.AddRedeliver("orders", p), "a name exported twice")
 	require.ErrorIs(t, obs.AddRedeliver("x", nil), metrics.ErrInvalidOptions)

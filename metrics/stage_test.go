@@ -63,9 +63,9 @@ func (c *myCache) Bind(next policy.Runner, env policy.Env) policy.Runner {
 // backstop_rejections_total and its waits timed in backstop_wait_seconds.
 func TestObserver_AThirdPartyStageGetsTheSeriesABuiltInOneGets(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
-	obs := metrics.MustNew(reg, metrics.Options{})
+	obs := policy.Must(metrics.New(reg, metrics.Options{}))
 	c := &myCache{name: "users", hold: 250 * time.Millisecond}
-	p := policy.MustWrap(c, policy.Name("profile"), policy.Observe(obs))
+	p := policy.Must(policy.Wrap(c, policy.Name("profile"), policy.Observe(obs)))
 	ok := func(context.Context) error { return nil }
 
 	require.NoError(t, p.Do(context.Background(), ok))
@@ -115,7 +115,7 @@ func (c *badGauges) Gauges() []policy.Gauge {
 // the first help text. Bad gauges are refused whole.
 func TestObserver_AddStage(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
-	obs := metrics.MustNew(reg, metrics.Options{})
+	obs := policy.Must(metrics.New(reg, metrics.Options{}))
 	c := &myCache{name: "users"}
 	c.entries.Store(4)
 	require.NoError(t, obs.AddStage(c))
@@ -153,8 +153,8 @@ func (b *myBreaker) Gauges() []policy.Gauge      { return nil }
 // implements, not its kind. A BreakerGauge of another kind gets the breaker series.
 func TestObserver_RegisterFindsSeriesByInterface(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
-	obs := metrics.MustNew(reg, metrics.Options{})
-	policy.MustWrap(&myBreaker{myCache{name: "flaky"}}, policy.Observe(obs))
+	obs := policy.Must(metrics.New(reg, metrics.Options{}))
+	policy.Must(policy.Wrap(&myBreaker{myCache{name: "flaky"}}, policy.Observe(obs)))
 	require.Equal(t, 2.0, sample(t, reg, "backstop_breaker_state", map[string]string{"breaker": "flaky"}), "open, read live")
 	n, err := testutil.GatherAndCount(reg, "backstop_breaker_transitions_total")
 	require.NoError(t, err)

@@ -17,14 +17,14 @@ import (
 
 func TestObserver_AddThrottle(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
-	obs := metrics.MustNew(reg, metrics.Options{})
-	th := throttle.MustNew("inventory", throttle.Options{Rand: policytest.NewRand(0)}) // refuses whenever p > 0
+	obs := policy.Must(metrics.New(reg, metrics.Options{}))
+	th := policy.Must(throttle.New(throttle.Options{Name: "inventory", Rand: policytest.NewRand(0)})) // refuses whenever p > 0
 	require.NoError(t, obs.AddThrottle("inventory", th))
 	require.NoError(t, obs.AddThrottle("inventory", th), "the same throttle again")
-	require.ErrorIs(t, obs.AddThrottle("inventory", throttle.MustNew("inventory", throttle.Options{})), metrics.ErrInvalidOptions, "another under its name")
+	require.ErrorIs(t, obs.AddThrottle("inventory", policy.Must(throttle.New(throttle.Options{Name: "inventory"}))), metrics.ErrInvalidOptions, "another under its name")
 	require.ErrorIs(t, obs.AddThrottle("x", nil), metrics.ErrInvalidOptions)
 
-	p := policy.MustWrap(th)
+	p := policy.Must(policy.Wrap(th))
 	overloaded := func(context.Context) error { return shedRefusal{} }
 	for range 3 {
 		_ = p.Do(context.Background(), overloaded)

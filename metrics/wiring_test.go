@@ -55,10 +55,10 @@ func refuseEveryWay(t *testing.T, s *shed.Shedder, obs, other event.Observer) in
 	_, why = s.Admit(context.Background(), shed.PriorityDefault)
 	require.NotEqual(t, shed.ReasonNone, why, "Admit refuses")
 	pipelines := []*policy.Pipeline{
-		policy.MustWrap(s, policy.Name("observed"), policy.Observe(obs)),
-		policy.MustWrap(s, policy.Name("other")).With(policy.Observe(other)),
-		policy.MustWrap(s, policy.Name("both"), policy.Observe(event.Observers(other, obs))),
-		policy.MustWrap(s, policy.Name("unobserved")),
+		policy.Must(policy.Wrap(s, policy.Name("observed"), policy.Observe(obs))),
+		policy.Must(policy.Wrap(s, policy.Name("other"))).With(policy.Observe(other)),
+		policy.Must(policy.Wrap(s, policy.Name("both"), policy.Observe(event.Observers(other, obs)))),
+		policy.Must(policy.Wrap(s, policy.Name("unobserved"))),
 	}
 	for _, p := range pipelines {
 		require.ErrorIs(t, p.Do(context.Background(), func(context.Context) error { return nil }), shed.ErrShed, p.String())
@@ -114,32 +114,32 @@ func TestShedder_RegisteredOnceExportsEverySeries(t *testing.T) {
 		wire func(t *testing.T, reg prometheus.Registerer, other event.Observer) (*metrics.Observer, *shed.Shedder)
 	}{
 		{"shedder, then Options.Shedders", func(t *testing.T, reg prometheus.Registerer, _ event.Observer) (*metrics.Observer, *shed.Shedder) {
-			s := shed.MustNew(opts(nil))
-			return metrics.MustNew(reg, metrics.Options{Shedders: map[string]metrics.ShedGauges{"api": s}}), s
+			s := policy.Must(shed.New(opts(nil)))
+			return policy.Must(metrics.New(reg, metrics.Options{Shedders: map[string]metrics.ShedGauges{"api": s}})), s
 		}},
 		{"observer, shedder reporting to it, AddShedder", func(t *testing.T, reg prometheus.Registerer, _ event.Observer) (*metrics.Observer, *shed.Shedder) {
-			obs := metrics.MustNew(reg, metrics.Options{})
-			s := shed.MustNew(opts(obs))
+			obs := policy.Must(metrics.New(reg, metrics.Options{}))
+			s := policy.Must(shed.New(opts(obs)))
 			require.NoError(t, obs.AddShedder("api", s))
 			return obs, s
 		}},
 		{"observer, shedder, AddShedder", func(t *testing.T, reg prometheus.Registerer, _ event.Observer) (*metrics.Observer, *shed.Shedder) {
-			obs := metrics.MustNew(reg, metrics.Options{})
-			s := shed.MustNew(opts(nil))
+			obs := policy.Must(metrics.New(reg, metrics.Options{}))
+			s := policy.Must(shed.New(opts(nil)))
 			require.NoError(t, obs.AddShedder("api", s))
 			return obs, s
 		}},
 		{"shedder reporting to the observer among others, AddShedder twice", func(t *testing.T, reg prometheus.Registerer, other event.Observer) (*metrics.Observer, *shed.Shedder) {
-			obs := metrics.MustNew(reg, metrics.Options{})
-			s := shed.MustNew(opts(event.Observers(obs, other)))
+			obs := policy.Must(metrics.New(reg, metrics.Options{}))
+			s := policy.Must(shed.New(opts(event.Observers(obs, other))))
 			require.NoError(t, obs.AddShedder("api", s))
 			require.NoError(t, obs.AddShedder("api", s))
 			return obs, s
 		}},
 		{"a stage of an observed pipeline, never registered", func(t *testing.T, reg prometheus.Registerer, _ event.Observer) (*metrics.Observer, *shed.Shedder) {
-			obs := metrics.MustNew(reg, metrics.Options{})
-			s := shed.MustNew(opts(nil))
-			policy.MustWrap(s, policy.Name("orders"), policy.Observe(obs))
+			obs := policy.Must(metrics.New(reg, metrics.Options{}))
+			s := policy.Must(shed.New(opts(nil)))
+			policy.Must(policy.Wrap(s, policy.Name("orders"), policy.Observe(obs)))
 			return obs, s
 		}},
 	} {
@@ -179,22 +179,22 @@ func TestBreaker_ExportedWhenItsPipelineIsBound(t *testing.T) {
 		build func(b *breaker.Breaker, obs, other event.Observer) *policy.Pipeline
 	}{
 		{"Observe in Wrap", func(b *breaker.Breaker, obs, _ event.Observer) *policy.Pipeline {
-			return policy.MustWrap(b, policy.Name("db"), policy.Observe(obs))
+			return policy.Must(policy.Wrap(b, policy.Name("db"), policy.Observe(obs)))
 		}},
 		{"combined", func(b *breaker.Breaker, obs, other event.Observer) *policy.Pipeline {
-			return policy.MustWrap(b, policy.Name("db"), policy.Observe(event.Observers(other, obs)))
+			return policy.Must(policy.Wrap(b, policy.Name("db"), policy.Observe(event.Observers(other, obs))))
 		}},
 		{"With chain", func(b *breaker.Breaker, obs, other event.Observer) *policy.Pipeline {
-			return policy.MustWrap(b).With(policy.Observe(event.Observers(obs, other))).With(policy.Name("db"))
+			return policy.Must(policy.Wrap(b)).With(policy.Observe(event.Observers(obs, other))).With(policy.Name("db"))
 		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			reg := prometheus.NewPedanticRegistry()
-			obs := metrics.MustNew(reg, metrics.Options{})
+			obs := policy.Must(metrics.New(reg, metrics.Options{}))
 			var other counting
-			b := breaker.MustNew("db", breaker.Options{ConsecutiveFailures: 1})
+			b := policy.Must(breaker.New(breaker.Options{Name: "db", ConsecutiveFailures: 1}))
 			p := c.build(b, obs, &other)
-			second := policy.MustWrap(b, policy.Name("db-reads"), policy.Observe(event.Observers(obs, &other)))
+			second := policy.Must(policy.Wrap(b, policy.Name("db-reads"), policy.Observe(event.Observers(obs, &other))))
 			state, ok := sumOf(t, reg, "backstop_breaker_state", "breaker", "db")
 			require.True(t, ok, "exported when the pipeline is bound")
 			require.Equal(t, 0.0, state)
@@ -222,8 +222,8 @@ func TestBreaker_ExportedWhenItsPipelineIsBound(t *testing.T) {
 // guards a shedder's handler rather than a pipeline still has its transitions counted.
 func TestBreaker_AddedAndInNoPipeline(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
-	b := breaker.MustNew("inventory", breaker.Options{ConsecutiveFailures: 1})
-	metrics.MustNew(reg, metrics.Options{Breakers: []metrics.BreakerGauge{b}})
+	b := policy.Must(breaker.New(breaker.Options{Name: "inventory", ConsecutiveFailures: 1}))
+	policy.Must(metrics.New(reg, metrics.Options{Breakers: []metrics.BreakerGauge{b}}))
 	b.ForceOpen()
 	trips, _ := sumOf(t, reg, "backstop_breaker_transitions_total", "breaker", "inventory")
 	require.Equal(t, 1.0, trips)

@@ -8,11 +8,11 @@
 // [Wrap] takes policies outermost first, as function composition reads:
 // Wrap(d, b, r) runs d(b(r(fn))). The stack is bound once; a call does no lookups.
 //
-//	overall := deadline.MustNew(2 * time.Second)
-//	perTry := deadline.MustPerAttempt(300 * time.Millisecond)
-//	brk := breaker.MustNew("db", breaker.Options{})
-//	bud := budget.MustNewTokenBucket(10, 0.1)
-//	rt := retry.MustNew(retry.Options{MaxAttempts: 3})
+//	overall := policy.Must(deadline.New(deadline.Options{Timeout: 2 * time.Second}))
+//	perTry := policy.Must(deadline.NewPerAttempt(deadline.Options{Timeout: 300 * time.Millisecond}))
+//	brk := policy.Must(breaker.New(breaker.Options{Name: "db"}))
+//	bud := policy.Must(budget.NewTokenBucket(budget.TokenBucketOptions{MaxTokens: 10, TokenRatio: 0.1}))
+//	rt := policy.Must(retry.New(retry.Options{MaxAttempts: 3}))
 //
 //	p, err := policy.Wrap(overall, brk, bud, rt, perTry, policy.Name("db"), policy.Observe(obs))
 //	if err != nil {
@@ -36,7 +36,7 @@
 // [Wrap] refuses a stack that breaks a rule with an [*OrderError] matching [ErrOrder],
 // whose text names the rule, the positions and the fix:
 //
-//	policy: O1: deadline at position 3 is inside retry at position 2; move the deadline outward or use deadline.PerAttempt
+//	policy: O1: deadline at position 3 is inside retry at position 2; move the deadline outward or use deadline.NewPerAttempt
 //
 //	| rule | what                                                                | why                                                   |
 //	|------|---------------------------------------------------------------------|-------------------------------------------------------|

@@ -122,3 +122,14 @@ const (
 	OutcomeDeadline = "deadline"
 	OutcomeFailure  = "failure"
 )
+
+// Must returns v, or panics with err. It is for stages and pipelines fixed in the
+// source and built at start-up:
+//
+//	r := policy.Must(retry.New(retry.Options{MaxAttempts: 3}))
+func Must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}

@@ -14,13 +14,13 @@ import (
 // Explain says what a stack will do before production finds out: the README's stack,
 // with a budget and a per-attempt timeout.
 func ExamplePipeline_Explain() {
-	p := policy.MustWrap(
-		deadline.MustNew(2*time.Second),
-		breaker.MustNew("db", breaker.Options{}),
-		budget.MustNewTokenBucket(10, 0.1),
-		retry.MustNew(retry.Options{MaxAttempts: 3, Strategy: retry.None{}}),
-		deadline.MustPerAttempt(300*time.Millisecond),
-	).With(policy.Name("db"))
+	p := policy.Must(policy.Wrap(
+		policy.Must(deadline.New(deadline.Options{Timeout: 2 * time.Second})),
+		policy.Must(breaker.New(breaker.Options{Name: "db"})),
+		policy.Must(budget.NewTokenBucket(budget.TokenBucketOptions{MaxTokens: 10, TokenRatio: 0.1})),
+		policy.Must(retry.New(retry.Options{MaxAttempts: 3, Strategy: retry.None{}})),
+		policy.Must(deadline.NewPerAttempt(deadline.Options{Timeout: 300 * time.Millisecond})),
+	)).With(policy.Name("db"))
 	fmt.Print(p.Explain())
 	// Output:
 	// db: deadline → breaker → budget → retry → attempt_timeout

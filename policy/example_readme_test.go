@@ -30,9 +30,9 @@ func (userDB) LoadUser(_ context.Context, id int) (User, error) {
 // and a call that returns a value.
 func Example_readme() {
 	ctx, db, id := context.Background(), userDB{}, 7
-	overall := deadline.MustNew(2 * time.Second)
-	brk := breaker.MustNew("db", breaker.Options{})
-	rt := retry.MustNew(retry.Options{MaxAttempts: 3})
+	overall := policy.Must(deadline.New(deadline.Options{Timeout: 2 * time.Second}))
+	brk := policy.Must(breaker.New(breaker.Options{Name: "db"}))
+	rt := policy.Must(retry.New(retry.Options{MaxAttempts: 3}))
 
 	// outermost first: deadline(breaker(retry(fn))); options such as Name go among the stages
 	p, err := policy.Wrap(overall, brk, rt, policy.Name("db"))
@@ -58,11 +58,11 @@ func Example_composition() {
 }
 
 func composition(ctx context.Context, db userDB, id int, obs event.Observer) error {
-	overall := deadline.MustNew(2 * time.Second)
-	perTry := deadline.MustPerAttempt(300 * time.Millisecond)
-	brk := breaker.MustNew("db", breaker.Options{})
-	bud := budget.MustNewTokenBucket(10, 0.1)
-	rt := retry.MustNew(retry.Options{MaxAttempts: 3})
+	overall := policy.Must(deadline.New(deadline.Options{Timeout: 2 * time.Second}))
+	perTry := policy.Must(deadline.NewPerAttempt(deadline.Options{Timeout: 300 * time.Millisecond}))
+	brk := policy.Must(breaker.New(breaker.Options{Name: "db"}))
+	bud := policy.Must(budget.NewTokenBucket(budget.TokenBucketOptions{MaxTokens: 10, TokenRatio: 0.1}))
+	rt := policy.Must(retry.New(retry.Options{MaxAttempts: 3}))
 
 	p, err := policy.Wrap(overall, brk, bud, rt, perTry, policy.Name("db"), policy.Observe(obs))
 	if err != nil {

@@ -19,27 +19,27 @@ import (
 
 func TestExplain_WorstCase(t *testing.T) {
 	rt := func() *retry.Retry {
-		return retry.MustNew(retry.Options{MaxAttempts: 3, Strategy: retry.None{}, MaxHintDelay: time.Second})
+		return policy.Must(retry.New(retry.Options{MaxAttempts: 3, Strategy: retry.None{}, MaxHintDelay: time.Second}))
 	}
 	// 3 attempts × 300 ms + sleeps at their longest (hints of up to 1.5 s beat the
 	// 100 and 200 ms backoffs): 0.9 + 1.5 + 1.5 = 3.9 s.
-	e := policy.MustWrap(rt(), deadline.MustPerAttempt(300*time.Millisecond)).Explain()
+	e := policy.Must(policy.Wrap(rt(), policy.Must(deadline.NewPerAttempt(deadline.Options{Timeout: 300 * time.Millisecond})))).Explain()
 	require.Equal(t, 3900*time.Millisecond, e.WorstCase)
 	require.Equal(t, "attempts", e.WorstCaseFrom)
 
 	// A deadline shorter than that bounds it.
-	e = policy.MustWrap(deadline.MustNew(time.Second), rt(), deadline.MustPerAttempt(300*time.Millisecond)).Explain()
+	e = policy.Must(policy.Wrap(policy.Must(deadline.New(deadline.Options{Timeout: time.Second})), rt(), policy.Must(deadline.NewPerAttempt(deadline.Options{Timeout: 300 * time.Millisecond})))).Explain()
 	require.Equal(t, time.Second, e.WorstCase)
 	require.Equal(t, "deadline", e.WorstCaseFrom)
 
 	// Nothing bounds a retry without timeouts.
-	e = policy.MustWrap(rt()).Explain()
+	e = policy.Must(policy.Wrap(rt())).Explain()
 	require.Zero(t, e.WorstCase)
 	require.Contains(t, e.String(), "worst case:      unbounded")
 	require.Equal(t, 3, e.MaxAttempts)
 	require.Equal(t, 1, e.MaxAttemptsPerCallPath, "under another owner a retry makes one attempt")
 
-	e = policy.MustWrap().Explain()
+	e = policy.Must(policy.Wrap()).Explain()
 	require.Equal(t, 1, e.MaxAttempts)
 	require.Contains(t, e.String(), "no policies")
 }
@@ -74,11 +74,11 @@ func TestExplain_EveryBuiltInPolicySaysWhatItDoes(t *testing.T) {
 		p    policy.Policy
 		want string
 	}{
-		{budget.MustNewRatio(budget.RatioOptions{Ratio: 0.2, MinPerSecond: 1, Window: 10 * time.Second}), "retries at most 20% of the calls of the last 10s, plus 10 retries"},
-		{budget.MustNewRate(budget.RateOptions{Limit: 2, Burst: 3}), "at most 2 retries per second in this process, in bursts of up to 3"},
-		{budget.MustNewTokenBucket(4, 0.5), "retries stop after the 2nd failure in a row (tokens ≤ 2)"},
-		{shed.MustNew(shed.Options{Name: "api", Limit: shed.LimitOptions{Fixed: 8}, Queue: shed.QueueOptions{Max: -1}}), `shedder "api" admits work up to a fixed limit of 8 in flight, with no queue`},
-		{shed.MustNew(shed.Options{Name: "api"}), "an adaptive limit (now 1000, within 1–1000)"},
+		{policy.Must(budget.NewRatio(budget.RatioOptions{Ratio: 0.2, MinPerSecond: 1, Window: 10 * time.Second})), "retries at most 20% of the calls of the last 10s, plus 10 retries"},
+		{policy.Must(budget.NewRate(budget.RateOptions{Limit: 2, Burst: 3})), "at most 2 retries per second in this process, in bursts of up to 3"},
+		{policy.Must(budget.NewTokenBucket(budget.TokenBucketOptions{MaxTokens: 4, TokenRatio: 0.5})), "retries stop after the 2nd failure in a row (tokens ≤ 2)"},
+		{policy.Must(shed.New(shed.Options{Name: "api", Limit: shed.LimitOptions{Fixed: 8}, Queue: shed.QueueOptions{Max: -1}})), `shedder "api" admits work up to a fixed limit of 8 in flight, with no queue`},
+		{policy.Must(shed.New(shed.Options{Name: "api"})), "an adaptive limit (now 1000, within 1–1000)"},
 	} {
 		x, ok := tt.p.(policy.StageExplainer)
 		require.True(t, ok, "%T is a StageExplainer", tt.p)
@@ -86,20 +86,20 @@ func TestExplain_EveryBuiltInPolicySaysWhatItDoes(t *testing.T) {
 			t.Errorf("%T.ExplainStage().Summary = %q; want it to hold %q", tt.p, got, tt.want)
 		}
 	}
-	e := policy.MustWrap(shed.MustNew(shed.Options{Name: "api"})).Explain()
+	e := policy.Must(policy.Wrap(policy.Must(shed.New(shed.Options{Name: "api"})))).Explain()
 	require.Len(t, e.Refusals, 1)
 	require.Contains(t, e.Refusals[0], "429 with Retry-After")
 }
 
 func TestExplain_ThirdPartyPoliciesAreNamed(t *testing.T) {
-	e := policy.MustWrap(ot(), retry.MustNew(retry.Options{})).Explain()
+	e := policy.Must(policy.Wrap(ot(), policy.Must(retry.New(retry.Options{})))).Explain()
 	require.Len(t, e.Unexplained, 1)
 	require.Contains(t, e.Unexplained[0], "chaos at position 1 (*policy_test.fake)")
 	require.Contains(t, e.String(), "unexplained:")
 }
 
 func TestExplain_JSON(t *testing.T) {
-	e := policy.MustWrap(deadline.MustNew(2*time.Second), retry.MustNew(retry.Options{MaxAttempts: 3})).With(policy.Name("db")).Explain()
+	e := policy.Must(policy.Wrap(policy.Must(deadline.New(deadline.Options{Timeout: 2 * time.Second})), policy.Must(retry.New(retry.Options{MaxAttempts: 3})))).With(policy.Name("db")).Explain()
 	b, err := json.Marshal(e)
 	require.NoError(t, err)
 	var v struct {
@@ -122,48 +122,50 @@ func TestExplain_JSON(t *testing.T) {
 	require.Len(t, v.Stack[1].Sleeps, 2)
 	require.InDelta(t, 0.1, v.Stack[1].Sleeps[0].Max, 1e-9)
 
-	b, err = json.Marshal(policy.MustWrap(retry.MustNew(retry.Options{})).Explain())
+	b, err = json.Marshal(policy.Must(policy.Wrap(policy.Must(retry.New(retry.Options{})))).Explain())
 	require.NoError(t, err)
 	require.Contains(t, string(b), `"worst_case_seconds":null`, "unbounded is null, not 0")
 }
 
 func TestExplain_WaitsCountInTheWorstCase(t *testing.T) {
 	rt := func() *retry.Retry {
-		return retry.MustNew(retry.Options{MaxAttempts: 3, Strategy: retry.None{}, MaxHintDelay: time.Millisecond}) // hints below the backoff
+		return policy.Must(retry.New(retry.Options{MaxAttempts: 3, Strategy: retry.None{}, MaxHintDelay: time.Millisecond})) // hints below the backoff
 	}
-	perTry := func() *deadline.Deadline { return deadline.MustPerAttempt(300 * time.Millisecond) }
+	perTry := func() *deadline.Deadline {
+		return policy.Must(deadline.NewPerAttempt(deadline.Options{Timeout: 300 * time.Millisecond}))
+	}
 	queue := func() *bulkhead.Bulkhead {
-		return bulkhead.MustNew("db", bulkhead.Options{MaxConcurrent: 4, MaxQueue: 8, MaxWait: 50 * time.Millisecond})
+		return policy.Must(bulkhead.New(bulkhead.Options{Name: "db", MaxConcurrent: 4, MaxQueue: 8, MaxWait: 50 * time.Millisecond}))
 	}
 	tokens := func() *ratelimit.Limiter {
-		return ratelimit.MustNew("db", ratelimit.Options{Rate: 10, MaxWait: 20 * time.Millisecond})
+		return policy.Must(ratelimit.New(ratelimit.Options{Name: "db", Rate: 10, MaxWait: 20 * time.Millisecond}))
 	}
 
 	// 3 attempts × 300 ms + sleeps of 100 and 200 ms = 1.2 s, and a wait in the
 	// bulkhead outside the retry, once: 1.25 s.
-	e := policy.MustWrap(queue(), rt(), perTry()).Explain()
+	e := policy.Must(policy.Wrap(queue(), rt(), perTry())).Explain()
 	require.Equal(t, 1250*time.Millisecond, e.WorstCase)
 
 	// Inside the retry, the wait comes before each attempt: 3 × (300 + 50 + 20) ms +
 	// 300 ms of sleeps = 1.41 s.
-	e = policy.MustWrap(rt(), queue(), tokens(), perTry()).Explain()
+	e = policy.Must(policy.Wrap(rt(), queue(), tokens(), perTry())).Explain()
 	require.Equal(t, 1410*time.Millisecond, e.WorstCase)
 	require.Contains(t, e.String(), "every sleep and wait at its longest")
 
 	// A rate limiter that waits as long as the deadline allows, with no deadline:
 	// nothing bounds the call.
-	e = policy.MustWrap(rt(), ratelimit.MustNew("db", ratelimit.Options{Rate: 10}), perTry()).Explain()
+	e = policy.Must(policy.Wrap(rt(), policy.Must(ratelimit.New(ratelimit.Options{Name: "db", Rate: 10})), perTry())).Explain()
 	require.Zero(t, e.WorstCase)
 	require.Equal(t, "", e.WorstCaseFrom)
 	require.Contains(t, e.String(), "worst case:      unbounded: no overall deadline, and a stage may wait as long as the call's deadline allows")
 
 	// With a deadline, the deadline bounds it.
-	e = policy.MustWrap(deadline.MustNew(time.Second), rt(), ratelimit.MustNew("db", ratelimit.Options{Rate: 10}), perTry()).Explain()
+	e = policy.Must(policy.Wrap(policy.Must(deadline.New(deadline.Options{Timeout: time.Second})), rt(), policy.Must(ratelimit.New(ratelimit.Options{Name: "db", Rate: 10})), perTry())).Explain()
 	require.Equal(t, time.Second, e.WorstCase)
 	require.Equal(t, "deadline", e.WorstCaseFrom)
 
 	// Refuse mode and a bulkhead with no queue never wait.
-	e = policy.MustWrap(rt(), bulkhead.MustNew("db", bulkhead.Options{}),
-		ratelimit.MustNew("db", ratelimit.Options{Rate: 10, Mode: ratelimit.Refuse}), perTry()).Explain()
+	e = policy.Must(policy.Wrap(rt(), policy.Must(bulkhead.New(bulkhead.Options{Name: "db"})),
+		policy.Must(ratelimit.New(ratelimit.Options{Name: "db", Rate: 10, Mode: ratelimit.Refuse})), perTry())).Explain()
 	require.Equal(t, 1200*time.Millisecond, e.WorstCase)
 }

@@ -110,12 +110,12 @@ func (s stack) deadlines(retry int) error {
 	at := s.where(func(p Placement) bool { return p.Deadline })
 	if len(at) > 1 {
 		return orderErr("O1", at[0]+1, at[1]+1,
-			"deadlines at positions %d and %d; keep one overall deadline (use deadline.PerAttempt inside the retry for a per-try limit)",
+			"deadlines at positions %d and %d; keep one overall deadline (use deadline.NewPerAttempt inside the retry for a per-try limit)",
 			at[0]+1, at[1]+1)
 	}
 	if len(at) == 1 && retry >= 0 && at[0] > retry {
 		return orderErr("O1", at[0]+1, retry+1,
-			"deadline at position %d is inside retry at position %d; move the deadline outward or use deadline.PerAttempt",
+			"deadline at position %d is inside retry at position %d; move the deadline outward or use deadline.NewPerAttempt",
 			at[0]+1, retry+1)
 	}
 	return nil

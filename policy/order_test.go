@@ -88,7 +88,7 @@ func TestWrap_Order(t *testing.T) {
 
 		// O1: one deadline, outside the retry.
 		{name: "deadline inside retry", stack: []policy.Policy{br(), rt(), dl()}, rule: "O1", pos: [2]int{3, 2},
-			fix: "deadline at position 3 is inside retry at position 2; move the deadline outward or use deadline.PerAttempt"},
+			fix: "deadline at position 3 is inside retry at position 2; move the deadline outward or use deadline.NewPerAttempt"},
 		{name: "two deadlines", stack: []policy.Policy{dl(), br(), dl()}, rule: "O1", pos: [2]int{1, 3}, fix: "keep one overall deadline"},
 		// O2: one retry.
 		{name: "two retries", stack: []policy.Policy{rt(), br(), rt()}, rule: "O2", pos: [2]int{1, 3}, fix: "keep one retry per pipeline"},
@@ -142,7 +142,7 @@ func TestWrap_Order(t *testing.T) {
 
 func TestWrap_O1MessageIsExact(t *testing.T) {
 	_, err := policy.Wrap(br(), rt(), dl())
-	want := "policy: O1: deadline at position 3 is inside retry at position 2; move the deadline outward or use deadline.PerAttempt"
+	want := "policy: O1: deadline at position 3 is inside retry at position 2; move the deadline outward or use deadline.NewPerAttempt"
 	if err == nil || err.Error() != want {
 		t.Errorf("Wrap(breaker, retry, deadline) = %v; want %q", err, want)
 	}
@@ -160,16 +160,16 @@ func TestWrap_UncomparablePolicyDoesNotPanic(t *testing.T) {
 	require.NoError(t, p.Do(context.Background(), func(context.Context) error { return nil }))
 }
 
-func TestMustWrap_PanicsWithWrapsError(t *testing.T) {
+func TestMust_PanicsWithWrapsError(t *testing.T) {
 	defer func() {
 		r := recover()
 		err, ok := r.(error)
 		if !ok || !errors.Is(err, policy.ErrOrder) {
-			t.Errorf("MustWrap(retry, retry) panicked with %v; want an error matching ErrOrder", r)
+			t.Errorf("Must(Wrap(retry, retry)) panicked with %v; want an error matching ErrOrder", r)
 		}
 	}()
-	policy.MustWrap(rt(), rt())
-	t.Error("MustWrap(retry, retry) did not panic")
+	policy.Must(policy.Wrap(rt(), rt()))
+	t.Error("Must(Wrap(retry, retry)) did not panic")
 }
 
 func TestWrap_BindsInnermostFirstWithEnv(t *testing.T) {

@@ -92,16 +92,6 @@ func Wrap(policies ...Policy) (p *Pipeline, err error) {
 	return p, nil
 }
 
-// MustWrap is like [Wrap] but panics with Wrap's error. It is for stacks fixed in the
-// source, built at start-up.
-func MustWrap(policies ...Policy) *Pipeline {
-	p, err := Wrap(policies...)
-	if err != nil {
-		panic(err)
-	}
-	return p
-}
-
 // errNilRunner is returned by Wrap when a policy's Bind returns nil.
 var errNilRunner = errors.New("returned a nil Runner from Bind")
 
@@ -172,7 +162,7 @@ func (p *Pipeline) boundingTimeout(i int) time.Duration {
 }
 
 // attemptLimit returns the limit of the per-attempt timeout at index i: an
-// InsideRetry stage with a Limit() time.Duration method, as deadline.PerAttempt has.
+// InsideRetry stage with a Limit() time.Duration method, as deadline.NewPerAttempt has.
 func (p *Pipeline) attemptLimit(i int) (time.Duration, bool) {
 	if l, ok := p.policies[i].(interface{ Limit() time.Duration }); ok && p.places[i].Retry == InsideRetry {
 		return l.Limit(), true

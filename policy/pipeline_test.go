@@ -38,7 +38,7 @@ func (r *recorder) kinds() []event.Kind {
 func TestPipeline_DoReportsCallEvents(t *testing.T) {
 	clock := policytest.NewClock(time.Unix(1000, 0))
 	var rec recorder
-	p := policy.MustWrap(br()).With(policy.Name("db"), policy.Observe(&rec), policy.UseClock(clock))
+	p := policy.Must(policy.Wrap(br())).With(policy.Name("db"), policy.Observe(&rec), policy.UseClock(clock))
 	err := p.Do(context.Background(), func(context.Context) error {
 		clock.Advance(30 * time.Millisecond)
 		return errBoom
@@ -52,7 +52,7 @@ func TestPipeline_DoReportsCallEvents(t *testing.T) {
 }
 
 func TestPipeline_DoRefusesNilFunc(t *testing.T) {
-	p := policy.MustWrap()
+	p := policy.Must(policy.Wrap())
 	if err := p.Do(context.Background(), nil); err == nil {
 		t.Error("Do(ctx, nil) = nil; want an error")
 	}
@@ -72,7 +72,7 @@ func TestPipeline_NilPipelineRunsFn(t *testing.T) {
 }
 
 func TestGet(t *testing.T) {
-	p := policy.MustWrap(dl(), rt())
+	p := policy.Must(policy.Wrap(dl(), rt()))
 	v, err := policy.Get(context.Background(), p, func(context.Context) (int, error) { return 42, nil })
 	require.NoError(t, err)
 	require.Equal(t, 42, v)
@@ -130,7 +130,7 @@ func (p *preparing) ForPipeline(name string) event.Observer {
 func TestPipelineObserver_PreparedOncePerBinding(t *testing.T) {
 	var po preparing
 	var plain recorder
-	p := policy.MustWrap(br()).With(policy.Name("db"), policy.Observe(event.Observers(&po, &plain)))
+	p := policy.Must(policy.Wrap(br())).With(policy.Name("db"), policy.Observe(event.Observers(&po, &plain)))
 	for range 3 {
 		_ = p.Do(context.Background(), func(context.Context) error { return nil })
 	}
@@ -164,7 +164,7 @@ func TestSelectiveObserver_StagesSkipWhatItDoesNotRead(t *testing.T) {
 		event.CallEnd:    event.NeedsTiming,
 		event.AttemptEnd: event.NeedsEvent,
 	}}
-	p := policy.MustWrap(retry.MustNew(retry.Options{Clock: clk})).With(policy.Observe(obs), policy.UseClock(clk))
+	p := policy.Must(policy.Wrap(policy.Must(retry.New(retry.Options{Clock: clk})))).With(policy.Observe(obs), policy.UseClock(clk))
 	require.NoError(t, p.Do(context.Background(), func(context.Context) error { return nil }))
 	require.Len(t, obs.events, 2, "no call start, no attempt start")
 	require.Equal(t, event.AttemptEnd, obs.events[0].Kind)
@@ -185,7 +185,7 @@ func TestSelectiveObserver_StagesSkipWhatItDoesNotRead(t *testing.T) {
 // -race, two writers are a data race).
 func TestGet_UnderAHedgeKeepsOneAttemptsValue(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := policy.MustWrap(retry.MustNewHedge(retry.HedgeOptions{MaxAttempts: 2, Delay: time.Millisecond}))
+		p := policy.Must(policy.Wrap(policy.Must(retry.NewHedge(retry.HedgeOptions{MaxAttempts: 2, Delay: time.Millisecond}))))
 		for range 10 {
 			v, err := policy.Get(context.Background(), p, func(ctx context.Context) (int, error) {
 				n, _, _ := callpath.Attempt(ctx)

@@ -101,7 +101,7 @@ type Env struct {
 	Position int
 	// AttemptTimeout is, for the retry, the limit of the per-attempt timeout inside
 	// it: an [InsideRetry] stage with a Limit() time.Duration method, as
-	// deadline.PerAttempt has. It is 0 if none. A retry uses it to avoid starting an
+	// deadline.NewPerAttempt has. It is 0 if none. A retry uses it to avoid starting an
 	// attempt that cannot finish before the deadline.
 	//
 	// For the overall deadline it is that limit when only [Placement.Prompt] stages

@@ -66,48 +66,48 @@ func TestPipeline_EachSourceEventReachesEachObserverOnce(t *testing.T) {
 		f     int // events f hears
 	}{
 		{"Wrap with options", func(s policy.Policy) []*policy.Pipeline {
-			return []*policy.Pipeline{policy.MustWrap(s, policy.Name("db"), policy.Observe(&a))}
+			return []*policy.Pipeline{policy.Must(policy.Wrap(s, policy.Name("db"), policy.Observe(&a)))}
 		}, 1, 0, 0},
 		{"options before the stage", func(s policy.Policy) []*policy.Pipeline {
-			return []*policy.Pipeline{policy.MustWrap(policy.Observe(&a), policy.Name("db"), s)}
+			return []*policy.Pipeline{policy.Must(policy.Wrap(policy.Observe(&a), policy.Name("db"), s))}
 		}, 1, 0, 0},
 		{"Observe then Name", func(s policy.Policy) []*policy.Pipeline {
-			return []*policy.Pipeline{policy.MustWrap(s).With(policy.Observe(&a)).With(policy.Name("db"))}
+			return []*policy.Pipeline{policy.Must(policy.Wrap(s)).With(policy.Observe(&a)).With(policy.Name("db"))}
 		}, 1, 0, 0},
 		{"Name then Observe", func(s policy.Policy) []*policy.Pipeline {
-			return []*policy.Pipeline{policy.MustWrap(s).With(policy.Name("db")).With(policy.Observe(&a))}
+			return []*policy.Pipeline{policy.Must(policy.Wrap(s)).With(policy.Name("db")).With(policy.Observe(&a))}
 		}, 1, 0, 0},
 		{"renamed three times", func(s policy.Policy) []*policy.Pipeline {
-			p := policy.MustWrap(s, policy.Observe(&a))
+			p := policy.Must(policy.Wrap(s, policy.Observe(&a)))
 			return []*policy.Pipeline{p.With(policy.Name("x")).With(policy.Name("y")).With(policy.Name("db"))}
 		}, 1, 0, 0},
 		{"observed again by the same", func(s policy.Policy) []*policy.Pipeline {
-			return []*policy.Pipeline{policy.MustWrap(s, policy.Observe(&a)).With(policy.Observe(&a), policy.Name("db"))}
+			return []*policy.Pipeline{policy.Must(policy.Wrap(s, policy.Observe(&a))).With(policy.Observe(&a), policy.Name("db"))}
 		}, 1, 0, 0},
 		{"a func, renamed", func(s policy.Policy) []*policy.Pipeline {
-			return []*policy.Pipeline{policy.MustWrap(s, policy.Observe(f)).With(policy.Name("x")).With(policy.Name("db"))}
+			return []*policy.Pipeline{policy.Must(policy.Wrap(s, policy.Observe(f))).With(policy.Name("x")).With(policy.Name("db"))}
 		}, 0, 0, 1},
 		{"combined, renamed", func(s policy.Policy) []*policy.Pipeline {
-			return []*policy.Pipeline{policy.MustWrap(s, policy.Observe(both)).With(policy.Name("db"))}
+			return []*policy.Pipeline{policy.Must(policy.Wrap(s, policy.Observe(both))).With(policy.Name("db"))}
 		}, 1, 1, 0},
 		{"combined again, with the same observers", func(s policy.Policy) []*policy.Pipeline {
-			p := policy.MustWrap(s, policy.Observe(both))
+			p := policy.Must(policy.Wrap(s, policy.Observe(both)))
 			return []*policy.Pipeline{p.With(policy.Observe(event.Observers(&a, &b)), policy.Name("db"))}
 		}, 1, 1, 0},
 		{"combined in one pipeline, alone in another", func(s policy.Policy) []*policy.Pipeline {
-			return []*policy.Pipeline{policy.MustWrap(s, policy.Observe(both), policy.Name("a")),
-				policy.MustWrap(s, policy.Observe(&a), policy.Name("db"))}
+			return []*policy.Pipeline{policy.Must(policy.Wrap(s, policy.Observe(both), policy.Name("a"))),
+				policy.Must(policy.Wrap(s, policy.Observe(&a), policy.Name("db")))}
 		}, 1, 1, 0},
 		{"a func combined, the pipeline renamed and shared", func(s policy.Policy) []*policy.Pipeline {
-			p := policy.MustWrap(s, policy.Observe(withF))
+			p := policy.Must(policy.Wrap(s, policy.Observe(withF)))
 			return []*policy.Pipeline{p.With(policy.Name("x")), p.With(policy.Name("db"))}
 		}, 1, 0, 1},
 		{"two pipelines, one observer", func(s policy.Policy) []*policy.Pipeline {
-			return []*policy.Pipeline{policy.MustWrap(s, policy.Observe(&a), policy.Name("a")),
-				policy.MustWrap(s, policy.Observe(&a), policy.Name("db"))}
+			return []*policy.Pipeline{policy.Must(policy.Wrap(s, policy.Observe(&a), policy.Name("a"))),
+				policy.Must(policy.Wrap(s, policy.Observe(&a), policy.Name("db")))}
 		}, 1, 0, 0},
 		{"observer removed from a derived pipeline", func(s policy.Policy) []*policy.Pipeline {
-			p := policy.MustWrap(s, policy.Observe(&a), policy.Name("db"))
+			p := policy.Must(policy.Wrap(s, policy.Observe(&a), policy.Name("db")))
 			return []*policy.Pipeline{p, p.With(policy.Observe(nil))}
 		}, 1, 0, 0},
 	} {
@@ -133,12 +133,12 @@ func TestPipeline_RegistrarHandedEachStage(t *testing.T) {
 	var r registrar
 	var other recorder
 	src := &source{}
-	p := policy.MustWrap(src, br(), policy.Observe(event.Observers(&other, &r)))
+	p := policy.Must(policy.Wrap(src, br(), policy.Observe(event.Observers(&other, &r))))
 	require.Len(t, r.stages, 2)
 	require.Same(t, src, r.stages[0].(*source), "outermost first")
 	p.With(policy.Name("db"))
 	require.Len(t, r.stages, 4, "With binds anew: Register must take a stage it knows")
-	policy.MustWrap(src)
+	policy.Must(policy.Wrap(src))
 	require.Len(t, r.stages, 4, "an unobserved pipeline registers nothing")
 	require.Equal(t, fmt.Sprint(r.stages[0]), fmt.Sprint(r.stages[2]))
 }

@@ -223,7 +223,7 @@ func build(name string, ra *routev3.RouteAction, vh *routev3.VirtualHost, o Opti
 	}
 	var stack []policy.Policy
 	if r.Timeout > 0 {
-		stack = append(stack, deadline.MustNew(r.Timeout))
+		stack = append(stack, policy.Must(deadline.New(deadline.Options{Timeout: r.Timeout})))
 	}
 	cond := map[string]bool{}
 	if rp != nil {
@@ -309,11 +309,11 @@ func build(name string, ra *routev3.RouteAction, vh *routev3.VirtualHost, o Opti
 		}
 		stack = append(stack, &routeRetry{Retry: rt, route: r, reset: c.reset})
 		if r.PerTryTimeout > 0 {
-			stack = append(stack, deadline.MustPerAttempt(r.PerTryTimeout))
+			stack = append(stack, policy.Must(deadline.NewPerAttempt(deadline.Options{Timeout: r.PerTryTimeout})))
 		}
 	} else if r.PerTryTimeout > 0 {
 		// One attempt: its per-try timeout is the call's deadline.
-		stack = []policy.Policy{deadline.MustNew(r.PerTryTimeout)}
+		stack = []policy.Policy{policy.Must(deadline.New(deadline.Options{Timeout: r.PerTryTimeout}))}
 	}
 	p, err := policy.Wrap(stack...)
 	if err != nil {

@@ -55,7 +55,7 @@ func TestUnaryClientInterceptor_Allocations(t *testing.T) {
 	if race.Enabled {
 		t.Skip("the race detector allocates")
 	}
-	ic := policygrpc.UnaryClientInterceptor(policy.MustWrap(retry.MustNew(retry.Options{MaxAttempts: 4})), policygrpc.Options{})
+	ic := policygrpc.UnaryClientInterceptor(policy.Must(policy.Wrap(policy.Must(retry.New(retry.Options{MaxAttempts: 4})))), policygrpc.Options{})
 	var sent metadata.MD
 	invoker := func(ctx context.Context, _ string, _, _ any, _ *grpc.ClientConn, _ ...grpc.CallOption) error {
 		sent, _ = metadata.FromOutgoingContext(ctx)

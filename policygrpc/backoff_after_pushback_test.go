@@ -31,8 +31,8 @@ func TestUnary_BackoffRestartsAfterPushback(t *testing.T) {
 		}
 		return nil
 	}})
-	p := policy.MustWrap(retry.MustNew(retry.Options{MaxAttempts: 5, Base: 100 * time.Millisecond, Cap: time.Second,
-		Strategy: retry.GRPC{Multiplier: 2}, Clock: clock, Rand: policytest.NewRand(0.5)}))
+	p := policy.Must(policy.Wrap(policy.Must(retry.New(retry.Options{MaxAttempts: 5, Base: 100 * time.Millisecond, Cap: time.Second,
+		Strategy: retry.GRPC{Multiplier: 2}, Clock: clock, Rand: policytest.NewRand(0.5)}))))
 	c := dial(t, s.addr, policygrpc.DialOptions(p, policygrpc.Options{})...)
 	_, err := c.EmptyCall(context.Background(), &testgrpc.Empty{})
 	require.NoError(t, err)

@@ -34,7 +34,7 @@ type Options struct {
 	// {DefaultRetryableCode}. Whatever it holds, an RPC is never retried once the
 	// caller's context is done (its CANCELLED or DEADLINE_EXCEEDED), nor after a
 	// refusal by a policy (an open breaker, an exhausted budget, the owner rule). A
-	// DEADLINE_EXCEEDED that a per-attempt timeout (deadline.PerAttempt) caused is
+	// DEADLINE_EXCEEDED that a per-attempt timeout (deadline.NewPerAttempt) caused is
 	// retried, as package deadline says.
 	RetryableCodes []codes.Code
 }

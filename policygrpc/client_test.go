@@ -118,7 +118,7 @@ func dial(t *testing.T, addr string, opts ...grpc.DialOption) testgrpc.TestServi
 // retrying returns a pipeline of a retry of n attempts on an auto-advancing fake clock,
 // with the other policies given outside it.
 func retrying(n int, clock *policytest.Clock, outer ...policy.Policy) *policy.Pipeline {
-	return policy.MustWrap(append(outer, retry.MustNew(retry.Options{MaxAttempts: n, Clock: clock, Rand: policytest.NewRand(0.5)}))...)
+	return policy.Must(policy.Wrap(append(outer, policy.Must(retry.New(retry.Options{MaxAttempts: n, Clock: clock, Rand: policytest.NewRand(0.5)})))...))
 }
 
 func TestUnary_RetriesUnavailableOnly(t *testing.T) {
@@ -178,7 +178,7 @@ func TestUnary_Pushback(t *testing.T) {
 				}
 				return nil
 			}})
-			bucket := budget.MustNewTokenBucket(10, 0.1)
+			bucket := policy.Must(budget.NewTokenBucket(budget.TokenBucketOptions{MaxTokens: 10, TokenRatio: 0.1}))
 			c := dial(t, s.addr, policygrpc.DialOptions(retrying(2, clock, bucket), policygrpc.Options{})...)
 			_, err := c.EmptyCall(context.Background(), &testgrpc.Empty{})
 			require.Equal(t, tt.calls, s.calls())
@@ -199,7 +199,7 @@ func TestUnary_CallerCancellationAndDeadline(t *testing.T) {
 	clock := policytest.NewClock(t0)
 	ctx, cancel := context.WithCancel(context.Background())
 	s := serve(t, &server{answer: always(status.Error(codes.Unavailable, "down"))})
-	c := dial(t, s.addr, policygrpc.DialOptions(policy.MustWrap(retry.MustNew(retry.Options{MaxAttempts: 4, Clock: clock})), policygrpc.Options{})...)
+	c := dial(t, s.addr, policygrpc.DialOptions(policy.Must(policy.Wrap(policy.Must(retry.New(retry.Options{MaxAttempts: 4, Clock: clock})))), policygrpc.Options{})...)
 	done := make(chan error)
 	go func() { _, err := c.EmptyCall(ctx, &testgrpc.Empty{}); done <- err }()
 	clock.BlockUntil(1) // sleeping before attempt 2
@@ -222,9 +222,9 @@ func TestUnary_CallerCancellationAndDeadline(t *testing.T) {
 
 func TestUnary_OpenBreakerIsUnavailableWithNoCall(t *testing.T) {
 	s := serve(t, &server{answer: always(nil)})
-	b := breaker.MustNew("svc", breaker.Options{})
+	b := policy.Must(breaker.New(breaker.Options{Name: "svc"}))
 	b.ForceOpen()
-	c := dial(t, s.addr, policygrpc.DialOptions(policy.MustWrap(b, retry.MustNew(retry.Options{})), policygrpc.Options{})...)
+	c := dial(t, s.addr, policygrpc.DialOptions(policy.Must(policy.Wrap(b, policy.Must(retry.New(retry.Options{})))), policygrpc.Options{})...)
 	_, err := c.EmptyCall(context.Background(), &testgrpc.Empty{})
 	require.Equal(t, codes.Unavailable, status.Code(err))
 	require.ErrorIs(t, err, breaker.ErrOpen)
@@ -241,7 +241,7 @@ func TestUnary_PerAttemptTimeoutIsRetried(t *testing.T) {
 		}
 		return nil
 	}})
-	p := policy.MustWrap(retry.MustNew(retry.Options{MaxAttempts: 2, Base: time.Millisecond}), deadlineFor(t, 50*time.Millisecond))
+	p := policy.Must(policy.Wrap(policy.Must(retry.New(retry.Options{MaxAttempts: 2, Base: time.Millisecond})), deadlineFor(t, 50*time.Millisecond)))
 	c := dial(t, s.addr, policygrpc.DialOptions(p, policygrpc.Options{})...)
 	_, err := c.EmptyCall(context.Background(), &testgrpc.Empty{})
 	require.NoError(t, err)
@@ -316,7 +316,7 @@ func TestUnary_PushbackPastTheDeadlineSaysSo(t *testing.T) {
 		"retryPolicy": {"maxAttempts": 3, "initialBackoff": "0.1s", "maxBackoff": "1s", "backoffMultiplier": 2, "retryableStatusCodes": ["UNAVAILABLE"]}}]}`
 	sc, err := policygrpc.ParseServiceConfig([]byte(cfg))
 	require.NoError(t, err)
-	pipeline := policy.MustWrap(deadline.MustNew(2*time.Second), retry.MustNew(retry.Options{MaxAttempts: 3}))
+	pipeline := policy.Must(policy.Wrap(policy.Must(deadline.New(deadline.Options{Timeout: 2 * time.Second})), policy.Must(retry.New(retry.Options{MaxAttempts: 3}))))
 	for _, tt := range []struct {
 		name string
 		dial []grpc.DialOption
@@ -326,7 +326,7 @@ func TestUnary_PushbackPastTheDeadlineSaysSo(t *testing.T) {
 		{"pipeline deadline", policygrpc.DialOptions(pipeline, policygrpc.Options{}), func() (context.Context, context.CancelFunc) {
 			return context.Background(), func() {}
 		}},
-		{"caller's deadline", policygrpc.DialOptions(policy.MustWrap(retry.MustNew(retry.Options{MaxAttempts: 3})), policygrpc.Options{}),
+		{"caller's deadline", policygrpc.DialOptions(policy.Must(policy.Wrap(policy.Must(retry.New(retry.Options{MaxAttempts: 3})))), policygrpc.Options{}),
 			func() (context.Context, context.CancelFunc) {
 				return context.WithTimeout(context.Background(), 2*time.Second)
 			}},

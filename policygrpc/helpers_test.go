@@ -4,12 +4,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/backstop-go/backstop/policy"
+
 	"github.com/backstop-go/backstop/deadline"
 )
 
 func deadlineFor(t *testing.T, d time.Duration) *deadline.Deadline {
 	t.Helper()
-	return deadline.MustPerAttempt(d)
+	return policy.Must(deadline.NewPerAttempt(deadline.Options{Timeout: d}))
 }
 
 // waitFor polls cond; it synchronises with a server's goroutine starting, it times

@@ -28,7 +28,7 @@ func (panicking) Bind(policy.Runner, policy.Env) policy.Runner {
 // stream fails with it, a *policy.PanicError carrying the value and stack.
 func TestStream_APanicInThePipelineIsTheStreamsError(t *testing.T) {
 	addr := serveStreams(t, &streams{})
-	c := dial(t, addr, grpc.WithChainStreamInterceptor(policygrpc.RetryStreamClientInterceptor(policy.MustWrap(panicking{}), policygrpc.StreamOptions{})))
+	c := dial(t, addr, grpc.WithChainStreamInterceptor(policygrpc.RetryStreamClientInterceptor(policy.Must(policy.Wrap(panicking{})), policygrpc.StreamOptions{})))
 	stream, err := c.StreamingInputCall(context.Background())
 	if err == nil {
 		_, err = stream.CloseAndRecv()

@@ -95,15 +95,6 @@ func index(rs []Route, r *Route) int {
 	return -1
 }
 
-// MustNewRoutes is like [NewRoutes] but panics on an error.
-func MustNewRoutes(routes ...Route) *Routes {
-	rt, err := NewRoutes(routes...)
-	if err != nil {
-		panic(err)
-	}
-	return rt
-}
-
 // Match returns the route of fullMethod ("/pkg.Service/Method"): the route naming
 // the method, else the one naming its service, else the default; nil if none.
 func (rt *Routes) Match(fullMethod string) *Route {

@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/backstop-go/backstop/policy"
+
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -20,11 +22,11 @@ import (
 // TestRoutes_MatchAsServiceConfigNames: a method's route wins over its service's,
 // which wins over the default.
 func TestRoutes_MatchAsServiceConfigNames(t *testing.T) {
-	rt := policygrpc.MustNewRoutes(
+	rt := policy.Must(policygrpc.NewRoutes(
 		policygrpc.Route{Name: "pkg.Svc", Stack: "service"},
 		policygrpc.Route{Name: "/pkg.Svc/Special", Stack: "method"},
 		policygrpc.Route{Stack: "default"},
-	)
+	))
 	for method, want := range map[string]string{
 		"/pkg.Svc/Special": "method",
 		"/pkg.Svc/Other":   "service",
@@ -34,7 +36,7 @@ func TestRoutes_MatchAsServiceConfigNames(t *testing.T) {
 			t.Errorf("Match(%q) = %v, want the route of %s", method, got, want)
 		}
 	}
-	require.Nil(t, policygrpc.MustNewRoutes(policygrpc.Route{Name: "a.B"}).Match("/c.D/E"), "no default: nil")
+	require.Nil(t, policy.Must(policygrpc.NewRoutes(policygrpc.Route{Name: "a.B"})).Match("/c.D/E"), "no default: nil")
 }
 
 func TestNewRoutes_RefusesBadNames(t *testing.T) {
@@ -59,10 +61,10 @@ func TestNewRoutes_RefusesBadNames(t *testing.T) {
 func TestRouterInterceptors_PipelinePerMethod(t *testing.T) {
 	s := serve(t, &server{answer: always(status.Error(codes.Unavailable, "down"))})
 	clock := policytest.NewClock(t0).AutoAdvance(true)
-	rt := policygrpc.MustNewRoutes(
+	rt := policy.Must(policygrpc.NewRoutes(
 		policygrpc.Route{Name: "grpc.testing.TestService/EmptyCall", Pipeline: retrying(3, clock)},
 		policygrpc.Route{Name: "grpc.testing.TestService", Pipeline: retrying(2, clock), RetryableCodes: []codes.Code{codes.Aborted}},
-	)
+	))
 	c := dial(t, s.addr, policygrpc.RouterDialOptions(rt)...)
 	_, err := c.EmptyCall(context.Background(), &testgrpc.Empty{})
 	require.Equal(t, codes.Unavailable, status.Code(err))
@@ -92,7 +94,7 @@ func TestRouterInterceptors_StreamsUseTheRoute(t *testing.T) {
 	s.n.Store(2)
 	addr := listen(t, s)
 	clock := policytest.NewClock(t0).AutoAdvance(true)
-	rt := policygrpc.MustNewRoutes(policygrpc.Route{Name: "grpc.testing.TestService", Pipeline: retrying(2, clock), StreamPipeline: retrying(3, clock)})
+	rt := policy.Must(policygrpc.NewRoutes(policygrpc.Route{Name: "grpc.testing.TestService", Pipeline: retrying(2, clock), StreamPipeline: retrying(3, clock)}))
 	c := dial(t, addr, policygrpc.RouterDialOptions(rt)...)
 	stream, err := c.StreamingInputCall(context.Background())
 	require.NoError(t, err)

@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/backstop-go/backstop/policy"
+
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -95,7 +97,7 @@ func TestForeignClient_GrpcGoRetryOwnsTheCallPath(t *testing.T) {
 func TestShed_RefusesWithPushbackAndShedsRetriesFirst(t *testing.T) {
 	release := make(chan struct{})
 	entered := make(chan struct{}, 8)
-	s := shed.MustNew(shed.Options{Limit: shed.LimitOptions{Fixed: 4}, Queue: shed.QueueOptions{Max: -1}})
+	s := policy.Must(shed.New(shed.Options{Limit: shed.LimitOptions{Fixed: 4}, Queue: shed.QueueOptions{Max: -1}}))
 	ic, err := policygrpc.ShedUnaryServerInterceptor(s, policygrpc.ShedOptions{})
 	require.NoError(t, err)
 	srv := serve(t, &server{answer: func(ctx context.Context, _ int) error {
@@ -135,7 +137,7 @@ func TestShed_RefusesWithPushbackAndShedsRetriesFirst(t *testing.T) {
 // server with 4 slots: every RPC ends served or refused with RESOURCE_EXHAUSTED, and
 // the counts add up with the shedder's.
 func TestShed_EveryRPCServedOrAnswered(t *testing.T) {
-	s := shed.MustNew(shed.Options{Limit: shed.LimitOptions{Fixed: 4}})
+	s := policy.Must(shed.New(shed.Options{Limit: shed.LimitOptions{Fixed: 4}}))
 	ic, err := policygrpc.ShedUnaryServerInterceptor(s, policygrpc.ShedOptions{})
 	require.NoError(t, err)
 	gate := make(chan struct{}, 4)
@@ -210,7 +212,7 @@ func TestUnaryServerInterceptor_EnvoyAndBackstopMetadata(t *testing.T) {
 // and all complete; while the one slot is taken by work, a new stream is refused with
 // the configured code and a pushback.
 func TestShedStream_AStreamWaitingOnItsClientHoldsNoSlot(t *testing.T) {
-	s := shed.MustNew(shed.Options{Limit: shed.LimitOptions{Fixed: 1}, Queue: shed.QueueOptions{Max: -1}})
+	s := policy.Must(shed.New(shed.Options{Limit: shed.LimitOptions{Fixed: 1}, Queue: shed.QueueOptions{Max: -1}}))
 	ic, err := policygrpc.ShedStreamServerInterceptor(s, policygrpc.ShedOptions{RejectCode: codes.Unavailable})
 	require.NoError(t, err)
 	srv := &streams{}

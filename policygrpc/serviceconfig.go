@@ -359,7 +359,7 @@ func throttling(raw json.RawMessage) (Throttling, *budget.TokenBucket, error) {
 	case v.TokenRatio == nil:
 		return Throttling{}, nil, errors.New("tokenRatio is missing")
 	}
-	b, err := budget.NewTokenBucket(*v.MaxTokens, *v.TokenRatio)
+	b, err := budget.NewTokenBucket(budget.TokenBucketOptions{MaxTokens: *v.MaxTokens, TokenRatio: *v.TokenRatio})
 	return Throttling{MaxTokens: *v.MaxTokens, TokenRatio: *v.TokenRatio}, b, err
 }
 
@@ -389,7 +389,7 @@ func (c *ServiceConfig) method(ix *jsonIndex, field string, mc methodConfigJSON,
 			return bad(".timeout", nil, "is %q; want a positive duration such as \"1.5s\"", *mc.Timeout)
 		}
 		entry.Timeout = d
-		stack = append(stack, deadline.MustNew(d))
+		stack = append(stack, policy.Must(deadline.New(deadline.Options{Timeout: d})))
 	}
 	m := &methodPolicy{c: newClassifier(Options{RetryableCodes: []codes.Code{}})}
 	// The entry's retry owner, a retry or a hedge, and the codes it tries again on.

@@ -58,7 +58,7 @@ func TestThrottling_PushbackStopCostsATokenWhateverTheCode(t *testing.T) {
 		invalid := status.Error(codes.InvalidArgument, "no")
 
 		s := serve(t, &server{answer: pushingBack(invalid, value)})
-		bucket := budget.MustNewTokenBucket(10, 0.1)
+		bucket := policy.Must(budget.NewTokenBucket(budget.TokenBucketOptions{MaxTokens: 10, TokenRatio: 0.1}))
 		c := dial(t, s.addr, policygrpc.DialOptions(retrying(3, policytest.NewClock(t0).AutoAdvance(true), bucket), policygrpc.Options{})...)
 		_, err := c.EmptyCall(context.Background(), &testgrpc.Empty{})
 		require.Equal(t, codes.InvalidArgument, status.Code(err))
@@ -147,7 +147,7 @@ func TestThrottling_UpstreamOwnerStillCounts(t *testing.T) {
 	sc = throttledConfig(t)
 	s = serve(t, &server{answer: always(down)})
 	c = dial(t, s.addr, sc.DialOptions()...)
-	outer := policy.MustWrap(sc.Budget(), retry.MustNew(retry.Options{MaxAttempts: 3, Clock: policytest.NewClock(t0).AutoAdvance(true)}))
+	outer := policy.Must(policy.Wrap(sc.Budget(), policy.Must(retry.New(retry.Options{MaxAttempts: 3, Clock: policytest.NewClock(t0).AutoAdvance(true)}))))
 	err = outer.Do(context.Background(), func(ctx context.Context) error {
 		_, err := c.EmptyCall(ctx, &testgrpc.Empty{})
 		return err

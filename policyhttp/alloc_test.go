@@ -31,8 +31,8 @@ func TestTransport_SuccessPathAllocatesLittleOfItsOwn(t *testing.T) {
 	if race.Enabled {
 		t.Skip("the race detector allocates")
 	}
-	p := policy.MustWrap(deadline.MustNew(time.Second), retry.MustNew(retry.Options{MaxAttempts: 3}),
-		deadline.MustPerAttempt(100*time.Millisecond))
+	p := policy.Must(policy.Wrap(policy.Must(deadline.New(deadline.Options{Timeout: time.Second})), policy.Must(retry.New(retry.Options{MaxAttempts: 3})),
+		policy.Must(deadline.NewPerAttempt(deadline.Options{Timeout: 100 * time.Millisecond}))))
 	ctx := context.Background()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://orders.example/", nil)
 	if err != nil {

@@ -26,8 +26,8 @@ func TestTransport_DoesNotForwardAnUpstreamAttemptNumber(t *testing.T) {
 	base := &http.Transport{}
 	defer base.CloseIdleConnections()
 	for _, p := range []*policy.Pipeline{
-		policy.MustWrap(),
-		policy.MustWrap(retry.MustNew(retry.Options{MaxAttempts: 3})), // suppressed by the owner rule
+		policy.Must(policy.Wrap()),
+		policy.Must(policy.Wrap(policy.Must(retry.New(retry.Options{MaxAttempts: 3})))), // suppressed by the owner rule
 	} {
 		c := &http.Client{Transport: policyhttp.NewTransport(base, p, policyhttp.Options{})}
 		ctx := callpath.WithUpstreamAttempt(context.Background(), 3)
@@ -44,7 +44,7 @@ func TestTransport_DropsAnAttemptHeaderItDidNotMake(t *testing.T) {
 	srv := newServer(t, status(200))
 	base := &http.Transport{}
 	defer base.CloseIdleConnections()
-	c := &http.Client{Transport: policyhttp.NewTransport(base, policy.MustWrap(), policyhttp.Options{})}
+	c := &http.Client{Transport: policyhttp.NewTransport(base, policy.Must(policy.Wrap()), policyhttp.Options{})}
 	req := get(t, srv.URL)
 	req.Header.Set(callpath.HeaderAttempt, "5") // copied from an incoming request, say
 	res, err := c.Do(req)
@@ -62,7 +62,7 @@ func TestTransport_CancelDuringBackoffIsContextCanceled(t *testing.T) {
 	base := &http.Transport{}
 	defer base.CloseIdleConnections()
 	clock := policytest.NewClock(t0)
-	p := policy.MustWrap(retry.MustNew(retry.Options{MaxAttempts: 3, Clock: clock, Strategy: retry.None{}}))
+	p := policy.Must(policy.Wrap(policy.Must(retry.New(retry.Options{MaxAttempts: 3, Clock: clock, Strategy: retry.None{}}))))
 	c := &http.Client{Transport: policyhttp.NewTransport(base, p, policyhttp.Options{Clock: clock})}
 	ctx, cancel := context.WithCancel(context.Background())
 	req, err := http.NewRequestWithContext(ctx, "GET", srv.URL, nil)
@@ -100,7 +100,7 @@ func TestTransport_HostileRetryAfterFromUpstream(t *testing.T) {
 	} {
 		srv := newServer(t, status(503, "Retry-After", tt.value))
 		clock := policytest.NewClock(t0).AutoAdvance(true)
-		p := policy.MustWrap(retry.MustNew(retry.Options{MaxAttempts: 2, Clock: clock, Rand: zeroRand{}}))
+		p := policy.Must(policy.Wrap(policy.Must(retry.New(retry.Options{MaxAttempts: 2, Clock: clock, Rand: zeroRand{}}))))
 		base := &http.Transport{}
 		c := &http.Client{Transport: policyhttp.NewTransport(base, p, policyhttp.Options{Clock: clock})}
 		res, err := c.Get(srv.URL)

@@ -35,7 +35,7 @@ func TestTransport_RetriesAnAttemptThatTimedOut(t *testing.T) {
 	}))
 	defer srv.Close()
 	defer close(release)
-	p := policy.MustWrap(deadline.MustNew(10*time.Second), retry.MustNew(retry.Options{MaxAttempts: 5}), deadline.MustPerAttempt(250*time.Millisecond))
+	p := policy.Must(policy.Wrap(policy.Must(deadline.New(deadline.Options{Timeout: 10 * time.Second})), policy.Must(retry.New(retry.Options{MaxAttempts: 5})), policy.Must(deadline.NewPerAttempt(deadline.Options{Timeout: 250 * time.Millisecond}))))
 	tr := &http.Transport{}
 	defer tr.CloseIdleConnections()
 	c := &http.Client{Transport: policyhttp.NewTransport(tr, p, policyhttp.Options{})}

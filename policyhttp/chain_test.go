@@ -19,7 +19,7 @@ func retryingClient(t *testing.T) *http.Client {
 	base := &http.Transport{}
 	t.Cleanup(base.CloseIdleConnections)
 	clock := policytest.NewClock(t0).AutoAdvance(true)
-	p := policy.MustWrap(retry.MustNew(retry.Options{MaxAttempts: 3, Clock: clock}))
+	p := policy.Must(policy.Wrap(policy.Must(retry.New(retry.Options{MaxAttempts: 3, Clock: clock}))))
 	return &http.Client{Transport: policyhttp.NewTransport(base, p, policyhttp.Options{})}
 }
 

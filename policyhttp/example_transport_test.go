@@ -29,7 +29,7 @@ func ExampleNewTransport() {
 	defer srv.Close()
 
 	clock := policytest.NewClock(time.Unix(0, 0)).AutoAdvance(true) // sleeps pass at once
-	p := policy.MustWrap(retry.MustNew(retry.Options{MaxAttempts: 3, Clock: clock}))
+	p := policy.Must(policy.Wrap(policy.Must(retry.New(retry.Options{MaxAttempts: 3, Clock: clock}))))
 	tr := &http.Transport{}
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: policyhttp.NewTransport(tr, p, policyhttp.Options{})}

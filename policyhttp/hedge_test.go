@@ -58,7 +58,7 @@ func TestTransport_HedgeKeepsTheWinnersResponseAndClosesTheLosers(t *testing.T) 
 	g := &gated{started: make(chan int, 4), gates: map[int]chan *http.Response{},
 		late: map[int]*http.Response{1: reply(200, "from the slow first attempt")}} // arrives as it is cancelled
 	bodies := &policytest.Bodies{Next: g}
-	p := policy.MustWrap(retry.MustNewHedge(retry.HedgeOptions{Delay: 50 * time.Millisecond, Clock: clock}))
+	p := policy.Must(policy.Wrap(policy.Must(retry.NewHedge(retry.HedgeOptions{Delay: 50 * time.Millisecond, Clock: clock}))))
 	client := &http.Client{Transport: policyhttp.NewTransport(bodies, p, policyhttp.Options{})}
 
 	type result struct {
@@ -91,7 +91,7 @@ func TestTransport_HedgeKeepsTheWinnersResponseAndClosesTheLosers(t *testing.T) 
 func TestTransport_NeverHedgesARequestThatIsNotIdempotent(t *testing.T) {
 	clock := policytest.NewClock(t0).AutoAdvance(true)
 	g := &gated{started: make(chan int, 4), gates: map[int]chan *http.Response{}}
-	p := policy.MustWrap(retry.MustNewHedge(retry.HedgeOptions{Delay: -1, Clock: clock})) // all attempts at once
+	p := policy.Must(policy.Wrap(policy.Must(retry.NewHedge(retry.HedgeOptions{Delay: -1, Clock: clock})))) // all attempts at once
 	client := &http.Client{Transport: policyhttp.NewTransport(g, p, policyhttp.Options{})}
 	g.gate(1) <- reply(201, "created")
 	res, err := client.Post("http://backend.test/orders", "text/plain", strings.NewReader("one order"))

@@ -44,8 +44,8 @@ func TestClassifier_ABackstopRefusalCountsAgainstNoBreaker(t *testing.T) {
 	}
 
 	// Through a breaker: refusals never trip it.
-	b := breaker.MustNew("api", breaker.Options{ConsecutiveFailures: 2})
-	p := policy.MustWrap(b)
+	b := policy.Must(breaker.New(breaker.Options{Name: "api", ConsecutiveFailures: 2}))
+	p := policy.Must(policy.Wrap(b))
 	for range 5 {
 		err := p.Do(context.Background(), func(context.Context) error { return policyhttp.DefaultClassifier(res("breaker"), now) })
 		require.False(t, errors.Is(err, breaker.ErrOpen), "a refusal from below opened the breaker: %v", err)

@@ -19,9 +19,9 @@ import (
 )
 
 func TestWriteRejection_AnswersAForcedBreakerWithItsRetryAfter(t *testing.T) {
-	b := breaker.MustNew("inventory", breaker.Options{MaxOpenTimeout: 2500 * time.Millisecond})
+	b := policy.Must(breaker.New(breaker.Options{Name: "inventory", MaxOpenTimeout: 2500 * time.Millisecond}))
 	b.ForceOpen()
-	err := policy.MustWrap(b).Do(context.Background(), func(context.Context) error { return nil })
+	err := policy.Must(policy.Wrap(b)).Do(context.Background(), func(context.Context) error { return nil })
 	rec := httptest.NewRecorder()
 	require.True(t, policyhttp.WriteRejection(rec, fmt.Errorf("inventory: %w", err)))
 	require.Equal(t, http.StatusServiceUnavailable, rec.Code)
@@ -44,8 +44,8 @@ func TestWriteRejection_ARefusalWithoutRetryAfterSaysComeBackInASecond(t *testin
 // coming back at once would spend a caller's attempts while the probes are still out.
 func TestWriteRejection_AHalfOpenBreakerGivesItsProbesTime(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := breaker.MustNew("db", breaker.Options{ConsecutiveFailures: 1, OpenTimeout: 1500 * time.Millisecond, OpenJitter: -1})
-		p := policy.MustWrap(b)
+		b := policy.Must(breaker.New(breaker.Options{Name: "db", ConsecutiveFailures: 1, OpenTimeout: 1500 * time.Millisecond, OpenJitter: -1}))
+		p := policy.Must(policy.Wrap(b))
 		_ = p.Do(context.Background(), func(context.Context) error { return errors.New("db down") })
 		time.Sleep(1500 * time.Millisecond)
 		release, probed := make(chan struct{}), make(chan error)

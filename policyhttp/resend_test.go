@@ -174,14 +174,14 @@ func TestTransport_ACallReachesTheServerAtMostMaxAttemptsTimes(t *testing.T) {
 			srv.warm(t, base, idle)
 
 			clock := policytest.NewClock(t0).AutoAdvance(true)
-			p := policy.MustWrap(retry.MustNew(retry.Options{MaxAttempts: tt.maxAttempts, Clock: clock, Rand: zeroRand{}}))
+			p := policy.Must(policy.Wrap(policy.Must(retry.New(retry.Options{MaxAttempts: tt.maxAttempts, Clock: clock, Rand: zeroRand{}}))))
 			if tt.hedge {
-				p = policy.MustWrap(retry.MustNewHedge(retry.HedgeOptions{MaxAttempts: tt.maxAttempts, Delay: -1, Clock: clock}))
+				p = policy.Must(policy.Wrap(policy.Must(retry.NewHedge(retry.HedgeOptions{MaxAttempts: tt.maxAttempts, Delay: -1, Clock: clock}))))
 			}
 			var next http.RoundTripper = base
 			if tt.stacked {
 				// Its retry stands under the owner above: one attempt each.
-				inner := policy.MustWrap(retry.MustNew(retry.Options{MaxAttempts: 3, Clock: clock, Rand: zeroRand{}}))
+				inner := policy.Must(policy.Wrap(policy.Must(retry.New(retry.Options{MaxAttempts: 3, Clock: clock, Rand: zeroRand{}}))))
 				next = policyhttp.NewTransport(base, inner, policyhttp.Options{})
 			}
 			client := &http.Client{Transport: policyhttp.NewTransport(next, p, policyhttp.Options{})}
@@ -284,7 +284,7 @@ func TestTransport_GuardLetsHTTP2Through(t *testing.T) {
 	base := srv.Client().Transport
 	t.Cleanup(base.(*http.Transport).CloseIdleConnections)
 	clock := policytest.NewClock(t0).AutoAdvance(true)
-	p := policy.MustWrap(retry.MustNew(retry.Options{MaxAttempts: 3, Clock: clock, Rand: zeroRand{}}))
+	p := policy.Must(policy.Wrap(policy.Must(retry.New(retry.Options{MaxAttempts: 3, Clock: clock, Rand: zeroRand{}}))))
 	client := &http.Client{Transport: policyhttp.NewTransport(base, p, policyhttp.Options{})}
 	for range 2 {
 		req, err := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader("z"))

@@ -108,15 +108,6 @@ func register(mux *http.ServeMux, pattern string, h http.Handler) (err error) {
 
 var registeredAt = regexp.MustCompile(` \(registered at [^)]*\)`)
 
-// MustNewRoutes is like [NewRoutes] but panics on an error.
-func MustNewRoutes(routes ...Route) *Routes {
-	rt, err := NewRoutes(routes...)
-	if err != nil {
-		panic(err)
-	}
-	return rt
-}
-
 // Match returns the route of req: the most specific pattern that matches it, else the
 // default route; nil if neither applies.
 func (rt *Routes) Match(req *http.Request) *Route {

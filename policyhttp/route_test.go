@@ -21,14 +21,14 @@ import (
 // host patterns win over hostless ones, and what matches nothing (or what a ServeMux
 // would redirect) gets the default.
 func TestRoutes_MatchesAsServeMux(t *testing.T) {
-	rt := policyhttp.MustNewRoutes(
+	rt := policy.Must(policyhttp.NewRoutes(
 		policyhttp.Route{Pattern: "/", Name: "root"},
 		policyhttp.Route{Pattern: "", Name: "default"},
 		policyhttp.Route{Pattern: "GET /v1/", Name: "v1-reads"},
 		policyhttp.Route{Pattern: "POST /v1/charges/{id}", Name: "charge"},
 		policyhttp.Route{Pattern: "api.example.com/v1/", Name: "api-host"},
 		policyhttp.Route{Pattern: "/v2/items/", Name: "v2"},
-	)
+	))
 	for _, c := range []struct {
 		method, url, host, want string
 	}{
@@ -61,7 +61,7 @@ func TestRoutes_MatchesAsServeMux(t *testing.T) {
 
 	var none *policyhttp.Routes
 	require.Nil(t, none.Match(req), "a nil table matches nothing")
-	require.Nil(t, policyhttp.MustNewRoutes(policyhttp.Route{Pattern: "/x/"}).Match(req), "no default: nil")
+	require.Nil(t, policy.Must(policyhttp.NewRoutes(policyhttp.Route{Pattern: "/x/"})).Match(req), "no default: nil")
 }
 
 func mustURL(t *testing.T, s string) *url.URL {
@@ -98,14 +98,14 @@ func TestRouterTransport_PipelinePerRoute(t *testing.T) {
 		w.WriteHeader(http.StatusServiceUnavailable)
 	})
 	clock := policytest.NewClock(t0).AutoAdvance(true)
-	retrying := policy.MustWrap(retry.MustNew(retry.Options{MaxAttempts: 3, Clock: clock, Rand: zeroRand{}}))
-	twice := policy.MustWrap(retry.MustNew(retry.Options{MaxAttempts: 2, Clock: clock, Rand: zeroRand{}}))
-	rt := policyhttp.MustNewRoutes(
+	retrying := policy.Must(policy.Wrap(policy.Must(retry.New(retry.Options{MaxAttempts: 3, Clock: clock, Rand: zeroRand{}}))))
+	twice := policy.Must(policy.Wrap(policy.Must(retry.New(retry.Options{MaxAttempts: 2, Clock: clock, Rand: zeroRand{}}))))
+	rt := policy.Must(policyhttp.NewRoutes(
 		policyhttp.Route{Pattern: "GET /reads/", Pipeline: retrying},
 		policyhttp.Route{Pattern: "GET /once/"}, // no pipeline: one attempt
 		policyhttp.Route{Pipeline: twice},
 		policyhttp.Route{Pattern: "GET /ok/", Pipeline: retrying, Classifier: func(*http.Response, time.Time) error { return nil }},
-	)
+	))
 	client := &http.Client{Transport: policyhttp.NewRouterTransport(nil, rt, policyhttp.Options{})}
 	for _, c := range []struct {
 		path string

@@ -100,7 +100,7 @@ func newRig(t *testing.T, maxAttempts int, o ...policyhttp.Options) *rig {
 	base := &http.Transport{}
 	t.Cleanup(base.CloseIdleConnections)
 	clock := policytest.NewClock(t0).AutoAdvance(true)
-	p := policy.MustWrap(retry.MustNew(retry.Options{MaxAttempts: maxAttempts, Clock: clock, Rand: zeroRand{}}))
+	p := policy.Must(policy.Wrap(policy.Must(retry.New(retry.Options{MaxAttempts: maxAttempts, Clock: clock, Rand: zeroRand{}}))))
 	bodies := &policytest.Bodies{Next: base}
 	drains := policytest.NewClock(t0)
 	var opts policyhttp.Options
@@ -265,7 +265,7 @@ func TestTransport_NoPipelineRetryNoAttemptHeader(t *testing.T) {
 	srv := newServer(t, status(200))
 	base := &http.Transport{}
 	defer base.CloseIdleConnections()
-	c := &http.Client{Transport: policyhttp.NewTransport(base, policy.MustWrap(), policyhttp.Options{})}
+	c := &http.Client{Transport: policyhttp.NewTransport(base, policy.Must(policy.Wrap()), policyhttp.Options{})}
 	res, err := c.Get(srv.URL)
 	require.NoError(t, err)
 	res.Body.Close()
@@ -274,12 +274,12 @@ func TestTransport_NoPipelineRetryNoAttemptHeader(t *testing.T) {
 
 func TestTransport_OpenBreakerSendsNothing(t *testing.T) {
 	srv := newServer(t, status(200))
-	b, err := breaker.New("api", breaker.Options{})
+	b, err := breaker.New(breaker.Options{Name: "api"})
 	require.NoError(t, err)
 	b.ForceOpen()
 	base := &http.Transport{}
 	defer base.CloseIdleConnections()
-	c := &http.Client{Transport: policyhttp.NewTransport(base, policy.MustWrap(b, retry.MustNew(retry.Options{})), policyhttp.Options{})}
+	c := &http.Client{Transport: policyhttp.NewTransport(base, policy.Must(policy.Wrap(b, policy.Must(retry.New(retry.Options{})))), policyhttp.Options{})}
 	closes := new(atomic.Int64)
 	body := policytest.CountCloses(io.NopCloser(strings.NewReader("x")), closes)
 	req, _ := http.NewRequest("PUT", srv.URL, body)
@@ -291,10 +291,10 @@ func TestTransport_OpenBreakerSendsNothing(t *testing.T) {
 }
 
 func TestTransport_BreakerCountsServerFailuresNotClientFaults(t *testing.T) {
-	b := breaker.MustNew("api", breaker.Options{ConsecutiveFailures: 2})
+	b := policy.Must(breaker.New(breaker.Options{Name: "api", ConsecutiveFailures: 2}))
 	base := &http.Transport{}
 	defer base.CloseIdleConnections()
-	c := &http.Client{Transport: policyhttp.NewTransport(base, policy.MustWrap(b), policyhttp.Options{})}
+	c := &http.Client{Transport: policyhttp.NewTransport(base, policy.Must(policy.Wrap(b)), policyhttp.Options{})}
 	for _, code := range []int{404, 429, 400, 404} {
 		res, err := c.Get(newServer(t, status(code)).URL)
 		require.NoError(t, err)
@@ -409,11 +409,11 @@ func TestMiddleware_MarksOwnedUpstream(t *testing.T) {
 // response received, with a nil error.
 func TestTransport_BreakerInsideRetryReturnsTheLastResponse(t *testing.T) {
 	srv := newServer(t, status(503))
-	b := breaker.MustNew("api", breaker.Options{ConsecutiveFailures: 2})
+	b := policy.Must(breaker.New(breaker.Options{Name: "api", ConsecutiveFailures: 2}))
 	base := &http.Transport{}
 	defer base.CloseIdleConnections()
 	clock := policytest.NewClock(t0).AutoAdvance(true)
-	p := policy.MustWrap(retry.MustNew(retry.Options{MaxAttempts: 4, Clock: clock}), b)
+	p := policy.Must(policy.Wrap(policy.Must(retry.New(retry.Options{MaxAttempts: 4, Clock: clock})), b))
 	c := &http.Client{Transport: policyhttp.NewTransport(base, p, policyhttp.Options{})}
 	res, err := c.Get(srv.URL)
 	require.NoError(t, err)
@@ -454,7 +454,7 @@ func TestTransport_NilHeaderGetsAttempt(t *testing.T) {
 		return &http.Response{StatusCode: code, Header: http.Header{}, Body: http.NoBody, Request: r}, nil
 	})
 	clock := policytest.NewClock(t0).AutoAdvance(true)
-	p := policy.MustWrap(retry.MustNew(retry.Options{MaxAttempts: 2, Clock: clock, Rand: zeroRand{}}))
+	p := policy.Must(policy.Wrap(policy.Must(retry.New(retry.Options{MaxAttempts: 2, Clock: clock, Rand: zeroRand{}}))))
 	req := &http.Request{Method: http.MethodGet, URL: &url.URL{Scheme: "http", Host: "example.com", Path: "/"}}
 	res, err := policyhttp.NewTransport(base, p, policyhttp.Options{Clock: clock}).RoundTrip(req.WithContext(context.Background()))
 	require.NoError(t, err)

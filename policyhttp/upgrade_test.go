@@ -73,7 +73,7 @@ func upgradeClient(t *testing.T, opts policyhttp.Options) *http.Client {
 	base := &http.Transport{}
 	t.Cleanup(base.CloseIdleConnections)
 	clock := policytest.NewClock(t0).AutoAdvance(true)
-	p := policy.MustWrap(retry.MustNew(retry.Options{MaxAttempts: 3, Clock: clock, Rand: zeroRand{}}))
+	p := policy.Must(policy.Wrap(policy.Must(retry.New(retry.Options{MaxAttempts: 3, Clock: clock, Rand: zeroRand{}}))))
 	return &http.Client{Transport: policyhttp.NewTransport(base, p, opts)}
 }
 
@@ -133,7 +133,7 @@ func (*conn) Close() error { return nil }
 func TestTransport_NeverHedgesAnUpgrade(t *testing.T) {
 	clock := policytest.NewClock(t0).AutoAdvance(true)
 	g := &gated{started: make(chan int, 4), gates: map[int]chan *http.Response{}}
-	p := policy.MustWrap(retry.MustNewHedge(retry.HedgeOptions{Delay: -1, Clock: clock})) // all attempts at once
+	p := policy.Must(policy.Wrap(policy.Must(retry.NewHedge(retry.HedgeOptions{Delay: -1, Clock: clock})))) // all attempts at once
 	client := &http.Client{Transport: policyhttp.NewTransport(g, p, policyhttp.Options{})}
 	g.gate(1) <- &http.Response{StatusCode: http.StatusSwitchingProtocols, Header: http.Header{}, Body: &conn{}}
 	res, err := client.Do(upgradeRequest(t, "http://backend.test/ws"))

@@ -24,9 +24,9 @@ import (
 func TestObserver_RejectionsWaitsAndPublishedGauges(t *testing.T) {
 	obs, reader, rec, tp := setup(t)
 	clock := policytest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)).AutoAdvance(true)
-	fb := fallback.MustNew("prices", fallback.Options[int]{Value: -1})
-	rl := ratelimit.MustNew("prices", ratelimit.Options{Rate: 10, Burst: 1, MaxWait: 150 * time.Millisecond, Clock: clock})
-	p := policy.MustWrap(fb, rl, policy.Name("shop"), policy.Observe(obs))
+	fb := policy.Must(fallback.New(fallback.Options[int]{Name: "prices", Value: -1}))
+	rl := policy.Must(ratelimit.New(ratelimit.Options{Name: "prices", Rate: 10, Burst: 1, MaxWait: 150 * time.Millisecond, Clock: clock}))
+	p := policy.Must(policy.Wrap(fb, rl, policy.Name("shop"), policy.Observe(obs)))
 
 	ctx, span := tp.Tracer("test").Start(context.Background(), "GET /prices")
 	ok := func(context.Context) (int, error) { return 1, nil }
@@ -35,8 +35,8 @@ func TestObserver_RejectionsWaitsAndPublishedGauges(t *testing.T) {
 	_, err = fb.Get(ctx, p, ok) // waits 100ms for the next
 	require.NoError(t, err)
 	// A call holds the bulkhead's one slot; the next is refused, and answered.
-	bh := bulkhead.MustNew("prices", bulkhead.Options{MaxConcurrent: 1})
-	bp := policy.MustWrap(fb, bh, policy.Name("shop-bh"), policy.Observe(obs))
+	bh := policy.Must(bulkhead.New(bulkhead.Options{Name: "prices", MaxConcurrent: 1}))
+	bp := policy.Must(policy.Wrap(fb, bh, policy.Name("shop-bh"), policy.Observe(obs)))
 	in, release := make(chan struct{}), make(chan struct{})
 	done := make(chan struct{})
 	go func() {
@@ -51,8 +51,8 @@ func TestObserver_RejectionsWaitsAndPublishedGauges(t *testing.T) {
 	require.Equal(t, -1, v)
 	close(release)
 	<-done
-	refuse := ratelimit.MustNew("geo", ratelimit.Options{Rate: 1, Burst: 1, Mode: ratelimit.Refuse, Clock: policytest.NewClock(time.Time{})})
-	rp := policy.MustWrap(refuse, policy.Name("geo"), policy.Observe(obs))
+	refuse := policy.Must(ratelimit.New(ratelimit.Options{Name: "geo", Rate: 1, Burst: 1, Mode: ratelimit.Refuse, Clock: policytest.NewClock(time.Time{})}))
+	rp := policy.Must(policy.Wrap(refuse, policy.Name("geo"), policy.Observe(obs)))
 	require.NoError(t, rp.Do(ctx, func(context.Context) error { return nil }))
 	require.ErrorIs(t, rp.Do(ctx, func(context.Context) error { return nil }), ratelimit.ErrLimited)
 	span.End()
@@ -146,7 +146,7 @@ func (c *myCache) Bind(next policy.Runner, env policy.Env) policy.Runner {
 func TestObserver_AThirdPartyStageGetsTheInstrumentsABuiltInOneGets(t *testing.T) {
 	obs, reader, rec, tp := setup(t)
 	c := &myCache{name: "users"}
-	p := policy.MustWrap(c, policy.Name("profile"), policy.Observe(obs))
+	p := policy.Must(policy.Wrap(c, policy.Name("profile"), policy.Observe(obs)))
 	ctx, span := tp.Tracer("test").Start(context.Background(), "GET /profile")
 	ok := func(context.Context) error { return nil }
 	require.NoError(t, p.Do(ctx, ok))

@@ -27,8 +27,8 @@ func Example() {
 		fmt.Println(err)
 		return
 	}
-	p := policy.MustWrap(deadline.MustNew(time.Second), retry.MustNew(retry.Options{Base: time.Millisecond, Cap: time.Millisecond}),
-		policy.Name("db"), policy.Observe(obs))
+	p := policy.Must(policy.Wrap(policy.Must(deadline.New(deadline.Options{Timeout: time.Second})), policy.Must(retry.New(retry.Options{Base: time.Millisecond, Cap: time.Millisecond})),
+		policy.Name("db"), policy.Observe(obs)))
 
 	n := 0
 	_ = p.Do(context.Background(), func(context.Context) error {

@@ -49,7 +49,7 @@ func TestGRPCCall_RetriesAndDelay(t *testing.T) {
 	} {
 		obs, reader, _, _ := setup(t)
 		clock := policytest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)).AutoAdvance(true)
-		p := policy.MustWrap(retry.MustNew(retry.Options{MaxAttempts: 3, Clock: clock, Rand: policytest.NewRand(0.5)})).
+		p := policy.Must(policy.Wrap(policy.Must(retry.New(retry.Options{MaxAttempts: 3, Clock: clock, Rand: policytest.NewRand(0.5)})))).
 			With(policy.Observe(obs))
 		ctx, call := obs.StartGRPCCall(context.Background(), "pkg.Service/Method", "dns:///svc:443", clock)
 		n := 0
@@ -89,7 +89,7 @@ func TestGRPCCall_RetriesAndDelay(t *testing.T) {
 func TestGRPCCall_EventsWithoutCallAreIgnored(t *testing.T) {
 	obs, reader, _, _ := setup(t)
 	clock := policytest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)).AutoAdvance(true)
-	p := policy.MustWrap(retry.MustNew(retry.Options{MaxAttempts: 3, Clock: clock, Rand: policytest.NewRand(0.5)})).
+	p := policy.Must(policy.Wrap(policy.Must(retry.New(retry.Options{MaxAttempts: 3, Clock: clock, Rand: policytest.NewRand(0.5)})))).
 		With(policy.Observe(obs))
 	n := 0
 	require.NoError(t, p.Do(context.Background(), func(context.Context) error {
@@ -113,7 +113,7 @@ func TestGRPCCall_TwoObservers(t *testing.T) {
 	obs, reader, _, _ := setup(t)
 	other, _, _, _ := setup(t)
 	clock := policytest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)).AutoAdvance(true)
-	p := policy.MustWrap(retry.MustNew(retry.Options{MaxAttempts: 3, Clock: clock, Rand: policytest.NewRand(0.5)})).
+	p := policy.Must(policy.Wrap(policy.Must(retry.New(retry.Options{MaxAttempts: 3, Clock: clock, Rand: policytest.NewRand(0.5)})))).
 		With(policy.Observe(event.Observers(other, obs)))
 	ctx, call := obs.StartGRPCCall(context.Background(), "pkg.Service/Method", "dns:///svc:443", clock)
 	n := 0

@@ -76,7 +76,7 @@ func sum(t *testing.T, m metricdata.Metrics, attrs ...attribute.KeyValue) int64 
 func TestObserver_MetricsAndSpanEvents(t *testing.T) {
 	obs, reader, rec, tp := setup(t)
 	clock := policytest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)).AutoAdvance(true)
-	p := policy.MustWrap(retry.MustNew(retry.Options{MaxAttempts: 3, Clock: clock, Rand: policytest.NewRand(0.5)})).
+	p := policy.Must(policy.Wrap(policy.Must(retry.New(retry.Options{MaxAttempts: 3, Clock: clock, Rand: policytest.NewRand(0.5)})))).
 		With(policy.Name("orders"), policy.Observe(obs))
 	ctx, span := tp.Tracer("test").Start(context.Background(), "GET /orders")
 	calls := 0
@@ -120,17 +120,17 @@ func TestObserver_MetricsAndSpanEvents(t *testing.T) {
 func TestObserver_SuppressionBreakerAndShed(t *testing.T) {
 	obs, reader, rec, tp := setup(t)
 	ctx, span := tp.Tracer("test").Start(context.Background(), "handler")
-	inner := policy.MustWrap(retry.MustNew(retry.Options{MaxAttempts: 3})).With(policy.Name("db"), policy.Observe(obs))
+	inner := policy.Must(policy.Wrap(policy.Must(retry.New(retry.Options{MaxAttempts: 3})))).With(policy.Name("db"), policy.Observe(obs))
 	_ = inner.Do(callpath.WithUpstreamAttempt(ctx, 2), func(context.Context) error { return fault.Retryable(errDown) })
 
-	brk := breaker.MustNew("db", breaker.Options{ConsecutiveFailures: 1})
-	bp := policy.MustWrap(brk).With(policy.Name("db-breaker"), policy.Observe(obs))
+	brk := policy.Must(breaker.New(breaker.Options{Name: "db", ConsecutiveFailures: 1}))
+	bp := policy.Must(policy.Wrap(brk)).With(policy.Name("db-breaker"), policy.Observe(obs))
 	_ = bp.Do(ctx, func(context.Context) error { return errDown })
 	require.ErrorIs(t, bp.Do(ctx, func(context.Context) error { return nil }), policy.ErrRejected)
 
-	s := shed.MustNew(shed.Options{Name: "api", Limit: shed.LimitOptions{Fixed: 1}, Queue: shed.QueueOptions{Max: -1}, Rand: policytest.NewRand(0)})
+	s := policy.Must(shed.New(shed.Options{Name: "api", Limit: shed.LimitOptions{Fixed: 1}, Queue: shed.QueueOptions{Max: -1}, Rand: policytest.NewRand(0)}))
 	held, _ := s.Admit(context.Background(), shed.PriorityDefault)
-	sp := policy.MustWrap(s).With(policy.Name("consumer"), policy.Observe(obs))
+	sp := policy.Must(policy.Wrap(s)).With(policy.Name("consumer"), policy.Observe(obs))
 	_ = sp.Do(ctx, func(context.Context) error { return nil })
 	held.Release()
 	span.End()
@@ -185,14 +185,14 @@ func TestNew_NeedsAMeterProvider(t *testing.T) {
 // collection, by name; another source under a name, or a nil source, is refused.
 func TestObserver_BudgetAndShedderGauges(t *testing.T) {
 	obs, reader, _, _ := setup(t)
-	b := budget.MustNewTokenBucket(10, 0.1)
-	s := shed.MustNew(shed.Options{Name: "api", Limit: shed.LimitOptions{Fixed: 4}, Queue: shed.QueueOptions{Max: -1}})
+	b := policy.Must(budget.NewTokenBucket(budget.TokenBucketOptions{MaxTokens: 10, TokenRatio: 0.1}))
+	s := policy.Must(shed.New(shed.Options{Name: "api", Limit: shed.LimitOptions{Fixed: 4}, Queue: shed.QueueOptions{Max: -1}}))
 	require.NoError(t, obs.AddBudget("orders", b))
 	require.NoError(t, obs.AddShedder("api", s))
 	require.NoError(t, obs.AddBudget("orders", b), "the same budget again")
 	require.NoError(t, obs.AddShedder("api", s), "the same shedder again")
-	require.Error(t, obs.AddBudget("orders", budget.MustNewTokenBucket(1, 1)), "another budget under the name")
-	require.Error(t, obs.AddShedder("api", shed.MustNew(shed.Options{Name: "api"})), "another shedder under the name")
+	require.Error(t, obs.AddBudget("orders", policy.Must(budget.NewTokenBucket(budget.TokenBucketOptions{MaxTokens: 1, TokenRatio: 1}))), "another budget under the name")
+	require.Error(t, obs.AddShedder("api", policy.Must(shed.New(shed.Options{Name: "api"}))), "another shedder under the name")
 	require.Error(t, obs.AddShedder("web", s), "a name not the shedder's own")
 	require.Error(t, obs.AddBudget("x", nil))
 	require.Error(t, obs.AddShedder("x", nil))
@@ -232,8 +232,8 @@ func shedGauge(t *testing.T, ms map[string]metricdata.Metrics, name string) int6
 func TestObserver_ARefusalUnderARetryIsTypedByTheRefusal(t *testing.T) {
 	obs, _, rec, tp := setup(t)
 	ctx, span := tp.Tracer("test").Start(context.Background(), "handler")
-	brk := breaker.MustNew("db", breaker.Options{ConsecutiveFailures: 1})
-	p := policy.MustWrap(retry.MustNew(retry.Options{MaxAttempts: 2, Base: time.Nanosecond, Cap: time.Nanosecond}), brk).
+	brk := policy.Must(breaker.New(breaker.Options{Name: "db", ConsecutiveFailures: 1}))
+	p := policy.Must(policy.Wrap(policy.Must(retry.New(retry.Options{MaxAttempts: 2, Base: time.Nanosecond, Cap: time.Nanosecond})), brk)).
 		With(policy.Name("db"), policy.Observe(obs))
 	_ = p.Do(ctx, func(context.Context) error { return fault.Retryable(errDown) }) // trips the breaker; the retry is refused
 	span.End()

@@ -68,8 +68,8 @@ func benchObserved(b *testing.B, observe bool) {
 			name = "parallel"
 		}
 		b.Run(name, func(b *testing.B) {
-			p := policy.MustWrap(breaker.MustNew("db", breaker.Options{}), budget.MustNewTokenBucket(10, 0.1),
-				retry.MustNew(retry.Options{MaxAttempts: 3}), policy.Name("db"))
+			p := policy.Must(policy.Wrap(policy.Must(breaker.New(breaker.Options{Name: "db"})), policy.Must(budget.NewTokenBucket(budget.TokenBucketOptions{MaxTokens: 10, TokenRatio: 0.1})),
+				policy.Must(retry.New(retry.Options{MaxAttempts: 3})), policy.Name("db")))
 			if observe {
 				mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
 				b.Cleanup(func() { _ = mp.Shutdown(context.Background()) })

@@ -45,18 +45,18 @@ func TestShedder_AddedOnceRecordsEveryRefusalOnce(t *testing.T) {
 		wire func(obs *policyotel.Observer) *shed.Shedder
 	}{
 		{"reporting to the Observer, then added", func(obs *policyotel.Observer) *shed.Shedder {
-			s := shed.MustNew(opts(obs))
+			s := policy.Must(shed.New(opts(obs)))
 			require.NoError(t, obs.AddShedder("api", s))
 			return s
 		}},
 		{"added, reporting to no one", func(obs *policyotel.Observer) *shed.Shedder {
-			s := shed.MustNew(opts(nil))
+			s := policy.Must(shed.New(opts(nil)))
 			require.NoError(t, obs.AddShedder("api", s))
 			return s
 		}},
 		{"a stage of an observed pipeline", func(obs *policyotel.Observer) *shed.Shedder {
-			s := shed.MustNew(opts(nil))
-			policy.MustWrap(s, policy.Observe(event.Observers(obs)))
+			s := policy.Must(shed.New(opts(nil)))
+			policy.Must(policy.Wrap(s, policy.Observe(event.Observers(obs))))
 			return s
 		}},
 	} {
@@ -73,9 +73,9 @@ func TestShedder_AddedOnceRecordsEveryRefusalOnce(t *testing.T) {
 			require.NotEqual(t, shed.ReasonNone, why)
 			var other event.ObserverFunc = func(event.Event) {}
 			for _, p := range []*policy.Pipeline{
-				policy.MustWrap(s, policy.Name("a"), policy.Observe(obs)),
-				policy.MustWrap(s, policy.Name("b"), policy.Observe(event.Observers(other, obs))),
-				policy.MustWrap(s, policy.Name("c")),
+				policy.Must(policy.Wrap(s, policy.Name("a"), policy.Observe(obs))),
+				policy.Must(policy.Wrap(s, policy.Name("b"), policy.Observe(event.Observers(other, obs)))),
+				policy.Must(policy.Wrap(s, policy.Name("c"))),
 			} {
 				require.ErrorIs(t, p.Do(context.Background(), func(context.Context) error { return nil }), shed.ErrShed)
 			}
@@ -94,9 +94,9 @@ func TestShedder_AddedOnceRecordsEveryRefusalOnce(t *testing.T) {
 // heard through two pipelines and a With chain is counted once.
 func TestBreaker_StateRecordedWhenItsPipelineIsBound(t *testing.T) {
 	obs, reader, _, _ := setup(t)
-	b := breaker.MustNew("db", breaker.Options{ConsecutiveFailures: 1})
-	p := policy.MustWrap(b).With(policy.Observe(event.Observers(obs))).With(policy.Name("db"))
-	reads := policy.MustWrap(b, policy.Name("db-reads"), policy.Observe(obs))
+	b := policy.Must(breaker.New(breaker.Options{Name: "db", ConsecutiveFailures: 1}))
+	p := policy.Must(policy.Wrap(b)).With(policy.Observe(event.Observers(obs))).With(policy.Name("db"))
+	reads := policy.Must(policy.Wrap(b, policy.Name("db-reads"), policy.Observe(obs)))
 	g := collect(t, reader)["backstop.breaker.state"].Data.(metricdata.Gauge[int64]).DataPoints
 	require.Len(t, g, 1)
 	require.Equal(t, int64(0), g[0].Value)

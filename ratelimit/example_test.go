@@ -15,8 +15,8 @@ import (
 // the next token comes.
 func ExampleNew() {
 	clock := policytest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	api := ratelimit.MustNew("geocoder", ratelimit.Options{Rate: 5, Burst: 3, Mode: ratelimit.Refuse, Clock: clock})
-	p := policy.MustWrap(api)
+	api := policy.Must(ratelimit.New(ratelimit.Options{Name: "geocoder", Rate: 5, Burst: 3, Mode: ratelimit.Refuse, Clock: clock}))
+	p := policy.Must(policy.Wrap(api))
 	for i := range 5 {
 		err := p.Do(context.Background(), func(context.Context) error { return nil })
 		var rej *policy.RejectError
@@ -40,16 +40,16 @@ func ExampleNew() {
 // Pipelines that name the same limiter in a Registry share its bucket.
 func ExampleRegistry() {
 	var limiters ratelimit.Registry
-	o := ratelimit.Options{Rate: 1, Burst: 1, Mode: ratelimit.Refuse}
-	a, err := limiters.Get("geocoder", o)
+	o := ratelimit.Options{Name: "geocoder", Rate: 1, Burst: 1, Mode: ratelimit.Refuse}
+	a, err := limiters.Get(o)
 	if err != nil {
 		panic(err)
 	}
-	b, err := limiters.Get("geocoder", o)
+	b, err := limiters.Get(o)
 	if err != nil {
 		panic(err)
 	}
-	search, checkout := policy.MustWrap(a, policy.Name("search")), policy.MustWrap(b, policy.Name("checkout"))
+	search, checkout := policy.Must(policy.Wrap(a, policy.Name("search"))), policy.Must(policy.Wrap(b, policy.Name("checkout")))
 	fmt.Println(search.Do(context.Background(), func(context.Context) error { return nil }))
 	fmt.Println(errors.Is(checkout.Do(context.Background(), func(context.Context) error { return nil }), ratelimit.ErrLimited))
 	// Output:

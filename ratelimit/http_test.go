@@ -21,7 +21,7 @@ import (
 // millisecond — a real server on 127.0.0.1, read by a real client.
 func TestLimiter_RefusalAnsweredOverHTTP(t *testing.T) {
 	clock := policytest.NewClock(t0)
-	geo := policy.MustWrap(ratelimit.MustNew("geocoder", ratelimit.Options{Rate: 0.4, Burst: 1, Mode: ratelimit.Refuse, Clock: clock}))
+	geo := policy.Must(policy.Wrap(policy.Must(ratelimit.New(ratelimit.Options{Name: "geocoder", Rate: 0.4, Burst: 1, Mode: ratelimit.Refuse, Clock: clock}))))
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		err := geo.Do(r.Context(), func(context.Context) error { return nil })
 		if policyhttp.WriteRejection(w, err) {

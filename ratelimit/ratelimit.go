@@ -54,6 +54,8 @@ var (
 
 // Options configure a [Limiter]. Rate is required.
 type Options struct {
+	// Name names the rate limiter in events, metrics and errors. Required.
+	Name string
 	// Rate is how many calls (attempts, inside a retry) a second go through, on
 	// average; > 0 and finite.
 	Rate float64
@@ -81,9 +83,10 @@ type Limiter struct {
 	waited  atomic.Uint64
 }
 
-// New returns a limiter named name (it names its refusals, events and series) or an
+// New returns a limiter named o.Name (it names its refusals, events and series) or an
 // error matching ErrInvalidOptions naming the bad field.
-func New(name string, o Options) (*Limiter, error) {
+func New(o Options) (*Limiter, error) {
+	name := o.Name
 	o, err := resolve(name, o)
 	if err != nil {
 		return nil, err
@@ -114,15 +117,6 @@ func resolve(name string, o Options) (Options, error) {
 		o.Burst = max(1, int(math.Min(math.Ceil(o.Rate), math.MaxInt32)))
 	}
 	return o, nil
-}
-
-// MustNew is like [New] but panics on bad options.
-func MustNew(name string, o Options) *Limiter {
-	l, err := New(name, o)
-	if err != nil {
-		panic(err)
-	}
-	return l
 }
 
 // Name returns the limiter's name.
@@ -252,10 +246,11 @@ type Registry struct {
 	limiters map[string]*Limiter
 }
 
-// Get returns the limiter named name, making it with o the first time. A later Get of
+// Get returns the limiter named o.Name, making it with o the first time. A later Get of
 // the same name with other options (Clock aside) is an error matching
 // ErrInvalidOptions: one bucket cannot have two rates.
-func (g *Registry) Get(name string, o Options) (*Limiter, error) {
+func (g *Registry) Get(o Options) (*Limiter, error) {
+	name := o.Name
 	resolved, err := resolve(name, o)
 	if err != nil {
 		return nil, err
@@ -271,7 +266,7 @@ func (g *Registry) Get(name string, o Options) (*Limiter, error) {
 		}
 		return l, nil
 	}
-	l, err := New(name, o)
+	l, err := New(o)
 	if err != nil {
 		return nil, err
 	}

@@ -30,18 +30,18 @@ func nop(context.Context) error { return nil }
 
 func TestConformance(t *testing.T) {
 	t.Run("wait", func(t *testing.T) {
-		policytest.Run(t, func() policy.Policy { return ratelimit.MustNew("api", ratelimit.Options{Rate: 1e6}) })
+		policytest.Run(t, func() policy.Policy { return policy.Must(ratelimit.New(ratelimit.Options{Name: "api", Rate: 1e6})) })
 	})
 	t.Run("wait, starved", func(t *testing.T) {
 		// One token a minute: every call but the first is refused (past its deadline)
 		// or waits, and must still honour its context.
 		policytest.Run(t, func() policy.Policy {
-			return ratelimit.MustNew("api", ratelimit.Options{Rate: 1.0 / 60, Burst: 1, MaxWait: time.Millisecond})
+			return policy.Must(ratelimit.New(ratelimit.Options{Name: "api", Rate: 1.0 / 60, Burst: 1, MaxWait: time.Millisecond}))
 		})
 	})
 	t.Run("refuse", func(t *testing.T) {
 		policytest.Run(t, func() policy.Policy {
-			return ratelimit.MustNew("api", ratelimit.Options{Rate: 1, Burst: 1, Mode: ratelimit.Refuse})
+			return policy.Must(ratelimit.New(ratelimit.Options{Name: "api", Rate: 1, Burst: 1, Mode: ratelimit.Refuse}))
 		})
 	})
 }
@@ -61,7 +61,8 @@ func TestNew_RefusesBadOptionsNamingTheField(t *testing.T) {
 		{"api", ratelimit.Options{Rate: 1, MaxWait: -1}, "MaxWait is -1ns"},
 		{"api", ratelimit.Options{Rate: 1, Mode: ratelimit.Refuse, MaxWait: time.Second}, "MaxWait is 1s in Refuse mode"},
 	} {
-		_, err := ratelimit.New(tt.name, tt.o)
+		tt.o.Name = tt.name
+		_, err := ratelimit.New(tt.o)
 		require.ErrorIs(t, err, ratelimit.ErrInvalidOptions, "New(%q, %+v)", tt.name, tt.o)
 		require.ErrorContains(t, err, tt.field, "New(%q, %+v)", tt.name, tt.o)
 	}
@@ -69,21 +70,21 @@ func TestNew_RefusesBadOptionsNamingTheField(t *testing.T) {
 
 func TestLimiter_BurstIsOneSecondsWorthByDefault(t *testing.T) {
 	clock := policytest.NewClock(t0)
-	l := ratelimit.MustNew("api", ratelimit.Options{Rate: 2.5, Mode: ratelimit.Refuse, Clock: clock})
+	l := policy.Must(ratelimit.New(ratelimit.Options{Name: "api", Rate: 2.5, Mode: ratelimit.Refuse, Clock: clock}))
 	require.Equal(t, 3.0, l.Tokens(), "Burst 0 is ⌈2.5⌉ = 3, and the bucket starts full")
-	l = ratelimit.MustNew("api", ratelimit.Options{Rate: 0.1, Mode: ratelimit.Refuse, Clock: clock})
+	l = policy.Must(ratelimit.New(ratelimit.Options{Name: "api", Rate: 0.1, Mode: ratelimit.Refuse, Clock: clock}))
 	require.Equal(t, 1.0, l.Tokens(), "at least 1")
 }
 
 func TestLimiter_RefuseModeRefusesAtOnceWithWhenTheNextTokenComes(t *testing.T) {
 	clock := policytest.NewClock(t0)
-	l := ratelimit.MustNew("api", ratelimit.Options{Rate: 10, Burst: 2, Mode: ratelimit.Refuse, Clock: clock})
+	l := policy.Must(ratelimit.New(ratelimit.Options{Name: "api", Rate: 10, Burst: 2, Mode: ratelimit.Refuse, Clock: clock}))
 	var events []event.Event
-	p := policy.MustWrap(l, policy.Name("orders"), policy.Observe(event.ObserverFunc(func(e event.Event) {
+	p := policy.Must(policy.Wrap(l, policy.Name("orders"), policy.Observe(event.ObserverFunc(func(e event.Event) {
 		if e.Kind == event.Rejected {
 			events = append(events, e)
 		}
-	})))
+	}))))
 	require.NoError(t, p.Do(context.Background(), nop)) // tokens 1
 	require.NoError(t, p.Do(context.Background(), nop)) // tokens 0
 
@@ -109,9 +110,9 @@ func TestLimiter_RefuseModeRefusesAtOnceWithWhenTheNextTokenComes(t *testing.T) 
 
 func TestLimiter_WaitModeWaitsForItsToken(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := ratelimit.MustNew("api", ratelimit.Options{Rate: 10, Burst: 1})
+		l := policy.Must(ratelimit.New(ratelimit.Options{Name: "api", Rate: 10, Burst: 1}))
 		var waited []time.Duration
-		p := policy.MustWrap(l, policy.Observe(event.ObserverFunc(func(e event.Event) {
+		p := policy.Must(policy.Wrap(l, policy.Observe(event.ObserverFunc(func(e event.Event) {
 			switch e.Kind {
 			case event.Waited:
 				require.Equal(t, ratelimit.Kind, e.Stage)
@@ -120,7 +121,7 @@ func TestLimiter_WaitModeWaitsForItsToken(t *testing.T) {
 			case event.Rejected:
 				t.Errorf("a call with no deadline was refused: %v", e.Err)
 			}
-		})))
+		}))))
 		start := time.Now()
 		for range 3 {
 			require.NoError(t, p.Do(context.Background(), nop))
@@ -133,8 +134,8 @@ func TestLimiter_WaitModeWaitsForItsToken(t *testing.T) {
 
 func TestLimiter_NeverWaitsPastTheDeadlineAndGivesTheTokenBack(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := ratelimit.MustNew("api", ratelimit.Options{Rate: 10, Burst: 1})
-		p := policy.MustWrap(l)
+		l := policy.Must(ratelimit.New(ratelimit.Options{Name: "api", Rate: 10, Burst: 1}))
+		p := policy.Must(policy.Wrap(l))
 		require.NoError(t, p.Do(context.Background(), nop)) // the bucket is empty: next token in 100ms
 
 		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
@@ -159,8 +160,8 @@ func TestLimiter_NeverWaitsPastTheDeadlineAndGivesTheTokenBack(t *testing.T) {
 
 func TestLimiter_MaxWait(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := ratelimit.MustNew("api", ratelimit.Options{Rate: 10, Burst: 1, MaxWait: 150 * time.Millisecond})
-		p := policy.MustWrap(l)
+		l := policy.Must(ratelimit.New(ratelimit.Options{Name: "api", Rate: 10, Burst: 1, MaxWait: 150 * time.Millisecond}))
+		p := policy.Must(policy.Wrap(l))
 		require.NoError(t, p.Do(context.Background(), nop))
 		waiting := make(chan error, 1)
 		go func() { waiting <- p.Do(context.Background(), nop) }() // its token in 100ms
@@ -178,8 +179,8 @@ func TestLimiter_MaxWait(t *testing.T) {
 
 func TestLimiter_CancelledWaitGivesTheTokenBack(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := ratelimit.MustNew("api", ratelimit.Options{Rate: 10, Burst: 1})
-		p := policy.MustWrap(l)
+		l := policy.Must(ratelimit.New(ratelimit.Options{Name: "api", Rate: 10, Burst: 1}))
+		p := policy.Must(policy.Wrap(l))
 		require.NoError(t, p.Do(context.Background(), nop))
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
@@ -217,8 +218,8 @@ func TestLimiter_ReportsOnlyTheKindsItsObserverNeeds(t *testing.T) {
 			{event.Rejected, []event.Kind{event.Rejected}},
 		} {
 			obs := &selective{needs: map[event.Kind]event.Needs{tt.kind: event.NeedsEvent}}
-			l := ratelimit.MustNew("api", ratelimit.Options{Rate: 10, Burst: 1})
-			p := policy.MustWrap(l, policy.Observe(obs))
+			l := policy.Must(ratelimit.New(ratelimit.Options{Name: "api", Rate: 10, Burst: 1}))
+			p := policy.Must(policy.Wrap(l, policy.Observe(obs)))
 			require.NoError(t, p.Do(context.Background(), nop)) // the one token
 			require.NoError(t, p.Do(context.Background(), nop)) // waits 100ms: event.Waited
 			ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
@@ -231,7 +232,7 @@ func TestLimiter_ReportsOnlyTheKindsItsObserverNeeds(t *testing.T) {
 
 func TestLimiter_PublishesTokens(t *testing.T) {
 	clock := policytest.NewClock(t0)
-	l := ratelimit.MustNew("api", ratelimit.Options{Rate: 10, Burst: 4, Mode: ratelimit.Refuse, Clock: clock})
+	l := policy.Must(ratelimit.New(ratelimit.Options{Name: "api", Rate: 10, Burst: 4, Mode: ratelimit.Refuse, Clock: clock}))
 	var pub policy.Publisher = l
 	require.Equal(t, "api", pub.Name())
 	gs := pub.Gauges()
@@ -239,7 +240,7 @@ func TestLimiter_PublishesTokens(t *testing.T) {
 	require.Equal(t, "tokens", gs[0].Name)
 	require.NotEmpty(t, gs[0].Help)
 	require.Equal(t, 4.0, gs[0].Value(), "the bucket starts full")
-	p := policy.MustWrap(l)
+	p := policy.Must(policy.Wrap(l))
 	require.NoError(t, p.Do(context.Background(), nop))
 	require.NoError(t, p.Do(context.Background(), nop))
 	require.Equal(t, 2.0, gs[0].Value(), "tokens 2 = 4 − 2 calls")
@@ -250,8 +251,8 @@ func TestLimiter_PublishesTokens(t *testing.T) {
 
 func TestLimiter_InsideTheRetryRetriesSpendTokens(t *testing.T) {
 	clock := policytest.NewClock(t0).AutoAdvance(true)
-	l := ratelimit.MustNew("api", ratelimit.Options{Rate: 0.001, Burst: 2, Mode: ratelimit.Refuse, Clock: clock})
-	p := policy.MustWrap(retry.MustNew(retry.Options{MaxAttempts: 5, Clock: clock}), l)
+	l := policy.Must(ratelimit.New(ratelimit.Options{Name: "api", Rate: 0.001, Burst: 2, Mode: ratelimit.Refuse, Clock: clock}))
+	p := policy.Must(policy.Wrap(policy.Must(retry.New(retry.Options{MaxAttempts: 5, Clock: clock})), l))
 	attempts := 0
 	err := p.Do(context.Background(), func(context.Context) error { attempts++; return fault.Retryable(errors.New("503")) })
 	require.Equal(t, 2, attempts, "two tokens: two attempts; the third attempt is refused")
@@ -261,21 +262,21 @@ func TestLimiter_InsideTheRetryRetriesSpendTokens(t *testing.T) {
 func TestRegistry_OneLimiterPerName(t *testing.T) {
 	clock := policytest.NewClock(t0)
 	var reg ratelimit.Registry
-	o := ratelimit.Options{Rate: 1, Burst: 1, Mode: ratelimit.Refuse, Clock: clock}
-	a, err := reg.Get("api", o)
+	o := ratelimit.Options{Name: "api", Rate: 1, Burst: 1, Mode: ratelimit.Refuse, Clock: clock}
+	a, err := reg.Get(o)
 	require.NoError(t, err)
-	b, err := reg.Get("api", o)
+	b, err := reg.Get(o)
 	require.NoError(t, err)
 	require.Same(t, a, b, "the same name: the same limiter")
 
-	pa, pb := policy.MustWrap(a, policy.Name("a")), policy.MustWrap(b, policy.Name("b"))
+	pa, pb := policy.Must(policy.Wrap(a, policy.Name("a"))), policy.Must(policy.Wrap(b, policy.Name("b")))
 	require.NoError(t, pa.Do(context.Background(), nop))
 	require.ErrorIs(t, pb.Do(context.Background(), nop), ratelimit.ErrLimited, "pipeline b finds the token a took gone")
 
-	_, err = reg.Get("api", ratelimit.Options{Rate: 2, Burst: 1, Mode: ratelimit.Refuse})
+	_, err = reg.Get(ratelimit.Options{Name: "api", Rate: 2, Burst: 1, Mode: ratelimit.Refuse})
 	require.ErrorIs(t, err, ratelimit.ErrInvalidOptions)
 	require.ErrorContains(t, err, "already made with Rate 1")
-	_, err = reg.Get("other", ratelimit.Options{})
+	_, err = reg.Get(ratelimit.Options{Name: "other"})
 	require.ErrorContains(t, err, "Rate is 0")
 	require.Len(t, reg.Limiters(), 1)
 }
@@ -284,7 +285,7 @@ func TestLimiter_SuccessPathAllocatesNothing(t *testing.T) {
 	if race.Enabled {
 		t.Skip("the race detector allocates")
 	}
-	p := policy.MustWrap(ratelimit.MustNew("api", ratelimit.Options{Rate: 1e9}))
+	p := policy.Must(policy.Wrap(policy.Must(ratelimit.New(ratelimit.Options{Name: "api", Rate: 1e9}))))
 	ctx := context.Background()
 	if got := testing.AllocsPerRun(1000, func() { _ = p.Do(ctx, nop) }); got != 0 {
 		t.Errorf("Wrap(limiter).Do with a token free allocates %v per call; want 0", got)
@@ -300,14 +301,15 @@ func TestLimiter_Explain(t *testing.T) {
 		{ratelimit.Options{Rate: 50, MaxWait: 20 * time.Millisecond}, `rate limiter "api": 50 a second in bursts of up to 50 (calls outside the retry, attempts inside it); a call waits up to 20ms for its token, never past its deadline`, "after 20ms"},
 		{ratelimit.Options{Rate: 0.5, Mode: ratelimit.Refuse}, `rate limiter "api": 0.5 a second in bursts of up to 1 (calls outside the retry, attempts inside it); refuses a call that finds no token`, "finds no token"},
 	} {
-		st := ratelimit.MustNew("api", tt.o).ExplainStage()
+		tt.o.Name = "api"
+		st := policy.Must(ratelimit.New(tt.o)).ExplainStage()
 		require.Equal(t, tt.summary, st.Summary)
 		require.Contains(t, st.Refusal, tt.claim)
 	}
 }
 
 func BenchmarkLimiter(b *testing.B) {
-	p := policy.MustWrap(ratelimit.MustNew("api", ratelimit.Options{Rate: 1e12, Burst: 1 << 30}))
+	p := policy.Must(policy.Wrap(policy.Must(ratelimit.New(ratelimit.Options{Name: "api", Rate: 1e12, Burst: 1 << 30}))))
 	ctx := context.Background()
 	b.Run("serial", func(b *testing.B) {
 		b.ReportAllocs()
@@ -327,8 +329,8 @@ func BenchmarkLimiter(b *testing.B) {
 
 func TestLimiter_ConcurrentCallersShareTheBurst(t *testing.T) {
 	clock := policytest.NewClock(t0)
-	l := ratelimit.MustNew("api", ratelimit.Options{Rate: 1, Burst: 10, Mode: ratelimit.Refuse, Clock: clock})
-	p := policy.MustWrap(l)
+	l := policy.Must(ratelimit.New(ratelimit.Options{Name: "api", Rate: 1, Burst: 10, Mode: ratelimit.Refuse, Clock: clock}))
+	p := policy.Must(policy.Wrap(l))
 	var sent, refused atomic.Int64
 	var wg sync.WaitGroup
 	for range 16 {

@@ -144,15 +144,6 @@ func New(o Options) (*Schedule, error) {
 	return &Schedule{o: o, r: jitter.Or(o.Rand)}, nil
 }
 
-// MustNew is like [New] but panics on bad options.
-func MustNew(o Options) *Schedule {
-	p, err := New(o)
-	if err != nil {
-		panic(err)
-	}
-	return p
-}
-
 // MaxDeliveries returns how many deliveries may fail before a message is dead-lettered.
 func (p *Schedule) MaxDeliveries() int { return p.o.MaxDeliveries }
 

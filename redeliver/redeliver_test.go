@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/backstop-go/backstop/policy"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/backstop-go/backstop/fault"
@@ -18,7 +20,7 @@ import (
 var errJob = errors.New("job failed")
 
 func TestDecide(t *testing.T) {
-	p := redeliver.MustNew(redeliver.Options{Rand: policytest.NewRand(0.5)})
+	p := policy.Must(redeliver.New(redeliver.Options{Rand: policytest.NewRand(0.5)}))
 	require.Equal(t, redeliver.Decision{Reason: redeliver.ReasonSuccess}, p.Decide(3, nil))
 	// Full jitter at rand 0.5: half of min(15 min, 10 s · 2^(n−1)).
 	for n, want := range map[int]time.Duration{1: 5 * time.Second, 2: 10 * time.Second, 3: 20 * time.Second, 4: 40 * time.Second} {
@@ -32,15 +34,15 @@ func TestDecide(t *testing.T) {
 }
 
 func TestDecide_SQSLimitAndCap(t *testing.T) {
-	p := redeliver.MustNew(redeliver.Options{Base: time.Hour, Cap: 24 * time.Hour, MaxDeliveries: 100, MaxDelay: redeliver.SQSMaxDelay,
-		Strategy: retry.None{}})
+	p := policy.Must(redeliver.New(redeliver.Options{Base: time.Hour, Cap: 24 * time.Hour, MaxDeliveries: 100, MaxDelay: redeliver.SQSMaxDelay,
+		Strategy: retry.None{}}))
 	require.Equal(t, 4*time.Hour, p.Decide(3, errJob).Delay)
 	require.Equal(t, redeliver.SQSMaxDelay, p.Decide(10, errJob).Delay, "never past SQS's 12 h visibility limit")
 	require.Equal(t, redeliver.SQSMaxDelay, p.Decide(1, fault.After(errJob, 48*time.Hour)).Delay, "hints too")
 }
 
 func TestDecide_DecorrelatedChainsOnThePreviousWindow(t *testing.T) {
-	p := redeliver.MustNew(redeliver.Options{Base: time.Second, Cap: time.Hour, Strategy: retry.Decorrelated{}, Rand: policytest.NewRand(0.999999)})
+	p := policy.Must(redeliver.New(redeliver.Options{Base: time.Second, Cap: time.Hour, Strategy: retry.Decorrelated{}, Rand: policytest.NewRand(0.999999)}))
 	// delivery 3: the previous window is 2 s, so the delay tops out at 3 × 2 s.
 	require.InDelta(t, float64(6*time.Second), float64(p.Decide(3, errJob).Delay), float64(time.Millisecond))
 }
@@ -60,14 +62,14 @@ func TestNew_RefusesBadOptions(t *testing.T) {
 			t.Errorf("New(%+v) = %v; want ErrInvalidOptions saying %q", tt.o, err, tt.want)
 		}
 	}
-	p := redeliver.MustNew(redeliver.Options{ShouldRetry: func(err error) bool { return !errors.Is(err, errJob) }})
+	p := policy.Must(redeliver.New(redeliver.Options{ShouldRetry: func(err error) bool { return !errors.Is(err, errJob) }}))
 	require.True(t, p.Decide(1, errJob).DeadLetter, "ShouldRetry replaces the default")
 }
 
 // TestCounts: every decision is counted once: deliveries, dead-letters by reason, and
 // redeliveries by delay bucket (cumulative) with their sum.
 func TestCounts(t *testing.T) {
-	p := redeliver.MustNew(redeliver.Options{Rand: policytest.NewRand(0.5), MaxDeliveries: 4})
+	p := policy.Must(redeliver.New(redeliver.Options{Rand: policytest.NewRand(0.5), MaxDeliveries: 4}))
 	require.Len(t, redeliver.DelayBounds(), 7)
 	redeliver.DelayBounds()[0] = time.Hour // a copy: changing it changes nothing
 	require.Equal(t, time.Second, redeliver.DelayBounds()[0])

@@ -26,7 +26,7 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	p := policy.MustWrap(r).With(policy.Observe(event.ObserverFunc(func(e event.Event) {
+	p := policy.Must(policy.Wrap(r)).With(policy.Observe(event.ObserverFunc(func(e event.Event) {
 		if e.Kind == event.RetryScheduled {
 			fmt.Printf("attempt %d in %v (%s)\n", e.Attempt, e.Delay, e.Reason)
 		}
@@ -62,7 +62,7 @@ func ExampleParseRetryAfter() {
 
 func ExampleError() {
 	clock := policytest.NewClock(time.Unix(0, 0)).AutoAdvance(true)
-	p := policy.MustWrap(retry.MustNew(retry.Options{MaxAttempts: 2, Clock: clock}))
+	p := policy.Must(policy.Wrap(policy.Must(retry.New(retry.Options{MaxAttempts: 2, Clock: clock}))))
 	err := p.Do(context.Background(), func(context.Context) error {
 		return fault.Retryable(errors.New("connection reset"))
 	})
@@ -79,8 +79,8 @@ func ExampleError() {
 // A hedge sends a second attempt when the first is slow, and keeps whichever answers
 // first; the slow one is cancelled.
 func ExampleNewHedge() {
-	h := retry.MustNewHedge(retry.HedgeOptions{MaxAttempts: 2, Delay: 20 * time.Millisecond}) // near the p95 latency
-	p := policy.MustWrap(deadline.MustNew(time.Second), h)
+	h := policy.Must(retry.NewHedge(retry.HedgeOptions{MaxAttempts: 2, Delay: 20 * time.Millisecond})) // near the p95 latency
+	p := policy.Must(policy.Wrap(policy.Must(deadline.New(deadline.Options{Timeout: time.Second})), h))
 	err := p.Do(context.Background(), func(ctx context.Context) error {
 		n, _, _ := callpath.Attempt(ctx)
 		if n == 1 {

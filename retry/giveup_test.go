@@ -26,7 +26,7 @@ import (
 
 func TestRetry_CancelDuringSleepMatchesContextCanceled(t *testing.T) {
 	clock := policytest.NewClock(t0)
-	p := policy.MustWrap(retry.MustNew(retry.Options{Clock: clock, Strategy: retry.None{}}))
+	p := policy.Must(policy.Wrap(policy.Must(retry.New(retry.Options{Clock: clock, Strategy: retry.None{}}))))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- p.Do(ctx, func(context.Context) error { return fault.Retryable(errDown) }) }()
@@ -44,7 +44,7 @@ func TestRetry_CancelDuringSleepMatchesContextCanceled(t *testing.T) {
 // vocabulary a caller may ask in.
 func TestRetry_DeadlineGiveUpMatchesDeadlineExceeded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := policy.MustWrap(deadline.MustNew(250*ms), retry.MustNew(retry.Options{MaxAttempts: 5, Strategy: retry.None{}}))
+		p := policy.Must(policy.Wrap(policy.Must(deadline.New(deadline.Options{Timeout: 250 * ms})), policy.Must(retry.New(retry.Options{MaxAttempts: 5, Strategy: retry.None{}}))))
 		calls := 0
 		err := p.Do(context.Background(), failing(&calls, fault.Retryable(errDown)))
 		require.Equal(t, 2, calls, "attempts before the 200ms sleep would pass 250ms")
@@ -61,7 +61,7 @@ func TestRetry_DeadlineGiveUpMatchesDeadlineExceeded(t *testing.T) {
 // shorter deadline matches context.DeadlineExceeded but not deadline.ErrExceeded.
 func TestRetry_CallersDeadlineIsNotOurs(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := policy.MustWrap(deadline.MustNew(time.Hour), retry.MustNew(retry.Options{MaxAttempts: 5, Strategy: retry.None{}}))
+		p := policy.Must(policy.Wrap(policy.Must(deadline.New(deadline.Options{Timeout: time.Hour})), policy.Must(retry.New(retry.Options{MaxAttempts: 5, Strategy: retry.None{}}))))
 		ctx, cancel := context.WithTimeout(context.Background(), 250*ms)
 		defer cancel()
 		calls := 0
@@ -73,7 +73,7 @@ func TestRetry_CallersDeadlineIsNotOurs(t *testing.T) {
 
 func TestRetry_OneAttemptRetryDoesNotClaimTheCallPath(t *testing.T) {
 	h := newHarness(t, retry.Options{MaxAttempts: 3})
-	single := policy.MustWrap(retry.MustNew(retry.Options{MaxAttempts: 1}))
+	single := policy.Must(policy.Wrap(policy.Must(retry.New(retry.Options{MaxAttempts: 1}))))
 	calls := 0
 	var owned bool
 	err := single.Do(context.Background(), func(ctx context.Context) error {
@@ -90,9 +90,9 @@ func TestRetry_OneAttemptRetryDoesNotClaimTheCallPath(t *testing.T) {
 // bucket; the inner retry is suppressed by the owner rule and must not pay again.
 func TestRetry_SharedBucketChargedOncePerFailedAttempt(t *testing.T) {
 	clock := policytest.NewClock(t0).AutoAdvance(true)
-	bucket := budget.MustNewTokenBucket(10, 0.1)
-	outer := policy.MustWrap(bucket, retry.MustNew(retry.Options{MaxAttempts: 3, Clock: clock}))
-	inner := policy.MustWrap(bucket, retry.MustNew(retry.Options{MaxAttempts: 3, Clock: clock}))
+	bucket := policy.Must(budget.NewTokenBucket(budget.TokenBucketOptions{MaxTokens: 10, TokenRatio: 0.1}))
+	outer := policy.Must(policy.Wrap(bucket, policy.Must(retry.New(retry.Options{MaxAttempts: 3, Clock: clock}))))
+	inner := policy.Must(policy.Wrap(bucket, policy.Must(retry.New(retry.Options{MaxAttempts: 3, Clock: clock}))))
 	calls := 0
 	_ = outer.Do(context.Background(), func(ctx context.Context) error {
 		return inner.Do(ctx, failing(&calls, fault.Retryable(errDown)))
@@ -130,8 +130,8 @@ func TestRetry_HugeHintsDoNotOverflow(t *testing.T) {
 // left; a retry after 100 ms would have 150 ms, less than the 200 ms an attempt needs.
 func TestRetry_MinAttemptTime(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := policy.MustWrap(deadline.MustNew(250*ms),
-			retry.MustNew(retry.Options{MaxAttempts: 5, Strategy: retry.None{}, MinAttemptTime: 200 * ms}))
+		p := policy.Must(policy.Wrap(policy.Must(deadline.New(deadline.Options{Timeout: 250 * ms})),
+			policy.Must(retry.New(retry.Options{MaxAttempts: 5, Strategy: retry.None{}, MinAttemptTime: 200 * ms}))))
 		start := time.Now()
 		calls := 0
 		err := p.Do(context.Background(), failing(&calls, fault.Retryable(errDown)))
@@ -147,7 +147,7 @@ func TestRetry_MinAttemptTime(t *testing.T) {
 func TestRetry_MinAttemptTimeFromThePerAttemptTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		run := func(o retry.Options) int {
-			p := policy.MustWrap(deadline.MustNew(250*ms), retry.MustNew(o), deadline.MustPerAttempt(200*ms))
+			p := policy.Must(policy.Wrap(policy.Must(deadline.New(deadline.Options{Timeout: 250 * ms})), policy.Must(retry.New(o)), policy.Must(deadline.NewPerAttempt(deadline.Options{Timeout: 200 * ms}))))
 			calls := 0
 			_ = p.Do(context.Background(), failing(&calls, fault.Retryable(errDown)))
 			return calls
@@ -200,7 +200,7 @@ func TestStrategies_BoundedForHugeAttemptNumbersAndCaps(t *testing.T) {
 func TestNew_TypedNilFromAFailedConstructorIsRefusedByWrap(t *testing.T) {
 	r, err := retry.New(retry.Options{MaxAttempts: -1})
 	require.Error(t, err)
-	_, err = policy.Wrap(deadline.MustNew(time.Second), r)
+	_, err = policy.Wrap(policy.Must(deadline.New(deadline.Options{Timeout: time.Second})), r)
 	var oe *policy.OrderError
 	require.True(t, errors.As(err, &oe) && oe.Rule == "O6", "Wrap(deadline, nil *retry.Retry) = %v; want O6", err)
 }

@@ -118,15 +118,6 @@ func NewHedge(o HedgeOptions) (*Hedge, error) {
 	return h, nil
 }
 
-// MustNewHedge is like [NewHedge] but panics on bad options.
-func MustNewHedge(o HedgeOptions) *Hedge {
-	h, err := NewHedge(o)
-	if err != nil {
-		panic(err)
-	}
-	return h
-}
-
 // MaxAttempts returns the most attempts a call may make, the first included.
 func (h *Hedge) MaxAttempts() int { return h.max }
 

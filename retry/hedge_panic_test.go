@@ -33,7 +33,7 @@ func explodingAttempt(ctx context.Context) error {
 func TestHedge_APanicInAHedgedAttemptIsReturned(t *testing.T) {
 	var mu sync.Mutex
 	var panics []event.Event
-	p := policy.MustWrap(retry.MustNewHedge(retry.HedgeOptions{Delay: -1})).With(policy.Name("orders"),
+	p := policy.Must(policy.Wrap(policy.Must(retry.NewHedge(retry.HedgeOptions{Delay: -1})))).With(policy.Name("orders"),
 		policy.Observe(event.ObserverFunc(func(e event.Event) {
 			if e.Kind == event.Panic {
 				mu.Lock()
@@ -61,7 +61,7 @@ func TestHedge_APanicInAHedgedAttemptIsReturned(t *testing.T) {
 // TestHedge_GoexitInAHedgedAttemptEndsTheCall: an attempt that calls runtime.Goexit
 // (t.FailNow in a fake) leaves the call waiting for nothing.
 func TestHedge_GoexitInAHedgedAttemptEndsTheCall(t *testing.T) {
-	p := policy.MustWrap(retry.MustNewHedge(retry.HedgeOptions{Delay: -1}))
+	p := policy.Must(policy.Wrap(policy.Must(retry.NewHedge(retry.HedgeOptions{Delay: -1}))))
 	err := p.Do(context.Background(), func(ctx context.Context) error {
 		if n, _, _ := callpath.Attempt(ctx); n == 1 {
 			runtime.Goexit()
@@ -75,9 +75,9 @@ func TestHedge_GoexitInAHedgedAttemptEndsTheCall(t *testing.T) {
 // TestHedge_APanicOnTheCallersGoroutinePropagates: a hedge that makes one attempt (under
 // another owner) runs it on the caller's goroutine, where a panic is the caller's own.
 func TestHedge_APanicOnTheCallersGoroutinePropagates(t *testing.T) {
-	h := retry.MustNewHedge(retry.HedgeOptions{Delay: time.Second})
-	owned := policy.MustWrap(h)
-	outer := policy.MustWrap(retry.MustNew(retry.Options{MaxAttempts: 2}))
+	h := policy.Must(retry.NewHedge(retry.HedgeOptions{Delay: time.Second}))
+	owned := policy.Must(policy.Wrap(h))
+	outer := policy.Must(policy.Wrap(policy.Must(retry.New(retry.Options{MaxAttempts: 2}))))
 	boom := errors.New("boom")
 	require.PanicsWithValue(t, boom, func() {
 		_ = outer.Do(context.Background(), func(ctx context.Context) error {

@@ -55,10 +55,10 @@ func (b *backend) fn(ctx context.Context) error {
 
 func TestHedge_FiresAtTheDelayFirstSuccessWinsLosersCancelled(t *testing.T) {
 	clock := policytest.NewClock(t0)
-	h := retry.MustNewHedge(retry.HedgeOptions{MaxAttempts: 3, Delay: 100 * time.Millisecond, Clock: clock})
+	h := policy.Must(retry.NewHedge(retry.HedgeOptions{MaxAttempts: 3, Delay: 100 * time.Millisecond, Clock: clock}))
 	var events []event.Event
 	var mu sync.Mutex
-	p := policy.MustWrap(h).With(policy.Observe(event.ObserverFunc(func(e event.Event) {
+	p := policy.Must(policy.Wrap(h)).With(policy.Observe(event.ObserverFunc(func(e event.Event) {
 		mu.Lock()
 		events = append(events, e)
 		mu.Unlock()
@@ -95,8 +95,8 @@ func TestHedge_FiresAtTheDelayFirstSuccessWinsLosersCancelled(t *testing.T) {
 
 func TestHedge_ANonFatalFailureStartsTheNextAtOnceAFatalOneEndsTheCall(t *testing.T) {
 	clock := policytest.NewClock(t0)
-	h := retry.MustNewHedge(retry.HedgeOptions{MaxAttempts: 3, Delay: time.Hour, Clock: clock})
-	p := policy.MustWrap(h)
+	h := policy.Must(retry.NewHedge(retry.HedgeOptions{MaxAttempts: 3, Delay: time.Hour, Clock: clock}))
+	p := policy.Must(policy.Wrap(h))
 	b := newBackend()
 	done := make(chan error)
 	go func() { done <- p.Do(context.Background(), b.fn) }()
@@ -126,8 +126,8 @@ func TestHedge_ANonFatalFailureStartsTheNextAtOnceAFatalOneEndsTheCall(t *testin
 
 func TestHedge_TheBudgetPaysForEveryExtraAttempt(t *testing.T) {
 	clock := policytest.NewClock(t0)
-	q := budget.MustNewRetryQuota(budget.RetryQuotaOptions{Tokens: 10, RetryCost: 5})
-	p := policy.MustWrap(q, retry.MustNewHedge(retry.HedgeOptions{MaxAttempts: 5, Delay: time.Second, Clock: clock}))
+	q := policy.Must(budget.NewRetryQuota(budget.RetryQuotaOptions{Tokens: 10, RetryCost: 5}))
+	p := policy.Must(policy.Wrap(q, policy.Must(retry.NewHedge(retry.HedgeOptions{MaxAttempts: 5, Delay: time.Second, Clock: clock}))))
 	b := newBackend()
 	done := make(chan error)
 	go func() { done <- p.Do(context.Background(), b.fn) }()
@@ -151,8 +151,8 @@ func TestHedge_TheBudgetPaysForEveryExtraAttempt(t *testing.T) {
 
 func TestHedge_OneAttemptUnderAnOwnerOrForWorkThatMayNotBeRepeated(t *testing.T) {
 	clock := policytest.NewClock(t0).AutoAdvance(true)
-	h := retry.MustNewHedge(retry.HedgeOptions{Delay: -1, Clock: clock}) // all at once
-	inner := policy.MustWrap(h)
+	h := policy.Must(retry.NewHedge(retry.HedgeOptions{Delay: -1, Clock: clock})) // all at once
+	inner := policy.Must(policy.Wrap(h))
 	var mu sync.Mutex
 	calls := 0
 	count := func(context.Context) error { mu.Lock(); calls++; mu.Unlock(); return nil }
@@ -161,7 +161,7 @@ func TestHedge_OneAttemptUnderAnOwnerOrForWorkThatMayNotBeRepeated(t *testing.T)
 	require.Equal(t, 2, calls, "no delay: both attempts at once, as A6's hedgingDelay of 0")
 
 	calls = 0
-	outer := policy.MustWrap(retry.MustNew(retry.Options{Clock: clock}))
+	outer := policy.Must(policy.Wrap(policy.Must(retry.New(retry.Options{Clock: clock}))))
 	require.NoError(t, outer.Do(context.Background(), func(ctx context.Context) error { return inner.Do(ctx, count) }))
 	require.Equal(t, 1, calls, "under an owner, a hedge makes one attempt")
 
@@ -172,7 +172,7 @@ func TestHedge_OneAttemptUnderAnOwnerOrForWorkThatMayNotBeRepeated(t *testing.T)
 
 func TestHedge_CancelWaitsForEveryAttempt(t *testing.T) {
 	clock := policytest.NewClock(t0)
-	p := policy.MustWrap(retry.MustNewHedge(retry.HedgeOptions{Delay: time.Second, Clock: clock}))
+	p := policy.Must(policy.Wrap(policy.Must(retry.NewHedge(retry.HedgeOptions{Delay: time.Second, Clock: clock}))))
 	b := newBackend()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
@@ -188,13 +188,13 @@ func TestHedge_CancelWaitsForEveryAttempt(t *testing.T) {
 }
 
 func TestHedge_OrderingRules(t *testing.T) {
-	h := retry.MustNewHedge(retry.HedgeOptions{})
-	_, err := policy.Wrap(h, retry.MustNew(retry.Options{})) //backstopvet:ignore wraporder (the test checks the refusal)
+	h := policy.Must(retry.NewHedge(retry.HedgeOptions{}))
+	_, err := policy.Wrap(h, policy.Must(retry.New(retry.Options{}))) //backstopvet:ignore wraporder (the test checks the refusal)
 	require.ErrorIs(t, err, policy.ErrOrder)
 	require.ErrorContains(t, err, "O2")
-	_, err = policy.Wrap(deadline.MustNew(time.Second), budget.MustNewRetryQuota(budget.RetryQuotaOptions{}), h, deadline.MustPerAttempt(100*time.Millisecond))
+	_, err = policy.Wrap(policy.Must(deadline.New(deadline.Options{Timeout: time.Second})), policy.Must(budget.NewRetryQuota(budget.RetryQuotaOptions{})), h, policy.Must(deadline.NewPerAttempt(deadline.Options{Timeout: 100 * time.Millisecond})))
 	require.NoError(t, err, "a deadline and a budget outside, a per-attempt timeout inside")
-	_, err = policy.Wrap(deadline.MustPerAttempt(time.Second), h) //backstopvet:ignore wraporder (the test checks the refusal)
+	_, err = policy.Wrap(policy.Must(deadline.NewPerAttempt(deadline.Options{Timeout: time.Second})), h) //backstopvet:ignore wraporder (the test checks the refusal)
 	require.ErrorIs(t, err, policy.ErrOrder, "O3: the per-attempt timeout stands inside")
 }
 
@@ -211,18 +211,18 @@ func TestNewHedge_RefusesBadOptions(t *testing.T) {
 		require.ErrorIs(t, err, retry.ErrInvalidOptions)
 		require.ErrorContains(t, err, c.want)
 	}
-	h := retry.MustNewHedge(retry.HedgeOptions{})
+	h := policy.Must(retry.NewHedge(retry.HedgeOptions{}))
 	require.Equal(t, 2, h.MaxAttempts())
 }
 
 func TestHedge_Conformance(t *testing.T) {
 	// An hour: no hedge fires on the kit's quick successes (one attempt per call is what it checks).
-	policytest.Run(t, func() policy.Policy { return retry.MustNewHedge(retry.HedgeOptions{Delay: time.Hour}) })
+	policytest.Run(t, func() policy.Policy { return policy.Must(retry.NewHedge(retry.HedgeOptions{Delay: time.Hour})) })
 }
 
 func TestHedge_TheAttemptThatClaimsTheRaceWinsNotTheFirstToReturn(t *testing.T) {
 	clock := policytest.NewClock(t0)
-	p := policy.MustWrap(retry.MustNewHedge(retry.HedgeOptions{Delay: time.Second, Clock: clock}))
+	p := policy.Must(policy.Wrap(policy.Must(retry.NewHedge(retry.HedgeOptions{Delay: time.Second, Clock: clock}))))
 	ctxs := make(chan context.Context, 2)
 	claimed, returnFirst := make(chan struct{}), make(chan struct{})
 	ctx, rel := callpath.WithReleaser(context.Background())
@@ -257,7 +257,7 @@ func TestHedge_TheAttemptThatClaimsTheRaceWinsNotTheFirstToReturn(t *testing.T) 
 
 func TestHedge_APushbackDelaysTheNextAttempt(t *testing.T) {
 	clock := policytest.NewClock(t0)
-	p := policy.MustWrap(retry.MustNewHedge(retry.HedgeOptions{MaxAttempts: 2, Delay: time.Hour, Clock: clock}))
+	p := policy.Must(policy.Wrap(policy.Must(retry.NewHedge(retry.HedgeOptions{MaxAttempts: 2, Delay: time.Hour, Clock: clock}))))
 	b := newBackend()
 	done := make(chan error)
 	go func() { done <- p.Do(context.Background(), b.fn) }()
@@ -276,14 +276,14 @@ func TestHedge_APushbackDelaysTheNextAttempt(t *testing.T) {
 // TestHedge_ExplainsItsWorstCase: a hedge's attempts overlap, so a call lasts at most
 // its hedges' delays (and a hint each) and one attempt — not every attempt end to end.
 func TestHedge_ExplainsItsWorstCase(t *testing.T) {
-	h := retry.MustNewHedge(retry.HedgeOptions{MaxAttempts: 2, Delay: 150 * time.Millisecond, MaxHintDelay: time.Millisecond})
-	e := policy.MustWrap(h, deadline.MustPerAttempt(500*time.Millisecond)).Explain()
+	h := policy.Must(retry.NewHedge(retry.HedgeOptions{MaxAttempts: 2, Delay: 150 * time.Millisecond, MaxHintDelay: time.Millisecond}))
+	e := policy.Must(policy.Wrap(h, policy.Must(deadline.NewPerAttempt(deadline.Options{Timeout: 500 * time.Millisecond})))).Explain()
 	require.Equal(t, 651*time.Millisecond, e.WorstCase, "the second attempt starts by 150 ms (+1 ms of hint) and lasts 500 ms")
 	require.Equal(t, "attempts", e.WorstCaseFrom)
 
 	// With the default 30 s of hints, the deadline bounds it.
-	h = retry.MustNewHedge(retry.HedgeOptions{MaxAttempts: 2, Delay: 150 * time.Millisecond})
-	e = policy.MustWrap(deadline.MustNew(2*time.Second), h, deadline.MustPerAttempt(500*time.Millisecond)).Explain()
+	h = policy.Must(retry.NewHedge(retry.HedgeOptions{MaxAttempts: 2, Delay: 150 * time.Millisecond}))
+	e = policy.Must(policy.Wrap(policy.Must(deadline.New(deadline.Options{Timeout: 2 * time.Second})), h, policy.Must(deadline.NewPerAttempt(deadline.Options{Timeout: 500 * time.Millisecond})))).Explain()
 	require.Equal(t, 2*time.Second, e.WorstCase)
 	require.Equal(t, "deadline", e.WorstCaseFrom)
 }

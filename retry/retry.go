@@ -50,7 +50,7 @@ type Options struct {
 	// MinAttemptTime is the least time an attempt needs: a retry whose delay plus
 	// MinAttemptTime would end past the context's deadline is not made, and the call
 	// returns its last error at once with Cause ErrDeadline. 0 means the limit of the
-	// per-attempt timeout (deadline.PerAttempt) standing inside the retry, if there is
+	// per-attempt timeout (deadline.NewPerAttempt) standing inside the retry, if there is
 	// one, else no minimum: a retry is then refused only when its delay alone would
 	// reach the deadline. Negative means no minimum, even with a per-attempt timeout.
 	MinAttemptTime time.Duration
@@ -132,15 +132,6 @@ func New(o Options) (*Retry, error) {
 func isGRPC(s Strategy) bool {
 	_, ok := s.(GRPC)
 	return ok
-}
-
-// MustNew is like [New] but panics on bad options.
-func MustNew(o Options) *Retry {
-	r, err := New(o)
-	if err != nil {
-		panic(err)
-	}
-	return r
 }
 
 // MaxAttempts returns the number of attempts a call may make, the first included.

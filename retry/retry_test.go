@@ -32,11 +32,11 @@ var (
 )
 
 func TestConformance(t *testing.T) {
-	policytest.Run(t, func() policy.Policy { return retry.MustNew(retry.Options{}) })
+	policytest.Run(t, func() policy.Policy { return policy.Must(retry.New(retry.Options{})) })
 }
 
 func TestNew_Defaults(t *testing.T) {
-	r := retry.MustNew(retry.Options{})
+	r := policy.Must(retry.New(retry.Options{}))
 	require.Equal(t, retry.DefaultMaxAttempts, r.MaxAttempts())
 	require.True(t, r.Placement().OwnsRetries)
 }
@@ -83,7 +83,7 @@ func newHarness(t *testing.T, o retry.Options, outer ...policy.Policy) *harness 
 	if o.Rand == nil {
 		o.Rand = pinned(0.5)
 	}
-	p, err := policy.Wrap(append(outer, retry.MustNew(o))...)
+	p, err := policy.Wrap(append(outer, policy.Must(retry.New(o)))...)
 	require.NoError(t, err)
 	h.p = p.With(policy.Name("db"), policy.Observe(event.ObserverFunc(func(e event.Event) { h.events = append(h.events, e) })), policy.UseClock(h.clock))
 	return h
@@ -222,9 +222,9 @@ func TestRetry_HintIsAFloorWithUpwardJitter(t *testing.T) {
 func TestRetry_DeadlineStopsBeforeSleepingPastIt(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var events []event.Event
-		d, err := deadline.New(250 * ms)
+		d, err := deadline.New(deadline.Options{Timeout: 250 * ms})
 		require.NoError(t, err)
-		p := policy.MustWrap(d, retry.MustNew(retry.Options{MaxAttempts: 5, Strategy: retry.None{}})).
+		p := policy.Must(policy.Wrap(d, policy.Must(retry.New(retry.Options{MaxAttempts: 5, Strategy: retry.None{}})))).
 			With(policy.Observe(event.ObserverFunc(func(e event.Event) { events = append(events, e) })))
 		start := time.Now()
 		calls := 0
@@ -259,7 +259,7 @@ func TestRetry_NothingRetriedAfterContextDone(t *testing.T) {
 
 func TestRetry_CancelDuringSleepStopsTheTimer(t *testing.T) {
 	clock := policytest.NewClock(t0)
-	p := policy.MustWrap(retry.MustNew(retry.Options{Clock: clock, Strategy: retry.None{}}))
+	p := policy.Must(policy.Wrap(policy.Must(retry.New(retry.Options{Clock: clock, Strategy: retry.None{}}))))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- p.Do(ctx, func(context.Context) error { return fault.Retryable(errDown) }) }()
@@ -277,7 +277,7 @@ func TestRetry_OwnerRule(t *testing.T) {
 	clock := policytest.NewClock(t0).AutoAdvance(true)
 	layer := func(name string) (*policy.Pipeline, *[]event.Event) {
 		var evs []event.Event
-		p := policy.MustWrap(retry.MustNew(retry.Options{MaxAttempts: 4, Clock: clock})).
+		p := policy.Must(policy.Wrap(policy.Must(retry.New(retry.Options{MaxAttempts: 4, Clock: clock})))).
 			With(policy.Name(name), policy.Observe(event.ObserverFunc(func(e event.Event) { evs = append(evs, e) })))
 		return p, &evs
 	}
@@ -417,7 +417,7 @@ func TestRetry_TellsALeaseWhyAndHowEachRetryEnded(t *testing.T) {
 
 	b.log, b.allow, b.taken = nil, 1, 0
 	clock := policytest.NewClock(t0)
-	p := policy.MustWrap(b, retry.MustNew(retry.Options{MaxAttempts: 3, Clock: clock, Rand: pinned(0.5)}))
+	p := policy.Must(policy.Wrap(b, policy.Must(retry.New(retry.Options{MaxAttempts: 3, Clock: clock, Rand: pinned(0.5)}))))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- p.Do(ctx, func(context.Context) error { return fault.Retryable(errDown) }) }()
@@ -429,9 +429,9 @@ func TestRetry_TellsALeaseWhyAndHowEachRetryEnded(t *testing.T) {
 
 func TestRetry_AttemptTimeoutIsRetried(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		per, err := deadline.PerAttempt(50 * ms)
+		per, err := deadline.NewPerAttempt(deadline.Options{Timeout: 50 * ms})
 		require.NoError(t, err)
-		p := policy.MustWrap(retry.MustNew(retry.Options{MaxAttempts: 3, Strategy: retry.None{}}), per)
+		p := policy.Must(policy.Wrap(policy.Must(retry.New(retry.Options{MaxAttempts: 3, Strategy: retry.None{}})), per))
 		calls := 0
 		err = p.Do(context.Background(), func(ctx context.Context) error {
 			calls++
@@ -452,7 +452,7 @@ func TestRetry_SuccessPathAllocatesOnlyTheOwnerMark(t *testing.T) {
 	if race.Enabled {
 		t.Skip("the race detector allocates")
 	}
-	p := policy.MustWrap(retry.MustNew(retry.Options{}))
+	p := policy.Must(policy.Wrap(policy.Must(retry.New(retry.Options{}))))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	if got := testing.AllocsPerRun(1000, func() { _ = p.Do(ctx, nop) }); got != 1 {
@@ -466,7 +466,7 @@ func TestRetry_SuccessPathAllocatesOnlyTheOwnerMark(t *testing.T) {
 }
 
 func BenchmarkPipeline_Retry(b *testing.B) {
-	p := policy.MustWrap(retry.MustNew(retry.Options{}))
+	p := policy.Must(policy.Wrap(policy.Must(retry.New(retry.Options{}))))
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
@@ -475,7 +475,7 @@ func BenchmarkPipeline_Retry(b *testing.B) {
 }
 
 func BenchmarkPipeline_RetryParallel(b *testing.B) {
-	p := policy.MustWrap(retry.MustNew(retry.Options{}))
+	p := policy.Must(policy.Wrap(policy.Must(retry.New(retry.Options{}))))
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		ctx := context.Background()
@@ -486,8 +486,8 @@ func BenchmarkPipeline_RetryParallel(b *testing.B) {
 }
 
 func BenchmarkPipeline_DeadlineRetry(b *testing.B) {
-	d := deadline.MustNew(time.Second)
-	p := policy.MustWrap(d, retry.MustNew(retry.Options{}))
+	d := policy.Must(deadline.New(deadline.Options{Timeout: time.Second}))
+	p := policy.Must(policy.Wrap(d, policy.Must(retry.New(retry.Options{}))))
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
@@ -496,8 +496,8 @@ func BenchmarkPipeline_DeadlineRetry(b *testing.B) {
 }
 
 func BenchmarkPipeline_DeadlineRetryParallel(b *testing.B) {
-	d := deadline.MustNew(time.Second)
-	p := policy.MustWrap(d, retry.MustNew(retry.Options{}))
+	d := policy.Must(deadline.New(deadline.Options{Timeout: time.Second}))
+	p := policy.Must(policy.Wrap(d, policy.Must(retry.New(retry.Options{}))))
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		ctx := context.Background()
@@ -510,7 +510,7 @@ func BenchmarkPipeline_DeadlineRetryParallel(b *testing.B) {
 // TestExplain_OneAttemptNeverRetries: a retry of MaxAttempts 1 says it never retries,
 // not "up to 1 attempts" with a backoff it never sleeps.
 func TestExplain_OneAttemptNeverRetries(t *testing.T) {
-	st := retry.MustNew(retry.Options{MaxAttempts: 1}).ExplainStage()
+	st := policy.Must(retry.New(retry.Options{MaxAttempts: 1})).ExplainStage()
 	require.Equal(t, "1 attempt: never retries (MaxAttempts 1)", st.Summary)
 	require.Equal(t, 1, st.Attempts)
 	require.Empty(t, st.Sleeps)

@@ -27,9 +27,9 @@ func TestMiddleware_AHandlerWaitingOnItsDependencyHoldsNoSlot(t *testing.T) {
 	}))
 	defer dep.Close()
 	client := &http.Client{Transport: policyhttp.NewTransport(dep.Client().Transport,
-		policy.MustWrap(retry.MustNew(retry.Options{MaxAttempts: 2})), policyhttp.Options{})}
+		policy.Must(policy.Wrap(policy.Must(retry.New(retry.Options{MaxAttempts: 2})))), policyhttp.Options{})}
 
-	s := shed.MustNew(shed.Options{Limit: shed.LimitOptions{Fixed: 1}, Queue: shed.QueueOptions{Max: -1}})
+	s := policy.Must(shed.New(shed.Options{Limit: shed.LimitOptions{Fixed: 1}, Queue: shed.QueueOptions{Max: -1}}))
 	var once sync.Once
 	unblock := func() { once.Do(func() { close(release) }) }
 	srv := httptest.NewServer(shed.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -11,12 +11,12 @@ import (
 
 // As a policy, a shedder refuses work beyond its limit with a *policy.RejectError.
 func ExampleShedder_Bind() {
-	s := shed.MustNew(shed.Options{Name: "consumer", Limit: shed.LimitOptions{Fixed: 1},
-		Queue: shed.QueueOptions{Max: -1}, Rand: pinned(0)})
+	s := policy.Must(shed.New(shed.Options{Name: "consumer", Limit: shed.LimitOptions{Fixed: 1},
+		Queue: shed.QueueOptions{Max: -1}, Rand: pinned(0)}))
 	busy, _ := s.Admit(context.Background(), shed.PriorityDefault) // the one slot taken
 	defer busy.Release()
 
-	err := policy.MustWrap(s).Do(context.Background(), func(context.Context) error { return nil })
+	err := policy.Must(policy.Wrap(s)).Do(context.Background(), func(context.Context) error { return nil })
 	var rej *policy.RejectError
 	if errors.As(err, &rej) {
 		fmt.Println(rej.Policy, rej.Name, rej.Reason, rej.RetryAfter, errors.Is(err, shed.ErrShed))

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/backstop-go/backstop/policy"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/backstop-go/backstop/callpath"
@@ -23,7 +25,7 @@ func (blockingBody) Close() error               { return nil }
 // TestHostile_SlowBodyIsAnsweredWithoutReading: a refused request whose body never
 // arrives is answered at once: the shedder never reads a body.
 func TestHostile_SlowBodyIsAnsweredWithoutReading(t *testing.T) {
-	s := shed.MustNew(shed.Options{Limit: shed.LimitOptions{Fixed: 1}, Queue: shed.QueueOptions{Max: -1}})
+	s := policy.Must(shed.New(shed.Options{Limit: shed.LimitOptions{Fixed: 1}, Queue: shed.QueueOptions{Max: -1}}))
 	held, _ := s.Admit(context.Background(), shed.PriorityDefault)
 	defer held.Release()
 	body := blockingBody{done: make(chan struct{})}
@@ -37,7 +39,7 @@ func TestHostile_SlowBodyIsAnsweredWithoutReading(t *testing.T) {
 // repeated headers, cost one bounded parse and can only lower a request's priority.
 func TestHostile_GiantAndRepeatedAttemptHeaders(t *testing.T) {
 	var seen []int
-	s := shed.MustNew(shed.Options{})
+	s := policy.Must(shed.New(shed.Options{}))
 	h := shed.Middleware(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
 		n, _, _ := callpath.Attempt(r.Context())
 		seen = append(seen, n)

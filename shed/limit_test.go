@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/backstop-go/backstop/policy"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/backstop-go/backstop/policy/policytest"
@@ -39,7 +41,7 @@ func newServer(t *testing.T, o shed.Options, latency func(int) time.Duration) *s
 		// test binary's, not the model's. The gradient alone is under test.
 		o.Limit.SchedLatency = shed.SchedLatencyOff
 	}
-	return &server{t: t, s: shed.MustNew(o), clock: clock, latency: latency, start: clock.Now()}
+	return &server{t: t, s: policy.Must(shed.New(o)), clock: clock, latency: latency, start: clock.Now()}
 }
 
 // round offers demand requests at once and runs the admitted ones.
@@ -249,7 +251,7 @@ type poolRun struct {
 func (p pool) run(t *testing.T, seed uint64, d time.Duration) poolRun {
 	t.Helper()
 	clock := policytest.NewClock(t0)
-	s := shed.MustNew(shed.Options{Clock: clock, Queue: shed.QueueOptions{Max: -1}, Limit: p.limit})
+	s := policy.Must(shed.New(shed.Options{Clock: clock, Queue: shed.QueueOptions{Max: -1}, Limit: p.limit}))
 	const step, settle = time.Millisecond, 2 * time.Second
 	type job struct {
 		p    shed.Permit

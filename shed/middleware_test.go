@@ -75,7 +75,7 @@ func TestMiddleware_RejectsWith429RetryAfterAndProblemJSON(t *testing.T) {
 }
 
 func TestMiddleware_ShedsRetriesFirstAndMarksOwnership(t *testing.T) {
-	s := shed.MustNew(shed.Options{Limit: shed.LimitOptions{Fixed: 4}, Queue: shed.QueueOptions{Max: -1}})
+	s := policy.Must(shed.New(shed.Options{Limit: shed.LimitOptions{Fixed: 4}, Queue: shed.QueueOptions{Max: -1}}))
 	var owned, attempt atomic.Int64
 	block := make(chan struct{})
 	h := shed.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -133,10 +133,10 @@ func waitFor(t *testing.T, cond func() bool) {
 
 func TestMiddleware_Quota(t *testing.T) {
 	clock := policytest.NewClock(t0)
-	s := shed.MustNew(shed.Options{Clock: clock, Quota: &shed.Quota{
+	s := policy.Must(shed.New(shed.Options{Clock: clock, Quota: &shed.Quota{
 		Key:  func(r *http.Request) string { return r.Header.Get("X-Client") },
 		Rate: 0.5, Burst: 2, // one token per 2s
-	}})
+	}}))
 	h := shed.Middleware(okHandler, s)
 	do := func(client string) *httptest.ResponseRecorder {
 		w := httptest.NewRecorder()
@@ -176,10 +176,10 @@ func TestMiddleware_QuotaStoreDecides(t *testing.T) {
 		asked = append(asked, ask{key, r, burst, ctx.Value(ctxKey{}).(string)})
 		return 2500 * time.Millisecond, key != "spent"
 	})
-	s := shed.MustNew(shed.Options{Quota: &shed.Quota{
+	s := policy.Must(shed.New(shed.Options{Quota: &shed.Quota{
 		Key:  func(r *http.Request) string { return r.Header.Get("X-Client") },
 		Rate: 5, Burst: 7, Store: store,
-	}})
+	}}))
 	h := shed.Middleware(okHandler, s)
 	do := func(client string) *httptest.ResponseRecorder {
 		w := httptest.NewRecorder()
@@ -201,9 +201,9 @@ func TestMiddleware_QuotaStoreDecides(t *testing.T) {
 type ctxKey struct{}
 
 func TestMiddleware_OpenBreakerAnswers503WithItsOpenTime(t *testing.T) {
-	b := breaker.MustNew("db", breaker.Options{ConsecutiveFailures: 1, OpenTimeout: 20 * time.Second, OpenJitter: -1})
-	_ = policy.MustWrap(b).Do(context.Background(), func(context.Context) error { return io.ErrUnexpectedEOF })
-	s := shed.MustNew(shed.Options{Breaker: b})
+	b := policy.Must(breaker.New(breaker.Options{Name: "db", ConsecutiveFailures: 1, OpenTimeout: 20 * time.Second, OpenJitter: -1}))
+	_ = policy.Must(policy.Wrap(b)).Do(context.Background(), func(context.Context) error { return io.ErrUnexpectedEOF })
+	s := policy.Must(shed.New(shed.Options{Breaker: b}))
 	w := httptest.NewRecorder()
 	shed.Middleware(okHandler, s).ServeHTTP(w, httptest.NewRequest("GET", "/", nil))
 	require.Equal(t, 503, w.Code)
@@ -356,7 +356,7 @@ func TestCurlHonoursRetryAfter(t *testing.T) {
 	if err != nil {
 		t.Skip("curl is not installed (Debian: apt-get install curl; .ci/run installs it)")
 	}
-	s := shed.MustNew(shed.Options{Quota: &shed.Quota{Key: func(*http.Request) string { return "all" }, Rate: 1, Burst: 1}})
+	s := policy.Must(shed.New(shed.Options{Quota: &shed.Quota{Key: func(*http.Request) string { return "all" }, Rate: 1, Burst: 1}}))
 	var mu sync.Mutex
 	var codes []int
 	var retryAfter []string
@@ -397,12 +397,12 @@ func (r *statusRecorder) WriteHeader(code int) {
 }
 
 func BenchmarkMiddleware_Admit(b *testing.B) {
-	s := shed.MustNew(shed.Options{})
+	s := policy.Must(shed.New(shed.Options{}))
 	serveParallel(b, shed.Middleware(okHandler, s))
 }
 
 func BenchmarkMiddleware_Reject(b *testing.B) {
-	s := shed.MustNew(shed.Options{Limit: shed.LimitOptions{Fixed: 1}, Queue: shed.QueueOptions{Max: -1}})
+	s := policy.Must(shed.New(shed.Options{Limit: shed.LimitOptions{Fixed: 1}, Queue: shed.QueueOptions{Max: -1}}))
 	p, _ := s.Admit(context.Background(), shed.PriorityCritical)
 	defer p.Release()
 	serveParallel(b, shed.Middleware(okHandler, s))
@@ -430,7 +430,7 @@ func BenchmarkRetryAfterSpread(b *testing.B) {
 	var worst, sum float64
 	for i := 0; i < b.N; i++ {
 		clock := policytest.NewClock(t0)
-		s := shed.MustNew(shed.Options{Limit: shed.LimitOptions{Fixed: 1}, Queue: shed.QueueOptions{Max: -1}, Clock: clock, Rand: rand.New(rand.NewPCG(uint64(i), 9))})
+		s := policy.Must(shed.New(shed.Options{Limit: shed.LimitOptions{Fixed: 1}, Queue: shed.QueueOptions{Max: -1}, Clock: clock, Rand: rand.New(rand.NewPCG(uint64(i), 9))}))
 		held, _ := s.Admit(context.Background(), shed.PriorityDefault)
 		h := shed.Middleware(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}), s)
 		var returns []time.Duration

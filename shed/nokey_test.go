@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/backstop-go/backstop/policy"
+
 	"github.com/stretchr/testify/require"
 	"golang.org/x/time/rate"
 
@@ -24,10 +26,10 @@ func TestQuota_RequestsWithoutAKeyAreNeverUnlimited(t *testing.T) {
 		noKey  shed.NoKey
 		served int
 	}{{shed.NoKeyShare, 1}, {shed.NoKeyRefuse, 0}, {shed.NoKeyExempt, 1000}} {
-		s := shed.MustNew(shed.Options{Clock: policytest.NewClock(t0), Quota: &shed.Quota{
+		s := policy.Must(shed.New(shed.Options{Clock: policytest.NewClock(t0), Quota: &shed.Quota{
 			Key:  func(r *http.Request) string { return r.Header.Get("X-Client") },
 			Rate: 1, Burst: 1, NoKey: tt.noKey,
-		}})
+		}}))
 		h := shed.Middleware(okHandler, s)
 		served := 0
 		for range 1000 {
@@ -52,8 +54,8 @@ func TestQuota_LongKeysAreHashed(t *testing.T) {
 		keys = append(keys, key)
 		return 0, true
 	})
-	s := shed.MustNew(shed.Options{Quota: &shed.Quota{Key: func(r *http.Request) string { return r.Header.Get("X-Client") },
-		Rate: 1, Burst: 1, Store: store}})
+	s := policy.Must(shed.New(shed.Options{Quota: &shed.Quota{Key: func(r *http.Request) string { return r.Header.Get("X-Client") },
+		Rate: 1, Burst: 1, Store: store}}))
 	h := shed.Middleware(okHandler, s)
 	long := strings.Repeat("k", 32<<10)
 	for i := range 1000 {

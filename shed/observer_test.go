@@ -52,8 +52,8 @@ func (s *sheds) total() int {
 // or is among the pipeline's observers; the others still hear what they heard.
 func TestShedder_AddObserverHearsEveryRefusalOnce(t *testing.T) {
 	var added, own, piped sheds
-	s := shed.MustNew(shed.Options{Name: "api", Limit: shed.LimitOptions{Fixed: 1}, Queue: shed.QueueOptions{Max: -1},
-		Observer: event.Observers(&own, &added)})
+	s := policy.Must(shed.New(shed.Options{Name: "api", Limit: shed.LimitOptions{Fixed: 1}, Queue: shed.QueueOptions{Max: -1},
+		Observer: event.Observers(&own, &added)}))
 	s.AddObserver(&added)
 	s.AddObserver(event.Observers(&added))
 	s.AddObserver(nil)
@@ -68,9 +68,9 @@ func TestShedder_AddObserverHearsEveryRefusalOnce(t *testing.T) {
 	_, why = s.Admit(context.Background(), shed.PriorityDefault)
 	require.Equal(t, shed.ReasonLimit, why)
 	for _, p := range []*policy.Pipeline{
-		policy.MustWrap(s, policy.Name("piped"), policy.Observe(&piped)),
-		policy.MustWrap(s, policy.Name("both"), policy.Observe(event.Observers(&piped, &added))),
-		policy.MustWrap(s, policy.Name("bare")),
+		policy.Must(policy.Wrap(s, policy.Name("piped"), policy.Observe(&piped))),
+		policy.Must(policy.Wrap(s, policy.Name("both"), policy.Observe(event.Observers(&piped, &added)))),
+		policy.Must(policy.Wrap(s, policy.Name("bare"))),
 	} {
 		require.ErrorIs(t, p.Do(context.Background(), func(context.Context) error { return nil }), shed.ErrShed)
 	}

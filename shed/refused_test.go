@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/backstop-go/backstop/policy"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/backstop-go/backstop/callpath"
@@ -23,7 +25,7 @@ import (
 // as Retry-After's base does.
 func TestMiddleware_RefusalsTellBackstopCallersWhenToComeBack(t *testing.T) {
 	clock := policytest.NewClock(t0)
-	s := shed.MustNew(shed.Options{Limit: shed.LimitOptions{Fixed: 1}, Queue: shed.QueueOptions{Max: -1}, Clock: clock, Rand: pinned(0)})
+	s := policy.Must(shed.New(shed.Options{Limit: shed.LimitOptions{Fixed: 1}, Queue: shed.QueueOptions{Max: -1}, Clock: clock, Rand: pinned(0)}))
 	h := shed.Middleware(okHandler, s)
 	held, _ := s.Admit(context.Background(), shed.PriorityDefault)
 	defer held.Release()
@@ -70,7 +72,7 @@ func (c steppingClock) Now() time.Time {
 // at most 1 000.
 func TestMiddleware_OneRefusalOneReading(t *testing.T) {
 	clock := steppingClock{policytest.NewClock(t0), 1500 * time.Millisecond}
-	s := shed.MustNew(shed.Options{Limit: shed.LimitOptions{Fixed: 1}, Queue: shed.QueueOptions{Max: -1}, Clock: clock, Rand: pinned(0.99)})
+	s := policy.Must(shed.New(shed.Options{Limit: shed.LimitOptions{Fixed: 1}, Queue: shed.QueueOptions{Max: -1}, Clock: clock, Rand: pinned(0.99)}))
 	h := shed.Middleware(okHandler, s)
 	held, _ := s.Admit(context.Background(), shed.PriorityDefault)
 	defer held.Release()
@@ -94,7 +96,7 @@ func TestMiddleware_OneRefusalOneReading(t *testing.T) {
 // parallel, a body read within a proxied call) gives back one slot, not five, and takes
 // it back once; the zero Permit's Pauser does nothing.
 func TestPermit_PausesNest(t *testing.T) {
-	s := shed.MustNew(shed.Options{Limit: shed.LimitOptions{Fixed: 2}, Queue: shed.QueueOptions{Max: -1}})
+	s := policy.Must(shed.New(shed.Options{Limit: shed.LimitOptions{Fixed: 2}, Queue: shed.QueueOptions{Max: -1}}))
 	p, why := s.Admit(context.Background(), shed.PriorityDefault)
 	require.Equal(t, shed.ReasonNone, why)
 	pz := p.Pauser()

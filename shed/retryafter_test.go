@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/backstop-go/backstop/policy"
+
 	"github.com/backstop-go/backstop/policy/policytest"
 )
 
@@ -59,7 +61,7 @@ func TestJitterSeconds_Ends(t *testing.T) {
 // standing queue exists, LIFO under one, critical first).
 func TestAdmit_NewcomerDoesNotOvertakeTheQueue(t *testing.T) {
 	clock := policytest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	s := MustNew(Options{Limit: LimitOptions{Fixed: 1}, Clock: clock})
+	s := policy.Must(New(Options{Limit: LimitOptions{Fixed: 1}, Clock: clock}))
 	ctx := context.Background()
 	if _, why := s.Admit(ctx, PriorityDefault); why != ReasonNone {
 		t.Fatalf("first Admit = %v; want admitted", why)
@@ -116,7 +118,7 @@ func FuzzJitterSeconds(f *testing.F) {
 // to 30 s that one refusal out of one request would read as.
 func TestRetryAfter_ALoneClientIsToldTheBase(t *testing.T) {
 	clock := policytest.NewClock(time.Unix(1e9, 0))
-	s := MustNew(Options{Limit: LimitOptions{Fixed: 1}, Queue: QueueOptions{Max: -1}, Clock: clock, Rand: pinnedRand(0.9999)})
+	s := policy.Must(New(Options{Limit: LimitOptions{Fixed: 1}, Queue: QueueOptions{Max: -1}, Clock: clock, Rand: pinnedRand(0.9999)}))
 	held, _ := s.Admit(context.Background(), PriorityDefault)
 	defer held.Release()
 	for try := range 6 {

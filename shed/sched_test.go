@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/backstop-go/backstop/policy"
+
 	"github.com/backstop-go/backstop/jitter"
 
 	"github.com/backstop-go/backstop/policy/policytest"
@@ -48,7 +50,7 @@ type cpuModel struct {
 func newCPUModel(t *testing.T) *cpuModel {
 	t.Helper()
 	m := &cpuModel{clock: policytest.NewClock(time.Unix(1e9, 0)), work: time.Millisecond, refuseCost: 50 * time.Microsecond}
-	m.s = MustNew(Options{Clock: m.clock, Rand: jitter.Seeded(5, 6), Queue: QueueOptions{Max: -1}})
+	m.s = policy.Must(New(Options{Clock: m.clock, Rand: jitter.Seeded(5, 6), Queue: QueueOptions{Max: -1}}))
 	m.s.adaptive.cpu.read = func() (time.Duration, uint64) {
 		if len(m.queue) == 0 {
 			return 0, 1
@@ -148,10 +150,10 @@ func TestSchedLatency_BusyNeighboursAreNotThisServersQueue(t *testing.T) {
 
 // The guard is on by default at DefaultSchedLatency, and SchedLatencyOff turns it off.
 func TestSchedLatency_OnByDefaultAndOff(t *testing.T) {
-	if s := MustNew(Options{}); s.adaptive.cpu == nil || s.adaptive.cpu.target != DefaultSchedLatency {
+	if s := policy.Must(New(Options{})); s.adaptive.cpu == nil || s.adaptive.cpu.target != DefaultSchedLatency {
 		t.Errorf("a zero Options' shedder does not watch the CPUs at %v; want it on by default", DefaultSchedLatency)
 	}
-	if s := MustNew(Options{Limit: LimitOptions{SchedLatency: SchedLatencyOff}}); s.adaptive.cpu != nil {
+	if s := policy.Must(New(Options{Limit: LimitOptions{SchedLatency: SchedLatencyOff}})); s.adaptive.cpu != nil {
 		t.Errorf("New(Limit.SchedLatency SchedLatencyOff) watches the CPUs; want the guard off")
 	}
 	if _, err := New(Options{Limit: LimitOptions{Fixed: 4, SchedLatency: time.Millisecond}}); err == nil {
@@ -182,7 +184,7 @@ func TestSchedReader_ReadsTheRuntime(t *testing.T) {
 // no more than the work that piles up.
 func TestSchedLatency_AWaitForTheCPUDoesNotLowerTheLimit(t *testing.T) {
 	clock := policytest.NewClock(time.Unix(1e9, 0))
-	s := MustNew(Options{Clock: clock, Rand: jitter.Seeded(1, 2), Queue: QueueOptions{Max: -1}})
+	s := policy.Must(New(Options{Clock: clock, Rand: jitter.Seeded(1, 2), Queue: QueueOptions{Max: -1}}))
 	wait := time.Duration(0)
 	s.adaptive.cpu.read = func() (time.Duration, uint64) { return wait, 100 }
 	ctx := context.Background()

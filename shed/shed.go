@@ -897,15 +897,6 @@ func (s *Shedder) refusal(r Reason, secs int) *policy.RejectError {
 	return e
 }
 
-// MustNew is like [New] but panics on bad options.
-func MustNew(o Options) *Shedder {
-	s, err := New(o)
-	if err != nil {
-		panic(err)
-	}
-	return s
-}
-
 // ExplainStage implements policy.StageExplainer.
 func (s *Shedder) ExplainStage() policy.Stage {
 	limit := fmt.Sprintf("a fixed limit of %d in flight", s.Limit())

@@ -36,7 +36,7 @@ type pinned float64
 func (p pinned) Float64() float64 { return float64(p) }
 
 func TestConformance(t *testing.T) {
-	policytest.Run(t, func() policy.Policy { s := shed.MustNew(shed.Options{}); return s })
+	policytest.Run(t, func() policy.Policy { s := policy.Must(shed.New(shed.Options{})); return s })
 }
 
 func TestNew_RefusesBadOptions(t *testing.T) {
@@ -153,11 +153,11 @@ func (c *countingClock) Now() time.Time { c.reads.Add(1); return c.Clock.Now() }
 // reads each) instead of all, and the limit reacts to latency as before.
 func TestLimit_ABusyServerTimesASampleAndStillAdapts(t *testing.T) {
 	clock := &countingClock{Clock: policytest.NewClock(t0)}
-	s := shed.MustNew(shed.Options{
+	s := policy.Must(shed.New(shed.Options{
 		Limit: shed.LimitOptions{Initial: 400, Min: 100, Max: 400, Window: 100 * time.Millisecond, LatencySamples: 20},
 		Clock: clock,
 		Rand:  jitter.Seeded(1, 2),
-	})
+	}))
 	clock.reads.Store(0)
 
 	// A new shedder times every request until it has timed too many.
@@ -186,11 +186,11 @@ func TestLimit_ABusyServerTimesASampleAndStillAdapts(t *testing.T) {
 // rate since, instead of waiting ~1 000 requests for ten samples at the old stride.
 func TestLimit_AFallInTrafficTimesMoreAgain(t *testing.T) {
 	clock := &countingClock{Clock: policytest.NewClock(t0)}
-	s := shed.MustNew(shed.Options{
+	s := policy.Must(shed.New(shed.Options{
 		Limit: shed.LimitOptions{Initial: 400, Min: 100, Max: 400, Window: 100 * time.Millisecond, LatencySamples: 4},
 		Clock: clock,
 		Rand:  jitter.Seeded(1, 2),
-	})
+	}))
 	for range 10 {
 		round(t, s, clock.Clock, 400, 100*time.Millisecond)
 	}
@@ -209,7 +209,7 @@ func TestLimit_AFallInTrafficTimesMoreAgain(t *testing.T) {
 
 func TestLimit_AppLimitedWindowsChangeNothing(t *testing.T) {
 	clock := policytest.NewClock(t0)
-	s := shed.MustNew(shed.Options{Limit: shed.LimitOptions{Initial: 20, Window: 100 * time.Millisecond}, Clock: clock})
+	s := policy.Must(shed.New(shed.Options{Limit: shed.LimitOptions{Initial: 20, Window: 100 * time.Millisecond}, Clock: clock}))
 	for range 50 {
 		round(t, s, clock, 9, 100*time.Millisecond) // 9 < 20/2 in flight
 	}
@@ -217,7 +217,7 @@ func TestLimit_AppLimitedWindowsChangeNothing(t *testing.T) {
 }
 
 func TestAdmit_FixedLimitAndSheddableShare(t *testing.T) {
-	s := shed.MustNew(shed.Options{Limit: shed.LimitOptions{Fixed: 4}, Queue: shed.QueueOptions{Max: -1}})
+	s := policy.Must(shed.New(shed.Options{Limit: shed.LimitOptions{Fixed: 4}, Queue: shed.QueueOptions{Max: -1}}))
 	var held []shed.Permit
 	for range 3 {
 		p, why := s.Admit(context.Background(), shed.PrioritySheddable)
@@ -257,7 +257,7 @@ func queued(s *shed.Shedder, ctx context.Context, p shed.Priority, name string, 
 
 func TestQueue_FIFOThenLIFOUnderAStandingQueue(t *testing.T) {
 	clock := policytest.NewClock(t0)
-	s := shed.MustNew(shed.Options{Limit: shed.LimitOptions{Fixed: 1}, Clock: clock})
+	s := policy.Must(shed.New(shed.Options{Limit: shed.LimitOptions{Fixed: 1}, Clock: clock}))
 	holder, _ := s.Admit(context.Background(), shed.PriorityDefault)
 	out := make(chan string, 10)
 
@@ -291,7 +291,7 @@ func TestQueue_FIFOThenLIFOUnderAStandingQueue(t *testing.T) {
 
 func TestQueue_StandingQueueShortensTheWait(t *testing.T) {
 	clock := policytest.NewClock(t0)
-	s := shed.MustNew(shed.Options{Limit: shed.LimitOptions{Fixed: 1}, Clock: clock})
+	s := policy.Must(shed.New(shed.Options{Limit: shed.LimitOptions{Fixed: 1}, Clock: clock}))
 	holder, _ := s.Admit(context.Background(), shed.PriorityDefault)
 	defer holder.Release()
 	out := make(chan string, 10)
@@ -314,7 +314,7 @@ func TestQueue_StandingQueueShortensTheWait(t *testing.T) {
 
 func TestQueue_CriticalFirst(t *testing.T) {
 	clock := policytest.NewClock(t0)
-	s := shed.MustNew(shed.Options{Limit: shed.LimitOptions{Fixed: 1}, Clock: clock})
+	s := policy.Must(shed.New(shed.Options{Limit: shed.LimitOptions{Fixed: 1}, Clock: clock}))
 	holder, _ := s.Admit(context.Background(), shed.PriorityDefault)
 	out := make(chan string, 10)
 	queued(s, context.Background(), shed.PriorityDefault, "default", out)
@@ -328,7 +328,7 @@ func TestQueue_CriticalFirst(t *testing.T) {
 
 func TestQueue_FullDeadlineAndCancel(t *testing.T) {
 	clock := policytest.NewClock(t0)
-	s := shed.MustNew(shed.Options{Limit: shed.LimitOptions{Fixed: 1}, Queue: shed.QueueOptions{Max: 1}, Clock: clock})
+	s := policy.Must(shed.New(shed.Options{Limit: shed.LimitOptions{Fixed: 1}, Queue: shed.QueueOptions{Max: 1}, Clock: clock}))
 	holder, _ := s.Admit(context.Background(), shed.PriorityDefault)
 	defer holder.Release()
 	out := make(chan string, 10)
@@ -348,9 +348,9 @@ func TestQueue_FullDeadlineAndCancel(t *testing.T) {
 }
 
 func TestShedder_AsAPolicy(t *testing.T) {
-	s := shed.MustNew(shed.Options{Limit: shed.LimitOptions{Fixed: 1}, Queue: shed.QueueOptions{Max: -1}, Rand: pinned(0)})
+	s := policy.Must(shed.New(shed.Options{Limit: shed.LimitOptions{Fixed: 1}, Queue: shed.QueueOptions{Max: -1}, Rand: pinned(0)}))
 	var events []event.Event
-	p := policy.MustWrap(s).With(policy.Name("consumer"), policy.Observe(event.ObserverFunc(func(e event.Event) { events = append(events, e) })))
+	p := policy.Must(policy.Wrap(s)).With(policy.Name("consumer"), policy.Observe(event.ObserverFunc(func(e event.Event) { events = append(events, e) })))
 	release := make(chan struct{})
 	started := make(chan struct{})
 	var wg sync.WaitGroup
@@ -398,7 +398,7 @@ func TestShedder_AsAPolicy(t *testing.T) {
 // when there is pressure (TestAdmit_FixedLimitAndSheddableShare).
 func TestShedder_IdleServerAdmitsARetry(t *testing.T) {
 	for _, o := range []shed.Options{{Limit: shed.LimitOptions{Fixed: 1}, Queue: shed.QueueOptions{Max: -1}}, {Limit: shed.LimitOptions{Min: 1, Initial: 1, Max: 1}, Queue: shed.QueueOptions{Max: -1}}} {
-		s := shed.MustNew(o)
+		s := policy.Must(shed.New(o))
 		permit, why := s.Admit(context.Background(), shed.PrioritySheddable)
 		require.Equal(t, shed.ReasonNone, why, "idle %+v: a retry is admitted", o)
 		permit.Release()
@@ -410,7 +410,7 @@ func TestShedder_IdleServerAdmitsARetry(t *testing.T) {
 // before; jitter never takes it above MaxRetryAfter; a calm second brings it back.
 func TestRetryAfter_FollowsTheShareRefused(t *testing.T) {
 	clock := policytest.NewClock(t0)
-	s := shed.MustNew(shed.Options{Limit: shed.LimitOptions{Fixed: 1}, Queue: shed.QueueOptions{Max: -1}, Clock: clock, Rand: pinned(0), Refusal: shed.RefusalOptions{MaxRetryAfter: 8 * time.Second}})
+	s := policy.Must(shed.New(shed.Options{Limit: shed.LimitOptions{Fixed: 1}, Queue: shed.QueueOptions{Max: -1}, Clock: clock, Rand: pinned(0), Refusal: shed.RefusalOptions{MaxRetryAfter: 8 * time.Second}}))
 	require.Equal(t, time.Duration(1)*time.Second, s.RetryAfter(), "calm: 1s")
 	// second plays one second of admitted requests and refusals.
 	second := func(admitted, refused int) {
@@ -443,7 +443,7 @@ func TestRetryAfter_FollowsTheShareRefused(t *testing.T) {
 		require.Equal(t, time.Duration(tt.want)*time.Second, s.RetryAfter(), "after a second of %d admitted and %d refused", tt.admitted, tt.refused)
 	}
 
-	top := shed.MustNew(shed.Options{Limit: shed.LimitOptions{Fixed: 1}, Queue: shed.QueueOptions{Max: -1}, Clock: clock, Rand: pinned(0.9999), Refusal: shed.RefusalOptions{MaxRetryAfter: 8 * time.Second}})
+	top := policy.Must(shed.New(shed.Options{Limit: shed.LimitOptions{Fixed: 1}, Queue: shed.QueueOptions{Max: -1}, Clock: clock, Rand: pinned(0.9999), Refusal: shed.RefusalOptions{MaxRetryAfter: 8 * time.Second}}))
 	held, _ := top.Admit(context.Background(), shed.PriorityDefault)
 	for range 3 {
 		for range 100 {
@@ -454,12 +454,12 @@ func TestRetryAfter_FollowsTheShareRefused(t *testing.T) {
 	require.Equal(t, time.Duration(8)*time.Second, top.RetryAfter(), "base 5 with the most jitter: 5 + 3 = Refusal.MaxRetryAfter, never above")
 	held.Release()
 
-	hi := shed.MustNew(shed.Options{Rand: pinned(0.9999)})
+	hi := policy.Must(shed.New(shed.Options{Rand: pinned(0.9999)}))
 	require.Equal(t, time.Duration(2)*time.Second, hi.RetryAfter(), "base 1s, the top of [1, 2]")
 
 	// With a real random source the values spread over [base, ⌈1.5·base⌉].
 	clock2 := policytest.NewClock(t0)
-	busy := shed.MustNew(shed.Options{Limit: shed.LimitOptions{Fixed: 1}, Queue: shed.QueueOptions{Max: -1}, Clock: clock2, Rand: rand.New(rand.NewPCG(1, 2))})
+	busy := policy.Must(shed.New(shed.Options{Limit: shed.LimitOptions{Fixed: 1}, Queue: shed.QueueOptions{Max: -1}, Clock: clock2, Rand: rand.New(rand.NewPCG(1, 2))}))
 	held2, _ := busy.Admit(context.Background(), shed.PriorityDefault)
 	defer held2.Release()
 	for range 2 { // everything refused for a second: base 20 (20 + 10 = MaxRetryAfter 30 s)
@@ -490,8 +490,8 @@ func TestShedder_EachRefusalReportedOnce(t *testing.T) {
 			}
 		})
 	}
-	s := shed.MustNew(shed.Options{Limit: shed.LimitOptions{Fixed: 1}, Queue: shed.QueueOptions{Max: -1}, Observer: count(&own)})
-	p := policy.MustWrap(s).With(policy.Observe(count(&pipe)))
+	s := policy.Must(shed.New(shed.Options{Limit: shed.LimitOptions{Fixed: 1}, Queue: shed.QueueOptions{Max: -1}, Observer: count(&own)}))
+	p := policy.Must(policy.Wrap(s)).With(policy.Observe(count(&pipe)))
 	held, _ := s.Admit(context.Background(), shed.PriorityDefault)
 	defer held.Release()
 
@@ -521,7 +521,7 @@ func TestQueue_IntervalFollowsTheWork(t *testing.T) {
 		{25 * time.Millisecond, 100 * time.Millisecond, 100 * time.Millisecond},
 	} {
 		clock := policytest.NewClock(t0)
-		s := shed.MustNew(shed.Options{Clock: clock, Queue: shed.QueueOptions{Interval: c.interval}})
+		s := policy.Must(shed.New(shed.Options{Clock: clock, Queue: shed.QueueOptions{Interval: c.interval}}))
 		for range 40 { // a few windows of one request at a time: the baseline is the work
 			p, why := s.Admit(context.Background(), shed.PriorityDefault)
 			require.Equal(t, shed.ReasonNone, why)
@@ -555,7 +555,7 @@ func TestQueue_IntervalFollowsTheWork(t *testing.T) {
 // outage's trickle of successes).
 func TestLimit_AProbeAcrossAnOutageIsUndone(t *testing.T) {
 	clock := policytest.NewClock(t0)
-	s := shed.MustNew(shed.Options{Limit: shed.LimitOptions{Initial: 20, Max: 20, Window: 100 * time.Millisecond}, Clock: clock})
+	s := policy.Must(shed.New(shed.Options{Limit: shed.LimitOptions{Initial: 20, Max: 20, Window: 100 * time.Millisecond}, Clock: clock}))
 	for range 10 {
 		round(t, s, clock, 20, 100*time.Millisecond)
 	}
@@ -585,7 +585,7 @@ func TestLimit_AProbeAcrossAnOutageIsUndone(t *testing.T) {
 // windows the baseline remembers and it is still re-measured.
 func TestLimit_AProbeThatDoesNotHoldWaitsLongerForTheNext(t *testing.T) {
 	clock := policytest.NewClock(t0)
-	s := shed.MustNew(shed.Options{Limit: shed.LimitOptions{Initial: 20, Max: 20}, Clock: clock})
+	s := policy.Must(shed.New(shed.Options{Limit: shed.LimitOptions{Initial: 20, Max: 20}, Clock: clock}))
 	for range 5 {
 		round(t, s, clock, s.Limit(), 100*time.Millisecond)
 	}

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/backstop-go/backstop/policy"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/backstop-go/backstop/shed"
@@ -18,7 +20,7 @@ import (
 // a body read. At a limit of 20 the shedder still serves all 100 normal requests that
 // follow: a handler waiting on its client's body holds no slot.
 func TestMiddleware_SlowUploadsDoNotStarveTheServer(t *testing.T) {
-	s := shed.MustNew(shed.Options{Limit: shed.LimitOptions{Fixed: 20}, Queue: shed.QueueOptions{Max: 256}})
+	s := policy.Must(shed.New(shed.Options{Limit: shed.LimitOptions{Fixed: 20}, Queue: shed.QueueOptions{Max: 256}}))
 	entered := make(chan struct{}, 200)
 	h := shed.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPost {

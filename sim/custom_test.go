@@ -20,7 +20,7 @@ func TestRun_CustomStack(t *testing.T) {
 		if h.Clock == nil || h.Rand == nil {
 			return sim.Client{}, errors.New("no clock or rand")
 		}
-		return sim.Client{Pipeline: policy.MustWrap(retry.MustNew(retry.Options{MaxAttempts: 3, Clock: h.Clock, Rand: h.Rand}))}, nil
+		return sim.Client{Pipeline: policy.Must(policy.Wrap(policy.Must(retry.New(retry.Options{MaxAttempts: 3, Clock: h.Clock, Rand: h.Rand}))))}, nil
 	}}
 	sc.Services[2].Stack = "three" // data → db
 	s, err := sim.Run(t, sc)

@@ -61,7 +61,7 @@ func herd(n int, o retry.Options, seed uint64) herdRun {
 		o := o
 		o.Clock, o.Rand = clk, jitter.Seeded(seed, uint64(c)+16)
 		o.MaxAttempts = math.MaxInt32
-		p := policy.MustWrap(retry.MustNew(o))
+		p := policy.Must(policy.Wrap(policy.Must(retry.New(o))))
 		wg.Go(func() {
 			_ = p.Do(context.Background(), func(context.Context) error {
 				wire() // the read's way there

@@ -113,7 +113,7 @@ func TestParseScenario_Refusals(t *testing.T) {
 
 func TestParseScenario_CustomStack(t *testing.T) {
 	custom := map[sim.Stack]sim.ClientFunc{"envoy": func(h sim.Hop) (sim.Client, error) {
-		return sim.Client{Pipeline: policy.MustWrap(retry.MustNew(retry.Options{Clock: h.Clock, Rand: h.Rand}))}, nil
+		return sim.Client{Pipeline: policy.Must(policy.Wrap(policy.Must(retry.New(retry.Options{Clock: h.Clock, Rand: h.Rand}))))}, nil
 	}}
 	src := "stack: naive\nload: {rate: 1, duration: 1s}\nservices: [{name: a, calls: [b], stack: envoy}, {name: b}]\n"
 	sc, err := sim.ParseScenario([]byte(src), custom)

@@ -220,22 +220,22 @@ func (w *world) newHop(from, to *service) (*hop, error) {
 		return h, nil
 	}
 	name := from.Name + "→" + to.Name
-	d := deadline.MustNew(t.CallBudget)
-	rt := retry.MustNew(retry.Options{MaxAttempts: t.Attempts, Base: t.Base, Cap: time.Second, Rand: w.stages, Clock: w.clock})
-	per := deadline.MustPerAttempt(t.HopTimeout)
+	d := policy.Must(deadline.New(deadline.Options{Timeout: t.CallBudget}))
+	rt := policy.Must(retry.New(retry.Options{MaxAttempts: t.Attempts, Base: t.Base, Cap: time.Second, Rand: w.stages, Clock: w.clock}))
+	per := policy.Must(deadline.NewPerAttempt(deadline.Options{Timeout: t.HopTimeout}))
 	var p *policy.Pipeline
 	if from.Stack == OwnerOnly {
-		p = policy.MustWrap(d, rt, per, policy.Name(name), policy.UseClock(w.clock))
+		p = policy.Must(policy.Wrap(d, rt, per, policy.Name(name), policy.UseClock(w.clock)))
 	} else {
-		h.breaker = breaker.MustNew(name, breaker.Options{OpenTimeout: t.BreakerOpen, MaxOpenTimeout: t.BreakerOpen,
-			HalfOpenProbes: 3, Rand: w.stages})
+		h.breaker = policy.Must(breaker.New(breaker.Options{Name: name, OpenTimeout: t.BreakerOpen, MaxOpenTimeout: t.BreakerOpen,
+			HalfOpenProbes: 3, Rand: w.stages}))
 		h.guarded = true
-		bud := budget.MustNewTokenBucket(10, 0.1)
+		bud := policy.Must(budget.NewTokenBucket(budget.TokenBucketOptions{MaxTokens: 10, TokenRatio: 0.1}))
 		var again policy.Policy = rt
 		if t.Hedge > 0 {
-			again = retry.MustNewHedge(retry.HedgeOptions{MaxAttempts: 2, Delay: t.Hedge, Clock: w.clock})
+			again = policy.Must(retry.NewHedge(retry.HedgeOptions{MaxAttempts: 2, Delay: t.Hedge, Clock: w.clock}))
 		}
-		p = policy.MustWrap(d, h.breaker, bud, again, per, policy.Name(name), policy.UseClock(w.clock))
+		p = policy.Must(policy.Wrap(d, h.breaker, bud, again, per, policy.Name(name), policy.UseClock(w.clock)))
 	}
 	h.client = policyhttp.NewTransport(base, p, policyhttp.Options{Clock: w.clock})
 	return h, nil
@@ -253,7 +253,7 @@ func (s *service) guard(h http.Handler) http.Handler {
 		if len(s.hops) > 0 {
 			brk = s.hops[0].breaker
 		}
-		return shed.Middleware(h, shed.MustNew(shed.Options{Name: s.Name, Breaker: brk, Rand: s.w.stages, Clock: s.w.clock}))
+		return shed.Middleware(h, policy.Must(shed.New(shed.Options{Name: s.Name, Breaker: brk, Rand: s.w.stages, Clock: s.w.clock})))
 	}
 	return policyhttp.Middleware(h) // a custom stack
 }

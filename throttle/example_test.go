@@ -17,8 +17,8 @@ import (
 // A throttle inside the retry sees every attempt, as the backend does. When the
 // backend starts refusing work, the client refuses most of it locally.
 func ExampleNew() {
-	th := throttle.MustNew("inventory", throttle.Options{Rand: jitter.Seeded(1, 2)}) // K = 2 over 2 min
-	p := policy.MustWrap(deadline.MustNew(time.Second), retry.MustNew(retry.Options{}), th)
+	th := policy.Must(throttle.New(throttle.Options{Name: "inventory", Rand: jitter.Seeded(1, 2)})) // K = 2 over 2 min
+	p := policy.Must(policy.Wrap(policy.Must(deadline.New(deadline.Options{Timeout: time.Second})), policy.Must(retry.New(retry.Options{})), th))
 	local := 0
 	for range 1000 {
 		err := p.Do(context.Background(), func(context.Context) error { return overloaded{} })

@@ -37,6 +37,8 @@ var (
 // Options configure a [Throttle]. The zero value is the SRE book's: K = 2 over the
 // last two minutes.
 type Options struct {
+	// Name names the throttle in events, metrics and errors. Required.
+	Name string
 	// K is how many requests per accepted request the client may send before it
 	// starts refusing; ≥ 1; 0 means DefaultK (2). Lower refuses sooner.
 	K float64
@@ -72,9 +74,10 @@ type Throttle struct {
 	win window.Pair // requests, accepts
 }
 
-// New returns a throttle named name (it names its refusals and events) or an error
+// New returns a throttle named o.Name (it names its refusals and events) or an error
 // matching ErrInvalidOptions naming the bad field.
-func New(name string, o Options) (*Throttle, error) {
+func New(o Options) (*Throttle, error) {
+	name := o.Name
 	bad := check.Invalid[*Throttle](fmt.Errorf("%w: %s", ErrInvalidOptions, name))
 	switch {
 	case name == "":
@@ -96,15 +99,6 @@ func New(name string, o Options) (*Throttle, error) {
 	clock := clock.Or(o.Clock)
 	return &Throttle{name: name, k: o.K, window: o.Window, accepted: o.Accepted, clock: clock,
 		rand: jitter.Or(o.Rand), refusal: newRefusal(name), win: window.New(clock.Now(), o.Window)}, nil
-}
-
-// MustNew is like [New] but panics on bad options.
-func MustNew(name string, o Options) *Throttle {
-	t, err := New(name, o)
-	if err != nil {
-		panic(err)
-	}
-	return t
 }
 
 // DefaultAccepted is Options.Accepted's default: a request was accepted unless its

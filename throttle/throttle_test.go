@@ -35,14 +35,14 @@ func accept(context.Context) error { return nil }
 func refuse(context.Context) error { return overloaded{} }
 
 func TestConformance(t *testing.T) {
-	policytest.Run(t, func() policy.Policy { return throttle.MustNew("db", throttle.Options{}) })
+	policytest.Run(t, func() policy.Policy { return policy.Must(throttle.New(throttle.Options{Name: "db"})) })
 }
 
 func TestThrottle_TheSREBookFormula(t *testing.T) {
 	clock := policytest.NewClock(t0)
 	// A draw of 0.5: a request is refused when the probability is above one half.
-	th := throttle.MustNew("db", throttle.Options{Clock: clock, Rand: policytest.NewRand(0.5)})
-	p := policy.MustWrap(th)
+	th := policy.Must(throttle.New(throttle.Options{Name: "db", Clock: clock, Rand: policytest.NewRand(0.5)}))
+	p := policy.Must(policy.Wrap(th))
 
 	for range 100 {
 		require.NoError(t, p.Do(context.Background(), accept))
@@ -83,7 +83,7 @@ func TestThrottle_TheSREBookFormula(t *testing.T) {
 
 // TestThrottle_RefusalDoesNotAllocate: every refusal returns the throttle's one error.
 func TestThrottle_RefusalDoesNotAllocate(t *testing.T) {
-	th := throttle.MustNew("db", throttle.Options{Clock: policytest.NewClock(t0), Rand: policytest.NewRand(0)})
+	th := policy.Must(throttle.New(throttle.Options{Name: "db", Clock: policytest.NewClock(t0), Rand: policytest.NewRand(0)}))
 	run := th.Bind(policy.RunnerFunc(func(ctx context.Context, fn policy.Func) error { return fn(ctx) }), policy.Env{})
 	ctx := context.Background()
 	require.ErrorIs(t, run.Run(ctx, refuse), policy.ErrRejected, "the backend refuses: p = 1/2 from now on")
@@ -101,8 +101,8 @@ func TestThrottle_SendsAboutKTimesWhatTheBackendAccepts(t *testing.T) {
 	// refuses the rest. Once two minutes of history are in, the client sends about
 	// K × 10 = 20 a second and refuses the other 80 itself.
 	clock := policytest.NewClock(t0)
-	th := throttle.MustNew("db", throttle.Options{Clock: clock, Rand: jitter.Seeded(1, 2)})
-	p := policy.MustWrap(th)
+	th := policy.Must(throttle.New(throttle.Options{Name: "db", Clock: clock, Rand: jitter.Seeded(1, 2)}))
+	p := policy.Must(policy.Wrap(th))
 	sent := 0
 	for second := range 600 {
 		capacity := 10
@@ -126,8 +126,8 @@ func TestThrottle_SendsAboutKTimesWhatTheBackendAccepts(t *testing.T) {
 }
 
 func TestThrottle_CallersCancellationCountsNeitherWay(t *testing.T) {
-	th := throttle.MustNew("db", throttle.Options{Rand: policytest.NewRand(0.99)})
-	p := policy.MustWrap(th)
+	th := policy.Must(throttle.New(throttle.Options{Name: "db", Rand: policytest.NewRand(0.99)}))
+	p := policy.Must(policy.Wrap(th))
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	require.ErrorIs(t, p.Do(ctx, func(ctx context.Context) error { return ctx.Err() }), context.Canceled)
@@ -142,9 +142,9 @@ func TestThrottle_CallersCancellationCountsNeitherWay(t *testing.T) {
 func TestThrottle_InsideARetryItsRefusalIsNotRetried(t *testing.T) {
 	clock := policytest.NewClock(t0).AutoAdvance(true)
 	// Every error is a refusal here: a 503 the retry would retry.
-	th := throttle.MustNew("db", throttle.Options{Clock: clock, Rand: policytest.NewRand(0),
-		Accepted: func(err error) bool { return err == nil }})
-	p := policy.MustWrap(retry.MustNew(retry.Options{MaxAttempts: 5, Clock: clock}), th)
+	th := policy.Must(throttle.New(throttle.Options{Name: "db", Clock: clock, Rand: policytest.NewRand(0),
+		Accepted: func(err error) bool { return err == nil }}))
+	p := policy.Must(policy.Wrap(policy.Must(retry.New(retry.Options{MaxAttempts: 5, Clock: clock})), th))
 	attempts := 0
 	err := p.Do(context.Background(), func(context.Context) error { attempts++; return fault.Retryable(errors.New("503")) })
 	require.ErrorIs(t, err, throttle.ErrThrottled)
@@ -155,12 +155,12 @@ func TestThrottle_InsideARetryItsRefusalIsNotRetried(t *testing.T) {
 }
 
 func TestThrottle_OrderingRules(t *testing.T) {
-	th := throttle.MustNew("db", throttle.Options{})
-	_, err := policy.Wrap(th, shed.MustNew(shed.Options{})) //backstopvet:ignore wraporder (the test checks the refusal)
+	th := policy.Must(throttle.New(throttle.Options{Name: "db"}))
+	_, err := policy.Wrap(th, policy.Must(shed.New(shed.Options{}))) //backstopvet:ignore wraporder (the test checks the refusal)
 	require.ErrorIs(t, err, policy.ErrOrder, "a throttle never stands outside a shedder (O5)")
-	_, err = policy.Wrap(retry.MustNew(retry.Options{}), th)
+	_, err = policy.Wrap(policy.Must(retry.New(retry.Options{})), th)
 	require.NoError(t, err)
-	_, err = policy.Wrap(th, retry.MustNew(retry.Options{}))
+	_, err = policy.Wrap(th, policy.Must(retry.New(retry.Options{})))
 	require.NoError(t, err)
 	require.Equal(t, "throttle", th.Placement().Kind)
 }
@@ -176,7 +176,8 @@ func TestNew_RefusesBadOptions(t *testing.T) {
 		{"db", throttle.Options{K: -1}, "K is -1"},
 		{"db", throttle.Options{Window: 5}, "Window is 5ns"},
 	} {
-		_, err := throttle.New(c.name, c.o)
+		c.o.Name = c.name
+		_, err := throttle.New(c.o)
 		require.ErrorIs(t, err, throttle.ErrInvalidOptions)
 		require.ErrorContains(t, err, c.want)
 	}

@@ -35,8 +35,8 @@ func ExampleRetryer() {
 	defer srv.Close()
 
 	p, err := policy.Wrap(
-		budget.MustNewRetryQuota(budget.RetryQuotaOptions{}), // the AWS SDKs' retry quota
-		retry.MustNew(retry.Options{MaxAttempts: 3, Base: time.Millisecond}),
+		policy.Must(budget.NewRetryQuota(budget.RetryQuotaOptions{})), // the AWS SDKs' retry quota
+		policy.Must(retry.New(retry.Options{MaxAttempts: 3, Base: time.Millisecond})),
 		policy.Name("s3"))
 	if err != nil {
 		fmt.Println(err)

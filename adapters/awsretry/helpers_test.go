@@ -175,7 +175,7 @@ func getItem(ctx context.Context, c *dynamodb.Client, opts ...func(*dynamodb.Opt
 // backstopRetry is a Backstop retry of 3 attempts whose sleeps pass at once on clock,
 // which records them.
 func backstopRetry(clock *policytest.Clock) *retry.Retry {
-	return retry.MustNew(retry.Options{MaxAttempts: 3, Base: 10 * time.Millisecond, Cap: time.Second, Clock: clock})
+	return policy.Must(retry.New(retry.Options{MaxAttempts: 3, Base: 10 * time.Millisecond, Cap: time.Second, Clock: clock}))
 }
 
 func autoClock() *policytest.Clock { return policytest.NewClock(time.Now()).AutoAdvance(true) }

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/backstop-go/backstop/policy"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -86,8 +88,8 @@ func TestNew_RetryMaxAttemptsLowersThePipelines(t *testing.T) {
 	}{{1, 1}, {2, 2}, {3, 3}, {5, 3}} {
 		t.Run(fmt.Sprint("RetryMaxAttempts ", tc.max), func(t *testing.T) {
 			s := newService(t, dynamoError(500, "InternalServerError"))
-			q := budget.MustNewRetryQuota(budget.RetryQuotaOptions{})
-			r := awsretry.MustNew(adapterPipeline(t, q, autoClock()), awsretry.Options{})
+			q := policy.Must(budget.NewRetryQuota(budget.RetryQuotaOptions{}))
+			r := policy.Must(awsretry.New(adapterPipeline(t, q, autoClock()), awsretry.Options{}))
 			c := newDynamo(s, withAdapter(r, newTransport(t)))
 			err := getItem(context.Background(), c, func(o *dynamodb.Options) { o.RetryMaxAttempts = tc.max })
 			require.ErrorIs(t, err, retry.ErrExhausted)
@@ -139,8 +141,8 @@ func TestNew_LongPollBacksOffWhenTheQuotaRefuses(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newService(t, dynamoError(500, "InternalError"))
 			clock := autoClock()
-			q := budget.MustNewRetryQuota(budget.RetryQuotaOptions{Tokens: 14})
-			r := awsretry.MustNew(adapterPipeline(t, q, clock), awsretry.Options{Clock: clock})
+			q := policy.Must(budget.NewRetryQuota(budget.RetryQuotaOptions{Tokens: 14}))
+			r := policy.Must(awsretry.New(adapterPipeline(t, q, clock), awsretry.Options{Clock: clock}))
 			setup := withAdapter(r, newTransport(t))
 			var err error
 			if tc.sqs {

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/backstop-go/backstop/policy"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/backstop-go/backstop/adapters/awsretry"
@@ -23,9 +25,9 @@ func TestRetryer_AHandlerWaitingOnAWSHoldsNoSlot(t *testing.T) {
 		<-hold
 		s3Object(n, w, r)
 	})
-	r := awsretry.MustNew(adapterPipeline(t, budget.MustNewRetryQuota(budget.RetryQuotaOptions{}), autoClock()), awsretry.Options{})
+	r := policy.Must(awsretry.New(adapterPipeline(t, policy.Must(budget.NewRetryQuota(budget.RetryQuotaOptions{})), autoClock()), awsretry.Options{}))
 	client := newS3(s3srv, withAdapter(r, newTransport(t)))
-	sh := shed.MustNew(shed.Options{Name: "front", Limit: shed.LimitOptions{Fixed: 1}, Queue: shed.QueueOptions{Max: -1}})
+	sh := policy.Must(shed.New(shed.Options{Name: "front", Limit: shed.LimitOptions{Fixed: 1}, Queue: shed.QueueOptions{Max: -1}}))
 	front := httptest.NewServer(shed.Middleware(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		if err := getObject(req.Context(), client); err != nil {
 			http.Error(w, err.Error(), http.StatusBadGateway)

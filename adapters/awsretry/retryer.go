@@ -126,15 +126,6 @@ func New(p *policy.Pipeline, o Options) (*Retryer, error) {
 	return r, nil
 }
 
-// MustNew is like [New] but panics on a nil pipeline.
-func MustNew(p *policy.Pipeline, o Options) *Retryer {
-	r, err := New(p, o)
-	if err != nil {
-		panic(err)
-	}
-	return r
-}
-
 // NewStandard returns a Retryer over the AWS SDKs' standard retry mode built from
 // Backstop's stages: a budget.RetryQuota at the SDKs' values (500 tokens, 14 a retry,
 // 5 after a throttling error, 1 back per call that succeeds at its first attempt)
@@ -160,13 +151,13 @@ func newStandard(name string, clock clock.Clock, r jitter.Rand) (*Retryer, *budg
 
 // newStandardQuota is newStandard with a quota of o.
 func newStandardQuota(name string, o budget.RetryQuotaOptions, clock clock.Clock, r jitter.Rand) (*Retryer, *budget.RetryQuota) {
-	q := budget.MustNewRetryQuota(o)
+	q := policy.Must(budget.NewRetryQuota(o))
 	build := func(n int) *policy.Pipeline {
-		return policy.MustWrap(q,
-			retry.MustNew(retry.Options{MaxAttempts: n, Base: DefaultBase, Cap: DefaultCap, Clock: clock}),
-			policy.Name(name))
+		return policy.Must(policy.Wrap(q,
+			policy.Must(retry.New(retry.Options{MaxAttempts: n, Base: DefaultBase, Cap: DefaultCap, Clock: clock})),
+			policy.Name(name)))
 	}
-	s := MustNew(build(DefaultMaxAttempts), Options{Clock: clock})
+	s := policy.Must(New(build(DefaultMaxAttempts), Options{Clock: clock}))
 	s.standard, s.rand, s.build = true, jitter.Or(r), build
 	return s, q
 }

@@ -48,30 +48,30 @@ func TestAttempts_OneOwner(t *testing.T) {
 		return call(context.Background(), s, clientSetup{retryer: sdkStandard(), transport: newTransport(t)})
 	}
 	naiveTransport := func(t *testing.T, s *service, call func(context.Context, *service, clientSetup) error) error {
-		tr := policyhttp.NewTransport(newTransport(t), policy.MustWrap(backstopRetry(autoClock())), policyhttp.Options{})
+		tr := policyhttp.NewTransport(newTransport(t), policy.Must(policy.Wrap(backstopRetry(autoClock()))), policyhttp.Options{})
 		return call(context.Background(), s, clientSetup{retryer: sdkStandard(), transport: tr})
 	}
 	naivePipeline := func(t *testing.T, s *service, call func(context.Context, *service, clientSetup) error) error {
-		p := policy.MustWrap(retry.MustNew(retry.Options{MaxAttempts: 3, Base: 10 * time.Millisecond, Clock: autoClock(),
-			ShouldRetry: func(err error) bool { return retry.DefaultShouldRetry(awsretry.Classify(err)) }}))
+		p := policy.Must(policy.Wrap(policy.Must(retry.New(retry.Options{MaxAttempts: 3, Base: 10 * time.Millisecond, Clock: autoClock(),
+			ShouldRetry: func(err error) bool { return retry.DefaultShouldRetry(awsretry.Classify(err)) }}))))
 		c := clientSetup{retryer: sdkStandard(), transport: newTransport(t)}
 		return p.Do(context.Background(), func(ctx context.Context) error { return call(ctx, s, c) })
 	}
 	adapter := func(t *testing.T, s *service, call func(context.Context, *service, clientSetup) error) error {
-		r := awsretry.MustNew(adapterPipeline(t, budget.MustNewRetryQuota(budget.RetryQuotaOptions{}), autoClock()), awsretry.Options{})
+		r := policy.Must(awsretry.New(adapterPipeline(t, policy.Must(budget.NewRetryQuota(budget.RetryQuotaOptions{})), autoClock()), awsretry.Options{}))
 		return call(context.Background(), s, withAdapter(r, newTransport(t)))
 	}
 	adapterOverTransport := func(t *testing.T, s *service, call func(context.Context, *service, clientSetup) error) error {
-		r := awsretry.MustNew(adapterPipeline(t, budget.MustNewRetryQuota(budget.RetryQuotaOptions{}), autoClock()), awsretry.Options{})
-		tr := policyhttp.NewTransport(newTransport(t), policy.MustWrap(backstopRetry(autoClock())), policyhttp.Options{})
+		r := policy.Must(awsretry.New(adapterPipeline(t, policy.Must(budget.NewRetryQuota(budget.RetryQuotaOptions{})), autoClock()), awsretry.Options{}))
+		tr := policyhttp.NewTransport(newTransport(t), policy.Must(policy.Wrap(backstopRetry(autoClock()))), policyhttp.Options{})
 		return call(context.Background(), s, withAdapter(r, tr))
 	}
 	underOwner := func(t *testing.T, s *service, call func(context.Context, *service, clientSetup) error) error {
-		r := awsretry.MustNew(adapterPipeline(t, budget.MustNewRetryQuota(budget.RetryQuotaOptions{}), autoClock()), awsretry.Options{})
+		r := policy.Must(awsretry.New(adapterPipeline(t, policy.Must(budget.NewRetryQuota(budget.RetryQuotaOptions{})), autoClock()), awsretry.Options{}))
 		return call(callpath.WithAttempt(context.Background(), 1), s, withAdapter(r, newTransport(t)))
 	}
 	underUpstream := func(t *testing.T, s *service, call func(context.Context, *service, clientSetup) error) error {
-		r := awsretry.MustNew(adapterPipeline(t, budget.MustNewRetryQuota(budget.RetryQuotaOptions{}), autoClock()), awsretry.Options{})
+		r := policy.Must(awsretry.New(adapterPipeline(t, policy.Must(budget.NewRetryQuota(budget.RetryQuotaOptions{})), autoClock()), awsretry.Options{}))
 		return call(callpath.WithUpstreamAttempt(context.Background(), 2), s, withAdapter(r, newTransport(t)))
 	}
 	setups := []setup{
@@ -105,7 +105,7 @@ func TestAttempts_OneOwner(t *testing.T) {
 
 func TestRetryer_AttemptHeaders(t *testing.T) {
 	s := newService(t, s3Error(503, "SlowDown"))
-	r := awsretry.MustNew(adapterPipeline(t, budget.MustNewRetryQuota(budget.RetryQuotaOptions{}), autoClock()), awsretry.Options{})
+	r := policy.Must(awsretry.New(adapterPipeline(t, policy.Must(budget.NewRetryQuota(budget.RetryQuotaOptions{})), autoClock()), awsretry.Options{}))
 	require.Error(t, getObject(context.Background(), newS3(s, withAdapter(r, newTransport(t)))))
 
 	require.Equal(t, []string{"1", "2", "3"}, s.headers(callpath.HeaderAttempt), "Backstop-Attempt of each attempt")
@@ -129,8 +129,8 @@ func TestRetryer_UnderOwnerSendsOneAttemptCarryingTheOwnership(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newService(t, s3Error(503, "SlowDown"))
-			q := budget.MustNewRetryQuota(budget.RetryQuotaOptions{})
-			r := awsretry.MustNew(adapterPipeline(t, q, autoClock()), awsretry.Options{})
+			q := policy.Must(budget.NewRetryQuota(budget.RetryQuotaOptions{}))
+			r := policy.Must(awsretry.New(adapterPipeline(t, q, autoClock()), awsretry.Options{}))
 			err := getObject(tc.ctx, newS3(s, withAdapter(r, newTransport(t))))
 			require.ErrorIs(t, err, retry.ErrOwner)
 			require.True(t, fault.Of(err).Retryable, "the SDK's SlowDown stays retryable for the owner: %v", err)
@@ -145,9 +145,9 @@ func TestRetryer_UnderOwnerSendsOneAttemptCarryingTheOwnership(t *testing.T) {
 // with the adapter owns the retries: 3 attempts in all, not 3 × 3.
 func TestRetryer_OuterOwnerRetriesTheSDKsThrottle(t *testing.T) {
 	s := newService(t, dynamoError(400, "ThrottlingException"))
-	r := awsretry.MustNew(adapterPipeline(t, budget.MustNewRetryQuota(budget.RetryQuotaOptions{}), autoClock()), awsretry.Options{})
+	r := policy.Must(awsretry.New(adapterPipeline(t, policy.Must(budget.NewRetryQuota(budget.RetryQuotaOptions{})), autoClock()), awsretry.Options{}))
 	client := newDynamo(s, withAdapter(r, newTransport(t)))
-	outer := policy.MustWrap(backstopRetry(autoClock()))
+	outer := policy.Must(policy.Wrap(backstopRetry(autoClock())))
 	err := outer.Do(context.Background(), func(ctx context.Context) error { return getItem(ctx, client) })
 	var re *retry.Error
 	require.ErrorAs(t, err, &re)
@@ -159,8 +159,8 @@ func TestRetryer_OuterOwnerRetriesTheSDKsThrottle(t *testing.T) {
 func TestRetryer_Quota(t *testing.T) {
 	t.Run("an empty quota stops the retries", func(t *testing.T) {
 		s := newService(t, s3Error(503, "SlowDown"))
-		q := budget.MustNewRetryQuota(budget.RetryQuotaOptions{Tokens: 14})
-		client := newS3(s, withAdapter(awsretry.MustNew(adapterPipeline(t, q, autoClock()), awsretry.Options{}), newTransport(t)))
+		q := policy.Must(budget.NewRetryQuota(budget.RetryQuotaOptions{Tokens: 14}))
+		client := newS3(s, withAdapter(policy.Must(awsretry.New(adapterPipeline(t, q, autoClock()), awsretry.Options{})), newTransport(t)))
 		require.Error(t, getObject(context.Background(), client))
 		require.Equal(t, 3, s.attempts(), "first call: 1 + 2 retries")
 		require.Equal(t, 4, q.Tokens(), "tokens 4 = 14 − 2 retries after a throttling error × 5")
@@ -170,18 +170,18 @@ func TestRetryer_Quota(t *testing.T) {
 	})
 	t.Run("a retry that succeeds gives its tokens back", func(t *testing.T) {
 		s := newService(t, failThen(1, s3Error(500, "InternalError"), s3Object))
-		q := budget.MustNewRetryQuota(budget.RetryQuotaOptions{Tokens: 20})
-		require.NoError(t, getObject(context.Background(), newS3(s, withAdapter(awsretry.MustNew(adapterPipeline(t, q, autoClock()), awsretry.Options{}), newTransport(t)))))
+		q := policy.Must(budget.NewRetryQuota(budget.RetryQuotaOptions{Tokens: 20}))
+		require.NoError(t, getObject(context.Background(), newS3(s, withAdapter(policy.Must(awsretry.New(adapterPipeline(t, q, autoClock()), awsretry.Options{})), newTransport(t)))))
 		require.Equal(t, 2, s.attempts())
 		require.Equal(t, 20, q.Tokens(), "tokens 20 = 20 − 14 + 14 back: a call that needed a retry adds nothing")
 		q.Take("") // 6 left; a call that succeeds at its first attempt adds 1
-		require.NoError(t, getObject(context.Background(), newS3(s, withAdapter(awsretry.MustNew(adapterPipeline(t, q, autoClock()), awsretry.Options{}), newTransport(t)))))
+		require.NoError(t, getObject(context.Background(), newS3(s, withAdapter(policy.Must(awsretry.New(adapterPipeline(t, q, autoClock()), awsretry.Options{})), newTransport(t)))))
 		require.Equal(t, 7, q.Tokens())
 	})
 	t.Run("a retry after a request timeout costs the timeout price", func(t *testing.T) {
 		s := newService(t, s3Error(400, "RequestTimeout"))
-		q := budget.MustNewRetryQuota(budget.RetryQuotaOptions{TimeoutCost: 10})
-		client := newS3(s, withAdapter(awsretry.MustNew(adapterPipeline(t, q, autoClock()), awsretry.Options{}), newTransport(t)))
+		q := policy.Must(budget.NewRetryQuota(budget.RetryQuotaOptions{TimeoutCost: 10}))
+		client := newS3(s, withAdapter(policy.Must(awsretry.New(adapterPipeline(t, q, autoClock()), awsretry.Options{})), newTransport(t)))
 		require.Error(t, getObject(context.Background(), client))
 		require.Equal(t, 3, s.attempts())
 		require.Equal(t, 480, q.Tokens(), "tokens 480 = 500 − 2 retries × the TimeoutCost 10 (14 by default, as any retry)")
@@ -219,8 +219,8 @@ func TestRetryer_Classification(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newService(t, tc.answer)
-			r := awsretry.MustNew(adapterPipeline(t, budget.MustNewRetryQuota(budget.RetryQuotaOptions{}), autoClock()),
-				awsretry.Options{RetryableCodes: tc.codes})
+			r := policy.Must(awsretry.New(adapterPipeline(t, policy.Must(budget.NewRetryQuota(budget.RetryQuotaOptions{})), autoClock()),
+				awsretry.Options{RetryableCodes: tc.codes}))
 			err := getObject(context.Background(), newS3(s, withAdapter(r, newTransport(t))))
 			require.Equal(t, tc.want, s.attempts(), "attempts; error %v", err)
 			if tc.want == 2 {
@@ -248,7 +248,7 @@ func TestRetryer_ServerHint(t *testing.T) {
 				s3Error(503, "SlowDown")(n, w, r)
 			}, s3Object))
 			clock := autoClock()
-			r := awsretry.MustNew(adapterPipeline(t, budget.MustNewRetryQuota(budget.RetryQuotaOptions{}), clock), awsretry.Options{})
+			r := policy.Must(awsretry.New(adapterPipeline(t, policy.Must(budget.NewRetryQuota(budget.RetryQuotaOptions{})), clock), awsretry.Options{}))
 			require.NoError(t, getObject(context.Background(), newS3(s, withAdapter(r, newTransport(t)))))
 			waits := clock.Waits()
 			require.Len(t, waits, 1)
@@ -281,7 +281,7 @@ func TestRetryer_RewindsTheBodyForEachAttempt(t *testing.T) {
 		s.mu.Unlock()
 		s.answer(n, w, r)
 	})
-	r := awsretry.MustNew(adapterPipeline(t, budget.MustNewRetryQuota(budget.RetryQuotaOptions{}), autoClock()), awsretry.Options{})
+	r := policy.Must(awsretry.New(adapterPipeline(t, policy.Must(budget.NewRetryQuota(budget.RetryQuotaOptions{})), autoClock()), awsretry.Options{}))
 	_, err := newS3(s, withAdapter(r, newTransport(t))).PutObject(context.Background(), &s3.PutObjectInput{
 		Bucket: aws.String("bucket"), Key: aws.String("key"), Body: bytes.NewReader([]byte("payload"))})
 	require.NoError(t, err)
@@ -291,7 +291,7 @@ func TestRetryer_RewindsTheBodyForEachAttempt(t *testing.T) {
 func TestRetryer_Configure(t *testing.T) {
 	s := newService(t, s3Error(503, "SlowDown"))
 	cfg := aws.Config{Region: "us-east-1", Credentials: testCredentials, HTTPClient: &http.Client{Transport: newTransport(t)}}
-	awsretry.MustNew(adapterPipeline(t, budget.MustNewRetryQuota(budget.RetryQuotaOptions{}), autoClock()), awsretry.Options{}).Configure(&cfg)
+	policy.Must(awsretry.New(adapterPipeline(t, policy.Must(budget.NewRetryQuota(budget.RetryQuotaOptions{})), autoClock()), awsretry.Options{})).Configure(&cfg)
 	client := s3.NewFromConfig(cfg, func(o *s3.Options) { o.BaseEndpoint, o.UsePathStyle = aws.String(s.URL), true })
 	require.ErrorIs(t, getObject(context.Background(), client), retry.ErrExhausted)
 	require.Equal(t, 3, s.attempts())
@@ -299,7 +299,7 @@ func TestRetryer_Configure(t *testing.T) {
 
 func TestRetryer_WithoutItsMiddlewareRefusesEveryCall(t *testing.T) {
 	s := newService(t, s3Object)
-	r := awsretry.MustNew(adapterPipeline(t, budget.MustNewRetryQuota(budget.RetryQuotaOptions{}), autoClock()), awsretry.Options{})
+	r := policy.Must(awsretry.New(adapterPipeline(t, policy.Must(budget.NewRetryQuota(budget.RetryQuotaOptions{})), autoClock()), awsretry.Options{}))
 	err := getObject(context.Background(), newS3(s, clientSetup{retryer: r, transport: newTransport(t)}))
 	require.ErrorIs(t, err, awsretry.ErrNotInstalled)
 	require.Equal(t, 0, s.attempts())
@@ -307,8 +307,8 @@ func TestRetryer_WithoutItsMiddlewareRefusesEveryCall(t *testing.T) {
 
 func TestRetryer_RefusesAHedge(t *testing.T) {
 	s := newService(t, s3Object)
-	p := policy.MustWrap(retry.MustNewHedge(retry.HedgeOptions{MaxAttempts: 2, Delay: time.Hour}))
-	err := getObject(context.Background(), newS3(s, withAdapter(awsretry.MustNew(p, awsretry.Options{}), newTransport(t))))
+	p := policy.Must(policy.Wrap(policy.Must(retry.NewHedge(retry.HedgeOptions{MaxAttempts: 2, Delay: time.Hour}))))
+	err := getObject(context.Background(), newS3(s, withAdapter(policy.Must(awsretry.New(p, awsretry.Options{})), newTransport(t))))
 	require.ErrorIs(t, err, awsretry.ErrHedged)
 	require.Equal(t, 0, s.attempts())
 }
@@ -316,7 +316,7 @@ func TestRetryer_RefusesAHedge(t *testing.T) {
 func TestNew_RefusesBadInput(t *testing.T) {
 	_, err := awsretry.New(nil, awsretry.Options{})
 	require.ErrorContains(t, err, "pipeline is nil")
-	_, err = awsretry.New(policy.MustWrap(), awsretry.Options{RetryableCodes: []string{"Busy", ""}})
+	_, err = awsretry.New(policy.Must(policy.Wrap()), awsretry.Options{RetryableCodes: []string{"Busy", ""}})
 	require.ErrorContains(t, err, "RetryableCodes[1] is empty")
 }
 

@@ -24,9 +24,9 @@ import (
 // quota prices each retry as a timeout's.
 func TestRetryer_PerAttemptTimeout(t *testing.T) {
 	s := newService(t, func(_ int, _ http.ResponseWriter, r *http.Request) { <-r.Context().Done() })
-	q := budget.MustNewRetryQuota(budget.RetryQuotaOptions{})
-	p := policy.MustWrap(q, backstopRetry(autoClock()), deadline.MustPerAttempt(50*time.Millisecond))
-	err := getObject(context.Background(), newS3(s, withAdapter(awsretry.MustNew(p, awsretry.Options{}), newTransport(t))))
+	q := policy.Must(budget.NewRetryQuota(budget.RetryQuotaOptions{}))
+	p := policy.Must(policy.Wrap(q, backstopRetry(autoClock()), policy.Must(deadline.NewPerAttempt(deadline.Options{Timeout: 50 * time.Millisecond}))))
+	err := getObject(context.Background(), newS3(s, withAdapter(policy.Must(awsretry.New(p, awsretry.Options{})), newTransport(t))))
 	require.ErrorIs(t, err, retry.ErrExhausted)
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	require.Equal(t, 3, s.attempts())

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/backstop-go/backstop/policy"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/stretchr/testify/require"
@@ -35,7 +37,7 @@ func TestRetryer_RewindsAnUnsignedBody(t *testing.T) {
 	t.Cleanup(srv.Close)
 	tr := srv.Client().Transport.(*http.Transport).Clone()
 	t.Cleanup(tr.CloseIdleConnections)
-	r := awsretry.MustNew(adapterPipeline(t, budget.MustNewRetryQuota(budget.RetryQuotaOptions{}), autoClock()), awsretry.Options{})
+	r := policy.Must(awsretry.New(adapterPipeline(t, policy.Must(budget.NewRetryQuota(budget.RetryQuotaOptions{})), autoClock()), awsretry.Options{}))
 	client := s3.New(s3.Options{Region: "us-east-1", BaseEndpoint: aws.String(srv.URL), UsePathStyle: true, Credentials: testCredentials,
 		HTTPClient: &http.Client{Transport: tr}, Retryer: r, APIOptions: withAdapter(r, nil).apiOptions})
 	_, err := client.PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String("b"), Key: aws.String("k"), Body: bytes.NewReader([]byte("payload"))})

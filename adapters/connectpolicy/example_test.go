@@ -21,12 +21,12 @@ import (
 // One retry owner across a connect hop: the handler's context says which attempt of
 // the caller's retry it serves, and a call made under an owner makes one attempt.
 func ExampleNewInterceptor() {
-	p, err := policy.Wrap(retry.MustNew(retry.Options{MaxAttempts: 3, Base: time.Millisecond}), policy.Name("echo"))
+	p, err := policy.Wrap(policy.Must(retry.New(retry.Options{MaxAttempts: 3, Base: time.Millisecond})), policy.Name("echo"))
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	ic := connectpolicy.MustNewInterceptor(p, connectpolicy.Options{})
+	ic := policy.Must(connectpolicy.NewInterceptor(p, connectpolicy.Options{}))
 
 	var calls atomic.Int32
 	h := connect.NewUnaryHandler("/echo.Echo/Say", func(ctx context.Context, req *connect.Request[wrapperspb.StringValue]) (*connect.Response[wrapperspb.StringValue], error) {

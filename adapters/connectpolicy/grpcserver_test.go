@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/backstop-go/backstop/policy"
+
 	"connectrpc.com/connect"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
@@ -114,14 +116,14 @@ func TestGRPCServer_ConnectClientThroughPolicygrpc(t *testing.T) {
 	t.Run("retries reach the handler as the owner's attempts", func(t *testing.T) {
 		g := &grpcEcho{fail: func(n int) bool { return n <= 2 }}
 		url := serveGRPC(t, g, ownership...)
-		sayc, _ := newClient(t, url, grpcWire, connect.WithInterceptors(connectpolicy.MustNewInterceptor(retrying(t, autoClock()), connectpolicy.Options{})))
+		sayc, _ := newClient(t, url, grpcWire, connect.WithInterceptors(policy.Must(connectpolicy.NewInterceptor(retrying(t, autoClock()), connectpolicy.Options{}))))
 		require.NoError(t, say(context.Background(), sayc))
 		require.Equal(t, []string{"attempt 1 upstream=true", "attempt 2 upstream=true", "attempt 3 upstream=true"}, g.ownership())
 	})
 	t.Run("under an owner one attempt, and a stream carries the ownership", func(t *testing.T) {
 		g := &grpcEcho{fail: func(int) bool { return true }}
 		url := serveGRPC(t, g, ownership...)
-		sayc, countc := newClient(t, url, grpcWire, connect.WithInterceptors(connectpolicy.MustNewInterceptor(retrying(t, autoClock()), connectpolicy.Options{})))
+		sayc, countc := newClient(t, url, grpcWire, connect.WithInterceptors(policy.Must(connectpolicy.NewInterceptor(retrying(t, autoClock()), connectpolicy.Options{}))))
 		ctx := callpath.WithUpstreamAttempt(context.Background(), 2)
 		require.Equal(t, connect.CodeUnavailable, connect.CodeOf(say(ctx, sayc)))
 		stream, err := countc.CallServerStream(ctx, connect.NewRequest(wrapperspb.String("n")))
@@ -136,7 +138,7 @@ func TestGRPCServer_ConnectClientThroughPolicygrpc(t *testing.T) {
 		require.Equal(t, []string{"attempt 1 upstream=true", "attempt 1 upstream=true"}, g.ownership())
 	})
 	t.Run("a shedding grpc-go server's pushback is waited exactly", func(t *testing.T) {
-		s := shed.MustNew(shed.Options{Name: "grpc", Limit: shed.LimitOptions{Fixed: 1}, Queue: shed.QueueOptions{Max: -1}})
+		s := policy.Must(shed.New(shed.Options{Name: "grpc", Limit: shed.LimitOptions{Fixed: 1}, Queue: shed.QueueOptions{Max: -1}}))
 		shedding, err := policygrpc.ShedUnaryServerInterceptor(s, policygrpc.ShedOptions{RejectCode: codes.Unavailable})
 		require.NoError(t, err)
 		g := &grpcEcho{}
@@ -159,7 +161,7 @@ func TestGRPCServer_ConnectClientThroughPolicygrpc(t *testing.T) {
 		}()
 		<-in
 		clock := autoClock()
-		sayc, _ := newClient(t, url, grpcWire, connect.WithInterceptors(connectpolicy.MustNewInterceptor(retrying(t, clock), connectpolicy.Options{})))
+		sayc, _ := newClient(t, url, grpcWire, connect.WithInterceptors(policy.Must(connectpolicy.NewInterceptor(retrying(t, clock), connectpolicy.Options{}))))
 		err = say(context.Background(), sayc)
 		var ce *connect.Error
 		require.ErrorAs(t, err, &ce)

@@ -188,7 +188,7 @@ func autoClock() *policytest.Clock { return policytest.NewClock(time.Now()).Auto
 // retrying is a pipeline of a 3-attempt retry whose sleeps pass at once on clock.
 func retrying(t *testing.T, clock *policytest.Clock, extra ...policy.Policy) *policy.Pipeline {
 	t.Helper()
-	p, err := policy.Wrap(append(extra, retry.MustNew(retry.Options{MaxAttempts: 3, Base: 10 * time.Millisecond, Clock: clock}))...)
+	p, err := policy.Wrap(append(extra, policy.Must(retry.New(retry.Options{MaxAttempts: 3, Base: 10 * time.Millisecond, Clock: clock})))...)
 	require.NoError(t, err)
 	return p
 }

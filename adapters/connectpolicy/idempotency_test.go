@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/backstop-go/backstop/policy"
+
 	"connectrpc.com/connect"
 	"github.com/stretchr/testify/require"
 
@@ -59,7 +61,7 @@ func TestConnectGo_RetriesNothingOnItsOwn(t *testing.T) {
 						opts = append(opts, connect.WithHTTPGet())
 					}
 					if st.interceptor {
-						opts = append(opts, connect.WithInterceptors(connectpolicy.MustNewInterceptor(retrying(t, autoClock()), connectpolicy.Options{})))
+						opts = append(opts, connect.WithInterceptors(policy.Must(connectpolicy.NewInterceptor(retrying(t, autoClock()), connectpolicy.Options{}))))
 					}
 					sayc, _ := newClient(t, srv.URL, w, opts...)
 					err := say(st.ctx, sayc)

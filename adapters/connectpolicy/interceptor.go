@@ -85,15 +85,6 @@ func NewInterceptor(p *policy.Pipeline, o Options) (connect.Interceptor, error) 
 	return &interceptor{p: p, c: c, clock: clock.Or(o.Clock)}, nil
 }
 
-// MustNewInterceptor is like [NewInterceptor] but panics on bad options.
-func MustNewInterceptor(p *policy.Pipeline, o Options) connect.Interceptor {
-	i, err := NewInterceptor(p, o)
-	if err != nil {
-		panic(err)
-	}
-	return i
-}
-
 func (i *interceptor) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
 	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
 		if !req.Spec().IsClient {

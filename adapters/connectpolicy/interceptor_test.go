@@ -25,8 +25,8 @@ func TestUnary_RetriesUnavailableOverEveryWire(t *testing.T) {
 	for _, w := range wires {
 		t.Run(w.name, func(t *testing.T) {
 			e := &echo{fail: failing(2, connect.CodeUnavailable)}
-			srv := serve(t, e.handler(connect.WithInterceptors(connectpolicy.MustNewInterceptor(nil, connectpolicy.Options{}))), w.h2c)
-			sayc, _ := newClient(t, srv.URL, w, connect.WithInterceptors(connectpolicy.MustNewInterceptor(retrying(t, autoClock()), connectpolicy.Options{})))
+			srv := serve(t, e.handler(connect.WithInterceptors(policy.Must(connectpolicy.NewInterceptor(nil, connectpolicy.Options{})))), w.h2c)
+			sayc, _ := newClient(t, srv.URL, w, connect.WithInterceptors(policy.Must(connectpolicy.NewInterceptor(retrying(t, autoClock()), connectpolicy.Options{}))))
 			require.NoError(t, say(context.Background(), sayc))
 			require.Equal(t, 3, e.calls(), "calls the server got")
 			require.Equal(t, []string{"1", "2", "3"}, e.headers(callpath.HeaderAttempt))
@@ -55,7 +55,7 @@ func TestUnary_UnderAnOwnerMakesOneAttempt(t *testing.T) {
 			t.Run(w.name+"/"+tc.name, func(t *testing.T) {
 				e := &echo{fail: failing(-1, connect.CodeUnavailable)}
 				srv := serve(t, e.handler(), w.h2c)
-				sayc, _ := newClient(t, srv.URL, w, connect.WithInterceptors(connectpolicy.MustNewInterceptor(retrying(t, autoClock()), connectpolicy.Options{})))
+				sayc, _ := newClient(t, srv.URL, w, connect.WithInterceptors(policy.Must(connectpolicy.NewInterceptor(retrying(t, autoClock()), connectpolicy.Options{}))))
 				err := say(tc.ctx, sayc)
 				require.ErrorIs(t, err, retry.ErrOwner)
 				require.Equal(t, connect.CodeUnavailable, connect.CodeOf(err), "the last attempt's code")
@@ -70,9 +70,9 @@ func TestStream_CarriesTheOwnershipAcrossTheHop(t *testing.T) {
 	for _, w := range wires {
 		t.Run(w.name, func(t *testing.T) {
 			e := &echo{}
-			ic := connectpolicy.MustNewInterceptor(nil, connectpolicy.Options{})
+			ic := policy.Must(connectpolicy.NewInterceptor(nil, connectpolicy.Options{}))
 			srv := serve(t, e.handler(connect.WithInterceptors(ic)), w.h2c)
-			_, countc := newClient(t, srv.URL, w, connect.WithInterceptors(connectpolicy.MustNewInterceptor(retrying(t, autoClock()), connectpolicy.Options{})))
+			_, countc := newClient(t, srv.URL, w, connect.WithInterceptors(policy.Must(connectpolicy.NewInterceptor(retrying(t, autoClock()), connectpolicy.Options{}))))
 			stream, err := countc.CallServerStream(callpath.WithAttempt(context.Background(), 2), connect.NewRequest(wrapperspb.String("n")))
 			require.NoError(t, err)
 			var got []string
@@ -117,14 +117,14 @@ func TestHops_OneOwner(t *testing.T) {
 				back := &echo{fail: failing(-1, connect.CodeUnavailable)}
 				var handlerOpts []connect.HandlerOption
 				if tc.server {
-					handlerOpts = append(handlerOpts, connect.WithInterceptors(connectpolicy.MustNewInterceptor(nil, connectpolicy.Options{})))
+					handlerOpts = append(handlerOpts, connect.WithInterceptors(policy.Must(connectpolicy.NewInterceptor(nil, connectpolicy.Options{}))))
 				}
 				backSrv := serve(t, back.handler(handlerOpts...), w.h2c)
 				clientOpts := func() []connect.ClientOption {
 					if !tc.retries {
 						return nil
 					}
-					return []connect.ClientOption{connect.WithInterceptors(connectpolicy.MustNewInterceptor(retrying(t, autoClock()), connectpolicy.Options{}))}
+					return []connect.ClientOption{connect.WithInterceptors(policy.Must(connectpolicy.NewInterceptor(retrying(t, autoClock()), connectpolicy.Options{})))}
 				}
 				backc, _ := newClient(t, backSrv.URL, w, clientOpts()...)
 				mid := &echo{fail: func(int) error { return nil }}
@@ -182,7 +182,7 @@ func TestUnary_Classification(t *testing.T) {
 				srv := serve(t, e.handler(), w.h2c)
 				clock := autoClock()
 				sayc, _ := newClient(t, srv.URL, w, connect.WithInterceptors(
-					connectpolicy.MustNewInterceptor(retrying(t, clock), connectpolicy.Options{RetryableCodes: tc.codes})))
+					policy.Must(connectpolicy.NewInterceptor(retrying(t, clock), connectpolicy.Options{RetryableCodes: tc.codes}))))
 				err := say(context.Background(), sayc)
 				require.Error(t, err)
 				require.Equal(t, tc.want, e.calls(), "calls; error %v", err)
@@ -208,9 +208,9 @@ func TestUnary_BreakerIgnoresTheCallersMistakes(t *testing.T) {
 		return connect.NewError(connect.CodeUnavailable, errors.New("down"))
 	}}
 	srv := serve(t, e.handler(), false)
-	b := breaker.MustNew("back", breaker.Options{ConsecutiveFailures: 1, IsExcluded: func(err error) bool { return fault.Of(err).Client }})
-	p := policy.MustWrap(b, retry.MustNew(retry.Options{MaxAttempts: 1}))
-	sayc, _ := newClient(t, srv.URL, wires[0], connect.WithInterceptors(connectpolicy.MustNewInterceptor(p, connectpolicy.Options{})))
+	b := policy.Must(breaker.New(breaker.Options{Name: "back", ConsecutiveFailures: 1, IsExcluded: func(err error) bool { return fault.Of(err).Client }}))
+	p := policy.Must(policy.Wrap(b, policy.Must(retry.New(retry.Options{MaxAttempts: 1}))))
+	sayc, _ := newClient(t, srv.URL, wires[0], connect.WithInterceptors(policy.Must(connectpolicy.NewInterceptor(p, connectpolicy.Options{}))))
 	for range 3 {
 		require.Equal(t, connect.CodeInvalidArgument, connect.CodeOf(say(context.Background(), sayc)))
 	}
@@ -224,7 +224,7 @@ func TestUnary_BreakerIgnoresTheCallersMistakes(t *testing.T) {
 func TestUnary_CallersDeadline(t *testing.T) {
 	e := &echo{fail: failing(-1, connect.CodeUnavailable)}
 	srv := serve(t, e.handler(), false)
-	sayc, _ := newClient(t, srv.URL, wires[0], connect.WithInterceptors(connectpolicy.MustNewInterceptor(retrying(t, autoClock()), connectpolicy.Options{})))
+	sayc, _ := newClient(t, srv.URL, wires[0], connect.WithInterceptors(policy.Must(connectpolicy.NewInterceptor(retrying(t, autoClock()), connectpolicy.Options{}))))
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	err := say(ctx, sayc)
@@ -235,8 +235,8 @@ func TestUnary_CallersDeadline(t *testing.T) {
 func TestUnary_RefusesAHedge(t *testing.T) {
 	e := &echo{}
 	srv := serve(t, e.handler(), false)
-	p := policy.MustWrap(retry.MustNewHedge(retry.HedgeOptions{MaxAttempts: 2, Delay: time.Hour}))
-	sayc, _ := newClient(t, srv.URL, wires[0], connect.WithInterceptors(connectpolicy.MustNewInterceptor(p, connectpolicy.Options{})))
+	p := policy.Must(policy.Wrap(policy.Must(retry.NewHedge(retry.HedgeOptions{MaxAttempts: 2, Delay: time.Hour}))))
+	sayc, _ := newClient(t, srv.URL, wires[0], connect.WithInterceptors(policy.Must(connectpolicy.NewInterceptor(p, connectpolicy.Options{}))))
 	require.ErrorIs(t, say(context.Background(), sayc), connectpolicy.ErrHedged)
 	require.Equal(t, 0, e.calls())
 }
@@ -263,7 +263,7 @@ func TestClassify(t *testing.T) {
 }
 
 func TestExplain(t *testing.T) {
-	p := policy.MustWrap(retry.MustNew(retry.Options{MaxAttempts: 3}), policy.Name("echo"))
+	p := policy.Must(policy.Wrap(policy.Must(retry.New(retry.Options{MaxAttempts: 3})), policy.Name("echo")))
 	require.Equal(t, `connect: pipeline "echo" makes at most 3 attempts of a unary call, 1 under a retry owner further up or upstream; streams are not retried`,
 		connectpolicy.Explain(p))
 }
@@ -273,7 +273,7 @@ func TestExplain(t *testing.T) {
 func TestUnary_LeavesTheCallersRequestAsItWas(t *testing.T) {
 	e := &echo{fail: failing(1, connect.CodeUnavailable)}
 	srv := serve(t, e.handler(), false)
-	sayc, _ := newClient(t, srv.URL, wires[0], connect.WithInterceptors(connectpolicy.MustNewInterceptor(retrying(t, autoClock()), connectpolicy.Options{})))
+	sayc, _ := newClient(t, srv.URL, wires[0], connect.WithInterceptors(policy.Must(connectpolicy.NewInterceptor(retrying(t, autoClock()), connectpolicy.Options{}))))
 	req := connect.NewRequest(wrapperspb.String("x"))
 	req.Header().Set(callpath.HeaderAttempt, "7")
 	_, err := sayc.CallUnary(context.Background(), req)
@@ -295,9 +295,9 @@ func TestUnary_PerAttemptTimeout(t *testing.T) {
 				_, _ = io.Copy(io.Discard, r.Body) // then net/http sees the client hang up
 				<-r.Context().Done()
 			}), w.h2c)
-			p := policy.MustWrap(retry.MustNew(retry.Options{MaxAttempts: 3, Base: time.Millisecond, Clock: autoClock()}),
-				deadline.MustPerAttempt(50*time.Millisecond))
-			sayc, _ := newClient(t, srv.URL, w, connect.WithInterceptors(connectpolicy.MustNewInterceptor(p, connectpolicy.Options{})))
+			p := policy.Must(policy.Wrap(policy.Must(retry.New(retry.Options{MaxAttempts: 3, Base: time.Millisecond, Clock: autoClock()})),
+				policy.Must(deadline.NewPerAttempt(deadline.Options{Timeout: 50 * time.Millisecond}))))
+			sayc, _ := newClient(t, srv.URL, w, connect.WithInterceptors(policy.Must(connectpolicy.NewInterceptor(p, connectpolicy.Options{}))))
 			err := say(context.Background(), sayc)
 			require.ErrorIs(t, err, retry.ErrExhausted)
 			require.Equal(t, connect.CodeDeadlineExceeded, connect.CodeOf(err), "%v", err)

@@ -59,15 +59,6 @@ func NewShedInterceptor(s *shed.Shedder, o ShedOptions) (connect.Interceptor, er
 	return &shedInterceptor{s: s, o: o, name: s.Name()}, nil
 }
 
-// MustNewShedInterceptor is like [NewShedInterceptor] but panics on bad options.
-func MustNewShedInterceptor(s *shed.Shedder, o ShedOptions) connect.Interceptor {
-	i, err := NewShedInterceptor(s, o)
-	if err != nil {
-		panic(err)
-	}
-	return i
-}
-
 func (i *shedInterceptor) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
 	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
 		if req.Spec().IsClient {

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/backstop-go/backstop/policy"
+
 	"connectrpc.com/connect"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/types/known/wrapperspb"
@@ -31,9 +33,9 @@ func totalRejected(s *shed.Shedder) uint64 {
 func TestShed_RefusesInTheCallsProtocol(t *testing.T) {
 	for _, w := range wires {
 		t.Run(w.name, func(t *testing.T) {
-			s := shed.MustNew(shed.Options{Name: "echo", Limit: shed.LimitOptions{Fixed: 1}, Queue: shed.QueueOptions{Max: -1}})
+			s := policy.Must(shed.New(shed.Options{Name: "echo", Limit: shed.LimitOptions{Fixed: 1}, Queue: shed.QueueOptions{Max: -1}}))
 			e := &echo{hold: make(chan struct{}), in: make(chan struct{}, 1)}
-			srv := serve(t, e.handler(connect.WithInterceptors(connectpolicy.MustNewShedInterceptor(s, connectpolicy.ShedOptions{}))), w.h2c)
+			srv := serve(t, e.handler(connect.WithInterceptors(policy.Must(connectpolicy.NewShedInterceptor(s, connectpolicy.ShedOptions{})))), w.h2c)
 			sayc, countc := newClient(t, srv.URL, w)
 
 			first := connect.NewRequest(wrapperspb.String("first"))
@@ -65,7 +67,7 @@ func TestShed_RefusesInTheCallsProtocol(t *testing.T) {
 			require.Equal(t, connect.CodeResourceExhausted, connect.CodeOf(err), "the stream: %v", err)
 
 			clock := autoClock()
-			backstopc, _ := newClient(t, srv.URL, w, connect.WithInterceptors(connectpolicy.MustNewInterceptor(retrying(t, clock), connectpolicy.Options{})))
+			backstopc, _ := newClient(t, srv.URL, w, connect.WithInterceptors(policy.Must(connectpolicy.NewInterceptor(retrying(t, clock), connectpolicy.Options{}))))
 			before := totalRejected(s)
 			err = say(context.Background(), backstopc)
 			require.True(t, fault.Of(err).Refused, "a Backstop client reads the refusal as the server's: %v", err)
@@ -85,7 +87,7 @@ func TestShed_RefusesInTheCallsProtocol(t *testing.T) {
 func TestNewShedInterceptor_RefusesBadOptions(t *testing.T) {
 	_, err := connectpolicy.NewShedInterceptor(nil, connectpolicy.ShedOptions{})
 	require.ErrorContains(t, err, "Shedder is nil")
-	_, err = connectpolicy.NewShedInterceptor(shed.MustNew(shed.Options{}), connectpolicy.ShedOptions{RejectCode: connect.CodeInternal})
+	_, err = connectpolicy.NewShedInterceptor(policy.Must(shed.New(shed.Options{})), connectpolicy.ShedOptions{RejectCode: connect.CodeInternal})
 	require.ErrorContains(t, err, "RejectCode is internal")
 }
 
@@ -95,14 +97,14 @@ func TestNewShedInterceptor_RefusesBadOptions(t *testing.T) {
 func TestShed_AHandlerWaitingOnAConnectCallHoldsNoSlot(t *testing.T) {
 	back := &echo{hold: make(chan struct{}), in: make(chan struct{}, 2)}
 	backSrv := serve(t, back.handler(), false)
-	backc, _ := newClient(t, backSrv.URL, wires[0], connect.WithInterceptors(connectpolicy.MustNewInterceptor(retrying(t, autoClock()), connectpolicy.Options{})))
-	s := shed.MustNew(shed.Options{Name: "front", Limit: shed.LimitOptions{Fixed: 1}, Queue: shed.QueueOptions{Max: -1}})
+	backc, _ := newClient(t, backSrv.URL, wires[0], connect.WithInterceptors(policy.Must(connectpolicy.NewInterceptor(retrying(t, autoClock()), connectpolicy.Options{}))))
+	s := policy.Must(shed.New(shed.Options{Name: "front", Limit: shed.LimitOptions{Fixed: 1}, Queue: shed.QueueOptions{Max: -1}}))
 	front := connect.NewUnaryHandler(sayProcedure, func(ctx context.Context, _ *connect.Request[msg]) (*connect.Response[msg], error) {
 		if err := say(ctx, backc); err != nil {
 			return nil, err
 		}
 		return connect.NewResponse(wrapperspb.String("ok")), nil
-	}, connect.WithInterceptors(connectpolicy.MustNewShedInterceptor(s, connectpolicy.ShedOptions{})))
+	}, connect.WithInterceptors(policy.Must(connectpolicy.NewShedInterceptor(s, connectpolicy.ShedOptions{}))))
 	frontc, _ := newClient(t, serve(t, front, false).URL, wires[0])
 
 	release := sync.OnceFunc(func() { close(back.hold) })

@@ -28,7 +28,7 @@ func TestBusyScript_Retried(t *testing.T) {
 			break
 		}
 	}
-	c, n := adapted(t, s.Addr(), policy.MustWrap(retry3()))
+	c, n := adapted(t, s.Addr(), policy.Must(policy.Wrap(retry3())))
 	n.take()
 	for _, cmd := range []struct {
 		name string
@@ -45,11 +45,11 @@ func TestBusyScript_Retried(t *testing.T) {
 	// counts what it refused, read once the script is killed (INFO is refused too).
 	plain := ownRetries(t, s.Addr())
 	require.ErrorContains(t, plain.StrLen(bg, "k").Err(), "BUSY")
-	err := policy.MustWrap(retry3()).Do(bg, func(ctx context.Context) error { return fault.Retryable(plain.HLen(ctx, "k").Err()) })
+	err := policy.Must(policy.Wrap(retry3())).Do(bg, func(ctx context.Context) error { return fault.Retryable(plain.HLen(ctx, "k").Err()) })
 	require.ErrorContains(t, err, "BUSY")
 
 	// Under a caller that owns the call path, each of its attempts sends once.
-	owner := policy.MustWrap(retry3())
+	owner := policy.Must(policy.Wrap(retry3()))
 	err = owner.Do(bg, func(ctx context.Context) error { return c.Get(ctx, "k").Err() })
 	require.ErrorContains(t, err, "BUSY")
 	require.Equal(t, 3, n.take(), "sends of GET under an owner making 3 attempts")

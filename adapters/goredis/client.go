@@ -26,15 +26,6 @@ func NewClient(opt redis.Options, p *policy.Pipeline, o Options) (*redis.Client,
 	return c, nil
 }
 
-// MustNewClient is [NewClient] that panics on an error.
-func MustNewClient(opt redis.Options, p *policy.Pipeline, o Options) *redis.Client {
-	c, err := NewClient(opt, p, o)
-	if err != nil {
-		panic(err)
-	}
-	return c
-}
-
 // DisableClientRetries turns off go-redis's own retries in opt before a client is
 // built from it: MaxRetries -1 (no command retried; go-redis reads 0 as its default of
 // 3) and DialerRetries 1 (one dial per connection; go-redis reads 0 as 5). Use it

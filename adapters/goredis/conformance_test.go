@@ -29,7 +29,7 @@ var owners = []struct {
 		return c
 	}},
 	{"Backstop owner", func(t *testing.T, opt redis.Options) *redis.Client {
-		p := policy.MustWrap(retry.MustNew(retry.Options{MaxAttempts: 4, Base: time.Millisecond, Cap: time.Millisecond}))
+		p := policy.Must(policy.Wrap(policy.Must(retry.New(retry.Options{MaxAttempts: 4, Base: time.Millisecond, Cap: time.Millisecond}))))
 		c, err := goredis.NewClient(opt, p, goredis.Options{})
 		require.NoError(t, err)
 		t.Cleanup(func() { c.Close() })

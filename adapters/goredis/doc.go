@@ -17,8 +17,8 @@
 // when the pipeline holds a retry, and adds a [Hook] that runs every command and
 // every pipeline of commands through the pipeline, one round trip per attempt:
 //
-//	p, err := policy.Wrap(deadline.MustNew(time.Second), br, retry.MustNew(retry.Options{}),
-//		deadline.MustPerAttempt(200*time.Millisecond), policy.Name("redis"))
+//	p, err := policy.Wrap(policy.Must(deadline.New(deadline.Options{Timeout: time.Second})), br, policy.Must(retry.New(retry.Options{})),
+//		policy.Must(deadline.NewPerAttempt(deadline.Options{Timeout: 200 * time.Millisecond})), policy.Name("redis"))
 //	rdb, err := goredis.NewClient(redis.Options{Addr: addr}, p, goredis.Options{})
 //
 // The pipeline's deadlines bound each round trip (NewClient sets

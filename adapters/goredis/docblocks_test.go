@@ -16,8 +16,8 @@ import (
 // The wiring the package documentation shows, compiled with the tests so that it
 // cannot drift from the API; it is not run.
 var _ = func(br policy.Policy, addr string) (*redis.Client, error) {
-	p, err := policy.Wrap(deadline.MustNew(time.Second), br, retry.MustNew(retry.Options{}),
-		deadline.MustPerAttempt(200*time.Millisecond), policy.Name("redis"))
+	p, err := policy.Wrap(policy.Must(deadline.New(deadline.Options{Timeout: time.Second})), br, policy.Must(retry.New(retry.Options{})),
+		policy.Must(deadline.NewPerAttempt(deadline.Options{Timeout: 200 * time.Millisecond})), policy.Name("redis"))
 	if err != nil {
 		return nil, err
 	}

@@ -25,8 +25,8 @@ func ExampleNewClient() {
 	}
 	defer srv.Stop()
 
-	p, err := policy.Wrap(deadline.MustNew(2*time.Second), retry.MustNew(retry.Options{MaxAttempts: 3}),
-		deadline.MustPerAttempt(500*time.Millisecond), policy.Name("redis"))
+	p, err := policy.Wrap(policy.Must(deadline.New(deadline.Options{Timeout: 2 * time.Second})), policy.Must(retry.New(retry.Options{MaxAttempts: 3})),
+		policy.Must(deadline.NewPerAttempt(deadline.Options{Timeout: 500 * time.Millisecond})), policy.Name("redis"))
 	if err != nil {
 		fmt.Println(err)
 		return

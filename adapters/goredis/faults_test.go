@@ -39,9 +39,9 @@ func cuts(n int) []*cut {
 // connection, whose retries are 4 attempts of at most 200 ms each.
 func faultedClient(t *testing.T, f *faults) *redis.Client {
 	t.Helper()
-	p := policy.MustWrap(deadline.MustNew(10*time.Second),
-		retry.MustNew(retry.Options{MaxAttempts: 4, Base: time.Millisecond, Cap: time.Millisecond}),
-		deadline.MustPerAttempt(200*time.Millisecond))
+	p := policy.Must(policy.Wrap(policy.Must(deadline.New(deadline.Options{Timeout: 10 * time.Second})),
+		policy.Must(retry.New(retry.Options{MaxAttempts: 4, Base: time.Millisecond, Cap: time.Millisecond})),
+		policy.Must(deadline.NewPerAttempt(deadline.Options{Timeout: 200 * time.Millisecond}))))
 	opt := quick
 	opt.Addr, opt.PoolSize, opt.Dialer = f.Addr(), 1, f.dial
 	c, err := goredis.NewClient(opt, p, goredis.Options{})

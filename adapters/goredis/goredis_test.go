@@ -22,7 +22,7 @@ var bg = context.Background()
 
 // retry3 makes 3 attempts a millisecond apart: the tests count attempts, not time.
 func retry3() *retry.Retry {
-	return retry.MustNew(retry.Options{MaxAttempts: 3, Base: time.Millisecond, Cap: time.Millisecond})
+	return policy.Must(retry.New(retry.Options{MaxAttempts: 3, Base: time.Millisecond, Cap: time.Millisecond}))
 }
 
 // adapted returns a client built by NewClient on p for the server at addr, and a
@@ -56,7 +56,7 @@ func TestAttempts_MasterDown(t *testing.T) {
 	require.Equal(t, 4, sent(), "sends of one GET by go-redis alone")
 
 	// Backstop wrapped around the same client, naively: 3 attempts × 4 sends.
-	p := policy.MustWrap(retry3(), policy.Name("redis"))
+	p := policy.Must(policy.Wrap(retry3(), policy.Name("redis")))
 	err = p.Do(bg, func(ctx context.Context) error { return fault.Retryable(plain.Get(ctx, "k").Err()) })
 	require.Error(t, err)
 	require.Equal(t, 4+12, sent(), "sends of one GET by Backstop around go-redis's retries")
@@ -82,7 +82,7 @@ func TestAttempts_MasterDown(t *testing.T) {
 func TestAttempts_ReadOnlyIsRetried(t *testing.T) {
 	s := startRedis(t, "--replicaof", "127.0.0.1", "1", "--replica-serve-stale-data", "no")
 	adm := admin(t, s.Addr())
-	c, _ := adapted(t, s.Addr(), policy.MustWrap(retry3()))
+	c, _ := adapted(t, s.Addr(), policy.Must(policy.Wrap(retry3())))
 	err := c.Incr(bg, "n").Err()
 	require.True(t, redis.IsReadOnlyError(err), "INCR on a replica: %v", err)
 	require.False(t, fault.Of(err).Client, "READONLY is not the caller's fault: %v", err)
@@ -99,7 +99,7 @@ func TestNonIdempotent_NotRetriedAfterTimeout(t *testing.T) {
 	require.NoError(t, adm.Do(bg, "client", "pause", "600000", "write").Err())
 	defer adm.Do(bg, "client", "unpause")
 
-	p := policy.MustWrap(retry3(), deadline.MustPerAttempt(50*time.Millisecond))
+	p := policy.Must(policy.Wrap(retry3(), policy.Must(deadline.NewPerAttempt(deadline.Options{Timeout: 50 * time.Millisecond}))))
 	c, n := adapted(t, s.Addr(), p)
 	require.NoError(t, c.Ping(bg).Err()) // connect before counting
 	n.take()
@@ -159,8 +159,8 @@ func TestNonIdempotent_NotRetriedAfterTimeout(t *testing.T) {
 func TestKilled_BreakerOpens(t *testing.T) {
 	s := startRedis(t)
 	adm := admin(t, s.Addr())
-	br := breaker.MustNew("redis", breaker.Options{ConsecutiveFailures: 3, OpenTimeout: time.Hour})
-	p := policy.MustWrap(deadline.MustNew(10*time.Second), br, retry3())
+	br := policy.Must(breaker.New(breaker.Options{Name: "redis", ConsecutiveFailures: 3, OpenTimeout: time.Hour}))
+	p := policy.Must(policy.Wrap(policy.Must(deadline.New(deadline.Options{Timeout: 10 * time.Second})), br, retry3()))
 	c, n := adapted(t, s.Addr(), p)
 	for range 5 {
 		require.NoError(t, c.Set(bg, "k", "v", 0).Err())
@@ -203,8 +203,8 @@ func TestKilled_BreakerOpens(t *testing.T) {
 func TestHook_NeverHedged(t *testing.T) {
 	s := startRedis(t)
 	adm := admin(t, s.Addr())
-	p := policy.MustWrap(deadline.MustNew(200*time.Millisecond),
-		retry.MustNewHedge(retry.HedgeOptions{MaxAttempts: 3, Delay: time.Millisecond}))
+	p := policy.Must(policy.Wrap(policy.Must(deadline.New(deadline.Options{Timeout: 200 * time.Millisecond})),
+		policy.Must(retry.NewHedge(retry.HedgeOptions{MaxAttempts: 3, Delay: time.Millisecond}))))
 	c, n := adapted(t, s.Addr(), p)
 	require.NoError(t, c.Ping(bg).Err())
 	require.NoError(t, adm.Do(bg, "client", "pause", "600000", "write").Err())
@@ -219,7 +219,7 @@ func TestHook_NeverHedged(t *testing.T) {
 // hook's success is no success of the command.
 func TestHook_KeepsNil(t *testing.T) {
 	s := startRedis(t)
-	c, _ := adapted(t, s.Addr(), policy.MustWrap(retry3()))
+	c, _ := adapted(t, s.Addr(), policy.Must(policy.Wrap(retry3())))
 	require.ErrorIs(t, c.Get(bg, "missing").Err(), redis.Nil, "GET of a missing key")
 	require.ErrorIs(t, c.Eval(bg, "return nil", nil).Err(), redis.Nil, "EVAL returning nil")
 	require.NoError(t, c.Set(bg, "k", "v", 0).Err())

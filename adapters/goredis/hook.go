@@ -51,15 +51,6 @@ func NewHook(p *policy.Pipeline, o Options) (*Hook, error) {
 	return h, nil
 }
 
-// MustNewHook is [NewHook] that panics on an error.
-func MustNewHook(p *policy.Pipeline, o Options) *Hook {
-	h, err := NewHook(p, o)
-	if err != nil {
-		panic(err)
-	}
-	return h
-}
-
 // inside marks the context of a call the hook is running: go-redis sends a new
 // connection's handshake (HELLO, SELECT, CLIENT SETINFO) through the same hooks, from
 // inside the attempt that dialled it, and that handshake is part of the attempt.

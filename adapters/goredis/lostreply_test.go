@@ -34,7 +34,7 @@ func TestAttempts_LostReplyOfIncr(t *testing.T) {
 	own.MinRetryBackoff, own.MaxRetryBackoff = time.Millisecond, time.Millisecond
 	plain := redis.NewClient(&own) // go-redis's own retries, as they come
 	defer plain.Close()
-	c, err := goredis.NewClient(opt, policy.MustWrap(retry3()), goredis.Options{})
+	c, err := goredis.NewClient(opt, policy.Must(policy.Wrap(retry3())), goredis.Options{})
 	require.NoError(t, err)
 	defer c.Close()
 
@@ -54,7 +54,7 @@ func TestAttempts_LostReplyOfIncr(t *testing.T) {
 	require.Equal(t, 2, runs(), "runs of one INCR by go-redis alone: its reply lost, sent again")
 
 	lose(plain)
-	p := policy.MustWrap(retry3())
+	p := policy.Must(policy.Wrap(retry3()))
 	err = p.Do(bg, func(ctx context.Context) error { return fault.Retryable(plain.Incr(ctx, "n").Err()) })
 	require.NoError(t, err, "INCR by Backstop around go-redis")
 	require.Equal(t, 2+2, runs(), "runs of one INCR by Backstop around go-redis's retries")

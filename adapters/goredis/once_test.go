@@ -15,7 +15,7 @@ import (
 // command runs once. An error reply leaves the token unset.
 func TestOnce_Replies(t *testing.T) {
 	s := startRedis(t)
-	c, _ := adapted(t, s.Addr(), policy.MustWrap(retry3()))
+	c, _ := adapted(t, s.Addr(), policy.Must(policy.Wrap(retry3())))
 	for _, tc := range []struct {
 		args []any
 		want any

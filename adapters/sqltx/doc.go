@@ -15,7 +15,7 @@
 //
 // [RunTx] makes the pipeline the one owner of transaction retries:
 //
-//	p, err := policy.Wrap(deadline.MustNew(2*time.Second), retry.MustNew(retry.Options{}), policy.Name("db"))
+//	p, err := policy.Wrap(policy.Must(deadline.New(deadline.Options{Timeout: 2 * time.Second})), policy.Must(retry.New(retry.Options{})), policy.Name("db"))
 //	err = sqltx.RunTx(ctx, db, p, func(ctx context.Context, tx *sql.Tx) error {
 //		_, err := tx.ExecContext(ctx, "UPDATE acct SET n = n - 10 WHERE id = 1")
 //		return err

@@ -15,7 +15,7 @@ import (
 // The wiring the package documentation shows, compiled with the tests so that it
 // cannot drift from the API; it is not run.
 var _ = func(ctx context.Context, db *sql.DB) error {
-	p, err := policy.Wrap(deadline.MustNew(2*time.Second), retry.MustNew(retry.Options{}), policy.Name("db"))
+	p, err := policy.Wrap(policy.Must(deadline.New(deadline.Options{Timeout: 2 * time.Second})), policy.Must(retry.New(retry.Options{})), policy.Name("db"))
 	if err != nil {
 		return err
 	}

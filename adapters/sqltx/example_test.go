@@ -33,7 +33,7 @@ func ExampleRunTx() {
 		return
 	}
 
-	p, err := policy.Wrap(deadline.MustNew(5*time.Second), retry.MustNew(retry.Options{MaxAttempts: 4}), policy.Name("db"))
+	p, err := policy.Wrap(policy.Must(deadline.New(deadline.Options{Timeout: 5 * time.Second})), policy.Must(retry.New(retry.Options{MaxAttempts: 4})), policy.Name("db"))
 	if err != nil {
 		fmt.Println(err)
 		return

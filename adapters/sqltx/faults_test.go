@@ -121,9 +121,9 @@ func resetPeer(n int) func(int) *cut {
 }
 
 func retry4() *policy.Pipeline {
-	return policy.MustWrap(deadline.MustNew(10*time.Second),
-		retry.MustNew(retry.Options{MaxAttempts: 4, Base: time.Millisecond, Cap: time.Millisecond}),
-		deadline.MustPerAttempt(2*time.Second))
+	return policy.Must(policy.Wrap(policy.Must(deadline.New(deadline.Options{Timeout: 10 * time.Second})),
+		policy.Must(retry.New(retry.Options{MaxAttempts: 4, Base: time.Millisecond, Cap: time.Millisecond})),
+		policy.Must(deadline.NewPerAttempt(deadline.Options{Timeout: 2 * time.Second}))))
 }
 
 // Under reset_peer, RunTx retries every call whose connection broke before COMMIT
@@ -182,9 +182,9 @@ func TestFaults_Timeout(t *testing.T) {
 		nil,
 		{at: "statement", kind: "timeout", stream: "downstream"},
 	}
-	p := policy.MustWrap(deadline.MustNew(10*time.Second),
-		retry.MustNew(retry.Options{MaxAttempts: 3, Base: time.Millisecond, Cap: time.Millisecond}),
-		deadline.MustPerAttempt(300*time.Millisecond))
+	p := policy.Must(policy.Wrap(policy.Must(deadline.New(deadline.Options{Timeout: 10 * time.Second})),
+		policy.Must(retry.New(retry.Options{MaxAttempts: 3, Base: time.Millisecond, Cap: time.Millisecond})),
+		policy.Must(deadline.NewPerAttempt(deadline.Options{Timeout: 300 * time.Millisecond}))))
 	ledger := sqltx.Ledger{Table: "ledger"}
 	created := false
 	out, direct := faultedRun(t, len(plan), func(i int) *cut { return plan[i] }, func(ctx context.Context, db *sql.DB, fn func(context.Context, *sql.Tx) error) error {

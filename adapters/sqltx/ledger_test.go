@@ -30,8 +30,8 @@ func TestLedger_ResolveLater(t *testing.T) {
 		direct, db := connect(t, dsn, schema), f.open(t, schema)
 		ledger := sqltx.Ledger{ResolveTimeout: 200 * time.Millisecond}
 		require.NoError(t, ledger.Create(bg, db))
-		p := policy.MustWrap(retry.MustNew(retry.Options{MaxAttempts: 3, Base: time.Millisecond, Cap: time.Millisecond}),
-			deadline.MustPerAttempt(200*time.Millisecond))
+		p := policy.Must(policy.Wrap(policy.Must(retry.New(retry.Options{MaxAttempts: 3, Base: time.Millisecond, Cap: time.Millisecond})),
+			policy.Must(deadline.NewPerAttempt(deadline.Options{Timeout: 200 * time.Millisecond}))))
 		f.hold(true)
 		err := ledger.RunTx(bg, db, p, nil, func(ctx context.Context, tx *sql.Tx) error {
 			if _, err := tx.ExecContext(ctx, "UPDATE acct SET n = n + 1 WHERE id = 1"); err != nil {

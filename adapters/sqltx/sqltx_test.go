@@ -17,14 +17,14 @@ import (
 )
 
 func retry3() *policy.Pipeline {
-	return policy.MustWrap(retry.MustNew(retry.Options{MaxAttempts: 3, Base: time.Millisecond, Cap: time.Millisecond}),
-		policy.Name("db"))
+	return policy.Must(policy.Wrap(policy.Must(retry.New(retry.Options{MaxAttempts: 3, Base: time.Millisecond, Cap: time.Millisecond})),
+		policy.Name("db")))
 }
 
 // retryMany leaves room for conflicts that happen again: two transactions that both
 // failed retry at once, and may collide once more before one of them wins.
 func retryMany() *policy.Pipeline {
-	return policy.MustWrap(retry.MustNew(retry.Options{MaxAttempts: 10, Base: time.Millisecond, Cap: 20 * time.Millisecond}))
+	return policy.Must(policy.Wrap(policy.Must(retry.New(retry.Options{MaxAttempts: 10, Base: time.Millisecond, Cap: 20 * time.Millisecond}))))
 }
 
 var repeatableRead = &sql.TxOptions{Isolation: sql.LevelRepeatableRead}
@@ -195,8 +195,8 @@ func TestRunTx_NeverHedged(t *testing.T) {
 	_, err = blocker.Exec("UPDATE acct SET n = n + 1 WHERE id = 1")
 	require.NoError(t, err)
 
-	p := policy.MustWrap(deadline.MustNew(200*time.Millisecond),
-		retry.MustNewHedge(retry.HedgeOptions{MaxAttempts: 3, Delay: time.Millisecond}))
+	p := policy.Must(policy.Wrap(policy.Must(deadline.New(deadline.Options{Timeout: 200 * time.Millisecond})),
+		policy.Must(retry.NewHedge(retry.HedgeOptions{MaxAttempts: 3, Delay: time.Millisecond}))))
 	err = sqltx.RunTx(bg, db, p, func(ctx context.Context, tx *sql.Tx) error {
 		if err := attempt(ctx, tx); err != nil {
 			return err

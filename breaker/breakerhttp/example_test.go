@@ -18,12 +18,12 @@ import (
 // breaker open or reset it; mount it behind your own authentication.
 func ExampleHandler() {
 	var reg breaker.Registry
-	db := breaker.MustNew("db", breaker.Options{ConsecutiveFailures: 1})
+	db := policy.Must(breaker.New(breaker.Options{Name: "db", ConsecutiveFailures: 1}))
 	if err := reg.Add(db); err != nil {
 		fmt.Println(err)
 		return
 	}
-	_ = policy.MustWrap(db).Do(context.Background(), func(context.Context) error { return errors.New("db down") })
+	_ = policy.Must(policy.Wrap(db)).Do(context.Background(), func(context.Context) error { return errors.New("db down") })
 
 	mux := http.NewServeMux()
 	mux.Handle("/debug/breakers", breakerhttp.Handler(&reg, breakerhttp.AllowControl()))

@@ -39,13 +39,13 @@ func ok(context.Context) error   { return nil }
 func fixture(t *testing.T) *breaker.Registry {
 	t.Helper()
 	var reg breaker.Registry
-	db := breaker.MustNew("db", breaker.Options{ConsecutiveFailures: 2, OpenTimeout: 30 * time.Second, MaxOpenTimeout: 30 * time.Second, OpenJitter: -1})
-	cache := breaker.MustNew("cache", breaker.Options{})
+	db := policy.Must(breaker.New(breaker.Options{Name: "db", ConsecutiveFailures: 2, OpenTimeout: 30 * time.Second, MaxOpenTimeout: 30 * time.Second, OpenJitter: -1}))
+	cache := policy.Must(breaker.New(breaker.Options{Name: "cache"}))
 	require.NoError(t, reg.Add(db, cache))
-	p := policy.MustWrap(db)
+	p := policy.Must(policy.Wrap(db))
 	_ = p.Do(context.Background(), fail)
 	_ = p.Do(context.Background(), fail)
-	_ = policy.MustWrap(cache).Do(context.Background(), ok)
+	_ = policy.Must(policy.Wrap(cache)).Do(context.Background(), ok)
 	time.Sleep(10 * time.Second)
 	return &reg
 }
@@ -137,7 +137,7 @@ func TestHandler_PageSaysWhatHappened(t *testing.T) {
 
 		// Forced open while open: the last transition stays the real one.
 		reg.Get("cache").Reset()
-		_ = policy.MustWrap(reg.Get("db")).Do(context.Background(), fail) // the probe fails: open again
+		_ = policy.Must(policy.Wrap(reg.Get("db"))).Do(context.Background(), fail) // the probe fails: open again
 		reg.Get("db").ForceOpen()
 		db = row(t, get(t, h), "db")
 		require.Contains(t, db, "open (forced)")
@@ -177,7 +177,7 @@ func TestHandler_Control(t *testing.T) {
 		h := breakerhttp.Handler(reg, breakerhttp.AllowControl())
 		require.Equal(t, http.StatusSeeOther, post(h, "cache", "open", "Sec-Fetch-Site", "same-origin"))
 		require.Equal(t, breaker.StateOpen, reg.Get("cache").State())
-		err := policy.MustWrap(reg.Get("cache")).Do(context.Background(), ok)
+		err := policy.Must(policy.Wrap(reg.Get("cache"))).Do(context.Background(), ok)
 		require.True(t, errors.Is(err, breaker.ErrOpen))
 		require.Equal(t, http.StatusSeeOther, post(h, "cache", "reset", "Origin", "http://example.test"))
 		require.Equal(t, breaker.StateClosed, reg.Get("cache").State())
@@ -312,7 +312,7 @@ func TestHandler_ForcedFromHalfOpen(t *testing.T) {
 		require.Contains(t, page, `<td class="t">2000-01-01T00:00:35Z</td>`, "opened at is the forcing")
 		require.NotContains(t, page, "00:00:00Z", "nothing on the row goes back to the trip")
 
-		err := policy.MustWrap(db).Do(context.Background(), ok)
+		err := policy.Must(policy.Wrap(db)).Do(context.Background(), ok)
 		w := httptest.NewRecorder()
 		require.True(t, policyhttp.WriteRejection(w, err))
 		require.Equal(t, http.StatusServiceUnavailable, w.Code)

@@ -215,7 +215,7 @@ func grpcStack(data []byte, method string) (sim.ClientFunc, error) {
 	return func(h sim.Hop) (sim.Client, error) {
 		var stack []policy.Policy
 		if e.Timeout > 0 {
-			stack = append(stack, deadline.MustNew(e.Timeout))
+			stack = append(stack, policy.Must(deadline.New(deadline.Options{Timeout: e.Timeout})))
 		}
 		var owner policy.Policy
 		switch {
@@ -236,7 +236,7 @@ func grpcStack(data []byte, method string) (sim.ClientFunc, error) {
 		}
 		if owner != nil {
 			if throttled {
-				b, err := budget.NewTokenBucket(th.MaxTokens, th.TokenRatio)
+				b, err := budget.NewTokenBucket(budget.TokenBucketOptions{MaxTokens: th.MaxTokens, TokenRatio: th.TokenRatio})
 				if err != nil {
 					return sim.Client{}, err
 				}

@@ -132,7 +132,9 @@ func run(n int, d, every time.Duration) error {
 	var local []*policy.Pipeline
 	var localBudgets []budget.Budget
 	for i := range n {
-		br, err := breaker.New(fmt.Sprintf("db-%d", i), breakerOptions)
+		o := breakerOptions
+		o.Name = fmt.Sprintf("db-%d", i)
+		br, err := breaker.New(o)
 		if err != nil {
 			return err
 		}
@@ -140,7 +142,7 @@ func run(n int, d, every time.Duration) error {
 		if err != nil {
 			return err
 		}
-		local = append(local, policy.MustWrap(br, bu, retry.MustNew(retryOptions)))
+		local = append(local, policy.Must(policy.Wrap(br, bu, policy.Must(retry.New(retryOptions)))))
 		localBudgets = append(localBudgets, bu)
 	}
 	la, lr, lt := outage(local, localBudgets, d, every)
@@ -164,17 +166,19 @@ func run(n int, d, every time.Duration) error {
 		if err != nil {
 			return err
 		}
-		br, err := fleet.NewBreaker(s, "db", breakerOptions)
+		bo, ro := breakerOptions, budgetOptions
+		bo.Name, ro.Name = "db", "db"
+		br, err := fleet.NewBreaker(s, bo)
 		if err != nil {
 			return err
 		}
 		defer br.Close()
-		bu, err := fleet.NewRatio(s, "db", budgetOptions)
+		bu, err := fleet.NewRatio(s, ro)
 		if err != nil {
 			return err
 		}
 		defer bu.Close()
-		shared = append(shared, policy.MustWrap(br, bu, retry.MustNew(retryOptions)))
+		shared = append(shared, policy.Must(policy.Wrap(br, bu, policy.Must(retry.New(retryOptions)))))
 		fleetBudgets = append(fleetBudgets, bu)
 		breakers = append(breakers, br)
 	}

@@ -94,8 +94,8 @@ func chain(backstop bool) (int64, error) {
 	defer stopBE()
 	dialOpts := func() []grpc.DialOption {
 		if backstop {
-			p := policy.MustWrap(retry.MustNew(retry.Options{MaxAttempts: 4, Base: 10 * time.Millisecond, Cap: 100 * time.Millisecond,
-				Strategy: retry.GRPC{Multiplier: 2}}))
+			p := policy.Must(policy.Wrap(policy.Must(retry.New(retry.Options{MaxAttempts: 4, Base: 10 * time.Millisecond, Cap: 100 * time.Millisecond,
+				Strategy: retry.GRPC{Multiplier: 2}}))))
 			return policygrpc.DialOptions(p, policygrpc.Options{})
 		}
 		return []grpc.DialOption{grpc.WithDefaultServiceConfig(serviceConfig)}
@@ -145,7 +145,7 @@ func pushback() (time.Duration, error) {
 		return 0, err
 	}
 	defer stop()
-	p := policy.MustWrap(retry.MustNew(retry.Options{MaxAttempts: 2}))
+	p := policy.Must(policy.Wrap(policy.Must(retry.New(retry.Options{MaxAttempts: 2}))))
 	c, closeC, err := client(addr, policygrpc.DialOptions(p, policygrpc.Options{})...)
 	if err != nil {
 		return 0, err

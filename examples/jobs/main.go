@@ -15,6 +15,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/backstop-go/backstop/policy"
+
 	"github.com/backstop-go/backstop/jitter"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -82,8 +84,8 @@ func run() error {
 	}
 
 	// Job-sized defaults would wait minutes; the demo scales them down to 100 ms.
-	p := redeliver.MustNew(redeliver.Options{Base: 100 * time.Millisecond, Cap: 2 * time.Second, MaxDeliveries: 4,
-		Rand: jitter.Seeded(1, 2)})
+	p := policy.Must(redeliver.New(redeliver.Options{Base: 100 * time.Millisecond, Cap: 2 * time.Second, MaxDeliveries: 4,
+		Rand: jitter.Seeded(1, 2)}))
 	behaviour := map[string]int{}
 	for _, j := range jobs {
 		behaviour[j.id] = j.failures

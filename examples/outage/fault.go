@@ -130,8 +130,8 @@ func run(f fault, d time.Duration) (figures, error) {
 
 	rec := &recorder{}
 	// The pipeline a new user writes. OnStateChange only watches the breaker.
-	b := breaker.MustNew("up", breaker.Options{OnStateChange: rec.stateChange})
-	p, err := policy.Wrap(deadline.MustNew(callDeadline), b, retry.MustNew(retry.Options{MaxAttempts: 3}))
+	b := policy.Must(breaker.New(breaker.Options{Name: "up", OnStateChange: rec.stateChange}))
+	p, err := policy.Wrap(policy.Must(deadline.New(deadline.Options{Timeout: callDeadline})), b, policy.Must(retry.New(retry.Options{MaxAttempts: 3})))
 	if err != nil {
 		return figures{}, err
 	}

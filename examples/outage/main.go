@@ -3,8 +3,8 @@
 //
 // It builds the pipeline a new user writes,
 //
-//	p, err := policy.Wrap(deadline.MustNew(2*time.Second), breaker.MustNew("up", breaker.Options{}),
-//		retry.MustNew(retry.Options{MaxAttempts: 3}))
+//	p, err := policy.Wrap(policy.Must(deadline.New(deadline.Options{Timeout: 2 * time.Second})), policy.Must(breaker.New(breaker.Options{Name: "up"})),
+//		policy.Must(retry.New(retry.Options{MaxAttempts: 3})))
 //
 // (the breaker's only option set is OnStateChange, which watches and changes
 // nothing), and calls a healthy HTTP server on 127.0.0.1 through

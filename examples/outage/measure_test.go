@@ -161,8 +161,8 @@ func TestMeasure_BreakerNeverOpens(t *testing.T) {
 // TestPipeline_TheOneANewUserWrites: the pipeline the package doc shows is valid, and
 // makes 3 attempts within its 2 s deadline.
 func TestPipeline_TheOneANewUserWrites(t *testing.T) {
-	p, err := policy.Wrap(deadline.MustNew(2*time.Second), breaker.MustNew("up", breaker.Options{}),
-		retry.MustNew(retry.Options{MaxAttempts: 3}))
+	p, err := policy.Wrap(policy.Must(deadline.New(deadline.Options{Timeout: 2 * time.Second})), policy.Must(breaker.New(breaker.Options{Name: "up"})),
+		policy.Must(retry.New(retry.Options{MaxAttempts: 3})))
 	if err != nil {
 		t.Fatal(err)
 	}

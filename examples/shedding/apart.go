@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/backstop-go/backstop/policy"
+
 	"github.com/backstop-go/backstop/shed"
 )
 
@@ -40,7 +42,7 @@ func serveApart(mode string) error {
 	switch mode {
 	case "bare":
 	case "shed":
-		s = shed.MustNew(shed.Options{Name: "overload"})
+		s = policy.Must(shed.New(shed.Options{Name: "overload"}))
 		h = shed.Middleware(h, s)
 	default:
 		return fmt.Errorf("%s=%q: want bare or shed", serveEnv, mode)

@@ -39,6 +39,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/backstop-go/backstop/policy"
+
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -291,7 +293,7 @@ func healthy(d time.Duration, seed uint64, out string) ([]string, error) {
 	for _, rate := range []float64{500, 2000, 5000} {
 		var wait atomic.Int64
 		wait.Store(int64(20 * time.Millisecond))
-		s := shed.MustNew(shed.Options{Name: "healthy"})
+		s := policy.Must(shed.New(shed.Options{Name: "healthy"}))
 		url, stop, err := server(sleeper(&wait), s)
 		if err != nil {
 			return nil, err
@@ -326,7 +328,7 @@ func step10(seed uint64, out string) ([]string, error) {
 	warm, total := 3*time.Second, 5*time.Second
 	var wait atomic.Int64
 	wait.Store(int64(20 * time.Millisecond))
-	s := shed.MustNew(shed.Options{Name: "step10"})
+	s := policy.Must(shed.New(shed.Options{Name: "step10"}))
 	url, stop, err := server(sleeper(&wait), s)
 	if err != nil {
 		return nil, err
@@ -439,7 +441,7 @@ func step(seed uint64, out string) ([]string, error) {
 	const rate = 2000
 	var wait atomic.Int64
 	wait.Store(int64(20 * time.Millisecond))
-	s := shed.MustNew(shed.Options{Name: "step"})
+	s := policy.Must(shed.New(shed.Options{Name: "step"}))
 	url, stop, err := server(sleeper(&wait), s)
 	if err != nil {
 		return nil, err
@@ -486,7 +488,7 @@ func step(seed uint64, out string) ([]string, error) {
 // 2 s, and it must be served once the slot frees.
 func lone() ([]string, error) {
 	const hold = 3500 * time.Millisecond
-	s := shed.MustNew(shed.Options{Name: "lone", Limit: shed.LimitOptions{Fixed: 1}, Queue: shed.QueueOptions{Max: -1}})
+	s := policy.Must(shed.New(shed.Options{Name: "lone", Limit: shed.LimitOptions{Fixed: 1}, Queue: shed.QueueOptions{Max: -1}}))
 	release := make(chan struct{})
 	var first atomic.Bool
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

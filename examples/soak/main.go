@@ -121,12 +121,12 @@ func build(rnd jitter.Rand) (*topology, error) {
 	for _, name := range []string{"reset", "503-storm", "slow", "body-errors"} { // fixed order: a deterministic chain
 		o := faults[name]
 		o.Rand = rnd
-		inj := chaos.MustNew(o)
+		inj := policy.Must(chaos.New(o))
 		inj.Enable(false)
 		t.faults[name] = inj
 		db = inj.Middleware(db)
 	}
-	url, err := t.serve(t.watch(shed.Middleware(db, shed.MustNew(shed.Options{Name: "db", Rand: rnd}))))
+	url, err := t.serve(t.watch(shed.Middleware(db, policy.Must(shed.New(shed.Options{Name: "db", Rand: rnd})))))
 	if err != nil {
 		return nil, err
 	}
@@ -134,10 +134,10 @@ func build(rnd jitter.Rand) (*topology, error) {
 		base := &http.Transport{MaxIdleConnsPerHost: 256}
 		counter := &policytest.Bodies{Next: base}
 		t.bases, t.counters = append(t.bases, base), append(t.counters, counter)
-		brk := breaker.MustNew(name, breaker.Options{OpenTimeout: time.Second, Rand: rnd})
-		p := policy.MustWrap(deadline.MustNew(2500*time.Millisecond), brk, budget.MustNewTokenBucket(10, 0.1),
-			retry.MustNew(retry.Options{MaxAttempts: 4, Base: 50 * time.Millisecond, Cap: time.Second, Rand: rnd}),
-			deadline.MustPerAttempt(time.Second))
+		brk := policy.Must(breaker.New(breaker.Options{Name: name, OpenTimeout: time.Second, Rand: rnd}))
+		p := policy.Must(policy.Wrap(policy.Must(deadline.New(deadline.Options{Timeout: 2500 * time.Millisecond})), brk, policy.Must(budget.NewTokenBucket(budget.TokenBucketOptions{MaxTokens: 10, TokenRatio: 0.1})),
+			policy.Must(retry.New(retry.Options{MaxAttempts: 4, Base: 50 * time.Millisecond, Cap: time.Second, Rand: rnd})),
+			policy.Must(deadline.NewPerAttempt(deadline.Options{Timeout: time.Second}))))
 		client := &http.Client{Transport: policyhttp.NewTransport(counter, p, policyhttp.Options{})}
 		next := url
 		handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -155,7 +155,7 @@ func build(rnd jitter.Rand) (*topology, error) {
 			}
 			w.WriteHeader(res.StatusCode)
 		})
-		url, err = t.serve(t.watch(shed.Middleware(handler, shed.MustNew(shed.Options{Name: name, Breaker: brk, Rand: rnd}))))
+		url, err = t.serve(t.watch(shed.Middleware(handler, policy.Must(shed.New(shed.Options{Name: name, Breaker: brk, Rand: rnd})))))
 		if err != nil {
 			return nil, err
 		}

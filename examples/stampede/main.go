@@ -21,6 +21,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/backstop-go/backstop/policy"
+
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
@@ -194,10 +196,10 @@ func run(d time.Duration, readers int, out string) error {
 	p := &plain{load: fetch}
 	naive := load("plain TTL", d, readers, p.Get, o)
 
-	c := coalesce.MustNew(coalesce.Options[string, string]{
+	c := policy.Must(coalesce.New(coalesce.Options[string, string]{
 		Load: func(ctx context.Context, _ string) (string, error) { return fetch(ctx) },
 		TTL:  ttl, StaleWhileRefresh: ttl,
-	})
+	}))
 	defer c.Close()
 	co := load("coalesce", d, readers, func(ctx context.Context) (string, error) { return c.Get(ctx, "hot") }, o)
 

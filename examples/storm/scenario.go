@@ -247,15 +247,15 @@ func drain(res *http.Response) {
 // Their Rand is the run's seed. In owner-only mode the breaker and the budget are
 // left out. obs counts the pipeline's events.
 func backstopPipeline(m mode, name string, r jitter.Rand, obs event.Observer) (*policy.Pipeline, *breaker.Breaker) {
-	d := deadline.MustNew(callBudget)
-	rt := retry.MustNew(retry.Options{MaxAttempts: attempts, Rand: r})
-	per := deadline.MustPerAttempt(hopTimeout)
+	d := policy.Must(deadline.New(deadline.Options{Timeout: callBudget}))
+	rt := policy.Must(retry.New(retry.Options{MaxAttempts: attempts, Rand: r}))
+	per := policy.Must(deadline.NewPerAttempt(deadline.Options{Timeout: hopTimeout}))
 	if m == modeOwnerOnly {
-		return policy.MustWrap(d, rt, per, policy.Name(name), policy.Observe(obs)), nil
+		return policy.Must(policy.Wrap(d, rt, per, policy.Name(name), policy.Observe(obs))), nil
 	}
-	b := breaker.MustNew(name, breaker.Options{Rand: r})
-	bud := budget.MustNewTokenBucket(10, 0.1)
-	return policy.MustWrap(d, b, bud, rt, per, policy.Name(name), policy.Observe(obs)), b
+	b := policy.Must(breaker.New(breaker.Options{Name: name, Rand: r}))
+	bud := policy.Must(budget.NewTokenBucket(budget.TokenBucketOptions{MaxTokens: 10, TokenRatio: 0.1}))
+	return policy.Must(policy.Wrap(d, b, bud, rt, per, policy.Name(name), policy.Observe(obs))), b
 }
 
 // stack is one run's four services on loopback.
@@ -309,7 +309,7 @@ func start(cfg config, s *series) (*stack, error) {
 		w.WriteHeader(http.StatusOK)
 	})
 	if cfg.mode == modeBackstop {
-		db = shed.Middleware(db, shed.MustNew(shed.Options{Name: "db", Rand: rnd, Observer: &s.events}))
+		db = shed.Middleware(db, policy.Must(shed.New(shed.Options{Name: "db", Rand: rnd, Observer: &s.events})))
 	}
 	url, err := st.serve(db)
 	if err != nil {
@@ -332,7 +332,7 @@ func start(cfg config, s *series) (*stack, error) {
 			// owner upstream.
 			handler = policyhttp.Middleware(handler)
 		case modeBackstop:
-			handler = shed.Middleware(handler, shed.MustNew(shed.Options{Name: name, Breaker: brk, Rand: rnd, Observer: &s.events}))
+			handler = shed.Middleware(handler, policy.Must(shed.New(shed.Options{Name: name, Breaker: brk, Rand: rnd, Observer: &s.events})))
 		}
 		if url, err = st.serve(handler); err != nil {
 			return nil, err

@@ -28,7 +28,7 @@ func TestQuota_Conformance(t *testing.T) {
 // built-in budget or shedder gets.
 func TestQuota_OrderingRules(t *testing.T) {
 	q := func() *thirdparty.Quota { return thirdparty.NewQuota("q", 1) }
-	r := retry.MustNew(retry.Options{})
+	r := policy.Must(retry.New(retry.Options{}))
 	s, err := shed.New(shed.Options{})
 	require.NoError(t, err)
 	tests := []struct {
@@ -45,7 +45,7 @@ func TestQuota_OrderingRules(t *testing.T) {
 		require.ErrorIs(t, err, policy.ErrOrder, tt.name)
 		require.True(t, strings.HasPrefix(err.Error(), tt.want), "%s: %v", tt.name, err)
 	}
-	_, err = policy.Wrap(q(), breaker.MustNew("db", breaker.Options{}), r)
+	_, err = policy.Wrap(q(), policy.Must(breaker.New(breaker.Options{Name: "db"})), r)
 	require.NoError(t, err, "outside the retry, among built-ins")
 }
 
@@ -61,7 +61,7 @@ func TestQuota_EventsAndMetrics(t *testing.T) {
 			seen = append(seen, e)
 		}
 	})
-	p := policy.MustWrap(thirdparty.NewQuota("q", 1), policy.Name("orders"), policy.Observe(event.Observers(m, rec)))
+	p := policy.Must(policy.Wrap(thirdparty.NewQuota("q", 1), policy.Name("orders"), policy.Observe(event.Observers(m, rec))))
 	ok := func(context.Context) error { return nil }
 	require.NoError(t, p.Do(context.Background(), ok))
 	err = p.Do(context.Background(), ok)

@@ -10,7 +10,7 @@ import (
 
 // mypolicy stands for the package of a third-party policy.
 var mypolicy = struct{ New func() policy.Policy }{
-	New: func() policy.Policy { return retry.MustNew(retry.Options{}) },
+	New: func() policy.Policy { return policy.Must(retry.New(retry.Options{})) },
 }
 
 // TestConformance is the package documentation's example, run on a retry.

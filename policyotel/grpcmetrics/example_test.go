@@ -19,7 +19,7 @@ import (
 func Example() {
 	mp := sdkmetric.NewMeterProvider() // with the application's reader or exporter
 	defer mp.Shutdown(context.Background())
-	p := policy.MustWrap(retry.MustNew(retry.Options{MaxAttempts: 3}))
+	p := policy.Must(policy.Wrap(policy.Must(retry.New(retry.Options{MaxAttempts: 3}))))
 	target := "dns:///orders.internal:443"
 
 	obs, err := policyotel.New(mp)

@@ -108,7 +108,7 @@ func dial(t *testing.T, addr string, clock clock.Clock, stages ...policy.Policy)
 	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
 	obs, err := policyotel.New(mp)
 	require.NoError(t, err)
-	p := policy.MustWrap(stages...).With(policy.Observe(obs))
+	p := policy.Must(policy.Wrap(stages...)).With(policy.Observe(obs))
 	opts := append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())},
 		grpcmetrics.DialOptions(obs, grpcmetrics.Options{Clock: clock})...)
 	conn, err := grpc.NewClient(addr, append(opts, policygrpc.DialOptions(p, policygrpc.Options{})...)...)
@@ -143,7 +143,7 @@ func point[N int64 | float64](t *testing.T, r *sdkmetric.ManualReader, name, uni
 
 // retrying is a retry of 3 attempts on clock, its backoff Full jitter at 0.5.
 func retrying(clock clock.Clock) policy.Policy {
-	return retry.MustNew(retry.Options{MaxAttempts: 3, Clock: clock, Rand: policytest.NewRand(0.5)})
+	return policy.Must(retry.New(retry.Options{MaxAttempts: 3, Clock: clock, Rand: policytest.NewRand(0.5)}))
 }
 
 // TestDialOptions_Retries: a unary call records its retries (none, as A96 asks, for a
@@ -196,7 +196,7 @@ func TestDialOptions_Hedged(t *testing.T) {
 			return status.FromContextError(ctx.Err()).Err()
 		}
 		return nil
-	}, clock, retry.MustNewHedge(retry.HedgeOptions{MaxAttempts: 2, Delay: 50 * time.Millisecond, Clock: clock}))
+	}, clock, policy.Must(retry.NewHedge(retry.HedgeOptions{MaxAttempts: 2, Delay: 50 * time.Millisecond, Clock: clock})))
 	_, err := r.client.EmptyCall(context.Background(), &testgrpc.Empty{})
 	require.NoError(t, err, "hedged EmptyCall")
 

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/backstop-go/backstop/policy"
+
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
@@ -28,7 +30,7 @@ func TestDeadLetter_NATSHeadersAreKeptAsOriginals(t *testing.T) {
 	msg.Header.Set(jetstream.MsgIDHeader, "job-9")
 	_, err := b.js.PublishMsg(context.Background(), msg)
 	require.NoError(t, err)
-	p := redeliver.MustNew(redeliver.Options{Base: 10 * time.Millisecond})
+	p := policy.Must(redeliver.New(redeliver.Options{Base: 10 * time.Millisecond}))
 	var runs atomic.Int64
 	ds := run(t, b, p, func(int) error { runs.Add(1); return fault.Permanent(errJob) }, func(ds []delivery) bool { return lastDecision(ds).DeadLetter })
 	require.Len(t, ds, 1)
@@ -49,7 +51,7 @@ func TestDeadLetter_AFailedPublishIsRetriedWithoutRunningTheHandler(t *testing.T
 	var mu sync.Mutex
 	var decisions []redeliver.Decision
 	decided := make(chan struct{}, 16)
-	c, err := rjs.New(b.js, redeliver.MustNew(redeliver.Options{Base: 10 * time.Millisecond}),
+	c, err := rjs.New(b.js, policy.Must(redeliver.New(redeliver.Options{Base: 10 * time.Millisecond})),
 		func(context.Context, jetstream.Msg) error { runs.Add(1); return fault.Permanent(errJob) },
 		rjs.Options{DeadLetter: "later.jobs", DeadLetterRetry: 20 * time.Millisecond,
 			OnDecide: func(_ jetstream.Msg, _ int, d redeliver.Decision) {

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/backstop-go/backstop/policy"
+
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -121,7 +123,7 @@ func lastDecision(ds []delivery) redeliver.Decision { return ds[len(ds)-1].d }
 func TestFailsThreeTimesThenSucceeds(t *testing.T) {
 	b := newBroker(t)
 	publish(t, b, "job-1")
-	p := redeliver.MustNew(redeliver.Options{Base: 20 * time.Millisecond, Cap: time.Second, Strategy: retry.None{}})
+	p := policy.Must(redeliver.New(redeliver.Options{Base: 20 * time.Millisecond, Cap: time.Second, Strategy: retry.None{}}))
 	ds := run(t, b, p, func(n int) error {
 		if n <= 3 {
 			return errJob
@@ -154,7 +156,7 @@ func readDLQ(t *testing.T, b *broker) jetstream.Msg {
 func TestAlwaysFailingLandsInTheDeadLetterStream(t *testing.T) {
 	b := newBroker(t)
 	publish(t, b, "job-2")
-	p := redeliver.MustNew(redeliver.Options{Base: 10 * time.Millisecond, Cap: 50 * time.Millisecond, MaxDeliveries: 3})
+	p := policy.Must(redeliver.New(redeliver.Options{Base: 10 * time.Millisecond, Cap: 50 * time.Millisecond, MaxDeliveries: 3}))
 	ds := run(t, b, p, func(int) error { return errJob }, func(ds []delivery) bool { return lastDecision(ds).DeadLetter })
 	require.Len(t, ds, 3)
 	require.Equal(t, redeliver.ReasonExhausted, ds[2].d.Reason)
@@ -175,7 +177,7 @@ func TestAlwaysFailingLandsInTheDeadLetterStream(t *testing.T) {
 func TestPermanentErrorDeadLettersAtOnce(t *testing.T) {
 	b := newBroker(t)
 	publish(t, b, "job-3")
-	p := redeliver.MustNew(redeliver.Options{Base: 10 * time.Millisecond})
+	p := policy.Must(redeliver.New(redeliver.Options{Base: 10 * time.Millisecond}))
 	ds := run(t, b, p, func(int) error { return fault.Permanent(errJob) }, func(ds []delivery) bool { return lastDecision(ds).DeadLetter })
 	require.Len(t, ds, 1)
 	require.Equal(t, redeliver.ReasonPermanent, ds[0].d.Reason)
@@ -190,7 +192,7 @@ func TestNothingLostWhenTheConsumerRestarts(t *testing.T) {
 	publish(t, b, "job-4")
 	// Un-jittered 100 ms and more: the second redelivery cannot come before the first
 	// worker has stopped.
-	p := redeliver.MustNew(redeliver.Options{Base: 100 * time.Millisecond, Cap: time.Second, Strategy: retry.None{}})
+	p := policy.Must(redeliver.New(redeliver.Options{Base: 100 * time.Millisecond, Cap: time.Second, Strategy: retry.None{}}))
 	first := run(t, b, p, func(int) error { return errJob }, func(ds []delivery) bool { return len(ds) == 2 })
 	require.Equal(t, []int{1, 2}, []int{first[0].n, first[1].n})
 	second := run(t, b, p, func(n int) error {

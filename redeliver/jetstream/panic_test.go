@@ -31,7 +31,7 @@ func TestHandle_APanickingHandlerIsAFailedDelivery(t *testing.T) {
 	var decisions []redeliver.Decision
 	var panics []event.Event
 	finished := make(chan struct{})
-	c, err := rjs.New(b.js, redeliver.MustNew(redeliver.Options{Base: 10 * time.Millisecond, MaxDeliveries: 2, Strategy: retry.None{}}),
+	c, err := rjs.New(b.js, policy.Must(redeliver.New(redeliver.Options{Base: 10 * time.Millisecond, MaxDeliveries: 2, Strategy: retry.None{}})),
 		explodingJob, rjs.Options{DeadLetter: "dlq.jobs",
 			Observer: event.ObserverFunc(func(e event.Event) {
 				mu.Lock()
@@ -79,7 +79,7 @@ func TestHandle_APanickingHandlerIsAFailedDelivery(t *testing.T) {
 func TestProcess_APanicOnTheCallersGoroutinePropagates(t *testing.T) {
 	b := newBroker(t)
 	publish(t, b, "job-q")
-	c, err := rjs.New(b.js, redeliver.MustNew(redeliver.Options{}), explodingJob, rjs.Options{DeadLetter: "dlq.jobs"})
+	c, err := rjs.New(b.js, policy.Must(redeliver.New(redeliver.Options{})), explodingJob, rjs.Options{DeadLetter: "dlq.jobs"})
 	require.NoError(t, err)
 	batch, err := b.cons.Fetch(1, jetstream.FetchMaxWait(10*time.Second))
 	require.NoError(t, err)

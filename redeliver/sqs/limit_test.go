@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/backstop-go/backstop/policy"
+
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/stretchr/testify/require"
 
@@ -15,8 +17,8 @@ import (
 
 // longPolicy decides a 12-hour delay for every retryable failure.
 func longPolicy() *redeliver.Schedule {
-	return redeliver.MustNew(redeliver.Options{Base: 12 * time.Hour, Cap: 12 * time.Hour, Strategy: retry.None{},
-		MaxDelay: redeliver.SQSMaxDelay})
+	return policy.Must(redeliver.New(redeliver.Options{Base: 12 * time.Hour, Cap: 12 * time.Hour, Strategy: retry.None{},
+		MaxDelay: redeliver.SQSMaxDelay}))
 }
 
 func TestConsumer_ADelayEndsWithinTwelveHoursOfTheReceive(t *testing.T) {

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/backstop-go/backstop/policy"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
@@ -45,7 +47,7 @@ func setup(t *testing.T) (*fakeSQS, *awssqs.Client) {
 
 // policy is the jobs policy with a pinned draw: delays of half the backoff window.
 func jobPolicy() *redeliver.Schedule {
-	return redeliver.MustNew(redeliver.Options{MaxDeliveries: 4, MaxDelay: redeliver.SQSMaxDelay, Rand: policytest.NewRand(0.5)})
+	return policy.Must(redeliver.New(redeliver.Options{MaxDeliveries: 4, MaxDelay: redeliver.SQSMaxDelay, Rand: policytest.NewRand(0.5)}))
 }
 
 // receive takes the visible messages of jobs once.

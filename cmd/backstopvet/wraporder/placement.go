@@ -272,7 +272,8 @@ func (l *learner) method(m *types.Func, d *ast.FuncDecl) *placed {
 // constructor reads a package-level function whose result is a stage of a type with
 // two placements, and learns which one its stages get: every result it returns, but
 // nil, is a composite literal of the type that sets the picking field to a constant
-// (or leaves it false), or the result of a constructor already known.
+// (or leaves it false), or the result of a constructor already known, called alone
+// or through policy.Must.
 func (l *learner) constructor(fn *types.Func, d *ast.FuncDecl) *placed {
 	sig := fn.Type().(*types.Signature)
 	if sig.Results().Len() == 0 {
@@ -319,6 +320,9 @@ func (l *learner) constructor(fn *types.Func, d *ast.FuncDecl) *placed {
 			}
 			return mf.Places[1], true
 		case *ast.CallExpr:
+			if v, ok := must(info, x); ok && depth < 4 {
+				return pick(v, depth+1)
+			}
 			if f := callee(info, x); f != nil {
 				return l.fact(f.Origin()).known()
 			}
@@ -519,6 +523,20 @@ func callee(info *types.Info, call *ast.CallExpr) *types.Func {
 	return f
 }
 
+// must returns the value argument of a call of policy.Must: the call v, err := f()
+// of policy.Must(f()), or v of policy.Must(v, err).
+func must(info *types.Info, e ast.Expr) (ast.Expr, bool) {
+	call, ok := ast.Unparen(e).(*ast.CallExpr)
+	if !ok || len(call.Args) == 0 {
+		return nil, false
+	}
+	f := callee(info, call)
+	if f == nil || f.Pkg().Path() != policyPath || f.Name() != "Must" {
+		return nil, false
+	}
+	return call.Args[0], true
+}
+
 // assignments maps each variable assigned under root to the one expression it is
 // assigned from (the call, for x, err := f()), or to nil if it is assigned more than
 // once or from anything else.
@@ -547,7 +565,7 @@ func assignments(info *types.Info, root ast.Node) map[types.Object]ast.Expr {
 				for i := range n.Lhs {
 					note(n.Lhs[i], n.Rhs[i])
 				}
-			case len(n.Rhs) == 1: // x, err := deadline.New(…)
+			case len(n.Rhs) == 1: // x, err := deadline.New(deadline.Options{Timeout: …})
 				note(n.Lhs[0], n.Rhs[0])
 				for _, lhs := range n.Lhs[1:] {
 					note(lhs, nil)

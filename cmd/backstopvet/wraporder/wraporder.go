@@ -15,7 +15,7 @@ import (
 // Analyzer is the wraporder check.
 var Analyzer = &analysis.Analyzer{
 	Name:      "wraporder",
-	Doc:       "reports policy.Wrap and policy.MustWrap calls whose stack breaks Backstop's ordering rules O1–O7",
+	Doc:       "reports policy.Wrap calls whose stack breaks Backstop's ordering rules O1–O7",
 	Requires:  []*analysis.Analyzer{inspect.Analyzer},
 	Run:       run,
 	FactTypes: []analysis.Fact{new(placed)},
@@ -31,7 +31,7 @@ func run(pass *analysis.Pass) (any, error) {
 	ins.Preorder([]ast.Node{(*ast.CallExpr)(nil)}, func(n ast.Node) {
 		call := n.(*ast.CallExpr)
 		wrap := callee(pass.TypesInfo, call)
-		if wrap == nil || wrap.Pkg().Path() != policyPath || wrap.Name() != "Wrap" && wrap.Name() != "MustWrap" {
+		if wrap == nil || wrap.Pkg().Path() != policyPath || wrap.Name() != "Wrap" {
 			return
 		}
 		if ignored(call.Pos()) || call.Ellipsis.IsValid() { // Wrap(stack...): not known statically
@@ -51,7 +51,7 @@ func run(pass *analysis.Pass) (any, error) {
 	return nil, nil
 }
 
-// site checks one call of Wrap or MustWrap.
+// site checks one call of Wrap.
 type site struct {
 	l     *learner
 	from  map[types.Object]ast.Expr
@@ -111,7 +111,7 @@ func (c *site) iface(name string) *types.Interface {
 // stage returns the placement and the concrete type of the stage e evaluates to:
 // from the fact on its type's Placement method, or, when that method has two, from
 // the constructor that made it. Through an interface it follows a variable assigned
-// once, and conversions.
+// once, and conversions. It sees through policy.Must to the value it returns.
 func (c *site) stage(e ast.Expr, depth int) (policy.Placement, types.Type, bool) {
 	info := c.l.pass.TypesInfo
 	e = ast.Unparen(e)
@@ -121,9 +121,12 @@ func (c *site) stage(e ast.Expr, depth int) (policy.Placement, types.Type, bool)
 	if call, ok := e.(*ast.CallExpr); ok && len(call.Args) == 1 && info.Types[call.Fun].IsType() {
 		return c.stage(call.Args[0], depth+1) // policy.Policy(b)
 	}
+	if v, ok := must(info, e); ok {
+		return c.stage(v, depth+1) // policy.Must(deadline.NewPerAttempt(o)): the constructor inside tells
+	}
 	t := info.TypeOf(e)
 	if tup, ok := t.(*types.Tuple); ok && tup.Len() > 0 {
-		t = tup.At(0).Type() // x, err := deadline.New(…) assigned x this call
+		t = tup.At(0).Type() // x, err := deadline.New(deadline.Options{Timeout: …}) assigned x this call
 	}
 	if t == nil {
 		return policy.Placement{}, nil, false

@@ -20,9 +20,9 @@ func (*gatekeeper) Bind(next policy.Runner, _ policy.Env) policy.Runner { return
 
 // It is checked as a built-in stage is.
 func thirdParty() {
-	_ = policy.MustWrap(breaker.MustNew("x", breaker.Options{}), &gatekeeper{}) // want `policy: O5: my_stage at position 2 is not outermost \(position 1 holds breaker\); move the my_stage outward`
-	_ = policy.MustWrap(&gatekeeper{}, breaker.MustNew("x", breaker.Options{}))
-	_ = policy.MustWrap(&gatekeeper{}, policy.Name("x"), retry.MustNew(retry.Options{})) // want `policy: O5: my_stage at position 1 shares a pipeline with retry at position 2`
+	_ = policy.Must(policy.Wrap(policy.Must(breaker.New(breaker.Options{Name: "x"})), &gatekeeper{})) // want `policy: O5: my_stage at position 2 is not outermost \(position 1 holds breaker\); move the my_stage outward`
+	_ = policy.Must(policy.Wrap(&gatekeeper{}, policy.Must(breaker.New(breaker.Options{Name: "x"}))))
+	_ = policy.Must(policy.Wrap(&gatekeeper{}, policy.Name("x"), policy.Must(retry.New(retry.Options{})))) // want `policy: O5: my_stage at position 1 shares a pipeline with retry at position 2`
 }
 
 // gate is placed two ways, by a field its constructors set.
@@ -45,10 +45,10 @@ func newGate() *gate { return &gate{} } // want newGate:`^Placement\{Kind: "gate
 func newSomeGate(outer bool) *gate { return &gate{outer: outer} }
 
 func gates(g *gate) {
-	_ = policy.MustWrap(breaker.MustNew("x", breaker.Options{}), newOuterGate()) // want `policy: O5: gate at position 2 is not outermost`
-	_ = policy.MustWrap(breaker.MustNew("x", breaker.Options{}), newGate())
-	_ = policy.MustWrap(breaker.MustNew("x", breaker.Options{}), newSomeGate(true))
-	_ = policy.MustWrap(breaker.MustNew("x", breaker.Options{}), g)
+	_ = policy.Must(policy.Wrap(policy.Must(breaker.New(breaker.Options{Name: "x"})), newOuterGate())) // want `policy: O5: gate at position 2 is not outermost`
+	_ = policy.Must(policy.Wrap(policy.Must(breaker.New(breaker.Options{Name: "x"})), newGate()))
+	_ = policy.Must(policy.Wrap(policy.Must(breaker.New(breaker.Options{Name: "x"})), newSomeGate(true)))
+	_ = policy.Must(policy.Wrap(policy.Must(breaker.New(breaker.Options{Name: "x"})), g))
 }
 
 // moody's placement depends on more than a field: its stacks are left alone.
@@ -74,7 +74,7 @@ func (*outside) Placement() policy.Placement { // want Placement:`Kind: "outside
 func (*outside) Bind(next policy.Runner, _ policy.Env) policy.Runner { return next }
 
 func leftAlone() {
-	_ = policy.MustWrap(breaker.MustNew("x", breaker.Options{}), &moody{})
-	_ = policy.MustWrap(&outside{}, breaker.MustNew("x", breaker.Options{}))
-	_ = policy.MustWrap(deadline.MustNew(time.Second), &outside{}, retry.MustNew(retry.Options{}), deadline.MustNew(time.Second))
+	_ = policy.Must(policy.Wrap(policy.Must(breaker.New(breaker.Options{Name: "x"})), &moody{}))
+	_ = policy.Must(policy.Wrap(&outside{}, policy.Must(breaker.New(breaker.Options{Name: "x"}))))
+	_ = policy.Must(policy.Wrap(policy.Must(deadline.New(deadline.Options{Timeout: time.Second})), &outside{}, policy.Must(retry.New(retry.Options{})), policy.Must(deadline.New(deadline.Options{Timeout: time.Second}))))
 }

@@ -13,12 +13,38 @@ type stage struct{}
 func (stage) Placement() policy.Placement                         { return Place } // want Placement:`^Placement\{Kind: "budget", Retry: 1, Prompt: true\}$`
 func (stage) Bind(next policy.Runner, _ policy.Env) policy.Runner { return next }
 
+// Budget is what InFlight wraps.
+type Budget interface {
+	policy.Policy
+	policy.RetryBudget
+}
+
+type TokenBucketOptions struct {
+	Name       string
+	MaxTokens  float64
+	TokenRatio float64
+}
+
 type TokenBucket struct{ stage }
 
-func NewTokenBucket(float64, float64) (*TokenBucket, error) { return nil, nil }
-func MustNewTokenBucket(float64, float64) *TokenBucket      { return nil }
+func NewTokenBucket(TokenBucketOptions) (*TokenBucket, error) { return nil, nil }
 
 func (*TokenBucket) Deposit()       {}
 func (*TokenBucket) Withdraw() bool { return true }
 func (*TokenBucket) OnSuccess()     {}
 func (*TokenBucket) OnFailure()     {}
+
+type InFlightOptions struct {
+	Budget Budget
+	Max    int
+}
+
+// InFlight wraps another budget, and is placed as every budget.
+type InFlight struct{ stage }
+
+func NewInFlight(InFlightOptions) (*InFlight, error) { return nil, nil }
+
+func (*InFlight) Deposit()       {}
+func (*InFlight) Withdraw() bool { return true }
+func (*InFlight) OnSuccess()     {}
+func (*InFlight) OnFailure()     {}

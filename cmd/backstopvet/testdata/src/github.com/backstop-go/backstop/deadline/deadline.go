@@ -19,34 +19,20 @@ type Deadline struct {
 	perAttempt bool
 }
 
-func New(d time.Duration) (*Deadline, error) { // want New:`^Placement\{Kind: "deadline", Deadline: true, Retry: 1\}$`
-	if d <= 0 {
+type Options struct{ Timeout time.Duration }
+
+func New(o Options) (*Deadline, error) { // want New:`^Placement\{Kind: "deadline", Deadline: true, Retry: 1\}$`
+	if o.Timeout <= 0 {
 		return nil, errors.New("deadline: bad duration")
 	}
-	return &Deadline{limit: d}, nil
+	return &Deadline{limit: o.Timeout}, nil
 }
 
-func MustNew(d time.Duration) *Deadline { // want MustNew:`^Placement\{Kind: "deadline", Deadline: true, Retry: 1\}$`
-	dl, err := New(d)
-	if err != nil {
-		panic(err)
-	}
-	return dl
-}
-
-func PerAttempt(d time.Duration) (*Deadline, error) { // want PerAttempt:`^Placement\{Kind: "attempt_timeout", Retry: 2\}$`
-	if d <= 0 {
+func NewPerAttempt(o Options) (*Deadline, error) { // want NewPerAttempt:`^Placement\{Kind: "attempt_timeout", Retry: 2\}$`
+	if o.Timeout <= 0 {
 		return nil, errors.New("deadline: bad duration")
 	}
-	return &Deadline{limit: d, perAttempt: true}, nil
-}
-
-func MustPerAttempt(d time.Duration) *Deadline { // want MustPerAttempt:`^Placement\{Kind: "attempt_timeout", Retry: 2\}$`
-	dl, err := PerAttempt(d)
-	if err != nil {
-		panic(err)
-	}
-	return dl
+	return &Deadline{limit: o.Timeout, perAttempt: true}, nil
 }
 
 func (d *Deadline) Placement() policy.Placement { // want Placement:`^perAttempt \? Placement\{Kind: "attempt_timeout", Retry: 2\} : Placement\{Kind: "deadline", Deadline: true, Retry: 1\}$`

@@ -4,11 +4,13 @@ import "github.com/backstop-go/backstop/policy"
 
 const Kind = "fallback"
 
-type Options[T any] struct{ Value T }
+type Options[T any] struct {
+	Name  string
+	Value T
+}
 type Fallback[T any] struct{}
 
-func New[T any](string, Options[T]) (*Fallback[T], error) { return nil, nil }
-func MustNew[T any](string, Options[T]) *Fallback[T]      { return nil }
+func New[T any](Options[T]) (*Fallback[T], error) { return nil, nil }
 
 func (f *Fallback[T]) Placement() policy.Placement {
 	return policy.Placement{Kind: Kind, Encloses: true}

@@ -46,7 +46,13 @@ type RetryBudget interface {
 type Pipeline struct{}
 
 func Wrap(ps ...Policy) (*Pipeline, error) { return nil, nil }
-func MustWrap(ps ...Policy) *Pipeline      { return nil }
+
+func Must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
 
 type Option interface {
 	Policy

@@ -4,13 +4,15 @@ import "github.com/backstop-go/backstop/policy"
 
 const Kind = "rate_limit"
 
-type Options struct{ Rate float64 }
+type Options struct {
+	Name string
+	Rate float64
+}
 type Limiter struct{}
 type Registry struct{}
 
-func New(string, Options) (*Limiter, error)             { return nil, nil }
-func MustNew(string, Options) *Limiter                  { return nil }
-func (*Registry) Get(string, Options) (*Limiter, error) { return nil, nil }
+func New(Options) (*Limiter, error)             { return nil, nil }
+func (*Registry) Get(Options) (*Limiter, error) { return nil, nil }
 
 func (l *Limiter) Placement() policy.Placement                         { return policy.Placement{Kind: Kind} }
 func (l *Limiter) Bind(next policy.Runner, _ policy.Env) policy.Runner { return next }

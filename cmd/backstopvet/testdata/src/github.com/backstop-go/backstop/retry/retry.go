@@ -8,7 +8,6 @@ type Options struct{ MaxAttempts int }
 type Retry struct{}
 
 func New(Options) (*Retry, error) { return nil, nil }
-func MustNew(Options) *Retry      { return nil }
 
 func (r *Retry) Placement() policy.Placement { return place } // want Placement:`^Placement\{Kind: "retry", OwnsRetries: true, Prompt: true\}$`
 

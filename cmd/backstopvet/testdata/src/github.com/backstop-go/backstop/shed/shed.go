@@ -4,10 +4,10 @@ import "github.com/backstop-go/backstop/policy"
 
 const Kind = "shed"
 
-type Options struct{}
+type Options struct{ Name string }
 type Shedder struct{}
 
-func MustNew(Options) *Shedder { return nil }
+func New(Options) (*Shedder, error) { return nil, nil }
 
 func (s *Shedder) Placement() policy.Placement {
 	return policy.Placement{Kind: Kind, Outermost: true, Once: true}
