@@ -21,19 +21,21 @@ import (
 
 // Defaults for zero Options fields.
 const (
-	// DefaultConsecutiveFailures trips the breaker after 5 failures in a row.
-	// (gobreaker's own default trips after more than 5, that is 6.)
+	// DefaultConsecutiveFailures trips the breaker after 5 failures in a row. The
+	// default of gobreaker itself trips after more than 5, that is 6.
 	DefaultConsecutiveFailures = 5
-	// DefaultOpenTimeout is the probe interval: an open breaker lets a probe through
-	// 750 ms after it tripped (825 ms with its jitter), and another every 750 to 825
-	// ms while probes fail. A probe that hangs does not hold the next one back. So a
-	// dependency back from an outage of any length gets traffic within 0.85 s, and a
-	// dead one sees about 1.25 probes a second from each process.
+	// DefaultOpenTimeout is the probe interval. An open breaker lets a probe
+	// through 750 ms after it tripped (825 ms with its jitter). It lets another
+	// through every 750 to 825 ms while probes fail. A probe that hangs does not
+	// hold the next one back. So a dependency back from an outage of any length
+	// gets traffic within 0.85 s. A dead one sees about 1.25 probes a second from
+	// each process.
 	DefaultOpenTimeout = 750 * time.Millisecond
-	// DefaultMaxOpenTimeout bounds the open time that failed probes lengthen: by
-	// default it does not grow (MaxOpenTimeout = OpenTimeout). Set MaxOpenTimeout above
-	// OpenTimeout to probe a long outage ever more rarely, as Envoy's outlier detection
-	// lengthens an ejection, at the cost of finding the dependency back later.
+	// DefaultMaxOpenTimeout bounds the open time that failed probes lengthen. By
+	// default it does not grow (MaxOpenTimeout = OpenTimeout). Set MaxOpenTimeout
+	// above OpenTimeout to probe a long outage ever more rarely, as Envoy's
+	// outlier detection lengthens an ejection. The cost is finding the dependency
+	// back later.
 	DefaultMaxOpenTimeout = DefaultOpenTimeout
 	// DefaultMinRequests is the calls a window needs before FailureRatio can trip it.
 	DefaultMinRequests = 20
@@ -43,12 +45,12 @@ const (
 	DefaultBuckets = 10
 	// DefaultHalfOpenProbes is the calls let through while half-open.
 	DefaultHalfOpenProbes = 1
-	// SlowStartMinShare is the share of calls a breaker in slow start (Options.SlowStart)
-	// lets through the moment it closes.
+	// SlowStartMinShare is the share of calls a breaker in slow start
+	// (Options.SlowStart) lets through the moment it closes.
 	SlowStartMinShare = 0.1
-	// DefaultOpenJitter lengthens each open period by up to 10 % at random, so that
-	// the breakers of many clients opened by one outage do not re-probe the recovering
-	// dependency in lockstep.
+	// DefaultOpenJitter lengthens each open period by up to 10 % at random. One
+	// outage opens the breakers of many clients. With jitter, they do not re-probe
+	// the recovering dependency in lockstep.
 	DefaultOpenJitter = 0.1
 )
 
@@ -62,90 +64,93 @@ const (
 
 var (
 	// ErrOpen is matched by every refusal of a breaker. A refusal is a
-	// *policy.RejectError whose Err is ErrOpen; it matches policy.ErrRejected too.
+	// *policy.RejectError whose Err is ErrOpen. It matches policy.ErrRejected too.
 	ErrOpen = errors.New("breaker: open")
 	// ErrInvalidOptions is matched by New's errors for bad Options.
 	ErrInvalidOptions = errors.New("breaker: invalid options")
 )
 
-// Options configure a [Breaker]. The zero value is valid: trip after 5 consecutive
-// failures, then let 1 probe through every 750 to 825 ms until one succeeds.
+// Options configure a [Breaker]. The zero value is valid. It trips after 5
+// consecutive failures. It then lets 1 probe through every 750 to 825 ms until one
+// succeeds.
 //
-// Two ways to trip, one at a time: consecutive failures (the default), or, when
-// FailureRatio is set, a failure ratio over a rolling Window once MinRequests calls
-// have been seen in it.
+// There are two ways to trip, one at a time. The default is consecutive failures.
+// When FailureRatio is set, it is a failure ratio over a rolling Window. That ratio
+// counts once MinRequests calls have been seen in the window.
 type Options struct {
 	// Name names the breaker in events, metrics and errors. Required.
 	Name string
-	// ConsecutiveFailures trips the breaker after this many failures in a row; 0 means
-	// DefaultConsecutiveFailures (5). Not allowed with FailureRatio.
+	// ConsecutiveFailures trips the breaker after this many failures in a row. 0
+	// means DefaultConsecutiveFailures (5). Not allowed with FailureRatio.
 	ConsecutiveFailures uint32
-	// FailureRatio, in (0, 1], switches to ratio mode: the breaker trips when
+	// FailureRatio, in (0, 1], switches to ratio mode. The breaker then trips when
 	// failures/(failures+successes) ≥ FailureRatio over the last Window. 0 means
 	// consecutive mode.
 	FailureRatio float64
-	// MinRequests is the counted calls the window needs before the ratio can trip;
+	// MinRequests is the counted calls the window needs before the ratio can trip.
 	// 0 means DefaultMinRequests (20). Ratio mode only.
 	MinRequests uint32
 	// Window is the rolling window of ratio mode; 0 means DefaultWindow (10 s).
 	Window time.Duration
-	// Buckets is how many steps the window rolls by (gobreaker's BucketPeriod is
-	// Window/Buckets); 0 means DefaultBuckets (10). Ratio mode only.
+	// Buckets is how many steps the window rolls by. gobreaker's BucketPeriod is
+	// Window/Buckets. 0 means DefaultBuckets (10). Ratio mode only.
 	Buckets int
-	// OpenTimeout is the probe interval: how long the breaker stays open when it
-	// trips, and how long after a probe went out the next may go, whether or not the
-	// first has answered. 0 means DefaultOpenTimeout (750 ms). If MaxOpenTimeout is
-	// longer, each failed probe doubles the interval up to it; closing starts it again
-	// at OpenTimeout.
+	// OpenTimeout is the probe interval. It is how long the breaker stays open when
+	// it trips. It is also how long after a probe went out the next may go, whether
+	// or not the first has answered. 0 means DefaultOpenTimeout (750 ms). If
+	// MaxOpenTimeout is longer, each failed probe doubles the interval up to it.
+	// Closing starts it again at OpenTimeout.
 	OpenTimeout time.Duration
-	// MaxOpenTimeout bounds the interval failed probes lengthen, before OpenJitter; 0
-	// means OpenTimeout, or DefaultMaxOpenTimeout (750 ms) if that is longer: by
-	// default the interval never grows. Below OpenTimeout is refused. A breaker forced
-	// open reports it as its Retry-After.
+	// MaxOpenTimeout bounds the interval failed probes lengthen, before OpenJitter.
+	// 0 means OpenTimeout, or DefaultMaxOpenTimeout (750 ms) if that is longer. By
+	// default, the interval never grows. Below OpenTimeout is refused. A breaker
+	// forced open reports it as its Retry-After.
 	MaxOpenTimeout time.Duration
-	// OpenJitter lengthens each interval by a random share of it in [0, OpenJitter):
-	// with the defaults probes go 750 to 825 ms apart. It is drawn once per interval,
-	// so a refusal's RetryAfter says the real time. 0 means DefaultOpenJitter (0.1);
-	// negative means none; above 1 is refused.
+	// OpenJitter lengthens each interval by a random share of it in
+	// [0, OpenJitter). With the defaults, probes go 750 to 825 ms apart. It is drawn
+	// once per interval, so a refusal's RetryAfter says the real time. 0 means
+	// DefaultOpenJitter (0.1). Negative means none. Above 1 is refused.
 	OpenJitter float64
 	// Rand draws the open jitter; nil means jitter.System().
 	Rand jitter.Rand
-	// HalfOpenProbes is how many calls the breaker lets through each probe interval;
-	// that many successes in a row close it, and a failure waits for the next
+	// HalfOpenProbes is how many calls the breaker lets through each probe
+	// interval. That many successes in a row close it. A failure waits for the next
 	// interval. 0 means 1.
 	HalfOpenProbes uint32
 	// SlowStart, if > 0, ramps the traffic up after the breaker closes from
-	// half-open, so that the calls held back while it was open do not all reach a
+	// half-open. The calls held back while it was open then do not all reach a
 	// dependency that has just come back. For SlowStart, a share of the calls goes
-	// through that grows linearly from SlowStartMinShare (10 %) to all of them. The
-	// others are refused at once, with reason ReasonSlowStart and a RetryAfter of a
-	// tenth of SlowStart. This is Envoy's slow start mode, linear. A failure during
-	// the ramp counts as in the closed state. 0 means off, the default: a dependency
-	// behind a Backstop shedder sheds its own surge, and a retry owner's budget bounds
-	// the retries that come back. Turn it on in front of one that cannot (a database,
-	// a service without admission control). Negative is refused.
+	// through. That share grows linearly from SlowStartMinShare (10 %) to all of
+	// them. The others are refused at once, with reason ReasonSlowStart. Their
+	// RetryAfter is a tenth of SlowStart. This is Envoy's slow start mode, linear. A
+	// failure during the ramp counts as in the closed state. 0 means off, the
+	// default; the package documentation says why. Negative is refused.
 	SlowStart time.Duration
-	// SlowCall, if > 0, counts a call (inside a retry: an attempt) that succeeded but
-	// took longer than SlowCall as a failure, as resilience4j's slowCallDurationThreshold
-	// does: a dependency that answers too slowly trips the breaker like one that fails
-	// (in ratio mode, slow calls count toward FailureRatio). The caller still gets its
-	// success. 0 means off; negative is refused.
+	// SlowCall, if > 0, counts a slow success as a failure. That is a call (inside
+	// a retry: an attempt) that took longer than SlowCall. resilience4j's
+	// slowCallDurationThreshold does the same. A dependency that answers too slowly
+	// then trips the breaker like one that fails. In ratio mode, slow calls count
+	// toward FailureRatio. The caller still gets its success. 0 means off; negative
+	// is refused.
 	SlowCall time.Duration
-	// IsSuccessful says whether a call's error counts as a success; nil means only a
-	// nil error does.
+	// IsSuccessful says whether a call's error counts as a success. Nil means only
+	// a nil error does.
 	IsSuccessful func(error) bool
 	// IsExcluded says whether a call's error says nothing about the dependency's
-	// health and so is counted neither way; nil means DefaultIsExcluded.
+	// health. Such an error is counted neither way. Nil means DefaultIsExcluded.
 	IsExcluded func(error) bool
-	// OnStateChange is called after every state change, outside every lock: it may
+	// OnStateChange is called after every state change, outside every lock. It may
 	// read the breaker. It must be safe for concurrent use.
 	OnStateChange func(name string, from, to State)
 }
 
-// DefaultIsExcluded excludes the errors that say nothing about a dependency's health:
-// the caller's cancellation (context.Canceled), refusals by policies
-// (policy.ErrRejected: another breaker, a shedder, a budget) and client faults marked
-// with fault.Client (a 4xx: the request was bad, not the server).
+// DefaultIsExcluded excludes the errors that say nothing about a dependency's
+// health:
+//   - the caller's cancellation (context.Canceled);
+//   - refusals by policies (policy.ErrRejected): another breaker, a shedder, a
+//     budget;
+//   - client faults marked with fault.Client. A 4xx says the request was bad, not
+//     the server.
 func DefaultIsExcluded(err error) bool {
 	if err == nil {
 		return false // the success path allocates nothing
@@ -157,7 +162,7 @@ func DefaultIsExcluded(err error) bool {
 }
 
 // State is a breaker's state. Its values are those of the backstop_breaker_state
-// metric: 0 closed, 1 half-open, 2 open. Its names, in events, labels and JSON, are
+// metric: 0 closed, 1 half-open, 2 open. Its names in events, labels and JSON are
 // those of [State.String].
 type State int
 
@@ -180,8 +185,8 @@ func (s State) String() string {
 	return gobreaker.State(s).String() // "unknown state: n"
 }
 
-// Counts are the breaker's counts in the current state (in ratio mode, within the
-// rolling window).
+// Counts are the breaker's counts in the current state. In ratio mode, they are
+// within the rolling window.
 type Counts struct {
 	Requests             uint32 `json:"requests"`
 	TotalSuccesses       uint32 `json:"total_successes"`
@@ -198,31 +203,36 @@ type Transition struct {
 	At   time.Time `json:"at"`
 }
 
-// Breaker is a circuit breaker (Placement.Kind [Kind]) on github.com/sony/gobreaker/v2.
-// Outside a retry it counts calls and, when open, stops a call before any attempt;
-// inside it counts attempts. Either way an open breaker ends the call at once with a
-// *policy.RejectError that matches [ErrOpen].
+// Breaker is a circuit breaker (Placement.Kind [Kind]) on
+// github.com/sony/gobreaker/v2. Outside a retry, it counts calls. When open, it
+// stops a call before any attempt. Inside a retry, it counts attempts. Either way,
+// an open breaker ends the call at once. Its error is a *policy.RejectError that
+// matches [ErrOpen].
 //
-// Backstop adds to gobreaker what a server and an operator need: the time the breaker
-// opened and will let probes through (gobreaker keeps it private), state changes
-// delivered outside gobreaker's mutex, inspection, and ForceOpen/Reset.
+// Backstop adds to gobreaker what a server and an operator need:
+//   - the time the breaker opened and will let probes through (gobreaker keeps it
+//     private);
+//   - state changes delivered outside gobreaker's mutex;
+//   - inspection;
+//   - ForceOpen and Reset.
 //
-// A Breaker is safe for concurrent use; several pipelines may share one and so share
-// its state. gobreaker reads time.Now, so tests of timing use testing/synctest. Build
-// it with [New]; the zero value is not usable.
+// A Breaker is safe for concurrent use. Several pipelines may share one, and so
+// share its state. Package gobreaker reads time.Now, so tests of timing use
+// testing/synctest. Build it with [New]; the zero value is not usable.
 type Breaker struct {
-	// What every call reads, first, so that it shares one cache line: with many
-	// breakers (a service per dependency, many services in a process) a call finds
-	// few of them in the cache.
+	// What every call reads comes first, so that it shares one cache line. A
+	// process may hold many breakers: a service per dependency, many services in a
+	// process. A call then finds few of them in the cache.
 	forced  atomic.Bool
 	pending atomic.Bool // transitions wait in queue
 	cb      atomic.Pointer[gobreaker.CircuitBreaker[struct{}]]
-	// open is non-nil exactly while the breaker is open (not forced): its until,
+	// open is non-nil exactly while the breaker is open (not forced). Its until,
 	// read without a lock, is when probes may go through.
 	open atomic.Pointer[episode]
-	// rampFrom is when the breaker last closed from half-open, in nanoseconds since
-	// epoch (monotonic, plus one so that it is never 0), while its slow start lasts; 0
-	// otherwise. rampErr is the refusal of a call the ramp holds back.
+	// rampFrom is when the breaker last closed from half-open, while its slow start
+	// lasts. It is in nanoseconds since epoch: monotonic, plus one so that it is
+	// never 0. Otherwise it is 0. rampErr is the refusal of a call the ramp holds
+	// back.
 	rampFrom atomic.Int64
 	slow     time.Duration
 
@@ -240,13 +250,13 @@ type Breaker struct {
 
 	epoch time.Time
 
-	// The refusals whose RetryAfter never changes, built once so that refusing
+	// The refusals whose RetryAfter never changes, built once. Refusing so
 	// allocates nothing. An open episode keeps its own (see [episode]).
 	rampErr, halfOpenErr, forcedErr *policy.RejectError
 	tripped                         atomic.Pointer[Counts] // the counts that last tripped it
 
 	subsMu sync.Mutex                // guards subs
-	subs   map[event.Observer]string // who hears of transitions, and under which pipeline name
+	subs   map[event.Observer]string // who hears of transitions, under which pipeline name
 
 	mu       sync.Mutex // guards the fields below
 	gen      uint64     // which gobreaker instance is current (Reset makes a new one)
@@ -260,9 +270,10 @@ type Breaker struct {
 	queue    []Transition // to deliver, outside every lock
 }
 
-// New returns a closed breaker named o.Name (the name labels its events and metrics), or
-// an error that matches ErrInvalidOptions. The error joins one error per bad field, each
-// naming its field. Unlike gobreaker, New never clamps a bad value silently.
+// New returns a closed breaker named o.Name; the name labels its events and
+// metrics. Or it returns an error that matches ErrInvalidOptions. The error joins
+// one error per bad field, each naming its field. Unlike gobreaker, New never
+// clamps a bad value silently.
 func New(o Options) (*Breaker, error) {
 	name := o.Name
 	if err := validate(name, o); err != nil {
@@ -301,7 +312,7 @@ func New(o Options) (*Breaker, error) {
 }
 
 // validate returns every problem of name and o, or nil if there is none. It joins
-// one error per bad field; each matches ErrInvalidOptions and names the field.
+// one error per bad field. Each matches ErrInvalidOptions and names the field.
 func validate(name string, o Options) error {
 	prefix := ErrInvalidOptions
 	if name != "" {
@@ -341,7 +352,8 @@ func validate(name string, o Options) error {
 	return errors.Join(errs...)
 }
 
-// validateConsecutive reports, through bad, the ratio-mode fields set in consecutive mode.
+// validateConsecutive reports, through bad, the ratio-mode fields set in
+// consecutive mode.
 func validateConsecutive(o Options, bad func(format string, args ...any)) {
 	if o.MinRequests != 0 {
 		bad("MinRequests is set without FailureRatio; it applies to ratio mode only")
@@ -409,8 +421,8 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// settings returns the gobreaker settings of a breaker named name on o, and how it
-// trips, for ExplainStage. o must be valid, with its defaults set.
+// settings returns the gobreaker settings of a breaker named name on o. It also
+// returns how it trips, for ExplainStage. o must be valid, with its defaults set.
 func settings(name string, o Options) (gobreaker.Settings, string) {
 	s := gobreaker.Settings{
 		Name:         name,
@@ -452,8 +464,8 @@ func settings(name string, o Options) (gobreaker.Settings, string) {
 	return s, trip
 }
 
-// newCircuit returns a fresh gobreaker instance, made the current generation. mu must
-// be held, or b not yet shared.
+// newCircuit returns a fresh gobreaker instance, made the current generation. Its
+// caller holds mu, or b is not yet shared.
 func (b *Breaker) newCircuit() *gobreaker.CircuitBreaker[struct{}] {
 	b.gen = b.gens.Add(1)
 	return b.circuit(b.gen, b.settings)
@@ -474,13 +486,13 @@ var errSlow = errors.New("breaker: slow call")
 var errAdopted = errors.New("breaker: opened elsewhere")
 
 // OpenUntil opens the breaker until until, as if it had tripped then, with fresh
-// counts: calls are refused until until, and after it the breaker is half-open and
-// lets its probes through, as after a trip of its own. It is
-// how a breaker adopts a state decided elsewhere, by the breakers of other processes
-// that share it (the fleet module). A breaker forced open, or already open until
-// until or later, is left as it is; an until not after now does nothing. An open
-// breaker whose until is earlier is held open longer without a new transition;
-// otherwise the change is reported like any other.
+// counts. Calls are refused until until. After it, the breaker is half-open and
+// lets its probes through, as after a trip of its own. OpenUntil is how a breaker
+// adopts a state decided elsewhere. The breakers of other processes that share it
+// decide it: the fleet module. A breaker forced open is left as it is. So is one
+// already open until until or later. An until not after now does nothing. An open
+// breaker whose until is earlier is held open longer, without a new transition.
+// Otherwise, the change is reported like any other.
 func (b *Breaker) OpenUntil(until time.Time) {
 	now := time.Now()
 	if b.forced.Load() || !now.Before(until) {
@@ -489,9 +501,10 @@ func (b *Breaker) OpenUntil(until time.Time) {
 	if e := b.open.Load(); e != nil && !e.until.Before(until) {
 		return
 	}
-	// A fresh circuit, tripped by one failure before it is installed: its own report
-	// of that trip is dropped, its generation not being current yet. gobreaker
-	// half-opens it at until; the refusals before then are this breaker's own.
+	// A fresh circuit, tripped by one failure before it is installed. Its own
+	// report of that trip is dropped: its generation is not current yet. Package
+	// gobreaker half-opens it at until. The refusals before then are this
+	// breaker's own.
 	gen := b.gens.Add(1)
 	s := b.settings
 	adopting := true
@@ -570,15 +583,15 @@ func (b *Breaker) transitionLocked(from, to State, now time.Time) {
 	b.pending.Store(true)
 }
 
-// interval returns the probe interval after the failed probes so far: openTime
-// lengthened by the jitter, drawn anew. mu must be held.
+// interval returns the probe interval after the failed probes so far. That is
+// openTime, lengthened by the jitter, drawn anew. mu must be held.
 func (b *Breaker) interval() time.Duration {
 	d := b.openTime(b.reopens)
 	return d + time.Duration(b.jitter*b.rand.Float64()*float64(d))
 }
 
-// openTime returns the open time after n failed probes in a row: OpenTimeout doubled
-// n times, at most MaxOpenTimeout.
+// openTime returns the open time after n failed probes in a row. That is
+// OpenTimeout doubled n times, at most MaxOpenTimeout.
 func (b *Breaker) openTime(n int) time.Duration {
 	d := b.timeout
 	for ; n > 0 && d < b.maxTimeout; n-- {
@@ -590,9 +603,9 @@ func (b *Breaker) openTime(n int) time.Duration {
 	return min(d, b.maxTimeout)
 }
 
-// deliver hands queued transitions, outside every lock, once to the observer of every
-// pipeline the breaker is bound into and once to OnStateChange. Transitions drained by
-// different goroutines may be delivered concurrently.
+// deliver hands queued transitions on, outside every lock. Each goes once to the
+// observer of every pipeline the breaker is bound into, and once to OnStateChange.
+// Transitions drained by different goroutines may be delivered concurrently.
 func (b *Breaker) deliver() {
 	b.mu.Lock()
 	q := b.queue
@@ -630,15 +643,16 @@ func (b *Breaker) Name() string { return b.name }
 func (b *Breaker) Placement() policy.Placement { return policy.Placement{Kind: Kind, Prompt: true} }
 
 // Bind returns the Runner that runs each call through the breaker. It subscribes
-// nothing: every state change — caused by any call, or by ForceOpen and Reset —
-// reaches the observers policy.Wrap subscribes ([Breaker.Subscribe]), each once.
+// nothing. Every state change reaches the observers policy.Wrap subscribes
+// ([Breaker.Subscribe]), each once. That holds for a change caused by any call,
+// and by ForceOpen and Reset.
 func (b *Breaker) Bind(next policy.Runner, _ policy.Env) policy.Runner {
 	return &runner{b: b, next: next}
 }
 
-// Subscribe implements event.Source: o hears every state change of the breaker, as an
-// event.BreakerState with Pipeline set to pipeline, once however many pipelines that
-// share the breaker subscribe it.
+// Subscribe implements event.Source. Then o hears every state change of the
+// breaker, as an event.BreakerState with Pipeline set to pipeline. It hears each
+// once, however many pipelines that share the breaker subscribe it.
 func (b *Breaker) Subscribe(o event.Observer, pipeline string) {
 	if o == nil {
 		return
@@ -677,7 +691,7 @@ func (r *runner) Run(ctx context.Context, fn policy.Func) error {
 		}
 		err := r.next.Run(ctx, fn)
 		if err == gobreaker.ErrOpenState || err == gobreaker.ErrTooManyRequests {
-			// gobreaker's own sentinels from a breaker further down: keep them apart
+			// gobreaker's own sentinels from a breaker further down. Keep them apart
 			// from this breaker's refusals.
 			err = &passthrough{err}
 		}
@@ -701,22 +715,22 @@ func (r *runner) Run(ctx context.Context, fn policy.Func) error {
 	return err
 }
 
-// neverHalfOpen is the open time gobreaker is given: the breaker probes by itself
-// ([Breaker.probe]), and gobreaker's circuit stays open until a probe's success
+// neverHalfOpen is the open time gobreaker is given. The breaker probes by itself
+// ([Breaker.probe]). The gobreaker circuit stays open until a probe's success
 // replaces it with a fresh one.
 const neverHalfOpen = 100 * 365 * 24 * time.Hour
 
 // probe runs a call that found the breaker's open time up.
 //
 // HalfOpenProbes calls an interval go through as probes. The last of them starts
-// the next interval at once, so a probe that hangs holds back nothing but itself:
+// the next interval at once. So a probe that hangs holds back nothing but itself:
 // the next goes an interval later. A dependency that comes back is found by the
-// first probe after its return, whatever the outage's length.
+// first probe after its return. The outage's length does not matter.
 //
-// Outcomes are judged as gobreaker judges a call. HalfOpenProbes successes in a row
-// close the breaker. A failure keeps it open until an interval after that probe
-// went out, and costs nothing more. An excluded error decides nothing and gives
-// its turn to the next call.
+// Outcomes are judged as gobreaker judges a call. HalfOpenProbes successes in a
+// row close the breaker. A failure keeps it open until an interval after that
+// probe went out. It costs nothing more. An excluded error decides nothing, and
+// gives its turn to the next call.
 func (b *Breaker) probe(ctx context.Context, next policy.Runner, fn policy.Func) error {
 	now := time.Now()
 	b.mu.Lock()
@@ -802,8 +816,8 @@ func (b *Breaker) probe(ctx context.Context, next policy.Runner, fn policy.Func)
 }
 
 // heldBack reports whether the slow start that began at from (see rampFrom) holds
-// this call back: it lets through a share growing linearly from SlowStartMinShare to 1
-// over SlowStart, and ends itself once SlowStart has passed.
+// this call back. The slow start lets a share through that grows linearly from
+// SlowStartMinShare to 1 over SlowStart. It ends itself once SlowStart has passed.
 func (b *Breaker) heldBack(from int64) bool {
 	elapsed := time.Since(b.epoch) - time.Duration(from-1)
 	if elapsed >= b.slowStart {
@@ -819,8 +833,9 @@ type passthrough struct{ err error }
 
 func (p *passthrough) Error() string { return p.err.Error() }
 
-// refusal returns the error for a call gobreaker refused: the open episode's, the
-// forced one, or, if a probe has closed the breaker meanwhile, the half-open one.
+// refusal returns the error for a call gobreaker refused. That is the open
+// episode's, or the forced one. If a probe has closed the breaker meanwhile, it is
+// the half-open one.
 func (b *Breaker) refusal() error {
 	if b.forced.Load() {
 		return b.forcedErr
@@ -831,8 +846,9 @@ func (b *Breaker) refusal() error {
 	return b.halfOpenErr
 }
 
-// episode is a time the breaker refuses calls: open until its next probe may go, or
-// half-open with its probes out. It is replaced, never changed, but for last.
+// episode is a time the breaker refuses calls. It is open until its next probe may
+// go, or half-open with its probes out. It is replaced, never changed, but for
+// last.
 type episode struct {
 	until    time.Time // when the next probe may go
 	halfOpen bool      // the probes are out: calls are refused with halfOpenErr
@@ -841,9 +857,9 @@ type episode struct {
 	last atomic.Pointer[policy.RejectError]
 }
 
-// refuse returns the refusal of a call at now, during e. An open episode's refusal
-// says the time left until its probe, rounded up to the millisecond. The refusals
-// are shared by many calls: they are never modified.
+// refuse returns the refusal of a call at now, during e. An open episode's
+// refusal says the time left until its probe. It is rounded up to the
+// millisecond. The refusals are shared by many calls: they are never modified.
 func (b *Breaker) refuse(e *episode, now time.Time) *policy.RejectError {
 	if e.halfOpen {
 		return b.halfOpenErr
@@ -862,8 +878,8 @@ func newRefusal(name, reason string, retryAfter time.Duration) *policy.RejectErr
 	return &policy.RejectError{Policy: Kind, Name: name, Reason: reason, RetryAfter: retryAfter, Err: ErrOpen}
 }
 
-// retryAfter returns the time from now until until, rounded up to the millisecond;
-// 0 if until has passed.
+// retryAfter returns the time from now until until, rounded up to the
+// millisecond. It is 0 if until has passed.
 func retryAfter(until, now time.Time) time.Duration {
 	d := until.Sub(now)
 	if d <= 0 {
@@ -875,9 +891,9 @@ func retryAfter(until, now time.Time) time.Duration {
 	return d
 }
 
-// State returns the breaker's state now. An open breaker whose timeout has passed is
-// reported half-open, as gobreaker would; the transition itself happens, and is
-// reported, on the next call.
+// State returns the breaker's state now. An open breaker whose timeout has passed
+// is reported half-open, as gobreaker would. The transition itself happens, and
+// is reported, on the next call.
 func (b *Breaker) State() State {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -897,11 +913,11 @@ func (b *Breaker) stateLocked(now time.Time) State {
 // Counts returns the counts of the current state.
 func (b *Breaker) Counts() Counts { return Counts(b.cb.Load().Counts()) }
 
-// OpenNow reports whether the breaker refuses calls now and, if so, for how much
-// longer: the time until probes may go through, or MaxOpenTimeout if it was forced
-// open. It takes no lock and reads the clock only while the breaker has an open time,
-// so a closed breaker answers in a few nanoseconds and a server can ask it on every
-// request. [Breaker.Snapshot] tells the rest.
+// OpenNow reports whether the breaker refuses calls now, and if so, for how much
+// longer. That is the time until probes may go through. It is MaxOpenTimeout if
+// the breaker was forced open. It takes no lock. It reads the clock only while the
+// breaker has an open time. So a closed breaker answers in a few nanoseconds, and
+// a server can ask it on every request. [Breaker.Snapshot] tells the rest.
 func (b *Breaker) OpenNow() (time.Duration, bool) {
 	if b.forced.Load() {
 		return b.maxTimeout, true // held open by an operator: the longest it would stay open
@@ -921,10 +937,10 @@ func (b *Breaker) OpenNow() (time.Duration, bool) {
 func (b *Breaker) StateValue() float64 { return float64(b.State()) }
 
 // ForceOpen makes the breaker refuse every call until [Breaker.Reset]. It is for
-// operators (a dependency known to be down, maintenance). Forcing open a closed or
-// half-open breaker is a transition to open like any other: it is reported to the
-// observers and OnStateChange, and sets the time the breaker opened. Forcing open an
-// open breaker changes no state: it keeps the time it tripped.
+// operators: a dependency known to be down, maintenance. Forcing open a closed or
+// half-open breaker is a transition to open like any other. It is reported to the
+// observers and OnStateChange. It sets the time the breaker opened. Forcing open
+// an open breaker changes no state: it keeps the time it tripped.
 func (b *Breaker) ForceOpen() {
 	now := time.Now()
 	b.mu.Lock()
@@ -936,12 +952,12 @@ func (b *Breaker) ForceOpen() {
 	b.forced.Store(true)
 	if from == StateOpen {
 		// Open and refusing: no change of state, only of who holds it open. It
-		// opened when it tripped; nothing to report.
+		// opened when it tripped. Nothing to report.
 		b.until = time.Time{}
 		b.open.Store(nil)
 	} else {
-		// Closed, or half-open (an open breaker whose time is up is half-open though
-		// gobreaker has not moved it yet): a transition to open, now.
+		// Closed, or half-open: a transition to open, now. An open breaker whose
+		// time is up is half-open, though gobreaker has not moved it yet.
 		b.transitionLocked(from, StateOpen, now)
 	}
 	b.mu.Unlock()

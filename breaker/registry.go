@@ -12,8 +12,9 @@ import (
 // ErrDuplicate is matched by Registry.Add's error for a name already registered.
 var ErrDuplicate = errors.New("breaker: duplicate name")
 
-// Registry lists breakers by name for inspection (breakerhttp.Handler) and metrics. There is no
-// global registry: create one and add the breakers you want listed.
+// Registry lists breakers by name for inspection (breakerhttp.Handler) and
+// metrics. There is no global registry. Create one and add the breakers you want
+// listed.
 //
 // A Registry is safe for concurrent use. Its zero value is an empty registry.
 type Registry struct {
@@ -21,8 +22,8 @@ type Registry struct {
 	m  map[string]*Breaker
 }
 
-// Add registers breakers. It refuses nil and a name already present, adding none of
-// the breakers in that case.
+// Add registers breakers. It refuses nil and a name already present. It then adds
+// none of the breakers.
 func (r *Registry) Add(bs ...*Breaker) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -75,21 +76,23 @@ type Snapshot struct {
 	Counts Counts `json:"counts"`
 	// OpenedAt is when the breaker last opened; zero if it never did.
 	OpenedAt time.Time `json:"-"`
-	// Until is when an open breaker lets probes through; zero unless open (and not forced).
+	// Until is when an open breaker lets probes through. It is zero unless open
+	// (and not forced).
 	Until time.Time `json:"-"`
-	// RetryAfter is the RetryAfter of the breaker's refusal now. It is Until − now,
-	// rounded up to the millisecond, when open; MaxOpenTimeout when forced open; and
-	// OpenTimeout (the time its probes are given) when half-open. It is 0 when closed.
+	// RetryAfter is the RetryAfter of the breaker's refusal now. When open, it is
+	// Until − now, rounded up to the millisecond. When forced open, it is
+	// MaxOpenTimeout. When half-open, it is OpenTimeout: the time its probes are
+	// given. It is 0 when closed.
 	RetryAfter time.Duration `json:"-"`
 	// Last is the last transition; zero if none. An open breaker whose time is up
-	// reads half-open before gobreaker moves it on the next call: Last then says
+	// reads half-open before gobreaker moves it on the next call. Last then says
 	// open → half-open at Until.
 	Last Transition `json:"-"`
-	// Tripped are the counts that last tripped the breaker open (gobreaker clears
-	// Counts when it opens); zero if it never tripped by itself.
+	// Tripped are the counts that last tripped the breaker open. Package gobreaker
+	// clears Counts when it opens. Tripped is zero if it never tripped by itself.
 	Tripped Counts `json:"-"`
-	// SlowStart is, while a breaker that has just closed ramps its traffic up
-	// (Options.SlowStart), the share of calls it lets through now; 0 otherwise.
+	// SlowStart is the share of calls the breaker lets through now, while it ramps
+	// its traffic up after closing (Options.SlowStart). It is 0 otherwise.
 	// RetryAfter is then what its refusals say.
 	SlowStart float64 `json:"-"`
 }

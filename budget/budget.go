@@ -10,14 +10,14 @@ import (
 // ErrInvalidOptions is matched by the constructors' errors for bad settings.
 var ErrInvalidOptions = errors.New("budget: invalid options")
 
-// Budget is what every budget in this package provides: a policy.Policy that
-// stands outside its retry (rule O4), a policy.RetryBudget the
-// retry consults, plus read-outs for operators.
+// Budget is what every budget in this package provides. It is a policy.Policy
+// that stands outside its retry (rule O4). It is a policy.RetryBudget the retry
+// consults. It adds read-outs for operators.
 type Budget interface {
 	policy.Policy
 	policy.RetryBudget
-	// Level is what remains now: tokens for a TokenBucket, retries that may start now
-	// for a Ratio or a Rate.
+	// Level is what remains now. For a TokenBucket, that is tokens. For a Ratio or
+	// a Rate, it is retries that may start now.
 	Level() float64
 	// Allowed and Refused count the retries the budget allowed and refused so far.
 	Allowed() uint64
@@ -44,8 +44,8 @@ func (c *counts) count(ok bool) bool {
 	return ok
 }
 
-// stage is the policy side every budget shares: a budget does no per-call work of its
-// own, so Bind returns next itself and the stage costs nothing.
+// stage is the policy side every budget shares. A budget does no per-call work of
+// its own. So Bind returns next itself, and the stage costs nothing.
 type stage struct{}
 
 // Placement is [Place].
@@ -57,6 +57,7 @@ func (stage) Bind(next policy.Runner, _ policy.Env) policy.Runner { return next 
 // Kind is a budget's Placement.Kind.
 const Kind = "budget"
 
-// Place is every budget's placement: outside the retry, which it needs, and prompt.
-// A stage with it that implements policy.RetryBudget is the retry's budget.
+// Place is every budget's placement: outside the retry, which it needs, and
+// prompt. A stage with it that implements policy.RetryBudget is the retry's
+// budget.
 var Place = policy.Placement{Kind: Kind, Retry: policy.OutsideRetry, Prompt: true}

@@ -7,17 +7,18 @@ import (
 	"github.com/backstop-go/backstop/policy"
 )
 
-// InFlight caps the retries in flight under a budget: at most Max retries at once —
-// from the moment the budget allows one until its attempt ends, backoff included —
-// across every call that shares it, as Envoy's max_retries circuit breaker caps a
-// cluster's concurrent retries. A burst of failures then costs a dependency at most
-// Max extra requests at a time, whatever the budget's ratio or tokens allow.
+// InFlight caps the retries in flight under a budget: at most Max retries at once.
+// A retry is in flight from the moment the budget allows it until its attempt ends,
+// backoff included. The cap holds across every call that shares it, as Envoy's
+// max_retries circuit breaker caps a cluster's concurrent retries. A burst of
+// failures then costs a dependency at most Max extra requests at a time. That holds
+// whatever the budget's ratio or tokens allow.
 //
-// It wraps another budget, which decides as before; a retry must pass both. It
-// implements policy.RetryLease (a retry tells it when each retry ends); a retry loop
-// that only knows policy.RetryBudget gets Withdraw, which checks the cap without
-// holding a place. Safe for concurrent use, lock-free and allocation-free. Build it
-// with [NewInFlight].
+// It wraps another budget, which decides as before. A retry must pass both. It
+// implements policy.RetryLease: a retry tells it when each retry ends. A retry
+// loop that only knows policy.RetryBudget gets Withdraw. That checks the cap
+// without holding a place. An InFlight is safe for concurrent use, lock-free and
+// allocation-free. Build it with [NewInFlight].
 type InFlight struct {
 	b      Budget
 	lease  policy.RetryLease // b, if it is one
@@ -34,8 +35,8 @@ type InFlightOptions struct {
 	Max int
 }
 
-// NewInFlight returns o.Budget with at most o.Max retries in flight, or an error
-// matching ErrInvalidOptions.
+// NewInFlight returns o.Budget with at most o.Max retries in flight. Or it returns
+// an error matching ErrInvalidOptions.
 func NewInFlight(o InFlightOptions) (*InFlight, error) {
 	b, max := o.Budget, o.Max
 	switch {
@@ -84,8 +85,8 @@ func (f *InFlight) End(taken int64, ok bool) {
 	}
 }
 
-// Withdraw allows a retry if a place is free now and the wrapped budget allows it;
-// it holds no place, there being no end to free it.
+// Withdraw allows a retry if a place is free now and the wrapped budget allows it.
+// It holds no place, there being no end to free it.
 func (f *InFlight) Withdraw() bool {
 	if f.now.Load() >= f.max {
 		f.capped.Add(1)

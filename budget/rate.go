@@ -9,14 +9,13 @@ import (
 	"golang.org/x/time/rate"
 )
 
-// Rate is a fixed retry rate per process: at most r retries per second with bursts of
-// burst, on golang.org/x/time/rate's token bucket, refilled by time alone. Calls and
-// outcomes don't change it. (The AWS SDKs' retry quota is not this: their bucket of 500
-// tokens is refilled by outcomes — 5 taken per retry, 10 per timeout retry, given back
-// when the retry succeeds, 1 added per call that succeeds at once — not by the clock.)
+// Rate is a fixed retry rate per process: at most r retries per second, with
+// bursts of burst. It stands on golang.org/x/time/rate's token bucket, refilled by
+// time alone. Calls and outcomes don't change it. The package documentation
+// compares it with the AWS SDKs' retry quota.
 //
-// A Rate is safe for concurrent use; share one by every pipeline the rate should cover.
-// Build it with [NewRate].
+// A Rate is safe for concurrent use. Share one by every pipeline the rate should
+// cover. Build it with [NewRate].
 type Rate struct {
 	stage
 	counts
@@ -27,17 +26,18 @@ type Rate struct {
 // RateOptions configure a [Rate].
 type RateOptions struct {
 	// Limit is the number of retries per second. Required: it must be positive and
-	// finite (rate.Inf is no budget at all: leave the budget out instead).
+	// finite. A rate.Inf is no budget at all: leave the budget out instead.
 	Limit rate.Limit
 	// Burst is how many retries may start at once. Required: at least 1.
 	Burst int
 	// Clock reads the time; nil means clock.System(). The limiter measures time
-	// with time.Time.Sub, on the monotonic clock where the times carry it.
+	// with time.Time.Sub. It uses the monotonic clock where the times carry it.
 	Clock clock.Clock
 }
 
-// NewRate returns a Rate as o says, or an error matching ErrInvalidOptions that names
-// the bad field. The limiter starts full: Burst retries may start at once.
+// NewRate returns a Rate as o says. Or it returns an error matching
+// ErrInvalidOptions that names the bad field. The limiter starts full: Burst
+// retries may start at once.
 func NewRate(o RateOptions) (*Rate, error) {
 	if !(o.Limit > 0) || math.IsInf(float64(o.Limit), 0) {
 		return nil, fmt.Errorf("%w: Limit is %v; want a finite rate > 0", ErrInvalidOptions, float64(o.Limit))

@@ -18,33 +18,36 @@ const (
 	DefaultWindow       = 10 * time.Second
 )
 
-// RatioOptions configure a [Ratio]. The zero value is valid: retries may be 10 % of the
-// calls of the last 10 s, plus 10 per second.
+// RatioOptions configure a [Ratio]. The zero value is valid: retries may be 10 %
+// of the calls of the last 10 s, plus 10 per second.
 type RatioOptions struct {
-	// Name names the budget; package fleet keys its shared state by it. Optional
-	// for a budget of one process.
+	// Name names the budget. Package fleet keys its shared state by it. It is
+	// optional for a budget of one process.
 	Name string
-	// Ratio is the share of recent calls that may be retried, in (0, 1]; 0 means
+	// Ratio is the share of recent calls that may be retried, in (0, 1]. 0 means
 	// DefaultRatio (0.1). Finagle's default is 0.2, Envoy's budget_percent 20 %.
 	Ratio float64
-	// MinPerSecond is a floor of retries per second over the window, so a quiet
-	// service can still retry; 0 means DefaultMinPerSecond (10). Negative means no floor.
+	// MinPerSecond is a floor of retries per second over the window. With it, a
+	// quiet service can still retry. 0 means DefaultMinPerSecond (10). Negative
+	// means no floor.
 	MinPerSecond float64
-	// Window is how far back calls and retries count; 0 means DefaultWindow (10 s). It
-	// is kept in 10 buckets, so calls age out in steps of Window/10.
+	// Window is how far back calls and retries count; 0 means DefaultWindow (10 s).
+	// It is kept in 10 buckets, so calls age out in steps of Window/10.
 	Window time.Duration
 	// Clock reads the time; nil means clock.System().
 	Clock clock.Clock
 }
 
-// Ratio is a retry budget in the manner of Finagle's RetryBudget: the retries of the
-// last Window may be at most Ratio × the calls (first attempts) of the last Window,
-// plus MinPerSecond × Window. Every call deposits, every retry withdraws; a retry
-// that would exceed the budget is refused. Unlike [TokenBucket], a Ratio is indifferent
-// to successes and failures: it caps retry load at a fixed share of traffic.
+// Ratio is a retry budget in the manner of Finagle's RetryBudget. Over the last
+// Window, retries may be at most Ratio × the calls, plus MinPerSecond × Window.
+// Calls here are first attempts. Every call deposits, and every retry
+// withdraws. A retry that would exceed the budget is refused. Unlike
+// [TokenBucket], a Ratio is indifferent to successes and failures. It caps retry
+// load at a fixed share of traffic.
 //
-// A Ratio is safe for concurrent use (one mutex, no allocation per call) and is meant
-// to be shared by the pipelines that call one dependency. Build it with [NewRatio].
+// A Ratio is safe for concurrent use: one mutex, no allocation per call. It is
+// meant to be shared by the pipelines that call one dependency. Build it with
+// [NewRatio].
 type Ratio struct {
 	stage
 	counts

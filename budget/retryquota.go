@@ -8,11 +8,12 @@ import (
 	"github.com/backstop-go/backstop/policy"
 )
 
-// The AWS SDKs' standard retry mode, as the AWS SDKs and Tools reference guide
-// describes it ("Retry behavior", the behaviour of 2026, the SDKs' default since
-// November 2026) and aws-sdk-go-v2 sets it (aws/retry: DefaultRetryRateTokens, a
-// retry's cost of 14, DefaultThrottlingRetryCost, DefaultNoRetryIncrement). Before
-// 2026 a retry cost 5 and one after a timeout 10; RetryQuotaOptions sets those.
+// The AWS SDKs' standard retry mode. The AWS SDKs and Tools reference guide
+// describes it in "Retry behavior". These are the values of 2026, the SDKs'
+// default since November 2026. The module aws-sdk-go-v2 sets them in aws/retry:
+// DefaultRetryRateTokens, a retry's cost of 14, DefaultThrottlingRetryCost,
+// DefaultNoRetryIncrement. Before 2026, a retry cost 5 and one after a timeout 10.
+// RetryQuotaOptions sets those.
 const (
 	DefaultRetryQuotaTokens       = 500 // the bucket's capacity, and where it starts
 	DefaultRetryQuotaRetryCost    = 14  // what a retry takes, timeouts included
@@ -20,40 +21,45 @@ const (
 	DefaultRetryQuotaSuccessGain  = 1   // what a call that succeeds at its first attempt puts back
 )
 
-// RetryQuotaOptions configure a [RetryQuota]. The zero value is the AWS SDKs' standard mode.
+// RetryQuotaOptions configure a [RetryQuota]. The zero value is the AWS SDKs'
+// standard mode.
 type RetryQuotaOptions struct {
-	// Tokens is the bucket's capacity, full at the start; 0 means DefaultRetryQuotaTokens (500).
+	// Tokens is the bucket's capacity, full at the start. 0 means
+	// DefaultRetryQuotaTokens (500).
 	Tokens int
 	// RetryCost is what a retry takes; 0 means DefaultRetryQuotaRetryCost (14).
 	RetryCost int
-	// ThrottleCost is what a retry after a throttling error (retry.ReasonThrottle,
-	// an error marked fault.Throttled) takes; 0 means DefaultRetryQuotaThrottleCost
-	// (5).
+	// ThrottleCost is what a retry after a throttling error takes. That is
+	// retry.ReasonThrottle, an error marked fault.Throttled. 0 means
+	// DefaultRetryQuotaThrottleCost (5).
 	ThrottleCost int
-	// TimeoutCost is what a retry after a timeout (retry.ReasonTimeout) takes; 0
-	// means RetryCost (the SDKs before 2026 took 10).
+	// TimeoutCost is what a retry after a timeout (retry.ReasonTimeout) takes. 0
+	// means RetryCost. The SDKs before 2026 took 10.
 	TimeoutCost int
-	// SuccessGain is what a call that succeeds at its first attempt puts back (a call
-	// that succeeds after retries gets its last retry's price back instead); 0 means
-	// DefaultRetryQuotaSuccessGain (1), negative means nothing.
+	// SuccessGain is what a call that succeeds at its first attempt puts back. A
+	// call that succeeds after retries gets its last retry's price back instead. 0
+	// means DefaultRetryQuotaSuccessGain (1). Negative means nothing.
 	SuccessGain int
 }
 
-// RetryQuota is the retry quota of the AWS SDKs' "standard" retry mode: a bucket of 500
-// tokens; a retry takes 14 (5 after a throttling error) and is refused when the bucket
-// holds fewer; a retry whose attempt succeeds gives its tokens back, and a call that
-// succeeds at its first attempt adds 1, up to the capacity. After an outage starts, a
-// client retries about 35 times (500 ÷ 14), then makes first attempts only until
-// successes refill the bucket; a service that throttles, asking to be called later, is
-// retried up to 100 times (500 ÷ 5).
+// RetryQuota is the retry quota of the AWS SDKs' "standard" retry mode:
+//   - a bucket of 500 tokens;
+//   - a retry takes 14 (5 after a throttling error), and is refused when the
+//     bucket holds fewer;
+//   - a retry whose attempt succeeds gives its tokens back;
+//   - a call that succeeds at its first attempt adds 1, up to the capacity.
 //
-// It prices each retry by why it is made, so it implements policy.RetryLease: the
-// retry tells it the reason of each retry and whether the retry succeeded. A retry
-// loop that only knows policy.RetryBudget gets Withdraw, which takes RetryCost and
-// never refunds.
+// After an outage starts, a client retries about 35 times (500 ÷ 14). It then
+// makes first attempts only, until successes refill the bucket. A service that
+// throttles asks to be called later. It is retried up to 100 times (500 ÷ 5).
 //
-// A RetryQuota is safe for concurrent use, lock-free and allocation-free; share one among
-// the pipelines that call one service. Build it with [NewRetryQuota].
+// It prices each retry by why it is made, so it implements policy.RetryLease. The
+// retry tells it the reason of each retry, and whether the retry succeeded. A
+// retry loop that only knows policy.RetryBudget gets Withdraw. That takes
+// RetryCost and never refunds.
+//
+// A RetryQuota is safe for concurrent use, lock-free and allocation-free. Share
+// one among the pipelines that call one service. Build it with [NewRetryQuota].
 type RetryQuota struct {
 	stage
 	counts
@@ -61,8 +67,8 @@ type RetryQuota struct {
 	tokens                                     atomic.Int64
 }
 
-// NewRetryQuota returns a full RetryQuota, with o's zero fields at the AWS SDKs' values, or an
-// error matching ErrInvalidOptions naming the bad field.
+// NewRetryQuota returns a full RetryQuota, with o's zero fields at the AWS SDKs'
+// values. Or it returns an error matching ErrInvalidOptions naming the bad field.
 func NewRetryQuota(o RetryQuotaOptions) (*RetryQuota, error) {
 	switch {
 	case o.Tokens < 0:
@@ -93,9 +99,10 @@ func or(v, d int) int {
 	return v
 }
 
-// Take takes a retry's price — ThrottleCost if reason is "throttle"
-// (retry.ReasonThrottle), TimeoutCost if it is "timeout" (retry.ReasonTimeout),
-// RetryCost otherwise — and refuses the retry if the bucket holds less.
+// Take takes a retry's price. That is ThrottleCost if reason is "throttle"
+// (retry.ReasonThrottle), and TimeoutCost if it is "timeout"
+// (retry.ReasonTimeout). Otherwise it is RetryCost. Take refuses the retry if the
+// bucket holds less.
 func (q *RetryQuota) Take(reason string) (int64, bool) {
 	c := q.cost
 	switch reason {
@@ -115,25 +122,25 @@ func (q *RetryQuota) Take(reason string) (int64, bool) {
 	}
 }
 
-// End gives a retry's tokens back if its attempt succeeded, less SuccessGain, which
-// OnSuccess then adds for the call: a call that succeeded after retries gets its last
-// retry's price back and nothing more, one that succeeded at its first attempt gets
-// SuccessGain — as the SDKs do.
+// End gives a retry's tokens back if its attempt succeeded, less SuccessGain.
+// OnSuccess then adds SuccessGain for the call. So a call that succeeded after
+// retries gets its last retry's price back, and nothing more. One that succeeded
+// at its first attempt gets SuccessGain. The SDKs do the same.
 func (q *RetryQuota) End(taken int64, ok bool) {
 	if ok {
 		q.add(taken - q.gain)
 	}
 }
 
-// Withdraw takes RetryCost, for retry loops that do not tell the reason; the tokens
-// are never given back.
+// Withdraw takes RetryCost, for retry loops that do not tell the reason. The
+// tokens are never given back.
 func (q *RetryQuota) Withdraw() bool {
 	_, ok := q.Take("")
 	return ok
 }
 
-// OnSuccess puts SuccessGain back for a successful call (End kept it back from the
-// refund of a call that succeeded after retries, so such a call gains nothing more).
+// OnSuccess puts SuccessGain back for a successful call. End kept it back from the
+// refund of a call that succeeded after retries. So such a call gains nothing more.
 func (q *RetryQuota) OnSuccess() { q.add(q.gain) }
 
 // Deposit does nothing: the quota is filled by successes, not by calls.

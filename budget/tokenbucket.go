@@ -8,20 +8,24 @@ import (
 	"sync/atomic"
 )
 
-// TokenBucket is gRPC's retry throttling (gRFC A6 retryThrottling), exactly: the
-// bucket starts full at maxTokens; each attempt that fails with a retryable error
-// costs one token (never below zero); a retry is then allowed only while the count is
-// strictly greater than maxTokens/2; each successful call adds tokenRatio, capped at
-// maxTokens. Withdraw itself takes nothing: failures pay.
+// TokenBucket is gRPC's retry throttling (gRFC A6 retryThrottling), exactly:
+//   - the bucket starts full at maxTokens;
+//   - each attempt that fails with a retryable error costs one token, never going
+//     below zero;
+//   - a retry is allowed only while the count is strictly greater than
+//     maxTokens/2;
+//   - each successful call adds tokenRatio, capped at maxTokens.
 //
-// Counts are kept in integer milli-tokens, as gRPC C-core does, so thresholds are exact
-// (0.1 added ten times is exactly 1). During a broad outage the bucket drains to the
-// threshold after maxTokens/2 failures and retries stop until successes refill it: retry
-// load fades instead of multiplying.
+// Withdraw itself takes nothing: failures pay.
 //
-// A TokenBucket is safe for concurrent use and is meant to be shared: one per
-// dependency, by every pipeline that calls it. Build it with [NewTokenBucket]; the zero
-// value is not usable.
+// Counts are kept in integer milli-tokens, as gRPC C-core does. So thresholds are
+// exact: 0.1 added ten times is exactly 1. During a broad outage, the bucket drains
+// to the threshold after maxTokens/2 failures. Retries then stop until successes
+// refill it. Retry load fades instead of multiplying.
+//
+// A TokenBucket is safe for concurrent use, and is meant to be shared. Use one per
+// dependency, in every pipeline that calls it. Build it with [NewTokenBucket]; the
+// zero value is not usable.
 //
 // See https://github.com/grpc/proposal/blob/master/A6-client-retries.md#throttling-retry-attempts-and-hedged-rpcs.
 type TokenBucket struct {
@@ -35,14 +39,15 @@ type TokenBucket struct {
 // MaxTokenBucketTokens is the largest maxTokens gRFC A6 allows.
 const MaxTokenBucketTokens = 1000
 
-// toMilli converts to milli-tokens, keeping three decimals and truncating the rest as
-// A6 says, without losing 0.29 to floating-point (0.29·1000 = 289.99999999999997).
+// toMilli converts to milli-tokens. It keeps three decimals and truncates the rest,
+// as A6 says. It does not lose 0.29 to floating-point (0.29·1000 =
+// 289.99999999999997).
 func toMilli(v float64) int64 { return int64(math.Floor(v*1000 + 1e-6)) }
 
 // TokenBucketOptions configure a [TokenBucket], as gRFC A6's retryThrottling does.
 type TokenBucketOptions struct {
-	// Name names the bucket; package fleet keys its shared state by it. Optional
-	// for a bucket of one process.
+	// Name names the bucket. Package fleet keys its shared state by it. It is
+	// optional for a bucket of one process.
 	Name string
 	// MaxTokens is the bucket's size, in (0, 1000]. Required.
 	MaxTokens float64
@@ -50,10 +55,11 @@ type TokenBucketOptions struct {
 	TokenRatio float64
 }
 
-// NewTokenBucket returns a full bucket, or an error matching ErrInvalidOptions that
-// names the field. As in A6, decimals past the third are dropped (0.1239 is 0.123).
-// A TokenRatio that is 0 to three decimals is refused, and so is an infinite one.
-// A TokenRatio of MaxTokens or more saturates: one success refills the bucket.
+// NewTokenBucket returns a full bucket. Or it returns an error matching
+// ErrInvalidOptions that names the field. As in A6, decimals past the third are
+// dropped: 0.1239 is 0.123. A TokenRatio that is 0 to three decimals is refused,
+// and so is an infinite one. A TokenRatio of MaxTokens or more saturates: one
+// success refills the bucket.
 func NewTokenBucket(o TokenBucketOptions) (*TokenBucket, error) {
 	maxTokens, tokenRatio := o.MaxTokens, o.TokenRatio
 	if !(maxTokens > 0 && maxTokens <= MaxTokenBucketTokens) {
@@ -85,8 +91,8 @@ type tokenBucketJSON struct {
 }
 
 // ParseTokenBucket builds a TokenBucket from the JSON of a gRPC service config's
-// retryThrottling object, e.g. {"maxTokens": 10, "tokenRatio": 0.1}. Both fields are
-// required; unknown fields and trailing data are refused.
+// retryThrottling object: {"maxTokens": 10, "tokenRatio": 0.1}, say. Both fields
+// are required. Unknown fields and trailing data are refused.
 func ParseTokenBucket(data []byte) (*TokenBucket, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
@@ -118,14 +124,14 @@ func (b *TokenBucket) MaxTokens() float64 { return float64(b.max) / 1000 }
 // Deposit does nothing: the bucket is filled by successes, not by calls.
 func (b *TokenBucket) Deposit() {}
 
-// Withdraw reports whether a retry may start: whether the count is strictly greater
-// than maxTokens/2. It takes no token.
+// Withdraw reports whether a retry may start: whether the count is strictly
+// greater than maxTokens/2. It takes no token.
 func (b *TokenBucket) Withdraw() bool {
 	return b.count(b.tokens.Load()*2 > b.max)
 }
 
-// OnFailure takes one token for an attempt that failed with a retryable error, never
-// going below zero.
+// OnFailure takes one token for an attempt that failed with a retryable error. It
+// never goes below zero.
 func (b *TokenBucket) OnFailure() {
 	for {
 		t := b.tokens.Load()

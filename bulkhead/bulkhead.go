@@ -17,8 +17,8 @@ import (
 
 // Defaults for zero Options fields.
 const (
-	// DefaultMaxConcurrent is how many calls may run at once when Options.MaxConcurrent
-	// is 0.
+	// DefaultMaxConcurrent is how many calls may run at once when
+	// Options.MaxConcurrent is 0.
 	DefaultMaxConcurrent = 10
 )
 
@@ -27,12 +27,12 @@ const (
 	ReasonLimit    = "limit"    // every slot was taken and no call may wait (MaxQueue 0)
 	ReasonQueue    = "queue"    // every slot was taken and MaxQueue calls were waiting already
 	ReasonWait     = "wait"     // the call waited MaxWait for a slot
-	ReasonDeadline = "deadline" // the call's deadline came before a slot; the error also matches context.DeadlineExceeded
+	ReasonDeadline = "deadline" // the call's deadline came before a slot; it matches context.DeadlineExceeded
 )
 
 var (
 	// ErrFull is matched by every refusal of a bulkhead. A refusal is a
-	// *policy.RejectError whose Err is ErrFull; it matches policy.ErrRejected too.
+	// *policy.RejectError whose Err is ErrFull. It matches policy.ErrRejected too.
 	ErrFull = errors.New("bulkhead: full")
 	// ErrInvalidOptions is matched by New's errors for bad options.
 	ErrInvalidOptions = errors.New("bulkhead: invalid options")
@@ -42,27 +42,27 @@ var (
 	errFullDeadline = errors.Join(ErrFull, context.DeadlineExceeded)
 )
 
-// Options configure a [Bulkhead]. The zero value runs 10 calls at once and lets none
-// wait.
+// Options configure a [Bulkhead]. The zero value runs 10 calls at once, and lets
+// none wait.
 type Options struct {
 	// Name names the bulkhead in events, metrics and errors. Required.
 	Name string
-	// MaxConcurrent is how many calls (attempts, inside a retry) may run at once; ≥ 1;
-	// 0 means DefaultMaxConcurrent (10).
+	// MaxConcurrent is how many calls (attempts, inside a retry) may run at once,
+	// ≥ 1. 0 means DefaultMaxConcurrent (10).
 	MaxConcurrent int
-	// MaxQueue is how many more may wait for a slot; ≥ 0; 0 means none waits: a call
-	// that finds every slot taken is refused at once.
+	// MaxQueue is how many more may wait for a slot, ≥ 0. 0 means none waits: a
+	// call that finds every slot taken is refused at once.
 	MaxQueue int
-	// MaxWait is the longest a call waits for a slot; ≥ 0; 0 means as long as its
+	// MaxWait is the longest a call waits for a slot, ≥ 0. 0 means as long as its
 	// context allows. A call never waits past its context's deadline either way.
 	MaxWait time.Duration
 	// Clock times waits and slot holds; nil means clock.System().
 	Clock clock.Clock
 }
 
-// Bulkhead is a cap on concurrent calls to one dependency; its kind is [Kind]. It is
-// safe for concurrent use. Pipelines that share one share its slots. Build it with
-// [New]; the zero value is not usable.
+// Bulkhead is a cap on concurrent calls to one dependency; its kind is [Kind]. It
+// is safe for concurrent use. Pipelines that share one share its slots. Build it
+// with [New]; the zero value is not usable.
 type Bulkhead struct {
 	name     string
 	max      int
@@ -77,8 +77,8 @@ type Bulkhead struct {
 	refused atomic.Uint64
 }
 
-// New returns a bulkhead named o.Name (it names its refusals, events and series) or an
-// error matching ErrInvalidOptions naming the bad field.
+// New returns a bulkhead named o.Name; the name labels its refusals, events and
+// series. Or it returns an error matching ErrInvalidOptions naming the bad field.
 func New(o Options) (*Bulkhead, error) {
 	name := o.Name
 	bad := func(format string, args ...any) (*Bulkhead, error) {
@@ -112,7 +112,8 @@ func (b *Bulkhead) Limit() int { return b.max }
 
 var _ policy.Publisher = (*Bulkhead)(nil)
 
-// Gauges implements policy.Publisher: the slots taken, the calls waiting and the limit.
+// Gauges implements policy.Publisher: the slots taken, the calls waiting and the
+// limit.
 func (b *Bulkhead) Gauges() []policy.Gauge {
 	return []policy.Gauge{
 		{Name: "inflight", Help: "Calls holding a bulkhead slot now.",
@@ -134,7 +135,8 @@ func (b *Bulkhead) Waiting() int { return int(b.waiting.Load()) }
 func (b *Bulkhead) Refused() uint64 { return b.refused.Load() }
 
 // MeanHold returns the mean time a call has held its slot, recent calls weighing
-// most, over the calls timed (the first 16, then one in 16); 0 before any ended.
+// most. It is over the calls timed: the first 16, then one in 16. It is 0 before
+// any ended.
 func (b *Bulkhead) MeanHold() time.Duration { return time.Duration(b.hold.Load()) }
 
 // Bind returns the Runner that admits each call (or attempt, inside a retry).
@@ -173,16 +175,16 @@ func (r *runner) Run(ctx context.Context, fn policy.Func) error {
 	return r.next.Run(ctx, fn)
 }
 
-// Slot holds are timed for the mean the Retry-After estimate reads: every one of the
-// first holdWarmup, then one in holdEvery, drawn at random, since two clock readings
-// would be most of the cost of a call through the bulkhead.
+// Slot holds are timed for the mean the Retry-After estimate reads. Every one of
+// the first holdWarmup is timed, then one in holdEvery, drawn at random. Two clock
+// readings would be most of the cost of a call through the bulkhead.
 const (
 	holdWarmup = 16
 	holdEvery  = 16
 )
 
-// wait takes a place in the queue and waits for a slot, MaxWait or the end of ctx,
-// whichever comes first; it returns nil holding a slot.
+// wait takes a place in the queue. It waits for a slot, MaxWait or the end of ctx,
+// whichever comes first. It returns nil holding a slot.
 func (r *runner) wait(ctx context.Context) error {
 	b := r.b
 	if err := ctx.Err(); err != nil {
@@ -233,8 +235,8 @@ func (r *runner) wait(ctx context.Context) error {
 	}
 }
 
-// refuse builds the refusal of a call that found every slot taken and queued calls
-// waiting ahead of it, and reports it.
+// refuse builds the refusal of a call that found every slot taken, and queued
+// calls waiting ahead of it. It reports the refusal.
 func (r *runner) refuse(ctx context.Context, reason string, queued int64, waited time.Duration) error {
 	b := r.b
 	b.refused.Add(1)
@@ -251,8 +253,8 @@ func (r *runner) refuse(ctx context.Context, reason string, queued int64, waited
 	return e
 }
 
-// estimate is when a call arriving behind queued waiting calls may expect a slot: a
-// slot frees every MeanHold ÷ MaxConcurrent on average, and queued+1 must free.
+// estimate is when a call arriving behind queued waiting calls may expect a slot.
+// A slot frees every MeanHold ÷ MaxConcurrent on average, and queued+1 must free.
 func (b *Bulkhead) estimate(queued int64) time.Duration {
 	hold := b.hold.Load()
 	if hold <= 0 {

@@ -2,9 +2,9 @@ package callpath
 
 import "context"
 
-// Headers that say a request is an attempt made by a retry owner in another process.
-// Server middleware reads them with [ParseAttempt]; Backstop's HTTP transport sends
-// [HeaderAttempt] on every attempt made under a retry owner.
+// Headers that say a request is an attempt made by a retry owner in another
+// process. Server middleware reads them with [ParseAttempt]. Backstop's HTTP
+// transport sends [HeaderAttempt] on every attempt made under a retry owner.
 const (
 	// HeaderAttempt carries Backstop's 1-based attempt number.
 	HeaderAttempt = "Backstop-Attempt"
@@ -12,35 +12,36 @@ const (
 	// (route.RetryPolicy include_attempt_count_in_request).
 	HeaderEnvoyAttempt = "X-Envoy-Attempt-Count"
 	// HeaderGRPCPreviousAttempts is gRPC's count of attempts made before this one
-	// (gRFC A6), so attempt = value + 1.
+	// (gRFC A6). So attempt = value + 1.
 	HeaderGRPCPreviousAttempts = "Grpc-Previous-Rpc-Attempts"
 )
 
-// HeaderRefused is on every refusal of a Backstop server's shedder (shed.Middleware),
-// its value the reason ("limit", "breaker", …); a server may also send it on a failure
-// it answers for a dependency whose failures its own breaker counts ("dependency").
-// It tells the caller's transport that the server protects itself or its dependency
-// and counts for itself: the caller's breaker and budget do not count the answer as a
-// failure (policyhttp's classifier marks it fault.Refused), so the breakers of a call
-// path do not all open on one outage at its end and then reclose one after another.
-// The caller's retry still waits the Retry-After. A server that sends it without cause
-// only keeps its callers' breakers and budgets from counting its own failures.
+// HeaderRefused is on every refusal of a Backstop server's shedder
+// (shed.Middleware). Its value is the reason: "limit", "breaker", …. A server may
+// also send it on a failure it answers for a dependency ("dependency"). Its own
+// breaker then counts that dependency's failures.
+//
+// The header tells the caller's transport that the server protects itself or its
+// dependency, and counts for itself. The caller's breaker and budget do not count
+// the answer as a failure: policyhttp's classifier marks it fault.Refused. The
+// caller's retry still waits the Retry-After. The package documentation says why.
 const HeaderRefused = "Backstop-Refused"
 
-// HeaderRetryAfterMillis goes with [HeaderRefused] when the server knows when it will
-// admit again more finely than Retry-After's whole seconds can say — an open breaker
-// that probes in 100 ms: the wait in milliseconds, a non-negative integer, as gRPC's
-// grpc-retry-pushback-ms. Retry-After is still sent for every other client; a caller
-// reads this header only beside HeaderRefused, and Retry-After otherwise.
+// HeaderRetryAfterMillis goes with [HeaderRefused] when the server knows when it
+// will admit again. It says so more finely than Retry-After's whole seconds: an
+// open breaker may probe in 100 ms. Its value is the wait in milliseconds, a
+// non-negative integer, as in gRPC's grpc-retry-pushback-ms. Retry-After is still
+// sent for every other client. A caller reads this header only beside
+// HeaderRefused, and Retry-After otherwise.
 const HeaderRetryAfterMillis = "Backstop-Retry-After-Ms"
 
-// MaxAttempt is the largest attempt number [ParseAttempt] returns; larger values
-// are clamped to it. No real retry policy comes near it; the bound keeps hostile
+// MaxAttempt is the largest attempt number [ParseAttempt] returns. Larger values
+// are clamped to it. No real retry policy comes near it. The bound keeps hostile
 // values harmless.
 const MaxAttempt = 100
 
-// ownership is the value stored under ownerKey. Values for small attempt numbers are
-// preallocated so that marking a context allocates only the context itself.
+// ownership is the value stored under ownerKey. Values for small attempt numbers
+// are preallocated. Marking a context then allocates only the context itself.
 type ownership struct {
 	attempt  int
 	upstream bool
@@ -71,21 +72,22 @@ func mark(n int, upstream bool) *ownership {
 	return &ownership{attempt: n, upstream: upstream}
 }
 
-// Owned reports whether ctx runs under a retry owner: a pipeline with a retry further
-// up this call path, or a caller in another process whose request carried an attempt
-// header (see [WithUpstreamAttempt]). A retry that runs under an owned context makes
-// exactly one attempt. Code that builds its own retry loop should ask the same.
+// Owned reports whether ctx runs under a retry owner. The owner is a pipeline with
+// a retry further up this call path. Or it is a caller in another process whose
+// request carried an attempt header (see [WithUpstreamAttempt]). A retry that runs
+// under an owned context makes exactly one attempt. Code that builds its own retry
+// loop should ask the same.
 func Owned(ctx context.Context) bool {
 	_, ok := ctx.Value(ownerKey{}).(*ownership)
 	return ok
 }
 
 // WithAttempt returns a copy of ctx marked as attempt n (1-based) of the retry that
-// owns this call path. A retry implementation calls it for every attempt it makes as
-// the owner, that is, when [Owned] was false for the context it was given. It costs one
-// context value; for n ≤ 16 nothing else is allocated, and for a bare
-// context.Background() or context.TODO() (a job, a command, a test) not even that: the
-// marked context is the same for every call, made once.
+// owns this call path. A retry implementation calls it for every attempt it makes
+// as the owner. It is the owner when [Owned] was false for the context it was
+// given. It costs one context value. For n ≤ 16, nothing else is allocated. A bare
+// context.Background() or context.TODO() costs not even that: a job, a command, a
+// test. Its marked context is the same for every call, made once.
 func WithAttempt(ctx context.Context, n int) context.Context {
 	if n >= 1 && n <= preallocated {
 		switch ctx {
@@ -111,15 +113,15 @@ var (
 
 // WithUpstreamAttempt returns a copy of ctx marked as owned by a retry in another
 // process, on attempt n (1-based). Server middleware calls it for a request whose
-// headers [ParseAttempt] accepted, so that the handler's own retrying pipelines fail
+// headers [ParseAttempt] accepted. The handler's own retrying pipelines then fail
 // fast instead of multiplying the caller's retries.
 func WithUpstreamAttempt(ctx context.Context, n int) context.Context {
 	return withValue(ctx, ownerKey{}, mark(n, true))
 }
 
-// Attempt returns the attempt number ctx carries: the current attempt of the retry
-// that owns the call path, or the upstream caller's attempt. upstream reports which.
-// ok is false if ctx is not owned.
+// Attempt returns the attempt number ctx carries. It is the current attempt of the
+// retry that owns the call path, or the upstream caller's attempt. The result
+// upstream reports which. The result ok is false if ctx is not owned.
 func Attempt(ctx context.Context) (n int, upstream, ok bool) {
 	o, ok := ctx.Value(ownerKey{}).(*ownership)
 	if !ok {
@@ -128,15 +130,16 @@ func Attempt(ctx context.Context) (n int, upstream, ok bool) {
 	return o.attempt, o.upstream, true
 }
 
-// ParseAttempt reads the attempt headers of an incoming request, given as their raw
-// values ("" for absent): [HeaderAttempt], [HeaderEnvoyAttempt] and
-// [HeaderGRPCPreviousAttempts]. It returns the 1-based attempt number and whether any
-// header was valid; when several are, the largest attempt wins.
+// ParseAttempt reads the attempt headers of an incoming request, given as their
+// raw values ("" for absent). They are [HeaderAttempt], [HeaderEnvoyAttempt] and
+// [HeaderGRPCPreviousAttempts]. It returns the 1-based attempt number, and whether
+// any header was valid. When several are, the largest attempt wins.
 //
-// A value is valid if it is ASCII digits with optional surrounding spaces or tabs and,
-// for the two 1-based headers, at least 1. Anything else is ignored. Values above
-// [MaxAttempt] are clamped to it. The headers come from an untrusted client: they
-// can mark a request as a retry (lowering its priority), never raise it.
+// A value is valid if it is ASCII digits, with optional surrounding spaces or
+// tabs. For the two 1-based headers, it must also be at least 1. Anything else is
+// ignored. Values above [MaxAttempt] are clamped to it. The headers come from an
+// untrusted client. They can mark a request as a retry, lowering its priority.
+// They can never raise it.
 func ParseAttempt(backstop, envoy, grpcPrevious string) (n int, ok bool) {
 	if v, good := parseCount(backstop); good && v >= 1 {
 		n, ok = v, true
@@ -155,8 +158,8 @@ func ParseAttempt(backstop, envoy, grpcPrevious string) (n int, ok bool) {
 	return n, ok
 }
 
-// parseCount parses optional-whitespace, decimal digits, optional-whitespace, clamping
-// at MaxAttempt without ever overflowing.
+// parseCount parses optional whitespace, decimal digits, optional whitespace. It
+// clamps at MaxAttempt without ever overflowing.
 func parseCount(s string) (int, bool) {
 	i, j := 0, len(s)
 	for i < j && (s[i] == ' ' || s[i] == '\t') {
@@ -186,27 +189,27 @@ func parseCount(s string) (int, bool) {
 
 type onceKey struct{}
 
-// WithoutRepeats returns a copy of ctx that says the work may be done at most once:
-// a request that is not idempotent. A hedge makes no extra attempt for it (a retry is
-// stopped by the work's own error, fault.Permanent, as it fails). policyhttp marks
-// every request it may not repeat.
+// WithoutRepeats returns a copy of ctx that says the work may be done at most
+// once. Such work is a request that is not idempotent. A hedge makes no extra
+// attempt for it. A retry is stopped by the work's own error as it fails:
+// fault.Permanent. Package policyhttp marks every request it may not repeat.
 func WithoutRepeats(ctx context.Context) context.Context {
 	return withValue(ctx, onceKey{}, true)
 }
 
-// Repeatable reports whether the work of ctx may be done more than once: false under
-// [WithoutRepeats].
+// Repeatable reports whether the work of ctx may be done more than once. It is
+// false under [WithoutRepeats].
 func Repeatable(ctx context.Context) bool {
 	once, _ := ctx.Value(onceKey{}).(bool)
 	return !once
 }
 
-// Outgoing returns the attempt number a transport sends to the next process for a call
-// made under ctx: the attempt of the retry in this process that owns the call path, or
-// 1 under an owner in another process — this process makes the call once, so it carries
-// the ownership on, not the number it received. ok is false when ctx is not owned: the
-// transport then sends no attempt header, and removes one the caller copied from
-// elsewhere.
+// Outgoing returns the attempt number a transport sends to the next process for a
+// call made under ctx. It is the attempt of the retry in this process that owns the
+// call path. Under an owner in another process, it is 1. This process makes the
+// call once, so it carries the ownership on, not the number it received. The
+// result ok is false when ctx is not owned. The transport then sends no attempt
+// header. It removes one the caller copied from elsewhere.
 func Outgoing(ctx context.Context) (n int, ok bool) {
 	o, ok := ctx.Value(ownerKey{}).(*ownership)
 	switch {

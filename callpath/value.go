@@ -5,22 +5,22 @@ import (
 	"fmt"
 )
 
-// The contexts of this package carry values and nothing else: each is done exactly
-// when its parent is. Contexts derived from them find their parent's cancellation as
-// through contexts of package context: a cancel context of package context below is
-// found by its key, which Value passes on. They also pass on a parent's AfterFunc
-// method, which package context uses for a parent of another package (a server's or
-// a simulator's own request context): a context derived under a value of this package
-// then registers with that parent's AfterFunc, as it would directly under it, instead
-// of starting a goroutine to wait on its Done.
+// The contexts of this package carry values and nothing else. Each is done exactly
+// when its parent is. Contexts derived from them find their parent's cancellation
+// as through contexts of package context. A cancel context of package context below
+// is found by its key, which Value passes on. They also pass on a parent's
+// AfterFunc method. Package context uses it for a parent of another package: a
+// server's or a simulator's own request context. A context derived under a value
+// of this package then registers with that parent's AfterFunc. It does so as it
+// would directly under it, instead of starting a goroutine to wait on its Done.
 
 // afterFuncer is the method package context looks for on a parent it cannot see into.
 type afterFuncer interface {
 	AfterFunc(func()) (stop func() bool)
 }
 
-// afterFunc arranges for f to run once parent is done, as context.AfterFunc does,
-// through parent's own AfterFunc if it has one.
+// afterFunc arranges for f to run once parent is done, as context.AfterFunc does.
+// It uses parent's own AfterFunc if it has one.
 func afterFunc(parent context.Context, f func()) (stop func() bool) {
 	if a, ok := parent.(afterFuncer); ok {
 		return a.AfterFunc(f)
@@ -28,8 +28,8 @@ func afterFunc(parent context.Context, f func()) (stop func() bool) {
 	return context.AfterFunc(parent, f)
 }
 
-// valueCtx carries one value, as context.WithValue's context does, and passes on its
-// parent's AfterFunc.
+// valueCtx carries one value, as context.WithValue's context does. It passes on
+// its parent's AfterFunc.
 type valueCtx struct {
 	context.Context
 	key, val any

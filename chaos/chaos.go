@@ -20,48 +20,49 @@ import (
 // ErrInvalidOptions is matched by New's errors for bad Options.
 var ErrInvalidOptions = errors.New("chaos: invalid options")
 
-// Options say which faults to inject and how often. At least one fault must be set.
+// Options say which faults to inject and how often. At least one fault must be
+// set.
 type Options struct {
 	// Probability is the share of calls affected, in (0, 1]. Required.
 	Probability float64
 
-	// Latency delays an affected call by Latency plus a uniform random share of
-	// LatencyJitter, waiting on Clock and giving up when the call's context ends.
+	// Latency delays an affected call by Latency, plus a uniform random share of
+	// LatencyJitter. It waits on Clock, and gives up when the call's context ends.
 	Latency, LatencyJitter time.Duration
 
-	// Err ends an affected call with this error instead of running it (policy form).
-	// The middleware answers 500 for it unless Status is set. Mark it with
+	// Err ends an affected call with this error instead of running it (policy
+	// form). The middleware answers 500 for it unless Status is set. Mark it with
 	// fault.Retryable to have a retry retry it.
 	Err error
 
-	// Status answers an affected request with this HTTP status without calling the
-	// handler (middleware form), with a Retry-After of RetryAfter in whole seconds if
-	// RetryAfter > 0.
+	// Status answers an affected request with this HTTP status, without calling
+	// the handler (middleware form). If RetryAfter > 0, it sends a Retry-After of
+	// RetryAfter in whole seconds.
 	Status     int
 	RetryAfter time.Duration
 
 	// Reset closes an affected request's connection without an answer (middleware
-	// form): the client sees a reset or an unexpected EOF.
+	// form). The client sees a reset or an unexpected EOF.
 	Reset bool
 
 	// SlowBody delays every write of the handler's response body by this much
 	// (middleware form).
 	SlowBody time.Duration
-	// TruncateBody cuts the handler's response body after this many bytes and aborts
-	// the response (middleware form): the client reads an unexpected EOF. 0 means no
-	// cut; negative cuts before the first byte.
+	// TruncateBody cuts the handler's response body after this many bytes, and
+	// aborts the response (middleware form). The client reads an unexpected EOF. 0
+	// means no cut. Negative cuts before the first byte.
 	TruncateBody int
 
 	// Clock times latencies and slow bodies; nil means clock.System().
 	Clock clock.Clock
-	// Rand draws which calls are affected and the latency jitter; nil means
+	// Rand draws which calls are affected, and the latency jitter. Nil means
 	// jitter.System().
 	Rand jitter.Rand
 }
 
 // Injector injects the faults of its Options into calls and requests.
 //
-// An Injector is safe for concurrent use; it starts enabled. Build it with [New].
+// An Injector is safe for concurrent use. It starts enabled. Build it with [New].
 type Injector struct {
 	o        Options
 	clock    clock.Clock
@@ -70,8 +71,8 @@ type Injector struct {
 	injected atomic.Uint64
 }
 
-// New returns an enabled Injector, or an error matching ErrInvalidOptions that names
-// the bad field.
+// New returns an enabled Injector. Or it returns an error matching
+// ErrInvalidOptions that names the bad field.
 func New(o Options) (*Injector, error) {
 	bad := check.Invalid[*Injector](ErrInvalidOptions)
 	switch {
@@ -97,7 +98,8 @@ func New(o Options) (*Injector, error) {
 	return i, nil
 }
 
-// Enable turns the injector on or off; it may be called at any time from any goroutine.
+// Enable turns the injector on or off. It may be called at any time, from any
+// goroutine.
 func (i *Injector) Enable(on bool) { i.on.Store(on) }
 
 // Enabled reports whether the injector is on.
@@ -115,7 +117,8 @@ func (i *Injector) hit() bool {
 	return true
 }
 
-// delay waits the latency of an affected call; false if ctx ended first.
+// delay waits the latency of an affected call. It returns false if ctx ended
+// first.
 func (i *Injector) delay(ctx context.Context) bool {
 	d := i.o.Latency
 	if i.o.LatencyJitter > 0 {
@@ -169,9 +172,9 @@ func (i *Injector) ExplainStage() policy.Stage {
 	return policy.Stage{Summary: fmt.Sprintf("chaos: injects faults into %v%% of calls (enabled: %v)", i.o.Probability*100, i.Enabled())}
 }
 
-// Middleware returns next with faults injected into the requests it serves: latency,
-// then a reset connection, a status (with Retry-After) or Err as 500, or a slow or
-// truncated body from next.
+// Middleware returns next with faults injected into the requests it serves. It
+// injects latency first. Then it injects a reset connection, a status (with
+// Retry-After) or Err as 500. Or it injects a slow or truncated body from next.
 func (i *Injector) Middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !i.hit() {

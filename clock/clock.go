@@ -7,17 +7,19 @@ import (
 )
 
 // Clock is the library's one seam for time. Every package that reads the time or
-// waits takes a Clock in its Options, where nil means [System]. Tests use the fake
-// in package policytest.
+// waits takes a Clock in its Options. There, nil means [System]. Tests use the
+// fake in package policytest.
 //
 // Implementations must be safe for concurrent use.
 type Clock interface {
 	Now() time.Time
-	// NewTimer returns a timer that sends the time on its channel once d has passed.
+	// NewTimer returns a timer that sends the time on its channel once d has
+	// passed.
 	NewTimer(d time.Duration) Timer
 }
 
-// Timer is a [Clock]'s timer. Stop reports whether it stopped the timer before it fired.
+// Timer is a [Clock]'s timer. Stop reports whether it stopped the timer before it
+// fired.
 type Timer interface {
 	C() <-chan time.Time
 	Stop() bool
@@ -51,19 +53,23 @@ const (
 	needsElapsed = event.NeedsElapsed &^ event.NeedsEvent
 )
 
-// A Stopwatch times one interval on a Clock for an event, reading no more of the clock
-// than the event needs: nothing for [NeedsNothing] and [NeedsEvent]; on the system
-// clock, for [NeedsElapsed], the monotonic clock alone (time.Since of a reading taken
-// once, which skips the wall clock time.Now also reads); otherwise Clock.Now at both
-// ends. Stages start one where an interval begins and Stop it where it ends.
+// A Stopwatch times one interval on a Clock for an event. It reads no more of the
+// clock than the event needs:
+//   - nothing for [NeedsNothing] and [NeedsEvent];
+//   - on the system clock, for [NeedsElapsed], the monotonic clock alone. That is
+//     time.Since of a reading taken once. It skips the wall clock time.Now also
+//     reads;
+//   - otherwise, Clock.Now at both ends.
 //
-// A Stopwatch is a small value kept in the stage's locals; it holds no lock and may be
-// copied. The zero value reads nothing and stops at zero.
+// Stages start one where an interval begins, and Stop it where it ends.
+//
+// A Stopwatch is a small value kept in the stage's locals. It holds no lock, and
+// may be copied. The zero value reads nothing and stops at zero.
 type Stopwatch struct {
 	clock Clock
 	needs event.Needs
 	start time.Time     // Clock.Now at the start, when read
-	mono  time.Duration // monotonic time since epoch at the start, for event.NeedsElapsed on the system clock
+	mono  time.Duration // monotonic time since epoch at the start: NeedsElapsed on the system clock
 }
 
 // epoch is the reading monotonic stopwatch times are measured from.
@@ -87,12 +93,13 @@ func startStopwatch(c Clock, needs event.Needs) Stopwatch {
 	return w
 }
 
-// Started returns the time the stopwatch started, zero unless its needs include the
-// time.
+// Started returns the time the stopwatch started. It is zero unless its needs
+// include the time.
 func (w Stopwatch) Started() time.Time { return w.start }
 
-// Stop returns the time now and the time elapsed since the start, each zero if the
-// needs do not include it (the time is also given whenever the clock was read anyway).
+// Stop returns the time now, and the time elapsed since the start. Each is zero if
+// the needs do not include it. The time is also given whenever the clock was read
+// anyway.
 func (w Stopwatch) Stop() (now time.Time, elapsed time.Duration) {
 	if w.needs&(needsTime|needsElapsed) == 0 {
 		return time.Time{}, 0
@@ -109,7 +116,7 @@ func (w Stopwatch) stop() (now time.Time, elapsed time.Duration) {
 }
 
 // IsSystem reports whether c is the real clock, whose readings carry the monotonic
-// clock: a stage may then time an interval with time.Since alone.
+// clock. A stage may then time an interval with time.Since alone.
 func IsSystem(c Clock) bool {
 	_, ok := c.(systemClock)
 	return ok

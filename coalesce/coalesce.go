@@ -28,9 +28,9 @@ const (
 	DefaultStaleIfError      = 5 * time.Minute
 	DefaultNegativeTTL       = time.Second
 	DefaultMaxNegativeTTL    = 30 * time.Second
-	// DefaultLoadTimeout bounds an origin call that nothing else bounds: a cache with
-	// no Pipeline, or one whose Pipeline has neither a deadline nor a per-attempt
-	// timeout (policy.Explanation.WorstCase is 0).
+	// DefaultLoadTimeout bounds an origin call that nothing else bounds. That is a
+	// cache with no Pipeline. Or it is one whose Pipeline has neither a deadline
+	// nor a per-attempt timeout (policy.Explanation.WorstCase is 0).
 	DefaultLoadTimeout = 10 * time.Second
 )
 
@@ -50,38 +50,39 @@ type Options[K comparable, V any] struct {
 	// Pipeline runs every origin call; nil means none.
 	Pipeline *policy.Pipeline
 	// LoadTimeout bounds each origin call. 0 means DefaultLoadTimeout (10 s) when
-	// nothing else bounds the call — no Pipeline, or a Pipeline with neither a deadline
-	// nor a per-attempt timeout — and no bound of the cache's own otherwise; negative
-	// means none at all. A load runs detached from its callers' contexts (it is
-	// shared), so this is what ends a load of an origin that hangs.
+	// nothing else bounds the call. That is so with no Pipeline, or with a Pipeline
+	// with neither a deadline nor a per-attempt timeout. Otherwise, 0 means no
+	// bound of the cache's own. Negative means none at all. A load is shared, so it
+	// runs detached from its callers' contexts. This is what ends a load of an
+	// origin that hangs.
 	LoadTimeout time.Duration
-	// Observer hears the cache's own events: a event.Panic (Source
-	// PanicSource) for each panic recovered in a load or refresh. nil means none.
+	// Observer hears the cache's own events: an event.Panic (Source PanicSource)
+	// for each panic recovered in a load or refresh. Nil means none.
 	Observer event.Observer
-	// MaxEntries bounds the entries kept (otter's eviction: the least likely to be used
-	// again go first); 0 means DefaultMaxEntries.
+	// MaxEntries bounds the entries kept. Under otter's eviction, the least likely
+	// to be used again go first. 0 means DefaultMaxEntries.
 	MaxEntries int
 	// TTL is how long a value is fresh, before Jitter; 0 means DefaultTTL (1 min).
 	TTL time.Duration
-	// Jitter spreads TTLs uniformly over [TTL·(1−Jitter), TTL·(1+Jitter)]; 0 means
-	// DefaultJitter (0.1), negative means none, above 1 is refused.
+	// Jitter spreads TTLs uniformly over [TTL·(1−Jitter), TTL·(1+Jitter)]. 0 means
+	// DefaultJitter (0.1). Negative means none. Above 1 is refused.
 	Jitter float64
-	// StaleWhileRefresh is how long after its TTL a value is still served, at once,
-	// while one background refresh runs; 0 means DefaultStaleWhileRefresh (10 s),
-	// negative means none.
+	// StaleWhileRefresh is how long after its TTL a value is still served, at
+	// once, while one background refresh runs. 0 means DefaultStaleWhileRefresh
+	// (10 s). Negative means none.
 	StaleWhileRefresh time.Duration
-	// StaleIfError is how long after its TTL the last good value is served when the
-	// origin fails; 0 means DefaultStaleIfError (5 min), negative means never.
+	// StaleIfError is how long after its TTL the last good value is served when
+	// the origin fails. 0 means DefaultStaleIfError (5 min). Negative means never.
 	StaleIfError time.Duration
-	// NegativeTTL is how long a failed load is remembered (and returned) before the
-	// origin is asked again; it doubles with each failure in a row up to
+	// NegativeTTL is how long a failed load is remembered (and returned) before
+	// the origin is asked again. It doubles with each failure in a row, up to
 	// MaxNegativeTTL. 0 means DefaultNegativeTTL (1 s) and DefaultMaxNegativeTTL
-	// (30 s); negative NegativeTTL means failures are not remembered.
+	// (30 s). A negative NegativeTTL means failures are not remembered.
 	NegativeTTL, MaxNegativeTTL time.Duration
-	// XFetchBeta, if > 0, refreshes a fresh value early with the probability of
-	// Vattani, Chierichetti and Lowenstein's XFetch ("Optimal Probabilistic Cache
-	// Stampede Prevention", VLDB 2015): a Get at time now refreshes when
-	// now − δ·β·ln(rand) ≥ expiry, δ being how long the last load took. 1 is the
+	// XFetchBeta, if > 0, refreshes a fresh value early. It uses the probability
+	// of Vattani, Chierichetti and Lowenstein's XFetch ("Optimal Probabilistic
+	// Cache Stampede Prevention", VLDB 2015). A Get at time now refreshes when
+	// now − δ·β·ln(rand) ≥ expiry. Here δ is how long the last load took. 1 is the
 	// paper's default; 0 turns it off.
 	XFetchBeta float64
 	// Clock and Rand are the seams for tests; nil means clock.System() and
@@ -96,16 +97,16 @@ type Stats struct {
 	Panics                                                           uint64 // loads that panicked (counted in LoadErrors too)
 }
 
-// Cache is a coalescing cache. It is safe for concurrent use. Build it with [New];
-// call Close to wait for the loads under way when done. Keys are compared with ==, as
-// map keys are: two keys share a load and an entry only if they are equal.
+// Cache is a coalescing cache. It is safe for concurrent use. Build it with [New].
+// Call Close to wait for the loads under way when done. Keys are compared with ==,
+// as map keys are. Two keys share a load and an entry only if they are equal.
 type Cache[K comparable, V any] struct {
 	o     Options[K, V]
 	clock clock.Clock
 	rand  jitter.Rand
-	// Entries keep their times as durations since epoch, read on the monotonic clock
-	// alone when the clock is the system clock (system): half the cost of time.Now
-	// on every hit.
+	// Entries keep their times as durations since epoch. When the clock is the
+	// system clock (system), they are read on the monotonic clock alone. That is
+	// half the cost of time.Now on every hit.
 	epoch   time.Time
 	system  bool
 	timeout time.Duration // bounds each origin call; 0 for none
@@ -125,8 +126,9 @@ type flight[V any] struct {
 	err  error
 }
 
-// striped is a counter spread over cache lines, so that concurrent hits on many cores
-// do not contend on one word; a cell is picked with the runtime's per-P random source.
+// striped is a counter spread over cache lines. Thus concurrent hits on many cores
+// do not contend on one word. A cell is picked with the runtime's per-P random
+// source.
 type striped struct {
 	cells [16]struct {
 		n atomic.Uint64
@@ -215,8 +217,8 @@ func (c *Cache[K, V]) Stats() Stats {
 		Refreshes: c.refreshes.Load(), StaleServed: c.stale.Load(), LoadErrors: c.loadErrs.Load(), Panics: c.panics.Load()}
 }
 
-// Len returns how many entries are held, after otter's pending evictions (they are
-// applied in batches) have run.
+// Len returns how many entries are held, after otter's pending evictions have run.
+// Those are applied in batches.
 func (c *Cache[K, V]) Len() int {
 	c.store.CleanUp()
 	return c.store.EstimatedSize()
@@ -225,11 +227,12 @@ func (c *Cache[K, V]) Len() int {
 // Close waits for the loads under way, background refreshes included.
 func (c *Cache[K, V]) Close() { c.bg.Wait() }
 
-// Get returns key's value: from the cache while fresh (or stale within its windows),
-// else from one origin call shared by every caller that asks meanwhile. A caller whose
-// ctx ends stops waiting with ctx's error and leaves nothing behind; the shared call
-// goes on for the others (bounded by LoadTimeout). A panic in Load reaches every
-// caller of that load as a *policy.PanicError (see the package documentation).
+// Get returns key's value. It comes from the cache while fresh, or stale within
+// its windows. Else it comes from one origin call, shared by every caller that asks
+// meanwhile. A caller whose ctx ends stops waiting with ctx's error. It leaves
+// nothing behind. The shared call goes on for the others, bounded by LoadTimeout.
+// A panic in Load reaches every caller of that load as a *policy.PanicError. The
+// package documentation says more.
 func (c *Cache[K, V]) Get(ctx context.Context, key K) (V, error) {
 	now := c.now()
 	e, found := c.store.GetIfPresent(key)
@@ -283,9 +286,9 @@ func (c *Cache[K, V]) early(now time.Duration, e *entry[V]) bool {
 	return check.AddSat(now, gap) >= e.fresh
 }
 
-// wait joins (or starts) the key's shared load and waits for it or for ctx. A caller
-// that stops waiting leaves nothing behind: the load's goroutine publishes its result
-// to whoever is still waiting.
+// wait joins (or starts) the key's shared load, and waits for it or for ctx. A
+// caller that stops waiting leaves nothing behind. The load's goroutine publishes
+// its result to whoever is still waiting.
 func (c *Cache[K, V]) wait(ctx context.Context, key K) (V, error) {
 	f, joined := c.join(ctx, key)
 	if joined {
@@ -300,12 +303,12 @@ func (c *Cache[K, V]) wait(ctx context.Context, key K) (V, error) {
 	}
 }
 
-// refresh starts one background load of key unless one is under way; the load outlives
-// ctx, and Close waits for it.
+// refresh starts one background load of key, unless one is under way. The load
+// outlives ctx, and Close waits for it.
 func (c *Cache[K, V]) refresh(ctx context.Context, key K) { c.join(ctx, key) }
 
-// join returns the key's load under way, or starts one (detached from ctx, whose
-// values it keeps) and returns it with joined false.
+// join returns the key's load under way. Or it starts one and returns it with
+// joined false. A new load is detached from ctx, but keeps its values.
 func (c *Cache[K, V]) join(ctx context.Context, key K) (f *flight[V], joined bool) {
 	shared := key == key // a key holding a NaN equals no key, itself included: nothing to share
 	if got, ok := c.flights.Load(key); ok && shared {
@@ -322,9 +325,9 @@ func (c *Cache[K, V]) join(ctx context.Context, key K) (f *flight[V], joined boo
 	return f, false
 }
 
-// run is the goroutine of one load: it loads key, publishes the result to f's waiters
-// and retires f. Nothing the load runs can end the process: a panic becomes the
-// load's error, and so does a runtime.Goexit.
+// run is the goroutine of one load. It loads key, publishes the result to f's
+// waiters, and retires f. Nothing the load runs can end the process. A panic
+// becomes the load's error, and so does a runtime.Goexit.
 func (c *Cache[K, V]) run(ctx context.Context, key K, f *flight[V]) {
 	defer c.bg.Done()
 	f.err = errGoexit // replaced unless Load calls runtime.Goexit
@@ -339,8 +342,8 @@ func (c *Cache[K, V]) run(ctx context.Context, key K, f *flight[V]) {
 	f.val, f.err = c.load(ctx, key)
 }
 
-// load calls the origin through the pipeline and stores what it got. It runs once per
-// key at a time, detached from the callers' contexts.
+// load calls the origin through the pipeline, and stores what it got. It runs once
+// per key at a time, detached from the callers' contexts.
 func (c *Cache[K, V]) load(ctx context.Context, key K) (V, error) {
 	start := c.now()
 	if e, ok := c.store.GetIfPresent(key); ok && e.ok && start < e.fresh && !c.early(start, e) {
@@ -379,10 +382,10 @@ func (c *Cache[K, V]) load(ctx context.Context, key K) (V, error) {
 	return zero, err
 }
 
-// call runs Load through the pipeline, within the cache's timeout. A panic in Load, or
-// in a stage or observer of the pipeline, is recovered, reported and returned as a
-// *policy.PanicError; recovered inside the pipeline, a panic in Load is a failed
-// attempt to its stages (a breaker counts it, a retry does not retry it).
+// call runs Load through the pipeline, within the cache's timeout. A panic in Load
+// is recovered, reported and returned as a *policy.PanicError. So is one in a stage
+// or observer of the pipeline. Recovered inside the pipeline, a panic in Load is a
+// failed attempt to its stages. A breaker counts it; a retry does not retry it.
 func (c *Cache[K, V]) call(ctx context.Context, key K) (v V, err error) {
 	if c.timeout > 0 {
 		var cancel context.CancelFunc
@@ -430,8 +433,8 @@ func (c *Cache[K, V]) ttl() time.Duration {
 	return time.Duration(float64(c.o.TTL) * f)
 }
 
-// CacheCounts returns the counters of [Stats] in order — hits, misses, coalesced
-// waits, refreshes, stale values served, load errors — for package metrics.
+// CacheCounts returns the counters of [Stats] in order, for package metrics: hits,
+// misses, coalesced waits, refreshes, stale values served, load errors.
 func (c *Cache[K, V]) CacheCounts() (hits, misses, coalesced, refreshes, stale, loadErrors uint64) {
 	s := c.Stats()
 	return s.Hits, s.Misses, s.CoalescedWaits, s.Refreshes, s.StaleServed, s.LoadErrors

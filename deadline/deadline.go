@@ -26,12 +26,13 @@ var (
 	ErrInvalidOptions = errors.New("deadline: invalid options")
 )
 
-// Deadline is a time limit: either the overall deadline of a call ([New], kind
-// "deadline") or the timeout of each attempt ([NewPerAttempt], kind "attempt_timeout").
+// Deadline is a time limit. It is either the overall deadline of a call ([New],
+// kind "deadline"), or the timeout of each attempt ([NewPerAttempt], kind
+// "attempt_timeout").
 //
-// A Deadline holds no state beyond its duration: it is safe for concurrent use and may
-// be shared by any number of pipelines. The zero value is not usable; build one with a
-// constructor.
+// A Deadline holds no state beyond its duration. It is safe for concurrent use,
+// and may be shared by any number of pipelines. The zero value is not usable;
+// build one with a constructor.
 type Deadline struct {
 	limit      time.Duration
 	perAttempt bool
@@ -44,9 +45,9 @@ type Options struct {
 	Timeout time.Duration
 }
 
-// New returns an overall deadline: one context.WithTimeout per call, bounding every
-// attempt and every sleep of a retry inside it (rule O1 keeps it outside the retry),
-// unless it could never fire first (see the package doc).
+// New returns an overall deadline: one context.WithTimeout per call. It bounds
+// every attempt and every sleep of a retry inside it. Rule O1 keeps it outside the
+// retry. It sets no timer if it could never fire first (see the package doc).
 func New(o Options) (*Deadline, error) {
 	if o.Timeout <= 0 {
 		return nil, fmt.Errorf("%w: Options.Timeout is %v; want a duration > 0", ErrInvalidOptions, o.Timeout)
@@ -55,7 +56,7 @@ func New(o Options) (*Deadline, error) {
 }
 
 // NewPerAttempt returns a timeout for each attempt. It stands inside a retry (rule
-// O3), which sees a timed-out attempt as a transient failure it may retry.
+// O3). The retry sees a timed-out attempt as a transient failure it may retry.
 func NewPerAttempt(o Options) (*Deadline, error) {
 	if o.Timeout <= 0 {
 		return nil, fmt.Errorf("%w: Options.Timeout is %v; want a duration > 0", ErrInvalidOptions, o.Timeout)
@@ -66,7 +67,8 @@ func NewPerAttempt(o Options) (*Deadline, error) {
 // Limit returns the deadline's duration.
 func (d *Deadline) Limit() time.Duration { return d.limit }
 
-// Placement returns the overall deadline's, or a per-attempt timeout's for [NewPerAttempt].
+// Placement returns the overall deadline's. For [NewPerAttempt], it returns a
+// per-attempt timeout's.
 func (d *Deadline) Placement() policy.Placement {
 	if d.perAttempt {
 		return policy.Placement{Kind: KindAttempt, Retry: policy.InsideRetry}
@@ -88,13 +90,13 @@ func (d *Deadline) Bind(next policy.Runner, env policy.Env) policy.Runner {
 }
 
 type runner struct {
-	// What every call reads, first, and d's limit copied here: a call with many
-	// pipelines in the process finds few of them in the cache.
+	// What every call reads comes first, with d's limit copied here. A process may
+	// have many pipelines. A call then finds few of them in the cache.
 	limit time.Duration // d.limit
 	next  policy.Runner
 	needs event.Needs // what obs reads of deadline events
 	// bounded: a shorter per-attempt timeout inside bounds a call that makes one
-	// attempt (policy.Env.AttemptTimeout).
+	// attempt. See policy.Env.AttemptTimeout.
 	bounded bool
 
 	d        *Deadline
@@ -108,8 +110,8 @@ func (r *runner) Run(ctx context.Context, fn policy.Func) error {
 	now := time.Now()
 	mine := now.Add(r.limit)
 	if dl, ok := ctx.Deadline(); ok && !dl.After(mine) {
-		// The caller's deadline comes first: ours could never fire, and a context of
-		// our own (four allocations and a timer) would buy nothing.
+		// The caller's deadline comes first: ours could never fire. A context of our
+		// own would buy nothing, at four allocations and a timer.
 		return r.next.Run(ctx, fn)
 	}
 	var w clock.Stopwatch
@@ -117,10 +119,10 @@ func (r *runner) Run(ctx context.Context, fn policy.Func) error {
 		w = clock.StartStopwatch(clock.System(), r.needs)
 	}
 	if r.bounded && callpath.Owned(ctx) {
-		// The call makes one attempt (an owner elsewhere on the call path retries), and
-		// the per-attempt timeout inside ends it, and the reading of its result, before
-		// our limit could: our timer would never fire, and the call needs no context
-		// of ours. Its outcome is judged as it would be under one.
+		// The call makes one attempt: an owner elsewhere on the call path retries.
+		// The per-attempt timeout inside ends it before our limit could. It ends the
+		// reading of its result too. Our timer would never fire, and the call needs
+		// no context of ours. Its outcome is judged as it would be under one.
 		err := r.next.Run(ctx, fn)
 		if err != nil && r.ours(ctx, nil, mine, err) {
 			err = r.exceeded(ctx, err, &w)
@@ -132,8 +134,9 @@ func (r *runner) Run(ctx context.Context, fn policy.Func) error {
 	if err != nil && r.ours(ctx, tctx, mine, err) {
 		err = r.exceeded(ctx, err, &w)
 	}
-	// Normally this cancels now; a caller that reads the result after the call (an
-	// HTTP response body) holds the cancel until it is done, still under the limit.
+	// Normally this cancels now. A caller may read the result after the call: an
+	// HTTP response body. It holds the cancel until it is done, still under the
+	// limit.
 	callpath.DeferRelease(ctx, cancel)
 	return err
 }
@@ -149,15 +152,20 @@ func (r *runner) exceeded(ctx context.Context, err error, w *clock.Stopwatch) er
 	return err
 }
 
-// ours reports whether err says that this stage's limit, not the caller's, ended the
-// call: the caller's ctx is still live, err is a timeout, and either our timer fired
-// or err is a context.DeadlineExceeded under a deadline that is ours, mine (a retry
-// below that gave up because no attempt could finish in the time left) — other than
-// an attempt's own timeout, which says nothing of our limit (see spentTime). When our
-// timer fired, err may also be the context's cause, ErrExceeded or ErrAttemptTimeout
-// itself: net/http's transport, for one, returns context.Cause of a request whose
-// context ended. An unrelated error returned just as the timer fired keeps its own
-// meaning. tctx is our context, nil if the call ran without one.
+// ours reports whether err says that this stage's limit, not the caller's, ended
+// the call. It does when:
+//   - the caller's ctx is still live;
+//   - err is a timeout;
+//   - either our timer fired, or err is a context.DeadlineExceeded under a
+//     deadline that is ours, mine.
+//
+// The latter is a retry below that gave up because no attempt could finish in the
+// time left. An attempt's own timeout does not count: it says nothing of our limit
+// (see spentTime). When our timer fired, err may also be the context's cause,
+// ErrExceeded or ErrAttemptTimeout itself. The net/http transport, for one,
+// returns context.Cause of a request whose context ended. An unrelated error
+// returned just as the timer fired keeps its own meaning. The argument tctx is our
+// context, nil if the call ran without one.
 func (r *runner) ours(ctx, tctx context.Context, mine time.Time, err error) bool {
 	if ctx.Err() != nil {
 		return false
@@ -172,10 +180,10 @@ func (r *runner) ours(ctx, tctx context.Context, mine time.Time, err error) bool
 	return !ok || mine.Before(theirs)
 }
 
-// spentTime reports whether err matches context.DeadlineExceeded other than through a
-// per-attempt timeout's Error: a retry that gave up because the time left could not
-// hold another attempt does; one that ran out of attempts, the last of which timed
-// out, does not — its call ended with time to spare.
+// spentTime reports whether err matches context.DeadlineExceeded other than
+// through a per-attempt timeout's Error. A retry that gave up because the time
+// left could not hold another attempt does. One that ran out of attempts, the
+// last of which timed out, does not. Its call ended with time to spare.
 func spentTime(err error) bool {
 	for err != nil {
 		if e, ok := err.(*Error); ok && e.PerAttempt {
@@ -204,8 +212,9 @@ func spentTime(err error) bool {
 	return false
 }
 
-// isTimeout reports whether err is a context.DeadlineExceeded or says it is a timeout
-// (a Timeout() bool method returning true, as net.Error has).
+// isTimeout reports whether err is a context.DeadlineExceeded, or says it is a
+// timeout. It says so with a Timeout() bool method returning true, as net.Error
+// has.
 func isTimeout(err error) bool {
 	if errors.Is(err, context.DeadlineExceeded) {
 		return true
@@ -214,10 +223,11 @@ func isTimeout(err error) bool {
 	return errors.As(err, &t) && t.Timeout()
 }
 
-// Error is returned when a [Deadline] ran out before the call (or attempt) ended. It
-// matches context.DeadlineExceeded and either [ErrExceeded] (overall deadline) or
-// [ErrAttemptTimeout] (per-attempt timeout), never context.Canceled, so a caller can
-// tell it from its own cancellation. Unwrap gives what the stages below returned.
+// Error is returned when a [Deadline] ran out before the call (or attempt) ended.
+// It matches context.DeadlineExceeded. It also matches either [ErrExceeded]
+// (overall deadline) or [ErrAttemptTimeout] (per-attempt timeout). It never
+// matches context.Canceled, so a caller can tell it from its own cancellation.
+// Unwrap gives what the stages below returned.
 type Error struct {
 	Limit      time.Duration
 	PerAttempt bool

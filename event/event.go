@@ -16,21 +16,36 @@ import (
 //   - The Event is passed by value; keep no reference to its Err beyond the call unless
 //     the error is meant to be kept.
 //
+// An Observer may have optional methods too. Pipelines and stages find them by type
+// assertion, as net/http finds a ResponseWriter's Flusher:
+//   - Needs(Kind) Needs says which events it reads. Stages then skip the work of the
+//     others: building the event, and above all reading the clock (two reads per
+//     attempt, 50 ns each on some machines). Without it, an Observer is handed every
+//     event, timed. Stages ask [NeedsOf] once, when they are bound.
+//   - ForPipeline(name string) Observer prepares it for one pipeline. A pipeline
+//     calls it once when it is bound (policy.Wrap, policy.Pipeline.With), through
+//     [ForPipeline], and hands its stages the Observer returned. Work that depends
+//     on the pipeline alone (resolving labelled series, say) is then done once, not
+//     per event.
+//   - Register(stage any) keeps series of the policies it observes, such as a
+//     breaker's state read at every scrape. A pipeline being bound hands it each of
+//     its stages, through [Register], so a policy in an observed pipeline needs no
+//     registration of its own. It must accept a stage it already knows (pipelines
+//     share stages, and With binds them again). It must ignore a stage it has no
+//     series for.
+//
 // A nil Observer costs nothing: stages check for it once per event site and do no
 // event work at all.
 type Observer interface {
 	Observe(Event)
 }
 
-// PipelineObserver is an Observer that prepares itself for each pipeline. When a
-// pipeline is bound (policy.Wrap, policy.Pipeline.With), it calls ForPipeline once with the
-// pipeline's name and hands the stages the Observer returned, so work that depends
-// only on the pipeline (resolving labelled metric series, say) is done once rather
-// than per event.
-type PipelineObserver interface {
-	Observer
-	ForPipeline(name string) Observer
-}
+// The optional methods of an Observer, found by type assertion.
+type (
+	needer    interface{ Needs(Kind) Needs }
+	preparer  interface{ ForPipeline(name string) Observer }
+	registrar interface{ Register(stage any) }
+)
 
 // Needs is what an observer reads of one kind of event.
 type Needs uint8
@@ -51,26 +66,37 @@ const (
 	needsElapsed Needs = 4
 )
 
-// A SelectiveObserver says which events it reads, so that stages skip the work of the
-// others: building and handing over an event, and above all reading the clock (two
-// reads per attempt, on machines where a read costs 50 ns). An Observer that is not a
-// SelectiveObserver is handed every event, timed.
-type SelectiveObserver interface {
-	Observer
-	Needs(Kind) Needs
-}
-
-// NeedsOf returns what o reads of events of kind k: NeedsNothing for a nil o, what it
-// says if it is a [SelectiveObserver], NeedsTiming otherwise. Stages ask once, when
-// they are bound.
+// NeedsOf returns what o reads of events of kind k: NeedsNothing for a nil o, what its
+// Needs method says if it has one, NeedsTiming otherwise. Stages ask once, when they
+// are bound.
 func NeedsOf(o Observer, k Kind) Needs {
 	switch o := o.(type) {
 	case nil:
 		return NeedsNothing
-	case SelectiveObserver:
+	case needer:
 		return o.Needs(k)
 	}
 	return NeedsTiming
+}
+
+// ForPipeline returns o prepared for the pipeline named name: what its ForPipeline
+// method returns if it has one, o itself otherwise. For an o made by [Observers],
+// each observer in it is prepared. Pipelines call it once, when they are bound.
+func ForPipeline(o Observer, name string) Observer {
+	if p, ok := o.(preparer); ok {
+		return p.ForPipeline(name)
+	}
+	return o
+}
+
+// Register hands stage to o if o has a Register method. For an o made by
+// [Observers], it hands stage to each observer in it that has one.
+func Register(o Observer, stage any) {
+	for _, m := range Members(o) {
+		if r, ok := m.(registrar); ok {
+			r.Register(stage)
+		}
+	}
 }
 
 // ObserverFunc adapts a function to an [Observer].
@@ -79,10 +105,12 @@ type ObserverFunc func(Event)
 // Observe calls f(e).
 func (f ObserverFunc) Observe(e Event) { f(e) }
 
-// A Source is a policy with events of its own that are no one call's: a breaker's
-// state changes, which happen at once for every pipeline that shares the breaker.
-// policy.Wrap (and Pipeline.With) subscribe a pipeline's Observer to each Source among
-// its stages once the pipeline is bound; binding itself subscribes nothing.
+// A Source is a policy whose events reach observers beyond one call's pipeline: a
+// breaker's state changes, which happen at once for every pipeline sharing it, and a
+// shedder's refusals, made by its middleware as much as by its pipelines.
+// policy.Wrap (and Pipeline.With) subscribe a pipeline's Observer to each Source
+// among its stages once the pipeline is bound; binding itself subscribes nothing.
+// Others may subscribe too: package metrics does, to count a shedder's refusals.
 //
 // Implementers:
 //   - Subscribe keeps one subscription per o, however many pipelines subscribe it: o
@@ -91,31 +119,13 @@ func (f ObserverFunc) Observe(e Event) { f(e) }
 //     included. Each event then reaches each observer once. Pipelines subscribe each
 //     of [Members] of their Observer on its own, so an observer combined with others
 //     in one pipeline and alone in another is still one subscription.
-//   - Events are delivered outside the Source's locks, with Pipeline set to the
-//     subscription's name.
+//   - Events are delivered outside the Source's locks. An event that is no one
+//     call's (a breaker's state change) has Pipeline set to the subscription's name.
+//     A call's event (a shedder's refusal) names the call's own pipeline.
+//   - An event sent to the subscribers is not sent to the Observer a pipeline hands
+//     its stages (policy.Env.Observer) as well: the pipeline subscribed that one.
 type Source interface {
 	Subscribe(o Observer, pipeline string)
-}
-
-// A Registrar is an Observer that keeps series of the policies it observes, such as a
-// breaker's state read at every scrape. When a pipeline with a Registrar for its
-// Observer is bound (policy.Wrap, policy.Pipeline.With), Register is handed each of its
-// stages, so that a policy inside an observed pipeline needs no registration of its
-// own. Register must accept a stage it already knows (pipelines share stages, and
-// With binds them again) and ignore a stage it has no series for.
-type Registrar interface {
-	Observer
-	Register(stage any)
-}
-
-// Register hands stage to o if o is a [Registrar], and to each observer in o that is
-// one if o combines several ([Observers]).
-func Register(o Observer, stage any) {
-	for _, m := range Members(o) {
-		if r, ok := m.(Registrar); ok {
-			r.Register(stage)
-		}
-	}
 }
 
 // Members returns the observers o combines, in order, if it was made by [Observers];
@@ -171,49 +181,72 @@ func (m multiObserver) Needs(k Kind) Needs {
 	return n
 }
 
-// ForPipeline prepares each observer that is a PipelineObserver.
+// ForPipeline prepares each observer that has a ForPipeline method.
 func (m multiObserver) ForPipeline(name string) Observer {
 	out := make(multiObserver, len(m))
 	for i, o := range m {
-		out[i] = forPipeline(o, name)
+		out[i] = ForPipeline(o, name)
 	}
 	return out
-}
-
-// forPipeline returns o prepared for the pipeline named name, if o wants that.
-func forPipeline(o Observer, name string) Observer {
-	if po, ok := o.(PipelineObserver); ok {
-		return po.ForPipeline(name)
-	}
-	return o
 }
 
 // Kind says what happened. The zero value is not a valid kind.
 type Kind uint8
 
-// The events stages report. Each names the [Event] fields it sets beyond Kind,
+// The events stages report. Each says the [Event] fields it sets beyond Kind,
 // Pipeline and Time.
 const (
-	_                Kind = iota
-	CallStart             // a call entered the pipeline
-	CallEnd               // a call left it: Elapsed, Err
-	AttemptStart          // the retry starts an attempt: Attempt (1-based)
-	AttemptEnd            // an attempt ended: Attempt, Elapsed, Err
-	RetryScheduled        // the retry will sleep Delay then make attempt Attempt: Reason (retry.Reason…: why the error was retryable), Err
-	RetrySuppressed       // a retry that would have happened did not: Reason ("owner", "budget", "deadline", "hint"), Attempt (attempts made), Err
-	BreakerState          // a breaker changed state: Source (breaker name), From, To
-	DeadlineExceeded      // an overall deadline or a per-attempt timeout ran out: Source ("deadline" or "attempt_timeout"), Elapsed
-	Shed                  // a shedder refused work: Source (shedder name), Reason, Priority, Delay (the Retry-After sent)
-	Fleet                 // a policy sharing state across processes lost or regained its store: Source (its name), Reason (its kind: "breaker", "budget", "quota"), From, To ("shared" or "local": what decides), Err (why it fell back)
-	Panic                 // user code panicked on a goroutine Backstop started and the panic became an error: Source (what started it: "coalesce", "hedge"), Attempt (a hedge's), Err (the *PanicError)
-	Fallback              // a fallback answered a failed call: Source (the fallback's name), Reason (the failure's policy.Outcome: "failure", "rejected", "deadline"), To (what answered: "value", "func", "last-good"), Err (the failure answered)
-	// Rejected: a stage refused a call or attempt with a policy.RejectError. Stage,
-	// Source (its name), Reason, Delay (the Retry-After), Elapsed (time spent waiting).
+	_ Kind = iota
+	// CallStart: a call entered the pipeline.
+	CallStart
+	// CallEnd: a call left the pipeline. Sets Elapsed and Err.
+	CallEnd
+	// AttemptStart: the retry starts an attempt. Sets Attempt, counted from 1.
+	AttemptStart
+	// AttemptEnd: an attempt ended. Sets Attempt, Elapsed and Err.
+	AttemptEnd
+	// RetryScheduled: the retry will sleep Delay, then make attempt Attempt. Sets Err,
+	// and Reason (retry.Reason…), which says why the error was retryable.
+	RetryScheduled
+	// RetrySuppressed: a retry that would have happened did not. Sets Attempt (the
+	// attempts made), Err, and Reason: "owner", "budget", "deadline" or "hint".
+	RetrySuppressed
+	// BreakerState: a breaker changed state. Source is its name; From and To are
+	// the states.
+	BreakerState
+	// DeadlineExceeded: an overall deadline or a per-attempt timeout ran out. Sets
+	// Elapsed, and Source: "deadline" or "attempt_timeout".
+	DeadlineExceeded
+	// Shed: a shedder refused work. Source is its name. Sets Reason, Priority, and
+	// Delay, the Retry-After sent.
+	Shed
+	// Fleet: a policy sharing state across processes lost or regained its store.
+	// Source is its name, Reason its kind: "breaker", "budget" or "quota". From and
+	// To say what decides, "shared" or "local". Err says why it fell back.
+	Fleet
+	// Panic: user code panicked on a goroutine Backstop started; the panic became an
+	// error. Source says what started it: "coalesce" or "hedge". Attempt is a hedge's
+	// attempt. Err is the *policy.PanicError.
+	Panic
+	// Fallback: a fallback answered a failed call. Source is the fallback's name.
+	// Reason is the failure's policy.Outcome: "failure", "rejected" or "deadline". To
+	// says what answered: "value", "func" or "last_good". Err is the failure answered.
+	Fallback
+	// Rejected: a stage refused a call or attempt with a policy.RejectError. Sets
+	// Stage, Source (its name), Reason, Delay (the Retry-After) and Elapsed (time
+	// spent waiting).
 	Rejected
-	// Waited: a stage held a call, then let it through. Stage, Source, Delay (the wait).
+	// Waited: a stage held a call, then let it through. Sets Stage, Source, and
+	// Delay, the wait.
 	Waited
-	ConfigReload // a configuration reload was applied or refused: Source ("config"), Reason (ConfigApplied or ConfigRefused), Err (why it was refused)
-	StageReset   // a reload replaced a stage whose settings changed (it starts fresh), added one or removed one: Pipeline (the stack), Source (the stage: "breaker", "budget", …), Reason ("changed", "added" or "removed"), To (state carried over to the new stage: "open" for a breaker that was open, else "")
+	// ConfigReload: a configuration reload was applied or refused. Source is
+	// "config". Reason is ConfigApplied or ConfigRefused; Err says why it was refused.
+	ConfigReload
+	// StageReset: a reload replaced a stage whose settings changed, added one or
+	// removed one. Pipeline is the stack; Source the stage ("breaker", "budget", …).
+	// Reason is "changed", "added" or "removed". To is the state carried over to the
+	// new stage: "open" for a breaker that was open, else "".
+	StageReset
 )
 
 // The reasons a [ConfigReload] gives.

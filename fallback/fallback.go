@@ -21,7 +21,7 @@ import (
 const (
 	FromValue    = "value"     // Options.Value
 	FromFunc     = "func"      // Options.Func
-	FromLastGood = "last-good" // the last good value (Options.LastGood)
+	FromLastGood = "last_good" // the last good value (Options.LastGood)
 )
 
 // ErrInvalidOptions is matched by New's errors for bad options.
@@ -35,22 +35,22 @@ type Options[T any] struct {
 	// Value is the answer when Func is nil and no last good value is at hand.
 	Value T
 	// Func, if not nil, works the answer out from the failure, in place of Value.
-	// ctx is the call's; err is the failure. If Func fails too, the call returns an
-	// [*Error] holding both failures.
+	// Its ctx is the call's; err is the failure. If Func fails too, the call
+	// returns an [*Error] holding both failures.
 	Func func(ctx context.Context, err error) (T, error)
 	// LastGood, if > 0, answers with the last value a call through [Fallback.Get]
-	// returned, while it is younger than LastGood; before the first, and once it is
-	// older, Func or Value answers. ≥ 0; 0 means no last good value is kept.
+	// returned, while it is younger than LastGood. Before the first, and once it is
+	// older, Func or Value answers. It is ≥ 0. 0 means no last good value is kept.
 	LastGood time.Duration
-	// Handle says which failures the fallback answers; ctx is the caller's context, as
-	// the fallback runs under it. nil means [DefaultHandle].
+	// Handle says which failures the fallback answers. Its ctx is the caller's
+	// context, as the fallback runs under it. Nil means [DefaultHandle].
 	Handle func(ctx context.Context, err error) bool
 	// Clock ages the last good value; nil means clock.System().
 	Clock clock.Clock
 }
 
-// Fallback answers failed calls (policy.KindFallback). It is safe for concurrent use.
-// Build it with [New]; run calls through the pipeline that holds it with
+// Fallback answers failed calls (policy.KindFallback). It is safe for concurrent
+// use. Build it with [New]. Run calls through the pipeline that holds it with
 // [Fallback.Get].
 type Fallback[T any] struct {
 	name     string
@@ -67,8 +67,8 @@ type good[T any] struct {
 	at time.Time
 }
 
-// New returns a fallback named o.Name (it names its events and series) or an error
-// matching ErrInvalidOptions naming the bad field.
+// New returns a fallback named o.Name; the name labels its events and series. Or
+// it returns an error matching ErrInvalidOptions naming the bad field.
 func New[T any](o Options[T]) (*Fallback[T], error) {
 	name := o.Name
 	switch {
@@ -84,9 +84,10 @@ func New[T any](o Options[T]) (*Fallback[T], error) {
 	return &Fallback[T]{name: name, o: o, handle: h, clock: clock.Or(o.Clock)}, nil
 }
 
-// DefaultHandle is Options.Handle's default: it answers err unless ctx is done (the
-// caller has gone), or ctx runs under a retry owner further up the call path and err
-// is a failure that owner may retry. See the package documentation.
+// DefaultHandle is Options.Handle's default. It answers err unless ctx is done:
+// the caller has gone. Nor does it answer a failure that a retry owner may retry,
+// when ctx runs under that owner further up the call path. See the package
+// documentation.
 func DefaultHandle(ctx context.Context, err error) bool {
 	if ctx.Err() != nil {
 		return false
@@ -94,9 +95,10 @@ func DefaultHandle(ctx context.Context, err error) bool {
 	return !callpath.Owned(ctx) || !ownerMayRetry(err)
 }
 
-// ownerMayRetry reports whether a retry owner with the default classifier may retry
-// err: it is no refusal and no permanent error, and it is marked retryable, is a
-// timeout, or is a refused, reset or aborted connection or a broken pipe.
+// ownerMayRetry reports whether a retry owner with the default classifier may
+// retry err. Such an error is no refusal and no permanent error. It is marked
+// retryable, or is a timeout. Or it is a refused, reset or aborted connection, or
+// a broken pipe.
 func ownerMayRetry(err error) bool {
 	if errors.Is(err, policy.ErrRejected) || errors.Is(err, context.Canceled) {
 		return false
@@ -127,11 +129,11 @@ func (f *Fallback[T]) Placement() policy.Placement {
 // Answered returns how many failed calls the fallback has answered so far.
 func (f *Fallback[T]) Answered() uint64 { return f.answered.Load() }
 
-// Get runs fn under p, which must hold f, and returns fn's value, or the fallback's
-// answer if fn failed and the fallback answered; otherwise T's zero value and the
-// error. It allocates two small objects per call, the call's context and its Func
-// (policy.Get allocates one); with Options.LastGood, a call that succeeds reads the
-// clock and allocates a third, the value kept.
+// Get runs fn under p, which must hold f, and returns fn's value. If fn failed and
+// the fallback answered, it returns the fallback's answer. Otherwise it returns T's
+// zero value and the error. It allocates two small objects per call: the call's
+// context and its Func. (policy.Get allocates one.) With Options.LastGood, a call
+// that succeeds reads the clock. It allocates a third object, the value kept.
 func (f *Fallback[T]) Get(ctx context.Context, p *policy.Pipeline, fn func(context.Context) (T, error)) (T, error) {
 	c := &call[T]{Context: ctx, f: f}
 	err := p.Do(c, c.bind(fn))
@@ -145,8 +147,8 @@ func (f *Fallback[T]) Get(ctx context.Context, p *policy.Pipeline, fn func(conte
 	return c.v, nil
 }
 
-// call is the context of one Get: it carries, to the fallback's Runner, where to put
-// the answer.
+// call is the context of one Get. It carries, to the fallback's Runner, where to
+// put the answer.
 type call[T any] struct {
 	context.Context
 	f    *Fallback[T]
@@ -251,8 +253,8 @@ func (f *Fallback[T]) ExplainStage() policy.Stage {
 	}
 }
 
-// Error is the failure of a call whose fallback failed too (Options.Func returned an
-// error). errors.Is and errors.As find either failure in it.
+// Error is the failure of a call whose fallback failed too: Options.Func returned
+// an error. errors.Is and errors.As find either failure in it.
 type Error struct {
 	Name     string // the fallback's
 	Err      error  // the call's failure

@@ -11,8 +11,8 @@ type marked struct {
 	hint  time.Duration // 0: no hint
 	exact bool          // Pushback: wait exactly hint, no backoff, no jitter
 	stop  bool          // Pushback with a negative delay: the server said do not retry
-	// Refused: the server's own protection refused the attempt, which cost its
-	// dependency nothing; a budget outside the retry is not told of the failure.
+	// Refused: the server's own protection refused the attempt. That cost its
+	// dependency nothing. A budget outside the retry is not told of the failure.
 	refused bool
 }
 
@@ -27,9 +27,10 @@ func Retryable(err error) error {
 	return &marked{err: err}
 }
 
-// After marks err as retryable after at least d: a server's hint (Retry-After). The
-// retry waits max(backoff, d) plus up to 50 % of d, so that clients told the same hint
-// do not return together. It returns nil for nil; d ≤ 0 is the same as [Retryable].
+// After marks err as retryable after at least d: a server's hint (Retry-After).
+// The retry waits max(backoff, d) plus up to 50 % of d. So clients told the same
+// hint do not return together. It returns nil for nil. A d ≤ 0 is the same as
+// [Retryable].
 func After(err error, d time.Duration) error {
 	if err == nil {
 		return nil
@@ -38,12 +39,12 @@ func After(err error, d time.Duration) error {
 }
 
 // Pushback marks err with a server's pushback in the manner of gRPC (gRFC A6,
-// grpc-retry-pushback-ms): for d ≥ 0 the next attempt comes after exactly d — no
-// backoff, no jitter, still refused if it would pass the deadline or the retry's
-// MaxHintDelay; for d < 0 the server asked not to retry, and the call ends with this
-// error. Either way the failure counts against a budget outside the retry, as A6's
-// throttling says. The backoff of a retry after the one a pushback timed starts again
-// from its base (A6). It returns nil for nil.
+// grpc-retry-pushback-ms). For d ≥ 0, the next attempt comes after exactly d, with
+// no backoff and no jitter. It is still refused if it would pass the deadline or
+// the retry's MaxHintDelay. For d < 0, the server asked not to retry. The call then
+// ends with this error. Either way, the failure counts against a budget outside the
+// retry, as A6's throttling says. After a retry that a pushback timed, the next
+// retry's backoff starts again from its base (A6). Pushback returns nil for nil.
 func Pushback(err error, d time.Duration) error {
 	if err == nil {
 		return nil
@@ -54,13 +55,12 @@ func Pushback(err error, d time.Duration) error {
 	return &marked{err: err, hint: d, exact: true}
 }
 
-// Refused marks err as a refusal by a server's own protection — a shedder or an open
-// breaker in front of its dependency, which says so (Backstop servers send
-// callpath.HeaderRefused) — retryable after at least d, as [After], with twice the
-// spread (up to +100 % of d), since every client refused in the same second is told
-// the same d. The retry does not report the failure to a budget outside it: the refused
-// attempt did no work at the dependency the budget guards, and the server's own breaker
-// counts that dependency's failures. It returns nil for nil.
+// Refused marks err as a refusal by a server's own protection. That is a shedder,
+// or an open breaker in front of its dependency, which says so. Backstop servers
+// send callpath.HeaderRefused. The error is retryable after at least d, as [After].
+// It gets twice the spread: up to +100 % of d. The retry does not report the
+// failure to a budget outside it. The package documentation says why. Refused
+// returns nil for nil.
 func Refused(err error, d time.Duration) error {
 	if err == nil {
 		return nil
@@ -74,9 +74,9 @@ type permanent struct{ err error }
 func (p *permanent) Error() string { return p.err.Error() }
 func (p *permanent) Unwrap() error { return p.err }
 
-// Permanent marks err as never to be retried, whatever else it carries and whatever a
-// retry's classifier says: a request that is not safe to repeat, say. It returns nil
-// for nil.
+// Permanent marks err as never to be retried, whatever else it carries. A retry's
+// classifier cannot override it. Use it for a request that is not safe to repeat,
+// say. It returns nil for nil.
 func Permanent(err error) error {
 	if err == nil {
 		return nil
@@ -90,10 +90,10 @@ type client struct{ err error }
 func (c *client) Error() string { return c.err.Error() }
 func (c *client) Unwrap() error { return c.err }
 
-// Client marks err as the caller's fault — a bad request, a 4xx, a refusal by a server
-// protecting itself — which says nothing about the dependency's health: a breaker's
-// default exclusion (breaker.DefaultIsExcluded) keeps it out of the breaker's counts.
-// It returns nil for nil.
+// Client marks err as the caller's fault: a bad request, a 4xx, a refusal by a
+// server protecting itself. It says nothing about the dependency's health. A
+// breaker's default exclusion (breaker.DefaultIsExcluded) keeps it out of the
+// breaker's counts. It returns nil for nil.
 func Client(err error) error {
 	if err == nil {
 		return nil
@@ -107,11 +107,12 @@ type throttled struct{ err error }
 func (t *throttled) Error() string { return t.err.Error() }
 func (t *throttled) Unwrap() error { return t.err }
 
-// Throttled marks err as retryable, as the answer of a service that asked its callers
-// to slow down — AWS's ThrottlingException, SlowDown and the like. A retry reports such
-// a retry with the reason "throttle" (retry.ReasonThrottle), which the AWS SDKs' retry
-// quota (budget.RetryQuota) prices lower than other retries. A hint marked outside it
-// ([After], [Pushback]) still sets the wait. It returns nil for nil.
+// Throttled marks err as retryable. It is the answer of a service that asked its
+// callers to slow down: AWS's ThrottlingException, SlowDown and the like. A retry
+// reports such a retry with the reason "throttle" (retry.ReasonThrottle). The AWS
+// SDKs' retry quota (budget.RetryQuota) prices it lower than other retries. A hint
+// marked outside it ([After], [Pushback]) still sets the wait. It returns nil for
+// nil.
 func Throttled(err error) error {
 	if err == nil {
 		return nil
@@ -123,8 +124,8 @@ func Throttled(err error) error {
 type Marks struct {
 	// Retryable: marked with Retryable, After, Refused or a Pushback of d ≥ 0.
 	Retryable bool
-	// Hint is the delay a server asked for (After, Refused, Pushback); HasHint says
-	// whether there is one (a Pushback of 0 is a hint of 0).
+	// Hint is the delay a server asked for (After, Refused, Pushback). HasHint says
+	// whether there is one. A Pushback of 0 is a hint of 0.
 	Hint    time.Duration
 	HasHint bool
 	// Exact: the hint is a gRPC pushback, waited exactly, without backoff or jitter.
@@ -142,8 +143,8 @@ type Marks struct {
 }
 
 // Of reads the marks on err, through any wrapping. The outermost mark of each kind
-// wins: an error marked Retryable and then After (by a layer that learned a hint)
-// carries the hint.
+// wins. Say a layer that learned a hint marks a Retryable error with After. The
+// error then carries the hint.
 func Of(err error) Marks {
 	var ms Marks
 	if err == nil {

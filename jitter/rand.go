@@ -6,8 +6,8 @@ import (
 )
 
 // Rand is the library's one seam for randomness. Every package that draws jitter
-// takes a Rand in its Options, where nil means [System]. Tests use a fixed source
-// (package policytest has one).
+// takes a Rand in its Options. There, nil means [System]. Tests use a fixed source;
+// package policytest has one.
 //
 // Implementations must be safe for concurrent use.
 type Rand interface {
@@ -18,10 +18,10 @@ type Rand interface {
 // System returns math/rand/v2's global source, which is safe for concurrent use.
 func System() Rand { return systemRand{} }
 
-// Seeded returns a Rand drawing from a PCG generator seeded with seed1 and seed2,
-// safe for concurrent use: the same seeds give the same sequence, so a simulation,
-// a chaos run or a replay is reproducible (concurrent callers still interleave in the
-// order they arrive).
+// Seeded returns a Rand drawing from a PCG generator seeded with seed1 and seed2.
+// It is safe for concurrent use. The same seeds give the same sequence. So a
+// simulation, a chaos run or a replay is reproducible. Concurrent callers still
+// interleave in the order they arrive.
 func Seeded(seed1, seed2 uint64) Rand {
 	return &seededRand{r: rand.New(rand.NewPCG(seed1, seed2))}
 }

@@ -19,7 +19,7 @@ func newAdmission(nativeFactor float64) *admission {
 		return prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: name, Help: help}, labels)
 	}
 	return &admission{
-		fallbacks: counter("fallbacks_total", "Failed calls a fallback answered, by the failure's outcome (failure, rejected, deadline) and what answered (value, func, last-good).",
+		fallbacks: counter("fallbacks_total", "Failed calls a fallback answered, by the failure's outcome (failure, rejected, deadline) and what answered (value, func, last_good).",
 			"pipeline", "fallback", "reason", "from"),
 		rejections: counter("rejections_total", "Calls or attempts a stage rejected, by the stage's kind (policy), its name and why.",
 			"pipeline", "policy", "name", "reason"),

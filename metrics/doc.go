@@ -70,7 +70,7 @@
 //	| backstop_panics_total                | counter   | pipeline, source         | panics recovered on goroutines Backstop started (source: coalesce, hedge, redeliver/jetstream) |
 //	| backstop_throttle_probability        | gauge     | throttle                 | the chance an adaptive throttle refuses a request now (AddThrottle) |
 //	| backstop_throttle_refused_total      | counter   | throttle                 | requests an adaptive throttle refused locally (AddThrottle) |
-//	| backstop_fallbacks_total             | counter   | pipeline, fallback, reason, from | failed calls a fallback answered (reason: failure, rejected, deadline; from: value, func, last-good) |
+//	| backstop_fallbacks_total             | counter   | pipeline, fallback, reason, from | failed calls a fallback answered (reason: failure, rejected, deadline; from: value, func, last_good) |
 //	| backstop_rejections_total            | counter   | pipeline, policy, name, reason | calls or attempts a stage rejected (event.Rejected) |
 //	| backstop_wait_seconds                | histogram | policy, name             | waits of calls a stage held, then let through (event.Waited) |
 //	| backstop_stage_<gauge>               | gauge     | policy, name             | a gauge a stage publishes (policy.Publisher), read at scrape |

@@ -328,11 +328,12 @@ func checkShedder(name string, s ShedGauges) error {
 	return nil
 }
 
-// listen has s report every refusal to the Observer's listener, if s can.
+// listen subscribes the Observer's listener to s's refusals, if s is an
+// event.Source.
 func (m *Observer) listen(name string, s ShedGauges) {
-	if n, ok := s.(notifier); ok {
+	if src, ok := s.(event.Source); ok {
 		m.listened.Store(name, true)
-		n.AddObserver(m.listener)
+		src.Subscribe(m.listener, "")
 	}
 }
 
@@ -377,8 +378,8 @@ func (m *Observer) pipeline(name string) *pipelineSeries {
 }
 
 // ForPipeline returns the Observer for the pipeline named name, with its series
-// resolved now: pipelines call it when they are bound (event.PipelineObserver), so
-// their calls and attempts are counted without any label lookup.
+// resolved now: pipelines call it when they are bound (event.ForPipeline), so their
+// calls and attempts are counted without any label lookup.
 func (m *Observer) ForPipeline(name string) event.Observer {
 	return &pipelineObserver{m: m, s: m.pipeline(name)}
 }

@@ -2,22 +2,30 @@ package metrics
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/backstop-go/backstop/redeliver"
 )
 
-// RedeliverCounts is what the redelivery series read: redeliver.Schedule has it.
-type RedeliverCounts interface{ Counts() redeliver.Counts }
+// RedeliverCounts is what AddRedeliver reads of a redelivery policy:
+// redeliver.Schedule has it. Its methods must be safe for concurrent use.
+type RedeliverCounts interface {
+	// Decisions returns the deliveries decided so far. Of those, it counts the ones
+	// dead-lettered for a permanent error and after the last allowed delivery.
+	Decisions() (deliveries, permanent, exhausted uint64)
+	// Delays returns the redeliveries' delays as a histogram. cumulative[i] counts
+	// the delays of at most bounds[i]; cumulative[len(bounds)] counts them all. sum
+	// adds up every delay.
+	Delays() (bounds []time.Duration, cumulative []uint64, sum time.Duration)
+}
 
 // AddRedeliver exports a redelivery policy's decisions under queue=name, read at every
-// scrape: backstop_redeliver_deliveries_total (every delivery decided),
-// backstop_redeliver_delay_seconds (a histogram of the delays of redeliveries, bucketed
-// by redeliver.DelayBounds; its _count is the redeliveries) and
-// backstop_redeliver_dead_lettered_total{reason} (permanent, exhausted). Deliveries
-// minus redeliveries minus dead-letters are the successes. A name already exported is
-// an error.
+// scrape. backstop_redeliver_deliveries_total counts every delivery decided.
+// backstop_redeliver_delay_seconds is a histogram of the redeliveries' delays, bucketed
+// by the bounds r reports; its _count is the redeliveries.
+// backstop_redeliver_dead_lettered_total{reason} counts dead-letters (permanent,
+// exhausted). Deliveries minus redeliveries minus dead-letters are the successes. A
+// name already exported is an error.
 func (m *Observer) AddRedeliver(name string, r RedeliverCounts) error {
 	if r == nil {
 		return fmt.Errorf("%w: AddRedeliver(%q, nil)", ErrInvalidOptions, name)
@@ -44,17 +52,17 @@ func (c *redeliverCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c *redeliverCollector) Collect(ch chan<- prometheus.Metric) {
-	n := c.src.Counts()
-	ch <- prometheus.MustNewConstMetric(c.deliveries, prometheus.CounterValue, float64(n.Deliveries))
-	ch <- prometheus.MustNewConstMetric(c.dead, prometheus.CounterValue, float64(n.Permanent), "permanent")
-	ch <- prometheus.MustNewConstMetric(c.dead, prometheus.CounterValue, float64(n.Exhausted), "exhausted")
-	bounds := redeliver.DelayBounds()
-	if len(n.Retries) != len(bounds)+1 {
-		return // not a redeliver.Counts: leave the histogram out rather than invent it
+	deliveries, permanent, exhausted := c.src.Decisions()
+	ch <- prometheus.MustNewConstMetric(c.deliveries, prometheus.CounterValue, float64(deliveries))
+	ch <- prometheus.MustNewConstMetric(c.dead, prometheus.CounterValue, float64(permanent), "permanent")
+	ch <- prometheus.MustNewConstMetric(c.dead, prometheus.CounterValue, float64(exhausted), "exhausted")
+	bounds, cumulative, sum := c.src.Delays()
+	if len(cumulative) != len(bounds)+1 {
+		return // a malformed histogram: leave it out rather than invent it
 	}
 	buckets := make(map[float64]uint64, len(bounds))
 	for i, b := range bounds {
-		buckets[b.Seconds()] = n.Retries[i]
+		buckets[b.Seconds()] = cumulative[i]
 	}
-	ch <- prometheus.MustNewConstHistogram(c.delay, n.Retries[len(bounds)], n.DelaySum.Seconds(), buckets)
+	ch <- prometheus.MustNewConstHistogram(c.delay, cumulative[len(bounds)], sum.Seconds(), buckets)
 }

@@ -19,6 +19,9 @@ import (
 	"github.com/backstop-go/backstop/redeliver"
 )
 
+// A redelivery Schedule is what AddRedeliver reads.
+var _ metrics.RedeliverCounts = (*redeliver.Schedule)(nil)
+
 func TestObserver_AddRedeliver(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
 	obs := policy.Must(metrics.New(reg, metrics.Options{}))

@@ -10,10 +10,6 @@ import (
 // named is a stage with a name of its own: breakers, shedders and throttles have one.
 type named interface{ Name() string }
 
-// notifier is a shedder that reports every refusal to observers added to it:
-// shed.Shedder has it.
-type notifier interface{ AddObserver(event.Observer) }
-
 // once runs add the first time name is exported as what, and remembers v as that
 // name's: exporting the same v again does nothing, another v under the name is an
 // error.
@@ -40,10 +36,10 @@ func (m *Observer) once(what, name string, v any, add func() error) error {
 //   - a named [ThrottleGauges], as [Observer.AddThrottle] does;
 //   - a [policy.Publisher]'s gauges, as [Observer.AddStage] does.
 //
-// It implements event.Registrar: policy.Wrap and Pipeline.With hand it every stage
-// of a pipeline the Observer observes. So a breaker in an observed pipeline has its
-// backstop_breaker_state series from the moment the pipeline is bound. A stage
-// already exported is left as it is. So is one whose name another stage exports
+// It is the Observer's optional Register method (see event.Observer): policy.Wrap
+// and Pipeline.With hand it every stage of a pipeline the Observer observes. So a
+// breaker in an observed pipeline has its backstop_breaker_state series from the
+// moment the pipeline is bound. A stage already exported is left as it is. So is one whose name another stage exports
 // already: register that one with an Add method to get the error. Budgets have no
 // name of their own: export them with Options.Budgets or AddBudget.
 func (m *Observer) Register(stage any) {
@@ -66,9 +62,10 @@ func (m *Observer) Register(stage any) {
 	}
 }
 
-// shedListener is how the Observer hears the refusals of the shedders it exports:
-// one per Observer, added to each (shed.Shedder.AddObserver), so that a shedder's
-// refusals are counted once whether or not they also reach the Observer another way.
+// shedListener is how the Observer hears the refusals of the shedders it exports.
+// There is one per Observer, subscribed to each shedder (an event.Source). So a
+// shedder's refusals are counted once, whether or not they reach the Observer
+// another way too.
 type shedListener struct{ m *Observer }
 
 func (l *shedListener) Observe(e event.Event) {

@@ -1,7 +1,7 @@
-// Package policy is Backstop's engine: it stacks resilience policies — an overall
-// deadline, a circuit breaker, a retry budget, a retry, a per-attempt timeout — into one
-// [Pipeline], refuses stacks in a wrong order when the pipeline is built, and keeps
-// exactly one retrying layer on every call path.
+// Package policy is Backstop's engine. It stacks resilience policies into one
+// [Pipeline]: an overall deadline, a circuit breaker, a retry budget, a retry, a
+// per-attempt timeout. It refuses a stack in a wrong order when the pipeline is
+// built. It keeps exactly one retrying layer on every call path.
 //
 // # Composition
 //
@@ -26,15 +26,18 @@
 //		return db.LoadUser(ctx, id)
 //	})
 //
-// Read it from the outside in: the whole call, sleeps included, has 2 s; an open
-// breaker ends it before any attempt (placed inside the retry instead, the breaker
-// would count attempts rather than calls); the budget decides whether each retry may
-// happen; the retry makes up to 3 attempts; each attempt has 300 ms.
+// Read it from the outside in:
+//   - The whole call, sleeps included, has 2 s.
+//   - An open breaker ends the call before any attempt. Placed inside the retry
+//     instead, the breaker would count attempts rather than calls.
+//   - The budget decides whether each retry may happen.
+//   - The retry makes up to 3 attempts.
+//   - Each attempt has 300 ms.
 //
 // # Ordering rules
 //
-// [Wrap] refuses a stack that breaks a rule with an [*OrderError] matching [ErrOrder],
-// whose text names the rule, the positions and the fix:
+// [Wrap] refuses a stack that breaks a rule with an [*OrderError]. It matches
+// [ErrOrder], and its text names the rule, the positions and the fix:
 //
 //	policy: O1: deadline at position 3 is inside retry at position 2; move the deadline outward or use deadline.NewPerAttempt
 //
@@ -48,58 +51,60 @@
 //	| O6   | no nil policy, no policy object twice                               |                                                       |
 //	| O7   | at most one fallback, outside every stage but a shedder             | it answers the failures of the stages inside it       |
 //
-// The rules read each stage's [Placement], never its type, so a third-party stage is
-// checked as a built-in one is. A breaker declares no trait: it stands on either side
-// of the retry, counting calls outside it and attempts inside it. A fallback encloses
-// (O7): it stands outside every stage but a shedder, and sees the retry's last
-// failure, an open breaker's refusal and the deadline's expiry. A free stage stands
-// anywhere, outside a shedder too. O6 also refuses two stages of a kind that stands
-// once. Wrap() with no policies is a pass-through.
+// The rules read each stage's [Placement], never its type. So a third-party stage
+// is checked as a built-in one is. A breaker declares no trait: it stands on either
+// side of the retry. Outside it, it counts calls; inside it, attempts. A fallback
+// encloses (O7): it stands outside every stage but a shedder. It sees the retry's
+// last failure, an open breaker's refusal and the deadline's expiry. A free stage
+// stands anywhere, outside a shedder too. O6 also refuses two stages of a kind that
+// stands once. Wrap() with no policies is a pass-through.
 //
 // # One retry owner per call path
 //
-// A pipeline with a retry marks the context of each attempt as owned (callpath.WithAttempt).
-// A retry that runs under an owned context — a repository's retrying pipeline called
-// from a handler's retrying pipeline — makes exactly one attempt and reports an
-// [event.RetrySuppressed] with Reason [event.SuppressedOwner]: the outermost layer owns
-// retries, so three layers of 4 attempts make 4 attempts against the database, not
-// 4 × 4 × 4 = 64.
-// callpath.Owned tells code with loops of its own. A retry that can never retry
-// (MaxAttempts 1) does not claim the call path: it marks nothing, so the layers below
-// it keep their own retries.
+// A pipeline with a retry marks the context of each attempt as owned
+// (callpath.WithAttempt). Take a repository's retrying pipeline, called from a
+// handler's retrying pipeline. Its retry runs under an owned context, so it makes
+// exactly one attempt. It reports an [event.RetrySuppressed] with Reason
+// [event.SuppressedOwner]. The outermost layer owns retries. Three layers of 4
+// attempts thus make 4 attempts against the database, not 4 × 4 × 4 = 64. Code
+// with loops of its own asks callpath.Owned. A retry that can never retry
+// (MaxAttempts 1) does not claim the call path. It marks nothing, so the layers
+// below it keep their own retries.
 //
-// A retry that does not own the call path leaves the budget outside it alone: only
-// the owner deposits, pays for failures and withdraws, so a budget shared by nested
+// A retry that does not own the call path leaves the budget outside it alone. Only
+// the owner deposits, pays for failures and withdraws. So a budget shared by nested
 // pipelines is charged once per failed attempt.
 //
-// Across services, Backstop's HTTP transport sends callpath.HeaderAttempt on every request
-// made under an owner; server middleware reads it (and Envoy's and gRPC's attempt
-// headers) with callpath.ParseAttempt and marks the handler's context with
-// callpath.WithUpstreamAttempt, so the handler's outbound pipelines fail fast too. A request
-// made under an owner in another process is sent as attempt 1: it carries the
-// ownership on, and the number says truthfully that this process made it once.
+// Across services, Backstop's HTTP transport sends callpath.HeaderAttempt on every
+// request made under an owner. Server middleware reads it with callpath.ParseAttempt,
+// and Envoy's and gRPC's attempt headers too. It marks the handler's context with
+// callpath.WithUpstreamAttempt, so the handler's outbound pipelines fail fast too.
+// A request made under an owner in another process is sent as attempt 1. It carries
+// the ownership on. The number says truthfully that this process made it once.
 //
 // # Errors
 //
-// Every refusal by a policy that stands on the call path — a breaker open, a request
-// shed — matches [ErrRejected] and is never retried.
+// Every refusal by a policy on the call path matches [ErrRejected]: a breaker open,
+// a request shed. A refusal is never retried.
 //
-// A retry that stops early is different: when its budget is exhausted, another layer
-// owns retries, or the next attempt could not finish before the deadline, it returns
-// a *retry.Error whose Cause says why and which unwraps to the last attempt's error. It
-// does not match ErrRejected, on purpose: the retry that owns the call path further up
-// must still see the retryable failure underneath and may retry it. A retry that
-// stopped because the context ended, or because its deadline left no room, matches
+// A retry that stops early is different. It may stop because its budget is
+// exhausted, or another layer owns retries. It may stop because the next attempt
+// could not finish before the deadline. It then returns a *retry.Error whose Cause
+// says why. That error unwraps to the last attempt's error. It does not match
+// ErrRejected, on purpose. The retry that owns the call path further up must still
+// see the retryable failure underneath, and may retry it. A retry may stop because
+// the context ended, or because its deadline left no room. Its error then matches
 // context.Canceled or context.DeadlineExceeded. [Outcome] names an error's class for
 // metrics labels.
 //
 // # Events
 //
-// [Observe] sets an [event.Observer] that receives every stage's [event.Event]. With no observer,
-// no event work is done at all.
+// [Observe] sets an [event.Observer] that receives every stage's [event.Event].
+// With no observer, no event work is done at all.
 //
 // # Writing a policy
 //
-// A [Policy] declares its [Placement] and binds a [Runner]; see the Policy documentation for the
-// rules, and package policytest for a conformance suite that checks them.
+// A [Policy] declares its [Placement] and binds a [Runner]. The Policy
+// documentation gives the rules. Package policytest has a conformance suite that
+// checks them.
 package policy

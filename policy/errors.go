@@ -13,21 +13,21 @@ var (
 	// ordering rule (see the package documentation).
 	ErrOrder = errors.New("policy: invalid order")
 
-	// ErrRejected is matched by every refusal by a policy that stands on the call path:
-	// a breaker open, a request shed, an adaptive throttle. A rejected call is never
+	// ErrRejected is matched by every refusal by a policy on the call path: a
+	// breaker open, a request shed, an adaptive throttle. A rejected call is never
 	// retried.
 	//
-	// A retry that stops early — its budget exhausted, suppressed by the owner rule, out
-	// of time — is not a rejection: it returns the failure it saw (a *retry.Error that
-	// unwraps to the last attempt's error), so that the retry owning the call path
-	// above it can still classify that failure and retry it.
+	// A retry that stops early is not a rejection. It may have exhausted its budget,
+	// been suppressed by the owner rule, or run out of time. It returns the failure
+	// it saw: a *retry.Error that unwraps to the last attempt's error. So the retry
+	// owning the call path above it can still classify that failure and retry it.
 	ErrRejected = errors.New("policy: rejected")
 )
 
-// RejectError is every refusal by a stage on the call path: a breaker open, work
-// shed, a queue full, no token left, a throttle refusing. It
-// matches [ErrRejected], and its stage's own sentinel (breaker.ErrOpen) when Err is
-// set. Find it with errors.As, whatever wrapping the caller adds:
+// RejectError is every refusal by a stage on the call path. The stage may be a
+// breaker open, work shed, a queue full, no token left, or a throttle refusing. It
+// matches [ErrRejected]. When Err is set, it matches the stage's own sentinel too
+// (breaker.ErrOpen). Find it with errors.As, whatever wrapping the caller adds:
 //
 //	var rej *policy.RejectError
 //	if errors.As(err, &rej) {
@@ -44,10 +44,10 @@ type RejectError struct {
 	// Reason says why, in snake_case from the stage's small closed set: "open",
 	// "half_open", "limit", "queue", "cpu", "no_token". It may become a label.
 	Reason string
-	// RetryAfter is how long from the refusal the stage expects to admit work again;
-	// 0 when it cannot tell (come back soon, with backoff).
+	// RetryAfter is how long from the refusal until the stage expects to admit work
+	// again. It is 0 when the stage cannot tell: come back soon, with backoff.
 	RetryAfter time.Duration
-	// Err is the stage's own sentinel, if any (breaker.ErrOpen): the refusal
+	// Err is the stage's own sentinel, if any (breaker.ErrOpen). The refusal
 	// unwraps to it, so errors.Is matches it too.
 	Err error
 }
@@ -81,8 +81,8 @@ func (e *RejectError) Unwrap() error { return e.Err }
 type OrderError struct {
 	Rule  string // "O1" … "O7"
 	First int    // 1-based position of the first offending stage
-	// Second is the 1-based position of the other offending stage, or 0 where the rule
-	// concerns one stage only (an attempt timeout with no retry).
+	// Second is the 1-based position of the other offending stage. It is 0 where
+	// the rule concerns one stage only (an attempt timeout with no retry).
 	Second int
 	Msg    string // the whole explanation, fix included
 }
@@ -96,9 +96,15 @@ func orderErr(rule string, first, second int, format string, args ...any) *Order
 	return &OrderError{Rule: rule, First: first, Second: second, Msg: fmt.Sprintf(format, args...)}
 }
 
-// Outcome names how a call or attempt ended, for metrics labels and logs: "success",
-// "rejected" (err matches [ErrRejected]), "canceled" (context.Canceled), "deadline"
-// (context.DeadlineExceeded) or "failure". The set is closed, so it is safe as a label.
+// Outcome names how a call or attempt ended, for metrics labels and logs. It is
+// one of:
+//   - "success";
+//   - "rejected": err matches [ErrRejected];
+//   - "canceled": context.Canceled;
+//   - "deadline": context.DeadlineExceeded;
+//   - "failure".
+//
+// The set is closed, so it is safe as a label.
 func Outcome(err error) string {
 	switch {
 	case err == nil:

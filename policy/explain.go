@@ -12,8 +12,8 @@ import (
 // A StageExplainer is a [Policy] that can say what it does, for [Pipeline.Explain].
 // Every built-in policy is one; a third-party policy may be one too.
 //
-// Implementers: ExplainStage must be cheap, must not change the policy's state, and
-// must describe the policy as built (its options), not a moment of its state.
+// Implementers: ExplainStage must be cheap and must not change the policy's state.
+// It describes the policy as built (its options), not a moment of its state.
 type StageExplainer interface {
 	ExplainStage() Stage
 }
@@ -31,28 +31,28 @@ type Stage struct {
 	Limit time.Duration `json:"-"`
 	// Attempts is, for a retry, the most attempts a call makes, the first included.
 	Attempts int `json:"attempts,omitempty"`
-	// Sleeps are, for a retry, the sleeps before retries 1, 2, … (before attempts 2,
-	// 3, …), without server hints.
+	// Sleeps are, for a retry, the sleeps before retries 1, 2, …. Those come before
+	// attempts 2, 3, …. Server hints are left out.
 	Sleeps []Sleep `json:"sleeps,omitempty"`
 	// MoreSleeps is, for a retry, how many more sleeps follow those listed, each like
 	// the last listed.
 	MoreSleeps int `json:"more_sleeps,omitempty"`
 	// MaxHint is, for a retry, the longest server hint it waits for (Retry-After,
-	// pushback), jitter included; 0 if it never waits for one.
+	// pushback). Jitter is included. It is 0 if the retry never waits for one.
 	MaxHint time.Duration `json:"-"`
-	// Overlapping is set for a retry whose attempts may run at once (a hedge): each
-	// of Sleeps is then the most one attempt's start may lag the last's, and a call
+	// Overlapping is set for a retry whose attempts may run at once (a hedge). Each
+	// of Sleeps is then the most one attempt's start may lag the last's. A call then
 	// lasts at most those sleeps and one attempt, not every attempt end to end.
 	Overlapping bool `json:"-"`
 	// Refusal says how the stage may end a call without running it; "" if it never does.
 	Refusal string `json:"refusal,omitempty"`
-	// Wait is the longest the stage may hold a call before letting it run — a
-	// queue, a wait for a token — or, inside the retry, each
-	// attempt; 0 if it never waits, or if only the call's deadline bounds the wait
-	// (then WaitUnbounded is set).
+	// Wait is the longest the stage may hold a call before letting it run: a
+	// queue, a wait for a token. Inside the retry, it is how long each attempt may
+	// be held. Wait is 0 if the stage never waits. It is 0 too if only the call's
+	// deadline bounds the wait; then WaitUnbounded is set.
 	Wait time.Duration `json:"-"`
 	// WaitUnbounded is set for a stage that may hold a call as long as its deadline
-	// allows: without an overall deadline, nothing bounds how long a call takes.
+	// allows. Without an overall deadline, nothing then bounds how long a call takes.
 	WaitUnbounded bool `json:"wait_unbounded,omitempty"`
 }
 
@@ -70,30 +70,32 @@ func (s Sleep) MarshalJSON() ([]byte, error) {
 	}{s.Min.Seconds(), s.Mean.Seconds(), s.Max.Seconds()})
 }
 
-// Explanation says what a pipeline will do, worked out from its bound stack: how many
-// attempts reach the dependency, how long a call can take, when retries stop and what
-// ends a call. Build it with [Pipeline.Explain]; String gives it as text, and it
-// marshals to JSON with max_attempts and worst_case_seconds at the top.
+// Explanation says what a pipeline will do, worked out from its bound stack. It
+// says how many attempts reach the dependency and how long a call can take. It
+// says when retries stop and what ends a call. Build it with [Pipeline.Explain].
+// String gives it as text. It marshals to JSON with max_attempts and
+// worst_case_seconds at the top.
 type Explanation struct {
 	Pipeline string
 	// Stack is each stage, outermost first.
 	Stack []Stage
 	// MaxAttempts is the most attempts one call makes: the retry's MaxAttempts, or 1.
 	MaxAttempts int
-	// MaxAttemptsPerCallPath is the most attempts a call makes when it runs under a
-	// retry that owns the call path further up: 1 (the owner rule), or MaxAttempts
-	// for a pipeline without a retry, which the owner's attempts multiply anyway.
+	// MaxAttemptsPerCallPath is the most attempts a call makes under a retry that
+	// owns the call path further up. It is 1, by the owner rule. A pipeline without
+	// a retry has MaxAttempts here; the owner's attempts multiply them anyway.
 	MaxAttemptsPerCallPath int
-	// WorstCase is the longest a call can take, sleeps and waits included; 0 if nothing
-	// bounds it (no overall deadline, and no per-attempt timeout or a stage that may wait
-	// as long as the call's deadline allows).
+	// WorstCase is the longest a call can take, sleeps and waits included. It is 0
+	// if nothing bounds it. Without an overall deadline, that is so when there is no
+	// per-attempt timeout. It is so too when a stage may wait as long as the call's
+	// deadline allows.
 	WorstCase time.Duration
 	// WorstCaseFrom says what bounds it: "deadline", "attempts", or "" if unbounded.
 	WorstCaseFrom string
 	// Refusals lists how stages may end a call without an attempt, outermost first.
 	Refusals []string
-	// Unexplained names the stages that cannot say what they do (third-party policies
-	// that are no StageExplainer); the figures above leave them out.
+	// Unexplained names the stages that cannot say what they do: third-party
+	// policies that are no StageExplainer. The figures above leave them out.
 	Unexplained []string
 }
 
@@ -224,8 +226,8 @@ func (e Explanation) unboundedWait() bool {
 	return false
 }
 
-// MarshalJSON writes the explanation with durations in seconds; worst_case_seconds is
-// null when nothing bounds a call.
+// MarshalJSON writes the explanation with durations in seconds. Its
+// worst_case_seconds is null when nothing bounds a call.
 func (e Explanation) MarshalJSON() ([]byte, error) {
 	type stage struct {
 		Kind         string  `json:"kind"`

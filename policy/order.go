@@ -14,8 +14,8 @@ type stack struct {
 // checkOrder applies the ordering rules O1–O7 to a stack given outermost first. It
 // returns the index of the budget and the retry (−1 where absent) for binding.
 //
-// Rules run in a fixed order, so a stack breaking several is reported under the
-// one that explains it best: O6 first, then O2, O1, O3, O4, O5 and O7.
+// Rules run in a fixed order: O6 first, then O2, O1, O3, O4, O5 and O7. A stack
+// breaking several is thus reported under the one that explains it best.
 func checkOrder(ps []Policy) (places []Placement, budget, retry int, err error) {
 	s := stack{ps: ps, places: make([]Placement, len(ps))}
 	for i, p := range ps {
@@ -172,8 +172,8 @@ func isBudget(p Policy, pl Placement) bool {
 	return ok && pl.Retry == OutsideRetry && !pl.Deadline
 }
 
-// outermost applies O5: one outermost stage, before every stage but free ones, in a
-// pipeline with no retry.
+// outermost applies O5. There is one outermost stage, before every stage but free
+// ones, in a pipeline with no retry.
 func (s stack) outermost(retry int) error {
 	at := s.where(func(p Placement) bool { return p.Outermost })
 	if len(at) > 1 {
@@ -199,8 +199,8 @@ func (s stack) outermost(retry int) error {
 	return nil
 }
 
-// encloses applies O7: at most one enclosing stage, outside every stage whose
-// failures it answers: all but outermost and free ones.
+// encloses applies O7: at most one enclosing stage. It stands outside every stage
+// whose failures it answers: all but outermost and free ones.
 func (s stack) encloses() error {
 	first := -1
 	for i, p := range s.places {
@@ -224,8 +224,8 @@ func (s stack) encloses() error {
 	return nil
 }
 
-// product describes how the attempts of two nested retries multiply, from their
-// MaxAttempts where both say it, e.g. ": 3 × 4 = 12 attempts per call".
+// product describes how the attempts of two nested retries multiply. It uses their
+// MaxAttempts where both say it: ": 3 × 4 = 12 attempts per call".
 func product(a, b Policy) string {
 	type maxer interface{ MaxAttempts() int }
 	ma, okA := a.(maxer)
@@ -237,8 +237,8 @@ func product(a, b Policy) string {
 	return fmt.Sprintf(": %d × %d = %d attempts per call", x, y, x*y)
 }
 
-// isNil reports whether p is nil or an interface holding a nil pointer, map, slice,
-// channel or func: a policy whose constructor failed.
+// isNil reports whether p is nil, or an interface holding a nil pointer, map,
+// slice, channel or func. Such a policy's constructor failed.
 func isNil(p Policy) bool {
 	if p == nil {
 		return true
@@ -280,10 +280,10 @@ func (*budgetPlaceholder) OnSuccess()     {}
 func (*budgetPlaceholder) OnFailure()     {}
 
 // CheckPlacements applies the ordering rules of [Wrap] to a stack known only by its
-// placements, outermost first. It returns the [*OrderError] Wrap would return, or nil.
-// Tools that see a stack before it is built (a vet check, a config linter) use it, so
-// the rules live in one place. An OutsideRetry placement stands for a budget.
-// It cannot see O6's "same object twice".
+// placements, outermost first. It returns the [*OrderError] Wrap would return, or
+// nil. Tools that see a stack before it is built use it: a vet check, a config
+// linter. So the rules live in one place. An OutsideRetry placement stands for a
+// budget. It cannot see O6's "same object twice".
 func CheckPlacements(places ...Placement) error {
 	ps := make([]Policy, len(places))
 	for i, p := range places {

@@ -5,11 +5,12 @@ import (
 	"runtime/debug"
 )
 
-// PanicError is what a panic in user code becomes when it happens on a goroutine
-// Backstop started — a coalesce load or refresh, a hedged attempt — where no caller
-// could recover it and it would end the process. Every caller waiting for that work
-// receives it as the error, and the stage that recovered it reports an [EventPanic].
-// A panic on the caller's own goroutine is never recovered: it propagates unchanged.
+// PanicError is what a panic in user code becomes on a goroutine Backstop started.
+// Such a goroutine runs a coalesce load or refresh, or a hedged attempt. No caller
+// could recover a panic there, and it would end the process. Every caller waiting
+// for that work receives the PanicError as its error. The stage that recovered it
+// reports an [event.Panic]. A panic on the caller's own goroutine is never
+// recovered: it propagates unchanged.
 //
 // Error gives the value and the stack, as the runtime prints an unrecovered panic.
 // Unwrap returns Value if it is an error. Build one with [NewPanicError].

@@ -20,15 +20,14 @@ import (
 // A Pipeline is immutable and safe for concurrent use. A nil *Pipeline is valid and
 // runs fn directly, so a pipeline can be optional.
 type Pipeline struct {
-	// What Do reads of an unobserved call, first, so that it shares one cache line:
-	// with many pipelines (a service per dependency, many services in a process) a
-	// call finds few of them in the cache.
+	// What Do reads of an unobserved call comes first, in one cache line. With
+	// many pipelines in a process, a call finds few of them in the cache.
 	runner     Runner
 	startNeeds event.Needs // what bound reads of call starts
 	endNeeds   event.Needs // and of call ends
-	// elapsedOnly is true when bound reads call ends with their Elapsed alone, and no
-	// call starts, on the system clock: Do then times calls on the monotonic clock
-	// with no Stopwatch (the observed path of package metrics).
+	// elapsedOnly: bound reads only the Elapsed of call ends, on the system clock.
+	// Do then times calls on the monotonic clock, with no Stopwatch. This is the
+	// observed path of package metrics.
 	elapsedOnly bool
 
 	policies      []Policy
@@ -37,7 +36,7 @@ type Pipeline struct {
 	name          string
 	obs           event.Observer   // as given to Observe
 	subs          []event.Observer // obs's members as they subscribe to event.Sources: comparable
-	bound         event.Observer   // obs prepared for this pipeline (event.PipelineObserver)
+	bound         event.Observer   // obs prepared for this pipeline (event.ForPipeline)
 	clock         clock.Clock
 }
 
@@ -56,10 +55,11 @@ type Pipeline struct {
 // such as the *retry.Retry of a failed retry.New, is refused under O6. Wrap with no
 // policies is valid: the pipeline is a pass-through that runs fn directly.
 //
-// Wrap binds each stage once, innermost first, and then hands each stage to the
-// pipeline's Observer if it keeps series of policies (an event.Registrar: metrics
-// exports a breaker's state from then on) and subscribes the Observer to each stage
-// that reports events of its own (an event.Source: a breaker's transitions).
+// Wrap binds each stage once, innermost first. It then hands each stage to the
+// pipeline's Observer if it keeps series of policies (event.Register: metrics
+// exports a breaker's state from then on). And it subscribes the Observer to each
+// stage that reports events of its own (an event.Source: a breaker's transitions,
+// a shedder's refusals).
 //
 // Wrap never panics: a policy whose Placement or Bind panics is refused with an
 // error naming its position.
@@ -111,10 +111,7 @@ func (p *Pipeline) bind() error {
 	}
 	p.bound = nil
 	if p.obs != nil {
-		p.bound = p.obs
-		if po, ok := p.obs.(event.PipelineObserver); ok {
-			p.bound = po.ForPipeline(p.name)
-		}
+		p.bound = event.ForPipeline(p.obs, p.name)
 	}
 	p.startNeeds, p.endNeeds = event.NeedsOf(p.bound, event.CallStart), event.NeedsOf(p.bound, event.CallEnd)
 	p.elapsedOnly = p.startNeeds == event.NeedsNothing && p.endNeeds == event.NeedsElapsed && clock.IsSystem(p.clock)
@@ -229,12 +226,13 @@ func Get[T any](ctx context.Context, p *Pipeline, fn func(context.Context) (T, e
 	return v, nil
 }
 
-// With returns a copy of p with the options applied, bound anew: a second name for the
-// same stack (a route of its own), another observer. Policy objects are shared with
-// p: a breaker keeps one state for both pipelines. Subscriptions are not doubled: an
-// event.Source keeps one per observer, so p.With(Observe(o)).With(Name("db")) hears
-// each of a breaker's transitions once, under the last name, and so does an o
-// combined with others by event.Observers in one pipeline and alone in another.
+// With returns a copy of p with the options applied, bound anew: a second name for
+// the same stack, another observer. Policy objects are shared with p, so a breaker
+// keeps one state for both pipelines.
+//
+// Subscriptions are not doubled: an event.Source keeps one per observer. So
+// p.With(Observe(o)).With(Name("db")) hears each breaker transition once, under the
+// last name. So does an o combined with others in one pipeline and alone in another.
 func (p *Pipeline) With(opts ...Option) *Pipeline {
 	if p == nil {
 		p = &Pipeline{budget: -1, retry: -1, clock: clock.System()}
@@ -313,10 +311,10 @@ func Observe(o event.Observer) Option {
 	return optionFunc(func(p *Pipeline) { p.obs, p.subs = o, subs })
 }
 
-// subscribers are o's members (event.Members) as they subscribe to event.Sources,
-// which keep one subscription per subscriber: a member itself when it is a pointer,
-// else the member in a box made once per Observe, so that an ObserverFunc (a func, not
-// comparable) given once is one subscriber however many pipelines With derives.
+// subscribers are o's members (event.Members) as they subscribe to event.Sources.
+// A Source keeps one subscription per subscriber. A member is its own subscriber
+// when it is a pointer; otherwise it is boxed once per Observe. An ObserverFunc, which
+// is not comparable, is then one subscriber however many pipelines With derives.
 func subscribers(o event.Observer) []event.Observer {
 	ms := event.Members(o)
 	for i, m := range ms {

@@ -116,7 +116,8 @@ func TestKindAndEventNames(t *testing.T) {
 	require.Equal(t, "unknown", event.Kind(0).String())
 }
 
-// preparing is a PipelineObserver that records the names it was prepared for.
+// preparing is an Observer with a ForPipeline method that records the names it was
+// prepared for.
 type preparing struct {
 	recorder
 	names []string
@@ -127,7 +128,7 @@ func (p *preparing) ForPipeline(name string) event.Observer {
 	return &p.recorder
 }
 
-func TestPipelineObserver_PreparedOncePerBinding(t *testing.T) {
+func TestForPipeline_PreparedOncePerBinding(t *testing.T) {
 	var po preparing
 	var plain recorder
 	p := policy.Must(policy.Wrap(br())).With(policy.Name("db"), policy.Observe(event.Observers(&po, &plain)))
@@ -158,7 +159,7 @@ type countingClock struct {
 
 func (c *countingClock) Now() time.Time { c.reads++; return c.Clock.Now() }
 
-func TestSelectiveObserver_StagesSkipWhatItDoesNotRead(t *testing.T) {
+func TestNeeds_StagesSkipWhatTheObserverDoesNotRead(t *testing.T) {
 	clk := &countingClock{Clock: policytest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)).AutoAdvance(true)}
 	obs := &selective{needs: map[event.Kind]event.Needs{
 		event.CallEnd:    event.NeedsTiming,

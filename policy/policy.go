@@ -45,10 +45,10 @@ type Policy interface {
 	Bind(next Runner, env Env) Runner
 }
 
-// Placement is what a stage declares about itself: its kind, and where it may stand.
-// [Wrap] checks the ordering rules O1–O7 on placements alone, so a third-party
-// stage is checked as a built-in one is. The zero Placement (with a Kind) is a stage
-// placed like a breaker: anywhere inside a shedder and a fallback.
+// Placement is what a stage declares about itself: its kind, and where it may
+// stand. [Wrap] checks the ordering rules O1–O7 on placements alone. So a
+// third-party stage is checked as a built-in one is. The zero Placement (with a
+// Kind) is placed like a breaker: anywhere inside a shedder and a fallback.
 type Placement struct {
 	// Kind names the stage in events, metrics and errors: "breaker", "retry".
 	// It is snake_case, and required.
@@ -62,7 +62,7 @@ type Placement struct {
 	// Outermost stages stand before every other stage, and the pipeline holds no
 	// retry (O5). A shedder is one.
 	Outermost bool
-	// Encloses marks a stage that answers the failures of the stages inside it: it
+	// Encloses marks a stage that answers the failures of the stages inside it. It
 	// stands outside every stage but outermost and free ones (O7). A fallback is one.
 	Encloses bool
 	// Free stages stand anywhere, even outside outermost and enclosing ones.
@@ -92,7 +92,7 @@ const (
 type Env struct {
 	// Pipeline is the pipeline's name, set with [Name]; "" if unnamed.
 	Pipeline string
-	// Observer receives the stage's events; nil means nobody listens, and a stage must
+	// Observer receives the stage's events. Nil means nobody listens; a stage must
 	// then do no event work at all.
 	Observer event.Observer
 	// Budget is, for the retry, the budget standing outside it; nil if none.
@@ -100,21 +100,21 @@ type Env struct {
 	// Position is the stage's 1-based position in the pipeline, outermost first.
 	Position int
 	// AttemptTimeout is, for the retry, the limit of the per-attempt timeout inside
-	// it: an [InsideRetry] stage with a Limit() time.Duration method, as
-	// deadline.NewPerAttempt has. It is 0 if none. A retry uses it to avoid starting an
-	// attempt that cannot finish before the deadline.
+	// it. That is an [InsideRetry] stage with a Limit() time.Duration method, as
+	// deadline.NewPerAttempt has. It is 0 if none. A retry uses it to avoid starting
+	// an attempt that cannot finish before the deadline.
 	//
-	// For the overall deadline it is that limit when only [Placement.Prompt] stages
-	// stand between the two, and 0 otherwise. A call that makes one attempt then ends
-	// within that limit, so a longer overall deadline could never fire first.
+	// For the overall deadline, it is that limit when only [Placement.Prompt] stages
+	// stand between the two; else 0. A call that makes one attempt then ends within
+	// that limit. So a longer overall deadline could never fire first.
 	AttemptTimeout time.Duration
 }
 
 // RetryBudget is the contract between a budget (an [OutsideRetry] stage) and the
-// retry standing inside it, handed to the retry in [Env.Budget] when the pipeline is built.
+// retry inside it. The retry gets it in [Env.Budget] when the pipeline is built.
 //
-// Implementers: every method is called on the hot path of a call, must be safe for
-// concurrent use and should not allocate. The retry calls, for each call:
+// Implementers: every method is called on the hot path of a call. Each must be safe
+// for concurrent use and should not allocate. The retry calls, for each call:
 //   - Deposit once, before the first attempt;
 //   - OnFailure after each attempt that failed with an error the retry would retry;
 //   - Withdraw before each retry (never before the first attempt); false refuses it;
@@ -126,20 +126,21 @@ type RetryBudget interface {
 	OnFailure()
 }
 
-// RetryLease is what a [RetryBudget] implements, beyond it, to price each retry by
-// why it is made and to hear when it is over: the AWS SDKs' retry quota (a timeout
-// costs more, a retry that succeeds is refunded) and a cap on retries in flight
-// (Envoy's max_retries) need both. A retry standing inside a budget that implements
-// it calls, instead of Withdraw:
-//   - Take before each retry, with why the last error was retryable (the retry
-//     package's Reason…: "timeout", "network", "hint", "throttle", "retryable",
-//     "custom"); false
-//     refuses the retry; taken is what the budget took, handed back to End;
-//   - End exactly once for every Take that allowed a retry, when that retry's attempt
-//     has ended (ok: it succeeded) or the call ended before it was made (ok false).
+// RetryLease is what a [RetryBudget] may implement beyond it. With it, a budget
+// prices each retry by why it is made, and hears when the retry is over. The AWS
+// SDKs' retry quota needs both: a timeout costs more, and a retry that succeeds is
+// refunded. So does a cap on retries in flight (Envoy's max_retries). A retry inside
+// a budget that implements it calls, instead of Withdraw:
+//   - Take before each retry, with why the last error was retryable. That is one of
+//     the retry package's Reason… values: "timeout", "network", "hint", "throttle",
+//     "retryable", "custom". False refuses the retry. Taken is what the budget
+//     took; it is handed back to End.
+//   - End exactly once for every Take that allowed a retry. It is called when that
+//     retry's attempt has ended (ok: it succeeded). It is also called when the call
+//     ended before the retry was made (ok false).
 //
-// Deposit, OnFailure and OnSuccess are called as for any RetryBudget. The same rules
-// hold: safe for concurrent use, no allocation.
+// Deposit, OnFailure and OnSuccess are called as for any RetryBudget. The same
+// rules hold: safe for concurrent use, no allocation.
 type RetryLease interface {
 	RetryBudget
 	Take(reason string) (taken int64, ok bool)
@@ -156,10 +157,10 @@ type Gauge struct {
 	Value func() float64
 }
 
-// A Publisher is a named stage that publishes gauges of its state. An observer that
-// keeps series (package metrics, package policyotel) exports each gauge of each
-// stage it is handed as backstop_stage_<Gauge.Name>{policy, name}, where policy is
-// the stage's Placement.Kind. No observer lists the stages it knows.
+// A Publisher is a named stage that publishes gauges of its state. Some observers
+// keep series: package metrics, package policyotel. Such an observer exports each
+// gauge of each stage it is handed as backstop_stage_<Gauge.Name>{policy, name}.
+// There, policy is the stage's Placement.Kind. No observer lists the stages it knows.
 type Publisher interface {
 	Policy
 	Name() string

@@ -126,10 +126,10 @@ func TestPipeline_EachSourceEventReachesEachObserverOnce(t *testing.T) {
 	}
 }
 
-// TestPipeline_RegistrarHandedEachStage: a Registrar observing a pipeline, alone or
+// TestPipeline_RegisterHandedEachStage: an observer with a Register method, alone or
 // among others, is handed each stage when the pipeline is bound, and again when With
 // binds it anew.
-func TestPipeline_RegistrarHandedEachStage(t *testing.T) {
+func TestPipeline_RegisterHandedEachStage(t *testing.T) {
 	var r registrar
 	var other recorder
 	src := &source{}

@@ -8,7 +8,6 @@ import (
 	"github.com/backstop-go/backstop/fault"
 
 	"github.com/backstop-go/backstop/callpath"
-	"github.com/backstop-go/backstop/retry"
 )
 
 // StatusError is the error an attempt ends with when its response's status says the
@@ -43,10 +42,10 @@ type Classifier func(res *http.Response, now time.Time) error
 //	| 500, other 5xx      | failure                           | no      | yes                      |
 //	| other 4xx           | client fault                      | no      | no                       |
 //
-// (*) except a 429 or 503 with callpath.HeaderRefused — a Backstop server's shedder or
-// breaker refused, or the server answers for a dependency whose failures its own
-// breaker counts: it is retried after its Retry-After, or callpath.HeaderRetryAfterMillis
-// when the server sends it (fault.Refused), and counted
+// (*) except a 429 or 503 with callpath.HeaderRefused. There a Backstop server's shedder
+// or breaker refused, or the server answers for a dependency whose failures its own
+// breaker counts. It is retried after its Retry-After, or after
+// callpath.HeaderRetryAfterMillis when the server sends it (fault.Refused). It counts
 // against neither a breaker nor a budget, so the breakers and budgets above it do not
 // all trip on one outage at the end of the call path.
 //
@@ -61,7 +60,7 @@ func DefaultClassifier(res *http.Response, now time.Time) error {
 	err := &StatusError{StatusCode: code, Status: res.Status}
 	switch code {
 	case http.StatusTooManyRequests, http.StatusServiceUnavailable:
-		d, hinted := retry.ParseRetryAfter(res.Header.Get("Retry-After"), now)
+		d, hinted := callpath.ParseRetryAfter(res.Header.Get("Retry-After"), now)
 		if res.Header.Get(callpath.HeaderRefused) != "" {
 			if ms, ok := parseMillis(res.Header.Get(callpath.HeaderRetryAfterMillis)); ok {
 				d = ms
@@ -89,12 +88,9 @@ func DefaultClassifier(res *http.Response, now time.Time) error {
 	return err
 }
 
-// maxRetryAfterHeader bounds callpath.HeaderRetryAfterMillis as retry.ParseRetryAfter
-// bounds Retry-After: a day.
-const maxRetryAfterHeader = 24 * time.Hour
-
 // parseMillis reads callpath.HeaderRetryAfterMillis: a non-negative integer of
-// milliseconds, at most a day (larger values saturate); anything else is false.
+// milliseconds. Values above callpath.MaxRetryAfter (a day) saturate at it; anything
+// else is false.
 func parseMillis(v string) (time.Duration, bool) {
 	if v == "" || len(v) > 12 {
 		return 0, false
@@ -103,5 +99,5 @@ func parseMillis(v string) (time.Duration, bool) {
 	if err != nil {
 		return 0, false
 	}
-	return min(time.Duration(n)*time.Millisecond, maxRetryAfterHeader), true
+	return min(time.Duration(n)*time.Millisecond, callpath.MaxRetryAfter), true
 }

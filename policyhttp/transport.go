@@ -111,12 +111,15 @@ type transport struct {
 // Options.Classifier replaces it.
 //
 // Every request made under a retry owner carries [callpath.HeaderAttempt], so that
-// servers downstream (see [Middleware]) fail fast rather than retry again: the attempt
-// number of the retry in this process that owns the call path, or 1 when the owner is
-// in another process (this process makes the request once; the number it received is
-// not forwarded, so the next server does not shed a first attempt as a retry). A
-// request made under no owner carries no attempt header, even if the caller set one. The deadlines of p bound the reading of the returned body too: they are
-// released when the body is closed, so close it.
+// servers downstream (see [Middleware]) fail fast rather than retry again. Its value
+// is the attempt number of the retry in this process that owns the call path, or 1
+// when the owner is in another process. (This process makes the request once; the
+// number it received is not forwarded, so the next server does not shed a first
+// attempt as a retry.) A request made under no owner carries no attempt header, even
+// if the caller set one.
+//
+// The deadlines of p bound the reading of the returned body too: they are released
+// when the body is closed, so close it.
 func NewTransport(next http.RoundTripper, p *policy.Pipeline, o Options) http.RoundTripper {
 	if next == nil {
 		next = http.DefaultTransport

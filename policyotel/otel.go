@@ -45,8 +45,8 @@ type Observer struct {
 	stageGauges map[string]*stageGauge
 
 	// listened holds the names of shedders whose refusals reach the Observer through
-	// listener (shed.Shedder.AddObserver): the same refusals reaching it another way
-	// are not recorded again.
+	// listener, subscribed to them (event.Source). The same refusals reaching it
+	// another way are not recorded again.
 	listened sync.Map
 	listener *shedListener
 }
@@ -153,16 +153,17 @@ func (o *Observer) AddShedder(name string, s ShedGauges) error {
 	}
 	added, err := add(o, o.shedders, "shedder", name, s)
 	if added {
-		if n, ok := s.(interface{ AddObserver(event.Observer) }); ok {
+		if src, ok := s.(event.Source); ok {
 			o.listened.Store(name, true)
-			n.AddObserver(o.listener)
+			src.Subscribe(o.listener, "")
 		}
 	}
 	return err
 }
 
-// Register implements event.Registrar: policy.Wrap and Pipeline.With hand it each
-// stage of a pipeline this Observer observes. It finds a stage's series by the
+// Register is the Observer's optional Register method (see event.Observer):
+// policy.Wrap and Pipeline.With hand it each stage of a pipeline this Observer
+// observes. It finds a stage's series by the
 // interfaces the stage implements, never by its kind:
 //   - a named [ShedGauges] is added as AddShedder adds it, unless another shedder
 //     has its name;

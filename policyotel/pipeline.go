@@ -24,9 +24,9 @@ func outcomeIndex(outcome string) int {
 	return len(outcomes) - 1
 }
 
-// ForPipeline implements event.PipelineObserver: pipelines call it when they are
-// bound, and the Observer returned records their calls and attempts with attribute
-// sets made now, once, rather than on every event.
+// ForPipeline prepares the observer for one pipeline, an optional method of
+// event.Observer. Pipelines call it when they are bound. The Observer returned
+// records their calls and attempts with attribute sets made once, not per event.
 func (o *Observer) ForPipeline(name string) event.Observer {
 	p := &pipelineObserver{o: o, pipeline: attribute.String("pipeline", name)}
 	for i, oc := range outcomes {

@@ -36,8 +36,8 @@ func (m Mode) String() string {
 	return fmt.Sprintf("mode(%d)", uint8(m))
 }
 
-// The reasons a limiter gives in its policy.RejectError and its event.Rejected. A
-// call that waited and went through is reported as an event.Waited.
+// The reasons a limiter gives in its policy.RejectError and its event.Rejected.
+// A call that waited and went through is reported as an event.Waited.
 const (
 	ReasonNoToken   = "no_token"   // Refuse mode: no token now
 	ReasonDeadline  = "deadline"   // Wait mode: the token would come after the call's deadline
@@ -46,9 +46,11 @@ const (
 
 var (
 	// ErrLimited is matched by every refusal of a rate limiter. A refusal is a
-	// *policy.RejectError whose Err is ErrLimited; it matches policy.ErrRejected too.
+	// *policy.RejectError whose Err is ErrLimited. It matches policy.ErrRejected
+	// too.
 	ErrLimited = errors.New("ratelimit: limited")
-	// ErrInvalidOptions is matched by New's and Registry.Get's errors for bad options.
+	// ErrInvalidOptions is matched by New's and Registry.Get's errors for bad
+	// options.
 	ErrInvalidOptions = errors.New("ratelimit: invalid options")
 )
 
@@ -57,15 +59,16 @@ type Options struct {
 	// Name names the rate limiter in events, metrics and errors. Required.
 	Name string
 	// Rate is how many calls (attempts, inside a retry) a second go through, on
-	// average; > 0 and finite.
+	// average. It is > 0 and finite.
 	Rate float64
-	// Burst is how many may go through at once after a quiet spell; ≥ 1; 0 means one
-	// second's worth, ⌈Rate⌉ (at least 1).
+	// Burst is how many may go through at once after a quiet spell, ≥ 1. 0 means
+	// one second's worth: ⌈Rate⌉, at least 1.
 	Burst int
 	// Mode is what a call that finds no token does: Wait (the zero value) or Refuse.
 	Mode Mode
-	// MaxWait is, in Wait mode, the longest a call waits for its token; ≥ 0; 0 means
-	// as long as its context's deadline allows. A call never waits past its deadline.
+	// MaxWait is, in Wait mode, the longest a call waits for its token, ≥ 0. 0
+	// means as long as its context's deadline allows. A call never waits past its
+	// deadline.
 	MaxWait time.Duration
 	// Clock reads the time and times waits; nil means clock.System().
 	Clock clock.Clock
@@ -73,7 +76,8 @@ type Options struct {
 
 // Limiter is a client-side rate limiter; its kind is [Kind]. It is safe for
 // concurrent use. Every pipeline it is bound into shares its bucket. Build it with
-// [New], or get one shared by name from a [Registry]; the zero value is not usable.
+// [New], or get one shared by name from a [Registry]. The zero value is not
+// usable.
 type Limiter struct {
 	name    string
 	o       Options // as resolved by New
@@ -83,8 +87,8 @@ type Limiter struct {
 	waited  atomic.Uint64
 }
 
-// New returns a limiter named o.Name (it names its refusals, events and series) or an
-// error matching ErrInvalidOptions naming the bad field.
+// New returns a limiter named o.Name; the name labels its refusals, events and
+// series. Or it returns an error matching ErrInvalidOptions naming the bad field.
 func New(o Options) (*Limiter, error) {
 	name := o.Name
 	o, err := resolve(name, o)
@@ -125,7 +129,8 @@ func (l *Limiter) Name() string { return l.name }
 // Placement: a rate limiter may wait for a token, so it is not prompt.
 func (l *Limiter) Placement() policy.Placement { return policy.Placement{Kind: Kind} }
 
-// Tokens returns the tokens in the bucket now; below 0 while calls wait for theirs.
+// Tokens returns the tokens in the bucket now. It is below 0 while calls wait for
+// theirs.
 func (l *Limiter) Tokens() float64 { return l.lim.TokensAt(l.clock.Now()) }
 
 var _ policy.Publisher = (*Limiter)(nil)
@@ -203,7 +208,8 @@ func (r *runner) Run(ctx context.Context, fn policy.Func) error {
 	return r.next.Run(ctx, fn)
 }
 
-// refuse builds the refusal of a call whose token comes in after, and reports it.
+// refuse builds the refusal of a call whose token comes in after, and reports
+// it.
 func (r *runner) refuse(ctx context.Context, reason string, after time.Duration) error {
 	r.l.refused.Add(1)
 	e := &policy.RejectError{Policy: Kind, Name: r.l.name, Reason: reason, RetryAfter: after, Err: ErrLimited}
@@ -239,15 +245,16 @@ func (l *Limiter) ExplainStage() policy.Stage {
 	return st
 }
 
-// Registry hands out one [Limiter] per name, so that pipelines built apart share a
-// bucket by naming it. The zero value is ready to use; it is safe for concurrent use.
+// Registry hands out one [Limiter] per name. Pipelines built apart then share a
+// bucket by naming it. The zero value is ready to use. It is safe for concurrent
+// use.
 type Registry struct {
 	mu       sync.Mutex // guards limiters
 	limiters map[string]*Limiter
 }
 
-// Get returns the limiter named o.Name, making it with o the first time. A later Get of
-// the same name with other options (Clock aside) is an error matching
+// Get returns the limiter named o.Name, making it with o the first time. A later
+// Get of the same name with other options (Clock aside) is an error. It matches
 // ErrInvalidOptions: one bucket cannot have two rates.
 func (g *Registry) Get(o Options) (*Limiter, error) {
 	name := o.Name

@@ -2,14 +2,13 @@ package redeliver
 
 import (
 	"errors"
+	"math"
 	"sync/atomic"
 	"time"
 
-	"github.com/backstop-go/backstop/jitter"
-
 	"github.com/backstop-go/backstop/fault"
 	"github.com/backstop-go/backstop/internal/check"
-	"github.com/backstop-go/backstop/retry"
+	"github.com/backstop-go/backstop/jitter"
 )
 
 // Defaults for zero Options fields.
@@ -45,15 +44,29 @@ type Decision struct {
 	Reason string
 }
 
+// A Backoff computes the delay before a redelivery. Package retry's strategies
+// (retry.Full, Equal, Decorrelated, None, GRPC) are Backoffs.
+//
+// Implementers:
+//   - Delay must be safe for concurrent use.
+//   - n is the failed delivery's count, 1 for the first.
+//   - prev is the previous delivery's window, min(cap, base·2^(n−2)); 0 for n = 1.
+//   - base and cap are Options.Base and Options.Cap.
+//
+// The Schedule clamps whatever Delay returns into [0, Cap].
+type Backoff interface {
+	Delay(n int, prev, base, cap time.Duration, r jitter.Rand) time.Duration
+}
+
 // Options configure a [Schedule]. The zero value is valid: see the package defaults.
 type Options struct {
 	// Base and Cap bound the backoff as in package retry; 0 means DefaultBase (10 s)
 	// and DefaultCap (15 min).
 	Base, Cap time.Duration
-	// Strategy computes each delay from the delivery count; nil means retry.Full. A
-	// strategy that chains on the previous delay (Decorrelated) gets the largest delay
-	// of the previous delivery, as no state travels with a message.
-	Strategy retry.Strategy
+	// Strategy computes each delay from the delivery count; nil means full jitter, as
+	// retry.Full. A strategy that chains on the previous delay (Decorrelated) gets the
+	// largest delay of the previous delivery, as no state travels with a message.
+	Strategy Backoff
 	// MaxDeliveries is how many deliveries may fail before the message is
 	// dead-lettered; 0 means DefaultMaxDeliveries (5).
 	MaxDeliveries int
@@ -88,7 +101,7 @@ var delayBounds = [...]time.Duration{time.Second, 10 * time.Second, time.Minute,
 func DelayBounds() []time.Duration { return append([]time.Duration(nil), delayBounds[:]...) }
 
 // Counts are a Schedule's decisions so far, for metrics (package metrics exports them
-// with AddRedeliver).
+// with AddRedeliver, through [Schedule.Decisions] and [Schedule.Delays]).
 type Counts struct {
 	Deliveries uint64 // every delivery decided: succeeded, redelivered or dead-lettered
 	Permanent  uint64 // dead-lettered at once: a permanent error
@@ -103,14 +116,31 @@ type Counts struct {
 // Counts returns the Schedule's decisions so far. The fields are read one by one, so a
 // decision made meanwhile may show in some and not yet in others.
 func (p *Schedule) Counts() Counts {
-	c := Counts{Deliveries: p.deliveries.Load(), Permanent: p.permanent.Load(), Exhausted: p.exhausted.Load(),
-		Retries: make([]uint64, len(p.delays)), DelaySum: time.Duration(p.delaySum.Load())}
+	c := Counts{}
+	c.Deliveries, c.Permanent, c.Exhausted = p.Decisions()
+	_, c.Retries, c.DelaySum = p.Delays()
+	return c
+}
+
+// Decisions returns how many deliveries the Schedule decided so far. Of those, it
+// counts the ones dead-lettered for a permanent error and after MaxDeliveries. These
+// are [Counts]' first three fields.
+func (p *Schedule) Decisions() (deliveries, permanent, exhausted uint64) {
+	return p.deliveries.Load(), p.permanent.Load(), p.exhausted.Load()
+}
+
+// Delays returns the redeliveries so far as a histogram of their delays. bounds are
+// [DelayBounds]. cumulative[i] counts the delays of at most bounds[i], and
+// cumulative[len(bounds)] counts them all. sum adds up every delay. The slices are
+// fresh copies.
+func (p *Schedule) Delays() (bounds []time.Duration, cumulative []uint64, sum time.Duration) {
+	cumulative = make([]uint64, len(p.delays))
 	var total uint64
 	for i := range p.delays {
 		total += p.delays[i].Load()
-		c.Retries[i] = total
+		cumulative[i] = total
 	}
-	return c
+	return DelayBounds(), cumulative, time.Duration(p.delaySum.Load())
 }
 
 // New returns a Schedule, or an error matching ErrInvalidOptions that names the field.
@@ -139,7 +169,7 @@ func New(o Options) (*Schedule, error) {
 		o.MaxDeliveries = DefaultMaxDeliveries
 	}
 	if o.Strategy == nil {
-		o.Strategy = retry.Full{}
+		o.Strategy = full{}
 	}
 	return &Schedule{o: o, r: jitter.Or(o.Rand)}, nil
 }
@@ -165,7 +195,7 @@ func (p *Schedule) Decide(deliveries int, err error) Decision {
 	n := max(deliveries, 1)
 	var last time.Duration // the previous delivery's largest delay, for chaining strategies
 	if n > 1 {
-		last = retry.None{}.Delay(n-1, 0, p.o.Base, p.o.Cap, nil)
+		last = window(n-1, p.o.Base, p.o.Cap)
 	}
 	d := min(max(p.o.Strategy.Delay(n, last, p.o.Base, p.o.Cap, p.r), 0), p.o.Cap)
 	if hint, ok := fault.Hint(err); ok {
@@ -191,4 +221,31 @@ func (p *Schedule) isPermanent(err error) bool {
 		return !p.o.ShouldRetry(err)
 	}
 	return fault.Of(err).Permanent
+}
+
+// full is the default Backoff, "full jitter": uniform in [0, min(cap, base·2^(n−1))).
+// It draws exactly as retry.Full does.
+type full struct{}
+
+func (full) Delay(n int, _, base, cap time.Duration, r jitter.Rand) time.Duration {
+	w := window(n, base, cap)
+	if w <= 0 {
+		return 0
+	}
+	return time.Duration(r.Float64() * float64(w))
+}
+
+// window returns min(cap, base·2^(n−1)) without overflowing.
+func window(n int, base, cap time.Duration) time.Duration {
+	if n < 1 {
+		n = 1
+	}
+	if n > 63 {
+		return cap
+	}
+	w := float64(base) * math.Ldexp(1, n-1)
+	if w >= float64(cap) {
+		return cap
+	}
+	return time.Duration(w)
 }

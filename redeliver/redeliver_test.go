@@ -47,6 +47,27 @@ func TestDecide_DecorrelatedChainsOnThePreviousWindow(t *testing.T) {
 	require.InDelta(t, float64(6*time.Second), float64(p.Decide(3, errJob).Delay), float64(time.Millisecond))
 }
 
+// Package retry's strategies are redeliver.Backoffs.
+var (
+	_ redeliver.Backoff = retry.Full{}
+	_ redeliver.Backoff = retry.Equal{}
+	_ redeliver.Backoff = retry.Decorrelated{}
+	_ redeliver.Backoff = retry.None{}
+	_ redeliver.Backoff = retry.GRPC{}
+)
+
+// TestDecide_DefaultIsRetryFull: a nil Strategy draws the same delays as retry.Full,
+// for every delivery count and draw, up to and past the cap.
+func TestDecide_DefaultIsRetryFull(t *testing.T) {
+	for _, v := range []float64{0, 0.25, 0.5, 0.999999} {
+		def := policy.Must(redeliver.New(redeliver.Options{MaxDeliveries: 100, Rand: policytest.NewRand(v)}))
+		full := policy.Must(redeliver.New(redeliver.Options{MaxDeliveries: 100, Rand: policytest.NewRand(v), Strategy: retry.Full{}}))
+		for n := 1; n < 100; n++ {
+			require.Equal(t, full.Decide(n, errJob), def.Decide(n, errJob), "delivery %d, rand %v", n, v)
+		}
+	}
+}
+
 func TestNew_RefusesBadOptions(t *testing.T) {
 	for _, tt := range []struct {
 		o    redeliver.Options
@@ -87,4 +108,10 @@ func TestCounts(t *testing.T) {
 	//                    ≤1s ≤10s ≤1m ≤5m ≤15m ≤1h ≤12h all
 	require.Equal(t, []uint64{0, 2, 3, 3, 3, 3, 4, 4}, c.Retries)
 	require.Equal(t, 35*time.Second+2*time.Hour, c.DelaySum)
+	bounds, cumulative, sum := p.Delays()
+	require.Equal(t, redeliver.DelayBounds(), bounds, "Delays buckets by DelayBounds")
+	require.Equal(t, c.Retries, cumulative)
+	require.Equal(t, c.DelaySum, sum)
+	deliveries, permanent, exhausted := p.Decisions()
+	require.Equal(t, [3]uint64{7, 1, 1}, [3]uint64{deliveries, permanent, exhausted})
 }

@@ -28,12 +28,17 @@ const (
 //   - connection refused, reset or aborted, and broken pipes;
 //   - DNS errors that say they are temporary.
 //
-// It never retries errors matching policy.ErrRejected (a refusal by a policy on the
-// call path: a breaker open, a request shed, a throttle), context.Canceled, a
-// fault.Pushback that said stop, or errors marked fault.Permanent, whatever other marks
-// they carry; anything else is not retried. (A retry that gave up for its budget is not
-// a refusal: its *Error unwraps to the last failure, which an owner above may retry.) The retry loop adds one rule no classifier can lift: nothing is
-// retried once the call's context is done, so an overall deadline is never retried.
+// It never retries these, whatever other marks they carry:
+//   - errors matching policy.ErrRejected: a refusal by a policy on the call path,
+//     such as a breaker open, a request shed, a throttle;
+//   - context.Canceled;
+//   - a fault.Pushback that said stop;
+//   - errors marked fault.Permanent.
+//
+// Anything else is not retried. A retry that gave up for its budget is not a
+// refusal. Its *Error unwraps to the last failure, which an owner above may retry.
+// The retry loop adds one rule no classifier can lift. Nothing is retried once the
+// call's context is done, so an overall deadline is never retried.
 func DefaultShouldRetry(err error) bool {
 	return classify(err) != ""
 }
@@ -75,8 +80,8 @@ func classify(err error) string {
 	return ""
 }
 
-// neverRetried reports whether err is one no classifier may retry: a policy's refusal,
-// the caller's cancellation, or an error marked Permanent.
+// neverRetried reports whether err is one no classifier may retry. That is a
+// policy's refusal, the caller's cancellation, or an error marked Permanent.
 func neverRetried(err error) bool {
 	return errors.Is(err, policy.ErrRejected) || errors.Is(err, context.Canceled) || fault.Of(err).Permanent
 }

@@ -23,20 +23,21 @@ var (
 	ErrInvalidOptions = errors.New("retry: invalid options")
 )
 
-// Error is returned by a retry that gave up: after its last attempt failed, the call
-// was not retried further. Attempts counts the attempts made; Cause is one of
-// ErrExhausted, ErrDeadline, ErrBudget, ErrNotRetryable, ErrOwner, ErrHintTooLong or
-// ErrCanceled; Last is the last attempt's error.
+// Error is returned by a retry that gave up. Its last attempt failed, and the call
+// was not retried further. Attempts counts the attempts made. Cause is one of
+// ErrExhausted, ErrDeadline, ErrBudget, ErrNotRetryable, ErrOwner, ErrHintTooLong
+// or ErrCanceled. Last is the last attempt's error.
 //
 // errors.Is matches the Cause and, through Unwrap, everything Last matches. A retry
-// that stopped because its context was cancelled (Cause ErrCanceled) also matches
-// context.Canceled, and one that stopped because the context's deadline passed or left
-// no room for another attempt (Cause ErrDeadline) matches context.DeadlineExceeded, as
-// the standard library's errors do.
+// may stop because its context was cancelled (Cause ErrCanceled). It then also
+// matches context.Canceled. A retry may stop because the context's deadline passed,
+// or left no room for another attempt (Cause ErrDeadline). It then matches
+// context.DeadlineExceeded. The standard library's errors do the same.
 //
-// The Cause does not make the error a rejection (policy.ErrRejected): a retry that ran
-// out of budget or yielded to an owner returns the failure it saw, so an owner above
-// still sees a retryable error. A server's hint stays readable with fault.Hint.
+// The Cause does not make the error a rejection (policy.ErrRejected). A retry may
+// run out of budget or yield to an owner. It returns the failure it saw. So an
+// owner above still sees a retryable error. A server's hint stays readable with
+// fault.Hint.
 type Error struct {
 	Attempts int
 	Cause    error
@@ -63,8 +64,9 @@ func (e *Error) Error() string {
 // Unwrap returns the last attempt's error.
 func (e *Error) Unwrap() error { return e.Last }
 
-// Is reports whether target is the Cause, or the context error the Cause stands for:
-// context.Canceled for ErrCanceled, context.DeadlineExceeded for ErrDeadline.
+// Is reports whether target is the Cause, or the context error the Cause stands
+// for. That is context.Canceled for ErrCanceled, and context.DeadlineExceeded for
+// ErrDeadline.
 func (e *Error) Is(target error) bool {
 	if target == nil {
 		return false

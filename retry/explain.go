@@ -17,14 +17,15 @@ type fixedRand float64
 
 func (r fixedRand) Float64() float64 { return float64(r) }
 
-// Schedule returns the sleeps a retry with these settings makes before attempts 2 …
-// attempts: for each, the shortest, the mean and the longest the strategy draws,
-// without server hints. The figures come from the strategy itself — its extremes at
-// the ends of the random range and its mean over 101 evenly spaced draws (the midpoints of 101 equal slices) — so they
-// hold for any Strategy, Decorrelated's chained sleeps included.
+// Schedule returns the sleeps a retry with these settings makes before attempts 2
+// … attempts. For each, it gives the shortest, the mean and the longest the
+// strategy draws, without server hints. The figures come from the strategy itself.
+// The extremes are its draws at the ends of the random range. The mean is over 101
+// evenly spaced draws: the midpoints of 101 equal slices. So the figures hold for
+// any Strategy, Decorrelated's chained sleeps included.
 //
-// It lists at most MaxScheduled sleeps; a retry with more attempts repeats the last
-// range listed (every built-in strategy has reached its cap by then).
+// It lists at most MaxScheduled sleeps. A retry with more attempts repeats the last
+// range listed. Every built-in strategy has reached its cap by then.
 func Schedule(s Strategy, attempts int, base, cap time.Duration) []policy.Sleep {
 	if s == nil {
 		s = Full{}

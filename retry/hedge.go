@@ -16,17 +16,19 @@ import (
 	"github.com/backstop-go/backstop/policy"
 )
 
-// Defaults for zero HedgeOptions fields, Polly's (v8 HedgingStrategyOptions: one
-// hedged attempt after 2 s).
+// Defaults for zero HedgeOptions fields. They are Polly's: v8
+// HedgingStrategyOptions makes one hedged attempt after 2 s.
 const (
 	DefaultHedgeMaxAttempts = 2
 	DefaultHedgeDelay       = 2 * time.Second
-	// HedgeMaxAttemptsLimit is the most HedgeOptions.MaxAttempts may be, as gRFC A6 bounds a hedging
-	// policy's maxAttempts: more attempts in flight than that only add load.
+	// HedgeMaxAttemptsLimit is the most HedgeOptions.MaxAttempts may be. It is
+	// gRFC A6's bound on a hedging policy's maxAttempts. More in flight only add
+	// load.
 	HedgeMaxAttemptsLimit = 5
 )
 
-// ReasonHedge is the Reason of the retry_scheduled event that reports a hedged attempt.
+// ReasonHedge is the Reason of the retry_scheduled event that reports a hedged
+// attempt.
 const ReasonHedge = "hedge"
 
 // HedgePanicSource is the Source of the event.Panic a Hedge reports.
@@ -38,52 +40,54 @@ var errHedgeGoexit = errors.New("retry: a hedged attempt called runtime.Goexit")
 // HedgeOptions configure a [Hedge]. The zero value is valid: one hedged attempt if
 // the first has not answered within 2 s.
 type HedgeOptions struct {
-	// MaxAttempts is how many attempts a call may have in flight, the first included,
-	// in [2, 5]; 0 means DefaultHedgeMaxAttempts (2).
+	// MaxAttempts is how many attempts a call may have in flight, the first
+	// included, in [2, 5]. 0 means DefaultHedgeMaxAttempts (2).
 	MaxAttempts int
 	// Delay is how long an attempt may go unanswered before the next one starts
-	// (gRFC A6's hedgingDelay; set it near the dependency's p95 latency); 0 means
+	// (gRFC A6's hedgingDelay). Set it near the dependency's p95 latency. 0 means
 	// DefaultHedgeDelay (2 s). Negative means none: all attempts start at once.
 	Delay time.Duration
 	// ShouldRetry says whether an attempt's error is non-fatal (A6's
-	// nonFatalStatusCodes): the next attempt starts at once instead of after Delay.
-	// nil means the retry classification (fault.Retryable, timeouts, network errors,
-	// hints). A fatal error ends the call at once, cancelling the other attempts.
+	// nonFatalStatusCodes). The next attempt then starts at once instead of after
+	// Delay. Nil means the retry classification: fault.Retryable, timeouts, network
+	// errors, hints. A fatal error ends the call at once, cancelling the other
+	// attempts.
 	ShouldRetry func(error) bool
-	// MaxHintDelay bounds a server's pushback: a hint (Retry-After, gRPC pushback) up
-	// to it delays the next attempt by the hint; a longer one stops hedging. 0 means
-	// DefaultMaxHintDelay.
+	// MaxHintDelay bounds a server's pushback. A hint up to it delays the next
+	// attempt by the hint: Retry-After, gRPC pushback. A longer one stops hedging.
+	// 0 means DefaultMaxHintDelay.
 	MaxHintDelay time.Duration
 	// Clock times the delays; nil means clock.System().
 	Clock clock.Clock
 }
 
-// Hedge sends another attempt when an attempt is slow to answer, without waiting for
-// it to fail: after Delay with no answer, a second attempt starts; after another Delay
-// a third, up to MaxAttempts in flight. The first success wins: the other attempts
-// are cancelled, and the call returns once they have returned (so nothing outlives
-// it). A non-fatal failure starts the next attempt at once; a fatal one ends the call.
-// Anchors: gRFC A6's hedgingPolicy, Polly's hedging, Envoy's hedge_on_per_try_timeout.
+// Hedge sends another attempt when an attempt is slow to answer, without waiting
+// for it to fail. After Delay with no answer, a second attempt starts. After
+// another Delay, a third starts, up to MaxAttempts in flight. The first success
+// wins, and the other attempts are cancelled. The call returns once they have
+// returned, so nothing outlives it. A non-fatal failure starts the next attempt at
+// once. A fatal one ends the call.
 //
-// For the ordering rules a Hedge is a retry (policy.KindRetry): a pipeline has one
-// retry or one hedge (O2); a budget outside it (O4) is asked before every extra
-// attempt, and a per-attempt timeout inside it (O3) bounds each attempt. It owns the
-// call path as a retry does: each attempt's context is marked with its number, and a
+// For the ordering rules, a Hedge is a retry (policy.KindRetry). A pipeline has one
+// retry or one hedge (O2). A budget outside it (O4) is asked before every extra
+// attempt. A per-attempt timeout inside it (O3) bounds each attempt. It owns the
+// call path as a retry does. Each attempt's context is marked with its number. A
 // hedge running under another owner makes one attempt. It makes one attempt, too,
-// for work that may not be repeated (callpath.WithoutRepeats: policyhttp marks every
-// request that is not idempotent).
+// for work that may not be repeated (callpath.WithoutRepeats). Package policyhttp
+// marks so every request that is not idempotent.
 //
-// Attempts run on goroutines of their own, where no caller could recover a panic: a
-// panic in an attempt (fn, a stage below the hedge or its observer) is recovered and
-// becomes that attempt's error, a *policy.PanicError with the panic's value and stack,
-// reported as a event.Panic (Source HedgePanicSource); it is not retryable, so
-// the call ends with it (a *Error that unwraps to it). A call that makes one attempt
-// runs it on the caller's goroutine, where a panic propagates unchanged.
+// Attempts run on goroutines of their own, where no caller could recover a panic.
+// A panic in an attempt is recovered: in fn, a stage below the hedge or its
+// observer. It becomes that attempt's error, a *policy.PanicError with the panic's
+// value and stack. It is reported as an event.Panic (Source HedgePanicSource). It
+// is not retryable, so the call ends with it: a *Error that unwraps to it. A call
+// that makes one attempt runs it on the caller's goroutine. There, a panic
+// propagates unchanged.
 //
-// fn runs concurrently with itself, once per attempt in flight: it must keep each
-// attempt's result apart, and keep one only if callpath.Win says its attempt won the
-// race (policyhttp keeps the winner's response and closes the others'). The winner's
-// context lives on until the caller's callpath.Releaser releases it.
+// fn runs concurrently with itself, once per attempt in flight. It must keep each
+// attempt's result apart. It keeps one only if callpath.Win says its attempt won
+// the race. Package policyhttp keeps the winner's response and closes the others'.
+// The winner's context lives on until the caller's callpath.Releaser releases it.
 type Hedge struct {
 	max     int
 	delay   time.Duration
@@ -92,8 +96,8 @@ type Hedge struct {
 	clock   clock.Clock
 }
 
-// NewHedge returns a Hedge with o's zero fields set to their defaults, or an error
-// matching ErrInvalidOptions that names the bad field.
+// NewHedge returns a Hedge with o's zero fields set to their defaults. Or it
+// returns an error matching ErrInvalidOptions that names the bad field.
 func NewHedge(o HedgeOptions) (*Hedge, error) {
 	h := &Hedge{max: o.MaxAttempts, delay: o.Delay, maxHint: o.MaxHintDelay, should: o.ShouldRetry, clock: clock.Or(o.Clock)}
 	switch {
@@ -124,8 +128,8 @@ func (h *Hedge) MaxAttempts() int { return h.max }
 // Placement is a retry's: for the ordering rules a hedge is a retry.
 func (h *Hedge) Placement() policy.Placement { return place }
 
-// Bind returns the Runner that hedges each call, using env.Budget if the pipeline
-// has a budget outside it.
+// Bind returns the Runner that hedges each call. It uses env.Budget if the
+// pipeline has a budget outside it.
 func (h *Hedge) Bind(next policy.Runner, env policy.Env) policy.Runner {
 	r := &hedger{h: h, budget: env.Budget, reporter: newReporter(next, env, h.clock)}
 	r.lease, _ = env.Budget.(policy.RetryLease)
@@ -141,8 +145,8 @@ func (h *Hedge) ExplainStage() policy.Stage {
 	for range h.max - 1 {
 		st.Sleeps = append(st.Sleeps, policy.Sleep{Min: h.delay, Mean: h.delay, Max: h.delay}) // the wait before each hedge, if no answer came
 	}
-	// A failure before the delay with a hint starts the next attempt after the hint:
-	// up to the delay and the longest hint after the last.
+	// A failure before the delay with a hint starts the next attempt after the
+	// hint. That is up to the delay, and the longest hint after the last.
 	st.MaxHint = h.delay + h.maxHint
 	return st
 }
@@ -184,7 +188,8 @@ func (r *hedger) Run(ctx context.Context, fn policy.Func) error {
 }
 
 // A hedgeCall is one call's hedging: its attempts in flight, its timer and why it
-// would give up. Only the call's goroutine changes it; attempts read r, fn and results.
+// would give up. Only the call's goroutine changes it. Attempts read r, fn and
+// results.
 type hedgeCall struct {
 	r   *hedger
 	h   *Hedge
@@ -195,8 +200,9 @@ type hedgeCall struct {
 	race    *callpath.Race
 	results chan outcome
 
-	// Each attempt has a context of its own. The losers' are cancelled; the winner's
-	// lives on until the caller's Releaser says, as its result may be read after Run.
+	// Each attempt has a context of its own. The losers' are cancelled. The
+	// winner's lives on until the caller's Releaser says: its result may be read
+	// after Run.
 	cancels [HedgeMaxAttemptsLimit + 1]context.CancelFunc
 	taken   [HedgeMaxAttemptsLimit + 1]int64 // what the lease took for each attempt
 	leased  [HedgeMaxAttemptsLimit + 1]bool  // whether the lease has yet to hear of it
@@ -344,7 +350,8 @@ func (c *hedgeCall) win(n int) {
 	_ = c.finish()
 }
 
-// failed hedges after a non-fatal err of reason why: at once, or after the server's hint.
+// failed hedges after a non-fatal err of reason why. It does so at once, or after
+// the server's hint.
 func (c *hedgeCall) failed(err error, why string) {
 	hint, ok := fault.Hint(err)
 	switch {
@@ -381,12 +388,12 @@ func (c *hedgeCall) hedge() {
 	}
 }
 
-// finish cancels the attempts still in flight, waits for them and returns the last
-// one's error.
+// finish cancels the attempts still in flight, waits for them, and returns the
+// last one's error.
 func (c *hedgeCall) finish() (err error) {
 	if c.winner == 0 {
-		// An attempt that claimed the race keeps its result, and so its context, even
-		// if the call ends on another attempt's error.
+		// An attempt that claimed the race keeps its result, and so its context. It
+		// does so even if the call ends on another attempt's error.
 		c.winner = c.race.Winner()
 	}
 	for n, cancel := range c.cancels {
@@ -404,8 +411,8 @@ func (c *hedgeCall) finish() (err error) {
 	return err
 }
 
-// release stops the timer, cancels every attempt's context but the winner's, and
-// leaves the winner's to the caller's Releaser.
+// release stops the timer, and cancels every attempt's context but the winner's.
+// It leaves the winner's to the caller's Releaser.
 func (c *hedgeCall) release() {
 	if c.timer != nil {
 		c.timer.Stop()

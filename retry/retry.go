@@ -23,51 +23,54 @@ const (
 	DefaultMaxHintDelay = 30 * time.Second
 )
 
-// Options configure a [Retry]. The zero value is valid: 3 attempts, full jitter over
-// 100 ms doubling to 5 s, the allow-list classifier.
+// Options configure a [Retry]. The zero value is valid: 3 attempts, full jitter
+// over 100 ms doubling to 5 s, the allow-list classifier.
 type Options struct {
-	// MaxAttempts counts every attempt, the first included; 0 means DefaultMaxAttempts
-	// (3). 1 means never retry. Negative is refused.
+	// MaxAttempts counts every attempt, the first included. 0 means
+	// DefaultMaxAttempts (3). 1 means never retry. Negative is refused.
 	MaxAttempts int
 	// Base is the first backoff window; 0 means DefaultBase (100 ms).
 	Base time.Duration
-	// Cap bounds the backoff window; 0 means DefaultCap (5 s), or Base if Base is
-	// larger than 5 s. A Cap below Base is refused, except with the GRPC strategy,
-	// which reads Cap as A6's maxBackoff and jitters up to 1.2·Cap.
+	// Cap bounds the backoff window. 0 means DefaultCap (5 s), or Base if Base is
+	// larger than 5 s. A Cap below Base is refused, except with the GRPC strategy.
+	// That strategy reads Cap as A6's maxBackoff, and jitters up to 1.2·Cap.
 	Cap time.Duration
 	// Strategy computes each backoff; nil means Full.
 	Strategy Strategy
-	// ShouldRetry decides whether an attempt's error may be retried; nil means
-	// DefaultShouldRetry. Whatever it says, errors matching policy.ErrRejected or
-	// context.Canceled, or marked Permanent, are never retried, and nothing is retried once the call's
-	// context is done.
+	// ShouldRetry decides whether an attempt's error may be retried. Nil means
+	// DefaultShouldRetry. Whatever it says, some errors are never retried: those
+	// matching policy.ErrRejected or context.Canceled, and those marked Permanent.
+	// Nothing is retried once the call's context is done.
 	ShouldRetry func(error) bool
-	// MaxHintDelay is the longest server hint (After, Retry-After) the retry waits for;
-	// 0 means DefaultMaxHintDelay (30 s). A longer hint ends the call at once with the
-	// last error and Cause ErrHintTooLong: coming back before the server asked would
-	// only be refused again. The hint stays readable from the error with fault.Hint.
+	// MaxHintDelay is the longest server hint (After, Retry-After) the retry waits
+	// for. 0 means DefaultMaxHintDelay (30 s). A longer hint ends the call at once,
+	// with the last error and Cause ErrHintTooLong. Coming back before the server
+	// asked would only be refused again. The hint stays readable from the error with
+	// fault.Hint.
 	MaxHintDelay time.Duration
-	// MinAttemptTime is the least time an attempt needs: a retry whose delay plus
-	// MinAttemptTime would end past the context's deadline is not made, and the call
-	// returns its last error at once with Cause ErrDeadline. 0 means the limit of the
-	// per-attempt timeout (deadline.NewPerAttempt) standing inside the retry, if there is
-	// one, else no minimum: a retry is then refused only when its delay alone would
-	// reach the deadline. Negative means no minimum, even with a per-attempt timeout.
+	// MinAttemptTime is the least time an attempt needs. A retry is not made if its
+	// delay plus MinAttemptTime would end past the context's deadline. The call then
+	// returns its last error at once, with Cause ErrDeadline. 0 means the limit of the
+	// per-attempt timeout (deadline.NewPerAttempt) inside the retry, if there is one.
+	// Else it means no minimum. A retry is then refused only when its delay alone
+	// would reach the deadline. Negative means no minimum, even with a per-attempt
+	// timeout.
 	MinAttemptTime time.Duration
-	// Clock times the sleeps; nil means clock.System(). The deadline check
-	// compares Clock.Now() plus the next delay with the context's deadline, so a fake
-	// clock used with real deadlines should start at the real time.
+	// Clock times the sleeps; nil means clock.System(). The deadline check compares
+	// Clock.Now() plus the next delay with the context's deadline. So a fake clock
+	// used with real deadlines should start at the real time.
 	Clock clock.Clock
 	// Rand draws the jitter; nil means jitter.System().
 	Rand jitter.Rand
 }
 
-// Retry is a retry policy (policy.KindRetry): it runs a call's attempts, sleeping a
-// jittered backoff between them, while the error is retryable, attempts, budget and
-// deadline remain, and no other layer owns retries on the call path.
+// Retry is a retry policy (policy.KindRetry). It runs a call's attempts, sleeping a
+// jittered backoff between them. It goes on while the error is retryable and
+// attempts, budget and deadline remain. It stops if another layer owns retries on
+// the call path.
 //
-// A Retry holds only its options: it is safe for concurrent use and may be shared by
-// pipelines. Build it with [New]; the zero value is not usable.
+// A Retry holds only its options. It is safe for concurrent use, and may be shared
+// by pipelines. Build it with [New]; the zero value is not usable.
 type Retry struct {
 	max     int
 	base    time.Duration
@@ -82,8 +85,8 @@ type Retry struct {
 	rand       jitter.Rand
 }
 
-// New returns a Retry with o's zero fields set to their defaults, or an error matching
-// ErrInvalidOptions that names the bad field.
+// New returns a Retry with o's zero fields set to their defaults. Or it returns an
+// error matching ErrInvalidOptions that names the bad field.
 func New(o Options) (*Retry, error) {
 	bad := check.Invalid[*Retry](ErrInvalidOptions)
 	r := &Retry{max: o.MaxAttempts, base: o.Base, cap: o.Cap, maxHint: o.MaxHintDelay, minAttempt: o.MinAttemptTime,
@@ -143,8 +146,8 @@ func (r *Retry) Placement() policy.Placement { return place }
 // place is the placement of a retry and a hedge.
 var place = policy.Placement{Kind: Kind, OwnsRetries: true, Prompt: true}
 
-// Bind returns the Runner that runs the retry loop, using env.Budget if the pipeline
-// has a budget outside the retry.
+// Bind returns the Runner that runs the retry loop. It uses env.Budget if the
+// pipeline has a budget outside the retry.
 func (r *Retry) Bind(next policy.Runner, env policy.Env) policy.Runner {
 	l := &runner{r: r, max: r.max, budget: env.Budget, reporter: newReporter(next, env, r.clock)}
 	l.lease, _ = env.Budget.(policy.RetryLease)
@@ -201,12 +204,12 @@ func reasonOf(should func(error) bool, err error) string {
 }
 
 func (l *runner) Run(ctx context.Context, fn policy.Func) error {
-	// A retry that can never retry does not claim the call path, and only the owner
-	// in this process talks to the budget: a suppressed retry below it must not charge
-	// it again. Under an owner in another process this retry makes one attempt, and
-	// its outcome is still told to the budget (never a withdrawal): it is evidence
-	// about the backend that no one in this process counts otherwise (gRFC A6 counts
-	// every RPC of the channel).
+	// A retry that can never retry does not claim the call path. Only the owner in
+	// this process talks to the budget. A suppressed retry below it must not charge
+	// it again. Under an owner in another process, this retry makes one attempt. Its
+	// outcome is still told to the budget, though never as a withdrawal. It is
+	// evidence about the backend that no one in this process counts otherwise. So
+	// does gRFC A6: it counts every RPC of the channel.
 	owner := l.max > 1 && !callpath.Owned(ctx)
 	budget, lease := l.budget, l.lease
 	if !owner {
@@ -266,8 +269,8 @@ func (l *runner) Run(ctx context.Context, fn policy.Func) error {
 			return l.giveUp(ctx, n, ErrOwner, err, event.SuppressedOwner)
 		}
 
-		// The backoff counts the retries since the last pushback: after a retry made on
-		// a server's pushback the next starts again from Base (gRFC A6).
+		// The backoff counts the retries since the last pushback. After a retry made
+		// on a server's pushback, the next starts again from Base (gRFC A6).
 		sincePush++
 		delay := min(max(l.r.strategy.Delay(sincePush, prev, l.r.base, l.r.cap, l.r.rand), 0), l.r.ceiling)
 		prev = delay
@@ -283,7 +286,7 @@ func (l *runner) Run(ctx context.Context, fn policy.Func) error {
 				spread := hint / 2
 				if refused {
 					// Every caller a server refused in one episode is told the same
-					// time: spread them over twice as wide.
+					// time. Spread them over twice as wide.
 					spread = hint
 				}
 				delay = max(delay, check.AddSat(hint, time.Duration(l.r.rand.Float64()*float64(spread))))
@@ -324,9 +327,9 @@ func (l *reporter) attempt(ctx context.Context, fn policy.Func, n int) error {
 	return err
 }
 
-// sleep waits d on the retry's clock; it returns false if ctx ended first, and never
+// sleep waits d on the retry's clock. It returns false if ctx ended first. It never
 // leaves the timer running. A server's shedder that admitted the call is told the
-// call is paused meanwhile (callpath.Pause): a sleeping retry holds no slot.
+// call is paused meanwhile (callpath.Pause). A sleeping retry holds no slot.
 func (l *runner) sleep(ctx context.Context, d time.Duration) bool {
 	if d <= 0 {
 		return ctx.Err() == nil
@@ -351,8 +354,8 @@ func ctxCause(ctx context.Context) error {
 	return ErrCanceled
 }
 
-// scheduled reports that attempt n will start after delay, because of err (nil for a
-// hedge sent for want of an answer) of reason why.
+// scheduled reports that attempt n will start after delay, because of err of
+// reason why. Err is nil for a hedge sent for want of an answer.
 func (l *reporter) scheduled(ctx context.Context, n int, delay time.Duration, why string, err error) {
 	if l.obs != nil {
 		l.obs.Observe(event.Event{Kind: event.RetryScheduled, Pipeline: l.pipeline, Stage: Kind, Time: l.clock.Now(),
@@ -360,8 +363,8 @@ func (l *reporter) scheduled(ctx context.Context, n int, delay time.Duration, wh
 	}
 }
 
-// giveUp builds the error of a call that ends after n attempts, reporting a suppressed
-// retry if suppressed names why one was.
+// giveUp builds the error of a call that ends after n attempts. It reports a
+// suppressed retry if suppressed names why one was.
 func (l *reporter) giveUp(ctx context.Context, n int, cause, last error, suppressed string) error {
 	err := &Error{Attempts: n, Cause: cause, Last: last}
 	if suppressed != "" && l.obs != nil {

@@ -7,17 +7,18 @@ import (
 	"github.com/backstop-go/backstop/jitter"
 )
 
-// A Strategy computes the backoff before a retry. Strategies are stateless values:
-// whatever a schedule needs from earlier retries (Decorrelated's previous delay) is
-// passed in, and per-call state lives in the retry loop.
+// A Strategy computes the backoff before a retry. Strategies are stateless values.
+// Whatever a schedule needs from earlier retries is passed in: Decorrelated's
+// previous delay. Per-call state lives in the retry loop.
 //
-// Implementers: Delay must be safe for concurrent use, must not allocate, and must
-// return a duration in [0, cap] for any n ≥ 1, without overflowing for any cap. The
-// retry loop clamps whatever a Strategy returns into [0, cap] all the same.
+// Implementers: Delay must be safe for concurrent use, and must not allocate. It
+// must return a duration in [0, cap] for any n ≥ 1, without overflowing for any
+// cap. The retry loop clamps whatever a Strategy returns into [0, cap] all the
+// same.
 type Strategy interface {
-	// Delay returns the backoff before retry n (n = 1 before the second attempt). prev
-	// is the delay before the previous retry (0 before the first); base and cap are
-	// Options.Base and Options.Cap.
+	// Delay returns the backoff before retry n (n = 1 before the second attempt).
+	// The argument prev is the delay before the previous retry (0 before the
+	// first). The arguments base and cap are Options.Base and Options.Cap.
 	Delay(n int, prev, base, cap time.Duration, r jitter.Rand) time.Duration
 }
 
@@ -44,9 +45,10 @@ func between(lo, hi time.Duration, r jitter.Rand) time.Duration {
 	return lo + time.Duration(r.Float64()*float64(hi-lo))
 }
 
-// Full is "full jitter": random(0, min(cap, base·2^(n−1))). It spreads clients over the
-// whole window, doing the least total work under contention (Brooker, "Exponential
-// Backoff and Jitter"). It is the default. With the default base 100 ms and cap 5 s:
+// Full is "full jitter": random(0, min(cap, base·2^(n−1))). It spreads clients over
+// the whole window. It does the least total work under contention (Brooker,
+// "Exponential Backoff and Jitter"). It is the default. With the default base
+// 100 ms and cap 5 s:
 //
 //	retry n   1       2       3       4       5       6       7+
 //	window    100ms   200ms   400ms   800ms   1.6s    3.2s    5s
@@ -58,8 +60,8 @@ func (Full) Delay(n int, _, base, cap time.Duration, r jitter.Rand) time.Duratio
 	return between(0, window(n, base, cap), r)
 }
 
-// Equal is "equal jitter": t/2 + random(0, t/2) with t = min(cap, base·2^(n−1)). It
-// keeps at least half the exponential wait. With base 100 ms, cap 5 s:
+// Equal is "equal jitter": t/2 + random(0, t/2) with t = min(cap, base·2^(n−1)).
+// It keeps at least half the exponential wait. With base 100 ms, cap 5 s:
 //
 //	retry n   1           2           3           4            5+ …
 //	delay     [50,100)ms  [100,200)ms [200,400)ms [400,800)ms  … up to [2.5,5)s
@@ -71,9 +73,9 @@ func (Equal) Delay(n int, _, base, cap time.Duration, r jitter.Rand) time.Durati
 	return t/2 + between(0, t-t/2, r)
 }
 
-// Decorrelated is "decorrelated jitter": min(cap, random(base, prev·3)), with prev =
-// base before the first retry. Each delay grows from the last one drawn rather than
-// from n. With base 100 ms, cap 5 s:
+// Decorrelated is "decorrelated jitter": min(cap, random(base, prev·3)). Before
+// the first retry, prev = base. Each delay grows from the last one drawn rather
+// than from n. With base 100 ms, cap 5 s:
 //
 //	retry n   1              2                    …
 //	delay     [100, 300)ms   [100ms, 3·delay₁)    … never above 5s
@@ -91,9 +93,9 @@ func (Decorrelated) Delay(_ int, prev, base, cap time.Duration, r jitter.Rand) t
 	return min(cap, between(base, hi, r))
 }
 
-// None is exponential backoff without jitter: exactly min(cap, base·2^(n−1)). Clients
-// that fail together retry together; it is here for comparison (and for the storm
-// example's naive side), not for production. With base 100 ms, cap 5 s:
+// None is exponential backoff without jitter: exactly min(cap, base·2^(n−1)).
+// Clients that fail together retry together. It is here for comparison, not for
+// production. The storm example's naive side uses it. With base 100 ms, cap 5 s:
 //
 //	retry n   1       2       3       4       5       6       7+
 //	delay     100ms   200ms   400ms   800ms   1.6s    3.2s    5s
@@ -104,15 +106,15 @@ func (None) Delay(n int, _, base, cap time.Duration, _ jitter.Rand) time.Duratio
 	return window(n, base, cap)
 }
 
-// DefaultGRPCMultiplier is the multiplier [GRPC] uses when Multiplier is 0 (gRPC's
-// connection-backoff default).
+// DefaultGRPCMultiplier is the multiplier [GRPC] uses when Multiplier is 0. It is
+// gRPC's connection-backoff default.
 const DefaultGRPCMultiplier = 1.6
 
-// GRPC is the backoff of gRPC retries (gRFC A6, as amended in 2024):
-// min(initial·Multiplier^(n−1), max) · random(0.8, 1.2), with initial = Options.Base and
-// max = Options.Cap, as grpc-go waits: a delay may pass Cap by up to 20 %, and a Cap
-// below Base holds every delay at Cap (initial is A6's, max its ceiling). With base
-// 100 ms, cap 5 s and Multiplier 1.6:
+// GRPC is the backoff of gRPC retries (gRFC A6, as amended in 2024). It waits
+// min(initial·Multiplier^(n−1), max) · random(0.8, 1.2), as grpc-go does. Here
+// initial = Options.Base and max = Options.Cap. A delay may pass Cap by up to
+// 20 %. A Cap below Base holds every delay at Cap: initial is A6's, max its
+// ceiling. With base 100 ms, cap 5 s and Multiplier 1.6:
 //
 //	retry n   1             2             3             4              9+
 //	centre    100ms         160ms         256ms         410ms          5s
@@ -120,8 +122,8 @@ const DefaultGRPCMultiplier = 1.6
 //
 // See https://github.com/grpc/proposal/blob/master/A6-client-retries.md.
 type GRPC struct {
-	// Multiplier is the growth factor per retry; 0 means DefaultGRPCMultiplier. A6
-	// allows any value > 0: below 1 the delays shrink from Base. New refuses a
+	// Multiplier is the growth factor per retry; 0 means DefaultGRPCMultiplier.
+	// A6 allows any value > 0: below 1, the delays shrink from Base. New refuses a
 	// negative, infinite or NaN one.
 	Multiplier float64
 }
@@ -153,8 +155,8 @@ func durationOf(ns float64) time.Duration {
 // grpcJitterAbove is how far past Cap a [GRPC] delay may go: A6's 1.2.
 const grpcJitterAbove = 1.2
 
-// ceiling returns the longest delay strategy s may wait with Cap cap: Cap, or for
-// [GRPC] 1.2·Cap, A6's jitter above max.
+// ceiling returns the longest delay strategy s may wait with Cap cap. That is Cap,
+// or 1.2·Cap for [GRPC]: A6's jitter above max.
 func ceiling(s Strategy, cap time.Duration) time.Duration {
 	if _, ok := s.(GRPC); ok {
 		return durationOf(float64(cap) * grpcJitterAbove)

@@ -111,7 +111,7 @@ func Middleware(next http.Handler, s *Shedder) http.Handler {
 				// shedder's pressure, and does not raise the Retry-After of its refusals.
 				secs := max(1, int(math.Ceil(ra.Seconds())))
 				s.reject(ReasonBreaker)
-				s.report(r.Context(), s.own, "", ReasonBreaker, p, secs)
+				s.report(r.Context(), "", ReasonBreaker, p, secs)
 				// The breaker probes sooner than whole seconds say: a Backstop caller
 				// waits the real time, and one request's more (the baseline latency),
 				// so that it comes back when the probe has answered, not while it is
@@ -133,7 +133,7 @@ func Middleware(next http.Handler, s *Shedder) http.Handler {
 				if !ok {
 					secs := max(1, int(math.Ceil(d.Seconds())))
 					s.reject(ReasonQuota)
-					s.report(r.Context(), s.own, "", ReasonQuota, p, secs)
+					s.report(r.Context(), "", ReasonQuota, p, secs)
 					s.write(w, ReasonQuota, secs)
 					return
 				}
@@ -141,7 +141,7 @@ func Middleware(next http.Handler, s *Shedder) http.Handler {
 		}
 		permit, why, ra := s.tryAdmit(r.Context(), p)
 		if why != ReasonNone {
-			s.report(r.Context(), s.own, "", why, p, ra.secs)
+			s.report(r.Context(), "", why, p, ra.secs)
 			if ms := s.briefMillis(why, ra.base); ms > 0 {
 				w.Header()[callpath.HeaderRetryAfterMillis] = millisValues[ms/millisStep]
 			}

@@ -200,6 +200,9 @@ func TestMiddleware_QuotaStoreDecides(t *testing.T) {
 
 type ctxKey struct{}
 
+// A *breaker.Breaker is what Options.Breaker reads.
+var _ shed.Breaker = (*breaker.Breaker)(nil)
+
 func TestMiddleware_OpenBreakerAnswers503WithItsOpenTime(t *testing.T) {
 	b := policy.Must(breaker.New(breaker.Options{Name: "db", ConsecutiveFailures: 1, OpenTimeout: 20 * time.Second, OpenJitter: -1}))
 	_ = policy.Must(policy.Wrap(b)).Do(context.Background(), func(context.Context) error { return io.ErrUnexpectedEOF })
@@ -210,6 +213,17 @@ func TestMiddleware_OpenBreakerAnswers503WithItsOpenTime(t *testing.T) {
 	ra := w.Header().Get("Retry-After")
 	require.Contains(t, []string{"19", "20"}, ra, "the breaker's remaining open time, rounded up")
 	require.Equal(t, uint64(1), s.Stats().Rejected[shed.ReasonBreaker])
+}
+
+// TestMiddleware_NilBreakerPointerIsNoBreaker: a *breaker.Breaker left nil in
+// Options.Breaker guards nothing; requests are served.
+func TestMiddleware_NilBreakerPointerIsNoBreaker(t *testing.T) {
+	var b *breaker.Breaker
+	s := policy.Must(shed.New(shed.Options{Breaker: b}))
+	w := httptest.NewRecorder()
+	shed.Middleware(okHandler, s).ServeHTTP(w, httptest.NewRequest("GET", "/", nil))
+	require.Equal(t, http.StatusNoContent, w.Code, "served, not refused")
+	require.Zero(t, s.Stats().Rejected[shed.ReasonBreaker])
 }
 
 // nopWriter is a ResponseWriter that allocates nothing, to measure the reject path.

@@ -14,6 +14,9 @@ import (
 	"github.com/backstop-go/backstop/shed"
 )
 
+// A Shedder is an event.Source: pipelines and metrics subscribe to its refusals.
+var _ event.Source = (*shed.Shedder)(nil)
+
 // sheds counts the event.Shed it hears, by pipeline, and those without Stage shed.
 type sheds struct {
 	mu       sync.Mutex
@@ -36,27 +39,23 @@ func (s *sheds) Observe(e event.Event) {
 	}
 }
 
-func (s *sheds) total() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := 0
-	for _, v := range s.by {
-		n += v
-	}
-	return n
-}
-
-// TestShedder_AddObserverHearsEveryRefusalOnce: an observer added with AddObserver
-// hears every refusal — the middleware's, Admit's, and a pipeline's whatever the
-// pipeline's observer — once, even when it is added twice, is also Options.Observer,
-// or is among the pipeline's observers; the others still hear what they heard.
-func TestShedder_AddObserverHearsEveryRefusalOnce(t *testing.T) {
+// TestShedder_SubscribersHearEveryRefusalOnce: a subscriber hears every refusal
+// (the middleware's, Admit's and each pipeline's) once, under the pipeline that
+// refused. That holds when it is subscribed twice, is also Options.Observer, or is
+// among a pipeline's observers. Options.Observer and a pipeline's observer are
+// subscribers too.
+func TestShedder_SubscribersHearEveryRefusalOnce(t *testing.T) {
 	var added, own, piped sheds
 	s := policy.Must(shed.New(shed.Options{Name: "api", Limit: shed.LimitOptions{Fixed: 1}, Queue: shed.QueueOptions{Max: -1},
 		Observer: event.Observers(&own, &added)}))
-	s.AddObserver(&added)
-	s.AddObserver(event.Observers(&added))
-	s.AddObserver(nil)
+	s.Subscribe(&added, "elsewhere")
+	s.Subscribe(event.Observers(&added), "")
+	s.Subscribe(nil, "")
+	pipelines := []*policy.Pipeline{
+		policy.Must(policy.Wrap(s, policy.Name("piped"), policy.Observe(&piped))),
+		policy.Must(policy.Wrap(s, policy.Name("both"), policy.Observe(event.Observers(&piped, &added)))),
+		policy.Must(policy.Wrap(s, policy.Name("bare"))),
+	}
 	held, why := s.Admit(context.Background(), shed.PriorityDefault)
 	require.Equal(t, shed.ReasonNone, why)
 	defer held.Release()
@@ -67,17 +66,13 @@ func TestShedder_AddObserverHearsEveryRefusalOnce(t *testing.T) {
 	require.Equal(t, http.StatusTooManyRequests, rec.Code)
 	_, why = s.Admit(context.Background(), shed.PriorityDefault)
 	require.Equal(t, shed.ReasonLimit, why)
-	for _, p := range []*policy.Pipeline{
-		policy.Must(policy.Wrap(s, policy.Name("piped"), policy.Observe(&piped))),
-		policy.Must(policy.Wrap(s, policy.Name("both"), policy.Observe(event.Observers(&piped, &added)))),
-		policy.Must(policy.Wrap(s, policy.Name("bare"))),
-	} {
+	for _, p := range pipelines {
 		require.ErrorIs(t, p.Do(context.Background(), func(context.Context) error { return nil }), shed.ErrShed)
 	}
-	require.Equal(t, 5, added.total(), "every refusal, once")
-	require.Equal(t, map[string]int{"": 2, "piped": 1, "both": 1, "bare": 1}, added.by, "under the pipeline that refused")
-	require.Equal(t, 3, own.total(), "Options.Observer: the middleware's, Admit's and the unobserved pipeline's")
-	require.Equal(t, 2, piped.total(), "a pipeline's observer: its pipeline's")
+	want := map[string]int{"": 2, "piped": 1, "both": 1, "bare": 1}
+	require.Equal(t, want, added.by, "every refusal, once, under the pipeline that refused")
+	require.Equal(t, want, own.by, "Options.Observer: every refusal, once")
+	require.Equal(t, want, piped.by, "a pipeline's observer: every refusal, once")
 	for _, o := range []*sheds{&added, &own, &piped} {
 		require.Zero(t, o.badStage, "every event.Shed has Stage %q", shed.Kind)
 	}

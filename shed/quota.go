@@ -14,6 +14,59 @@ import (
 	"golang.org/x/time/rate"
 )
 
+// Quota limits each client to a rate of requests, on golang.org/x/time/rate.
+//
+// Keys are bounded: a key longer than MaxQuotaKey bytes is replaced by a hash of it
+// ("sha256:" and 16 bytes of it in hex, 39 bytes), so a client sending long keys cannot
+// make the buckets hold its keys' bytes — in this process or in a Store.
+type Quota struct {
+	// Key names the client of a request (an API key, a tenant, the remote address).
+	// Required. A request it names no client for ("") is handled as NoKey says.
+	Key func(*http.Request) string
+	// NoKey says what becomes of requests without a key; the zero value, NoKeyShare,
+	// puts them all in one bucket of Rate and Burst, so a missing header is never a
+	// way around the quota.
+	NoKey NoKey
+	// Rate and Burst are each client's token bucket. Rate must be > 0, Burst ≥ 1.
+	Rate  rate.Limit
+	Burst int
+	// MaxClients bounds the clients tracked at once; 0 means 10 000. When full, idle
+	// clients (whose bucket has refilled) are forgotten first. It bounds this
+	// process's buckets, not a Store's.
+	MaxClients int
+	// Store, if non-nil, keeps the clients' buckets outside this process, so that a
+	// fleet of servers shares one quota per client (the fleet module keeps them in
+	// Redis): Rate and Burst are then each client's limit across the fleet. nil means
+	// the buckets of this process.
+	Store QuotaStore
+}
+
+// NoKey is what a [Quota] does with requests its Key names no client for.
+type NoKey uint8
+
+// What becomes of requests without a key.
+const (
+	// NoKeyShare puts every request without a key in one shared bucket of the
+	// Quota's Rate and Burst. The default.
+	NoKeyShare NoKey = iota
+	// NoKeyRefuse refuses every request without a key (429, ReasonQuota).
+	NoKeyRefuse
+	// NoKeyExempt lets requests without a key through unlimited: for keys that
+	// only some trusted requests lack (a health check from the load balancer).
+	NoKeyExempt
+)
+
+// QuotaStore keeps per-client token buckets outside the process, for [Quota].Store.
+//
+// Allow takes one token from key's bucket of rate r and burst burst, or reports how
+// long until one is there. It is asked once per request that names a client, so it
+// must answer within a small bound of its own and, when its store cannot answer in
+// time, answer from a bucket of its own (fail open): a quota store that is down must
+// not take the server down with it. It must be safe for concurrent use.
+type QuotaStore interface {
+	Allow(ctx context.Context, key string, r rate.Limit, burst int) (wait time.Duration, ok bool)
+}
+
 // DefaultMaxClients bounds the clients a Quota tracks at once.
 const DefaultMaxClients = 10_000
 

@@ -478,10 +478,9 @@ func TestRetryAfter_FollowsTheShareRefused(t *testing.T) {
 	require.GreaterOrEqual(t, len(seen), 4, "the jitter spreads clients: %v", seen)
 }
 
-// TestShedder_EachRefusalReportedOnce: with both Options.Observer and a pipeline's
-// Observer set, a refusal through the pipeline reaches the pipeline's only, and one
-// through the middleware reaches Options.Observer only.
-func TestShedder_EachRefusalReportedOnce(t *testing.T) {
+// TestShedder_EachRefusalReachesEachObserverOnce: Options.Observer and a pipeline's
+// Observer both hear every refusal, through the pipeline or the middleware, once.
+func TestShedder_EachRefusalReachesEachObserverOnce(t *testing.T) {
 	var own, pipe atomic.Int64
 	count := func(n *atomic.Int64) event.Observer {
 		return event.ObserverFunc(func(e event.Event) {
@@ -490,17 +489,18 @@ func TestShedder_EachRefusalReportedOnce(t *testing.T) {
 			}
 		})
 	}
-	s := policy.Must(shed.New(shed.Options{Limit: shed.LimitOptions{Fixed: 1}, Queue: shed.QueueOptions{Max: -1}, Observer: count(&own)}))
+	s := policy.Must(shed.New(shed.Options{Limit: shed.LimitOptions{Fixed: 1}, Queue: shed.QueueOptions{Max: -1},
+		Observer: count(&own)}))
 	p := policy.Must(policy.Wrap(s)).With(policy.Observe(count(&pipe)))
 	held, _ := s.Admit(context.Background(), shed.PriorityDefault)
 	defer held.Release()
 
 	err := p.Do(context.Background(), func(context.Context) error { return nil })
 	require.ErrorIs(t, err, shed.ErrShed)
-	require.Equal(t, [2]int64{0, 1}, [2]int64{own.Load(), pipe.Load()}, "through the pipeline: its observer, once")
+	require.Equal(t, [2]int64{1, 1}, [2]int64{own.Load(), pipe.Load()}, "through the pipeline: each, once")
 
 	shed.Middleware(okHandler, s).ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/", nil))
-	require.Equal(t, [2]int64{1, 1}, [2]int64{own.Load(), pipe.Load()}, "through the middleware: Options.Observer, once")
+	require.Equal(t, [2]int64{2, 2}, [2]int64{own.Load(), pipe.Load()}, "through the middleware: each, once")
 }
 
 // TestQueue_IntervalFollowsTheWork: with the adaptive limit and the default interval,

@@ -19,10 +19,11 @@ import (
 
 // Defaults for zero Options fields.
 const (
-	// DefaultK is the ratio of requests to accepts above which requests are refused:
-	// the SRE book's 2.
+	// DefaultK is the ratio of requests to accepts above which requests are
+	// refused: the SRE book's 2.
 	DefaultK = 2.0
-	// DefaultWindow is how far back requests and accepts count: the book's two minutes.
+	// DefaultWindow is how far back requests and accepts count: the book's two
+	// minutes.
 	DefaultWindow = 2 * time.Minute
 )
 
@@ -34,22 +35,23 @@ var (
 	ErrInvalidOptions = errors.New("throttle: invalid options")
 )
 
-// Options configure a [Throttle]. The zero value is the SRE book's: K = 2 over the
-// last two minutes.
+// Options configure a [Throttle]. The zero value is the SRE book's: K = 2 over
+// the last two minutes.
 type Options struct {
 	// Name names the throttle in events, metrics and errors. Required.
 	Name string
 	// K is how many requests per accepted request the client may send before it
-	// starts refusing; ≥ 1; 0 means DefaultK (2). Lower refuses sooner.
+	// starts refusing, ≥ 1. 0 means DefaultK (2). Lower refuses sooner.
 	K float64
-	// Window is how far back requests and accepts count; 0 means DefaultWindow (2 min).
-	// It is kept in 10 buckets, so requests age out in steps of Window/10.
+	// Window is how far back requests and accepts count. 0 means DefaultWindow
+	// (2 min). It is kept in 10 buckets, so requests age out in steps of Window/10.
 	Window time.Duration
-	// Accepted says whether the backend accepted a request that ended with err; nil
-	// means it did unless err says it refused the work: err matches policy.ErrRejected
-	// (a 429 or 503 with Retry-After through policyhttp, RESOURCE_EXHAUSTED through
-	// policygrpc, a shedder's refusal) or context.DeadlineExceeded (it did not answer
-	// in time). Errors of the caller's own (context.Canceled) count neither way.
+	// Accepted says whether the backend accepted a request that ended with err.
+	// Nil means it did, unless err says it refused the work. It did so if err
+	// matches policy.ErrRejected: a 429 or 503 with Retry-After through policyhttp,
+	// RESOURCE_EXHAUSTED through policygrpc, a shedder's refusal. It did so too if
+	// err matches context.DeadlineExceeded: it did not answer in time. Errors of
+	// the caller's own (context.Canceled) count neither way.
 	Accepted func(err error) bool
 	// Clock reads the time; nil means clock.System().
 	Clock clock.Clock
@@ -57,9 +59,9 @@ type Options struct {
 	Rand jitter.Rand
 }
 
-// Throttle is client-side adaptive throttling, a stage of kind [Kind]. It is safe for
-// concurrent use (one mutex, no allocation per call); share one among the pipelines
-// that call one backend. Build it with [New].
+// Throttle is client-side adaptive throttling, a stage of kind [Kind]. It is safe
+// for concurrent use: one mutex, no allocation per call. Share one among the
+// pipelines that call one backend. Build it with [New].
 type Throttle struct {
 	name     string
 	k        float64
@@ -74,8 +76,8 @@ type Throttle struct {
 	win window.Pair // requests, accepts
 }
 
-// New returns a throttle named o.Name (it names its refusals and events) or an error
-// matching ErrInvalidOptions naming the bad field.
+// New returns a throttle named o.Name; the name labels its refusals and events. Or
+// it returns an error matching ErrInvalidOptions naming the bad field.
 func New(o Options) (*Throttle, error) {
 	name := o.Name
 	bad := check.Invalid[*Throttle](fmt.Errorf("%w: %s", ErrInvalidOptions, name))
@@ -101,7 +103,7 @@ func New(o Options) (*Throttle, error) {
 		rand: jitter.Or(o.Rand), refusal: newRefusal(name), win: window.New(clock.Now(), o.Window)}, nil
 }
 
-// DefaultAccepted is Options.Accepted's default: a request was accepted unless its
+// DefaultAccepted is Options.Accepted's default. A request was accepted unless its
 // error matches policy.ErrRejected or context.DeadlineExceeded.
 func DefaultAccepted(err error) bool {
 	return err == nil || !(errors.Is(err, policy.ErrRejected) || errors.Is(err, context.DeadlineExceeded))
@@ -188,7 +190,7 @@ func (t *Throttle) ExplainStage() policy.Stage {
 }
 
 // newRefusal returns the error of every request the throttle named name refuses.
-// Its RetryAfter is 0: the share refused falls as the backend accepts again, at no
+// Its RetryAfter is 0. The share refused falls as the backend accepts again, at no
 // time the throttle could name.
 func newRefusal(name string) *policy.RejectError {
 	return &policy.RejectError{Policy: Kind, Name: name, Reason: "throttled", Err: ErrThrottled}

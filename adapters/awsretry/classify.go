@@ -9,6 +9,7 @@ import (
 	awsretry "github.com/aws/aws-sdk-go-v2/aws/retry"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
+	"github.com/backstop-go/backstop/callpath"
 	"github.com/backstop-go/backstop/fault"
 	"github.com/backstop-go/backstop/retry"
 )
@@ -109,7 +110,7 @@ func hint(err error, now time.Time) (time.Duration, bool) {
 	}
 	if re := responseOf(err); re != nil {
 		if v := re.Response.Header.Get("Retry-After"); v != "" {
-			return retry.ParseRetryAfter(v, now)
+			return callpath.ParseRetryAfter(v, now)
 		}
 	}
 	return 0, false
@@ -123,7 +124,7 @@ func amzRetryAfter(err error) (time.Duration, bool) {
 		return 0, false
 	}
 	if v := re.Response.Header.Get(HeaderAmzRetryAfter); v != "" {
-		if ms, perr := strconv.ParseInt(v, 10, 64); perr == nil && ms >= 0 && ms <= int64(retry.MaxRetryAfter/time.Millisecond) {
+		if ms, perr := strconv.ParseInt(v, 10, 64); perr == nil && ms >= 0 && ms <= int64(callpath.MaxRetryAfter/time.Millisecond) {
 			return time.Duration(ms) * time.Millisecond, true
 		}
 	}

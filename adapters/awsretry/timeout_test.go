@@ -13,6 +13,7 @@ import (
 
 	"github.com/backstop-go/backstop/adapters/awsretry"
 	"github.com/backstop-go/backstop/budget"
+	"github.com/backstop-go/backstop/callpath"
 	"github.com/backstop-go/backstop/deadline"
 	"github.com/backstop-go/backstop/fault"
 	"github.com/backstop-go/backstop/policy"
@@ -34,8 +35,8 @@ func TestRetryer_PerAttemptTimeout(t *testing.T) {
 }
 
 // FuzzAmzRetryAfter checks the hint Classify reads from X-Amz-Retry-After against
-// strconv: a positive count of milliseconds up to retry.MaxRetryAfter is the hint, at
-// most AmzRetryAfterSpan; anything else is none, and the error stays plainly
+// strconv: a positive count of milliseconds up to callpath.MaxRetryAfter is the hint,
+// at most AmzRetryAfterSpan. Anything else is none, and the error stays plainly
 // retryable.
 func FuzzAmzRetryAfter(f *testing.F) {
 	for _, s := range []string{
@@ -43,7 +44,7 @@ func FuzzAmzRetryAfter(f *testing.F) {
 		"0",                    // at once
 		"-5",                   // negative: ignored
 		"1.5",                  // not an integer: ignored
-		"86400001",             // past retry.MaxRetryAfter: ignored
+		"86400001",             // past callpath.MaxRetryAfter: ignored
 		"99999999999999999999", // beyond int64
 		"",                     // absent
 	} {
@@ -62,7 +63,7 @@ func FuzzAmzRetryAfter(f *testing.F) {
 		}
 		got, has := fault.Hint(awsretry.Classify(err))
 		ms, perr := strconv.ParseInt(h.Get(awsretry.HeaderAmzRetryAfter), 10, 64)
-		want := perr == nil && ms > 0 && ms <= int64(retry.MaxRetryAfter/time.Millisecond) // 0: come back after the backoff
+		want := perr == nil && ms > 0 && ms <= int64(callpath.MaxRetryAfter/time.Millisecond) // 0: come back after the backoff
 		if has != want || (want && got != min(time.Duration(ms)*time.Millisecond, awsretry.AmzRetryAfterSpan)) {
 			t.Fatalf("X-Amz-Retry-After %q: hint %v, %v; want %v, %v", v, got, has, time.Duration(ms)*time.Millisecond, want)
 		}

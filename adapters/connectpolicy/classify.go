@@ -14,7 +14,6 @@ import (
 
 	"github.com/backstop-go/backstop/callpath"
 	"github.com/backstop-go/backstop/fault"
-	"github.com/backstop-go/backstop/retry"
 )
 
 // classifier judges attempts' errors by their code.
@@ -81,13 +80,13 @@ func (c *classifier) classify(err error, clock clock.Clock) error {
 		if pushed {
 			return fault.Refused(err, d)
 		}
-		ra, _ := retry.ParseRetryAfter(meta.Get(HeaderRetryAfter), clock.Now())
+		ra, _ := callpath.ParseRetryAfter(meta.Get(HeaderRetryAfter), clock.Now())
 		return fault.Refused(err, ra)
 	case int(code) < len(c.retryable) && c.retryable[code]:
 		if pushed {
 			return fault.Pushback(err, d)
 		}
-		if ra, ok := retry.ParseRetryAfter(meta.Get(HeaderRetryAfter), clock.Now()); ok && ra > 0 {
+		if ra, ok := callpath.ParseRetryAfter(meta.Get(HeaderRetryAfter), clock.Now()); ok && ra > 0 {
 			return fault.After(err, ra)
 		}
 		return fault.Retryable(err)

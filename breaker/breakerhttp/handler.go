@@ -28,9 +28,9 @@ th,td{padding:.3em .5em;border-bottom:1px solid #ddd;text-align:left}
 .meta{color:#555}.t{white-space:nowrap}form{display:inline}
 `
 
-// contentSecurityPolicy is the Content-Security-Policy header of every response:
-// nothing may be loaded or run but the page's own stylesheet (named by its SHA-256),
-// the form posts only to the page's own origin, and no page may frame it.
+// contentSecurityPolicy is the Content-Security-Policy header of every response.
+// Nothing may be loaded or run but the page's own stylesheet, named by its
+// SHA-256. The form posts only to the page's own origin. No page may frame it.
 var contentSecurityPolicy = "default-src 'none'; style-src '" + styleHash() + "'; " +
 	"form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
 
@@ -54,29 +54,30 @@ type optionFunc func(*handler)
 
 func (f optionFunc) apply(h *handler) { f(h) }
 
-// AllowControl lets the handler change breakers: a POST with form values name and
-// action=open (ForceOpen) or action=reset (Reset). Off by default: whoever can reach
-// the handler can then cut a service off from its dependency, so mount it behind your
-// own authentication. Cross-origin POSTs are refused (http.CrossOriginProtection), so a
-// page on another site cannot make an operator's browser press the buttons.
+// AllowControl lets the handler change breakers. It takes a POST with form values
+// name and action=open (ForceOpen) or action=reset (Reset). It is off by default.
+// With it, whoever can reach the handler can cut a service off from its
+// dependency. So mount it behind your own authentication. Cross-origin POSTs are
+// refused (http.CrossOriginProtection). Thus a page on another site cannot make an
+// operator's browser press the buttons.
 func AllowControl() Option { return optionFunc(func(h *handler) { h.control = true }) }
 
-// RefreshEvery sets how often the HTML page reloads itself; 0 turns reloading off. The
-// default is DefaultRefresh (5 s).
+// RefreshEvery sets how often the HTML page reloads itself; 0 turns reloading off.
+// The default is DefaultRefresh (5 s).
 func RefreshEvery(d time.Duration) Option {
 	return optionFunc(func(h *handler) { h.refresh = max(d, 0) })
 }
 
 // WithClock sets the clock the page reads the time from; nil means
-// clock.System(). The breakers themselves keep gobreaker's time.
+// clock.System(). The breakers themselves keep the time of gobreaker.
 func WithClock(c clock.Clock) Option {
 	return optionFunc(func(h *handler) { h.clock = clock.Or(c) })
 }
 
-// Handler serves the state of reg's breakers: JSON for GET with Accept:
-// application/json or ?format=json, otherwise a small self-contained HTML page that
-// refreshes itself. With [AllowControl] it also takes same-origin POSTs that force a
-// breaker open or reset it.
+// Handler serves the state of reg's breakers. It serves JSON for GET with Accept:
+// application/json or ?format=json. Otherwise, it serves a small self-contained
+// HTML page that refreshes itself. With [AllowControl], it also takes same-origin
+// POSTs that force a breaker open or reset it.
 //
 // JSON form (fields are added, never renamed or removed):
 //
@@ -84,12 +85,13 @@ func WithClock(c clock.Clock) Option {
 //	  "counts": {"requests": 5, …}, "tripped_counts": {…}, "opened_at": "…", "until": "…",
 //	  "retry_after_seconds": 12.5, "last_transition": {"from": "closed", "to": "open", "at": "…"}}]}
 //
-// A state, and a transition's from and to, is "closed", "half_open" or "open"; the
-// page shows the same names, and uses them as CSS classes. retry_after_seconds (the
-// page's "retry after") is what a server sends as Retry-After for a call the breaker
-// refuses now: the time to its probes when open, its MaxOpenTimeout when forced open.
-// Forcing open a closed or half-open breaker is a transition: last_transition and
-// opened_at are then the forcing's.
+// A state, and a transition's from and to, is "closed", "half_open" or "open". The
+// page shows the same names, and uses them as CSS classes. The field
+// retry_after_seconds is the page's "retry after". It is what a server sends as
+// Retry-After for a call the breaker refuses now. When open, it is the time to its
+// probes. When forced open, it is its MaxOpenTimeout. Forcing open a closed or
+// half-open breaker is a transition. The fields last_transition and opened_at are
+// then the forcing's.
 func Handler(reg *breaker.Registry, opts ...Option) http.Handler {
 	h := &handler{reg: reg, refresh: DefaultRefresh, clock: clock.System()}
 	for _, o := range opts {
@@ -120,8 +122,8 @@ type jsonSnapshot struct {
 	Until      *time.Time      `json:"until,omitempty"`
 	RetryAfter float64         `json:"retry_after_seconds"`
 	Last       *jsonTransition `json:"last_transition,omitempty"`
-	// SlowStart is the share of calls a breaker that has just closed lets through
-	// while it ramps its traffic up; absent otherwise.
+	// SlowStart is the share of calls a breaker that has just closed lets through,
+	// while it ramps its traffic up. It is absent otherwise.
 	SlowStart float64 `json:"slow_start_share,omitempty"`
 }
 
@@ -219,11 +221,11 @@ func (h *handler) control1(w http.ResponseWriter, r *http.Request) {
 }
 
 // back returns a reference to the page a form was posted from, relative to the
-// request's own URL: "./" and the last segment of the path the client asked for. It
-// keeps whatever prefix the handler is mounted under (http.StripPrefix shortens
-// r.URL.Path, not r.RequestURI), and it can never name another host, as the path
-// itself would: a handler mounted without a ServeMux gets a path such as
-// //evil.example/x as it was sent, and as a Location that is a URL on evil.example.
+// request's own URL. It is "./" and the last segment of the path the client asked
+// for. It keeps whatever prefix the handler is mounted under: http.StripPrefix
+// shortens r.URL.Path, not r.RequestURI. It can never name another host, as the
+// path itself would. A handler mounted without a ServeMux gets a path such as
+// //evil.example/x as it was sent. As a Location, that is a URL on evil.example.
 func back(r *http.Request) string {
 	p := r.URL.EscapedPath()
 	if u, err := url.ParseRequestURI(r.RequestURI); err == nil {

@@ -152,7 +152,7 @@ func Dashboard() *dashboard.DashboardBuilder {
 		WithRow(dashboard.NewRowBuilder("Fallbacks and stages").Id(id())).
 		WithPanel(series("Fallback ratio", "Share of each pipeline's calls a fallback answered. Alert BackstopFallbackRateHigh fires above 5 %.", "percentunit",
 			query(`sum by (pipeline) (rate(backstop_fallbacks_total{`+pipe+`}[$__rate_interval])) / sum by (pipeline) (rate(backstop_calls_total{`+pipe+`}[$__rate_interval]))`, "{{pipeline}}"))).
-		WithPanel(series("Fallbacks by reason", "Failed calls a fallback answered, by the failure (failure, rejected, deadline) and what answered (value, func, last-good).", "reqps",
+		WithPanel(series("Fallbacks by reason", "Failed calls a fallback answered, by the failure (failure, rejected, deadline) and what answered (value, func, last_good).", "reqps",
 			query(`sum by (pipeline, fallback, reason, from) (rate(backstop_fallbacks_total{`+pipe+`}[$__rate_interval]))`, "{{pipeline}} {{reason}} by {{from}}"))).
 		WithPanel(series("Rejections by stage", "Calls or attempts a stage rejected client-side, by the stage's kind (policy), its name and why.", "reqps",
 			query(`sum by (pipeline, policy, name, reason) (rate(backstop_rejections_total{`+pipe+`}[$__rate_interval]))`, "{{pipeline}} {{policy}} {{name}} {{reason}}"))).

@@ -7,10 +7,11 @@ import (
 	"sync/atomic"
 )
 
-// Bodies is an http.RoundTripper that counts the response bodies Next hands out and
-// those closed, so a test or a load run can check that a client — a policyhttp
-// transport retrying, a caller discarding attempts — leaves none open: Opened and
-// Closed are equal once every response is done with.
+// Bodies is an http.RoundTripper that counts the response bodies Next hands out,
+// and those closed. With it, a test or a load run can check that a client leaves
+// none open. The client may be a policyhttp transport retrying, or a caller
+// discarding attempts. Opened and Closed are equal once every response is done
+// with.
 //
 // A Bodies is safe for concurrent use. Next is required.
 type Bodies struct {
@@ -34,8 +35,8 @@ func (b *Bodies) Opened() int64 { return b.opened.Load() }
 // Closed returns how many of them have been closed.
 func (b *Bodies) Closed() int64 { return b.closed.Load() }
 
-// CountCloses returns rc, adding 1 to n the first time it is closed (a second Close
-// is passed on and not counted).
+// CountCloses returns rc, adding 1 to n the first time it is closed. A second
+// Close is passed on and not counted.
 func CountCloses(rc io.ReadCloser, n *atomic.Int64) io.ReadCloser {
 	return &closeCounter{ReadCloser: rc, n: n}
 }

@@ -10,11 +10,12 @@ import (
 
 // Clock is a fake [clock.Clock] for tests: time moves only when the test says so.
 //
-// In manual mode (the default) timers fire when [Clock.Advance] or [Clock.Set] moves
-// the time past them; [Clock.BlockUntil] lets a test wait for a goroutine to start a
-// timer before it advances. In auto mode ([Clock.AutoAdvance]) every new timer fires at
-// once and moves the clock forward by its duration, so a single-goroutine retry loop
-// runs to the end without help, and [Clock.Waits] tells what it slept.
+// In manual mode (the default), timers fire when [Clock.Advance] or [Clock.Set]
+// moves the time past them. [Clock.BlockUntil] lets a test wait for a goroutine to
+// start a timer before it advances. In auto mode ([Clock.AutoAdvance]), every new
+// timer fires at once and moves the clock forward by its duration. Thus a
+// single-goroutine retry loop runs to the end without help. [Clock.Waits] tells
+// what it slept.
 //
 // A Clock is safe for concurrent use. Its zero value is not usable; use [NewClock].
 type Clock struct {
@@ -119,9 +120,9 @@ func (c *Clock) BlockUntil(n int) {
 	}
 }
 
-// BlockUntilStarted waits until at least n timers have been started since the clock
-// was made, fired and stopped ones included: a test that must know a timer was
-// replaced, not merely that one is pending, waits for it so.
+// BlockUntilStarted waits until at least n timers have been started since the
+// clock was made, fired and stopped ones included. A test uses it to know a timer
+// was replaced, not merely that one is pending.
 func (c *Clock) BlockUntilStarted(n int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

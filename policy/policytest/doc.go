@@ -1,7 +1,7 @@
-// Package policytest checks that a [policy.Policy] keeps the contract every stage of a
-// pipeline relies on, and provides the library's one fake [Clock] and one fake [Rand]
-// for tests, in the manner of testing/slogtest, and [Bodies], which counts the HTTP
-// response bodies a client leaves open.
+// Package policytest checks that a [policy.Policy] keeps the contract every stage
+// of a pipeline relies on, in the manner of testing/slogtest. It also provides the
+// library's one fake [Clock] and one fake [Rand] for tests. [Bodies] counts the
+// HTTP response bodies a client leaves open.
 //
 // # Conformance
 //
@@ -11,20 +11,22 @@
 //		policytest.Run(t, func() policy.Policy { return mypolicy.New() })
 //	}
 //
-// The suite binds each fresh policy once, directly (not through policy.Wrap, so stages
-// that need a retry around them can be checked alone), and then checks that:
+// The suite binds each fresh policy once, directly. It does not use policy.Wrap,
+// so stages that need a retry around them can be checked alone. It then checks
+// that:
 //   - a nil error from fn is returned as nil, and fn runs exactly once;
-//   - fn's error comes back so that errors.Is finds it, and fn runs at most once (the
-//     error is not marked retryable);
-//   - context values reach fn, and a cancelled context ends the call with an error
+//   - fn's error comes back so that errors.Is finds it. fn runs at most once: the
+//     error is not marked retryable;
+//   - context values reach fn. A cancelled context ends the call with an error
 //     matching context.Canceled (fn runs at most once);
-//   - Run honours ctx: with ctx already cancelled it returns without waiting, and
-//     with a deadline it returns by that deadline (checked in a testing/synctest
-//     bubble, so a policy that sleeps ignoring ctx is caught without real waiting;
-//     such a policy must build its timers inside the bubble, as newPolicy does);
-//   - the Releaser rule: a context the policy hands down is still live when Run
-//     returns if the caller's context carries a callpath.Releaser, and ends only when
-//     the caller releases it (an HTTP body is read after the call);
+//   - Run honours ctx. With ctx already cancelled, it returns without waiting.
+//     With a deadline, it returns by that deadline. This is checked in a
+//     testing/synctest bubble, so a policy that sleeps ignoring ctx is caught
+//     without real waiting. Such a policy must build its timers inside the
+//     bubble, as newPolicy does;
+//   - the Releaser rule. The caller's context may carry a callpath.Releaser. A
+//     context the policy hands down is then still live when Run returns. It ends
+//     only when the caller releases it (an HTTP body is read after the call);
 //   - Run is safe for concurrent use from many goroutines;
 //   - events, if any, carry a valid kind and the pipeline's name;
 //   - no goroutine is left behind.

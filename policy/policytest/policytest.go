@@ -26,7 +26,7 @@ var errFn = errors.New("policytest: fn failed")
 type ctxKey struct{}
 
 // Run runs the conformance suite as subtests of t. newPolicy must return a fresh
-// policy on each call: some subtests change a policy's state (a breaker's counts).
+// policy on each call. Some subtests change a policy's state (a breaker's counts).
 func Run(t *testing.T, newPolicy func() policy.Policy) {
 	t.Helper()
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())

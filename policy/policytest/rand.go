@@ -5,8 +5,8 @@ import (
 	"sync"
 )
 
-// Rand is a fake [jitter.Rand] for tests: Float64 returns the values it was given in
-// turn, then repeats the last one, so jitter is exactly what the test says.
+// Rand is a fake [jitter.Rand] for tests. Float64 returns the values it was given
+// in turn, then repeats the last one. So jitter is exactly what the test says.
 //
 // A Rand is safe for concurrent use. Its zero value is not usable; use [NewRand].
 type Rand struct {
@@ -15,8 +15,8 @@ type Rand struct {
 	next   int
 }
 
-// NewRand returns a Rand that draws values in order. Each value must be in [0, 1), as
-// jitter.Rand promises; NewRand panics otherwise, and if there are none.
+// NewRand returns a Rand that draws values in order. Each value must be in [0, 1),
+// as jitter.Rand promises. NewRand panics otherwise, and if there are none.
 func NewRand(values ...float64) *Rand {
 	if len(values) == 0 {
 		panic("policytest: NewRand needs at least one value")

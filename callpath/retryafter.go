@@ -1,4 +1,4 @@
-package retry
+package callpath
 
 import (
 	"strings"
@@ -6,8 +6,8 @@ import (
 )
 
 // MaxRetryAfter is the largest delay [ParseRetryAfter] returns: larger values, in
-// seconds or as a date, saturate at it. (Options.MaxHintDelay caps what the retry loop
-// will actually wait.)
+// seconds or as a date, saturate at it. It bounds [HeaderRetryAfterMillis] the same
+// way. A retry may refuse to wait that long (retry's Options.MaxHintDelay).
 const MaxRetryAfter = 24 * time.Hour
 
 // The three HTTP-date forms of RFC 9110 §5.6.7.
@@ -17,13 +17,16 @@ var httpDateLayouts = [...]string{
 	"Mon Jan _2 15:04:05 2006",       // obsolete asctime form
 }
 
-// ParseRetryAfter reads the value of a Retry-After header (RFC 9110 §10.2.3): either
-// delay-seconds (1*DIGIT) or an HTTP-date in any of the three forms of §5.6.7
-// (IMF-fixdate, RFC 850, asctime), all in GMT. A date is turned into a delay from now; a
-// date in the past gives 0. Surrounding whitespace is allowed. Values above
-// [MaxRetryAfter] saturate at it. Anything else — empty, negative, fractional, a sign,
-// garbage, a date not in exactly one of those forms (one-digit hours, a weekday that
-// does not match the date) — gives false.
+// ParseRetryAfter reads the value of a Retry-After header (RFC 9110 §10.2.3). The
+// value is delay-seconds (1*DIGIT) or an HTTP-date in GMT, in any of the three forms
+// of §5.6.7: IMF-fixdate, RFC 850, asctime. A date becomes a delay from now; a date in
+// the past gives 0. Surrounding whitespace is allowed. Values above [MaxRetryAfter]
+// saturate at it. Anything else gives false: empty, negative, fractional, a sign,
+// garbage. So does a date not in exactly one of those forms (one-digit hours, a
+// weekday that does not match the date).
+//
+// Transports turn the delay into a retry's hint: policyhttp marks the attempt's error
+// with fault.After.
 func ParseRetryAfter(value string, now time.Time) (time.Duration, bool) {
 	v := strings.Trim(value, " \t")
 	if v == "" {

@@ -1,4 +1,4 @@
-package retry_test
+package callpath_test
 
 import (
 	"net/http"
@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/backstop-go/backstop/retry"
+	"github.com/backstop-go/backstop/callpath"
 )
 
 var now = time.Date(1994, time.November, 6, 8, 49, 37, 0, time.UTC)
@@ -20,11 +20,11 @@ func TestParseRetryAfter(t *testing.T) {
 		// delay-seconds
 		{"0", 0, true},
 		{"120", 120 * time.Second, true},
-		{"  5\t", 5 * time.Second, true},                          // surrounding whitespace
-		{"007", 7 * time.Second, true},                            // leading zeros are digits
-		{"86400", 24 * time.Hour, true},                           // exactly the maximum
-		{"86401", retry.MaxRetryAfter, true},                      // saturates
-		{"99999999999999999999999999", retry.MaxRetryAfter, true}, // never overflows
+		{"  5\t", 5 * time.Second, true},                             // surrounding whitespace
+		{"007", 7 * time.Second, true},                               // leading zeros are digits
+		{"86400", 24 * time.Hour, true},                              // exactly the maximum
+		{"86401", callpath.MaxRetryAfter, true},                      // saturates
+		{"99999999999999999999999999", callpath.MaxRetryAfter, true}, // never overflows
 		{"", 0, false},
 		{"   ", 0, false},
 		{"-1", 0, false},  // negative
@@ -41,12 +41,12 @@ func TestParseRetryAfter(t *testing.T) {
 		{" Sun, 06 Nov 1994 08:49:38 GMT ", time.Second, true},    // whitespace
 		{"Sun, 06 Nov 1994 08:49:37 GMT", 0, true},                // now
 		{"Sat, 05 Nov 1994 08:49:37 GMT", 0, true},                // past: 0
-		{"Sat, 06 Nov 2094 08:49:37 GMT", retry.MaxRetryAfter, true},
+		{"Sat, 06 Nov 2094 08:49:37 GMT", callpath.MaxRetryAfter, true},
 		{"Sun, 06 Nov 1994 08:49:37 UTC", 0, false}, // HTTP-dates are GMT
 		{"Sunday, 06-Nov-94 08:51:37 PST", 0, false},
 		// RFC 850's two-digit year is the one within 50 years of now (1994): 30 is
 		// 2030, 45 is 1945 — with the weekday of that year.
-		{"Wednesday, 06-Nov-30 08:49:37 GMT", retry.MaxRetryAfter, true},
+		{"Wednesday, 06-Nov-30 08:49:37 GMT", callpath.MaxRetryAfter, true},
 		{"Thursday, 06-Nov-30 08:49:37 GMT", 0, false}, // 1930's weekday
 		{"Tuesday, 06-Nov-45 08:49:37 GMT", 0, true},
 		{"Monday, 06-Nov-45 08:49:37 GMT", 0, false}, // 2045's weekday
@@ -57,7 +57,7 @@ func TestParseRetryAfter(t *testing.T) {
 		{"2026-01-01T00:00:00Z", 0, false},           // RFC 3339 is not an HTTP-date
 	}
 	for _, tt := range tests {
-		got, ok := retry.ParseRetryAfter(tt.in, now)
+		got, ok := callpath.ParseRetryAfter(tt.in, now)
 		if got != tt.want || ok != tt.ok {
 			t.Errorf("ParseRetryAfter(%q) = %v, %v; want %v, %v", tt.in, got, ok, tt.want, tt.ok)
 		}
@@ -82,11 +82,11 @@ func FuzzParseRetryAfter(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		d, ok := retry.ParseRetryAfter(s, now)
+		d, ok := callpath.ParseRetryAfter(s, now)
 		if !ok {
 			return
 		}
-		if d < 0 || d > retry.MaxRetryAfter {
+		if d < 0 || d > callpath.MaxRetryAfter {
 			t.Fatalf("ParseRetryAfter(%q) = %v; out of [0, MaxRetryAfter]", s, d)
 		}
 		v := strings.Trim(s, " \t")
@@ -114,7 +114,7 @@ func FuzzParseRetryAfter(f *testing.F) {
 			}
 		}
 		want := max(when.Sub(now), 0)
-		want = min(want, retry.MaxRetryAfter)
+		want = min(want, callpath.MaxRetryAfter)
 		if d != want {
 			t.Fatalf("ParseRetryAfter(%q) = %v; http.ParseTime gives %v", s, d, want)
 		}
