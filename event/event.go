@@ -5,9 +5,9 @@ import (
 	"time"
 )
 
-// An Observer receives the events of a pipeline's stages: call start and end, attempt
-// start and end, retries scheduled and suppressed, breaker state changes, deadlines
-// exceeded and requests shed. Set it with policy.Observe.
+// An Observer receives the events of a pipeline's stages. They are call start and end,
+// attempt start and end, retries scheduled and suppressed, breaker state changes,
+// deadlines exceeded and requests shed. Set it with policy.Observe.
 //
 // Implementers:
 //   - Observe is called synchronously on the call's goroutine (a breaker's state change
@@ -34,8 +34,8 @@ import (
 //     share stages, and With binds them again). It must ignore a stage it has no
 //     series for.
 //
-// A nil Observer costs nothing: stages check for it once per event site and do no
-// event work at all.
+// A nil Observer costs nothing: stages check for it once per event site and do no event
+// work at all.
 type Observer interface {
 	Observe(Event)
 }
@@ -56,7 +56,7 @@ const (
 	NeedsEvent   Needs = 1 // the event, but not its Time and Elapsed: stages do not read the clock for it
 	// NeedsElapsed is the event with its Elapsed; its Time may be zero. On the system
 	// clock, stages then time the interval on the monotonic clock alone (see
-	// clock.Stopwatch), which costs half of what time.Now does.
+	// clock.Stopwatch). That costs half of what time.Now does.
 	NeedsElapsed Needs = NeedsEvent | needsElapsed
 	NeedsTiming  Needs = NeedsEvent | needsTime | needsElapsed // the event with its Time and Elapsed
 )
@@ -66,9 +66,9 @@ const (
 	needsElapsed Needs = 4
 )
 
-// NeedsOf returns what o reads of events of kind k: NeedsNothing for a nil o, what its
-// Needs method says if it has one, NeedsTiming otherwise. Stages ask once, when they
-// are bound.
+// NeedsOf returns what o reads of events of kind k. That is NeedsNothing for a nil o,
+// what its Needs method says if it has one, and NeedsTiming otherwise. Stages ask once,
+// when they are bound.
 func NeedsOf(o Observer, k Kind) Needs {
 	switch o := o.(type) {
 	case nil:
@@ -79,9 +79,10 @@ func NeedsOf(o Observer, k Kind) Needs {
 	return NeedsTiming
 }
 
-// ForPipeline returns o prepared for the pipeline named name: what its ForPipeline
-// method returns if it has one, o itself otherwise. For an o made by [Observers],
-// each observer in it is prepared. Pipelines call it once, when they are bound.
+// ForPipeline returns o prepared for the pipeline named name. That is what its
+// ForPipeline method returns if it has one, and o itself otherwise. For an o made by
+// [Observers], each observer in it is prepared. Pipelines call it once, when they are
+// bound.
 func ForPipeline(o Observer, name string) Observer {
 	if p, ok := o.(preparer); ok {
 		return p.ForPipeline(name)
@@ -105,12 +106,13 @@ type ObserverFunc func(Event)
 // Observe calls f(e).
 func (f ObserverFunc) Observe(e Event) { f(e) }
 
-// A Source is a policy whose events reach observers beyond one call's pipeline: a
-// breaker's state changes, which happen at once for every pipeline sharing it, and a
-// shedder's refusals, made by its middleware as much as by its pipelines.
-// policy.Wrap (and Pipeline.With) subscribe a pipeline's Observer to each Source
-// among its stages once the pipeline is bound; binding itself subscribes nothing.
-// Others may subscribe too: package metrics does, to count a shedder's refusals.
+// A Source is a policy whose events reach observers beyond one call's pipeline. A
+// breaker's state changes are such events: they happen at once for every pipeline
+// sharing it. A shedder's refusals are too, made by its middleware as much as by its
+// pipelines. policy.Wrap (and Pipeline.With) subscribe a pipeline's Observer to each
+// Source among its stages once the pipeline is bound. Binding itself subscribes
+// nothing. Others may subscribe too: package metrics does, to count a shedder's
+// refusals.
 //
 // Implementers:
 //   - Subscribe keeps one subscription per o, however many pipelines subscribe it: o
@@ -128,9 +130,10 @@ type Source interface {
 	Subscribe(o Observer, pipeline string)
 }
 
-// Members returns the observers o combines, in order, if it was made by [Observers];
-// o alone otherwise; nothing for a nil o. A [Source] keeps one subscription per member,
-// so that an observer reached through several combinations still hears each event once.
+// Members returns the observers o combines, in order, if it was made by [Observers].
+// Otherwise it returns o alone, or nothing for a nil o. A [Source] keeps one
+// subscription per member. So an observer reached through several combinations still
+// hears each event once.
 func Members(o Observer) []Observer {
 	switch o := o.(type) {
 	case nil:
@@ -296,9 +299,9 @@ const (
 	SuppressedHint     = "hint"     // the server asked to wait longer than the retry's MaxHintDelay
 )
 
-// Event is one thing a stage reports. Fields a kind does not use are zero; every field
-// that may become a metrics label holds a value from a small closed set (never error
-// text or a URL).
+// Event is one thing a stage reports. Fields a kind does not use are zero. Every field
+// that may become a metrics label holds a value from a small closed set, never error
+// text or a URL.
 type Event struct {
 	Kind     Kind
 	Pipeline string // the pipeline's name, "" if unnamed
@@ -315,9 +318,10 @@ type Event struct {
 	From, To string  // breaker states: "closed", "half_open", "open"
 	Priority string  // shed: "critical", "default", "sheddable"
 	Level    float64 // shed: the concurrency limit when the request was refused
-	// Context is the context of the call (of the attempt, for attempt events) where the
-	// reporting stage has one — call, attempt, retry, suppression, deadline and
-	// policy-form shed events — so an observer can reach the call's trace span; nil for
-	// breaker transitions, which are not any one call's. Observers must not keep it.
+	// Context is the context of the call where the reporting stage has one. For attempt
+	// events it is the attempt's. Call, attempt, retry, suppression, deadline and
+	// policy-form shed events carry it. So an observer can reach the call's trace span.
+	// It is nil for breaker transitions, which are not any one call's. Observers must
+	// not keep it.
 	Context context.Context
 }

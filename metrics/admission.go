@@ -7,7 +7,8 @@ import (
 )
 
 // admission holds the series of the stages that admit, refuse or replace calls
-// client-side: fallbacks, and every stage's rejections and waits, fed by events.
+// client-side. That is fallbacks, and every stage's rejections and waits, fed by
+// events.
 type admission struct {
 	fallbacks  *prometheus.CounterVec   // pipeline, fallback, reason, from
 	rejections *prometheus.CounterVec   // pipeline, policy, name, reason

@@ -16,13 +16,13 @@ import (
 // callSeries is the collector of the series every observed call feeds:
 // backstop_calls_total, backstop_attempts_total and backstop_call_duration_seconds.
 // They are Backstop's own counters, read at scrape time, rather than client_golang's
-// counters and histogram, so that a call costs a few uncontended atomic additions:
-// durations are summed as integer nanoseconds and placed in buckets by integer
-// comparison, and each pipeline's counters are spread over stripes (see
-// [pipelineSeries]) so that calls on several cores do not fight over cache lines.
+// counters and histogram. So a call costs a few uncontended atomic additions. Durations
+// are summed as integer nanoseconds and placed in buckets by integer comparison. Each
+// pipeline's counters are spread over stripes (see [pipelineSeries]), so that calls on
+// several cores do not fight over cache lines.
 //
-// With Options.NativeHistograms the duration histogram stays client_golang's (native
-// buckets are its business), and only the counters are Backstop's.
+// With Options.NativeHistograms the duration histogram stays client_golang's, since
+// native buckets are its business. Only the counters are then Backstop's.
 //
 // A callSeries is safe for concurrent use.
 type callSeries struct {
@@ -42,10 +42,10 @@ type callSeries struct {
 // 11 buckets take 8 KiB.
 const maxStripes = 32
 
-// stripesFor is how many stripes a pipeline's counters get on procs processors: one
-// on one, else four per processor, rounded up to a power of two and at most
-// maxStripes. A call picks a stripe at random, so two cores meet on one with a chance
-// of about one in four per processor.
+// stripesFor is how many stripes a pipeline's counters get on procs processors. That is
+// one on one processor. Otherwise it is four per processor, rounded up to a power of
+// two and at most maxStripes. A call picks a stripe at random. So two cores meet on one
+// with a chance of about one in four per processor.
 func stripesFor(procs int) int {
 	if procs <= 1 {
 		return 1
@@ -83,8 +83,8 @@ func newCallSeries(buckets []float64, native float64) (*callSeries, error) {
 	return c, nil
 }
 
-// durationLimit returns the longest time.Duration whose Seconds() is at most bound, so
-// that d ≤ durationLimit(b) exactly when d.Seconds() ≤ b, as client_golang places an
+// durationLimit returns the longest time.Duration whose Seconds() is at most bound.
+// Then d ≤ durationLimit(b) exactly when d.Seconds() ≤ b, as client_golang places an
 // observation in a bucket.
 func durationLimit(bound float64) int64 {
 	switch {
@@ -104,8 +104,8 @@ func durationLimit(bound float64) int64 {
 }
 
 // collectors returns what to register: the counters, and the duration histogram
-// (client_golang's with native buckets). They are two collectors whatever the
-// options, so that a second Observer on a registry is refused alike
+// (client_golang's with native buckets). They are two collectors whatever the options.
+// So a second Observer on a registry is refused alike
 // (prometheus.AlreadyRegisteredError, for the counters).
 func (c *callSeries) collectors() []prometheus.Collector {
 	if c.native != nil {
@@ -166,9 +166,10 @@ func (c *callSeries) pipeline(name string) *pipelineSeries {
 	if s, ok := c.byName[name]; ok {
 		return s
 	}
-	// A stripe holds the calls and attempts by outcome, the sum of durations (two
-	// words: it carries into the second) and the bucket counts, +Inf's included; a
-	// line of padding keeps one stripe's words off the next one's cache lines.
+	// A stripe holds the calls and attempts by outcome, the sum of durations and the
+	// bucket counts, +Inf's included. The sum takes two words: it carries into the
+	// second. A line of padding keeps one stripe's words off the next one's cache
+	// lines.
 	used := sumHi + 1 + len(c.limits) + 1
 	stride := (used+7)/8*8 + 8
 	s := &pipelineSeries{name: name, limits: c.limits, mask: uint32(c.stripes - 1), stride: stride,
@@ -190,9 +191,9 @@ const (
 	bucketWords  = sumHi + 1                    // bucket counts, not cumulative; +Inf last
 )
 
-// pipelineSeries are one pipeline's counters, striped: each event adds to one stripe
-// picked at random (the runtime's per-thread generator: no shared state), and a scrape
-// sums the stripes.
+// pipelineSeries are one pipeline's counters, striped. Each event adds to one stripe
+// picked at random, from the runtime's per-thread generator with no shared state. A
+// scrape sums the stripes.
 type pipelineSeries struct {
 	name   string
 	limits []int64 // bucket upper bounds as durations
@@ -248,8 +249,8 @@ func (s *pipelineSeries) counts() (calls, attempts [len(outcomes)]uint64) {
 	return calls, attempts
 }
 
-// durations are a pipeline's bucket counts (not cumulative, +Inf's last) and the sum
-// of its calls' durations in seconds, summed over its stripes.
+// durations are a pipeline's bucket counts and the sum of its calls' durations in
+// seconds, summed over its stripes. The counts are not cumulative, and +Inf's is last.
 func (s *pipelineSeries) durations() (buckets []uint64, seconds float64) {
 	buckets = make([]uint64, len(s.limits)+1)
 	var lo, hi uint64

@@ -1,5 +1,5 @@
-// Package metrics turns Backstop's events into Prometheus series and structured logs.
-// A rising retry rate is often the first sign that a dependency is in trouble: every
+// Package metrics turns Backstop's events into Prometheus series and structured logs. A
+// rising retry rate is often the first sign that a dependency is in trouble. So every
 // retry, suppression, breaker transition and shed request is counted.
 //
 // # Wiring
@@ -13,11 +13,11 @@
 //	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 //
 // Register each thing once. A shedder listed in Options.Shedders (or added with
-// [Observer.AddShedder]) exports every shed series — its gauges, its admissions and
-// each of its refusals, counted once whichever way it refused and whatever observer
-// its own Options name. A stage inside a pipeline the Observer observes is exported
-// when the pipeline is bound ([Observer.Register]). The db breaker of p above needs
-// no Options.Breakers. List breakers that are in no observed pipeline (a
+// [Observer.AddShedder]) exports every shed series: its gauges, its admissions and each
+// of its refusals. Each refusal is counted once, whichever way it refused and whatever
+// observer its own Options name. A stage inside a pipeline the Observer observes is
+// exported when the pipeline is bound ([Observer.Register]). The db breaker of p above
+// needs no Options.Breakers. List breakers that are in no observed pipeline (a
 // shed.Options.Breaker, say).
 //
 // # Stages
@@ -31,15 +31,15 @@
 // Backstop gets the same series. Add one that is in no observed pipeline with
 // [Observer.AddStage].
 //
-// Use one [Observer] per registry and share it between pipelines; each pipeline's
+// Use one [Observer] per registry and share it between pipelines. Each pipeline's
 // series are resolved once, when the pipeline is bound, so a call does no label
 // lookups. A call's own series (calls, attempts, duration) are Backstop's counters,
-// read at scrape time: a call adds to a few words picked among per-pipeline stripes
-// (about four per processor, at most 32 stripes of 256 bytes with the default
-// buckets), so calls on several cores do not contend, and sums its duration in
-// integer nanoseconds. With Options.NativeHistograms the duration goes through
-// client_golang's histogram instead. Names of pipelines and stages become label
-// values: keep them to a small fixed set.
+// read at scrape time. A call adds to a few words picked among per-pipeline stripes.
+// There are about four stripes per processor, at most 32 stripes of 256 bytes with the
+// default buckets. So calls on several cores do not contend. A call sums its duration
+// in integer nanoseconds. With Options.NativeHistograms the duration goes through
+// client_golang's histogram instead. Names of pipelines and stages become label values:
+// keep them to a small fixed set.
 //
 // # Series
 //
@@ -75,14 +75,18 @@
 //	| backstop_wait_seconds                | histogram | policy, name             | waits of calls a stage held, then let through (event.Waited) |
 //	| backstop_stage_<gauge>               | gauge     | policy, name             | a gauge a stage publishes (policy.Publisher), read at scrape |
 //
-// outcome is one of success, failure, rejected, canceled, deadline (policy.Outcome).
-// policy is a stage's Placement().Kind: "rate_limit", say, or a third party's kind.
-// No label ever holds error text, a URL or request data.
+// The label outcome is one of success, failure, rejected, canceled, deadline
+// (policy.Outcome). The label policy is a stage's Placement().Kind: "rate_limit", say,
+// or a third party's kind. No label ever holds error text, a URL or request data.
 //
-// Series exist from the start, at 0, wherever their labels are known in advance: a
-// pipeline's calls, attempts, retries, suppressions and deadlines when it is bound;
-// the state and transitions of breakers listed in Options.Breakers (or added with
-// [Observer.AddBreaker]); the gauges of budgets and shedders listed in Options.
+// Series exist from the start, at 0, wherever their labels are known in advance:
+//
+//   - a pipeline's calls, attempts, retries, suppressions and deadlines, when it is
+//     bound;
+//   - the state and transitions of breakers listed in Options.Breakers (or added with
+//     [Observer.AddBreaker]);
+//   - the gauges of budgets and shedders listed in Options.
+//
 // A breaker transition that reaches the Observer through several pipelines that share
 // the breaker is counted once.
 //

@@ -51,25 +51,26 @@ type Options struct {
 	// Budgets are exported as backstop_budget_level{budget}, by name.
 	Budgets map[string]Leveler
 	// Shedders are exported as backstop_shed_inflight, _limit and _queue_length
-	// {shedder}, by name, and a shed.Shedder also as backstop_shed_admitted_total and
-	// backstop_shed_requests_total and _retry_after_seconds of every refusal it makes,
-	// whatever observer its Options name (see [Observer.AddShedder]). A name must be
-	// the shedder's own (shed.Options.Name).
+	// {shedder}, by name. A shed.Shedder is also exported as
+	// backstop_shed_admitted_total, and as backstop_shed_requests_total and
+	// _retry_after_seconds of every refusal it makes. That holds whatever observer its
+	// Options name (see [Observer.AddShedder]). A name must be the shedder's own
+	// (shed.Options.Name).
 	Shedders map[string]ShedGauges
-	// Breakers are exported from the start: backstop_breaker_state{breaker} read at
-	// every scrape (so it is right after a Reset, and present before any change), and
-	// backstop_breaker_transitions_total{breaker, from, to} at 0 for every pair of
-	// states. A breaker inside a pipeline this Observer observes is exported when the
-	// pipeline is bound, listed or not ([Observer.Register]); one in no such pipeline
-	// (a shed.Options.Breaker, say) is exported only if listed or added.
+	// Breakers are exported from the start. Their backstop_breaker_state{breaker} is
+	// read at every scrape, so it is right after a Reset and present before any change.
+	// Their backstop_breaker_transitions_total{breaker, from, to} starts at 0 for every
+	// pair of states. A breaker inside a pipeline this Observer observes is exported
+	// when the pipeline is bound, listed or not ([Observer.Register]). One in no such
+	// pipeline (a shed.Options.Breaker, say) is exported only if listed or added.
 	Breakers []BreakerGauge
 }
 
 // Observer is a event.Observer that keeps Prometheus series of every event. Its
 // series are listed in the package documentation.
 //
-// An Observer is safe for concurrent use; use one per registry, shared by every
-// pipeline (set it with policy.Observe): each pipeline gets its series resolved once,
+// An Observer is safe for concurrent use. Use one per registry, shared by every
+// pipeline (set it with policy.Observe). Each pipeline gets its series resolved once,
 // when it is bound (see [Observer.ForPipeline]). Build it with [New].
 type Observer struct {
 	callSeries   *callSeries // calls, attempts and their duration: the hot path
@@ -93,7 +94,7 @@ type Observer struct {
 	// first Help exported under the name. Guarded by knownMu.
 	stageHelp map[string]string
 	// listened holds the names of shedders whose refusals reach the Observer through
-	// its shedListener: the same refusals reaching it another way are not counted.
+	// its shedListener. The same refusals reaching it another way are not counted.
 	listened sync.Map
 	listener *shedListener
 }
@@ -118,8 +119,8 @@ func outcomeIndex(err error) int {
 	return 4
 }
 
-// New registers the Observer's collectors on reg (never the global registry unless
-// you pass it) and returns it. A second Observer on the same registry fails with
+// New registers the Observer's collectors on reg and returns it. It never uses the
+// global registry unless you pass it. A second Observer on the same registry fails with
 // prometheus.AlreadyRegisteredError.
 func New(reg prometheus.Registerer, o Options) (*Observer, error) {
 	if reg == nil {
@@ -190,7 +191,7 @@ func New(reg prometheus.Registerer, o Options) (*Observer, error) {
 	return m, nil
 }
 
-// breakerStates is the backstop_breaker_state collector: registered breakers are read
+// breakerStates is the backstop_breaker_state collector. Registered breakers are read
 // live at each scrape; others report the state of their last transition.
 type breakerStates struct {
 	desc *prometheus.Desc
@@ -240,10 +241,10 @@ func (c *breakerStates) transition(e event.Event) bool {
 var breakerStateNames = [...]string{"closed", "half_open", "open"}
 
 // AddBreaker exports b's state from now on, read at every scrape, and its transition
-// counters at 0, and subscribes the Observer to b's transitions if b is an
-// event.Source (breaker.Breaker is), so that they are counted even if b is in no
-// observed pipeline. Adding b again does nothing; another breaker under b's name is
-// an error. A breaker in a pipeline the Observer observes needs no AddBreaker.
+// counters at 0. If b is an event.Source (breaker.Breaker is), it subscribes the
+// Observer to b's transitions. So they are counted even if b is in no observed
+// pipeline. Adding b again does nothing; another breaker under b's name is an error. A
+// breaker in a pipeline the Observer observes needs no AddBreaker.
 func (m *Observer) AddBreaker(b BreakerGauge) error {
 	if b == nil {
 		return fmt.Errorf("%w: AddBreaker(nil)", ErrInvalidOptions)
@@ -288,7 +289,7 @@ func (m *Observer) register(cs ...prometheus.Collector) error {
 }
 
 // AddBudget exports b as backstop_budget_level{budget=name}, for budgets built after
-// the Observer. Adding b again does nothing; another budget under name is an error.
+// the Observer. Adding b again does nothing. Another budget under name is an error.
 func (m *Observer) AddBudget(name string, b Leveler) error {
 	if b == nil {
 		return fmt.Errorf("%w: AddBudget(%q, nil)", ErrInvalidOptions, name)
@@ -296,14 +297,17 @@ func (m *Observer) AddBudget(name string, b Leveler) error {
 	return m.once("budget", name, b, func() error { return m.register(budgetGauge(name, b)) })
 }
 
-// AddShedder exports s under shedder=name, as Options.Shedders does, for shedders
-// built after the Observer: its gauges, and for a shed.Shedder its admissions and
-// every refusal it makes (backstop_shed_requests_total, _retry_after_seconds), by its
-// middleware, by Admit or in a pipeline, whether or not its Options.Observer or the
-// pipeline's observer is this Observer too — each refusal is counted once. The order
-// of New, shed.New and AddShedder does not matter. Adding s again does nothing;
-// another shedder under name is an error, and so is a name other than the shedder's
-// own (shed.Options.Name), which its refusals are labelled with.
+// AddShedder exports s under shedder=name, as Options.Shedders does, for shedders built
+// after the Observer. It exports its gauges. For a shed.Shedder it also exports its
+// admissions and every refusal it makes (backstop_shed_requests_total,
+// _retry_after_seconds). That covers refusals by its middleware, by Admit or in a
+// pipeline. Each refusal is counted once, whether or not its Options.Observer or the
+// pipeline's observer is this Observer too. The order of New, shed.New and AddShedder
+// does not matter.
+//
+// Adding s again does nothing. Another shedder under name is an error. So is a name
+// other than the shedder's own (shed.Options.Name), which its refusals are labelled
+// with.
 func (m *Observer) AddShedder(name string, s ShedGauges) error {
 	if err := checkShedder(name, s); err != nil {
 		return err
@@ -362,8 +366,8 @@ func (m *Observer) pipeline(name string) *pipelineSeries {
 		return s.(*pipelineSeries)
 	}
 	s := m.callSeries.pipeline(name)
-	// Counters of things that may not have happened yet exist at 0, so that rate()
-	// and alerts see a series from the start.
+	// Counters of things that may not have happened yet exist at 0. So rate() and
+	// alerts see a series from the start.
 	for _, r := range retryReasons {
 		m.retries.WithLabelValues(name, r)
 	}
@@ -378,7 +382,7 @@ func (m *Observer) pipeline(name string) *pipelineSeries {
 }
 
 // ForPipeline returns the Observer for the pipeline named name, with its series
-// resolved now: pipelines call it when they are bound (event.ForPipeline), so their
+// resolved now. Pipelines call it when they are bound (event.ForPipeline). So their
 // calls and attempts are counted without any label lookup.
 func (m *Observer) ForPipeline(name string) event.Observer {
 	return &pipelineObserver{m: m, s: m.pipeline(name)}
@@ -389,9 +393,10 @@ type pipelineObserver struct {
 	s *pipelineSeries
 }
 
-// Needs says what the pipeline's series read: nothing of call and attempt starts, and
-// no clock reading for attempt ends and deadlines (they are counted, not timed), so a
-// pipeline observed by metrics reads the clock twice per call, not six or seven times.
+// Needs says what the pipeline's series read. They read nothing of call and attempt
+// starts. They read no clock for attempt ends and deadlines, which are counted, not
+// timed. So a pipeline observed by metrics reads the clock twice per call, not six or
+// seven times.
 func (o *pipelineObserver) Needs(k event.Kind) event.Needs { return needs(k) }
 
 // Needs says what the Observer reads; see pipelineObserver.Needs.
@@ -468,11 +473,14 @@ func (m *Observer) countShed(e event.Event) {
 	}
 }
 
-// AddCache exports c's counters as backstop_cache_requests_total{cache, result} with
-// result hit, miss, coalesced (a miss that waited for another caller's load) and stale
-// (a stale value served), backstop_cache_refreshes_total{cache} and
-// backstop_cache_load_errors_total{cache}, read at every scrape. A name already
-// exported is an error.
+// AddCache exports c's counters, read at every scrape:
+//
+//   - backstop_cache_requests_total{cache, result}, with result hit, miss, coalesced (a
+//     miss that waited for another caller's load) and stale (a stale value served);
+//   - backstop_cache_refreshes_total{cache};
+//   - backstop_cache_load_errors_total{cache}.
+//
+// A name already exported is an error.
 func (m *Observer) AddCache(name string, c CacheCounters) error {
 	if c == nil {
 		return fmt.Errorf("%w: AddCache(%q, nil)", ErrInvalidOptions, name)

@@ -13,19 +13,23 @@ type RedeliverCounts interface {
 	// Decisions returns the deliveries decided so far. Of those, it counts the ones
 	// dead-lettered for a permanent error and after the last allowed delivery.
 	Decisions() (deliveries, permanent, exhausted uint64)
-	// Delays returns the redeliveries' delays as a histogram. cumulative[i] counts
-	// the delays of at most bounds[i]; cumulative[len(bounds)] counts them all. sum
-	// adds up every delay.
+	// Delays returns the redeliveries' delays as a histogram. Each cumulative[i] counts
+	// the delays of at most bounds[i], and cumulative[len(bounds)] counts them all. The
+	// sum adds up every delay.
 	Delays() (bounds []time.Duration, cumulative []uint64, sum time.Duration)
 }
 
 // AddRedeliver exports a redelivery policy's decisions under queue=name, read at every
-// scrape. backstop_redeliver_deliveries_total counts every delivery decided.
-// backstop_redeliver_delay_seconds is a histogram of the redeliveries' delays, bucketed
-// by the bounds r reports; its _count is the redeliveries.
-// backstop_redeliver_dead_lettered_total{reason} counts dead-letters (permanent,
-// exhausted). Deliveries minus redeliveries minus dead-letters are the successes. A
-// name already exported is an error.
+// scrape:
+//
+//   - backstop_redeliver_deliveries_total counts every delivery decided;
+//   - backstop_redeliver_delay_seconds is a histogram of the redeliveries' delays,
+//     bucketed by the bounds r reports; its _count is the redeliveries;
+//   - backstop_redeliver_dead_lettered_total{reason} counts dead-letters (permanent,
+//     exhausted).
+//
+// Deliveries minus redeliveries minus dead-letters are the successes. A name already
+// exported is an error.
 func (m *Observer) AddRedeliver(name string, r RedeliverCounts) error {
 	if r == nil {
 		return fmt.Errorf("%w: AddRedeliver(%q, nil)", ErrInvalidOptions, name)

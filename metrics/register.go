@@ -11,7 +11,7 @@ import (
 type named interface{ Name() string }
 
 // once runs add the first time name is exported as what, and remembers v as that
-// name's: exporting the same v again does nothing, another v under the name is an
+// name's. Exporting the same v again does nothing. Another v under the name is an
 // error.
 func (m *Observer) once(what, name string, v any, add func() error) error {
 	m.knownMu.Lock()
@@ -36,12 +36,12 @@ func (m *Observer) once(what, name string, v any, add func() error) error {
 //   - a named [ThrottleGauges], as [Observer.AddThrottle] does;
 //   - a [policy.Publisher]'s gauges, as [Observer.AddStage] does.
 //
-// It is the Observer's optional Register method (see event.Observer): policy.Wrap
-// and Pipeline.With hand it every stage of a pipeline the Observer observes. So a
-// breaker in an observed pipeline has its backstop_breaker_state series from the
-// moment the pipeline is bound. A stage already exported is left as it is. So is one whose name another stage exports
-// already: register that one with an Add method to get the error. Budgets have no
-// name of their own: export them with Options.Budgets or AddBudget.
+// It is the Observer's optional Register method (see event.Observer). policy.Wrap and
+// Pipeline.With hand it every stage of a pipeline the Observer observes. So a breaker
+// in an observed pipeline has its backstop_breaker_state series from the moment the
+// pipeline is bound. A stage already exported is left as it is. So is one whose name
+// another stage exports already: register that one with an Add method to get the error.
+// Budgets have no name of their own. Export them with Options.Budgets or AddBudget.
 func (m *Observer) Register(stage any) {
 	if _, ok := stage.(policy.Policy); !ok {
 		return

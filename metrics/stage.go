@@ -11,8 +11,8 @@ import (
 // defaultStageHelp is the help of a published gauge that brings none.
 const defaultStageHelp = "A gauge a stage publishes (policy.Gauge)."
 
-// AddStage exports the gauges p publishes as backstop_stage_<gauge>{policy, name},
-// read at every scrape. policy is p's Placement().Kind; name is p.Name().
+// AddStage exports the gauges p publishes as backstop_stage_<gauge>{policy, name}, read
+// at every scrape. The label policy is p's Placement().Kind, and name is p.Name().
 //
 // A stage inside a pipeline the Observer observes needs no AddStage: see
 // [Observer.Register]. Adding p again does nothing. Another stage of p's kind under

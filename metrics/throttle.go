@@ -15,9 +15,10 @@ type ThrottleGauges interface {
 	Refused() uint64
 }
 
-// AddThrottle exports t as backstop_throttle_probability{throttle} (the chance that a
-// request is refused now) and backstop_throttle_refused_total{throttle}, read at every
-// scrape. Adding t again does nothing; another throttle under name is an error.
+// AddThrottle exports t as backstop_throttle_probability{throttle}, the chance that a
+// request is refused now. It also exports backstop_throttle_refused_total{throttle}.
+// Both are read at every scrape. Adding t again does nothing. Another throttle under
+// name is an error.
 func (m *Observer) AddThrottle(name string, t ThrottleGauges) error {
 	if t == nil {
 		return fmt.Errorf("%w: AddThrottle(%q, nil)", ErrInvalidOptions, name)

@@ -11,7 +11,7 @@ import (
 )
 
 // StatusError is the error an attempt ends with when its response's status says the
-// call failed. The transport keeps the response: if the pipeline gives up, the caller
+// call failed. The transport keeps the response. If the pipeline gives up, the caller
 // gets the response itself, with a nil error, as http.RoundTripper requires.
 type StatusError struct {
 	StatusCode int
@@ -25,11 +25,12 @@ func (e *StatusError) Error() string {
 	return "policyhttp: status " + strconv.Itoa(e.StatusCode)
 }
 
-// Classifier turns a response into the attempt's error: nil for a response to hand
-// to the caller as it is, or an error the pipeline's retry and breaker judge (mark it
-// with fault.Retryable or fault.After to retry it, fault.Client to keep it from
-// counting against the breaker). It may read res's headers, never its body. now is
-// the time the response arrived, for Retry-After dates.
+// Classifier turns a response into the attempt's error. It returns nil for a response
+// to hand to the caller as it is. Otherwise it returns an error the pipeline's retry
+// and breaker judge. Mark it with fault.Retryable or fault.After to retry it, and with
+// fault.Client to keep it from counting against the breaker. A Classifier may read
+// res's headers, never its body. The time the response arrived is now, for Retry-After
+// dates.
 type Classifier func(res *http.Response, now time.Time) error
 
 // DefaultClassifier is the judgement of [NewTransport] unless Options.Classifier replaces it:
@@ -42,15 +43,15 @@ type Classifier func(res *http.Response, now time.Time) error
 //	| 500, other 5xx      | failure                           | no      | yes                      |
 //	| other 4xx           | client fault                      | no      | no                       |
 //
-// (*) except a 429 or 503 with callpath.HeaderRefused. There a Backstop server's shedder
-// or breaker refused, or the server answers for a dependency whose failures its own
-// breaker counts. It is retried after its Retry-After, or after
+// (*) except a 429 or 503 with callpath.HeaderRefused. There a Backstop server's
+// shedder or breaker refused, or the server answers for a dependency whose failures its
+// own breaker counts. It is retried after its Retry-After, or after
 // callpath.HeaderRetryAfterMillis when the server sends it (fault.Refused). It counts
-// against neither a breaker nor a budget, so the breakers and budgets above it do not
+// against neither a breaker nor a budget. So the breakers and budgets above it do not
 // all trip on one outage at the end of the call path.
 //
-// 500 is not retried by default: it usually reports a bug that a retry hits again,
-// while 502/503/504 report a dependency or proxy that may recover. Retry-After, in
+// 500 is not retried by default: it usually reports a bug that a retry hits again. By
+// contrast 502/503/504 report a dependency or proxy that may recover. Retry-After, in
 // either RFC 9110 form, becomes the retry's hint (fault.After).
 func DefaultClassifier(res *http.Response, now time.Time) error {
 	code := res.StatusCode
@@ -65,8 +66,8 @@ func DefaultClassifier(res *http.Response, now time.Time) error {
 			if ms, ok := parseMillis(res.Header.Get(callpath.HeaderRetryAfterMillis)); ok {
 				d = ms
 			}
-			// A Backstop server's protection refused: wait as it asks, and count it
-			// against neither a breaker nor a budget (the server's own breaker counts).
+			// A Backstop server's protection refused: wait as it asks. Count it against
+			// neither a breaker nor a budget, since the server's own breaker counts.
 			return fault.Client(fault.Refused(err, d))
 		}
 		var marked error = fault.Retryable(err)
@@ -89,7 +90,7 @@ func DefaultClassifier(res *http.Response, now time.Time) error {
 }
 
 // parseMillis reads callpath.HeaderRetryAfterMillis: a non-negative integer of
-// milliseconds. Values above callpath.MaxRetryAfter (a day) saturate at it; anything
+// milliseconds. Values above callpath.MaxRetryAfter (a day) saturate at it. Anything
 // else is false.
 func parseMillis(v string) (time.Duration, bool) {
 	if v == "" || len(v) > 12 {

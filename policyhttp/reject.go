@@ -14,14 +14,19 @@ import (
 const rejectionBody = `{"type":"about:blank","title":"Service Unavailable","status":503,` +
 	`"detail":"a dependency of this service refused the call; retry after the time in Retry-After"}` + "\n"
 
-// WriteRejection answers w for a call that a policy on its call path refused — err is,
-// or wraps, a [*policy.RejectError] such as an open breaker in front of this handler's
-// dependency — as a Backstop server answers for itself: 503 Service Unavailable with
-// Retry-After in whole seconds, rounded up and at least 1 (RFC 9110 §10.2.3);
-// [callpath.HeaderRefused] with the rejection's reason, so the caller's breaker and
-// budget leave the answer to this server's own breaker; [callpath.HeaderRetryAfterMillis]
-// with the wait to the millisecond; and a small application/problem+json body. It
-// reports whether it wrote: false, with nothing written, when err carries no RejectError.
+// WriteRejection answers w for a call that a policy on its call path refused. Here err
+// is, or wraps, a [*policy.RejectError], such as an open breaker in front of this
+// handler's dependency. It answers as a Backstop server answers for itself:
+//
+//   - 503 Service Unavailable;
+//   - Retry-After in whole seconds, rounded up and at least 1 (RFC 9110 §10.2.3);
+//   - [callpath.HeaderRefused] with the rejection's reason, so the caller's breaker and
+//     budget leave the answer to this server's own breaker;
+//   - [callpath.HeaderRetryAfterMillis] with the wait to the millisecond;
+//   - a small application/problem+json body.
+//
+// It reports whether it wrote. It returns false, with nothing written, when err carries
+// no RejectError.
 func WriteRejection(w http.ResponseWriter, err error) bool {
 	var rej *policy.RejectError
 	if !errors.As(err, &rej) {

@@ -13,17 +13,18 @@ import (
 )
 
 // ErrResendRefused is the error of an attempt whose connection, reused from the pool,
-// failed before any response: net/http would have sent the request again on another
+// failed before any response. net/http would have sent the request again on another
 // connection, unseen by the pipeline, and the transport refused. The request may have
-// reached the server. The transport marks it retryable: the pipeline's retry, which
+// reached the server. The transport marks it retryable. The pipeline's retry, which
 // owns the call, decides whether it goes out again, and counts it when it does.
 var ErrResendRefused = errors.New("policyhttp: connection lost before any response; net/http's resend refused")
 
-// netReplayable reports whether net/http's Transport may send a request by itself
-// again after a reused connection fails with the request written, as its
-// Request.isReplayable decides: a GET, HEAD, OPTIONS or TRACE, or any method with an
-// Idempotency-Key (or X-Idempotency-Key) header, whose body is absent or rewindable
-// with GetBody. keyed says the request goes out with an Idempotency-Key.
+// netReplayable reports whether net/http's Transport may send a request by itself again
+// after a reused connection fails with the request written. It decides as
+// Request.isReplayable does. The method must be GET, HEAD, OPTIONS or TRACE, or the
+// request must carry an Idempotency-Key (or X-Idempotency-Key) header. Its body must be
+// absent or rewindable with GetBody. The result keyed says the request goes out with an
+// Idempotency-Key.
 func netReplayable(req *http.Request, hasBody, keyed bool) bool {
 	if hasBody && req.GetBody == nil {
 		return false
@@ -36,11 +37,11 @@ func netReplayable(req *http.Request, hasBody, keyed bool) bool {
 	return keyed || xkey
 }
 
-// traceKey is the key under which package httptrace keeps a ClientTrace in a
-// context. It is unexported; it is learnt once by asking httptrace to look one up in
-// a context that records the key it is asked for. The transport's contexts then
-// carry their trace without an allocation of context.WithValue. A nil traceKey (a
-// httptrace that looked up no key) makes them fall back to httptrace.WithClientTrace.
+// traceKey is the key under which package httptrace keeps a ClientTrace in a context.
+// It is unexported. It is learnt once, by asking httptrace to look one up in a context
+// that records the key it is asked for. The transport's contexts then carry their trace
+// without an allocation of context.WithValue. A nil traceKey (a httptrace that looked
+// up no key) makes them fall back to httptrace.WithClientTrace.
 var traceKey = func() any {
 	k := &keyRecorder{Context: context.Background()}
 	httptrace.ContextClientTrace(k)
@@ -57,8 +58,8 @@ func (k *keyRecorder) Value(key any) any {
 	return nil
 }
 
-// guardKey finds the resendGuard of the nearest policyhttp transport above, so that
-// a transport stacked beneath another composes with the caller's trace, not with the
+// guardKey finds the resendGuard of the nearest policyhttp transport above. So a
+// transport stacked beneath another composes with the caller's trace, not with the
 // other transport's guard.
 type guardKey struct{}
 
@@ -67,7 +68,7 @@ type afterFuncer interface {
 	AfterFunc(func()) (stop func() bool)
 }
 
-// afterFunc arranges for f to run once parent is done, through parent's own AfterFunc
+// afterFunc arranges for f to run once parent is done. It uses parent's own AfterFunc
 // if it has one, as the contexts of package callpath do.
 func afterFunc(parent context.Context, f func()) (stop func() bool) {
 	if a, ok := parent.(afterFuncer); ok {
@@ -85,9 +86,9 @@ func afterFunc(parent context.Context, f func()) (stop func() bool) {
 //     byte short of its ContentLength. net/http buffers the headers until the body is
 //     written, fails the write with nothing sent, and does not try again.
 //
-// HTTP/2 resends only streams the server refused or never processed; they stay. A
-// RoundTripper beneath that takes another connection for the same request after a
-// reused one is taken for net/http resending it.
+// HTTP/2 resends only streams the server refused or never processed; they stay. Say a
+// RoundTripper beneath takes another connection for the same request after a reused
+// one. That is taken for net/http resending it.
 type resendGuard struct {
 	trace    httptrace.ClientTrace // GotConn is gotConn; the other hooks are the caller's
 	userConn func(httptrace.GotConnInfo)
@@ -102,8 +103,8 @@ type resendGuard struct {
 	refused bool          // a resend of out was refused
 }
 
-// init makes g watch the requests it is given: user is the caller's trace (nil if
-// none), getBody the caller's rewind (nil for a request without a body).
+// init makes g watch the requests it is given. user is the caller's trace (nil if
+// none), and getBody the caller's rewind (nil for a request without a body).
 func (g *resendGuard) init(user *httptrace.ClientTrace, getBody func() (io.ReadCloser, error)) {
 	if user != nil {
 		g.trace = *user
@@ -139,7 +140,7 @@ func (g *resendGuard) gotConn(info httptrace.GotConnInfo) {
 	g.mu.Lock()
 	if g.out != nil {
 		// Another connection for one request after a reused one: net/http is sending it
-		// again (it never does after a new connection fails). A request with a body is
+		// again. It never does after a new connection fails. A request with a body is
 		// refused by rewind before this.
 		if g.conn != nil && g.reused && g.getBody == nil && !speaksHTTP2(g.conn) && !speaksHTTP2(info.Conn) {
 			spoil(g.out)
@@ -153,8 +154,8 @@ func (g *resendGuard) gotConn(info httptrace.GotConnInfo) {
 	}
 }
 
-// rewind is the GetBody of an attempt's request. net/http calls it to send the
-// request again after a failure; over HTTP/1 that is refused.
+// rewind is the GetBody of an attempt's request. net/http calls it to send the request
+// again after a failure. Over HTTP/1 that is refused.
 func (g *resendGuard) rewind() (io.ReadCloser, error) {
 	g.mu.Lock()
 	resend := g.out != nil && g.conn != nil && !speaksHTTP2(g.conn)
@@ -168,13 +169,13 @@ func (g *resendGuard) rewind() (io.ReadCloser, error) {
 	return g.getBody()
 }
 
-// spoil makes out, a request without a body that net/http is about to write again,
-// fail before a byte of it is sent. net/http's previous write of it has ended (it
-// waits for its write loop before deciding to resend), and the next begins after the
-// GotConn hook returns.
+// spoil makes out fail before a byte of it is sent. Here out is a request without a
+// body that net/http is about to write again. net/http's previous write of it has
+// ended, since it waits for its write loop before deciding to resend. The next write
+// begins after the GotConn hook returns.
 func spoil(out *http.Request) {
-	// A strings.Reader is one net/http keeps in memory: it holds the headers in its
-	// buffer until the body is written rather than flushing them first.
+	// A strings.Reader is one net/http keeps in memory. It holds the headers in its
+	// buffer until the body is written, rather than flushing them first.
 	out.Body = io.NopCloser(strings.NewReader(""))
 	out.GetBody = nil
 	out.ContentLength = 1
@@ -188,8 +189,8 @@ func speaksHTTP2(c net.Conn) bool {
 	return ok && tc.ConnectionState().NegotiatedProtocol == "h2"
 }
 
-// callerTrace returns the trace of ctx that is the caller's own: a trace of a policyhttp
-// transport above is passed over for the caller's trace it composed.
+// callerTrace returns the trace of ctx that is the caller's own. A trace of a
+// policyhttp transport above is passed over for the caller's trace it composed.
 func callerTrace(ctx context.Context) *httptrace.ClientTrace {
 	t := httptrace.ContextClientTrace(ctx)
 	if g, ok := ctx.Value(guardKey{}).(*resendGuard); ok && t == &g.trace {
@@ -199,7 +200,7 @@ func callerTrace(ctx context.Context) *httptrace.ClientTrace {
 }
 
 // racedAttempt is the context of an attempt that runs beside others of its call (a
-// hedge's): it carries a guard of its own.
+// hedge's). It carries a guard of its own.
 type racedAttempt struct {
 	context.Context
 	resendGuard

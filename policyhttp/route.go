@@ -13,12 +13,12 @@ import (
 // ErrInvalidRoute is matched by every error of [NewRoutes].
 var ErrInvalidRoute = errors.New("policyhttp: invalid route")
 
-// Route is one entry of a routing table: the requests a pattern matches run through
-// a pipeline.
+// Route is one entry of a routing table. The requests a pattern matches run through a
+// pipeline.
 type Route struct {
-	// Pattern is an http.ServeMux pattern (Go 1.22 syntax): "[METHOD ][HOST]/[PATH]",
-	// e.g. "POST api.example.com/v1/charges/{id}", "GET /v1/" or "/". "" makes the
-	// route the table's default, for requests no pattern matches.
+	// Pattern is an http.ServeMux pattern (Go 1.22 syntax): "[METHOD ][HOST]/[PATH]".
+	// Examples are "POST api.example.com/v1/charges/{id}", "GET /v1/" and "/". An empty
+	// Pattern makes the route the table's default, for requests no pattern matches.
 	Pattern string
 	// Name names the route in explanations (a config's stack name); "" means Pattern.
 	Name string
@@ -30,17 +30,17 @@ type Route struct {
 }
 
 // A Router chooses the route of each request, for [NewRouterTransport]. Match must be
-// safe for concurrent use, must not modify req, and returns nil when no route
-// applies (the request is then sent with no pipeline).
+// safe for concurrent use and must not modify req. It returns nil when no route
+// applies, and the request is then sent with no pipeline.
 type Router interface {
 	Match(req *http.Request) *Route
 }
 
-// Routes is a routing table matched as http.ServeMux matches: the most specific
-// pattern wins, whatever the order the routes are given in, a host-specific pattern
-// wins over one without a host, and a request no pattern matches gets the default
-// route. The matching is net/http's own: an internal http.ServeMux, used only to
-// match, never to serve. Two differences follow from matching outgoing requests:
+// Routes is a routing table matched as http.ServeMux matches. The most specific pattern
+// wins, whatever the order the routes are given in. A host-specific pattern wins over
+// one without a host. A request no pattern matches gets the default route. The matching
+// is net/http's own: an internal http.ServeMux, used only to match, never to serve. Two
+// differences follow from matching outgoing requests:
 //   - The host is the request's Host, else its URL's host, with no port.
 //   - Where a ServeMux would answer with a redirect (a path that is not clean, or
 //     "/v1" when only "/v1/" is registered) or a 405, the request gets the default
@@ -60,10 +60,11 @@ type routeHandler int
 
 func (routeHandler) ServeHTTP(http.ResponseWriter, *http.Request) {}
 
-// NewRoutes returns the routing table of routes, or an error matching ErrInvalidRoute
-// that names the first bad route: a pattern http.ServeMux refuses (its message
-// explains), two patterns that conflict (both match some request and neither is
-// more specific), or a second default.
+// NewRoutes returns the routing table of routes. If a route is bad, it returns an error
+// matching ErrInvalidRoute that names the first bad one. A route is bad if
+// http.ServeMux refuses its pattern (its message explains). It is bad if its pattern
+// conflicts with another: both match some request and neither is more specific. A
+// second default is bad too.
 func NewRoutes(routes ...Route) (rt *Routes, err error) {
 	rt = &Routes{mux: http.NewServeMux(), routes: append([]Route(nil), routes...)}
 	for i := range rt.routes {
@@ -109,7 +110,7 @@ func register(mux *http.ServeMux, pattern string, h http.Handler) (err error) {
 var registeredAt = regexp.MustCompile(` \(registered at [^)]*\)`)
 
 // Match returns the route of req: the most specific pattern that matches it, else the
-// default route; nil if neither applies.
+// default route. It returns nil if neither applies.
 func (rt *Routes) Match(req *http.Request) *Route {
 	if rt == nil || rt.mux == nil {
 		return nil
@@ -136,14 +137,15 @@ func (rt *Routes) Routes() []Route {
 	return append([]Route(nil), rt.routes...)
 }
 
-// NewRouterTransport is [NewTransport] with a pipeline chosen per request: each
-// request runs through the pipeline of the route r.Match returns, judged by that
-// route's Classifier if it has one. r may change its answers over time (a
-// configuration reloaded): a request runs to its end — every attempt, the reading of
-// its body — on the route it was matched to when RoundTrip began. Under one retry
-// owner per call path nothing changes: a route's retry owns the requests it sends,
-// and a request made under an owner (in this process or another) fails fast whatever
-// its route says.
+// NewRouterTransport is [NewTransport] with a pipeline chosen per request. Each request
+// runs through the pipeline of the route r.Match returns. It is judged by that route's
+// Classifier if it has one. Over time r may change its answers, as when a configuration
+// is reloaded. A request runs to its end on the route it was matched to when RoundTrip
+// began: every attempt, and the reading of its body.
+//
+// Under one retry owner per call path nothing changes. A route's retry owns the
+// requests it sends. A request made under an owner, in this process or another, fails
+// fast whatever its route says.
 func NewRouterTransport(next http.RoundTripper, r Router, o Options) http.RoundTripper {
 	t := NewTransport(next, nil, o).(*transport)
 	t.router = r

@@ -23,29 +23,29 @@ import (
 	"github.com/backstop-go/backstop/policy"
 )
 
-// HeaderIdempotencyKey is the header that makes a non-idempotent request safe to
-// retry: the server must treat every request with the same key as one.
+// HeaderIdempotencyKey is the header that makes a non-idempotent request safe to retry.
+// The server must treat every request with the same key as one.
 const HeaderIdempotencyKey = "Idempotency-Key"
 
 // DefaultMaxDrain is how much of a discarded attempt's response body the transport
-// reads before closing it, so that its connection can be reused: 2 KiB, what net/http's
-// client reads of a redirect's body. A longer body is not read to its end: the body is
-// closed, and its connection with it.
+// reads before closing it, so that its connection can be reused. It is 2 KiB, what
+// net/http's client reads of a redirect's body. A longer body is not read to its end:
+// the body is closed, and its connection with it.
 const DefaultMaxDrain = 2 << 10
 
 // DefaultDrainTimeout bounds the time the transport spends draining a discarded
-// attempt's response body. A body that has not ended within it (a 503 whose body
-// trickles in) is closed, and its connection with it, and the call moves on: a retry
-// never waits on a failed attempt's body for longer than this.
+// attempt's response body. A body that has not ended within it is closed, and its
+// connection with it, and the call moves on. Such a body may be a 503's that trickles
+// in. A retry never waits on a failed attempt's body for longer than this.
 const DefaultDrainTimeout = 50 * time.Millisecond
 
 // Options configure [NewTransport]. The zero value is valid: DefaultClassifier, no
-// idempotency keys, DefaultMaxDrain and DefaultDrainTimeout, the system clock.
+// idempotency keys, DefaultMaxDrain and DefaultDrainTimeout, and the system clock.
 type Options struct {
 	// Classifier judges each attempt's response; nil means [DefaultClassifier].
 	Classifier Classifier
 	// IdempotencyKeys makes the transport give POST and PATCH requests without an
-	// Idempotency-Key header a fresh key, the same on every attempt, so they may be
+	// Idempotency-Key header a fresh key, the same on every attempt. They may then be
 	// retried. Use it only with servers that honour the header.
 	IdempotencyKeys bool
 	// NewKey makes those keys; nil means 128 random bits in hex.
@@ -54,8 +54,8 @@ type Options struct {
 	// closed; 0 means DefaultMaxDrain, negative means none.
 	MaxDrain int64
 	// DrainTimeout is how long the transport may spend draining a discarded response
-	// body before it closes it; 0 means DefaultDrainTimeout, negative means no
-	// draining at all (every discarded body is closed at once).
+	// body before it closes it. 0 means DefaultDrainTimeout. Negative means no draining
+	// at all: every discarded body is closed at once.
 	DrainTimeout time.Duration
 	// Clock stamps responses for Retry-After dates and times the draining of
 	// discarded bodies; nil means clock.System().
@@ -80,7 +80,7 @@ type transport struct {
 	drainTimeout time.Duration
 }
 
-// NewTransport returns an http.RoundTripper that runs every request through p: each
+// NewTransport returns an http.RoundTripper that runs every request through p. Each
 // attempt is one request sent with next (nil means http.DefaultTransport). It obeys the
 // RoundTripper contract:
 //   - It is safe for concurrent use.
@@ -105,21 +105,21 @@ type transport struct {
 //     attempts: net/http's own resends on a new connection are refused (see the
 //     package doc), and the attempt fails with [ErrResendRefused].
 //
-// Only idempotent requests are retried: GET, HEAD, OPTIONS, TRACE, PUT, DELETE, and
-// any request carrying an Idempotency-Key header (see Options.IdempotencyKeys). Others
-// get exactly one attempt. Responses are judged by [DefaultClassifier] unless
+// Only idempotent requests are retried: GET, HEAD, OPTIONS, TRACE, PUT, DELETE, and any
+// request carrying an Idempotency-Key header (see Options.IdempotencyKeys). Others get
+// exactly one attempt. Responses are judged by [DefaultClassifier] unless
 // Options.Classifier replaces it.
 //
-// Every request made under a retry owner carries [callpath.HeaderAttempt], so that
-// servers downstream (see [Middleware]) fail fast rather than retry again. Its value
-// is the attempt number of the retry in this process that owns the call path, or 1
-// when the owner is in another process. (This process makes the request once; the
-// number it received is not forwarded, so the next server does not shed a first
-// attempt as a retry.) A request made under no owner carries no attempt header, even
-// if the caller set one.
+// Every request made under a retry owner carries [callpath.HeaderAttempt]. So servers
+// downstream (see [Middleware]) fail fast rather than retry again. Its value is the
+// attempt number of the retry in this process that owns the call path. It is 1 when the
+// owner is in another process. This process then makes the request once, and the number
+// it received is not forwarded, so the next server does not shed a first attempt as a
+// retry. A request made under no owner carries no attempt header, even if the caller
+// set one.
 //
-// The deadlines of p bound the reading of the returned body too: they are released
-// when the body is closed, so close it.
+// The deadlines of p bound the reading of the returned body too. They are released when
+// the body is closed, so close it.
 func NewTransport(next http.RoundTripper, p *policy.Pipeline, o Options) http.RoundTripper {
 	if next == nil {
 		next = http.DefaultTransport
@@ -161,9 +161,9 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	repeatable := (idempotent(req.Method) || key != "") && (!hasBody || req.GetBody != nil)
 
-	// A server's shedder does not count a request while it waits on its dependency:
-	// the dependency sheds for itself, and the pipeline's deadline and breaker bound
-	// the wait.
+	// A server's shedder does not count a request while it waits on its dependency. The
+	// dependency sheds for itself, and the pipeline's deadline and breaker bound the
+	// wait.
 	ctx, paused := callpath.PauseFor(req.Context())
 	defer paused.Resume()
 	ctx, rel := callpath.WithReleaser(ctx)
@@ -184,7 +184,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	var pctx context.Context = a
 	if netReplayable(req, hasBody, key != "") {
 		// net/http's Transport would send the request again by itself after a reused
-		// connection fails: the guard refuses, so that the call reaches the server at
+		// connection fails. The guard refuses, so that the call reaches the server at
 		// most as many times as the pipeline makes attempts.
 		a.guarded = true
 		var getBody func() (io.ReadCloser, error)
@@ -219,15 +219,15 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		res.Body = &upgradedBody{releasingBody: releasingBody{ReadCloser: rw, rel: rel}, w: rw}
 		return res, nil
 	}
-	// The body lives in the call's state, allocated once: a finished call's state is
-	// no longer touched but for this.
+	// The body lives in the call's state, allocated once. A finished call's state is no
+	// longer touched but for this.
 	a.body = releasingBody{ReadCloser: res.Body, rel: rel}
 	res.Body = &a.body
 	return res, nil
 }
 
-// upgrading reports whether h asks the server to switch protocols (RFC 9110 §7.8): an
-// Upgrade header, and "upgrade" among the Connection header's options.
+// upgrading reports whether h asks the server to switch protocols (RFC 9110 §7.8). It
+// looks for an Upgrade header, and "upgrade" among the Connection header's options.
 func upgrading(h http.Header) bool {
 	if h.Get("Upgrade") == "" {
 		return false
@@ -243,11 +243,11 @@ func upgrading(h http.Header) bool {
 }
 
 // attempts is the state of one RoundTrip across its attempts. Under a hedge the
-// attempts run concurrently: the first success is kept, every other response is
+// attempts run concurrently: the first success is kept, and every other response is
 // drained and closed.
 //
-// It is also the context the pipeline runs under, so that an attempt finds it without
-// a closure, and that net/http finds the call's resend guard without another context.
+// It is also the context the pipeline runs under. So an attempt finds it without a
+// closure, and net/http finds the call's resend guard without another context.
 type attempts struct {
 	context.Context // the call's
 
@@ -289,8 +289,8 @@ func (a *attempts) AfterFunc(f func()) (stop func() bool) { return afterFunc(a.C
 
 func (a *attempts) String() string { return contextName(a.Context) + ".WithPolicyHTTPCall" }
 
-// runAttempt is the function the pipeline runs for each attempt: a's run, found in
-// ctx, since a method value would be an allocation per call.
+// runAttempt is the function the pipeline runs for each attempt: a's run, found in ctx.
+// A method value would be an allocation per call.
 func runAttempt(ctx context.Context) error {
 	a, ok := ctx.Value(attemptsKey{}).(*attempts)
 	if !ok {
@@ -324,10 +324,10 @@ func (a *attempts) run(ctx context.Context) error {
 		}
 		out.Body = body
 	}
-	// The attempt header speaks for this process: the number of a retry here that owns
-	// the call path, or 1 under an owner in another process (this request is the one
-	// attempt this process makes; the header carries the ownership on). A header the
-	// caller copied from elsewhere is not forwarded.
+	// The attempt header speaks for this process. It holds the number of a retry here
+	// that owns the call path, or 1 under an owner in another process. In that case
+	// this request is the one attempt this process makes, and the header carries the
+	// ownership on. A header the caller copied from elsewhere is not forwarded.
 	if n, ok := callpath.Outgoing(ctx); ok {
 		if out.Header == nil {
 			out.Header = make(http.Header, 1)
@@ -353,7 +353,7 @@ func (a *attempts) run(ctx context.Context) error {
 		return err
 	}
 	err = a.classify(res, a.t.clock.Now())
-	// Under a hedge, a success is kept only by the attempt that wins the race: the
+	// Under a hedge, a success is kept only by the attempt that wins the race. The
 	// winner's context is the one left alive for reading the body.
 	win := err == nil && callpath.Win(ctx)
 	a.mu.Lock()
@@ -369,7 +369,7 @@ func (a *attempts) run(ctx context.Context) error {
 	if prev != nil {
 		a.t.discard(ctx, prev)
 	}
-	// A switched connection speaks another protocol now: the call cannot be made again
+	// A switched connection speaks another protocol now. The call cannot be made again
 	// on it, and a new handshake would open a second connection.
 	if err != nil && (!a.repeatable || res.StatusCode == http.StatusSwitchingProtocols) {
 		return fault.Permanent(err)
@@ -379,7 +379,7 @@ func (a *attempts) run(ctx context.Context) error {
 
 // guardFor returns the resend guard of an attempt run under ctx, nil if the request
 // needs none, and the context its request goes out under. Attempts that run one after
-// another share the call's guard; an attempt in a race (a hedge's) has one of its own.
+// another share the call's guard. An attempt in a race (a hedge's) has one of its own.
 func (a *attempts) guardFor(ctx context.Context) (*resendGuard, context.Context) {
 	if !a.guarded {
 		return nil, ctx
@@ -396,9 +396,9 @@ func (a *attempts) guardFor(ctx context.Context) (*resendGuard, context.Context)
 	return &r.resendGuard, r
 }
 
-// attemptValues[n] is the callpath.HeaderAttempt value for attempt n, shared by every
-// request so that an attempt allocates no header value. Each has room for its one
-// element only: a header Add to it copies, never writes into the shared array.
+// attemptValues[n] is the callpath.HeaderAttempt value for attempt n. It is shared by
+// every request, so that an attempt allocates no header value. Each has room for its
+// one element only: a header Add to it copies, and never writes into the shared array.
 var attemptValues = func() (v [callpath.MaxAttempt + 1][]string) {
 	for n := range v {
 		v[n] = []string{strconv.Itoa(n)} // length and capacity 1
@@ -413,10 +413,10 @@ func attemptValue(n int) []string {
 	return []string{strconv.Itoa(n)}
 }
 
-// discard drains and closes a response body nobody will read. The drain, which lets
-// the connection be reused, stops at t.maxDrain bytes, at t.drainTimeout, or when ctx
-// is done, whichever comes first: the body is then closed with its connection. A
-// switched connection is never drained: it would wait for the other side to speak.
+// discard drains and closes a response body nobody will read. The drain lets the
+// connection be reused. It stops at t.maxDrain bytes, at t.drainTimeout, or when ctx is
+// done, whichever comes first. The body is then closed with its connection. A switched
+// connection is never drained: it would wait for the other side to speak.
 func (t *transport) discard(ctx context.Context, res *http.Response) {
 	if t.maxDrain <= 0 || t.drainTimeout <= 0 || ctx.Err() != nil || res.StatusCode == http.StatusSwitchingProtocols {
 		res.Body.Close()
@@ -443,8 +443,8 @@ func (t *transport) discard(ctx context.Context, res *http.Response) {
 	closeBody()
 }
 
-// releasingBody releases the pipeline's deadlines when the body is closed (the
-// first time: a Releaser releases once).
+// releasingBody releases the pipeline's deadlines when the body is closed. It does so
+// the first time only: a Releaser releases once.
 type releasingBody struct {
 	io.ReadCloser
 	rel *callpath.Releaser
@@ -474,12 +474,12 @@ func (b *upgradedBody) CloseWrite() error {
 	return fmt.Errorf("policyhttp: CloseWrite: %w", http.ErrNotSupported)
 }
 
-// Middleware marks the context of a request that carries an attempt header
-// ([callpath.HeaderAttempt], Envoy's x-envoy-attempt-count, gRPC's
-// grpc-previous-rpc-attempts) as owned upstream: a retry in the caller's process owns
-// this call path, so the retrying pipelines the handler runs for its own outbound calls
-// make one attempt each instead of multiplying the caller's retries. Values that do
-// not parse are ignored.
+// Middleware marks the context of a request that carries an attempt header as owned
+// upstream. The headers are [callpath.HeaderAttempt], Envoy's x-envoy-attempt-count and
+// gRPC's grpc-previous-rpc-attempts. A retry in the caller's process owns this call
+// path. So the retrying pipelines the handler runs for its own outbound calls make one
+// attempt each, instead of multiplying the caller's retries. Values that do not parse
+// are ignored.
 func Middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if n, ok := AttemptOf(r); ok {

@@ -11,7 +11,7 @@ import (
 )
 
 // admission holds the instruments of the stages that admit, refuse or replace calls
-// client-side: fallbacks, and every stage's rejections and waits.
+// client-side. That is fallbacks, and every stage's rejections and waits.
 type admission struct {
 	fallbacks, rejections metric.Int64Counter
 	waits                 metric.Float64Histogram

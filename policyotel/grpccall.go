@@ -23,8 +23,8 @@ const (
 	MetricGRPCRetryDelay         = "grpc.client.call.retry_delay"
 )
 
-// The bucket boundaries gRFC A96 recommends: [1, 5] for retries and hedges, up to
-// 10 for transparent retries, and gRFC A66's latency buckets (seconds) for the delay.
+// The bucket boundaries gRFC A96 recommends: [1, 5] for retries and hedges, and up to
+// 10 for transparent retries. The delay has gRFC A66's latency buckets (seconds).
 var (
 	retryBounds       = []float64{1, 2, 3, 4, 5}
 	transparentBounds = []float64{1, 2, 3, 4, 5, 10}
@@ -63,14 +63,14 @@ func newGRPCInstruments(m metric.Meter) (*grpcInstruments, []error) {
 	return g, errs
 }
 
-// A GRPCCall gathers what gRFC A96 records of one gRPC client call: the attempts the
-// pipeline's retry or hedge made, the transparent retries gRPC made below it, and the
-// time no attempt was in flight between them. Start one with
+// A GRPCCall gathers what gRFC A96 records of one gRPC client call. That is the
+// attempts the pipeline's retry or hedge made, the transparent retries gRPC made below
+// it, and the time no attempt was in flight between them. Start one with
 // [Observer.StartGRPCCall]; package grpcmetrics does it for a channel.
 //
 // The events of a pipeline feed the GRPCCall found in their context if the Observer
-// that started it observes the pipeline (alone, or among others). A GRPCCall is safe
-// for concurrent use: a hedge's attempts report from goroutines of their own.
+// that started it observes the pipeline, alone or among others. A GRPCCall is safe for
+// concurrent use: a hedge's attempts report from goroutines of their own.
 type GRPCCall struct {
 	o     *Observer
 	inst  *grpcInstruments
@@ -89,15 +89,17 @@ type GRPCCall struct {
 
 type grpcCallKey struct{}
 
-// StartGRPCCall returns ctx carrying a new GRPCCall for a call of method on the
-// channel of target, and the call. method is gRFC A66's grpc.method, the full name
-// without its leading slash ("pkg.Service/Method"), or "other" for a method not
-// generated from a service definition (a bounded set of values). target is the
-// channel's canonical target ("dns:///host:443"). clock times the delays between
-// attempts; nil means clock.System().
+// StartGRPCCall returns ctx carrying a new GRPCCall for a call of method on the channel
+// of target, and the call.
+//
+// The method is gRFC A66's grpc.method: the full name without its leading slash
+// ("pkg.Service/Method"). It is "other" for a method not generated from a service
+// definition, so its values form a bounded set. The target is the channel's canonical
+// target ("dns:///host:443"). The clock times the delays between attempts; nil means
+// clock.System().
 //
 // Start the call outside the pipeline that runs it (before policygrpc's interceptor),
-// so that the pipeline's events carry it, and end it with [GRPCCall.End].
+// so that the pipeline's events carry it. End it with [GRPCCall.End].
 func (o *Observer) StartGRPCCall(ctx context.Context, method, target string, clk clock.Clock) (context.Context, *GRPCCall) {
 	if !o.grpcCalls.Load() {
 		o.grpcCalls.Store(true)
@@ -106,8 +108,8 @@ func (o *Observer) StartGRPCCall(ctx context.Context, method, target string, clk
 	return context.WithValue(ctx, grpcCallKey{}, c), c
 }
 
-// grpcAttrs returns the attribute set {grpc.method, grpc.target}, made once per pair:
-// both come from bounded sets (generated methods or "other"; the channels' targets).
+// grpcAttrs returns the attribute set {grpc.method, grpc.target}, made once per pair.
+// Both come from bounded sets: generated methods or "other", and the channels' targets.
 func (o *Observer) grpcAttrs(method, target string) metric.MeasurementOption {
 	key := [2]string{method, target}
 	if a, ok := o.grpcSets.Load(key); ok {
@@ -135,9 +137,9 @@ func (c *GRPCCall) TransparentRetry() {
 	c.mu.Unlock()
 }
 
-// End records the call's A96 metrics, the first time it is called: retries or hedges
-// and transparent retries if there were any (0 is not reported), and the delay
-// always. Later calls do nothing.
+// End records the call's A96 metrics, the first time it is called. It records retries
+// or hedges and transparent retries if there were any (0 is not reported), and the
+// delay always. Later calls do nothing.
 func (c *GRPCCall) End(ctx context.Context) {
 	c.mu.Lock()
 	if c.ended {
@@ -161,10 +163,11 @@ func (c *GRPCCall) End(ctx context.Context) {
 
 // observe counts e, an event of the pipeline running the call.
 //
-// An attempt numbered above 1 is a retry, or a hedge if the call is hedged: a hedge
-// timer's retry_scheduled (Reason retry.ReasonHedge) says so, as does an attempt
-// that starts while another is in flight. The delay sums the spans with no attempt in
-// flight that ended when the next attempt started, as gRPC's own call tracers time it.
+// An attempt numbered above 1 is a retry, or a hedge if the call is hedged. A hedge
+// timer's retry_scheduled (Reason retry.ReasonHedge) says the call is hedged. So does
+// an attempt that starts while another is in flight. The delay sums the spans with no
+// attempt in flight that ended when the next attempt started. gRPC's own call tracers
+// time it so.
 func (c *GRPCCall) observe(e event.Event) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -193,8 +196,8 @@ func (c *GRPCCall) observe(e event.Event) {
 	}
 }
 
-// observeGRPC hands e to the GRPCCall its context carries, if o started it. Until o
-// has started one it costs an atomic load, not a walk up the context.
+// observeGRPC hands e to the GRPCCall its context carries, if o started it. Until o has
+// started one, it costs an atomic load, not a walk up the context.
 func (o *Observer) observeGRPC(e event.Event) {
 	if !o.grpcCalls.Load() {
 		return

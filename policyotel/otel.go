@@ -62,7 +62,7 @@ type ShedGauges interface {
 	Admitted() uint64
 }
 
-// New returns an Observer recording on mp's meter. mp is required: the global
+// New returns an Observer recording on mp's meter. The mp is required. The global
 // MeterProvider is used only if the caller passes it (otel.GetMeterProvider()).
 func New(mp metric.MeterProvider) (*Observer, error) {
 	if mp == nil {
@@ -130,23 +130,25 @@ func New(mp metric.MeterProvider) (*Observer, error) {
 }
 
 // AddBudget exports b's level as backstop.budget.level{budget=name}, read at every
-// collection. Adding b again does nothing; a nil b, or another budget under name, is
-// an error.
+// collection. Adding b again does nothing. A nil b, or another budget under name, is an
+// error.
 func (o *Observer) AddBudget(name string, b Leveler) error {
 	_, err := add(o, o.budgets, "budget", name, b)
 	return err
 }
 
 // AddShedder exports s as backstop.shed.inflight, backstop.shed.limit,
-// backstop.shed.queue_length and backstop.shed.admitted, each {shedder=name}, read at
-// every collection, and for a shed.Shedder every refusal it makes
-// (backstop.shed.requests, backstop.shed.retry_after and the span event), by its
-// middleware, by Admit or in a pipeline, whether or not its Options.Observer or the
-// pipeline's observer is this Observer too: each refusal is recorded once, in whatever
-// order the Observer, the shedder and AddShedder come. A shedder in a pipeline this
-// Observer observes is added when the pipeline is bound ([Observer.Register]). Adding
-// s again does nothing; a nil s, another shedder under name, or a name other than the
-// shedder's own (which labels its refusals) is an error.
+// backstop.shed.queue_length and backstop.shed.admitted, each {shedder=name}. They are
+// read at every collection. For a shed.Shedder it also records every refusal it makes:
+// backstop.shed.requests, backstop.shed.retry_after and the span event. That covers
+// refusals by its middleware, by Admit or in a pipeline. Each refusal is recorded once,
+// whether or not its Options.Observer or the pipeline's observer is this Observer too.
+// The order of the Observer, the shedder and AddShedder does not matter. A shedder in a
+// pipeline this Observer observes is added when the pipeline is bound
+// ([Observer.Register]).
+//
+// Adding s again does nothing. A nil s is an error, and so is another shedder under
+// name. So is a name other than the shedder's own, which labels its refusals.
 func (o *Observer) AddShedder(name string, s ShedGauges) error {
 	if n, ok := s.(interface{ Name() string }); ok && s != nil && n.Name() != name {
 		return fmt.Errorf("policyotel: the shedder added as %q is named %q; add a shedder under its own name, which labels its refusals", name, n.Name())
@@ -161,10 +163,9 @@ func (o *Observer) AddShedder(name string, s ShedGauges) error {
 	return err
 }
 
-// Register is the Observer's optional Register method (see event.Observer):
-// policy.Wrap and Pipeline.With hand it each stage of a pipeline this Observer
-// observes. It finds a stage's series by the
-// interfaces the stage implements, never by its kind:
+// Register is the Observer's optional Register method (see event.Observer). policy.Wrap
+// and Pipeline.With hand it each stage of a pipeline this Observer observes. It finds a
+// stage's series by the interfaces the stage implements, never by its kind:
 //   - a named [ShedGauges] is added as AddShedder adds it, unless another shedder
 //     has its name;
 //   - a breaker (Name and StateValue) has its state recorded as it is now, so
@@ -310,8 +311,8 @@ func (o *Observer) recordShed(e event.Event) {
 	}
 }
 
-// refusalType is the error.type of a call a stage refused: the refusing stage's
-// kind ("breaker", "shed"), found through whatever wraps the *policy.RejectError (a
+// refusalType is the error.type of a call a stage refused: the refusing stage's kind
+// ("breaker", "shed"). It is found through whatever wraps the *policy.RejectError (a
 // retry that gave up on it, say). Another refusal is typed by its Go type. Both are
 // bounded, unlike the error's text.
 func refusalType(err error) attribute.KeyValue {

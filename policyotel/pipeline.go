@@ -40,9 +40,10 @@ func (o *Observer) ForPipeline(name string) event.Observer {
 // Needs says what the Observer reads; see needs.
 func (o *Observer) Needs(k event.Kind) event.Needs { return needs(k) }
 
-// needs: nothing of call starts; attempt starts and ends untimed (an attempt's span
-// event takes the span's own clock); call ends with their Elapsed alone (for the
-// duration histogram); every other kind timed.
+// needs says what the Observer reads of each kind. It reads nothing of call starts. It
+// reads attempt starts and ends untimed, since an attempt's span event takes the span's
+// own clock. It reads call ends with their Elapsed alone, for the duration histogram.
+// It reads every other kind timed.
 func needs(k event.Kind) event.Needs {
 	switch k {
 	case event.CallStart:
@@ -101,8 +102,8 @@ func contextOf(e event.Event) context.Context {
 	return e.Context
 }
 
-// stamp returns opts with e's time as the span event's timestamp if the event has
-// one; without it the span stamps the event with its own clock, now.
+// stamp returns opts with e's time as the span event's timestamp, if the event has one.
+// Without it the span stamps the event with its own clock, now.
 func stamp(e event.Event, opts ...trace.EventOption) []trace.EventOption {
 	if e.Time.IsZero() {
 		return opts

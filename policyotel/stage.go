@@ -36,8 +36,8 @@ func (g *stageGauge) observe(_ context.Context, obs metric.Float64Observer) erro
 	return nil
 }
 
-// AddStage exports the gauges p publishes as backstop.stage.<gauge>, with attributes
-// policy (p's Placement().Kind) and name (p.Name()), read at every collection.
+// AddStage exports the gauges p publishes as backstop.stage.<gauge>, read at every
+// collection. The attribute policy is p's Placement().Kind, and name is p.Name().
 //
 // A stage in a pipeline this Observer observes is added when the pipeline is bound
 // ([Observer.Register]). Adding p again does nothing. Another stage of p's kind under

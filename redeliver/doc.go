@@ -1,12 +1,13 @@
 // Package redeliver decides what a queue consumer or background worker does with a
-// message or job that failed: redeliver it after a growing, jittered delay worked out
-// from its delivery count, or send it to a dead-letter queue — at once for a
-// permanent error, after MaxDeliveries otherwise. Queues give no exponential backoff of
-// their own (an SQS visibility timeout, a JetStream redelivery, are fixed): the
-// consumer must ask for each delay, and this package says which.
+// message or job that failed. It either redelivers it after a growing, jittered delay
+// worked out from its delivery count, or sends it to a dead-letter queue. A permanent
+// error dead-letters at once; other errors do so after MaxDeliveries. Queues give no
+// exponential backoff of their own: an SQS visibility timeout and a JetStream
+// redelivery are fixed. The consumer must ask for each delay, and this package says
+// which.
 //
-// It is pure logic, with no broker: adapters (redeliver/jetstream, redeliver/sqs) apply its
-// [Decision]s. It is deterministic given its random source.
+// It is pure logic, with no broker: adapters (redeliver/jetstream, redeliver/sqs) apply
+// its [Decision]s. It is deterministic given its random source.
 //
 // # Defaults
 //
@@ -20,8 +21,9 @@
 //	| MaxDeliveries | 5       | the fifth failed delivery dead-letters the message  |
 //	| MaxDelay      | none    | SQSMaxDelay (12 h) when the target is SQS           |
 //
-// Unlike package retry's allow-list, which suits interactive calls, a job is retried
-// whatever its error unless the error is marked fault.Permanent (or Options.ShouldRetry
-// says no): a job that fails for an unknown reason is worth another try later. A
-// fault.After or fault.Pushback hint sets the least delay.
+// Package retry retries only the errors on its allow-list, which suits interactive
+// calls. A job is retried whatever its error, unless the error is marked
+// fault.Permanent (or Options.ShouldRetry says no). A job that fails for an unknown
+// reason is worth another try later. A fault.After or fault.Pushback hint sets the
+// least delay.
 package redeliver

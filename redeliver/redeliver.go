@@ -16,8 +16,8 @@ const (
 	DefaultBase          = 10 * time.Second
 	DefaultCap           = 15 * time.Minute
 	DefaultMaxDeliveries = 5
-	// SQSMaxDelay is the longest SQS lets a message stay invisible (the visibility
-	// timeout's limit): set it as MaxDelay for SQS.
+	// SQSMaxDelay is the longest SQS lets a message stay invisible: the visibility
+	// timeout's limit. Set it as MaxDelay for SQS.
 	SQSMaxDelay = 12 * time.Hour
 )
 
@@ -34,8 +34,8 @@ const (
 
 // Decision is what to do with a delivery.
 type Decision struct {
-	// Retry: redeliver the message after Delay (negative-acknowledge it with a delay,
-	// extend its visibility).
+	// Retry: redeliver the message after Delay. That is, negative-acknowledge it with a
+	// delay, or extend its visibility.
 	Retry bool
 	Delay time.Duration
 	// DeadLetter: move the message to the dead-letter queue and stop delivering it.
@@ -64,14 +64,14 @@ type Options struct {
 	// and DefaultCap (15 min).
 	Base, Cap time.Duration
 	// Strategy computes each delay from the delivery count; nil means full jitter, as
-	// retry.Full. A strategy that chains on the previous delay (Decorrelated) gets the
-	// largest delay of the previous delivery, as no state travels with a message.
+	// retry.Full. No state travels with a message. So a strategy that chains on the
+	// previous delay (Decorrelated) gets the largest delay of the previous delivery.
 	Strategy Backoff
 	// MaxDeliveries is how many deliveries may fail before the message is
 	// dead-lettered; 0 means DefaultMaxDeliveries (5).
 	MaxDeliveries int
-	// MaxDelay bounds every delay, server hints included (a broker's limit, e.g.
-	// SQSMaxDelay); 0 means no bound.
+	// MaxDelay bounds every delay, server hints included; 0 means no bound. It is a
+	// broker's limit, such as SQSMaxDelay.
 	MaxDelay time.Duration
 	// ShouldRetry says whether an error may be retried; nil means every error not
 	// marked fault.Permanent.
@@ -80,7 +80,7 @@ type Options struct {
 	Rand jitter.Rand
 }
 
-// Schedule decides redeliveries. It holds its options and counts its decisions: it is
+// Schedule decides redeliveries. It holds its options and counts its decisions. It is
 // safe for concurrent use. Build it with [New].
 type Schedule struct {
 	o Options
@@ -100,15 +100,15 @@ var delayBounds = [...]time.Duration{time.Second, 10 * time.Second, time.Minute,
 // 1 min, 5 min, 15 min, 1 h, 12 h. The slice is a copy.
 func DelayBounds() []time.Duration { return append([]time.Duration(nil), delayBounds[:]...) }
 
-// Counts are a Schedule's decisions so far, for metrics (package metrics exports them
-// with AddRedeliver, through [Schedule.Decisions] and [Schedule.Delays]).
+// Counts are a Schedule's decisions so far, for metrics. Package metrics exports them
+// with AddRedeliver, through [Schedule.Decisions] and [Schedule.Delays].
 type Counts struct {
 	Deliveries uint64 // every delivery decided: succeeded, redelivered or dead-lettered
 	Permanent  uint64 // dead-lettered at once: a permanent error
 	Exhausted  uint64 // dead-lettered after MaxDeliveries
-	// Retries[i] counts the redeliveries whose delay was at most DelayBounds()[i]
-	// (cumulative, as a histogram's buckets are); Retries[len(DelayBounds())] counts
-	// them all.
+	// Retries[i] counts the redeliveries whose delay was at most DelayBounds()[i]. The
+	// counts are cumulative, as a histogram's buckets are. Retries[len(DelayBounds())]
+	// counts them all.
 	Retries  []uint64
 	DelaySum time.Duration // the sum of the redeliveries' delays
 }

@@ -37,7 +37,7 @@ func (s *Shedder) tryAdmit(ctx context.Context, p Priority) (Permit, Reason, ref
 	limit := s.limit.Load()
 	room := limit // how many in flight this priority may join
 	if p < 0 {
-		// At least one: an idle server admits a retry; shedding retries first is for
+		// At least one: an idle server admits a retry. Shedding retries first is for
 		// when there is pressure.
 		room = max(1, int64(float64(limit)*s.sheddable))
 	}
@@ -89,9 +89,9 @@ func (s *Shedder) admit(inflight int64) Permit {
 func (p Permit) Release() { p.release(true) }
 
 // ReleaseFailed returns the permit's slot of work that failed. Its latency is not
-// recorded: a fast failure (a handler whose own dependency is down) says nothing about
-// this server's load, and learning from it would make every success afterwards look
-// slow. Releasing a zero Permit does nothing.
+// recorded. A fast failure (a handler whose own dependency is down) says nothing about
+// this server's load. Learning from it would make every success afterwards look slow.
+// Releasing a zero Permit does nothing.
 func (p Permit) ReleaseFailed() { p.release(false) }
 
 func (p Permit) release(ok bool) {
@@ -106,7 +106,7 @@ func (p Permit) release(ok bool) {
 		}
 	}
 	if s.waiting.Load() > 0 {
-		// Free the slot and hand it on under the lock: newcomers see requests waiting
+		// Free the slot and hand it on under the lock. Newcomers see requests waiting
 		// and queue behind them rather than take it (see tryAdmit).
 		s.mu.Lock()
 		s.inflight.Add(-1)
@@ -122,8 +122,8 @@ func (p Permit) release(ok bool) {
 	}
 }
 
-// pause gives a slot back for admitted work that waits; a request waiting in the
-// queue may take it. resume takes it again.
+// pause gives a slot back for admitted work that waits. A request waiting in the queue
+// may take it. The slot is taken again by resume.
 func (s *Shedder) pause() {
 	s.inflight.Add(-1)
 	if s.waiting.Load() > 0 {
@@ -136,9 +136,9 @@ func (s *Shedder) pause() {
 func (s *Shedder) resume() { s.inflight.Add(1) }
 
 // hold is one admitted request's hold on its slot, as the callpath.Pauser of its
-// context. Pauses nest — the first gives the slot back, the last Resume takes it
-// again — so a request paused twice at once (its body read by a proxied call, calls
-// made in parallel) gives back one slot.
+// context. Pauses nest: the first gives the slot back, and the last Resume takes it
+// again. So a request paused twice at once gives back one slot. That happens when a
+// proxied call reads its body, or when it makes calls in parallel.
 type hold struct {
 	s     *Shedder
 	depth atomic.Int32
@@ -156,12 +156,14 @@ func (h *hold) Resume() {
 	}
 }
 
-// Pauser returns the callpath.Pauser of the permit's work: put it in the work's context
-// (callpath.WithPauser) and the work gives its slot back while it waits — a retry's
-// backoff, a call through policyhttp's transport — and takes it again after, whatever
-// the limit (the work was admitted). Pauses nest. Work that paused is timed in full:
-// its latency, waits included, is what its callers see, and the latency a breaker's
-// refusal adds to its Retry-After. The zero Permit's Pauser does nothing.
+// Pauser returns the callpath.Pauser of the permit's work. Put it in the work's context
+// (callpath.WithPauser), and the work gives its slot back while it waits: a retry's
+// backoff, or a call through policyhttp's transport. It takes the slot again after,
+// whatever the limit, since the work was admitted. Pauses nest.
+//
+// Work that paused is timed in full. Its latency, waits included, is what its callers
+// see. It is also the latency a breaker's refusal adds to its Retry-After. The zero
+// Permit's Pauser does nothing.
 func (p *Permit) Pauser() callpath.Pauser {
 	if p.s == nil {
 		return nopPauser{}

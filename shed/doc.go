@@ -37,14 +37,16 @@
 // The baseline is one of the best recent windows, not their average. An average would
 // drift upwards with the queue it tolerates. One of the best follows real improvements
 // within a few windows. It follows real slow-downs after 100 windows, or sooner (see
-// above). Each window enters the baseline at its mean plus the mean's standard error,
-// and is judged at its mean less it. Over noisy latencies, the very best of a hundred
-// windows' means is far below what any concurrency achieves. Take a database whose
-// query times are drawn from an exponential distribution. The best of a hundred
-// windows' means of ten is a fraction of its mean. Against it most windows would look
-// congested, and the limit would fall to one in flight in front of four workers. The
-// standard error lifts a window of few or scattered samples. The third best leaves out
-// the one or two windows luck made faster still. With no noise both are the mean.
+// above).
+//
+// Each window enters the baseline at its mean plus the mean's standard error, and is
+// judged at its mean less it. Noisy latencies are why. Take a database whose query
+// times are drawn from an exponential distribution. The very best of a hundred windows'
+// means of ten is a fraction of the mean that no concurrency achieves. Against it most
+// windows would look congested. The limit would fall to one in flight in front of four
+// workers. The standard error lifts a window of few or scattered samples. The third
+// best leaves out the one or two windows luck made faster still. With no noise both are
+// the mean.
 //
 // A baseline learnt while the server already queued would let the limit sit well past
 // the knee. A probe finds it. Envoy's adaptive concurrency filter re-measures its
@@ -89,10 +91,10 @@
 // batch work beside its server turns the guard off with Limit.SchedLatency =
 // [SchedLatencyOff] (-1).
 //
-// These figures were measured on a machine of 2 cores (examples/shedding -duration 4s,
+// The shedder was measured on a machine of 2 cores (examples/shedding -duration 4s,
 // zero Options). A handler of 20 ms from a cold start is refused nothing at 500, 2 000
-// and 5 000 requests/s. Nor is it when stepped from 500 to 5 000. A handler burning 2
-// ms of CPU on one core is offered 3× what it serves. It keeps 82–94 % of its
+// and 5 000 requests/s. Nor is it when stepped from 500 to 5 000. A handler burning
+// 2 ms of CPU on one core is offered 3× what it serves. It keeps 82–94 % of its
 // closed-loop capacity, with none timed out and an admitted p99 of 0.15–0.45 s. Without
 // the shedder, 72 % of requests time out at 10 s. Beside two busy processes the
 // overload keeps 82 %. There the 20 ms handler stepped to 5 000 requests/s is refused
@@ -170,9 +172,9 @@
 // # Options that meet
 //
 // Defaults give way to the values set. Limit.Max 10 alone starts the limit at 10, and
-// Limit.Initial 20 alone at 20. Queue.Target 200 ms alone raises the interval to 200
-// ms. Values set that contradict each other are refused with an error naming them. So
-// is Limit.Fixed together with any field of the adaptive limit.
+// Limit.Initial 20 alone at 20. Queue.Target 200 ms alone raises the interval to
+// 200 ms. Values set that contradict each other are refused with an error naming them.
+// So is Limit.Fixed together with any field of the adaptive limit.
 //
 // # Rejections
 //

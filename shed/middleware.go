@@ -26,15 +26,10 @@ var (
 	}()
 )
 
-// A refusal for want of a slot tells Backstop callers (callpath.HeaderRetryAfterMillis)
-// when to come back on the same model as Retry-After, with the time a slot takes to
-// free in place of Retry-After's second: about two requests' time (the baseline
-// latency doubled) times the Retry-After base, in steps of millisStep within
-// [millisStep, maxBriefMillis]. On a server that refuses only briefly that is two
-// requests' time — a slot frees that soon, and a caller with a short deadline can
-// still use it; while refusals go on it grows with them. A Backstop caller retries
-// once per call path, after such a refusal at most a few times, sheddable, within its
-// deadline; Retry-After's whole seconds are for everyone else.
+// millisStep and maxBriefMillis bound what a refusal for want of a slot tells Backstop
+// callers in callpath.HeaderRetryAfterMillis. The value is the baseline latency doubled
+// times the Retry-After base, in steps of millisStep within [millisStep,
+// maxBriefMillis]. The package doc says why, under "Retry-After for Backstop callers".
 const (
 	millisStep     = 10
 	maxBriefMillis = 1000
@@ -48,9 +43,9 @@ var millisValues = func() (v [maxBriefMillis/millisStep + 1][]string) {
 	return v
 }()
 
-// briefMillis returns the milliseconds to send in callpath.HeaderRetryAfterMillis with a
-// refusal for reason r whose Retry-After was drawn from the pressure's base, or 0 for
-// none: only for want of a slot.
+// briefMillis returns the milliseconds to send in callpath.HeaderRetryAfterMillis with
+// a refusal for reason r. The Retry-After was drawn from the pressure's base, base. It
+// returns 0 for none: only a refusal for want of a slot gets a value.
 func (s *Shedder) briefMillis(r Reason, base int64) int {
 	switch r {
 	case ReasonLimit, ReasonPriority, ReasonQueueFull, ReasonQueue:
@@ -82,40 +77,46 @@ func retryAfterValue(secs int) []string {
 	return []string{strconv.Itoa(secs)}
 }
 
-// Middleware admits requests to next through s and answers the rest at once, never
-// reading their bodies: status 429 (or Options.Refusal.Status 503; 503 for an open
-// Options.Breaker), a Retry-After in whole seconds, callpath.HeaderRefused with the
-// reason (and, for an open breaker, callpath.HeaderRetryAfterMillis with its remaining
-// open time), and a small application/problem+json body. Every request is either
-// served or answered.
+// Middleware admits requests to next through s and answers the rest at once. It never
+// reads a refused request's body. A refusal carries:
 //
-// Like policyhttp.Middleware it reads the attempt headers of Backstop, Envoy and gRPC:
-// a retry (attempt above 1) is sheddable, and the handler's context is marked as owned
-// upstream so its own retrying pipelines fail fast. Once half the limit is in use (and
-// for every request from a retry owner upstream) the handler's context also carries
-// the request's callpath.Pauser (Permit.Pauser): while a retry in the handler waits out its backoff,
-// or a call through policyhttp's transport waits on a dependency, the request holds no
-// slot. Nor does it while the handler waits on a read of the request's body, so
-// clients that trickle their uploads cannot fill the limit. Bound
-// how long a body may take with the server's ReadTimeout (or a per-request
-// http.ResponseController.SetReadDeadline): the shedder bounds this server's work,
-// the server bounds its connections.
+//   - status 429, or Options.Refusal.Status 503 (503 for an open Options.Breaker);
+//   - a Retry-After in whole seconds;
+//   - callpath.HeaderRefused with the reason;
+//   - for an open breaker, callpath.HeaderRetryAfterMillis with its remaining open
+//     time;
+//   - a small application/problem+json body.
+//
+// Every request is either served or answered.
+//
+// Like policyhttp.Middleware, it reads the attempt headers of Backstop, Envoy and gRPC.
+// A retry (attempt above 1) is sheddable. The handler's context is marked as owned
+// upstream, so its own retrying pipelines fail fast.
+//
+// Once half the limit is in use, the handler's context also carries the request's
+// callpath.Pauser (Permit.Pauser). So does every request from a retry owner upstream.
+// While a retry in the handler waits out its backoff, the request holds no slot. Nor
+// does it while a call through policyhttp's transport waits on a dependency. Nor does
+// it while the handler waits on a read of the request's body, so clients that trickle
+// their uploads cannot fill the limit. Bound how long a body may take with the server's
+// ReadTimeout, or a per-request http.ResponseController.SetReadDeadline. The shedder
+// bounds this server's work; the server bounds its connections.
 func Middleware(next http.Handler, s *Shedder) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p, attempt, hasAttempt := s.requestPriority(r)
 		if b := s.opts.Breaker; b != nil {
-			// Lock-free: the breaker keeps its open time in an atomic. The breaker reads
+			// Lock-free: the breaker keeps its open time in an atomic. It reads
 			// gobreaker's clock, time.Now, so it is asked in its own time.
 			if ra, open := b.OpenNow(); open {
-				// The breaker's own open time is the Retry-After: it is not the
-				// shedder's pressure, and does not raise the Retry-After of its refusals.
+				// The breaker's own open time is the Retry-After. It is not the
+				// shedder's pressure, and does not raise the Retry-After of its
+				// refusals.
 				secs := max(1, int(math.Ceil(ra.Seconds())))
 				s.reject(ReasonBreaker)
 				s.report(r.Context(), "", ReasonBreaker, p, secs)
-				// The breaker probes sooner than whole seconds say: a Backstop caller
-				// waits the real time, and one request's more (the baseline latency),
-				// so that it comes back when the probe has answered, not while it is
-				// in flight.
+				// The breaker probes sooner than whole seconds say. A Backstop caller
+				// waits the real time and one request's more (the baseline latency). So
+				// it comes back when the probe has answered, not while it is in flight.
 				if s.adaptive != nil {
 					ra += s.adaptive.baseline()
 				}
@@ -148,11 +149,11 @@ func Middleware(next http.Handler, s *Shedder) http.Handler {
 			s.write(w, why, ra.secs)
 			return
 		}
-		// The request's Pauser rides in the handler's context, so that a
-		// retry's backoff or a call to a dependency gives the slot back. A new context
-		// costs a copy of the request, so it is made only for a request from a retry
-		// owner upstream (whose context is made anyway) and when half the limit is in
-		// use: on a server with room a held slot costs nothing.
+		// The request's Pauser rides in the handler's context, so that a retry's
+		// backoff or a call to a dependency gives the slot back. A new context costs a
+		// copy of the request. So it is made only for a request from a retry owner
+		// upstream (whose context is made anyway), and when half the limit is in use.
+		// On a server with room a held slot costs nothing.
 		switch {
 		case hasAttempt: // both values in one context
 			r = r.WithContext(callpath.WithUpstreamPauser(r.Context(), attempt, permit.Pauser()))
@@ -160,9 +161,9 @@ func Middleware(next http.Handler, s *Shedder) http.Handler {
 			r = r.WithContext(callpath.WithPauser(r.Context(), permit.Pauser()))
 		}
 		if r.Body != nil && r.Body != http.NoBody {
-			// While the handler waits for the client's body, the request holds no slot:
-			// a client trickling its upload cannot fill the limit (a slowloris).
-			// (Replacing the body is how http.MaxBytesReader is used, too.)
+			// While the handler waits for the client's body, the request holds no slot.
+			// So a client trickling its upload (a slowloris) cannot fill the limit.
+			// Replacing the body is how http.MaxBytesReader is used, too.
 			r.Body = &pausingBody{ReadCloser: r.Body, p: permit.Pauser()}
 		}
 		if !permit.timed {

@@ -9,15 +9,15 @@ import (
 	"github.com/backstop-go/backstop/event"
 )
 
-// Subscribe implements event.Source: o hears every refusal of the shedder from now
-// on, as an event.Shed. That is the middleware's refusals, Admit's, and those of
-// every pipeline the shedder is a stage of. Each event names the pipeline that
-// refused ("" for the middleware and Admit), not the pipeline given here.
+// Subscribe implements event.Source: o hears every refusal of the shedder from now on,
+// as an event.Shed. That is the middleware's refusals, Admit's, and those of every
+// pipeline the shedder is a stage of. Each event names the pipeline that refused (""
+// for the middleware and Admit), not the pipeline given here.
 //
-// An o subscribed twice hears each refusal once, and so does each of [event.Members]
-// of o. o should be a pointer: other values are kept in a box of their own each
-// time. A nil o is ignored. Options.Observer is the first subscriber; policy.Wrap
-// subscribes a pipeline's Observer; metrics.Observer.AddShedder subscribes its own.
+// An o subscribed twice hears each refusal once, and so does each of [event.Members] of
+// o. Pass a pointer: other values are kept in a box of their own each time. A nil o is
+// ignored. Options.Observer is the first subscriber. policy.Wrap subscribes a
+// pipeline's Observer, and metrics.Observer.AddShedder subscribes its own.
 func (s *Shedder) Subscribe(o event.Observer, _ string) {
 	s.subsMu.Lock()
 	defer s.subsMu.Unlock()

@@ -30,8 +30,9 @@ const (
 // ErrInvalidOptions is matched by New's errors for bad Options.
 var ErrInvalidOptions = errors.New("shed: invalid options")
 
-// Options configure a [Shedder]. The zero value is valid: an adaptive limit starting
-// at 1000 in flight, within [1, 1000], a CPU guard at 5 ms, a queue of 64, status 429.
+// Options configure a [Shedder]. The zero value is valid. It gives an adaptive limit
+// starting at 1000 in flight, within [1, 1000], and a CPU guard at 20 ms. It gives a
+// queue of 64 and status 429.
 type Options struct {
 	// Name labels the shedder's events and metrics; "" means "shed".
 	Name string
@@ -49,18 +50,18 @@ type Options struct {
 	Priority func(*http.Request) Priority
 	// Quota, if non-nil, limits each client's rate.
 	Quota *Quota
-	// Breaker, if non-nil, guards the handler's dependency: while it is open the
-	// middleware answers 503 with the breaker's remaining open time as Retry-After.
-	// A *breaker.Breaker has it. A nil pointer in it counts as no breaker.
+	// Breaker, if non-nil, guards the handler's dependency. While it is open, the
+	// middleware answers 503 with the breaker's remaining open time as Retry-After. A
+	// *breaker.Breaker has it. A nil pointer in it counts as no breaker.
 	Breaker Breaker
 
 	// Refusal is what a refused request is told.
 	Refusal RefusalOptions
 
-	// Observer, if non-nil, hears every refusal of the shedder as an event.Shed:
-	// the middleware's, Admit's and those of its pipelines. It is the shedder's first
-	// subscriber ([Shedder.Subscribe]), so it hears each refusal once, even when a
-	// pipeline subscribes it too.
+	// Observer, if non-nil, hears every refusal of the shedder as an event.Shed. That
+	// is the middleware's refusals, Admit's and those of its pipelines. It is the
+	// shedder's first subscriber ([Shedder.Subscribe]). So it hears each refusal once,
+	// even when a pipeline subscribes it too.
 	Observer event.Observer
 	// Clock and Rand are seams for tests; nil means clock.System() and
 	// jitter.System().
@@ -92,8 +93,8 @@ type LimitOptions struct {
 	// Fixed, if > 0, fixes the limit and turns the adaptive limit off; the other
 	// fields must then be zero.
 	Fixed int
-	// Initial, Min and Max bound the adaptive limit; 0 means the Max (DefaultInitialLimit),
-	// DefaultMinLimit (1), DefaultMaxLimit (1000).
+	// Initial, Min and Max bound the adaptive limit. 0 means the Max
+	// (DefaultInitialLimit), DefaultMinLimit (1) and DefaultMaxLimit (1000).
 	Initial, Min, Max int
 	// Smoothing is how far the limit moves towards its target in a window whose
 	// latency is above Tolerance, in (0, 1]; 0 means DefaultSmoothing (0.7).
@@ -101,32 +102,34 @@ type LimitOptions struct {
 	// Tolerance is how much latency may rise over the baseline before the limit
 	// shrinks, ≥ 1; 0 means DefaultTolerance (1.5).
 	Tolerance float64
-	// Headroom is what a window adds to the limit, at least, when the limit was full
-	// and latency at the baseline (it grows to what the load needs by Little's law, at
-	// most doubling; less as latency nears Tolerance); 0 means DefaultHeadroom (4).
+	// Headroom is the least a window adds to the limit when the limit was full and
+	// latency at the baseline. The limit grows to what the load needs by Little's law,
+	// at most doubling, and less as latency nears Tolerance. 0 means DefaultHeadroom
+	// (4).
 	Headroom float64
-	// Window is the sampling window of the adaptive limit; a window closes when it is
+	// Window is the sampling window of the adaptive limit. A window closes when it is
 	// this old and holds MinSamples latencies. 0 means DefaultWindow (100 ms) and
 	// DefaultMinSamples (10).
 	Window     time.Duration
 	MinSamples int
-	// LatencySamples is how many latencies a window of the adaptive limit aims to
-	// hold; 0 means DefaultLatencySamples (256). When a window admits more requests,
-	// the next one times one request in k at random, k = the requests a window admits
-	// at the rate of the one before ÷ LatencySamples, so a busy server does not read
-	// the clock twice per request.
+	// LatencySamples is how many latencies a window of the adaptive limit aims to hold;
+	// 0 means DefaultLatencySamples (256). When a window admits more requests, the next
+	// one times one request in k at random. Here k is the requests a window admits at
+	// the rate of the one before ÷ LatencySamples. So a busy server does not read the
+	// clock twice per request.
 	LatencySamples int
-	// SchedLatency also watches this process's CPUs: while more than 16 goroutines
-	// a CPU are runnable and the 90th percentile of their waits for one is over
-	// SchedLatency, requests are queueing where no concurrency limit sees them, as
+	// SchedLatency also watches this process's CPUs. Say more than 16 goroutines a CPU
+	// are runnable, and the 90th percentile of their waits for one is over
+	// SchedLatency. Then requests are queueing where no concurrency limit sees them, as
 	// on a CPU-bound server whose handlers run to completion one after another. The
-	// shedder then refuses the share of new work its CPUs cannot serve (ReasonCPU;
-	// critical work never, sheddable work first); see the package doc's CPU section.
-	// Waits caused by other processes do not lengthen this process's queue and are
-	// not acted on. 0 means DefaultSchedLatency (20 ms). SchedLatencyOff (any
-	// negative value) turns the guard off: do so where the process runs CPU-heavy
-	// batch work beside its server, whose goroutines queue for the CPU without the
-	// server being overloaded.
+	// shedder then refuses the share of new work its CPUs cannot serve (ReasonCPU).
+	// Critical work is never refused, and sheddable work goes first. See the package
+	// doc's CPU section. Waits caused by other processes do not lengthen this process's
+	// queue and are not acted on. 0 means DefaultSchedLatency (20 ms).
+	//
+	// SchedLatencyOff (any negative value) turns the guard off. Do so where the process
+	// runs CPU-heavy batch work beside its server. Its goroutines queue for the CPU
+	// without the server being overloaded.
 	SchedLatency time.Duration
 }
 
@@ -136,28 +139,29 @@ type QueueOptions struct {
 	// Max is how many requests may wait for a slot; 0 means DefaultMaxQueue (64),
 	// negative means no queue.
 	Max int
-	// Target and Interval time the queue CoDel-style: a request waits at most
-	// Interval, or only Target while a standing queue exists (the queue has not been
-	// empty for Interval), and then the newest is served first. 0 means
-	// DefaultQueueTarget (5 ms) and DefaultQueueInterval (100 ms); with the adaptive
-	// limit, a default Interval grows to 20 baseline latencies of the work, at most
-	// 500 ms (500 ms for 25 ms database queries, 100 ms for work under 5 ms): a queue is
-	// judged in the time of the work it holds, and a server near its capacity keeps
-	// its answers.
+	// Target and Interval time the queue CoDel-style. A request waits at most Interval,
+	// or only Target while a standing queue exists (the queue has not been empty for
+	// Interval). The newest is then served first. 0 means DefaultQueueTarget (5 ms) and
+	// DefaultQueueInterval (100 ms).
+	//
+	// With the adaptive limit, a default Interval grows to 20 baseline latencies of the
+	// work, at most 500 ms. That is 500 ms for 25 ms database queries, and 100 ms for
+	// work under 5 ms. A queue is judged in the time of the work it holds, and a server
+	// near its capacity keeps its answers.
 	Target, Interval time.Duration
 }
 
 // RefusalOptions configure what a refused request is told. The zero value answers
 // 429 with a Retry-After of at most DefaultMaxRetryAfter (30 s).
 type RefusalOptions struct {
-	// Status is the status of a refusal for want of a slot: 429 (the zero value) or
-	// 503.
+	// Status is the status of a refusal for want of a slot: 429 (the zero value)
+	// or 503.
 	Status int
 	// MaxRetryAfter caps the Retry-After of refusals for want of a slot, jitter
 	// included; 0 means DefaultMaxRetryAfter (30 s). The value follows the share of
-	// requests refused (see [Shedder.RetryAfter]) and is sent with up to +50 % upward
+	// requests refused (see [Shedder.RetryAfter]). It is sent with up to +50 % upward
 	// jitter in whole seconds. An open breaker's refusals say the breaker's own open
-	// time, a quota's the client's next token.
+	// time, and a quota's the client's next token.
 	MaxRetryAfter time.Duration
 }
 
@@ -175,8 +179,8 @@ func (s *Shedder) queueOptions(o Options) error {
 	case o.Queue.Target > 0 && o.Queue.Interval > 0 && o.Queue.Target > o.Queue.Interval:
 		return bad("Queue.Target is %v, above Queue.Interval %v; want Queue.Target ≤ Queue.Interval", o.Queue.Target, o.Queue.Interval)
 	}
-	// A default gives way to the value the user set: the interval is at least the
-	// target, the target at most the interval.
+	// A default gives way to the value the user set. The interval is at least the
+	// target, and the target at most the interval.
 	s.intervalAuto = o.Queue.Interval == 0
 	s.opts.Queue.Target = orDefaultD(o.Queue.Target, min(DefaultQueueTarget, orDefaultD(o.Queue.Interval, DefaultQueueTarget)))
 	s.opts.Queue.Interval = orDefaultD(o.Queue.Interval, max(DefaultQueueInterval, s.opts.Queue.Target))
@@ -226,7 +230,7 @@ func adaptiveFields(o Options) []string {
 }
 
 // limits sets up the fixed or adaptive limit from o. Defaults are clamped into the
-// range the user set (MaxLimit 10 alone lowers the initial limit to 10); values the
+// range the user set: Limit.Max 10 alone lowers the initial limit to 10. Values the
 // user set that contradict each other are refused, naming them.
 func (s *Shedder) limits(o Options) error {
 	if o.Limit.Fixed < 0 {

@@ -13,10 +13,10 @@ func (s *Shedder) Placement() policy.Placement {
 	return policy.Placement{Kind: Kind, Outermost: true, Once: true}
 }
 
-// Bind returns the Runner that admits each call, with the priority set by
-// WithPriority (lowered for an upstream retry), and refuses the rest with a
-// *policy.RejectError. Refusals go to the shedder's subscribers, not to
-// env.Observer: policy.Wrap subscribes that one ([Shedder.Subscribe]).
+// Bind returns the Runner that admits each call and refuses the rest with a
+// *policy.RejectError. A call's priority is the one set by WithPriority, lowered for an
+// upstream retry. Refusals go to the shedder's subscribers, not to env.Observer:
+// policy.Wrap subscribes that one ([Shedder.Subscribe]).
 func (s *Shedder) Bind(next policy.Runner, env policy.Env) policy.Runner {
 	return &runner{s: s, next: next, pipeline: env.Pipeline}
 }
@@ -38,8 +38,8 @@ func (r *runner) Run(ctx context.Context, fn policy.Func) error {
 		return r.s.refusal(why, ra.secs)
 	}
 	if 2*r.s.inflight.Load() >= r.s.limit.Load() {
-		// Half the limit in use: a retry's backoff in fn gives the slot back (a new
-		// context per call costs nothing a server with room needs to pay).
+		// Half the limit in use: a retry's backoff in fn gives the slot back. Only then
+		// is a new context made per call, so a server with room pays nothing for it.
 		ctx = callpath.WithPauser(ctx, permit.Pauser())
 	}
 	err := r.next.Run(ctx, fn)

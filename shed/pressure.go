@@ -6,8 +6,9 @@ import (
 	"time"
 )
 
-// pressurePrior is how many admitted requests the refused share assumes besides
-// those counted: 1 refusal alone reads as 9 %, 10 of 10 as half, 1 000 of 1 000 as 99 %.
+// pressurePrior is how many admitted requests the refused share assumes besides those
+// counted. So 1 refusal alone reads as 9 %, 10 of 10 as half, and 1 000 of 1 000 as
+// 99 %.
 const pressurePrior = 10
 
 // pressure estimates the Retry-After base from the share of requests refused.
@@ -21,7 +22,7 @@ type pressure struct {
 	refused  uint64     // refusals since
 }
 
-// reject notes a refusal at now and returns the base in force; admitted is the
+// reject notes a refusal at now and returns the base in force. admitted is the
 // shedder's admitted count.
 func (p *pressure) reject(now time.Time, admitted uint64) int64 {
 	p.mu.Lock()
@@ -31,8 +32,8 @@ func (p *pressure) reject(now time.Time, admitted uint64) int64 {
 	return p.base
 }
 
-// rollLocked closes the span being counted once it is a second old, setting the base
-// from its refused share; a span with no refusals starts nothing. mu must be held.
+// rollLocked closes the span being counted once it is a second old, and sets the base
+// from its refused share. A span with no refusals starts nothing. mu must be held.
 func (p *pressure) rollLocked(now time.Time, admitted uint64) {
 	if p.since.IsZero() {
 		p.since, p.admitted, p.refused = now, admitted, 0
@@ -45,8 +46,8 @@ func (p *pressure) rollLocked(now time.Time, admitted uint64) {
 	if age >= 2*time.Second || p.refused == 0 {
 		p.base = 1 // a calm second (or more) since the refusals counted
 	} else {
-		// A handful of requests says little: a lone client refused once must not
-		// read as all of the traffic refused. The share counts pressurePrior requests
+		// A handful of requests says little: a lone client refused once must not read
+		// as all of the traffic refused. The share counts pressurePrior requests
 		// admitted besides those seen, which a busy second's hundreds outweigh.
 		share := float64(p.refused) / (float64(p.refused+since(admitted, p.admitted)) + pressurePrior)
 		p.base = baseFor(share, p.max)

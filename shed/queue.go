@@ -18,12 +18,10 @@ func (s *Shedder) standingLocked(now time.Time, interval time.Duration) bool {
 	return s.waiting.Load() > 0 && now.Sub(s.lastEmpty) > interval
 }
 
-// queueInterval is the queue's CoDel interval: Queue.Interval or, where it was left
-// to its default and the limit is adaptive, queueIntervals baseline latencies of the
-// work, at most maxQueueInterval. A queue is judged in the time of the work it holds:
-// four workers of 25 ms near their capacity keep a queue that drains and re-forms
-// every few requests, and refusing from it while it has not stood for a while loses
-// answers the workers had time for (the refused come back as retries).
+// queueInterval is the queue's CoDel interval: Queue.Interval. Where that was left to
+// its default and the limit is adaptive, it grows to queueIntervals baseline latencies
+// of the work, at most maxQueueInterval. A queue is judged in the time of the work it
+// holds; the package doc's Queue section says why.
 func (s *Shedder) queueInterval() time.Duration {
 	interval := s.opts.Queue.Interval
 	if s.intervalAuto && s.adaptive != nil {
@@ -32,9 +30,9 @@ func (s *Shedder) queueInterval() time.Duration {
 	return interval
 }
 
-// The default CoDel interval in baseline latencies of the work, and its bound: half
-// of a typical per-attempt timeout (1 s), since a request held longer has likely been
-// given up on by the time it is served.
+// The default CoDel interval in baseline latencies of the work, and its bound. The
+// bound is half of a typical per-attempt timeout (1 s). A request held longer has
+// likely been given up on by the time it is served.
 const (
 	queueIntervals   = 20
 	maxQueueInterval = 500 * time.Millisecond
@@ -109,8 +107,8 @@ func (s *Shedder) wait(ctx context.Context, p Priority) (Permit, Reason, refusal
 }
 
 // dispatchLocked hands free slots to waiting requests: critical ones first, then the
-// rest; the newest first while a standing queue exists, the oldest first otherwise.
-// mu must be held.
+// rest. It takes the newest first while a standing queue exists, and the oldest first
+// otherwise. mu must be held.
 func (s *Shedder) dispatchLocked(now time.Time) {
 	interval := s.queueInterval()
 	for s.waiting.Load() > 0 {

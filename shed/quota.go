@@ -16,16 +16,16 @@ import (
 
 // Quota limits each client to a rate of requests, on golang.org/x/time/rate.
 //
-// Keys are bounded: a key longer than MaxQuotaKey bytes is replaced by a hash of it
-// ("sha256:" and 16 bytes of it in hex, 39 bytes), so a client sending long keys cannot
-// make the buckets hold its keys' bytes — in this process or in a Store.
+// Keys are bounded. A key longer than MaxQuotaKey bytes is replaced by a hash of it:
+// "sha256:" and 16 bytes of it in hex, 39 bytes. So a client sending long keys cannot
+// make the buckets hold its keys' bytes, in this process or in a Store.
 type Quota struct {
 	// Key names the client of a request (an API key, a tenant, the remote address).
 	// Required. A request it names no client for ("") is handled as NoKey says.
 	Key func(*http.Request) string
-	// NoKey says what becomes of requests without a key; the zero value, NoKeyShare,
-	// puts them all in one bucket of Rate and Burst, so a missing header is never a
-	// way around the quota.
+	// NoKey says what becomes of requests without a key. The zero value, NoKeyShare,
+	// puts them all in one bucket of Rate and Burst. So a missing header is never a way
+	// around the quota.
 	NoKey NoKey
 	// Rate and Burst are each client's token bucket. Rate must be > 0, Burst ≥ 1.
 	Rate  rate.Limit
@@ -34,9 +34,9 @@ type Quota struct {
 	// clients (whose bucket has refilled) are forgotten first. It bounds this
 	// process's buckets, not a Store's.
 	MaxClients int
-	// Store, if non-nil, keeps the clients' buckets outside this process, so that a
-	// fleet of servers shares one quota per client (the fleet module keeps them in
-	// Redis): Rate and Burst are then each client's limit across the fleet. nil means
+	// Store, if non-nil, keeps the clients' buckets outside this process. A fleet of
+	// servers then shares one quota per client (the fleet module keeps them in Redis).
+	// Rate and Burst are then each client's limit across the fleet. A nil Store means
 	// the buckets of this process.
 	Store QuotaStore
 }
@@ -51,18 +51,21 @@ const (
 	NoKeyShare NoKey = iota
 	// NoKeyRefuse refuses every request without a key (429, ReasonQuota).
 	NoKeyRefuse
-	// NoKeyExempt lets requests without a key through unlimited: for keys that
-	// only some trusted requests lack (a health check from the load balancer).
+	// NoKeyExempt lets requests without a key through unlimited. It is for keys that
+	// only some trusted requests lack, such as a health check from the load balancer.
 	NoKeyExempt
 )
 
 // QuotaStore keeps per-client token buckets outside the process, for [Quota].Store.
 //
 // Allow takes one token from key's bucket of rate r and burst burst, or reports how
-// long until one is there. It is asked once per request that names a client, so it
-// must answer within a small bound of its own and, when its store cannot answer in
-// time, answer from a bucket of its own (fail open): a quota store that is down must
-// not take the server down with it. It must be safe for concurrent use.
+// long until one is there. It is asked once per request that names a client. So an
+// implementation must:
+//
+//   - answer within a small bound of its own;
+//   - answer from a bucket of its own when its store cannot answer in time (fail open),
+//     since a quota store that is down must not take the server down with it;
+//   - be safe for concurrent use.
 type QuotaStore interface {
 	Allow(ctx context.Context, key string, r rate.Limit, burst int) (wait time.Duration, ok bool)
 }
@@ -70,14 +73,14 @@ type QuotaStore interface {
 // DefaultMaxClients bounds the clients a Quota tracks at once.
 const DefaultMaxClients = 10_000
 
-// MaxQuotaKey is the longest key a Quota keeps as it is; a longer one is replaced by
-// "sha256:" and the hex of its hash's first 16 bytes (39 bytes), so the clients a
-// Quota tracks hold at most about MaxClients × MaxQuotaKey bytes of keys.
+// MaxQuotaKey is the longest key a Quota keeps as it is. A longer one is replaced by
+// "sha256:" and the hex of its hash's first 16 bytes (39 bytes). So the clients a Quota
+// tracks hold at most about MaxClients × MaxQuotaKey bytes of keys.
 const MaxQuotaKey = 64
 
 // sharedKey is the bucket of the requests without a key under NoKeyShare. It holds a
-// NUL, which no header value can; a Key function that returns it on purpose shares
-// the bucket.
+// NUL, which no header value can. A Key function that returns it on purpose shares the
+// bucket.
 const sharedKey = "\x00no key"
 
 // quotas is a Quota as the middleware asks it: the client's key, the limit, and
@@ -113,8 +116,8 @@ func newQuotas(q Quota) (*quotas, error) {
 }
 
 // key returns the bucket key of r's client: its Key, hashed when longer than
-// MaxQuotaKey; for a request without a key, sharedKey (NoKeyShare), or "" with exempt
-// set (NoKeyExempt) or refuse set (NoKeyRefuse).
+// MaxQuotaKey. For a request without a key, it returns sharedKey (NoKeyShare). Or it
+// returns "" with exempt set (NoKeyExempt) or refuse set (NoKeyRefuse).
 func (q *quotas) key(r *http.Request) (key string, exempt, refuse bool) {
 	k := q.keyOf(r)
 	switch {
@@ -131,8 +134,8 @@ func (q *quotas) key(r *http.Request) (key string, exempt, refuse bool) {
 	return sharedKey, false, false
 }
 
-// allow takes a token from key's bucket, in the Store if there is one; if there is
-// none it returns how long until there is.
+// allow takes a token from key's bucket, in the Store if there is one. If there is
+// none, it returns how long until there is.
 func (q *quotas) allow(ctx context.Context, key string, now time.Time) (time.Duration, bool) {
 	if q.store != nil {
 		return q.store.Allow(ctx, key, q.r, q.burst)
@@ -144,8 +147,8 @@ func (q *quotas) allow(ctx context.Context, key string, now time.Time) (time.Dur
 // client, in this process, on golang.org/x/time/rate. A store that shares buckets
 // across processes can fall back on it when its own store is out of reach.
 //
-// The admit path takes no shared lock: a client's limiter is found in a sync.Map
-// (lock-free for clients seen before) and carries its own mutex; only adding a client
+// The admit path takes no shared lock. A client's limiter is found in a sync.Map
+// (lock-free for clients seen before) and carries its own mutex. Only adding a client
 // when the table is full takes a lock. Build it with [NewLocalQuotas].
 type LocalQuotas struct {
 	max int

@@ -11,9 +11,9 @@ import (
 // error is a *policy.RejectError, so it matches policy.ErrRejected too.
 var ErrShed = errors.New("shed: rejected")
 
-// refusal is when a refused request is told to come back: Retry-After in whole
-// seconds (secs, jittered) and the pressure's base it was drawn from, which
-// [Shedder.briefMillis] scales too, so that the two headers of one refusal say the
+// refusal is when a refused request is told to come back. It holds the Retry-After in
+// whole seconds (secs, jittered) and the pressure's base it was drawn from.
+// [Shedder.briefMillis] scales the base too, so the two headers of one refusal say the
 // same thing.
 type refusal struct {
 	secs int
@@ -25,7 +25,7 @@ func (s *Shedder) refuse(r Reason, p Priority) (Permit, Reason, refusal) {
 	return s.refuseAt(s.clock.Now(), r, p)
 }
 
-// refuseAt is refuse at now: the refusal is counted in the pressure, and its
+// refuseAt is refuse at now. The refusal is counted in the pressure, and its
 // Retry-After drawn from the base that results, in one reading.
 func (s *Shedder) refuseAt(now time.Time, r Reason, p Priority) (Permit, Reason, refusal) {
 	base := s.pressure.reject(now, s.admitted.Load())
@@ -38,7 +38,7 @@ func (s *Shedder) refusedAtLimit() uint64 {
 		s.rejected[ReasonQueue].Load() + s.rejected[ReasonDeadline].Load()
 }
 
-// reject counts a refusal answered with a Retry-After of ra seconds.
+// reject counts a refusal for r and returns r.
 func (s *Shedder) reject(r Reason) Reason {
 	s.rejected[r].Add(1)
 	return r
@@ -62,19 +62,22 @@ func (s *Shedder) refusal(r Reason, secs int) *policy.RejectError {
 	return e
 }
 
-// RetryAfter returns the Retry-After to send with a rejection now, in whole seconds:
-// the shedder's estimate of when a client refused now will be admitted, with upward
-// jitter. The estimate comes from the share ρ of requests refused over the last second
-// (admitted requests and refusals for want of a slot; an open breaker's refusals carry
-// the breaker's own open time instead, and a quota's the client's next token): a client
-// that comes back every T is admitted with probability 1 − ρ each time, so it waits
-// T / (1 − ρ) on average; the base is that for T = 1 s, rounded to whole seconds — 1 s
-// while under a third of the requests are refused, 2 s at half, 10 s at 90 % — and it falls back
-// to 1 s after a second without refusals. The value sent is drawn uniformly from
-// [base, base + ⌈base/2⌉] and never exceeds Refusal.MaxRetryAfter: at base 1 s half the
-// clients are told 1 and half 2; at 16 s the values 16…24 are equally likely. Whole
-// seconds are what RFC 9110's delay-seconds can say; clients that arrive over time
-// then return spread over the whole range.
+// RetryAfter returns the Retry-After to send with a rejection now, in whole seconds. It
+// is the shedder's estimate of when a client refused now will be admitted, with upward
+// jitter.
+//
+// The estimate comes from the share ρ of requests refused over the last second. It
+// counts admitted requests and refusals for want of a slot. An open breaker's refusals
+// carry the breaker's own open time instead, and a quota's the client's next token. A
+// client that comes back every T is admitted with probability 1 − ρ each time. So it
+// waits T / (1 − ρ) on average. The base is that for T = 1 s, rounded to whole seconds.
+// It is 1 s while under a third of the requests are refused, 2 s at half and 10 s at
+// 90 %. It falls back to 1 s after a second without refusals.
+//
+// The value sent is drawn uniformly from [base, base + ⌈base/2⌉]. It never exceeds
+// Refusal.MaxRetryAfter. At base 1 s, half the clients are told 1 and half 2. At 16 s,
+// the values 16…24 are equally likely. Whole seconds are what RFC 9110's delay-seconds
+// can say. Clients that arrive over time then return spread over the whole range.
 func (s *Shedder) RetryAfter() time.Duration {
 	return time.Duration(s.draw(s.pressure.current(s.clock.Now(), s.admitted.Load()))) * time.Second
 }

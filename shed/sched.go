@@ -60,8 +60,8 @@ func (r *schedReader) read() (time.Duration, uint64) {
 	return percentileSince(h, r.last, cpuPercentile)
 }
 
-// percentileSince returns the percentile p of the counts h gained since last (which
-// it then updates to h's), as the upper bound of its bucket, and the count gained.
+// percentileSince returns the percentile p of the counts h gained since last, as the
+// upper bound of its bucket, and the count gained. It then updates last to h's counts.
 func percentileSince(h *metrics.Float64Histogram, last []uint64, p float64) (time.Duration, uint64) {
 	var n uint64
 	for i, c := range h.Counts {
@@ -129,10 +129,10 @@ const (
 	cpuSmoothing = 0.3
 	// cpuForget is what a window keeps of the most completed in a window.
 	cpuForget = 0.99
-	// The trim grows by cpuTrimUp each window the queue is long, growing, and the wait
-	// over the target, up to cpuTrimMax; it falls by cpuTrimDown each window the
-	// queue is short (twice that when nothing waits), as far as −1, which cancels any
-	// share.
+	// The trim grows by cpuTrimUp, up to cpuTrimMax, each window the queue is long and
+	// growing and the wait over the target. It falls by cpuTrimDown each window the
+	// queue is short (twice that when nothing waits), as far as −1. At −1 it cancels
+	// any share.
 	cpuTrimUp   = 0.02
 	cpuTrimDown = 0.01
 	cpuTrimMax  = 0.3
@@ -166,8 +166,9 @@ func (c *cpuGuard) update(now time.Time) {
 		c.busy = false
 		return
 	}
-	// Completions, and arrivals: those that reached the shedder, and those still
-	// queued for a CPU in front of it (the queue's growth; it drains as it shrinks).
+	// Completions, and arrivals. Arrivals are those that reached the shedder, plus the
+	// growth of the queue for a CPU in front of it. A shrinking queue takes what it
+	// drains off them.
 	done := math.Max(0, float64(since(admitted, c.prevAdmitted))-float64(inflight-c.prevInflight)) / age
 	seen := float64(since(admitted, c.prevAdmitted) + since(refused, c.prevRefused))
 	arrivals := math.Max(0, seen+float64(runnable)-float64(c.prevRunnable)) / age
@@ -178,8 +179,9 @@ func (c *cpuGuard) update(now time.Time) {
 	target := cpuRunnable * float64(procs)
 	queued := float64(runnable) > target
 	saturated := queued && lat > c.target
-	// What the CPUs serve: at least the most completed in a window lately, and for
-	// work that holds its CPU while it runs, GOMAXPROCS ÷ its baseline latency.
+	// What the CPUs serve: at least the most completed in a window lately. For work
+	// that holds its CPU while it runs, it is at least GOMAXPROCS ÷ its baseline
+	// latency.
 	c.served = math.Max(c.served*cpuForget, done)
 	capacity := c.served
 	if base := c.baseline(); base > 0 {

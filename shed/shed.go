@@ -30,11 +30,11 @@ type Shedder struct {
 	// refusals write.
 	subs atomic.Pointer[[]event.Observer] // Subscribe's, copied on write
 
-	// Every admission and release writes inflight and admitted: they share one cache
-	// line, so a request moves one line between cores, not two. limit and waiting,
-	// read by every request and seldom written, have a line of their own that stays
-	// in every core's cache: the padding keeps the groups 64 bytes apart however the
-	// struct falls on cache lines.
+	// Every admission and release writes inflight and admitted. They share one cache
+	// line, so a request moves one line between cores, not two. The fields limit and
+	// waiting are read by every request and seldom written. They have a line of their
+	// own that stays in every core's cache. The padding keeps the groups 64 bytes
+	// apart, however the struct falls on cache lines.
 	_        [64]byte
 	inflight atomic.Int64
 	admitted atomic.Uint64
@@ -105,7 +105,7 @@ func (s *Shedder) watchCPU() {
 		return
 	}
 	s.adaptive.cpu.counts = func() (uint64, uint64, int64) {
-		// Refusals of work that reached the limit or the guard: a client over its
+		// Refusals of work that reached the limit or the guard. A client over its
 		// quota, or work refused at an open breaker's gate, is no demand on this
 		// server's CPUs.
 		refused := s.refusedAtLimit() + s.rejected[ReasonCanceled].Load() + s.rejected[ReasonCPU].Load()
