@@ -2,7 +2,10 @@ package event
 
 import (
 	"context"
+	"strconv"
+	"strings"
 	"time"
+	"unicode"
 )
 
 // An Observer receives the events of a pipeline's stages. They are call start and end,
@@ -324,4 +327,61 @@ type Event struct {
 	// It is nil for breaker transitions, which are not any one call's. Observers must
 	// not keep it.
 	Context context.Context
+}
+
+// String returns the event on one line, for logs and test failures:
+//
+//	retry_scheduled pipeline=db stage=retry attempt=2 delay=120ms reason=timeout err="dial tcp: connection refused"
+//
+// It gives the kind, then each field the kind uses as key=value. A kind leaves the
+// fields it does not use zero, and String omits zero fields. It omits Source when it
+// equals Stage, as for a stage with no name of its own. Err is always quoted; other
+// values only if they hold spaces, quotes or '='. Context is never printed. Time
+// comes last, in RFC 3339 with nanoseconds.
+func (e Event) String() string {
+	var b strings.Builder
+	b.WriteString(e.Kind.String())
+	text := func(key, v string) {
+		if v != "" {
+			b.WriteString(" " + key + "=")
+			if strings.ContainsFunc(v, needsQuote) {
+				v = strconv.Quote(v)
+			}
+			b.WriteString(v)
+		}
+	}
+	duration := func(key string, d time.Duration) {
+		if d != 0 {
+			b.WriteString(" " + key + "=" + d.String())
+		}
+	}
+	text("pipeline", e.Pipeline)
+	text("stage", e.Stage)
+	if e.Source != e.Stage {
+		text("source", e.Source)
+	}
+	if e.Attempt != 0 {
+		b.WriteString(" attempt=" + strconv.Itoa(e.Attempt))
+	}
+	duration("delay", e.Delay)
+	duration("elapsed", e.Elapsed)
+	text("reason", e.Reason)
+	text("from", e.From)
+	text("to", e.To)
+	text("priority", e.Priority)
+	if e.Level != 0 {
+		b.WriteString(" level=" + strconv.FormatFloat(e.Level, 'g', -1, 64))
+	}
+	if e.Err != nil {
+		b.WriteString(" err=" + strconv.Quote(e.Err.Error()))
+	}
+	if !e.Time.IsZero() {
+		b.WriteString(" time=" + e.Time.Format(time.RFC3339Nano))
+	}
+	return b.String()
+}
+
+// needsQuote reports whether a value holding r must be quoted to read as one value.
+func needsQuote(r rune) bool {
+	return r == '"' || r == '=' || unicode.IsSpace(r) || !unicode.IsPrint(r)
 }
