@@ -206,6 +206,9 @@ func New[K comparable, V any](o Options[K, V]) (*Cache[K, V], error) {
 	if timeout == 0 && (o.Pipeline == nil || o.Pipeline.Explain().WorstCase == 0) {
 		timeout = DefaultLoadTimeout
 	}
+	if o.Pipeline == nil {
+		o.Pipeline = policy.NoProtection() // nil means none, said in the Options
+	}
 	c := clock.Or(o.Clock)
 	return &Cache[K, V]{o: o, clock: c, rand: jitter.Or(o.Rand), timeout: max(timeout, 0), store: store,
 		epoch: c.Now(), system: clock.IsSystem(c)}, nil

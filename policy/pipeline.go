@@ -17,8 +17,9 @@ import (
 // Pipeline is a stack of policies bound once into a chain of Runners. Build it with
 // [Wrap]; run calls through it with [Pipeline.Do] or [Get].
 //
-// A Pipeline is immutable and safe for concurrent use. A nil *Pipeline is valid and
-// runs fn directly, so a pipeline can be optional.
+// A Pipeline is immutable and safe for concurrent use. A nil *Pipeline runs no call:
+// its Do returns [ErrNoPipeline], so a pipeline lost to a typo never runs a call
+// bare. Use [NoProtection] where a call should run unprotected on purpose.
 type Pipeline struct {
 	// What Do reads of an unobserved call comes first, in one cache line. With
 	// many pipelines in a process, a call finds few of them in the cache.
@@ -172,6 +173,17 @@ type terminal struct{}
 
 func (terminal) Run(ctx context.Context, fn Func) error { return fn(ctx) }
 
+// ErrNoPipeline is what Do returns on a nil *Pipeline: a stack looked up by a name
+// that names none, or a field never set. The call does not run.
+var ErrNoPipeline = errors.New("policy: Do on a nil *Pipeline: the call did not run; build one with Wrap, or use policy.NoProtection() to run calls bare on purpose")
+
+// NoProtection returns a pipeline that runs each call once, bare: no deadline, no
+// retry, no breaker. It names the choice in the source, where a nil pipeline would
+// hide it. Its name is "no protection".
+func NoProtection() *Pipeline { return noProtection }
+
+var noProtection = Must(Wrap(Name("no protection")))
+
 // errNilFunc is returned by Do for a nil fn.
 var errNilFunc = errors.New("policy: Do called with a nil Func")
 
@@ -182,7 +194,7 @@ func (p *Pipeline) Do(ctx context.Context, fn Func) error {
 		return errNilFunc
 	}
 	if p == nil {
-		return fn(ctx)
+		return ErrNoPipeline
 	}
 	if p.startNeeds|p.endNeeds == event.NeedsNothing {
 		return p.runner.Run(ctx, fn)
@@ -228,14 +240,14 @@ func Get[T any](ctx context.Context, p *Pipeline, fn func(context.Context) (T, e
 
 // With returns a copy of p with the options applied, bound anew: a second name for
 // the same stack, another observer. Policy objects are shared with p, so a breaker
-// keeps one state for both pipelines.
+// keeps one state for both pipelines. With on a nil p returns nil.
 //
 // Subscriptions are not doubled: an event.Source keeps one per observer. So
 // p.With(Observe(o)).With(Name("db")) hears each breaker transition once, under the
 // last name. So does an o combined with others in one pipeline and alone in another.
 func (p *Pipeline) With(opts ...Option) *Pipeline {
 	if p == nil {
-		p = &Pipeline{budget: -1, retry: -1, clock: clock.System()}
+		return nil // still no pipeline: its Do reports ErrNoPipeline
 	}
 	q := *p // policies is never modified after Wrap: the copy may share it
 	for _, o := range opts {

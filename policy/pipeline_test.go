@@ -58,17 +58,24 @@ func TestPipeline_DoRefusesNilFunc(t *testing.T) {
 	}
 }
 
-func TestPipeline_NilPipelineRunsFn(t *testing.T) {
+// TestPipeline_NilPipelineRunsNoCall: a nil pipeline never runs a call bare; only
+// NoProtection, named so in the source, does.
+func TestPipeline_NilPipelineRunsNoCall(t *testing.T) {
 	var p *policy.Pipeline
 	calls := 0
-	err := p.Do(context.Background(), func(context.Context) error { calls++; return errBoom })
-	require.ErrorIs(t, err, errBoom)
-	require.Equal(t, 1, calls)
+	fn := func(context.Context) error { calls++; return errBoom }
+	require.ErrorIs(t, p.Do(context.Background(), fn), policy.ErrNoPipeline)
+	_, err := policy.Get(context.Background(), p, func(context.Context) (int, error) { calls++; return 1, nil })
+	require.ErrorIs(t, err, policy.ErrNoPipeline)
+	require.Equal(t, 0, calls)
 	require.Equal(t, "", p.Name())
 	require.Equal(t, "(nil pipeline)", p.String())
-	q := p.With(policy.Name("x"))
-	require.Equal(t, "x: (empty)", q.String(), "With on a nil pipeline gives an empty one")
-	require.NoError(t, q.Do(context.Background(), func(context.Context) error { return nil }))
+	require.Nil(t, p.With(policy.Name("x")), "With keeps a nil pipeline nil")
+
+	bare := policy.NoProtection()
+	require.Equal(t, "no protection: (empty)", bare.String())
+	require.ErrorIs(t, bare.Do(context.Background(), fn), errBoom)
+	require.Equal(t, 1, calls)
 }
 
 func TestGet(t *testing.T) {

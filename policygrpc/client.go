@@ -79,6 +79,9 @@ func unary(ctx context.Context, p *policy.Pipeline, c *classifier, method string
 	// codec, which it cannot measure, is retried.
 	size, known := messageSize(req)
 	oversized := known && size > replayLimitOf(opts, DefaultMaxReplayBytes)
+	if p == nil {
+		p = policy.NoProtection() // no route, or a route with no pipeline: one attempt, as gRPC sends it
+	}
 	err := p.Do(ctx, func(actx context.Context) error {
 		if callpath.InRace(actx) {
 			return hedgedAttempt(actx, c, counted, method, req, reply, cc, invoker, opts)

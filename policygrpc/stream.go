@@ -406,5 +406,8 @@ func doContained(ctx context.Context, p *policy.Pipeline, fn policy.Func) (err e
 			err = policy.NewPanicError(v)
 		}
 	}()
+	if p == nil {
+		p = policy.NoProtection() // no route, or a route with no pipeline: one attempt, as gRPC sends it
+	}
 	return p.Do(ctx, fn)
 }

@@ -22,7 +22,8 @@ type Route struct {
 	Pattern string
 	// Name names the route in explanations (a config's stack name); "" means Pattern.
 	Name string
-	// Pipeline runs the route's requests; nil sends them with no pipeline.
+	// Pipeline runs the route's requests. A nil Pipeline fails them with
+	// policy.ErrNoPipeline; policy.NoProtection() sends them bare on purpose.
 	Pipeline *policy.Pipeline
 	// Classifier judges the route's responses; nil means the transport's
 	// (Options.Classifier, else DefaultClassifier).

@@ -102,7 +102,7 @@ func TestRouterTransport_PipelinePerRoute(t *testing.T) {
 	twice := policy.Must(policy.Wrap(policy.Must(retry.New(retry.Options{MaxAttempts: 2, Clock: clock, Rand: zeroRand{}}))))
 	rt := policy.Must(policyhttp.NewRoutes(
 		policyhttp.Route{Pattern: "GET /reads/", Pipeline: retrying},
-		policyhttp.Route{Pattern: "GET /once/"}, // no pipeline: one attempt
+		policyhttp.Route{Pattern: "GET /once/", Pipeline: policy.NoProtection()}, // one attempt
 		policyhttp.Route{Pipeline: twice},
 		policyhttp.Route{Pattern: "GET /ok/", Pipeline: retrying, Classifier: func(*http.Response, time.Time) error { return nil }},
 	))

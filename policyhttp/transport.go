@@ -180,6 +180,9 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			}
 		}
 	}
+	if p == nil {
+		return nil, fmt.Errorf("policyhttp: %s %s: no route's pipeline runs it: %w", req.Method, req.URL.Redacted(), policy.ErrNoPipeline)
+	}
 	a := &attempts{Context: ctx, t: t, req: req, key: key, repeatable: repeatable, classify: classify}
 	var pctx context.Context = a
 	if netReplayable(req, hasBody, key != "") {
