@@ -267,8 +267,8 @@ type seedLine struct {
 	GoodputShare    float64  `json:"goodput_share"`
 	Lost            int      `json:"backstop_lost"`
 	PeakLoad        float64  `json:"backstop_peak_db_load"`
-	FailedP50ms     float64  `json:"backstop_failed_p50_ms"`
-	OwnerFailedP50  float64  `json:"owner_only_failed_p50_ms"`
+	FailedP50ms     *float64 `json:"backstop_failed_p50_ms"` // null when no call failed
+	OwnerFailedP50  *float64 `json:"owner_only_failed_p50_ms"`
 	DBPerCallOutage float64  `json:"backstop_db_requests_per_call_outage"`
 	OwnerDBOutage   float64  `json:"owner_only_db_requests_per_call_outage"`
 }
@@ -276,8 +276,8 @@ type seedLine struct {
 func lineOf(seed uint64, rs []result) seedLine {
 	owner, bs := ownerAndBackstop(rs)
 	l := seedLine{Seed: seed, OK: bs.ok, OwnerOK: owner.ok, GoodputAfter: bs.goodputAfter, OwnerGoodput: owner.goodputAfter,
-		Lost: bs.lost, PeakLoad: float64(bs.peakDB) / float64(dbCapacity), FailedP50ms: toMS(bs.failedP50),
-		OwnerFailedP50: toMS(owner.failedP50), DBPerCallOutage: bs.amplification, OwnerDBOutage: owner.amplification}
+		Lost: bs.lost, PeakLoad: float64(bs.peakDB) / float64(dbCapacity), FailedP50ms: msOrNull(bs.failedP50, bs.failed),
+		OwnerFailedP50: msOrNull(owner.failedP50, owner.failed), DBPerCallOutage: bs.amplification, OwnerDBOutage: owner.amplification}
 	if owner.ok > 0 {
 		l.OKShare = float64(bs.ok) / float64(owner.ok)
 	}
@@ -296,9 +296,9 @@ func (l seedLine) String() string {
 	if l.RecoverySeconds != nil {
 		rec = fmt.Sprintf("%.1fs", *l.RecoverySeconds)
 	}
-	return fmt.Sprintf("seed %2d: ok %d vs owner_only %d (%.1f %%), recovery %s, goodput after %.1f vs %.1f ok/s (%.1f %%), lost %d, peak db %.2f×, failures p50 %.0f vs %.0f ms, db requests per call in the outage %.2f vs %.2f",
+	return fmt.Sprintf("seed %2d: ok %d vs owner_only %d (%.1f %%), recovery %s, goodput after %.1f vs %.1f ok/s (%.1f %%), lost %d, peak db %.2f×, failures p50 %s vs %s, db requests per call in the outage %.2f vs %.2f",
 		l.Seed, l.OK, l.OwnerOK, 100*l.OKShare, rec, l.GoodputAfter, l.OwnerGoodput, 100*l.GoodputShare, l.Lost, l.PeakLoad,
-		l.FailedP50ms, l.OwnerFailedP50, l.DBPerCallOutage, l.OwnerDBOutage)
+		msText(l.FailedP50ms), msText(l.OwnerFailedP50), l.DBPerCallOutage, l.OwnerDBOutage)
 }
 
 // storms runs the storm for every seed and returns the claims that failed.
@@ -510,4 +510,12 @@ func naiveProbeTime() time.Duration {
 		t = attempts*t + backoffs
 	}
 	return t
+}
+
+// msText prints a millisecond figure, or "none failed" for a null one.
+func msText(v *float64) string {
+	if v == nil {
+		return "none failed"
+	}
+	return fmt.Sprintf("%.0f ms", *v)
 }

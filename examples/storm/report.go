@@ -246,9 +246,8 @@ func renderTrade(rs []result) string {
 		}
 		fmt.Fprintf(&b, "  %-9s answered ok %d vs %d (%+d, %.1f %%); database requests per call in the outage %.2f vs %.2f;\n",
 			r.name, r.ok, owner.ok, r.ok-owner.ok, 100*float64(r.ok)/math.Max(1, float64(owner.ok)), r.amplification, owner.amplification)
-		fmt.Fprintf(&b, "  %-9s failures answered in %v p50 / %v p99 vs %v / %v; %d lost (the user gave up first)",
-			"", r.failedP50.Round(time.Millisecond), r.failedP99.Round(time.Millisecond),
-			owner.failedP50.Round(time.Millisecond), owner.failedP99.Round(time.Millisecond), r.lost)
+		fmt.Fprintf(&b, "  %-9s failures answered in %s vs %s; %d lost (the user gave up first)",
+			"", failedLatency(r), failedLatency(owner), r.lost)
 		if r.breakerRefused+r.shedded+r.budget > 0 {
 			fmt.Fprintf(&b, ";\n  %-9s refused fast: %d calls at an open breaker, %d requests by a shedder\n  %-9s (its breaker gate included), %d retries by a budget",
 				"", r.breakerRefused, r.shedded, "", r.budget)
@@ -256,6 +255,24 @@ func renderTrade(rs []result) string {
 		b.WriteString("\n")
 	}
 	return b.String()
+}
+
+// failedLatency says how fast a mode answered its failures, "none failed" if it
+// answered none: 0 s would read as instant.
+func failedLatency(r result) string {
+	if r.failed == 0 {
+		return "none failed"
+	}
+	return fmt.Sprintf("%v p50 / %v p99", r.failedP50.Round(time.Millisecond), r.failedP99.Round(time.Millisecond))
+}
+
+// msOrNull is d in milliseconds, or nil (null in JSON) when there is nothing to time.
+func msOrNull(d time.Duration, n int) *float64 {
+	if n == 0 {
+		return nil
+	}
+	v := toMS(d)
+	return &v
 }
 
 // summary is one mode's entry in summary.json.
@@ -273,8 +290,8 @@ type summary struct {
 	RecoveryStrictSecs *float64 `json:"recovery_strict_seconds"`
 	P50ms              float64  `json:"p50_ms"`
 	P99ms              float64  `json:"p99_ms"`
-	FailedP50ms        float64  `json:"failed_p50_ms"`
-	FailedP99ms        float64  `json:"failed_p99_ms"`
+	FailedP50ms        *float64 `json:"failed_p50_ms"` // null when no call failed
+	FailedP99ms        *float64 `json:"failed_p99_ms"`
 	SuppressedOwner    int64    `json:"suppressed_owner"`
 	RefusedBudget      int64    `json:"refused_budget"`
 	RefusedBreaker     int64    `json:"refused_breaker"`
@@ -294,7 +311,7 @@ func writeSummary(path string, cfg config, rs []result) error {
 		s := summary{UserCalls: r.calls, OK: r.ok, Failed: r.failed, Lost: r.lost,
 			DBPerCallOutage: r.amplification, DBPerCallRun: r.overall,
 			GoodputDuring: r.goodputDuring, GoodputAfter: r.goodputAfter,
-			P50ms: toMS(r.p50), P99ms: toMS(r.p99), FailedP50ms: toMS(r.failedP50), FailedP99ms: toMS(r.failedP99),
+			P50ms: toMS(r.p50), P99ms: toMS(r.p99), FailedP50ms: msOrNull(r.failedP50, r.failed), FailedP99ms: msOrNull(r.failedP99, r.failed),
 			SuppressedOwner: r.suppressedOwner, RefusedBudget: r.budget, RefusedBreaker: r.breakerRefused, Shed: r.shedded,
 			PeakDBPerSecond: r.peakDB, PeakQueries: r.peakQueries, DBCapacity: dbCapacity, UserRate: cfg.rate, UserTimeoutSeconds: userTimeout.Seconds()}
 		if r.recovery >= 0 {

@@ -93,3 +93,22 @@ func TestMissionChart(t *testing.T) {
 		t.Errorf("probeText = %q", got)
 	}
 }
+
+// TestFailuresOfAModeThatFailedNone: a mode that answered no call with an error has
+// no failure latency: the report says so and summary.json holds null, never 0 s.
+func TestFailuresOfAModeThatFailedNone(t *testing.T) {
+	none := result{name: "backstop"}
+	some := result{name: "owner_only", failed: 3, failedP50: 1500 * time.Millisecond, failedP99: 2 * time.Second}
+	if got := failedLatency(none); got != "none failed" {
+		t.Errorf("failedLatency(no failures) = %q; want %q", got, "none failed")
+	}
+	if got := failedLatency(some); got != "1.5s p50 / 2s p99" {
+		t.Errorf("failedLatency = %q; want %q", got, "1.5s p50 / 2s p99")
+	}
+	if v := msOrNull(0, 0); v != nil {
+		t.Errorf("msOrNull(0, 0) = %v; want nil (null in summary.json)", *v)
+	}
+	if v := msOrNull(1500*time.Millisecond, 3); v == nil || *v != 1500 {
+		t.Errorf("msOrNull(1.5s, 3) = %v; want 1500", v)
+	}
+}
