@@ -15,6 +15,7 @@ import (
 
 	"github.com/backstop-go/backstop/breaker"
 	"github.com/backstop-go/backstop/breaker/breakerhttp"
+	"github.com/backstop-go/backstop/internal/missing"
 	"github.com/backstop-go/backstop/policy"
 )
 
@@ -30,7 +31,7 @@ func browser(t *testing.T) context.Context {
 		}
 	}
 	if path == "" {
-		t.Skip("no Chromium found on PATH (Debian: apt-get install chromium; .ci/run installs it)")
+		missing.Skip(t, "chromium", "Debian: apt-get install chromium; .ci/run installs it")
 	}
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(path), chromedp.NoSandbox, chromedp.Headless, chromedp.DisableGPU,

@@ -19,6 +19,7 @@ import (
 	"github.com/backstop-go/backstop/event"
 	"github.com/backstop-go/backstop/fault"
 	"github.com/backstop-go/backstop/fleet/fleettest"
+	"github.com/backstop-go/backstop/internal/missing"
 	"github.com/backstop-go/backstop/policy"
 	"github.com/backstop-go/backstop/retry"
 )
@@ -38,7 +39,7 @@ func startCluster(t *testing.T) *cluster {
 	defer cancel()
 	c, err := fleettest.StartCluster(ctx, t.TempDir(), 3)
 	if errors.Is(err, fleettest.ErrNoRedis) {
-		t.Skip(err)
+		missing.Skip(t, "redis-server", "apt-get install redis-server")
 	}
 	require.NoError(t, err) // ErrNoRedisCli says which package brings redis-cli
 	t.Cleanup(c.Stop)
@@ -637,7 +638,7 @@ func TestSentinel_PrimaryKilled(t *testing.T) {
 	defer cancel()
 	st, err := fleettest.StartSentinel(ctx, t.TempDir())
 	if errors.Is(err, fleettest.ErrNoRedis) {
-		t.Skip(err)
+		missing.Skip(t, "redis-server", "apt-get install redis-server")
 	}
 	require.NoError(t, err)
 	t.Cleanup(st.Stop)

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/backstop-go/backstop/fleet/fleettest"
+	"github.com/backstop-go/backstop/internal/missing"
 )
 
 // redisServer is a real redis-server for one test, stopped with it.
@@ -24,7 +25,7 @@ func startRedis(t testing.TB) *redisServer {
 	t.Helper()
 	s, err := fleettest.Start()
 	if errors.Is(err, fleettest.ErrNoRedis) {
-		t.Skip(err)
+		missing.Skip(t, "redis-server", "apt-get install redis-server")
 	}
 	if err != nil {
 		t.Fatal(err)

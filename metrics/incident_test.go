@@ -28,6 +28,7 @@ import (
 	"github.com/backstop-go/backstop/coalesce"
 	"github.com/backstop-go/backstop/fallback"
 	"github.com/backstop-go/backstop/fault"
+	"github.com/backstop-go/backstop/internal/missing"
 	"github.com/backstop-go/backstop/metrics"
 	"github.com/backstop-go/backstop/policy"
 	"github.com/backstop-go/backstop/policy/policytest"
@@ -225,7 +226,7 @@ func TestIncident_EveryAlertFiresAndEveryPanelHasData(t *testing.T) {
 		if os.Getenv("CI") != "" {
 			t.Fatal("promtool is not on the PATH; .ci/run installs it")
 		}
-		t.Skip("promtool is not on the PATH (apt-get install prometheus)")
+		missing.Skip(t, "promtool", "apt-get install prometheus")
 	}
 	in := newIncident(t)
 	series := map[string][]string{}

@@ -14,6 +14,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/backstop-go/backstop/fleet/fleettest"
+	"github.com/backstop-go/backstop/internal/missing"
 )
 
 // quiet drops go-redis's log: the tests break connections on purpose.
@@ -47,7 +48,7 @@ func startRedis(t testing.TB, args ...string) *fleettest.Server {
 		s, err = fleettest.Start(args...)
 	}
 	if errors.Is(err, fleettest.ErrNoRedis) {
-		t.Skip(err)
+		missing.Skip(t, "redis-server", "apt-get install redis-server")
 	}
 	if err != nil {
 		t.Fatal(err)

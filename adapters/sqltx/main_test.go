@@ -13,6 +13,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/backstop-go/backstop/adapters/sqltx/internal/pgserver"
+	"github.com/backstop-go/backstop/internal/missing"
 )
 
 // srv is the server every test of the package shares: a real PostgreSQL, started
@@ -62,7 +63,7 @@ var noPostgres error
 func need(t *testing.T) {
 	t.Helper()
 	if noPostgres != nil {
-		t.Skip(noPostgres)
+		missing.Skip(t, "postgresql", "apt-get install postgresql")
 	}
 }
 

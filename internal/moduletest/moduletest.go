@@ -36,6 +36,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/backstop-go/backstop/internal/missing"
 	"github.com/backstop-go/backstop/internal/race"
 )
 
@@ -116,9 +117,10 @@ func Run(t *testing.T) {
 	if testing.Short() {
 		args = append(args, "-short")
 	}
-	if testing.Verbose() {
-		args = append(args, "-v")
-	}
+	// Always -v: the reasons of skips, which a cached run replays only with -v, name
+	// the components this machine lacks (package missing). Without -v outside, the
+	// output is shown only when the module fails.
+	args = append(args, "-v")
 	if dl, ok := t.Deadline(); ok {
 		// The module's run ends before this test's own time bound, so that its
 		// output is reported rather than lost with a killed binary.
@@ -139,6 +141,9 @@ func Run(t *testing.T) {
 	}
 	cmd.Stdout, cmd.Stderr = w, w
 	err = cmd.Run()
+	if !testing.Verbose() {
+		passOn(out.Bytes()) // verbose, the module's output was shown already
+	}
 	tested, untested := count(out.Bytes())
 	if err != nil {
 		if !testing.Verbose() {
@@ -147,6 +152,15 @@ func Run(t *testing.T) {
 		t.Fatalf("cd %s && go %s: %v", rel, strings.Join(args, " "), err)
 	}
 	t.Logf("module %s: %d packages tested, %d without tests", rel, tested, untested)
+}
+
+// passOn writes again, to the go command's output, each line of the module's that
+// says a component is missing (package missing): go test shows nothing else of a
+// passing module without -v.
+func passOn(out []byte) {
+	for _, line := range missing.Find(string(out)) {
+		missing.Say(line)
+	}
 }
 
 // count returns how many packages go test's output says it tested ("ok" or "FAIL"
