@@ -109,6 +109,41 @@ type ObserverFunc func(Event)
 // Observe calls f(e).
 func (f ObserverFunc) Observe(e Event) { f(e) }
 
+// On returns an Observer that hands fn the events of the kinds given, and no others.
+// It is Backstop's per-policy hook, on the one observer a pipeline has:
+//
+//	policy.Observe(event.On(func(e event.Event) { log.Print(e) }, event.RetryScheduled))
+//
+// It says what it reads (Needs), so stages do no work for the other kinds.
+func On(fn func(Event), kinds ...Kind) Observer {
+	o := &hook{fn: fn}
+	for _, k := range kinds {
+		if int(k) < len(o.kinds) {
+			o.kinds[k] = true
+		}
+	}
+	return o
+}
+
+type hook struct {
+	fn    func(Event)
+	kinds [len(eventNames)]bool
+}
+
+func (h *hook) Observe(e Event) {
+	if int(e.Kind) < len(h.kinds) && h.kinds[e.Kind] {
+		h.fn(e)
+	}
+}
+
+// Needs is NeedsTiming for the kinds asked for, NeedsNothing for the others.
+func (h *hook) Needs(k Kind) Needs {
+	if int(k) < len(h.kinds) && h.kinds[k] {
+		return NeedsTiming
+	}
+	return NeedsNothing
+}
+
 // A Source is a policy whose events reach observers beyond one call's pipeline. A
 // breaker's state changes are such events: they happen at once for every pipeline
 // sharing it. A shedder's refusals are too, made by its middleware as much as by its
