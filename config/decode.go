@@ -36,8 +36,9 @@ func (d *decoder) at(n *yaml.Node) Pos {
 	return Pos{File: d.file, Line: n.Line, Column: n.Column}
 }
 
-func (d *decoder) problem(n *yaml.Node, path, format string, args ...any) {
-	d.probs = append(d.probs, Problem{Pos: d.at(n), Path: path, Msg: fmt.Sprintf(format, args...)})
+// problem records what is wrong at n (msg) and the change that mends it (fix).
+func (d *decoder) problem(n *yaml.Node, path, msg, fix string) {
+	d.probs = append(d.probs, Problem{Pos: d.at(n), Path: path, Msg: msg, Fix: fix})
 }
 
 var (
@@ -54,7 +55,8 @@ func (d *decoder) decode(n *yaml.Node, path string, v reflect.Value) {
 	d.nodes++
 	if d.nodes > maxNodes {
 		if d.nodes == maxNodes+1 {
-			d.problem(n, path, "the file expands to more than %d values (aliases?); write it out", maxNodes)
+			d.problem(n, path, fmt.Sprintf("the file expands to more than %d values (aliases?)", maxNodes),
+				"write the aliased values out, or use fewer aliases")
 		}
 		return
 	}
@@ -85,7 +87,7 @@ func (d *decoder) decode(n *yaml.Node, path string, v reflect.Value) {
 		d.mapping(n, path, v)
 	case t.Kind() == reflect.Slice:
 		if n.Kind != yaml.SequenceNode {
-			d.problem(n, path, "is %s; want a list", describe(n))
+			d.problem(n, path, "is "+describe(n), "want a list"+such(path))
 			return
 		}
 		s := reflect.MakeSlice(t, len(n.Content), len(n.Content))
@@ -114,27 +116,28 @@ func fields(t reflect.Type) (byName map[string]int, names []string) {
 
 func (d *decoder) mapping(n *yaml.Node, path string, v reflect.Value) {
 	if n.Kind != yaml.MappingNode {
-		d.problem(n, path, "is %s; want a mapping", describe(n))
+		_, names := fields(v.Type())
+		d.problem(n, path, "is "+describe(n), "want a mapping of its fields: "+strings.Join(names, ", "))
 		return
 	}
 	byName, names := fields(v.Type())
-	seen := make(map[string]bool)
+	seen := make(map[string]*yaml.Node)
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, val := n.Content[i], n.Content[i+1]
 		key := k.Value
 		fp := join(path, key)
 		if k.Kind != yaml.ScalarNode {
-			d.problem(k, path, "has a key that is %s; want a field name", describe(k))
+			d.problem(k, path, "has a key that is "+describe(k), "want a field name: one of "+strings.Join(names, ", "))
 			continue
 		}
-		if seen[key] {
-			d.problem(k, fp, "is given twice")
+		if first, ok := seen[key]; ok {
+			d.problem(k, fp, "is given twice", twice(first))
 			continue
 		}
-		seen[key] = true
+		seen[key] = k
 		f, ok := byName[key]
 		if !ok {
-			d.problem(k, fp, "unknown field; want one of %s%s", strings.Join(names, ", "), suggest(key, names))
+			d.problem(k, fp, "unknown field", renameTo(key, names))
 			continue
 		}
 		d.decode(val, fp, v.Field(f))
@@ -144,11 +147,11 @@ func (d *decoder) mapping(n *yaml.Node, path string, v reflect.Value) {
 // stacks decodes the stacks mapping in file order.
 func (d *decoder) stacks(n *yaml.Node, path string, v reflect.Value) {
 	if n.Kind != yaml.MappingNode {
-		d.problem(n, path, "is %s; want a mapping of stack names to stacks", describe(n))
+		d.problem(n, path, "is "+describe(n), "want a mapping of stack names to stacks, such as payments: {retry: {attempts: 3}}")
 		return
 	}
 	var out []NamedStack
-	seen := make(map[string]bool)
+	seen := make(map[string]*yaml.Node)
 	envNames := make(map[string]string)
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, val := n.Content[i], n.Content[i+1]
@@ -156,18 +159,18 @@ func (d *decoder) stacks(n *yaml.Node, path string, v reflect.Value) {
 		fp := join(path, name)
 		switch {
 		case k.Kind != yaml.ScalarNode || !stackName.MatchString(name):
-			d.problem(k, fp, "is not a stack name; want a letter, then letters, digits, _ or -")
+			d.problem(k, fp, "is not a stack name", "rename it: a letter, then letters, digits, _ or -")
 			continue
 		case envWord(name) == "DEFAULTS":
-			d.problem(k, fp, `%q is reserved: write the defaults at the top level, under defaults:`, name)
+			d.problem(k, fp, fmt.Sprintf("%q is reserved", name), "move its fields to the top level, under defaults:")
 			continue
-		case seen[name]:
-			d.problem(k, fp, "is given twice")
+		case seen[name] != nil:
+			d.problem(k, fp, "is given twice", twice(seen[name]))
 			continue
 		}
-		seen[name] = true
+		seen[name] = k
 		if other, ok := envNames[envWord(name)]; ok {
-			d.problem(k, fp, "has the environment name %s, as stack %q has; rename one", envWord(name), other)
+			d.problem(k, fp, fmt.Sprintf("has the environment name %s, as stack %q has", envWord(name), other), "rename one of the two")
 			continue
 		}
 		envNames[envWord(name)] = name
@@ -182,24 +185,28 @@ func (d *decoder) stacks(n *yaml.Node, path string, v reflect.Value) {
 
 func (d *decoder) duration(n *yaml.Node, path string, v reflect.Value) {
 	if n.Kind != yaml.ScalarNode {
-		d.problem(n, path, "is %s; want a duration such as \"250ms\"", describe(n))
+		d.problem(n, path, "is "+describe(n), "want a duration"+such(path))
 		return
 	}
 	if n.Tag != "!!str" {
-		d.problem(n, path, "is the bare number %s; write a duration with its unit, such as \"%sms\" or \"%ss\"", n.Value, n.Value, n.Value)
+		d.problem(n, path, "is the bare number "+n.Value, fmt.Sprintf("write a duration with its unit, such as \"%sms\" or \"%ss\"", n.Value, n.Value))
 		return
 	}
-	if n.Value == "off" && (strings.HasSuffix(path, "deadline") || strings.HasSuffix(path, "attempt_timeout") || strings.HasSuffix(path, "max_hint")) {
+	if n.Value == "off" && offable(path) {
 		v.Set(reflect.ValueOf(Duration{Off: true}))
 		return
 	}
 	dur, err := time.ParseDuration(n.Value)
 	if err != nil {
-		d.problem(n, path, "is %q, not a duration; want one such as \"250ms\", \"2s\" or \"1m30s\"", n.Value)
+		d.problem(n, path, fmt.Sprintf("is %q, not a duration", n.Value), `want one such as "250ms", "2s" or "1m30s"`)
 		return
 	}
 	if dur <= 0 {
-		d.problem(n, path, "is %s; want a duration > 0", n.Value)
+		fix := "want a duration > 0" + such(path)
+		if offable(path) {
+			fix += `, or "off"`
+		}
+		d.problem(n, path, "is "+n.Value, fix)
 		return
 	}
 	v.Set(reflect.ValueOf(Duration{D: dur}))
@@ -207,34 +214,34 @@ func (d *decoder) duration(n *yaml.Node, path string, v reflect.Value) {
 
 func (d *decoder) scalar(n *yaml.Node, path string, v reflect.Value) {
 	if n.Kind != yaml.ScalarNode {
-		d.problem(n, path, "is %s; want %s", describe(n), want(v.Kind()))
+		d.problem(n, path, "is "+describe(n), "want "+want(v.Kind())+such(path))
 		return
 	}
 	switch v.Kind() {
 	case reflect.String:
 		if n.Tag != "!!str" {
-			d.problem(n, path, "is %s; want a string (quote it)", describe(n))
+			d.problem(n, path, "is "+describe(n), fmt.Sprintf("want a string: quote it, %q", n.Value))
 			return
 		}
 		v.SetString(n.Value)
 	case reflect.Bool:
 		b, err := strconv.ParseBool(n.Value)
 		if n.Tag != "!!bool" || err != nil {
-			d.problem(n, path, "is %s; want true or false", describe(n))
+			d.problem(n, path, "is "+describe(n), "want true or false")
 			return
 		}
 		v.SetBool(b)
 	case reflect.Int:
 		i, err := strconv.ParseInt(n.Value, 10, 32)
 		if n.Tag != "!!int" || err != nil {
-			d.problem(n, path, "is %s; want a whole number", describe(n))
+			d.problem(n, path, "is "+describe(n), "want a whole number"+such(path))
 			return
 		}
 		v.SetInt(i)
 	case reflect.Float64:
 		f, err := strconv.ParseFloat(n.Value, 64)
 		if (n.Tag != "!!int" && n.Tag != "!!float") || err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
-			d.problem(n, path, "is %s; want a number", describe(n))
+			d.problem(n, path, "is "+describe(n), "want a number"+such(path))
 			return
 		}
 		v.SetFloat(f)
@@ -288,6 +295,14 @@ func join(path, key string) string {
 // suggest returns ` (did you mean "x"?)` for a key one edit or a separator away from a
 // field name.
 func suggest(key string, names []string) string {
+	if n := meant(key, names); n != "" {
+		return fmt.Sprintf(" (did you mean %q?)", n)
+	}
+	return ""
+}
+
+// meant returns the name one edit or a separator away from key; "" if none is.
+func meant(key string, names []string) string {
 	norm := func(s string) string { return strings.ToLower(strings.NewReplacer("_", "", "-", "").Replace(s)) }
 	var hits []string
 	for _, n := range names {
@@ -299,7 +314,7 @@ func suggest(key string, names []string) string {
 		return ""
 	}
 	sort.Strings(hits)
-	return fmt.Sprintf(" (did you mean %q?)", hits[0])
+	return hits[0]
 }
 
 func editDistance(a, b string) int {

@@ -65,9 +65,12 @@
 // constructor's own check: nothing is checked twice), routes naming no stack, bad
 // ServeMux patterns, and every stack's order against the ordering rules, by
 // policy.CheckPlacements, with the rule number policy.Wrap would give. Every problem
-// is reported, in file order, at file:line:column with its field path:
+// is reported, in file order, at file:line:column with its field path, what is wrong
+// and its fix ([Problem].Fix): the range wanted and an example, the name meant, the
+// move to make. A stack whose order is refused still has its fields checked; only a
+// syntax error stops the check.
 //
-//	backstop.yaml:14:22: stacks.orders.attempt_timeout: O3: attempt_timeout at position 1 has no retry to stand inside; …
+//	backstop.yaml:6:17: stacks.payments.retry.attempts: is 0; want ≥ 1, such as attempts: 3 (1 never retries)
 //
 // A refused file returns an [*Error] matching [ErrInvalid] (and policy.ErrOrder when
 // a rule is broken).

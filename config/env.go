@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"reflect"
 	"sort"
 	"strings"
@@ -42,6 +43,16 @@ var envFields = func() map[string][]string {
 	walk(reflect.TypeFor[Stack](), nil)
 	return m
 }()
+
+// envFieldNames returns the keys of envFields, sorted.
+func envFieldNames() []string {
+	names := make([]string, 0, len(envFields))
+	for n := range envFields {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
 
 // applyEnv writes the environment's overrides into the document root, before it is
 // decoded, so that they are checked like the file's own values: each variable
@@ -87,13 +98,14 @@ func (d *decoder) applyEnv(root *yaml.Node, prefix string, environ []string) {
 		d.env[at] = key
 		if !matched {
 			if _, named := stacks[rest]; named {
-				d.problem(at, "", "names %s but no field; want %s_%s_FIELD with FIELD such as RETRY_ATTEMPTS or BREAKER_CONSECUTIVE_FAILURES",
-					stackLabel(stacks[rest]), prefix, rest)
+				d.problem(at, "", fmt.Sprintf("names %s but no field", stackLabel(stacks[rest])),
+					fmt.Sprintf("want %s_%s_FIELD, such as %s_%s_RETRY_ATTEMPTS", prefix, rest, prefix, rest))
 				continue
 			}
 			for f := range envFields {
 				if strings.HasSuffix(rest, "_"+f) {
-					d.problem(at, "", "names no stack of the file (want %s_STACK_%s, STACK one of %s)", prefix, f, strings.Join(sortedWords(stacks), ", "))
+					d.problem(at, "", "names no stack of the file",
+						fmt.Sprintf("want %s_STACK_%s, with STACK one of %s", prefix, f, strings.Join(sortedWords(stacks), ", ")))
 					break
 				}
 			}
@@ -101,7 +113,11 @@ func (d *decoder) applyEnv(root *yaml.Node, prefix string, environ []string) {
 		}
 		path, ok := envFields[field]
 		if !ok {
-			d.problem(at, "", "names no field of %s; want %s_%s_FIELD with FIELD such as RETRY_ATTEMPTS or BREAKER_CONSECUTIVE_FAILURES", stackLabel(stacks[stack]), prefix, stack)
+			fix := fmt.Sprintf("want %s_%s_FIELD, such as %s_%s_RETRY_ATTEMPTS", prefix, stack, prefix, stack)
+			if f := meant(field, envFieldNames()); f != "" {
+				fix = fmt.Sprintf("rename it %s_%s_%s", prefix, stack, f)
+			}
+			d.problem(at, "", "names no field of "+stackLabel(stacks[stack]), fix)
 			continue
 		}
 		var doc yaml.Node

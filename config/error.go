@@ -36,14 +36,17 @@ type Problem struct {
 	// Rule is the ordering rule broken, "O1" … "O7" as policy.Wrap names them; "" for
 	// other problems.
 	Rule string
-	// Msg says what is wrong and, where one is known, the fix.
+	// Msg says what is wrong: "is 0", "unknown field".
 	Msg string
+	// Fix says what to change, in one line: the range wanted and an example, the
+	// name meant, the move to make.
+	Fix string
 	// Err is the error behind the problem where there is one: a *policy.OrderError,
 	// or a constructor's error matching its package's ErrInvalidOptions.
 	Err error
 }
 
-// String returns "file:line:column: path: message".
+// String returns "file:line:column: path: message; fix".
 func (p Problem) String() string {
 	var b strings.Builder
 	b.WriteString(p.Pos.String())
@@ -57,6 +60,10 @@ func (p Problem) String() string {
 		b.WriteString(": ")
 	}
 	b.WriteString(p.Msg)
+	if p.Fix != "" {
+		b.WriteString("; ")
+		b.WriteString(p.Fix)
+	}
 	return b.String()
 }
 

@@ -85,6 +85,6 @@ http:
 	// reload 1: [{payments retry changed }] <nil> | same breaker: true | open
 	// reload 2: [{payments breaker changed open}] <nil> | same breaker: false | open
 	// refused by the open breaker | requests: 2
-	// refused: config: invalid configuration: backstop.yaml:4:37: stacks.payments.breaker.consecutive_failures: is "five"; want a whole number
+	// refused: config: invalid configuration: backstop.yaml:4:37: stacks.payments.breaker.consecutive_failures: is "five"; want a whole number, such as consecutive_failures: 5
 	// still running: open | consecutive_failures 5: true
 }

@@ -3,6 +3,7 @@ package config
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/backstop-go/backstop/policy"
@@ -36,6 +37,12 @@ type StackExplanation struct {
 	Order       []string           `json:"order"`
 	Pos         Pos                `json:"-"`
 	Explanation policy.Explanation `json:"explanation"`
+	// HTTPStatuses are the statuses the stack retries through HTTP routes,
+	// ascending; nil if it never retries.
+	HTTPStatuses []int `json:"http_statuses,omitempty"`
+	// GRPCCodes are the codes it retries through gRPC routes, as a file names
+	// them; nil if it never retries.
+	GRPCCodes []string `json:"grpc_codes,omitempty"`
 }
 
 // Explain works out what the configuration will do.
@@ -48,10 +55,52 @@ func (c *Config) Explain() Explanation {
 		e.GRPC = append(e.GRPC, RouteExplanation(r))
 	}
 	for _, st := range c.stacks {
-		e.Stacks = append(e.Stacks, StackExplanation{Name: st.name, Order: st.order, Pos: c.pos["stacks."+st.name],
-			Explanation: st.pipeline.Explain()})
+		e.Stacks = append(e.Stacks, st.explain(c.pos["stacks."+st.name]))
 	}
 	return e
+}
+
+// explain explains a stack, its retry saying what it retries through the routes.
+func (st *stack) explain(pos Pos) StackExplanation {
+	se := StackExplanation{Name: st.name, Order: st.order, Pos: pos, Explanation: st.pipeline.Explain()}
+	r := st.retried
+	for i, stage := range se.Explanation.Stack {
+		if !stage.Place.OwnsRetries || stage.Attempts < 2 || r.stage == "" {
+			continue
+		}
+		se.HTTPStatuses, se.GRPCCodes = r.statuses, r.names
+		se.Explanation.Stack[i].Summary = withRetried(stage.Summary, r)
+	}
+	return se
+}
+
+// withRetried adds to a retry's summary the statuses and codes it retries, after
+// the clause that says which errors it retries.
+func withRetried(summary string, r retried) string {
+	list := func(one, many string, xs []string) string {
+		if len(xs) == 0 {
+			return "no " + one
+		}
+		return many + " " + strings.Join(xs, ", ")
+	}
+	statuses := make([]string, len(r.statuses))
+	for i, code := range r.statuses {
+		statuses[i] = strconv.Itoa(code)
+	}
+	verb := "retries"
+	if r.stage == StageHedge {
+		verb = "goes on hedging after"
+	}
+	add := fmt.Sprintf("through HTTP routes it %s %s; through gRPC routes, %s", verb,
+		list("status", "statuses", statuses), list("code", "codes", r.names))
+	const clause = "retries transient errors only ("
+	if i := strings.Index(summary, clause); i >= 0 {
+		if j := strings.Index(summary[i:], "); "); j >= 0 {
+			at := i + j + len("); ")
+			return summary[:at] + add + "; " + summary[at:]
+		}
+	}
+	return summary + "; " + add
 }
 
 // String gives the explanation as text: the routing tables, then each stack.

@@ -12,7 +12,7 @@ import (
 
 // FuzzParse: whatever the file and the environment, Parse returns a configuration or
 // an *Error with at least one problem, each placed in the file (a line ≥ 1) or at a
-// variable; it never panics. A configuration it returns explains itself and routes.
+// variable, with a fix; it never panics. A configuration it returns explains itself and routes.
 func FuzzParse(f *testing.F) {
 	example, err := os.ReadFile("testdata/backstop.yaml")
 	if err != nil {
@@ -39,8 +39,8 @@ func FuzzParse(f *testing.F) {
 				if p.Pos.Env == "" && (p.Pos.File != "f.yaml" || p.Pos.Line < 0) {
 					t.Fatalf("problem %q is placed nowhere", p)
 				}
-				if p.Msg == "" {
-					t.Fatalf("problem at %s says nothing", p.Pos)
+				if p.Msg == "" || p.Fix == "" {
+					t.Fatalf("problem %q says nothing, or no fix", p)
 				}
 			}
 			return

@@ -6,10 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"net/http"
 	"os"
 	"reflect"
+	"regexp"
+	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/backstop-go/backstop/clock"
@@ -19,6 +24,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/backstop-go/backstop/event"
+	"github.com/backstop-go/backstop/fault"
 	"github.com/backstop-go/backstop/policy"
 	"github.com/backstop-go/backstop/policygrpc"
 	"github.com/backstop-go/backstop/policyhttp"
@@ -80,6 +86,7 @@ type stack struct {
 	stream   *policy.Pipeline // the pipeline without a hedge, for gRPC streams
 	classify policyhttp.Classifier
 	codes    []codes.Code
+	retried  retried // for explanations
 }
 
 // The reasons of a [Change].
@@ -114,7 +121,8 @@ func readFile(path string) ([]byte, error) {
 		return nil, fmt.Errorf("config: reading %s: %w", path, err)
 	}
 	if b.Len() > MaxFileSize {
-		return nil, &Error{Problems: []Problem{{Pos: Pos{File: path}, Msg: fmt.Sprintf("the file is larger than %d bytes", MaxFileSize)}}}
+		return nil, &Error{Problems: []Problem{{Pos: Pos{File: path}, Msg: fmt.Sprintf("the file is larger than %d bytes", MaxFileSize),
+			Fix: "keep it under 1 MiB: move the defaults' fields out of the stacks that repeat them"}}}
 	}
 	return b.Bytes(), nil
 }
@@ -157,7 +165,7 @@ func parse(name string, data []byte, o Options, prev *Config) (*Config, []Change
 			return nil, nil, &Error{Problems: []Problem{syntaxProblem(name, err)}}
 		}
 		return nil, nil, &Error{Problems: []Problem{{Pos: Pos{File: name, Line: line, Column: 1},
-			Msg: "a second YAML document; a configuration file holds one"}}}
+			Msg: "a second YAML document", Fix: "remove the --- and what follows: a configuration file holds one document"}}}
 	}
 	root := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Line: 1, Column: 1}
 	if doc.Kind == yaml.DocumentNode && len(doc.Content) > 0 {
@@ -194,7 +202,8 @@ func syntaxProblem(file string, err error) Problem {
 	if errors.As(err, &te) && len(te.Errors) > 0 {
 		msg = strings.Join(te.Errors, "; ")
 	}
-	return Problem{Pos: Pos{File: file, Line: line, Column: 1}, Msg: "not YAML or JSON: " + msg, Err: err}
+	return Problem{Pos: Pos{File: file, Line: line, Column: 1}, Msg: "not YAML or JSON: " + msg,
+		Fix: "correct the syntax on this line or the one above: indentation, a colon, a quote or a bracket", Err: err}
 }
 
 func sortProblems(ps []Problem) {
@@ -232,7 +241,7 @@ func (b *builder) build(f *File) *Config {
 		c.byName[ns.Name] = st
 	}
 	if len(f.Stacks) == 0 && f.HTTP == nil && f.GRPC == nil {
-		b.d.problem(&yaml.Node{Line: 1, Column: 1}, "stacks", "the file names no stack; want stacks: with at least one")
+		b.d.problem(&yaml.Node{Line: 1, Column: 1}, "stacks", "the file names no stack", "add stacks: with one, such as stacks: {payments: {retry: {attempts: 3}}}")
 	}
 	b.httpRoutes(c, f.HTTP)
 	b.grpcRoutes(c, f.GRPC)
@@ -292,9 +301,16 @@ func (b *builder) where(name, rel string) (Pos, string) {
 	return b.d.pos["stacks."+name], "stacks." + name
 }
 
-func (b *builder) problem(name, rel string, err error, format string, args ...any) {
+// problem records what is wrong with a stack's field rel (msg) and its fix.
+func (b *builder) problem(name, rel string, err error, msg, fix string) {
 	pos, path := b.where(name, rel)
-	b.d.probs = append(b.d.probs, Problem{Pos: pos, Path: path, Msg: fmt.Sprintf(format, args...), Err: err})
+	b.d.probs = append(b.d.probs, Problem{Pos: pos, Path: path, Msg: msg, Fix: fix, Err: err})
+}
+
+// broken records a broken ordering rule at a stack's field rel.
+func (b *builder) broken(name, rel, rule string, err error, msg, fix string) {
+	pos, path := b.where(name, rel)
+	b.d.probs = append(b.d.probs, Problem{Pos: pos, Path: path, Rule: rule, Msg: msg, Fix: fix, Err: err})
 }
 
 func (b *builder) stack(name string, s Stack) *stack {
@@ -304,15 +320,17 @@ func (b *builder) stack(name string, s Stack) *stack {
 	for _, d := range defs {
 		st.order = append(st.order, d.name)
 	}
+	// A refused order does not hide the stages' own problems: build them all.
+	build := defs
 	if len(b.d.probs) > before {
-		return st
+		build = configured(s)
 	}
 	var prev *stack
 	if b.prev != nil {
 		prev = b.prev.byName[name]
 	}
 	var ps []policy.Policy
-	for _, d := range defs {
+	for _, d := range build {
 		raw, _ := json.Marshal(d.settings(s))
 		st.prints[d.name] = string(raw)
 		if prev != nil && d.stateful && prev.prints[d.name] == st.prints[d.name] {
@@ -334,6 +352,17 @@ func (b *builder) stack(name string, s Stack) *stack {
 		st.stages[d.name] = p
 		ps = append(ps, p)
 	}
+	// Every stage's statuses and codes are checked; the first stage's are used.
+	for _, d := range build {
+		if d.classes == nil {
+			continue
+		}
+		statuses, grpcCodes := d.classes(s)
+		if r := b.classification(name, d.name, statuses, grpcCodes); st.retried.stage == "" {
+			st.retried = r
+			st.classify, st.codes = r.classify, r.codes
+		}
+	}
 	if len(b.d.probs) > before {
 		return st
 	}
@@ -348,14 +377,18 @@ func (b *builder) stack(name string, s Stack) *stack {
 	if streamed, ok := forStreams(defs, ps); ok {
 		st.stream = b.wrap(name, streamed)
 	}
-	for _, d := range defs {
-		if d.classes != nil {
-			statuses, grpcCodes := d.classes(s)
-			b.classification(st, d.name, statuses, grpcCodes)
-			break
+	return st
+}
+
+// configured returns the stages s holds, in the canonical order.
+func configured(s Stack) []*stageDef {
+	var out []*stageDef
+	for _, d := range stages {
+		if d.on(s) {
+			out = append(out, d)
 		}
 	}
-	return st
+	return out
 }
 
 // forStreams returns a stack's stages for gRPC streams, and whether they differ
@@ -422,7 +455,13 @@ func (b *builder) wrap(name string, ps []policy.Policy) *policy.Pipeline {
 	p, err := policy.Wrap(append(ps, opts...)...)
 	if err != nil {
 		// CheckPlacements accepted the order; Wrap sees the objects too (O6).
-		b.problem(name, "", err, "%v", err)
+		var oe *policy.OrderError
+		if errors.As(err, &oe) {
+			msg, fix := splitFix(oe.Msg)
+			b.broken(name, "", oe.Rule, err, msg, fix)
+		} else {
+			b.problem(name, "", err, err.Error(), "leave order out for the canonical order")
+		}
 	}
 	return p
 }
@@ -432,11 +471,7 @@ func (b *builder) wrap(name string, ps []policy.Policy) *policy.Pipeline {
 func (b *builder) order(name string, s Stack) []*stageDef {
 	var order []*stageDef
 	if s.Order == nil {
-		for _, d := range stages {
-			if d.on(s) {
-				order = append(order, d)
-			}
-		}
+		order = configured(s)
 	} else {
 		seen := make(map[string]int)
 		for i, stage := range s.Order {
@@ -444,14 +479,15 @@ func (b *builder) order(name string, s Stack) []*stageDef {
 			d := stageNamed(stage)
 			switch {
 			case d == nil:
-				names := stageNames()
-				b.problem(name, rel, nil, "%q is not a stage; want one of %s%s", stage, strings.Join(names, ", "), suggest(stage, names))
+				b.problem(name, rel, nil, fmt.Sprintf("%q is not a stage", stage), oneOf(stage, stageNames()))
 				continue
 			case seen[stage] > 0:
-				b.problem(name, rel, policy.ErrOrder, "O6: %s is listed at positions %d and %d; a stack has one of each stage, so list it once", stage, seen[stage], i+1)
+				b.broken(name, rel, "O6", policy.ErrOrder, fmt.Sprintf("%s is listed at positions %d and %d", stage, seen[stage], i+1),
+					"list it once: a stack has one of each stage")
 				continue
 			case !d.on(s):
-				b.problem(name, rel, nil, "%s is listed but not configured (or is disabled); configure it or take it out of the order", stage)
+				b.problem(name, rel, nil, stage+" is listed but not configured (or is disabled)",
+					fmt.Sprintf("configure %s, or take it out of order", stage))
 				continue
 			}
 			seen[stage] = i + 1
@@ -459,7 +495,8 @@ func (b *builder) order(name string, s Stack) []*stageDef {
 		}
 		for _, d := range stages {
 			if d.on(s) && seen[d.name] == 0 {
-				b.problem(name, d.name, nil, "%s is configured but not in the stack's order; add it to order, or disable it", d.name)
+				b.problem(name, d.name, nil, fmt.Sprintf("%s is configured but not in stack %s's order", d.name, name),
+					fmt.Sprintf("add %s to order, or disable it", d.name))
 			}
 		}
 		if len(order) != len(s.Order) {
@@ -478,13 +515,46 @@ func (b *builder) order(name string, s Stack) []*stageDef {
 			if s.Order != nil {
 				rel = fmt.Sprintf("order[%d]", indexOf(s.Order, rel))
 			}
-			pos, path := b.where(name, rel)
-			b.d.probs = append(b.d.probs, Problem{Pos: pos, Path: path, Rule: oe.Rule, Msg: stageWords(oe.Msg, names), Err: err})
+			msg, fix := splitFix(oe.Msg)
+			if s.Order != nil {
+				if canon := canonical(order); canon != "" {
+					fix += ", as in order: [" + canon + "]"
+				}
+			}
+			b.broken(name, rel, oe.Rule, err, stageWords(msg, names), fix)
 		} else {
-			b.problem(name, "", err, "%v", err)
+			b.problem(name, "", err, err.Error(), "leave order out for the canonical order")
 		}
 	}
 	return order
+}
+
+// canonical returns the stages of order in the canonical order, "deadline,
+// retry", if that obeys every rule; "" if it does not.
+func canonical(order []*stageDef) string {
+	var places []policy.Placement
+	var names []string
+	for _, d := range stages {
+		if slices.Contains(order, d) {
+			places = append(places, d.place())
+			names = append(names, d.name)
+		}
+	}
+	if policy.CheckPlacements(places...) != nil {
+		return ""
+	}
+	return strings.Join(names, ", ")
+}
+
+// splitFix splits a rule's message, "what is wrong; the fix", in two. The fix is
+// put in the file's words, not the Go constructors'.
+func splitFix(msg string) (what, fix string) {
+	what, fix, ok := strings.Cut(msg, "; ")
+	if !ok {
+		return msg, "reorder the stages as the rule says, or leave order out for the canonical order"
+	}
+	return what, strings.NewReplacer("deadline.NewPerAttempt", StageAttemptTimeout, "deadline.New", StageDeadline,
+		"policy.RetryBudget", "a retry budget").Replace(fix)
 }
 
 func indexOf(s []string, v string) int {
@@ -503,35 +573,88 @@ func stageWords(msg string, order []string) string {
 	for i, s := range order {
 		parts[i] = fmt.Sprintf("%d %s", i+1, s)
 	}
-	// The fix in the file's words, not the Go constructors'.
-	msg = strings.NewReplacer("deadline.NewPerAttempt", "attempt_timeout", "deadline.New", "deadline", "policy.RetryBudget", "a retry budget").Replace(msg)
 	return fmt.Sprintf("%s (positions: %s)", msg, strings.Join(parts, ", "))
 }
 
-// stage builds one stage; nil after reporting a problem.
+// stage builds one stage; nil after reporting a problem. A field written 0 is
+// reported, and the stage still built, for the constructor to check the rest.
 func (b *builder) stage(name string, d *stageDef, s Stack) policy.Policy {
-	if b.zeroWritten(name, d, s) {
-		return nil
-	}
+	zero := b.zeroWritten(name, d, s)
 	p, err := d.build(b, name, s)
 	if err != nil {
 		b.refused(name, d, err)
 		return nil
 	}
+	if zero {
+		return nil
+	}
 	return p
 }
 
-// refused reports a constructor's error at the field it names.
+// refused reports a constructor's error at the field it names, each error of a
+// joined one apart.
 func (b *builder) refused(name string, d *stageDef, err error) {
-	rel := d.name
-	msg := err.Error()
-	for _, g := range d.goNames {
-		if strings.Contains(msg, g[0]+" ") || strings.Contains(msg, g[0]+":") {
-			rel = d.name + "." + g[1]
-			break
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range j.Unwrap() {
+			b.refused(name, d, e)
+		}
+		return
+	}
+	rel, msg, fix := d.translate(name, err)
+	b.problem(name, rel, err, msg, fix)
+}
+
+// goWord matches an option's Go name in a constructor's message: "MaxAttempts",
+// "HedgeOptions.MaxAttempts", "GRPC.Multiplier".
+var goWord = regexp.MustCompile(`\b(?:[A-Z][A-Za-z]*\.)?[A-Za-z]+\b`)
+
+// translate puts a constructor's error in the file's words: the field it names
+// (rel, in the stack), what is wrong, and the fix with an example value. For
+// "Cap is 1s, below Base 2s; want Cap ≥ Base" it returns "retry.cap",
+// "is 1s, below base 2s" and "want cap ≥ base, such as cap: 5s".
+func (d *stageDef) translate(name string, err error) (rel, msg, fix string) {
+	text := err.Error()
+	if _, rest, ok := strings.Cut(text, "invalid options: "); ok {
+		text = rest
+	}
+	text = strings.TrimPrefix(text, name+": ")
+	rel = d.name
+	byGo := make(map[string]stageField)
+	for _, f := range d.fields {
+		if f.goName != "" {
+			byGo[f.goName] = f
 		}
 	}
-	b.problem(name, rel, err, "%v", err)
+	first := true
+	text = goWord.ReplaceAllStringFunc(text, func(w string) string {
+		f, ok := byGo[w[strings.LastIndexByte(w, '.')+1:]]
+		if !ok {
+			return w
+		}
+		if first && f.name != "" {
+			rel = d.name + "." + f.name
+		}
+		first = false
+		return f.name[strings.LastIndexByte(f.name, '.')+1:]
+	})
+	what, want, ok := strings.Cut(text, "; want ")
+	if !ok {
+		what, want, _ = strings.Cut(text, "; ")
+	} else {
+		want = "want " + want
+	}
+	// The field's own name starts what is wrong; the problem's path says it.
+	if leaf := rel[strings.LastIndexByte(rel, '.')+1:]; rel != d.name {
+		what = strings.TrimPrefix(what, leaf+" ")
+	}
+	// A file says "the default" by leaving the field out, never by a 0.
+	if i := strings.Index(want, ", or 0 for"); i >= 0 {
+		want = want[:i]
+	}
+	if want == "" {
+		want = "want a value"
+	}
+	return rel, what, want + suchRel(rel)
 }
 
 func intp(p *int) int {
@@ -561,7 +684,7 @@ func (b *builder) count(name, rel string, p *int) uint32 {
 		return 0
 	}
 	if *p < 1 {
-		b.problem(name, rel, nil, "is %d; want ≥ 1", *p)
+		b.problem(name, rel, nil, fmt.Sprintf("is %d", *p), "want ≥ 1"+suchRel(rel))
 		return 0
 	}
 	return uint32(*p)
@@ -574,12 +697,12 @@ func (b *builder) zeroWritten(name string, d *stageDef, s Stack) bool {
 		switch v := get(s).(type) {
 		case *int:
 			if v != nil && *v == 0 {
-				b.problem(name, field, nil, "is 0; leave it out for the default")
+				b.problem(name, field, nil, "is 0", "leave it out for the default, or write a value"+suchRel(field))
 				bad = true
 			}
 		case *float64:
 			if v != nil && *v == 0 {
-				b.problem(name, field, nil, "is 0; leave it out for the default")
+				b.problem(name, field, nil, "is 0", "leave it out for the default, or write a value"+suchRel(field))
 				bad = true
 			}
 		}
@@ -587,30 +710,64 @@ func (b *builder) zeroWritten(name string, d *stageDef, s Stack) bool {
 	return bad
 }
 
-// classification builds the stack's HTTP classifier and gRPC codes from the statuses
-// and codes of stage, the first of the stack's stages that retries some.
-func (b *builder) classification(st *stack, stage string, statuses []int, grpcCodes []string) {
-	name := st.name
+// codeNames are the gRPC status codes as a file names them.
+var codeNames = []string{"OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED", "NOT_FOUND",
+	"ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE",
+	"UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED"}
+
+// retried is what a stack's retry, or hedge, retries through the routes.
+type retried struct {
+	stage    string                // the stage: StageRetry or StageHedge
+	classify policyhttp.Classifier // nil: policyhttp.DefaultClassifier
+	codes    []codes.Code          // nil: policygrpc.DefaultRetryableCode
+	statuses []int                 // the HTTP statuses retried, ascending
+	names    []string              // the gRPC codes retried, as a file names them
+}
+
+// classification checks a stage's statuses and codes, and returns what they make
+// the stage retry through the routes.
+func (b *builder) classification(name, stage string, statuses []int, grpcCodes []string) retried {
+	r := retried{stage: stage, statuses: defaultStatuses(), names: []string{"UNAVAILABLE"}}
 	if statuses != nil {
 		set := make(map[int]bool)
 		for i, code := range statuses {
 			if code < 400 || code > 599 {
-				b.problem(name, fmt.Sprintf("%s.http_statuses[%d]", stage, i), nil, "is %d; want a status from 400 to 599", code)
+				b.problem(name, fmt.Sprintf("%s.http_statuses[%d]", stage, i), nil, fmt.Sprintf("is %d", code), "want a status from 400 to 599, such as 503")
 				continue
 			}
 			set[code] = true
 		}
-		st.classify = statusClassifier(set)
+		r.classify = statusClassifier(set)
+		r.statuses = slices.Sorted(maps.Keys(set))
 	}
 	if grpcCodes != nil {
-		st.codes = []codes.Code{}
-		for i, name := range grpcCodes {
+		r.codes, r.names = []codes.Code{}, []string{}
+		for i, code := range grpcCodes {
 			var c codes.Code
-			if err := c.UnmarshalJSON([]byte(fmt.Sprintf("%q", name))); err != nil || c == codes.OK {
-				b.problem(st.name, fmt.Sprintf("%s.grpc_codes[%d]", stage, i), nil, "is %q; want a gRPC status code name other than OK, such as UNAVAILABLE", name)
+			if err := c.UnmarshalJSON([]byte(fmt.Sprintf("%q", code))); err != nil || c == codes.OK {
+				fix := "want a gRPC code other than OK, such as UNAVAILABLE"
+				if n := meant(code, codeNames); n != "" && n != "OK" {
+					fix = fmt.Sprintf("rename it %q", n)
+				}
+				b.problem(name, fmt.Sprintf("%s.grpc_codes[%d]", stage, i), nil, fmt.Sprintf("is %q", code), fix)
 				continue
 			}
-			st.codes = append(st.codes, c)
+			if !slices.Contains(r.codes, c) {
+				r.codes, r.names = append(r.codes, c), append(r.names, code)
+			}
 		}
 	}
+	return r
 }
+
+// defaultStatuses are the statuses policyhttp.DefaultClassifier retries.
+var defaultStatuses = sync.OnceValue(func() []int {
+	var out []int
+	for code := 400; code <= 599; code++ {
+		err := policyhttp.DefaultClassifier(&http.Response{StatusCode: code, Header: http.Header{}}, time.Time{})
+		if fault.Of(err).Retryable {
+			out = append(out, code)
+		}
+	}
+	return out
+})

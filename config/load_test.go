@@ -2,6 +2,7 @@ package config_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -95,14 +96,14 @@ http:
 `)
 	require.Equal(t, []string{
 		`backstop.yaml:2:13: defaults.deadline: is the bare number 250; write a duration with its unit, such as "250ms" or "250s"`,
-		`backstop.yaml:4:5: defaults.retry.attemps: unknown field; want one of enabled, attempts, strategy, base, cap, multiplier, max_hint, http_statuses, grpc_codes (did you mean "attempts"?)`,
-		`backstop.yaml:8:17: stacks.payments.retry.strategy: is "fulll"; want one of full, equal, decorrelated, none, grpc, envoy (did you mean "full"?)`,
+		`backstop.yaml:4:5: defaults.retry.attemps: unknown field; rename it "attempts"`,
+		`backstop.yaml:8:17: stacks.payments.retry.strategy: is "fulll"; use one of full, equal, decorrelated, none, grpc, envoy (did you mean "full"?)`,
 		`backstop.yaml:9:13: stacks.payments.retry.base: is "soon", not a duration; want one such as "250ms", "2s" or "1m30s"`,
-		`backstop.yaml:11:29: stacks.payments.breaker.consecutive_failures: is -1; want ≥ 1`,
-		`backstop.yaml:12:29: stacks.payments.budget.ratio.ratio: budget: invalid options: Ratio is 2; want a number in (0, 1]`,
-		`backstop.yaml:14:22: stacks.orders.attempt_timeout: O3: attempt_timeout at position 1 has no retry to stand inside; use deadline for a single attempt (positions: 1 attempt_timeout)`,
-		`backstop.yaml:18:14: http.routes[0].match: parsing "GET /x/{id": at offset 7: bad wildcard segment (must end with '}')`,
-		`backstop.yaml:21:14: http.routes[1].stack: names no stack "paymnts"; want one of payments, orders (did you mean "payments"?)`,
+		`backstop.yaml:11:29: stacks.payments.breaker.consecutive_failures: is -1; want ≥ 1, such as consecutive_failures: 5`,
+		`backstop.yaml:12:29: stacks.payments.budget.ratio.ratio: is 2; want a number in (0, 1], such as ratio: 0.1`,
+		`backstop.yaml:14:22: stacks.orders.attempt_timeout: O3: attempt_timeout at position 1 has no retry to stand inside (positions: 1 attempt_timeout); use deadline for a single attempt`,
+		`backstop.yaml:18:14: http.routes[0].match: parsing "GET /x/{id": at offset 7: bad wildcard segment (must end with '}'); want an http.ServeMux pattern, "[METHOD ][HOST]/[PATH]", such as "GET /v1/items/{id}"`,
+		`backstop.yaml:21:14: http.routes[1].stack: names no stack "paymnts"; use one of payments, orders (did you mean "payments"?)`,
 	}, problems(t, err))
 }
 
@@ -158,10 +159,10 @@ func TestParse_Environment(t *testing.T) {
 		"BACKSTOP_PAYMENTS_RETRY_ATTEMPTS=2", "BACKSTOP_DEFAULTS_DEADLINE=5", "BACKSTOP_ORDERS=1")
 	require.Equal(t, []string{
 		`$BACKSTOP_DEFAULTS_DEADLINE: defaults.deadline: is the bare number 5; write a duration with its unit, such as "5ms" or "5s"`,
-		`$BACKSTOP_ORDERS: names stack orders but no field; want BACKSTOP_ORDERS_FIELD with FIELD such as RETRY_ATTEMPTS or BREAKER_CONSECUTIVE_FAILURES`,
-		`$BACKSTOP_ORDERS_RETRY_ATTEMPT: names no field of stack orders; want BACKSTOP_ORDERS_FIELD with FIELD such as RETRY_ATTEMPTS or BREAKER_CONSECUTIVE_FAILURES`,
-		`$BACKSTOP_ORDERS_RETRY_ATTEMPTS: stacks.orders.retry.attempts: is 0; want ≥ 1 (1 never retries)`,
-		`$BACKSTOP_PAYMENTS_RETRY_ATTEMPTS: names no stack of the file (want BACKSTOP_STACK_RETRY_ATTEMPTS, STACK one of DEFAULTS, ORDERS, PAYMENTS_EU)`,
+		`$BACKSTOP_ORDERS: names stack orders but no field; want BACKSTOP_ORDERS_FIELD, such as BACKSTOP_ORDERS_RETRY_ATTEMPTS`,
+		`$BACKSTOP_ORDERS_RETRY_ATTEMPT: names no field of stack orders; rename it BACKSTOP_ORDERS_RETRY_ATTEMPTS`,
+		`$BACKSTOP_ORDERS_RETRY_ATTEMPTS: stacks.orders.retry.attempts: is 0; want ≥ 1, such as attempts: 3 (1 never retries)`,
+		`$BACKSTOP_PAYMENTS_RETRY_ATTEMPTS: names no stack of the file; want BACKSTOP_STACK_RETRY_ATTEMPTS, with STACK one of DEFAULTS, ORDERS, PAYMENTS_EU`,
 	}, problems(t, err))
 }
 
@@ -180,7 +181,7 @@ func TestParse_RefusesMalformedFiles(t *testing.T) {
 		"stacks: [a, b]":            "backstop.yaml:1:9: stacks: is a list; want a mapping of stack names to stacks",
 		"stacks:\n  a: {}\n  a: {}": "backstop.yaml:3:3: stacks.a: is given twice",
 		"stacks:\n  defaults: {}":   `backstop.yaml:2:3: stacks.defaults: "defaults" is reserved`,
-		"stacks: {a: {}}\nx: 1":     "backstop.yaml:2:1: x: unknown field; want one of defaults, stacks, http, grpc",
+		"stacks: {a: {}}\nx: 1":     "backstop.yaml:2:1: x: unknown field; remove it, or use one of defaults, stacks, http, grpc",
 		"stacks: {a: {\n":           "backstop.yaml:1:1: not YAML or JSON: did not find expected node content",
 		"stacks:\n  a: {}\n b: {}":  "backstop.yaml:2:1: not YAML or JSON: did not find expected key",
 		"stacks: {a: {deadline: 1s}, b-c: {}, b_c: {}}": "stacks.b_c: has the environment name B_C, as stack \"b-c\" has",
@@ -243,4 +244,106 @@ func TestPipeline_AnUnknownStackNeverRunsBare(t *testing.T) {
 	p, err := cfg.Lookup("users-db")
 	require.NoError(t, err)
 	require.Equal(t, 3, p.Explain().MaxAttempts)
+}
+
+// TestParse_OrderHidesNoFieldProblem: a stack whose order is refused still has
+// every field checked; several stacks' problems come in one run.
+func TestParse_OrderHidesNoFieldProblem(t *testing.T) {
+	_, err := parse(t, `stacks:
+  payments:
+    order: [retry, deadline]
+    deadline: 2s
+    retry: {attempts: 0, http_statuses: [200]}
+  search:
+    order: [hedge, hedge]
+    hedge: {attempts: 20, grpc_codes: [UNAVALABLE]}
+  orders:
+    breaker: {failure_ratio: 2}
+`)
+	require.Equal(t, []string{
+		`backstop.yaml:3:20: stacks.payments.order[1]: O1: deadline at position 2 is inside retry at position 1 (positions: 1 retry, 2 deadline); move the deadline outward or use attempt_timeout, as in order: [deadline, retry]`,
+		`backstop.yaml:5:23: stacks.payments.retry.attempts: is 0; want ≥ 1, such as attempts: 3 (1 never retries)`,
+		`backstop.yaml:5:42: stacks.payments.retry.http_statuses[0]: is 200; want a status from 400 to 599, such as 503`,
+		`backstop.yaml:7:20: stacks.search.order[1]: O6: hedge is listed at positions 1 and 2; list it once: a stack has one of each stage`,
+		`backstop.yaml:8:23: stacks.search.hedge.attempts: is 20; want 2 to 5, such as attempts: 2`,
+		`backstop.yaml:8:40: stacks.search.hedge.grpc_codes[0]: is "UNAVALABLE"; rename it "UNAVAILABLE"`,
+		`backstop.yaml:10:30: stacks.orders.breaker.failure_ratio: is 2; want a number in (0, 1], such as failure_ratio: 0.5`,
+	}, problems(t, err))
+}
+
+// TestProblem_FixPerKind: each kind of problem says its own fix: the range and an
+// example, the name meant, the names known, the move to make.
+func TestProblem_FixPerKind(t *testing.T) {
+	for _, c := range []struct {
+		src, msg, fix string
+	}{
+		// A value a constructor refuses: its range, in the file's words.
+		{"stacks: {s: {retry: {base: 2s, cap: 1s}}}", "is 1s, below base 2s", "want cap ≥ base, such as cap: 5s"},
+		{"stacks: {s: {throttle: {k: 0.5}}}", "is 0.5", "want a finite number ≥ 1, such as k: 2"},
+		// A 0 that would mean the default.
+		{"stacks: {s: {rate_limit: {rate: 5, burst: 0}}}", "is 0", "leave it out for the default, or write a value, such as burst: 10"},
+		// An unknown field: the name meant, else the names known.
+		{"stacks: {s: {retry: {atempts: 3}}}", "unknown field", `rename it "attempts"`},
+		{"stacks: {s: {bulkhead: {size: 3}}}", "unknown field", "remove it, or use one of enabled, max_concurrent, max_queue, max_wait"},
+		// An order problem: the move, and an order that obeys every rule.
+		{"stacks: {s: {order: [budget, attempt_timeout, retry], budget: {ratio: {}}, attempt_timeout: 1s, retry: {}}}",
+			"attempt_timeout at position 2 is outside retry at position 3 (positions: 1 budget, 2 attempt_timeout, 3 retry)",
+			"move it inside the retry, or use deadline for an overall deadline, as in order: [budget, retry, attempt_timeout]"},
+		// A rule no order can obey: the move alone.
+		{"stacks: {s: {budget: {ratio: {}}}}", "budget at position 1 has no retry inside it (positions: 1 budget)", "add a retry after it or remove the budget"},
+		// A route naming no stack: the stacks there are.
+		{"stacks: {a: {}, b: {}}\ngrpc: {default: orders}", `names no stack "orders"`, "use one of a, b"},
+		// A value out of a closed set.
+		{"stacks: {s: {rate_limit: {rate: 1, mode: refuze}}}", `is "refuze"`, `use one of wait, refuse (did you mean "refuse"?)`},
+		{"stacks: {s: {budget: {}, retry: {}}}", "has neither token_bucket nor ratio",
+			"add one, such as token_bucket: {max_tokens: 10, token_ratio: 0.1} or ratio: {ratio: 0.1}"},
+		{"stacks: {s: {deadline: -1s}}", "is -1s", `want a duration > 0, such as deadline: 2s, or "off"`},
+	} {
+		_, err := parse(t, c.src)
+		var ce *config.Error
+		require.ErrorAs(t, err, &ce, "file %q", c.src)
+		require.Len(t, ce.Problems, 1, "file %q: %v", c.src, err)
+		p := ce.Problems[0]
+		require.Equal(t, c.msg, p.Msg, "file %q", c.src)
+		require.Equal(t, c.fix, p.Fix, "file %q", c.src)
+	}
+}
+
+// TestExplain_SaysWhatEachStackRetries: a retry's line names the HTTP statuses and
+// gRPC codes it retries through the routes, the defaults' when the file sets none.
+func TestExplain_SaysWhatEachStackRetries(t *testing.T) {
+	c, err := parse(t, `stacks:
+  payments:
+    retry: {attempts: 3, base: 100ms, cap: 1s, http_statuses: [504, 429, 502, 503], grpc_codes: [UNAVAILABLE, RESOURCE_EXHAUSTED]}
+  plain:
+    retry: {attempts: 2, base: 100ms, cap: 1s}
+  search:
+    hedge: {attempts: 2, delay: 150ms, grpc_codes: [UNAVAILABLE, DEADLINE_EXCEEDED]}
+  once:
+    retry: {attempts: 1}
+`)
+	require.NoError(t, err)
+	lines := func(stack string) string {
+		for _, se := range c.Explain().Stacks {
+			if se.Name == stack {
+				return se.Explanation.String()
+			}
+		}
+		t.Fatalf("no stack %s", stack)
+		return ""
+	}
+	require.Contains(t, lines("payments"), "  retry:           up to 3 attempts; retries transient errors only (marked retryable, timeouts, refused or reset connections); "+
+		"through HTTP routes it retries statuses 429, 502, 503, 504; through gRPC routes, codes UNAVAILABLE, RESOURCE_EXHAUSTED; "+
+		"Full backoff from 100ms to at most 1s;")
+	require.Contains(t, lines("plain"), "; through HTTP routes it retries statuses 408, 429, 502, 503, 504; through gRPC routes, codes UNAVAILABLE; ",
+		"policyhttp.DefaultClassifier's statuses, policygrpc.DefaultRetryableCode")
+	require.Contains(t, lines("search"), "; through HTTP routes it goes on hedging after statuses 408, 429, 502, 503, 504; through gRPC routes, codes UNAVAILABLE, DEADLINE_EXCEEDED\n")
+	require.NotContains(t, lines("once"), "through HTTP routes", "1 attempt never retries")
+
+	se := c.Explain().Stacks[0]
+	require.Equal(t, []int{429, 502, 503, 504}, se.HTTPStatuses)
+	require.Equal(t, []string{"UNAVAILABLE", "RESOURCE_EXHAUSTED"}, se.GRPCCodes)
+	raw, err := json.Marshal(se)
+	require.NoError(t, err)
+	require.Contains(t, string(raw), `"http_statuses":[429,502,503,504],"grpc_codes":["UNAVAILABLE","RESOURCE_EXHAUSTED"]`)
 }

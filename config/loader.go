@@ -70,8 +70,9 @@ type Loader struct {
 	o        LoaderOptions
 	log      *slog.Logger
 	cur      atomic.Pointer[Config]
-	mu       sync.Mutex // serialises reloads; guards lastData
+	mu       sync.Mutex // serialises reloads; guards lastData and lastErr
 	lastData []byte
+	lastErr  string // why Watch last could not read the file; "" if it could
 
 	reloads *prometheus.CounterVec
 	ok      prometheus.Gauge
@@ -148,12 +149,17 @@ func (l *Loader) observe(e event.Event) {
 }
 
 func (l *Loader) refused(err error) {
-	l.log.Error("backstop: configuration refused; the running configuration stays", "file", l.path, "err", err)
-	l.observe(event.Event{Kind: event.ConfigReload, Source: "config", Reason: event.ConfigRefused, Err: err})
+	msg := "backstop: configuration refused; the running configuration stays"
+	if !errors.Is(err, ErrInvalid) {
+		msg = "backstop: configuration file unreadable; the running configuration stays"
+	}
+	l.log.Error(msg, "file", l.path, "err", err)
 	if l.reloads != nil {
 		l.reloads.WithLabelValues(event.ConfigRefused).Inc()
 		l.ok.Set(0)
 	}
+	// The event comes last: an observer sees the log and metrics done.
+	l.observe(event.Event{Kind: event.ConfigReload, Source: "config", Reason: event.ConfigRefused, Err: err})
 }
 
 func (l *Loader) applied(changes []Change) {
@@ -165,11 +171,11 @@ func (l *Loader) applied(changes []Change) {
 		}
 	}
 	l.log.Info("backstop: configuration reloaded", "file", l.path, "stages_replaced", len(changes))
-	l.observe(event.Event{Kind: event.ConfigReload, Source: "config", Reason: event.ConfigApplied})
 	if l.reloads != nil {
 		l.reloads.WithLabelValues(event.ConfigApplied).Inc()
 		l.ok.Set(1)
 	}
+	l.observe(event.Event{Kind: event.ConfigReload, Source: "config", Reason: event.ConfigApplied})
 }
 
 // Watch reloads the file whenever it changes, until ctx is done; it returns ctx's
@@ -178,6 +184,7 @@ func (l *Loader) applied(changes []Change) {
 // ConfigMaps do) is seen too, waits LoaderOptions.Debounce after the last change,
 // and reloads only when the content differs from what was last loaded. A refused
 // file is reported as by Reload, and watching goes on: the next change may fix it.
+// So is a file deleted or unreadable, once: the running configuration stays.
 func (l *Loader) Watch(ctx context.Context) error { return l.watch(ctx, nil) }
 
 // watch is Watch, closing ready (if not nil) once the file is watched.
@@ -234,17 +241,21 @@ func (l *Loader) watch(ctx context.Context, ready chan<- struct{}) error {
 
 // reloadIfChanged reloads the file if its content differs from what was last loaded
 // (or last refused: a file refused once is not reported again until it changes).
+// A file deleted or unreadable is refused once, until it can be read again. The
+// debounce has let a remove and the create that follows it pass by then.
 func (l *Loader) reloadIfChanged() {
 	data, err := os.ReadFile(l.path)
 	l.mu.Lock()
 	same := err == nil && string(data) == string(l.lastData)
 	if err == nil {
-		l.lastData = data
+		l.lastData, l.lastErr = data, ""
+	}
+	if err != nil {
+		same = err.Error() == l.lastErr
+		// Whatever comes back is loaded anew, even the same bytes.
+		l.lastData, l.lastErr = nil, err.Error()
 	}
 	l.mu.Unlock()
-	if errors.Is(err, os.ErrNotExist) {
-		return // between a remove and a create: the create will follow
-	}
 	if !same {
 		_, _ = l.Reload()
 	}

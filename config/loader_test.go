@@ -298,6 +298,71 @@ func TestLoader_WatchReloadsOnChange(t *testing.T) {
 	require.ErrorIs(t, <-watched, context.Canceled)
 }
 
+// syncLog is a log safe to read while the watcher writes it.
+type syncLog struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *syncLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *syncLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// withoutTime drops the time from log lines, so that tests can match them whole.
+func withoutTime(_ []string, a slog.Attr) slog.Attr {
+	if a.Key == slog.TimeKey {
+		return slog.Attr{}
+	}
+	return a
+}
+
+// TestLoader_WatchReportsADeletedFile: a watched file deleted is refused once,
+// logged and observed; the running configuration stays. Its return is applied.
+func TestLoader_WatchReportsADeletedFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "backstop.yaml")
+	writeFile(t, path, paymentsFile("2", "3"))
+	evs := newEvents()
+	reg := prometheus.NewRegistry()
+	log := &syncLog{}
+	clock := policytest.NewClock(time.Now()).AutoAdvance(true) // the debounce fires at once
+	l, err := config.NewLoader(path, config.LoaderOptions{Options: config.Options{Observer: evs, Clock: clock}, Registerer: reg,
+		Logger: slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{ReplaceAttr: withoutTime}))})
+	require.NoError(t, err)
+	running := l.Config()
+	ctx, cancel := context.WithCancel(context.Background())
+	watched := make(chan error)
+	ready := make(chan struct{})
+	go func() { watched <- config.WatchReady(l, ctx, ready) }()
+	<-ready
+
+	require.NoError(t, os.Remove(path))
+	ev := evs.next(t)
+	require.Equal(t, event.ConfigRefused, ev.Reason)
+	require.ErrorIs(t, ev.Err, os.ErrNotExist)
+	require.Same(t, running, l.Config(), "the running configuration stays")
+	require.Equal(t, 0.0, testutil.ToFloat64(gauge(t, reg)))
+	refused := `level=ERROR msg="backstop: configuration file unreadable; the running configuration stays" ` +
+		"file=" + path + ` err="config: open ` + path + `: no such file or directory"` + "\n"
+	require.Equal(t, refused, log.String())
+
+	// The file comes back as it was: it is loaded anew. The events of its
+	// temporary file, written first, find it missing still: no second refusal.
+	writeFile(t, path, paymentsFile("2", "3"))
+	require.Equal(t, event.ConfigApplied, evs.next(t).Reason)
+	require.Equal(t, 1.0, testutil.ToFloat64(gauge(t, reg)))
+	require.Equal(t, refused+`level=INFO msg="backstop: configuration reloaded" file=`+path+" stages_replaced=0\n", log.String())
+	cancel()
+	require.ErrorIs(t, <-watched, context.Canceled)
+}
+
 // TestLoader_GRPCRoutesFollowReloads: on a real gRPC server on 127.0.0.1, a method's
 // route makes the attempts of the running configuration's stack.
 func TestLoader_GRPCRoutesFollowReloads(t *testing.T) {

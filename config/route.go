@@ -49,8 +49,11 @@ func (b *builder) stackOf(ref *string, path string) *stack {
 	for _, s := range c.stacks {
 		names = append(names, s.name)
 	}
-	b.d.probs = append(b.d.probs, Problem{Pos: pos, Path: path,
-		Msg: fmt.Sprintf("names no stack %q; want one of %s%s", *ref, strings.Join(names, ", "), suggest(*ref, names))})
+	fix := fmt.Sprintf("add a stack %q under stacks:", *ref)
+	if len(names) > 0 {
+		fix = oneOf(*ref, names)
+	}
+	b.d.probs = append(b.d.probs, Problem{Pos: pos, Path: path, Msg: fmt.Sprintf("names no stack %q", *ref), Fix: fix})
 	return nil
 }
 
@@ -66,13 +69,14 @@ func (b *builder) httpRoutes(c *Config, h *HTTPRoutes) {
 	for i, r := range h.Routes {
 		path := fmt.Sprintf("http.routes[%d]", i)
 		st := b.routeStack(path, "match", r.Match != nil && *r.Match != "",
-			"an http.ServeMux pattern such as \"GET /v1/\" (use http.default for the default)", r.Stack)
+			"add match: an http.ServeMux pattern such as \"GET /v1/\" (http.default is the default route)", r.Stack)
 		if st == nil {
 			continue
 		}
 		// Each pattern is checked alone first, so that every bad one is reported.
 		if _, err := policyhttp.NewRoutes(policyhttp.Route{Pattern: *r.Match}); err != nil {
-			b.d.probs = append(b.d.probs, Problem{Pos: b.d.pos[path+".match"], Path: path + ".match", Msg: tableMsg(err, policyhttp.ErrInvalidRoute), Err: err})
+			b.d.probs = append(b.d.probs, Problem{Pos: b.d.pos[path+".match"], Path: path + ".match", Msg: tableMsg(err, policyhttp.ErrInvalidRoute),
+				Fix: `want an http.ServeMux pattern, "[METHOD ][HOST]/[PATH]", such as "GET /v1/items/{id}"`, Err: err})
 			continue
 		}
 		routes = append(routes, policyhttp.Route{Pattern: *r.Match, Name: st.name, Pipeline: st.pipeline, Classifier: st.classify})
@@ -91,22 +95,24 @@ func (b *builder) httpRoutes(c *Config, h *HTTPRoutes) {
 				}
 			}
 		}
-		b.d.probs = append(b.d.probs, Problem{Pos: b.d.pos[at], Path: at, Msg: tableMsg(err, policyhttp.ErrInvalidRoute), Err: err})
+		b.d.probs = append(b.d.probs, Problem{Pos: b.d.pos[at], Path: at, Msg: tableMsg(err, policyhttp.ErrInvalidRoute),
+			Fix: "make one of the two patterns more specific, or remove one", Err: err})
 		return
 	}
 	c.http = rt
 }
 
-// routeStack checks route path's match (its field, given when present; want says
-// what it should be) and stack reference, and returns the stack, or nil after
+// routeStack checks route path's match (its field, given when present; add says
+// how to add it) and stack reference, and returns the stack, or nil after
 // recording what is missing or wrong.
-func (b *builder) routeStack(path, field string, present bool, want string, ref *string) *stack {
+func (b *builder) routeStack(path, field string, present bool, add string, ref *string) *stack {
 	switch {
 	case !present:
-		b.d.probs = append(b.d.probs, Problem{Pos: b.d.pos[path], Path: path + "." + field, Msg: "is missing; want " + want})
+		b.d.probs = append(b.d.probs, Problem{Pos: b.d.pos[path], Path: path + "." + field, Msg: "is missing", Fix: add})
 		return nil
 	case ref == nil:
-		b.d.probs = append(b.d.probs, Problem{Pos: b.d.pos[path], Path: path + ".stack", Msg: "is missing; want the name of a stack"})
+		b.d.probs = append(b.d.probs, Problem{Pos: b.d.pos[path], Path: path + ".stack", Msg: "is missing",
+			Fix: "add stack: one of " + strings.Join(b.current.Stacks(), ", ")})
 		return nil
 	}
 	return b.stackOf(ref, path+".stack")
@@ -114,12 +120,13 @@ func (b *builder) routeStack(path, field string, present bool, want string, ref 
 
 // tableMsg is a routing table's error (sentinel: its ErrInvalidRoute) as a problem's
 // message: without the sentinel's words or the route's number, which the problem's
-// place says.
+// place says, nor a fix, which the problem's own Fix says.
 func tableMsg(err, sentinel error) string {
 	msg := strings.TrimPrefix(err.Error(), sentinel.Error()+": ")
 	if i := strings.Index(msg, ": "); i >= 0 && strings.HasPrefix(msg, "route ") {
 		msg = msg[i+2:]
 	}
+	msg, _, _ = strings.Cut(msg, "; want ")
 	return msg
 }
 
@@ -139,17 +146,19 @@ func (b *builder) grpcRoutes(c *Config, g *GRPCRoutes) {
 	for i, r := range g.Routes {
 		path := fmt.Sprintf("grpc.routes[%d]", i)
 		st := b.routeStack(path, "name", r.Name != nil && strings.Trim(*r.Name, "/") != "",
-			"\"pkg.Service/Method\" or \"pkg.Service\" (use grpc.default for the default)", r.Stack)
+			"add name: \"pkg.Service/Method\" or \"pkg.Service\" (grpc.default is the default route)", r.Stack)
 		if st == nil {
 			continue
 		}
 		if _, err := policygrpc.NewRoutes(policygrpc.Route{Name: *r.Name}); err != nil {
-			b.d.probs = append(b.d.probs, Problem{Pos: b.d.pos[path+".name"], Path: path + ".name", Msg: tableMsg(err, policygrpc.ErrInvalidRoute), Err: err})
+			b.d.probs = append(b.d.probs, Problem{Pos: b.d.pos[path+".name"], Path: path + ".name", Msg: tableMsg(err, policygrpc.ErrInvalidRoute),
+				Fix: `want "pkg.Service/Method" or "pkg.Service", such as "payments.v1.Payments/Charge"`, Err: err})
 			continue
 		}
 		key := strings.TrimPrefix(*r.Name, "/")
 		if prev, ok := seen[key]; ok {
-			b.d.probs = append(b.d.probs, Problem{Pos: b.d.pos[path+".name"], Path: path + ".name", Msg: fmt.Sprintf("%q is routed already, at %s; keep one", key, prev)})
+			b.d.probs = append(b.d.probs, Problem{Pos: b.d.pos[path+".name"], Path: path + ".name",
+				Msg: fmt.Sprintf("%q is routed already, at %s", key, prev), Fix: "keep one of the two routes"})
 			continue
 		}
 		seen[key] = path
@@ -157,7 +166,8 @@ func (b *builder) grpcRoutes(c *Config, g *GRPCRoutes) {
 	}
 	rt, err := policygrpc.NewRoutes(routes...)
 	if err != nil {
-		b.d.probs = append(b.d.probs, Problem{Pos: b.d.pos["grpc"], Path: "grpc", Msg: tableMsg(err, policygrpc.ErrInvalidRoute), Err: err})
+		b.d.probs = append(b.d.probs, Problem{Pos: b.d.pos["grpc"], Path: "grpc", Msg: tableMsg(err, policygrpc.ErrInvalidRoute),
+			Fix: "give each route a name of its own", Err: err})
 		return
 	}
 	c.grpc = rt

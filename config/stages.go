@@ -2,7 +2,6 @@ package config
 
 import (
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -195,127 +194,151 @@ type stageDef struct {
 	// classes returns the HTTP statuses and gRPC codes the stage retries, for the
 	// stack's classification; nil for a stage that retries nothing.
 	classes func(s Stack) (statuses []int, codes []string)
-	// goNames pairs the option names the constructor's errors use with the stage's
-	// fields, so that a refused value is placed at the field that set it.
-	goNames [][2]string
+	// fields are the stage's fields: the option names the constructor's errors use,
+	// to place a refused value at the field that set it, and examples for fixes.
+	fields []stageField
 	// zeros are the fields whose 0 the library reads as "the default": written in a
 	// file, 0 is refused, since leaving the field out says that.
 	zeros map[string]func(s Stack) any
 }
 
+// stageField is one field of a stage, for problems and their fixes.
+type stageField struct {
+	name    string // in the stage: "attempts", "ratio.ratio"; "" for a stage that is a value
+	goName  string // the constructor's option name; "" for none
+	example string // a value to suggest, as a file writes it
+	item    string // for a list, an item to suggest
+}
+
 // stages is the one table of the stages a stack may hold, in the canonical order: it
-// obeys every ordering rule. The loader knows no stage but through this table.
-var stages = []*stageDef{
-	{
-		name:     StageRateLimit,
-		settings: func(s Stack) any { return s.RateLimit },
-		on:       func(s Stack) bool { return s.RateLimit != nil && enabled(s.RateLimit.Enabled) },
-		build:    (*builder).rateLimit,
-		example:  Stack{RateLimit: &RateLimit{Rate: ptr(1.0)}},
-		stateful: true,
-		goNames:  [][2]string{{"Rate", "rate"}, {"Burst", "burst"}, {"MaxWait", "max_wait"}},
-		zeros:    map[string]func(s Stack) any{"rate_limit.burst": func(s Stack) any { return s.RateLimit.Burst }},
-	},
-	{
-		name:     StageDeadline,
-		settings: func(s Stack) any { return s.Deadline },
-		on:       func(s Stack) bool { return s.Deadline != nil && !s.Deadline.Off },
-		build: func(_ *builder, _ string, s Stack) (policy.Policy, error) {
-			return deadline.New(deadline.Options{Timeout: s.Deadline.D})
+// obeys every ordering rule. The loader knows no stage but through this table. It is
+// set in init, since the builders' fixes read examples from it.
+var stages []*stageDef
+
+func init() {
+	stages = []*stageDef{
+		{
+			name:     StageRateLimit,
+			settings: func(s Stack) any { return s.RateLimit },
+			on:       func(s Stack) bool { return s.RateLimit != nil && enabled(s.RateLimit.Enabled) },
+			build:    (*builder).rateLimit,
+			example:  Stack{RateLimit: &RateLimit{Rate: ptr(1.0)}},
+			stateful: true,
+			fields: []stageField{{"rate", "Rate", "100", ""}, {"burst", "Burst", "10", ""}, {"mode", "", "wait", ""},
+				{"max_wait", "MaxWait", "50ms", ""}},
+			zeros: map[string]func(s Stack) any{"rate_limit.burst": func(s Stack) any { return s.RateLimit.Burst }},
 		},
-		example: Stack{Deadline: &Duration{D: time.Second}},
-	},
-	{
-		name:     StageBulkhead,
-		settings: func(s Stack) any { return s.Bulkhead },
-		on:       func(s Stack) bool { return s.Bulkhead != nil && enabled(s.Bulkhead.Enabled) },
-		build:    (*builder).bulkhead,
-		example:  Stack{Bulkhead: &Bulkhead{}},
-		stateful: true,
-		goNames:  [][2]string{{"MaxConcurrent", "max_concurrent"}, {"MaxQueue", "max_queue"}, {"MaxWait", "max_wait"}},
-		zeros:    map[string]func(s Stack) any{"bulkhead.max_concurrent": func(s Stack) any { return s.Bulkhead.MaxConcurrent }},
-	},
-	{
-		name:     StageThrottle,
-		settings: func(s Stack) any { return s.Throttle },
-		on:       func(s Stack) bool { return s.Throttle != nil && enabled(s.Throttle.Enabled) },
-		build: func(b *builder, name string, s Stack) (policy.Policy, error) {
-			c := s.Throttle
-			return throttle.New(throttle.Options{Name: name, K: floatp(c.K), Window: durp(c.Window), Clock: b.o.Clock, Rand: b.o.Rand})
-		},
-		example:  Stack{Throttle: &Throttle{}},
-		stateful: true,
-		goNames:  [][2]string{{"K", "k"}, {"Window", "window"}},
-		zeros:    map[string]func(s Stack) any{"throttle.k": func(s Stack) any { return s.Throttle.K }},
-	},
-	{
-		name:     StageBreaker,
-		settings: func(s Stack) any { return s.Breaker },
-		on:       func(s Stack) bool { return s.Breaker != nil && enabled(s.Breaker.Enabled) },
-		build:    (*builder).breaker,
-		example:  Stack{Breaker: &Breaker{}},
-		stateful: true,
-		goNames: [][2]string{{"ConsecutiveFailures", "consecutive_failures"}, {"FailureRatio", "failure_ratio"}, {"MinRequests", "min_requests"},
-			{"MaxOpenTimeout", "max_open_timeout"}, {"OpenTimeout", "open_timeout"}, {"HalfOpenProbes", "half_open_probes"},
-			{"SlowCall", "slow_call"}, {"SlowStart", "slow_start"}, {"Window", "window"}},
-	},
-	{
-		name:     StageBudget,
-		settings: func(s Stack) any { return s.Budget },
-		on:       func(s Stack) bool { return s.Budget != nil && enabled(s.Budget.Enabled) },
-		build:    (*builder).budget,
-		example:  Stack{Budget: &Budget{Ratio: &Ratio{}}},
-		stateful: true,
-		goNames: [][2]string{{"maxTokens", "token_bucket.max_tokens"}, {"tokenRatio", "token_bucket.token_ratio"},
-			{"MinPerSecond", "ratio.min_per_second"}, {"Window", "ratio.window"}, {"Ratio", "ratio.ratio"}},
-		zeros: map[string]func(s Stack) any{
-			"budget.ratio.ratio": func(s Stack) any {
-				if s.Budget.Ratio == nil {
-					return (*float64)(nil)
-				}
-				return s.Budget.Ratio.Ratio
+		{
+			name:     StageDeadline,
+			settings: func(s Stack) any { return s.Deadline },
+			on:       func(s Stack) bool { return s.Deadline != nil && !s.Deadline.Off },
+			build: func(_ *builder, _ string, s Stack) (policy.Policy, error) {
+				return deadline.New(deadline.Options{Timeout: s.Deadline.D})
 			},
-			"budget.ratio.min_per_second": func(s Stack) any {
-				if s.Budget.Ratio == nil {
-					return (*float64)(nil)
-				}
-				return s.Budget.Ratio.MinPerSecond
+			example: Stack{Deadline: &Duration{D: time.Second}},
+			fields:  []stageField{{"", "Timeout", "2s", ""}},
+		},
+		{
+			name:     StageBulkhead,
+			settings: func(s Stack) any { return s.Bulkhead },
+			on:       func(s Stack) bool { return s.Bulkhead != nil && enabled(s.Bulkhead.Enabled) },
+			build:    (*builder).bulkhead,
+			example:  Stack{Bulkhead: &Bulkhead{}},
+			stateful: true,
+			fields: []stageField{{"max_concurrent", "MaxConcurrent", "10", ""}, {"max_queue", "MaxQueue", "5", ""},
+				{"max_wait", "MaxWait", "100ms", ""}},
+			zeros: map[string]func(s Stack) any{"bulkhead.max_concurrent": func(s Stack) any { return s.Bulkhead.MaxConcurrent }},
+		},
+		{
+			name:     StageThrottle,
+			settings: func(s Stack) any { return s.Throttle },
+			on:       func(s Stack) bool { return s.Throttle != nil && enabled(s.Throttle.Enabled) },
+			build: func(b *builder, name string, s Stack) (policy.Policy, error) {
+				c := s.Throttle
+				return throttle.New(throttle.Options{Name: name, K: floatp(c.K), Window: durp(c.Window), Clock: b.o.Clock, Rand: b.o.Rand})
+			},
+			example:  Stack{Throttle: &Throttle{}},
+			stateful: true,
+			fields:   []stageField{{"k", "K", "2", ""}, {"window", "Window", "2m", ""}},
+			zeros:    map[string]func(s Stack) any{"throttle.k": func(s Stack) any { return s.Throttle.K }},
+		},
+		{
+			name:     StageBreaker,
+			settings: func(s Stack) any { return s.Breaker },
+			on:       func(s Stack) bool { return s.Breaker != nil && enabled(s.Breaker.Enabled) },
+			build:    (*builder).breaker,
+			example:  Stack{Breaker: &Breaker{}},
+			stateful: true,
+			fields: []stageField{{"consecutive_failures", "ConsecutiveFailures", "5", ""}, {"failure_ratio", "FailureRatio", "0.5", ""},
+				{"min_requests", "MinRequests", "20", ""}, {"window", "Window", "10s", ""}, {"open_timeout", "OpenTimeout", "750ms", ""},
+				{"max_open_timeout", "MaxOpenTimeout", "30s", ""}, {"half_open_probes", "HalfOpenProbes", "1", ""},
+				{"slow_call", "SlowCall", "2s", ""}, {"slow_start", "SlowStart", "10s", ""}},
+		},
+		{
+			name:     StageBudget,
+			settings: func(s Stack) any { return s.Budget },
+			on:       func(s Stack) bool { return s.Budget != nil && enabled(s.Budget.Enabled) },
+			build:    (*builder).budget,
+			example:  Stack{Budget: &Budget{Ratio: &Ratio{}}},
+			stateful: true,
+			fields: []stageField{{"token_bucket", "", "{max_tokens: 10, token_ratio: 0.1}", ""},
+				{"token_bucket.max_tokens", "MaxTokens", "10", ""}, {"token_bucket.token_ratio", "TokenRatio", "0.1", ""},
+				{"ratio", "", "{ratio: 0.1}", ""}, {"ratio.ratio", "Ratio", "0.1", ""},
+				{"ratio.min_per_second", "MinPerSecond", "10", ""}, {"ratio.window", "Window", "10s", ""}},
+			zeros: map[string]func(s Stack) any{
+				"budget.ratio.ratio": func(s Stack) any {
+					if s.Budget.Ratio == nil {
+						return (*float64)(nil)
+					}
+					return s.Budget.Ratio.Ratio
+				},
+				"budget.ratio.min_per_second": func(s Stack) any {
+					if s.Budget.Ratio == nil {
+						return (*float64)(nil)
+					}
+					return s.Budget.Ratio.MinPerSecond
+				},
 			},
 		},
-	},
-	{
-		name:     StageRetry,
-		settings: func(s Stack) any { return s.Retry },
-		on:       func(s Stack) bool { return s.Retry != nil && enabled(s.Retry.Enabled) },
-		build:    (*builder).retry,
-		example:  Stack{Retry: &Retry{}},
-		classes:  func(s Stack) ([]int, []string) { return s.Retry.HTTPStatuses, s.Retry.GRPCCodes },
-		goNames:  [][2]string{{"MaxAttempts", "attempts"}, {"MaxHintDelay", "max_hint"}, {"Base", "base"}, {"Cap", "cap"}, {"Multiplier", "multiplier"}},
-		zeros:    map[string]func(s Stack) any{"retry.multiplier": func(s Stack) any { return s.Retry.Multiplier }},
-	},
-	{
-		name:     StageHedge,
-		settings: func(s Stack) any { return s.Hedge },
-		on:       func(s Stack) bool { return s.Hedge != nil && enabled(s.Hedge.Enabled) },
-		build: func(b *builder, _ string, s Stack) (policy.Policy, error) {
-			c := s.Hedge
-			return retry.NewHedge(retry.HedgeOptions{MaxAttempts: intp(c.Attempts), Delay: durp(c.Delay), Clock: b.o.Clock})
+		{
+			name:     StageRetry,
+			settings: func(s Stack) any { return s.Retry },
+			on:       func(s Stack) bool { return s.Retry != nil && enabled(s.Retry.Enabled) },
+			build:    (*builder).retry,
+			example:  Stack{Retry: &Retry{}},
+			classes:  func(s Stack) ([]int, []string) { return s.Retry.HTTPStatuses, s.Retry.GRPCCodes },
+			fields: []stageField{{"attempts", "MaxAttempts", "3", ""}, {"strategy", "", "full", ""},
+				{"base", "Base", "100ms", ""}, {"cap", "Cap", "5s", ""}, {"multiplier", "Multiplier", "1.6", ""},
+				{"max_hint", "MaxHintDelay", "30s", ""}, {"http_statuses", "", "[429, 502, 503, 504]", "503"},
+				{"grpc_codes", "", "[UNAVAILABLE]", "UNAVAILABLE"}},
+			zeros: map[string]func(s Stack) any{"retry.multiplier": func(s Stack) any { return s.Retry.Multiplier }},
 		},
-		example:    Stack{Hedge: &Hedge{}},
-		unstreamed: true, // streams are retried, never hedged
-		classes:    func(s Stack) ([]int, []string) { return nil, s.Hedge.GRPCCodes },
-		goNames:    [][2]string{{"MaxAttempts", "attempts"}, {"Delay", "delay"}},
-		zeros:      map[string]func(s Stack) any{"hedge.attempts": func(s Stack) any { return s.Hedge.Attempts }},
-	},
-	{
-		name:     StageAttemptTimeout,
-		settings: func(s Stack) any { return s.AttemptTimeout },
-		on:       func(s Stack) bool { return s.AttemptTimeout != nil && !s.AttemptTimeout.Off },
-		build: func(_ *builder, _ string, s Stack) (policy.Policy, error) {
-			return deadline.NewPerAttempt(deadline.Options{Timeout: s.AttemptTimeout.D})
+		{
+			name:     StageHedge,
+			settings: func(s Stack) any { return s.Hedge },
+			on:       func(s Stack) bool { return s.Hedge != nil && enabled(s.Hedge.Enabled) },
+			build: func(b *builder, _ string, s Stack) (policy.Policy, error) {
+				c := s.Hedge
+				return retry.NewHedge(retry.HedgeOptions{MaxAttempts: intp(c.Attempts), Delay: durp(c.Delay), Clock: b.o.Clock})
+			},
+			example:    Stack{Hedge: &Hedge{}},
+			unstreamed: true, // streams are retried, never hedged
+			classes:    func(s Stack) ([]int, []string) { return nil, s.Hedge.GRPCCodes },
+			fields: []stageField{{"attempts", "MaxAttempts", "2", ""}, {"delay", "Delay", "150ms", ""},
+				{"grpc_codes", "", "[UNAVAILABLE]", "UNAVAILABLE"}},
+			zeros: map[string]func(s Stack) any{"hedge.attempts": func(s Stack) any { return s.Hedge.Attempts }},
 		},
-		example: Stack{AttemptTimeout: &Duration{D: time.Second}},
-	},
+		{
+			name:     StageAttemptTimeout,
+			settings: func(s Stack) any { return s.AttemptTimeout },
+			on:       func(s Stack) bool { return s.AttemptTimeout != nil && !s.AttemptTimeout.Off },
+			build: func(_ *builder, _ string, s Stack) (policy.Policy, error) {
+				return deadline.NewPerAttempt(deadline.Options{Timeout: s.AttemptTimeout.D})
+			},
+			example: Stack{AttemptTimeout: &Duration{D: time.Second}},
+			fields:  []stageField{{"", "Timeout", "500ms", ""}},
+		},
+	}
 }
 
 // stageNamed returns the table's entry for a stage name; nil if there is none.
@@ -374,7 +397,7 @@ func (b *builder) breaker(name string, s Stack) (policy.Policy, error) {
 		Rand:                b.o.Rand,
 	}
 	if c.FailureRatio != nil && *c.FailureRatio <= 0 {
-		b.problem(name, "breaker.failure_ratio", nil, "is %v; want a ratio in (0, 1]", *c.FailureRatio)
+		b.problem(name, "breaker.failure_ratio", nil, fmt.Sprintf("is %v", *c.FailureRatio), "want a ratio in (0, 1]"+suchRel("breaker.failure_ratio"))
 		return nil, nil
 	}
 	if c.FailureRatio == nil && (c.MinRequests != nil || c.Window != nil) {
@@ -382,7 +405,7 @@ func (b *builder) breaker(name string, s Stack) (policy.Policy, error) {
 		if c.Window != nil {
 			field = "breaker.window"
 		}
-		b.problem(name, field, nil, "applies to ratio mode only; set failure_ratio, or remove it")
+		b.problem(name, field, nil, "applies to ratio mode only", "set failure_ratio, such as failure_ratio: 0.5, or remove it")
 		return nil, nil
 	}
 	o.Name = name
@@ -392,8 +415,12 @@ func (b *builder) breaker(name string, s Stack) (policy.Policy, error) {
 func (b *builder) budget(name string, s Stack) (policy.Policy, error) {
 	c := s.Budget
 	switch {
-	case (c.TokenBucket == nil) == (c.Ratio == nil):
-		b.problem(name, "budget", nil, "wants exactly one of token_bucket and ratio")
+	case c.TokenBucket != nil && c.Ratio != nil:
+		b.problem(name, "budget", nil, "has both token_bucket and ratio", "keep one of the two")
+		return nil, nil
+	case c.TokenBucket == nil && c.Ratio == nil:
+		b.problem(name, "budget", nil, "has neither token_bucket nor ratio",
+			"add one, such as token_bucket: {max_tokens: 10, token_ratio: 0.1} or ratio: {ratio: 0.1}")
 		return nil, nil
 	case c.TokenBucket != nil:
 		tb := c.TokenBucket
@@ -402,7 +429,7 @@ func (b *builder) budget(name string, s Stack) (policy.Policy, error) {
 			if tb.MaxTokens != nil {
 				field = "token_ratio"
 			}
-			b.problem(name, "budget.token_bucket", nil, "%s is missing; a token bucket needs max_tokens and token_ratio", field)
+			b.problem(name, "budget.token_bucket", nil, field+" is missing", "add it"+suchRel("budget.token_bucket."+field)+"; a token bucket needs both")
 			return nil, nil
 		}
 		return budget.NewTokenBucket(budget.TokenBucketOptions{MaxTokens: *tb.MaxTokens, TokenRatio: *tb.TokenRatio})
@@ -414,11 +441,11 @@ func (b *builder) budget(name string, s Stack) (policy.Policy, error) {
 func (b *builder) retry(name string, s Stack) (policy.Policy, error) {
 	c := s.Retry
 	strat, ok := b.strategy(name, c)
-	if !ok {
-		return nil, nil
-	}
 	if c.Attempts != nil && *c.Attempts < 1 {
-		b.problem(name, "retry.attempts", nil, "is %d; want ≥ 1 (1 never retries)", *c.Attempts)
+		b.problem(name, "retry.attempts", nil, fmt.Sprintf("is %d", *c.Attempts), "want ≥ 1"+suchRel("retry.attempts")+" (1 never retries)")
+		ok = false
+	}
+	if !ok {
 		return nil, nil
 	}
 	rt, err := retry.New(retry.Options{MaxAttempts: intp(c.Attempts), Base: durp(c.Base), Cap: durp(c.Cap),
@@ -441,7 +468,7 @@ func (b *builder) strategy(name string, c *Retry) (retry.Strategy, bool) {
 		s = *c.Strategy
 	}
 	if c.Multiplier != nil && s != "grpc" {
-		b.problem(name, "retry.multiplier", nil, "applies to strategy grpc only (strategy is %s)", s)
+		b.problem(name, "retry.multiplier", nil, fmt.Sprintf("applies to strategy grpc only (strategy is %s)", s), "set strategy: grpc, or remove multiplier")
 		return nil, false
 	}
 	switch s {
@@ -458,14 +485,14 @@ func (b *builder) strategy(name string, c *Retry) (retry.Strategy, bool) {
 	case "envoy":
 		return policyenvoy.Backoff{}, true
 	}
-	b.problem(name, "retry.strategy", nil, "is %q; want one of %s%s", s, strings.Join(strategies, ", "), suggest(s, strategies))
+	b.problem(name, "retry.strategy", nil, fmt.Sprintf("is %q", s), oneOf(s, strategies))
 	return nil, false
 }
 
 func (b *builder) bulkhead(name string, s Stack) (policy.Policy, error) {
 	c := s.Bulkhead
 	if c.MaxQueue != nil && *c.MaxQueue < 0 {
-		b.problem(name, "bulkhead.max_queue", nil, "is %d; want ≥ 0", *c.MaxQueue)
+		b.problem(name, "bulkhead.max_queue", nil, fmt.Sprintf("is %d", *c.MaxQueue), "want ≥ 0"+suchRel("bulkhead.max_queue")+" (0: no call waits)")
 		return nil, nil
 	}
 	return bulkhead.New(bulkhead.Options{Name: name, MaxConcurrent: intp(c.MaxConcurrent), MaxQueue: intp(c.MaxQueue), MaxWait: durp(c.MaxWait), Clock: b.o.Clock})
@@ -474,7 +501,7 @@ func (b *builder) bulkhead(name string, s Stack) (policy.Policy, error) {
 func (b *builder) rateLimit(name string, s Stack) (policy.Policy, error) {
 	c := s.RateLimit
 	if c.Rate == nil {
-		b.problem(name, "rate_limit", nil, "rate is missing; want calls per second, e.g. rate: 100")
+		b.problem(name, "rate_limit", nil, "rate is missing", "add rate, in calls per second"+suchRel("rate_limit.rate"))
 		return nil, nil
 	}
 	mode := ratelimit.Wait
@@ -484,7 +511,7 @@ func (b *builder) rateLimit(name string, s Stack) (policy.Policy, error) {
 		case "refuse":
 			mode = ratelimit.Refuse
 		default:
-			b.problem(name, "rate_limit.mode", nil, "is %q; want wait or refuse", *c.Mode)
+			b.problem(name, "rate_limit.mode", nil, fmt.Sprintf("is %q", *c.Mode), oneOf(*c.Mode, []string{"wait", "refuse"}))
 			return nil, nil
 		}
 	}
