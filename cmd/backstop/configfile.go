@@ -25,7 +25,8 @@ func (v configView) MarshalJSON() ([]byte, error) {
 }
 
 // configRefused turns each problem of a refused Backstop configuration into a
-// finding: "order" for a broken ordering rule, "refused" for the rest.
+// finding: "order" for a broken ordering rule, "refused" for the rest. Each
+// finding's fix is its problem's own.
 func (l *linter) configRefused(file string, err error) {
 	var ce *config.Error
 	if !errors.As(err, &ce) {
@@ -33,10 +34,11 @@ func (l *linter) configRefused(file string, err error) {
 		return
 	}
 	for _, p := range ce.Problems {
-		id, fix, msg := "refused", "correct the field as the config package's documentation says", p.Msg
+		id, msg := "refused", p.Msg
 		if p.Rule != "" {
-			id, fix, msg = "order", "reorder the stack's order field, or leave it out for the canonical order, which obeys every rule", p.Rule+": "+p.Msg
+			id, msg = "order", p.Rule+": "+p.Msg
 		}
+		fix := p.Fix
 		where := p.Pos.File
 		if p.Path != "" {
 			msg = p.Path + ": " + msg

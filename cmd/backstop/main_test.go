@@ -647,3 +647,45 @@ func TestLint_SyntaxErrorsSayWhatToFix(t *testing.T) {
 		t.Errorf("lint -grpc of YAML = %d:\n%s", code, out)
 	}
 }
+
+// TestConfig_LintReportsEveryProblemWithItsFix: one run reports a stack's order
+// problem with its fields' problems, and the other stacks' and routes'. Each
+// finding has its own fix.
+func TestConfig_LintReportsEveryProblemWithItsFix(t *testing.T) {
+	src := "stacks:\n  payments:\n    order: [retry, deadline]\n    deadline: 2s\n    retry:\n      attempts: 0\n      stratgy: full\n" +
+		"  search:\n    breaker: {failure_ratio: 2}\nhttp:\n  routes:\n    - {match: \"GET /v1/\", stack: paymnts}\n"
+	code, out, _ := runStdin(src, "lint", "-config", "-")
+	want := `<stdin>:3:20: error [order]: stacks.payments.order[1]: O1: deadline at position 2 is inside retry at position 1 (positions: 1 retry, 2 deadline)
+    fix: move the deadline outward or use attempt_timeout, as in order: [deadline, retry]
+<stdin>:6:17: error [refused]: stacks.payments.retry.attempts: is 0
+    fix: want ≥ 1, such as attempts: 3 (1 never retries)
+<stdin>:7:7: error [refused]: stacks.payments.retry.stratgy: unknown field
+    fix: rename it "strategy"
+<stdin>:9:30: error [refused]: stacks.search.breaker.failure_ratio: is 2
+    fix: want a number in (0, 1], such as failure_ratio: 0.5
+<stdin>:12:34: error [refused]: http.routes[0].stack: names no stack "paymnts"
+    fix: use one of payments, search (did you mean "payments"?)
+5 findings, 5 errors
+`
+	if code != exitFindings || out != want {
+		t.Errorf("lint -config - = %d:\n%s\nwant:\n%s", code, out, want)
+	}
+}
+
+// TestConfig_ExplainSaysWhatIsRetried: a stack's retry line names the statuses
+// and codes it retries, not only "transient errors".
+func TestConfig_ExplainSaysWhatIsRetried(t *testing.T) {
+	src := "stacks:\n  payments:\n    retry: {attempts: 3, http_statuses: [429, 502, 503, 504], grpc_codes: [UNAVAILABLE]}\n"
+	code, out, _ := runStdin(src, "explain", "-config", "-")
+	want := "  retry:           up to 3 attempts; retries transient errors only (marked retryable, timeouts, refused or reset connections); " +
+		"through HTTP routes it retries statuses 429, 502, 503, 504; through gRPC routes, codes UNAVAILABLE; " +
+		"Full backoff from 100ms to at most 5s; waits a server's hint up to 30s (a longer one ends the call); " +
+		"starts no attempt with less than its per-attempt timeout, if any, left before the deadline\n"
+	if code != exitOK || !strings.Contains(out, "\n"+want) {
+		t.Errorf("explain -config - = %d:\n%s\nwant the line:\n%s", code, out, want)
+	}
+	code, out, _ = runStdin(src, "explain", "-json", "-config", "-")
+	if code != exitOK || !strings.Contains(out, `"http_statuses": [`) || !strings.Contains(out, `"grpc_codes": [`) {
+		t.Errorf("explain -json -config - = %d: no http_statuses or grpc_codes:\n%s", code, out)
+	}
+}
