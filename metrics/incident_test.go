@@ -38,7 +38,7 @@ import (
 	"github.com/backstop-go/backstop/shed"
 )
 
-// incident is a service wired as the README's "Observing Backstop" says, on a fake
+// incident is a service wired as docs/operations.md's "Observing Backstop" says, on a fake
 // clock: an HTTP API behind a shedder, and the dependencies it calls through
 // pipelines, a cache and a queue consumer.
 type incident struct {
@@ -324,8 +324,8 @@ func dashboardQueries(t *testing.T) []string {
 	return qs
 }
 
-// TestREADME_WiringIsTheIncidentsOwn: the wiring README.md shows under "Observing
-// Backstop" is, line for line, the one the incident above is built with.
+// TestREADME_WiringIsTheIncidentsOwn: the wiring docs/operations.md shows under
+// "Observing Backstop" is, line for line, the one the incident above is built with.
 func TestREADME_WiringIsTheIncidentsOwn(t *testing.T) {
 	src, err := os.ReadFile("incident_test.go")
 	require.NoError(t, err)
@@ -336,11 +336,11 @@ func TestREADME_WiringIsTheIncidentsOwn(t *testing.T) {
 	for _, line := range strings.Split(text[begin+len("// README wiring begin\n"):end], "\n") {
 		want = append(want, strings.TrimPrefix(line, "\t"))
 	}
-	readme, err := os.ReadFile("../README.md")
+	readme, err := os.ReadFile("../docs/operations.md")
 	require.NoError(t, err)
 	section := string(readme)
 	start := strings.Index(section, "\n## Observing Backstop\n")
-	require.Positive(t, start, "README.md has a section Observing Backstop")
+	require.Positive(t, start, "docs/operations.md has a section Observing Backstop")
 	section = section[start+1:]
 	if next := strings.Index(section[1:], "\n## "); next > 0 {
 		section = section[:next+1]

@@ -17,7 +17,7 @@ import (
 	"github.com/backstop-go/backstop/policygrpc"
 )
 
-var update = flag.Bool("update", false, "rewrite the README's lint table and sample outputs from the tests")
+var update = flag.Bool("update", false, "rewrite docs/cli.md's lint table and sample outputs from the tests")
 
 func runCLI(args ...string) (code int, stdout, stderr string) {
 	return runStdin("", args...)
@@ -180,7 +180,7 @@ func lineAt(t *testing.T, file string, n int) string {
 
 // TestLint_EveryCheckHasATriggeringExample: each check fires on its example in
 // testdata/lint, at the line and column of the field at fault, with a why and a fix;
-// the README's table of findings is made from these runs.
+// the table of findings in docs/cli.md is made from these runs.
 func TestLint_EveryCheckHasATriggeringExample(t *testing.T) {
 	var table strings.Builder
 	table.WriteString("| id | level | what it catches | example that triggers it |\n|---|---|---|---|\n")
@@ -206,7 +206,7 @@ func TestLint_EveryCheckHasATriggeringExample(t *testing.T) {
 		src := lineAt(t, hit.File, hit.Line)
 		var links []string
 		for _, f := range files {
-			links = append(links, fmt.Sprintf("[%s](cmd/backstop/%s)", filepath.Base(f), filepath.ToSlash(f)))
+			links = append(links, fmt.Sprintf("[%s](../cmd/backstop/%s)", filepath.Base(f), filepath.ToSlash(f)))
 		}
 		fmt.Fprintf(&table, "| `%s` | %s | %s | %s — %s:%d:%d: `%s` |\n", c.ID, c.Level, escape(c.Catches),
 			strings.Join(links, " + "), filepath.Base(hit.File), hit.Line, hit.Column, escape(src))
@@ -235,7 +235,7 @@ func hasError(fs []finding) bool {
 
 func escape(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
 
-// TestREADME_SampleOutputs: the README's sample outputs are what the command prints.
+// TestREADME_SampleOutputs: the sample outputs in docs/cli.md are what the command prints.
 func TestREADME_SampleOutputs(t *testing.T) {
 	dir := "testdata"
 	for _, tt := range []struct {
@@ -261,11 +261,11 @@ func TestREADME_SampleOutputs(t *testing.T) {
 	}
 }
 
-// checkREADME compares the README's text between <!-- name:begin --> and
+// checkREADME compares the text of docs/cli.md between <!-- name:begin --> and
 // <!-- name:end --> with want, or writes want there under -update.
 func checkREADME(t *testing.T, name, want string) {
 	t.Helper()
-	const path = "../../README.md"
+	const path = "../../docs/cli.md"
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -273,7 +273,7 @@ func checkREADME(t *testing.T, name, want string) {
 	begin, end := "<!-- "+name+":begin -->\n", "<!-- "+name+":end -->"
 	i, j := bytes.Index(data, []byte(begin)), bytes.Index(data, []byte(end))
 	if i < 0 || j < i {
-		t.Fatalf("README.md has no %s … %s section", strings.TrimSpace(begin), end)
+		t.Fatalf("%s has no %s … %s section", path, strings.TrimSpace(begin), end)
 	}
 	got := string(data[i+len(begin) : j])
 	if got == want {
@@ -286,7 +286,7 @@ func checkREADME(t *testing.T, name, want string) {
 		}
 		return
 	}
-	t.Errorf("README.md's %s section is stale; run go test ./cmd/backstop -run %s -update. Want:\n%s", name, t.Name(), want)
+	t.Errorf("%s's %s section is stale; run go test ./cmd/backstop -run %s -update. Want:\n%s", path, name, t.Name(), want)
 }
 
 // TestStdin: a file named - is read from standard input, and named <stdin>.

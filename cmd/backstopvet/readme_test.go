@@ -15,21 +15,24 @@ import (
 	"github.com/backstop-go/backstop/cmd/backstopvet/wraporder"
 )
 
+// guide is the Markdown file that shows the sample program and its findings.
+const guide = "docs/cli.md"
+
 // fence returns the first fenced block of md after the line holding marker.
 func fence(t *testing.T, md, marker string) string {
 	t.Helper()
 	_, rest, ok := strings.Cut(md, marker)
 	if !ok {
-		t.Fatalf("README.md has no %q", marker)
+		t.Fatalf("%s has no %q", guide, marker)
 	}
 	_, rest, ok = strings.Cut(rest, "```")
 	if !ok {
-		t.Fatalf("README.md has no code block after %q", marker)
+		t.Fatalf("%s has no code block after %q", guide, marker)
 	}
 	_, rest, _ = strings.Cut(rest, "\n") // the fence's language
 	body, _, ok := strings.Cut(rest, "```")
 	if !ok {
-		t.Fatalf("README.md's block after %q is not closed", marker)
+		t.Fatalf("%s's block after %q is not closed", guide, marker)
 	}
 	return body
 }
@@ -41,11 +44,11 @@ func (c *collect) Errorf(format string, args ...any) {
 	c.errs = append(c.errs, fmt.Sprintf(format, args...))
 }
 
-// TestREADMEProgram builds the README's sample program against the real library, in
-// a module of its own, runs both checks on it and compares what they say with the
-// README's "it says" block: the program compiles, and its findings are the README's.
+// TestREADMEProgram builds the sample program of docs/cli.md against the real library,
+// in a module of its own, runs both checks on it and compares what they say with the
+// guide's "it says" block: the program compiles, and its findings are the guide's.
 func TestREADMEProgram(t *testing.T) {
-	md, err := os.ReadFile("../../README.md")
+	md, err := os.ReadFile(filepath.Join("../..", guide))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,6 +99,6 @@ func TestREADMEProgram(t *testing.T) {
 	slices.Sort(got)
 	slices.Sort(want)
 	if !slices.Equal(got, want) {
-		t.Errorf("on the README's program the checks say\n%s\nthe README says\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+		t.Errorf("on the program in %s the checks say\n%s\nthe guide says\n%s", guide, strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }

@@ -1,6 +1,8 @@
-// Package doccheck_test keeps the Go code shown in the README and in every package's
-// documentation compiling: each Go block must be quoted from an Example or a test,
-// which the compiler checks, so that an API change that breaks a block fails CI.
+// Package doccheck_test keeps the Go code shown in the README, in the guides under
+// docs/ and in every package's documentation compiling: each Go block must be quoted
+// from an Example or a test, which the compiler checks, so that an API change that
+// breaks a block fails CI. It also runs the README's quick start, checks that output
+// shown beside an Example is that Example's, and that every relative link resolves.
 package doccheck_test
 
 import (
@@ -26,7 +28,8 @@ type block struct {
 	file   string // relative to root
 	line   int
 	text   string
-	before string // README: the last non-empty line before the block
+	lang   string // Markdown: the fence's language, "" for none
+	before string // Markdown: the last non-empty line before the block
 }
 
 func (b block) String() string {
@@ -34,8 +37,27 @@ func (b block) String() string {
 	return fmt.Sprintf("%s:%d: %s", b.file, b.line, first)
 }
 
-// readmeBlocks returns the ```go blocks of a Markdown file.
-func readmeBlocks(t *testing.T, path string) []block {
+// markdown returns the Markdown files whose Go blocks are checked: the README and
+// every guide under docs/.
+func markdown(t *testing.T) []string {
+	t.Helper()
+	guides, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(guides) == 0 {
+		t.Fatal("docs/ holds no guide; want the guides the README links to")
+	}
+	out := []string{"README.md"}
+	for _, g := range guides {
+		rel, _ := filepath.Rel(root, g)
+		out = append(out, filepath.ToSlash(rel))
+	}
+	return out
+}
+
+// fences returns the fenced blocks of a Markdown file, each with its language.
+func fences(t *testing.T, path string) []block {
 	t.Helper()
 	src, err := os.ReadFile(filepath.Join(root, path))
 	if err != nil {
@@ -46,8 +68,9 @@ func readmeBlocks(t *testing.T, path string) []block {
 	before := ""
 	for i, l := range strings.Split(string(src), "\n") {
 		switch {
-		case cur == nil && strings.TrimSpace(l) == "```go":
-			cur = &block{file: path, line: i + 2, before: before}
+		case cur == nil && strings.HasPrefix(strings.TrimSpace(l), "```"):
+			lang := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(l), "```"))
+			cur = &block{file: path, line: i + 2, lang: lang, before: before}
 		case cur != nil && strings.TrimSpace(l) == "```":
 			bs = append(bs, *cur)
 			cur = nil
@@ -58,6 +81,18 @@ func readmeBlocks(t *testing.T, path string) []block {
 		}
 	}
 	return bs
+}
+
+// goBlocks returns the ```go blocks of a Markdown file.
+func goBlocks(t *testing.T, path string) []block {
+	t.Helper()
+	var out []block
+	for _, b := range fences(t, path) {
+		if b.lang == "go" {
+			out = append(out, b)
+		}
+	}
+	return out
 }
 
 // docBlocks returns the code blocks of the package comment of a Go file.
@@ -206,7 +241,7 @@ func testFiles(t *testing.T) []string {
 	return out
 }
 
-// readByTest reports whether a test reads the README block itself, finding it by the
+// readByTest reports whether a test reads a Markdown block itself, finding it by the
 // line before it, which it then names as a Go string: such a test builds the block
 // whole (a program with its own main, say).
 func readByTest(b block, files []string) bool {
@@ -231,12 +266,13 @@ func quoted(b block, srcs [][]string) bool {
 	return false
 }
 
-// TestDocsCompile: every Go block of README.md and of every package comment is
-// quoted, line by line and in order, from one Example or test function (or test file)
-// — of the package itself for a package comment, of any package for the README — so that the
-// compiler checks what the documentation shows. A README block may instead be read
-// whole by a test that finds it by the line before it (the backstopvet sample program,
-// which cmd/backstopvet's TestREADMEProgram builds and checks).
+// TestDocsCompile: every Go block of README.md, of the guides in docs/ and of every
+// package comment is quoted, line by line and in order, from one Example or test
+// function (or test file) — of the package itself for a package comment, of any
+// package for Markdown — so that the compiler checks what the documentation shows. A
+// Markdown block may instead be read whole by a test that finds it by the line before
+// it: the README's quick start, which TestQuickStart runs, and the backstopvet sample
+// program in docs/cli.md, which cmd/backstopvet's TestREADMEProgram builds and checks.
 func TestDocsCompile(t *testing.T) {
 	var docs []string
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
@@ -276,12 +312,15 @@ func TestDocsCompile(t *testing.T) {
 	}
 	all := sources(t, ".", true)
 	files := testFiles(t)
-	for _, b := range readmeBlocks(t, "README.md") {
-		if readByTest(b, files) {
-			checked++
-			continue
+	mds := markdown(t)
+	for _, md := range mds {
+		for _, b := range goBlocks(t, md) {
+			if readByTest(b, files) {
+				checked++
+				continue
+			}
+			check(b, all)
 		}
-		check(b, all)
 	}
 	for _, path := range docs {
 		srcs := sources(t, filepath.Dir(path), false)
@@ -289,7 +328,7 @@ func TestDocsCompile(t *testing.T) {
 			check(b, srcs)
 		}
 	}
-	t.Logf("%d Go blocks checked in README.md and the package comments of %d Go files", checked, len(docs))
+	t.Logf("%d Go blocks checked in %d Markdown files and the package comments of %d Go files", checked, len(mds), len(docs))
 }
 
 // TestQuotes: a block drifted from its Example, by one changed line, is not quoted.
