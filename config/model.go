@@ -25,8 +25,8 @@ type NamedStack struct {
 
 // HTTPRoutes choose a stack per HTTP request.
 type HTTPRoutes struct {
-	// Default is the stack of requests no route matches; without one they are sent
-	// with no pipeline.
+	// Default is the stack of requests no route matches. Without one, such a request
+	// fails with policy.ErrNoPipeline: nothing runs a call bare unless told to.
 	Default *string `yaml:"default" json:"default"`
 	// Routes are matched as http.ServeMux matches patterns: the most specific wins,
 	// whatever the order.

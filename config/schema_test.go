@@ -64,7 +64,7 @@ var descriptions = map[string]string{
 	"rate":                 "Calls per second.",
 	"burst":                "Calls at once after a quiet spell (default one second's worth).",
 	"mode":                 "What a call that finds no token does (default wait).",
-	"default":              "The stack of calls no route matches; without one they run with no pipeline.",
+	"default":              "The stack of calls no route matches. Without one, an HTTP request no route matches fails with policy.ErrNoPipeline; a gRPC call is sent once, as gRPC sends a method with no retry policy.",
 	"routes":               "The routes.",
 	"match":                "An http.ServeMux pattern (Go 1.22): \"[METHOD ][HOST]/[PATH]\".",
 	"stack":                "The stack the route runs.",

@@ -32,7 +32,7 @@ type Route struct {
 
 // A Router chooses the route of each request, for [NewRouterTransport]. Match must be
 // safe for concurrent use and must not modify req. It returns nil when no route
-// applies, and the request is then sent with no pipeline.
+// applies; the request then fails with policy.ErrNoPipeline.
 type Router interface {
 	Match(req *http.Request) *Route
 }
