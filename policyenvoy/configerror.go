@@ -2,11 +2,13 @@ package policyenvoy
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -29,13 +31,19 @@ type ConfigError struct {
 	Path string
 	// Msg says what is wrong.
 	Msg string
-	// Rule is the rule broken that tools tell apart — ErrNegativeDuration — or nil.
+	// Rule is the rule broken that tools tell apart — ErrNegativeDuration,
+	// ErrUnknownRetryOn — or nil.
 	Rule error
 }
 
 // ErrNegativeDuration is matched by a [ConfigError] for a duration below zero, which
 // Envoy refuses wherever it is.
 var ErrNegativeDuration = errors.New("policyenvoy: negative duration")
+
+// ErrUnknownRetryOn is matched by a [ConfigError] for a retry_on condition Envoy does
+// not know. [ParseWith] reports one only beside other problems: alone, it is listed
+// in [Route.UnknownRetryOn].
+var ErrUnknownRetryOn = errors.New("policyenvoy: unknown retry_on condition")
 
 func (e *ConfigError) Error() string {
 	var b strings.Builder
@@ -69,13 +77,14 @@ type pathElem struct {
 // source is the input as read: its bytes, the YAML node tree (nil if the YAML
 // parser could not read it) and the JSON it was converted to.
 type source struct {
+	data  []byte
 	root  *yaml3.Node
 	js    []byte
 	lines int // of the input, as YAML counts them
 }
 
 func newSource(data, js []byte) *source {
-	s := &source{js: js, lines: yamlLines(data)}
+	s := &source{data: data, js: js, lines: yamlLines(data)}
 	var doc yaml3.Node
 	if yaml3.Unmarshal(data, &doc) == nil && doc.Kind == yaml3.DocumentNode && len(doc.Content) == 1 {
 		s.root = doc.Content[0]
@@ -170,20 +179,29 @@ func formatPath(path []pathElem) string {
 // protojsonPos finds the "(line L:C): message" protojson puts in its errors.
 var protojsonPos = regexp.MustCompile(`\(line (\d+):(\d+)\): (.*)$`)
 
-// decodeError turns a protojson error about s.js into a ConfigError placed in the input.
-func (s *source) decodeError(err error, what string) *ConfigError {
+// cutError turns a protojson error about js, as tree last wrote it, into a
+// ConfigError placed in the input, with a fix. It cuts the field at fault out of
+// tree and returns its path; false if it cannot.
+func (s *source) cutError(err error, what string, tree *jsonNode, js []byte, md protoreflect.MessageDescriptor) (*ConfigError, []pathElem, bool) {
 	m := protojsonPos.FindStringSubmatch(err.Error())
-	if m == nil {
-		return &ConfigError{Msg: fmt.Sprintf("as an Envoy %s: %v", what, err)}
+	if m == nil || tree == nil {
+		return &ConfigError{Msg: fmt.Sprintf("as an Envoy %s: %v", what, err)}, nil, false
 	}
 	line, _ := strconv.Atoi(m[1])
 	col, _ := strconv.Atoi(m[2])
 	msg := fmt.Sprintf("%s (as an Envoy %s)", m[3], what)
-	off, ok := offsetOf(s.js, line, col)
+	off, ok := offsetOf(js, line, col)
 	if !ok {
-		return &ConfigError{Msg: msg}
+		return &ConfigError{Msg: msg}, nil, false
 	}
-	return s.errAt(jsonPathAt(s.js, off), msg)
+	path, ok := tree.cut(off)
+	if !ok {
+		return s.errAt(nil, msg), nil, false
+	}
+	if fix := fixFor(md, path, m[3]); fix != "" {
+		msg += "; " + fix
+	}
+	return s.errAt(path, msg), path, true
 }
 
 // offsetOf returns the byte offset of 1-based line and rune column in b.
@@ -206,128 +224,79 @@ func offsetOf(b []byte, line, col int) (int, bool) {
 	return off, off <= len(b)
 }
 
-// jsonPathAt returns the path of the key or value of js that spans byte offset off:
-// the path of the innermost field holding it.
-func jsonPathAt(js []byte, off int) []pathElem {
-	type frame struct {
-		obj     bool
-		key     string
-		index   int
-		wantKey bool
-	}
-	var stack []frame
-	path := func() []pathElem {
-		var p []pathElem
-		for _, f := range stack {
-			if f.obj {
-				if !f.wantKey {
-					p = append(p, pathElem{key: f.key})
-				}
-			} else {
-				p = append(p, pathElem{index: f.index})
-			}
-		}
-		return p
-	}
-	valueDone := func() {
-		if len(stack) == 0 {
-			return
-		}
-		top := &stack[len(stack)-1]
-		if top.obj {
-			top.wantKey = true
-		} else {
-			top.index++
-		}
-	}
-	dec := json.NewDecoder(bytes.NewReader(js))
-	dec.UseNumber()
-	for {
-		tok, err := dec.Token()
-		if err != nil {
-			return path() // io.EOF or a syntax error: the innermost place reached
-		}
-		past := int(dec.InputOffset()) > off
-		if d, ok := tok.(json.Delim); ok && (d == '}' || d == ']') {
-			if past {
-				return path()
-			}
-			stack = stack[:len(stack)-1]
-			valueDone()
-			continue
-		}
-		if n := len(stack); n > 0 && stack[n-1].obj && stack[n-1].wantKey {
-			k, _ := tok.(string)
-			stack[n-1].key, stack[n-1].wantKey = k, false
-			if past {
-				return path()
-			}
-			continue
-		}
-		if past {
-			return path()
-		}
-		switch tok {
-		case json.Delim('{'):
-			stack = append(stack, frame{obj: true, wantKey: true})
-		case json.Delim('['):
-			stack = append(stack, frame{})
-		default:
-			valueDone()
-		}
-	}
-}
-
-// validationError turns an error of Envoy's validation (protoc-gen-validate) of the
-// message described by md into a ConfigError placed in the input: the chain of
-// "embedded message failed validation" errors gives the path, the innermost its reason.
-func (s *source) validationError(err error, md protoreflect.MessageDescriptor, what string) *ConfigError {
+// validationErrors reports each error of Envoy's validation (protoc-gen-validate) of
+// the message described by md, at path at, to ps. A chain of "embedded message failed
+// validation" errors gives an error's path, its innermost link the reason. An error
+// about a field that could not be read is left out.
+func (s *source) validationErrors(err error, md protoreflect.MessageDescriptor, at []pathElem, what string, ps *problems, depth int) {
 	type fieldError interface {
 		Field() string
 		Reason() string
 		Cause() error
 	}
 	type multi interface{ AllErrors() []error }
-	var path []pathElem
-	reason := err.Error()
-	for range 64 { // bounded: the chain is as deep as the message nesting
-		if m, ok := err.(multi); ok && len(m.AllErrors()) > 0 {
-			err = m.AllErrors()[0]
-			continue
-		}
-		fe, ok := err.(fieldError)
-		if !ok {
-			break
-		}
-		name, index, hasIndex := splitIndex(fe.Field())
-		var fd protoreflect.FieldDescriptor
-		if md != nil {
-			fd = fieldByGoName(md, name)
-		}
-		key := name
-		if fd != nil {
-			key = string(fd.Name())
-		} else if od := oneofByGoName(md, name); od != "" {
-			key = od
-		}
-		path = append(path, pathElem{key: key})
-		if hasIndex {
-			path = append(path, pathElem{index: index})
-		}
-		reason = fe.Reason()
-		if fe.Cause() == nil {
-			break
-		}
-		err = fe.Cause()
-		md = nil
-		if fd != nil {
-			md = fd.Message()
-			if fd.IsMap() {
-				md = fd.MapValue().Message()
+	leaf := func(path []pathElem, reason string, alts [][]pathElem) {
+		for _, p := range append(alts, path) {
+			if ps.touches(p) {
+				return
 			}
 		}
+		ps.add(s.errAt(path, fmt.Sprintf("%s (Envoy's validation of the %s)", reason, what)))
+		ps.breaks(path)
 	}
-	return s.errAt(path, fmt.Sprintf("%s (Envoy's validation of the %s)", reason, what))
+	if m, ok := err.(multi); ok && len(m.AllErrors()) > 0 {
+		for _, e := range m.AllErrors() {
+			s.validationErrors(e, md, at, what, ps, depth+1)
+		}
+		return
+	}
+	fe, ok := err.(fieldError)
+	if !ok || depth > 64 { // bounded: the chain is as deep as the message nesting
+		leaf(at, err.Error(), nil)
+		return
+	}
+	name, index, hasIndex := splitIndex(fe.Field())
+	var fd protoreflect.FieldDescriptor
+	if md != nil {
+		fd = fieldByGoName(md, name)
+	}
+	path := append([]pathElem(nil), at...)
+	// A oneof is no field of the input: its members are.
+	var members [][]pathElem
+	switch {
+	case fd != nil:
+		path = append(path, pathElem{key: string(fd.Name())})
+	default:
+		key := name
+		if od := oneofByGoName(md, name); od != nil {
+			key = string(od.Name())
+			for i := range od.Fields().Len() {
+				members = append(members, append(append([]pathElem(nil), at...), pathElem{key: string(od.Fields().Get(i).Name())}))
+			}
+		}
+		path = append(path, pathElem{key: key})
+	}
+	if hasIndex {
+		path = append(path, pathElem{index: index})
+	}
+	if fe.Cause() == nil {
+		leaf(path, fe.Reason(), members)
+		return
+	}
+	var child protoreflect.MessageDescriptor
+	if fd != nil {
+		child = fd.Message()
+		if fd.IsMap() {
+			child = fd.MapValue().Message()
+		}
+	}
+	if _, ok := fe.Cause().(fieldError); !ok {
+		if _, ok := fe.Cause().(multi); !ok {
+			leaf(path, fe.Reason(), members)
+			return
+		}
+	}
+	s.validationErrors(fe.Cause(), child, path, what, ps, depth+1)
 }
 
 // splitIndex splits "Routes[3]" into "Routes", 3; a map key ("Map[\"k\"]") is dropped.
@@ -351,18 +320,18 @@ func fieldByGoName(md protoreflect.MessageDescriptor, goName string) protoreflec
 	return nil
 }
 
-// oneofByGoName finds the name of md's oneof whose generated Go name is goName.
-func oneofByGoName(md protoreflect.MessageDescriptor, goName string) string {
+// oneofByGoName finds md's oneof whose generated Go name is goName.
+func oneofByGoName(md protoreflect.MessageDescriptor, goName string) protoreflect.OneofDescriptor {
 	if md == nil {
-		return ""
+		return nil
 	}
 	os := md.Oneofs()
 	for i := range os.Len() {
 		if od := os.Get(i); normKey(string(od.Name())) == normKey(goName) {
-			return string(od.Name())
+			return od
 		}
 	}
-	return ""
+	return nil
 }
 
 // yamlError turns an error of the YAML reader into a ConfigError: "yaml: line 3: …".
@@ -431,15 +400,78 @@ func yamlLines(data []byte) int {
 	return n
 }
 
+// newlines turns each line break YAML knows into "\n".
+var newlines = strings.NewReplacer("\r\n", "\n", "\r", "\n", "\u0085", "\n", "\u2028", "\n", "\u2029", "\n")
+
 // firstColumn returns the column of the first character of line in data that is not
 // a space or tab (1 for an empty line): where a YAML syntax error, which the reader
 // names by its line only, is placed.
 func firstColumn(data []byte, line int) int {
-	s := strings.NewReplacer("\r\n", "\n", "\r", "\n", "\u0085", "\n", "\u2028", "\n", "\u2029", "\n").Replace(string(data))
+	s := newlines.Replace(string(data))
 	ls := strings.Split(s, "\n")
 	if line < 1 || line > len(ls) {
 		return 1
 	}
 	t := strings.TrimLeft(ls[line-1], " \t")
 	return utf8.RuneCountInString(ls[line-1]) - utf8.RuneCountInString(t) + 1
+}
+
+// problems collects the ConfigErrors of one reading. broken are the fields whose
+// values could not be read: a rule that reads one is left unchecked.
+type problems struct {
+	errs   []*ConfigError
+	broken [][]pathElem
+}
+
+func (ps *problems) add(e *ConfigError) { ps.errs = append(ps.errs, e) }
+
+// breaks records that the value at path could not be read.
+func (ps *problems) breaks(path []pathElem) { ps.broken = append(ps.broken, path) }
+
+// touches reports whether a broken field is at path, above it or below it.
+func (ps *problems) touches(path []pathElem) bool {
+	for _, b := range ps.broken {
+		if related(b, path) {
+			return true
+		}
+	}
+	return false
+}
+
+// related reports whether one path is a prefix of the other, keys compared as
+// [step] compares them.
+func related(a, b []pathElem) bool {
+	for i := range min(len(a), len(b)) {
+		if a[i].key != b[i].key && normKey(a[i].key) != normKey(b[i].key) || a[i].key == "" && a[i].index != b[i].index {
+			return false
+		}
+	}
+	return true
+}
+
+// err returns the problems in the order of the input, each once: nil for none, a
+// *ConfigError for one, several joined with errors.Join. Those without a place come
+// last.
+func (ps *problems) err() error {
+	errs := slices.Clone(ps.errs)
+	slices.SortStableFunc(errs, func(a, b *ConfigError) int {
+		if (a.Line == 0) != (b.Line == 0) {
+			return cmp.Compare(b.Line, a.Line) // 0, unplaced, after any line
+		}
+		return cmp.Or(cmp.Compare(a.Line, b.Line), cmp.Compare(a.Column, b.Column))
+	})
+	errs = slices.CompactFunc(errs, func(a, b *ConfigError) bool {
+		return a.Line == b.Line && a.Column == b.Column && a.Path == b.Path && (a.Path != "" || a.Msg == b.Msg)
+	})
+	switch len(errs) {
+	case 0:
+		return nil
+	case 1:
+		return errs[0]
+	}
+	joined := make([]error, len(errs))
+	for i, e := range errs {
+		joined[i] = e
+	}
+	return errors.Join(joined...)
 }

@@ -8,14 +8,17 @@
 //
 // [Parse] takes a RouteConfiguration, a VirtualHost, a Route, a Route without match
 // (the route: block Envoy users paste, read as matching every path) or a bare
-// RouteAction. A refusal is a [*ConfigError] matching [ErrInvalid] that names the line
+// RouteAction. A refusal lists every problem of the input in one error, in the
+// input's order. Each is a [*ConfigError] matching [ErrInvalid] that names the line
 // and column in the input and the field's path as the input spells it
 // ("line 8, column 5: route.retry_policy.num_retrys: unknown field …"), never
-// positions in the JSON the YAML is converted to. Malformed JSON is named by line and
-// column too; a YAML syntax error by its line (the YAML reader gives no column: it is
-// placed at the line's first character). A negative duration anywhere is refused, as
-// Envoy refuses it, matching [ErrNegativeDuration]. [Route.Position] places a route's
-// fields in the input, for tools that report on them.
+// positions in the JSON the YAML is converted to. Each says how to fix it: "did you
+// mean num_retries?", "want a duration such as "1.5s"". A syntax error stops the
+// reading. Malformed JSON is named by line and column, a YAML syntax error by its
+// line. The YAML reader gives no column: such an error is placed at the line's
+// first character. A negative duration anywhere is refused, as Envoy refuses it, matching
+// [ErrNegativeDuration]. [Route.Position] places a route's fields in the input, for
+// tools that report on them.
 //
 // # What is honoured
 //
@@ -49,5 +52,6 @@
 // hedge_policy, and gRPC's retry conditions on an HTTP route — is listed by name in
 // [Route.Unsupported], never silently dropped. A retry_on condition Envoy does not
 // know (see [RetryOnConditions]) is listed in [Route.UnknownRetryOn]: Envoy never
-// retries on it either.
+// retries on it either. In an input refused for other problems, it is one more
+// problem, matching [ErrUnknownRetryOn].
 package policyenvoy

@@ -33,8 +33,8 @@ const (
 	defaultMaxIntervalFactor = 10
 )
 
-// ErrInvalid is matched by every error of [Parse] and [ParseWith]; each is a
-// [*ConfigError].
+// ErrInvalid is matched by every error of [Parse] and [ParseWith]: a [*ConfigError],
+// or several joined.
 var ErrInvalid = errors.New("policyenvoy: invalid route config")
 
 // Route is one Envoy route's retry behaviour as Backstop pipeline and classifier.
@@ -267,8 +267,8 @@ func build(name string, ra *routev3.RouteAction, vh *routev3.VirtualHost, o Opti
 		}
 		if r.MaxInterval < r.BaseInterval {
 			return nil, &ConfigError{Path: "retry_policy.retry_back_off.max_interval", Msg: fmt.Sprintf(
-				"route %s: retry_policy.retry_back_off.max_interval %v is below base_interval %v; Envoy refuses it: want max_interval ≥ base_interval",
-				name, r.MaxInterval, r.BaseInterval)}
+				"max_interval %v is below base_interval %v; Envoy refuses it: want max_interval ≥ base_interval",
+				r.MaxInterval, r.BaseInterval)}
 		}
 	}
 	r.Retrying = r.NumRetries > 0 && len(cond) > 0

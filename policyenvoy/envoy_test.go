@@ -235,6 +235,104 @@ func TestParse_ErrorsNameTheInputsLineColumnAndPath(t *testing.T) {
 	}
 }
 
+// problems returns each problem of err, one *ConfigError per line of err.Error().
+func problems(t *testing.T, err error) []*policyenvoy.ConfigError {
+	t.Helper()
+	require.ErrorIs(t, err, policyenvoy.ErrInvalid)
+	var out []*policyenvoy.ConfigError
+	errs := []error{err}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	}
+	for _, e := range errs {
+		var ce *policyenvoy.ConfigError
+		require.ErrorAs(t, e, &ce)
+		out = append(out, ce)
+	}
+	require.Len(t, strings.Split(err.Error(), "\n"), len(out), "one line per problem: %v", err)
+	return out
+}
+
+// TestParse_ReportsEveryProblemAtOnce: a bad duration, an unknown retry_on condition
+// and an unknown field come back in one error, in the file's order. Each is placed
+// and has its fix. The unknown field no longer hides the condition.
+func TestParse_ReportsEveryProblemAtOnce(t *testing.T) {
+	src, err := os.ReadFile("testdata/three-problems.yaml")
+	require.NoError(t, err)
+	_, err = policyenvoy.Parse(src)
+	require.Error(t, err)
+	const prefix = "policyenvoy: invalid route config: "
+	want := []string{
+		prefix + `line 5, column 3: route.timeout: invalid google.protobuf.Duration value "3 s" (as an Envoy Route); want a duration such as "1.5s"`,
+		prefix + `line 7, column 32: route.retry_policy.retry_on: "5xxx" is not a retry_on condition Envoy knows: it never retries on it; did you mean 5xx?`,
+		prefix + `line 9, column 5: route.retry_policy.num_retrys: unknown field "num_retrys" (as an Envoy Route); did you mean num_retries?`,
+	}
+	require.Equal(t, want, strings.Split(err.Error(), "\n"))
+	ps := problems(t, err)
+	require.Equal(t, [][2]int{{5, 3}, {7, 32}, {9, 5}}, [][2]int{{ps[0].Line, ps[0].Column}, {ps[1].Line, ps[1].Column}, {ps[2].Line, ps[2].Column}})
+	require.ErrorIs(t, ps[1], policyenvoy.ErrUnknownRetryOn)
+	require.NotErrorIs(t, ps[0], policyenvoy.ErrUnknownRetryOn)
+
+	// Alone, an unknown condition is no error: Envoy reads it and never retries on it.
+	fixed := strings.NewReplacer("3 s", "3s", "num_retrys", "num_retries").Replace(string(src))
+	require.Equal(t, []string{"5xxx"}, parseOne(t, fixed).UnknownRetryOn)
+}
+
+// TestParse_ReportsEveryProblemOfEachRoute: problems in several routes and virtual
+// hosts, of every kind Parse finds, come back together in the input's order.
+func TestParse_ReportsEveryProblemOfEachRoute(t *testing.T) {
+	src := `virtual_hosts:
+- name: v
+  domains: ['*']
+  retry_policy: {retry_on: 5xx, retry_back_off: {base_interval: 2s, max_interval: 1s}}
+  routes:
+  - match: {prefix: /a}
+    route: {cluster: a, timeout: -1s}
+  - match: {prefix: /b}
+    route:
+      cluster: b
+      retry_policy:
+        retriable_status_codes: [503, x]
+        rate_limited_retry_back_off: {reset_headers: [{name: r, format: NOPE}]}
+  - match: {prefix: /c}
+    route: {cluster: c, retry_policy: {retry_back_off: {base_interval: 0s}}}
+`
+	_, err := policyenvoy.Parse([]byte(src))
+	var got []string
+	for _, ce := range problems(t, err) {
+		got = append(got, fmt.Sprintf("%d:%d %s", ce.Line, ce.Column, ce.Path))
+	}
+	require.Equal(t, []string{
+		"4:69 virtual_hosts[0].retry_policy.retry_back_off.max_interval",                                          // max_interval below base_interval
+		"7:25 virtual_hosts[0].routes[0].route.timeout",                                                           // negative
+		"12:39 virtual_hosts[0].routes[1].route.retry_policy.retriable_status_codes[1]",                           // not a number
+		"13:65 virtual_hosts[0].routes[1].route.retry_policy.rate_limited_retry_back_off.reset_headers[0].format", // not an enum value
+		"15:57 virtual_hosts[0].routes[2].route.retry_policy.retry_back_off.base_interval",                        // Envoy's validation
+	}, got, "%v", err)
+	require.ErrorIs(t, err, policyenvoy.ErrNegativeDuration)
+}
+
+// TestParse_SkipsRulesOnFieldsItCouldNotRead: a field protojson refuses is reported
+// once; the rules that read it are not checked against what is left.
+func TestParse_SkipsRulesOnFieldsItCouldNotRead(t *testing.T) {
+	for _, tt := range []struct{ src, want string }{
+		// Without its cluster, the route has no cluster_specifier: not reported.
+		{"route: {cluster: 5}\n", `line 1, column 9: route.cluster: invalid value for string field cluster: 5 (as an Envoy Route); want a string`},
+		// Without its base_interval, max_interval is not compared with it.
+		{"route:\n  cluster: a\n  retry_policy:\n    retry_back_off: {base_interval: soon, max_interval: 1s}\n",
+			`line 4, column 22: route.retry_policy.retry_back_off.base_interval: invalid google.protobuf.Duration value "soon" (as an Envoy Route); want a duration such as "1.5s"`},
+		// A negative base_interval is reported once, not also by Envoy's validation.
+		{"route:\n  cluster: a\n  retry_policy:\n    retry_back_off: {base_interval: -1s}\n",
+			`line 4, column 22: route.retry_policy.retry_back_off.base_interval: -1s is negative; Envoy refuses negative durations: want 0s or more`},
+		// Two members of a oneof: keep one.
+		{`{"cluster": "a", "cluster_header": "h"}`, `line 1, column 18: cluster_header: error parsing "cluster_header", oneof envoy.config.route.v3.RouteAction.cluster_specifier is already set (as an Envoy RouteAction); keep one field of cluster_specifier: cluster, cluster_header`},
+	} {
+		_, err := policyenvoy.Parse([]byte(tt.src))
+		require.Len(t, problems(t, err), 1, "Parse(%q) = %v", tt.src, err)
+		require.True(t, strings.HasPrefix(err.Error(), "policyenvoy: invalid route config: "+tt.want), "Parse(%q) = %v\nwant %s", tt.src, err, tt.want)
+	}
+}
+
 // roundTrip sends one GET through the route's pipeline and classifier to a server
 // answering with answer(n), and returns the server's request count and the status.
 func roundTrip(t *testing.T, r *policyenvoy.Route, answer func(w http.ResponseWriter, n int)) (int, int) {
@@ -455,14 +553,26 @@ func FuzzParse(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		rs, err := policyenvoy.Parse([]byte(s))
 		if err != nil {
-			var ce *policyenvoy.ConfigError
-			if !errors.Is(err, policyenvoy.ErrInvalid) || !errors.As(err, &ce) {
-				t.Fatalf("Parse(%q) = %v; want a ConfigError matching ErrInvalid", s, err)
+			errs := []error{err}
+			if j, ok := err.(interface{ Unwrap() []error }); ok {
+				errs = j.Unwrap()
 			}
 			// Lines as YAML counts them: CR LF, CR, LF, NEL, LS and PS each end one.
 			lines := 1 + len(lineBreak.FindAllString(s, -1))
-			if ce.Line < 0 || ce.Line > lines || ce.Column < 0 || (ce.Column > 0 && ce.Line == 0) {
-				t.Fatalf("Parse(%q) = %v: line %d, column %d is not in the input's %d lines", s, err, ce.Line, ce.Column, lines)
+			prev := [2]int{1, 0}
+			for _, e := range errs {
+				var ce *policyenvoy.ConfigError
+				if !errors.Is(e, policyenvoy.ErrInvalid) || !errors.As(e, &ce) {
+					t.Fatalf("Parse(%q) = %v; want ConfigErrors matching ErrInvalid", s, err)
+				}
+				if ce.Line < 0 || ce.Line > lines || ce.Column < 0 || (ce.Column > 0 && ce.Line == 0) {
+					t.Fatalf("Parse(%q) = %v: line %d, column %d is not in the input's %d lines", s, err, ce.Line, ce.Column, lines)
+				}
+				// In the input's order; those without a place last.
+				if at := [2]int{ce.Line, ce.Column}; ce.Line > 0 && (prev[0] == 0 || at[0] < prev[0] || at[0] == prev[0] && at[1] < prev[1]) {
+					t.Fatalf("Parse(%q) = %v: %d:%d after %d:%d", s, err, at[0], at[1], prev[0], prev[1])
+				}
+				prev = [2]int{ce.Line, ce.Column}
 			}
 			return
 		}
