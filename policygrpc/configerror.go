@@ -2,10 +2,13 @@ package policygrpc
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
+	"slices"
 	"strings"
 	"unicode/utf8"
 )
@@ -21,9 +24,9 @@ var (
 	ErrNegativeDuration = errors.New("policygrpc: negative duration")
 )
 
-// A ServiceConfigError is a service config [ParseServiceConfig] refuses, with where in
-// the JSON it went wrong. It matches [ErrServiceConfig], and the rule it breaks
-// ([ErrStatusCode], [ErrNegativeDuration]) if it is one of those.
+// A ServiceConfigError is one problem of a service config [ParseServiceConfig]
+// refuses, with where in the JSON it is. It matches [ErrServiceConfig], and the rule
+// it breaks ([ErrStatusCode], [ErrNegativeDuration]) if it is one of those.
 type ServiceConfigError struct {
 	// Line and Column are the 1-based position in the input of the field or token at
 	// fault (the field's name, for a field of an object); 0 when unknown.
@@ -70,11 +73,12 @@ type jsonToken struct {
 type jsonIndex struct {
 	data   []byte
 	at     map[string]int
+	val    map[string]int // path → the start of its value
 	tokens []jsonToken
 }
 
 func newJSONIndex(data []byte) *jsonIndex {
-	ix := &jsonIndex{data: data, at: map[string]int{}}
+	ix := &jsonIndex{data: data, at: map[string]int{}, val: map[string]int{}}
 	type frame struct {
 		obj     bool
 		key     string
@@ -133,6 +137,7 @@ func newJSONIndex(data []byte) *jsonIndex {
 		if _, ok := ix.at[p]; !ok || len(stack) == 0 || !stack[len(stack)-1].obj {
 			ix.at[p] = start
 		}
+		ix.val[p] = start // a value's first token: the last of a name wins, as in encoding/json
 		ix.tokens = append(ix.tokens, jsonToken{start, end, p})
 		switch tok {
 		case json.Delim('{'):
@@ -183,6 +188,61 @@ func (ix *jsonIndex) Position(path string) (line, col int) {
 func (ix *jsonIndex) errAt(path string, rule error, format string, args ...any) *ServiceConfigError {
 	line, col := ix.Position(path)
 	return &ServiceConfigError{Line: line, Column: col, Path: path, Msg: fmt.Sprintf(format, args...), Rule: rule}
+}
+
+// problems collects the ServiceConfigErrors of one reading.
+type problems struct {
+	ix   *jsonIndex
+	errs []*ServiceConfigError
+}
+
+// add reports a problem of the field at path, placed where the input has it.
+func (ps *problems) add(path string, rule error, format string, args ...any) {
+	ps.errs = append(ps.errs, ps.ix.errAt(path, rule, format, args...))
+}
+
+// read decodes raw, the value at path, into v with encoding/json. A value of the
+// wrong type is reported at the value, and read returns false; an absent raw
+// leaves v alone.
+func (ps *problems) read(path string, raw json.RawMessage, v any) bool {
+	if len(raw) == 0 {
+		return true
+	}
+	err := json.Unmarshal(raw, v)
+	if err == nil {
+		return true
+	}
+	reflect.ValueOf(v).Elem().SetZero() // encoding/json may have set part of it
+	e := &ServiceConfigError{Path: path, Msg: err.Error()}
+	if te := (*json.UnmarshalTypeError)(nil); errors.As(err, &te) {
+		e.Msg = fmt.Sprintf("is a JSON %s; want %s", te.Value, jsonKind(te.Type.String()))
+	}
+	if off, ok := ps.ix.val[strings.ToLower(path)]; ok {
+		e.Line, e.Column = position(ps.ix.data, off)
+	} else {
+		e.Line, e.Column = ps.ix.Position(path)
+	}
+	ps.errs = append(ps.errs, e)
+	return false
+}
+
+// err returns the problems in the order of the input: nil for none, a
+// *ServiceConfigError for one, several joined with errors.Join.
+func (ps *problems) err() error {
+	slices.SortStableFunc(ps.errs, func(a, b *ServiceConfigError) int {
+		return cmp.Or(cmp.Compare(a.Line, b.Line), cmp.Compare(a.Column, b.Column))
+	})
+	switch len(ps.errs) {
+	case 0:
+		return nil
+	case 1:
+		return ps.errs[0]
+	}
+	errs := make([]error, len(ps.errs))
+	for i, e := range ps.errs {
+		errs[i] = e
+	}
+	return errors.Join(errs...)
 }
 
 // decodeError places an error of encoding/json reading the input.

@@ -27,12 +27,15 @@ func ExampleParseServiceConfig() {
 	fmt.Println(cfg.Pipeline("/other.Service/Get"))
 	fmt.Println(cfg.Budget().MaxTokens())
 
+	// Every problem is reported at once, each where it is.
 	_, err = policygrpc.ParseServiceConfig([]byte(`{"methodConfig": [{"name": [{"service": "s"}],
-	  "retryPolicy": {"maxAttempts": 1}}]}`))
+	  "retryPolicy": {"maxAttempts": 1, "initialBackoff": "100ms", "maxBackoff": "1s",
+	                  "backoffMultiplier": 2, "retryableStatusCodes": ["UNAVAILABLE"]}}]}`))
 	fmt.Println(err)
 	// Output:
 	// deadline → budget → retry
 	// (nil pipeline)
 	// 10
 	// policygrpc: invalid service config: line 2, column 20: methodConfig[0].retryPolicy.maxAttempts is 1; want > 1
+	// policygrpc: invalid service config: line 2, column 38: methodConfig[0].retryPolicy.initialBackoff is "100ms"; want a duration > 0 such as "0.1s"
 }

@@ -200,33 +200,35 @@ func (c *ServiceConfig) DialOptions() []grpc.DialOption {
 }
 
 // The JSON of the parts of a service config that Backstop reads; other fields (load
-// balancing, message sizes, waitForReady) are accepted and left to grpc-go.
+// balancing, message sizes, waitForReady) are accepted and left to grpc-go. Each
+// field is read on its own, so that a value of the wrong type is one problem and
+// the rest is still read.
 type (
 	scJSON struct {
-		MethodConfig    []methodConfigJSON `json:"methodConfig"`
-		RetryThrottling json.RawMessage    `json:"retryThrottling"`
+		MethodConfig    json.RawMessage `json:"methodConfig"`
+		RetryThrottling json.RawMessage `json:"retryThrottling"`
 	}
 	methodConfigJSON struct {
-		Name          *[]nameJSON        `json:"name"`
-		Timeout       *string            `json:"timeout"`
-		RetryPolicy   *retryPolicyJSON   `json:"retryPolicy"`
-		HedgingPolicy *hedgingPolicyJSON `json:"hedgingPolicy"`
+		Name          json.RawMessage `json:"name"`
+		Timeout       json.RawMessage `json:"timeout"`
+		RetryPolicy   json.RawMessage `json:"retryPolicy"`
+		HedgingPolicy json.RawMessage `json:"hedgingPolicy"`
 	}
 	hedgingPolicyJSON struct {
-		MaxAttempts         *int              `json:"maxAttempts"`
-		HedgingDelay        *string           `json:"hedgingDelay"`
-		NonFatalStatusCodes []json.RawMessage `json:"nonFatalStatusCodes"`
+		MaxAttempts         json.RawMessage `json:"maxAttempts"`
+		HedgingDelay        json.RawMessage `json:"hedgingDelay"`
+		NonFatalStatusCodes json.RawMessage `json:"nonFatalStatusCodes"`
 	}
 	nameJSON struct {
-		Service *string `json:"service"`
-		Method  *string `json:"method"`
+		Service json.RawMessage `json:"service"`
+		Method  json.RawMessage `json:"method"`
 	}
 	retryPolicyJSON struct {
-		MaxAttempts          *int              `json:"maxAttempts"`
-		InitialBackoff       *string           `json:"initialBackoff"`
-		MaxBackoff           *string           `json:"maxBackoff"`
-		BackoffMultiplier    *float64          `json:"backoffMultiplier"`
-		RetryableStatusCodes []json.RawMessage `json:"retryableStatusCodes"`
+		MaxAttempts          json.RawMessage `json:"maxAttempts"`
+		InitialBackoff       json.RawMessage `json:"initialBackoff"`
+		MaxBackoff           json.RawMessage `json:"maxBackoff"`
+		BackoffMultiplier    json.RawMessage `json:"backoffMultiplier"`
+		RetryableStatusCodes json.RawMessage `json:"retryableStatusCodes"`
 	}
 )
 
@@ -248,10 +250,13 @@ type (
 // the entry's timeout alone.
 //
 // The config is validated as gRFC A6 says. Unknown fields are ignored everywhere, as
-// grpc-go ignores them. An error is a [*ServiceConfigError]
-// matching ErrServiceConfig that names the line and column in data and the JSON
-// field, e.g. "line 3, column 7: methodConfig[0].retryPolicy.maxAttempts is 1; want
-// > 1".
+// grpc-go ignores them. Every problem is reported, not only the first: a
+// [*ServiceConfigError] for one, several joined with errors.Join, in the order of
+// the input. Each matches ErrServiceConfig and names the line and column in data
+// and the JSON field. It says what to write instead, e.g. "line 3, column 7:
+// methodConfig[0].retryPolicy.maxAttempts is 1; want > 1". A value of the wrong
+// type is one problem, and the rules that read it are not checked. Malformed JSON
+// stops the reading.
 func ParseServiceConfig(data []byte) (*ServiceConfig, error) {
 	return ParseServiceConfigWith(data, ParseOptions{})
 }
@@ -294,73 +299,121 @@ func ParseServiceConfigWith(data []byte, o ParseOptions) (*ServiceConfig, error)
 		line, col := position(data, skipSeparators(data, int(dec.InputOffset())))
 		return nil, &ServiceConfigError{Line: line, Column: col, Msg: "data after the object"}
 	}
+	ps := &problems{ix: ix}
 	c := &ServiceConfig{methods: map[string]*methodPolicy{}, services: map[string]*methodPolicy{}, ix: ix}
 	if len(sc.RetryThrottling) > 0 && string(sc.RetryThrottling) != "null" {
-		t, b, err := throttling(sc.RetryThrottling)
-		if err != nil {
-			return nil, ix.errAt("retryThrottling", nil, "is refused: %s", strings.TrimPrefix(err.Error(), budget.ErrInvalidOptions.Error()+": "))
-		}
-		c.bucket, c.throttle = b, t
+		c.throttle, c.bucket = throttling(ps, sc.RetryThrottling)
 	}
+	var mcs []json.RawMessage
+	ps.read("methodConfig", sc.MethodConfig, &mcs)
 	seen := map[string]string{}
-	for i, mc := range sc.MethodConfig {
-		if mc.Name == nil {
+	for i, raw := range mcs {
+		field := fmt.Sprintf("methodConfig[%d]", i)
+		var mc methodConfigJSON
+		var names *[]json.RawMessage
+		if !ps.read(field, raw, &mc) {
+			continue
+		}
+		if ps.read(field+".name", mc.Name, &names) && names == nil {
 			// An entry without names applies to no method: grpc-go skips it
 			// unread, and so does Backstop.
 			continue
 		}
-		field := fmt.Sprintf("methodConfig[%d]", i)
-		m, entry, err := c.method(ix, field, mc, o)
-		if err != nil {
-			return nil, err
+		m, entry, ok := c.method(ps, field, mc, o)
+		if names == nil {
+			continue // names of the wrong type, reported
 		}
-		if len(*mc.Name) == 0 {
-			continue // validated, as grpc-go does, but it names no method
-		}
-		for j, n := range *mc.Name {
+		for j, raw := range *names {
 			nf := fmt.Sprintf("%s.name[%d]", field, j)
-			svc, meth := deref(n.Service), deref(n.Method)
-			key := svc + "/" + meth
+			var n nameJSON
+			var svc, meth *string
+			readName := ps.read(nf, raw, &n) // if not, n is empty: the next two read nothing
+			readService := ps.read(nf+".service", n.Service, &svc)
+			readMethod := ps.read(nf+".method", n.Method, &meth)
+			if !readName || !readService || !readMethod {
+				ok = false
+				continue
+			}
+			key := deref(svc) + "/" + deref(meth)
 			if prev, dup := seen[key]; dup {
-				return nil, ix.errAt(nf, nil, "names %q again (first at %s); want each name once", key, prev)
+				ps.add(nf, nil, "names %q again (first at %s); want each name once", key, prev)
+				continue
 			}
 			seen[key] = nf
+			if deref(svc) == "" && deref(meth) != "" {
+				ps.add(nf, nil, "has method %q but no service; want a service with a method", deref(meth))
+				continue
+			}
+			if !ok {
+				continue
+			}
 			switch {
-			case svc == "" && meth != "":
-				return nil, ix.errAt(nf, nil, "has method %q but no service; want a service with a method", meth)
-			case svc == "":
+			case deref(svc) == "":
 				c.fallback = m
 				entry.Names = append(entry.Names, "/")
-			case meth == "":
-				c.services[svc] = m
-				entry.Names = append(entry.Names, "/"+svc+"/")
+			case deref(meth) == "":
+				c.services[deref(svc)] = m
+				entry.Names = append(entry.Names, "/"+deref(svc)+"/")
 			default:
-				c.methods[svc+"/"+meth] = m
-				entry.Names = append(entry.Names, "/"+svc+"/"+meth)
+				c.methods[key] = m
+				entry.Names = append(entry.Names, "/"+key)
 			}
+		}
+		if !ok || len(*names) == 0 {
+			// A problem, reported; or an empty list of names, validated as
+			// grpc-go does but naming no method.
+			continue
 		}
 		entry.Pipeline = m.p.With(policy.Name(strings.Join(entry.Names, ", ")))
 		c.entries = append(c.entries, entry)
+	}
+	if err := ps.err(); err != nil {
+		return nil, err
 	}
 	return c, nil
 }
 
 // throttling reads a retryThrottling object as grpc-go does, with encoding/json:
 // field names match in any case, the last of a name wins, and unknown fields are
-// ignored. Both fields are required; the bucket checks their values (gRFC A6).
-func throttling(raw json.RawMessage) (Throttling, *budget.TokenBucket, error) {
-	var v struct{ MaxTokens, TokenRatio *float64 }
-	if err := json.Unmarshal(raw, &v); err != nil {
-		return Throttling{}, nil, err
+// ignored. Both fields are required; the bucket checks their values (gRFC A6). It
+// returns a nil bucket after reporting a problem.
+func throttling(ps *problems, raw json.RawMessage) (Throttling, *budget.TokenBucket) {
+	var v struct{ MaxTokens, TokenRatio json.RawMessage }
+	if !ps.read("retryThrottling", raw, &v) {
+		return Throttling{}, nil
 	}
-	switch {
-	case v.MaxTokens == nil:
-		return Throttling{}, nil, errors.New("maxTokens is missing")
-	case v.TokenRatio == nil:
-		return Throttling{}, nil, errors.New("tokenRatio is missing")
+	var maxTokens, ratio *float64
+	n := len(ps.errs)
+	if ps.read("retryThrottling.maxTokens", v.MaxTokens, &maxTokens) && maxTokens == nil {
+		ps.add("retryThrottling", nil, "has no maxTokens; want a number in (0, 1000], such as 10")
 	}
-	b, err := budget.NewTokenBucket(budget.TokenBucketOptions{MaxTokens: *v.MaxTokens, TokenRatio: *v.TokenRatio})
-	return Throttling{MaxTokens: *v.MaxTokens, TokenRatio: *v.TokenRatio}, b, err
+	if ps.read("retryThrottling.tokenRatio", v.TokenRatio, &ratio) && ratio == nil {
+		ps.add("retryThrottling", nil, "has no tokenRatio; want a number > 0, such as 0.1")
+	}
+	if len(ps.errs) > n {
+		return Throttling{}, nil
+	}
+	t := Throttling{MaxTokens: *maxTokens, TokenRatio: *ratio}
+	b, err := budget.NewTokenBucket(budget.TokenBucketOptions{MaxTokens: t.MaxTokens, TokenRatio: t.TokenRatio})
+	if err == nil {
+		return t, b
+	}
+	// The bucket names its first bad value. Each is checked beside a good one, so
+	// that both are reported.
+	for _, f := range []struct {
+		field string
+		o     budget.TokenBucketOptions
+	}{{"maxTokens", budget.TokenBucketOptions{MaxTokens: t.MaxTokens, TokenRatio: 1}},
+		{"tokenRatio", budget.TokenBucketOptions{MaxTokens: 10, TokenRatio: t.TokenRatio}}} {
+		if _, ferr := budget.NewTokenBucket(f.o); ferr != nil {
+			err = nil
+			ps.add("retryThrottling."+f.field, nil, "is refused: %s", strings.TrimPrefix(ferr.Error(), budget.ErrInvalidOptions.Error()+": "))
+		}
+	}
+	if err != nil {
+		ps.add("retryThrottling", nil, "is refused: %s", strings.TrimPrefix(err.Error(), budget.ErrInvalidOptions.Error()+": "))
+	}
+	return Throttling{}, nil
 }
 
 func deref(s *string) string {
@@ -371,50 +424,55 @@ func deref(s *string) string {
 }
 
 // method builds the pipeline of one methodConfig entry, and its Entry without names.
-func (c *ServiceConfig) method(ix *jsonIndex, field string, mc methodConfigJSON, o ParseOptions) (*methodPolicy, Entry, error) {
-	entry := Entry{Field: field, Retrying: mc.RetryPolicy != nil, Hedging: mc.HedgingPolicy != nil}
-	bad := func(path string, rule error, format string, args ...any) (*methodPolicy, Entry, error) {
-		return nil, entry, ix.errAt(field+path, rule, format, args...)
-	}
-	if mc.RetryPolicy != nil && mc.HedgingPolicy != nil {
-		return bad(".hedgingPolicy", nil, "is set with retryPolicy; want one of them (gRFC A6)")
+// It reports every problem of the entry to ps, and false if there is one.
+func (c *ServiceConfig) method(ps *problems, field string, mc methodConfigJSON, o ParseOptions) (*methodPolicy, Entry, bool) {
+	n := len(ps.errs)
+	var timeout *string
+	var rp *retryPolicyJSON
+	var hp *hedgingPolicyJSON
+	ps.read(field+".timeout", mc.Timeout, &timeout)
+	ps.read(field+".retryPolicy", mc.RetryPolicy, &rp)
+	ps.read(field+".hedgingPolicy", mc.HedgingPolicy, &hp)
+	entry := Entry{Field: field, Retrying: rp != nil, Hedging: hp != nil}
+	if rp != nil && hp != nil {
+		ps.add(field+".hedgingPolicy", nil, "is set with retryPolicy; want one of them (gRFC A6)")
 	}
 	var stack []policy.Policy
-	if mc.Timeout != nil {
-		d, err := parseDuration(*mc.Timeout)
+	if timeout != nil {
+		d, err := parseDuration(*timeout)
 		switch {
 		case err == nil && d < 0:
-			return bad(".timeout", ErrNegativeDuration, "is %q; want a positive duration such as \"1.5s\"", *mc.Timeout)
+			ps.add(field+".timeout", ErrNegativeDuration, "is %q; want a positive duration such as \"1.5s\"", *timeout)
 		case err != nil || d == 0:
-			return bad(".timeout", nil, "is %q; want a positive duration such as \"1.5s\"", *mc.Timeout)
+			ps.add(field+".timeout", nil, "is %q; want a positive duration such as \"1.5s\"", *timeout)
+		default:
+			entry.Timeout = d
+			stack = append(stack, policy.Must(deadline.New(deadline.Options{Timeout: d})))
 		}
-		entry.Timeout = d
-		stack = append(stack, policy.Must(deadline.New(deadline.Options{Timeout: d})))
 	}
 	m := &methodPolicy{c: newClassifier(Options{RetryableCodes: []codes.Code{}})}
 	// The entry's retry owner, a retry or a hedge, and the codes it tries again on.
 	var owner policy.Policy
 	var again []codes.Code
-	switch {
-	case mc.RetryPolicy != nil:
-		r, cs, err := retryPolicy(ix, field+".retryPolicy", mc.RetryPolicy, &entry, o)
-		if err != nil {
-			return nil, entry, err
+	if rp != nil {
+		if r, cs := retryPolicy(ps, field+".retryPolicy", rp, &entry, o); r != nil {
+			owner, again = r, cs
 		}
-		owner, again = r, cs
-	case mc.HedgingPolicy != nil:
-		h, cs, err := hedgingPolicy(ix, field+".hedgingPolicy", mc.HedgingPolicy, &entry, o)
-		if err != nil {
-			return nil, entry, err
+	}
+	if hp != nil {
+		if h, cs := hedgingPolicy(ps, field+".hedgingPolicy", hp, &entry, o); h != nil && rp == nil {
+			owner, again = h, cs
+			// Streams are not hedged: a stream's attempts replay its messages one
+			// after another. They get the entry's timeout alone.
+			sp, err := policy.Wrap(stack...)
+			if err != nil {
+				ps.add(field, nil, "is refused: %v", err)
+			}
+			m.sp = sp
 		}
-		owner, again = h, cs
-		// Streams are not hedged: a stream's attempts replay its messages one after
-		// another. They get the entry's timeout alone.
-		sp, err := policy.Wrap(stack...)
-		if err != nil {
-			return bad("", nil, "is refused: %v", err)
-		}
-		m.sp = sp
+	}
+	if len(ps.errs) > n {
+		return nil, entry, false
 	}
 	if owner != nil {
 		if c.bucket != nil {
@@ -426,35 +484,47 @@ func (c *ServiceConfig) method(ix *jsonIndex, field string, mc methodConfigJSON,
 	m.c.bucket = c.bucket
 	p, err := policy.Wrap(stack...)
 	if err != nil {
-		return bad("", nil, "is refused: %v", err)
+		ps.add(field, nil, "is refused: %v", err)
+		return nil, entry, false
 	}
 	m.p = p
 	if m.sp == nil {
 		m.sp = p
 	}
 	entry.Pipeline = p
-	return m, entry, nil
+	return m, entry, true
 }
 
-// statusCodes reads a list of status codes, by name or number, refusing OK.
-func statusCodes(ix *jsonIndex, field string, raw []json.RawMessage) ([]codes.Code, error) {
-	out := make([]codes.Code, 0, len(raw))
-	for i, r := range raw {
+// statusCodes reads the list of status codes at field, by name or number, refusing
+// OK. It reports each bad code, and false if there is one.
+func statusCodes(ps *problems, field string, raw json.RawMessage) ([]codes.Code, bool) {
+	var list []json.RawMessage
+	if !ps.read(field, raw, &list) {
+		return nil, false
+	}
+	out := make([]codes.Code, 0, len(list))
+	ok := true
+	for i, r := range list {
 		f := fmt.Sprintf("%s[%d]", field, i)
 		var c codes.Code
 		if err := c.UnmarshalJSON(r); err != nil || c > codes.Unauthenticated {
+			ok = false
 			var upper codes.Code
 			if u := bytes.ToUpper(bytes.TrimSpace(r)); !bytes.Equal(u, bytes.TrimSpace(r)) && upper.UnmarshalJSON(u) == nil {
-				return nil, ix.errAt(f, ErrStatusCode, "is %s; gRPC's Go implementation reads status names in upper case only: write %s", bytes.TrimSpace(r), u)
+				ps.add(f, ErrStatusCode, "is %s; gRPC's Go implementation reads status names in upper case only: write %s", bytes.TrimSpace(r), u)
+				continue
 			}
-			return nil, ix.errAt(f, ErrStatusCode, "is %s; want a gRPC status code: a name such as \"UNAVAILABLE\", or its number 1–16", bytes.TrimSpace(r))
+			ps.add(f, ErrStatusCode, "is %s; want a gRPC status code: a name such as \"UNAVAILABLE\", or its number 1–16", bytes.TrimSpace(r))
+			continue
 		}
 		if c == codes.OK {
-			return nil, ix.errAt(f, ErrStatusCode, "is OK; want a status code other than OK: OK is a success, never retried")
+			ok = false
+			ps.add(f, ErrStatusCode, "is OK; want a status code other than OK: OK is a success, never retried")
+			continue
 		}
 		out = append(out, c)
 	}
-	return out, nil
+	return out, ok
 }
 
 // StatusCodeName spells c as a service config does, the name statusCodes reads back:
@@ -475,54 +545,70 @@ func StatusCodeName(c codes.Code) string {
 	return strings.ToUpper(b.String())
 }
 
-// duration reads a positive duration field.
-func duration(ix *jsonIndex, field, value, example string) (time.Duration, error) {
-	d, err := parseDuration(value)
+// duration reads the positive duration at field, which must be given; false after
+// reporting a problem.
+func duration(ps *problems, field string, raw json.RawMessage, example string) (time.Duration, bool) {
+	var v *string
+	if !ps.read(field, raw, &v) {
+		return 0, false
+	}
+	if v == nil {
+		ps.add(field, nil, "is missing; want a duration > 0 such as %q", example)
+		return 0, false
+	}
+	d, err := parseDuration(*v)
 	switch {
 	case err == nil && d < 0:
-		return 0, ix.errAt(field, ErrNegativeDuration, "is %q; want a duration > 0 such as %q", value, example)
+		ps.add(field, ErrNegativeDuration, "is %q; want a duration > 0 such as %q", *v, example)
 	case err != nil || d == 0:
-		return 0, ix.errAt(field, nil, "is %q; want a duration > 0 such as %q", value, example)
+		ps.add(field, nil, "is %q; want a duration > 0 such as %q", *v, example)
+	default:
+		return d, true
 	}
-	return d, nil
+	return 0, false
 }
 
-func retryPolicy(ix *jsonIndex, field string, rp *retryPolicyJSON, e *Entry, o ParseOptions) (*retry.Retry, []codes.Code, error) {
-	bad := func(path string, format string, args ...any) (*retry.Retry, []codes.Code, error) {
-		return nil, nil, ix.errAt(field+path, nil, format, args...)
-	}
+// maxAttempts reads the maxAttempts at field, which must be given and above 1.
+func maxAttempts(ps *problems, field string, raw json.RawMessage) (int, bool) {
+	var n *int
 	switch {
-	case rp.MaxAttempts == nil:
-		return bad(".maxAttempts", "is missing; want an integer > 1")
-	case *rp.MaxAttempts <= 1:
-		return bad(".maxAttempts", "is %d; want > 1", *rp.MaxAttempts)
-	case rp.InitialBackoff == nil:
-		return bad(".initialBackoff", "is missing; want a duration > 0 such as \"0.1s\"")
-	case rp.MaxBackoff == nil:
-		return bad(".maxBackoff", "is missing; want a duration > 0 such as \"1s\"")
-	case rp.BackoffMultiplier == nil:
-		return bad(".backoffMultiplier", "is missing; want a number > 0")
-	case !(*rp.BackoffMultiplier > 0) || math.IsInf(*rp.BackoffMultiplier, 0):
-		return bad(".backoffMultiplier", "is %v; want a finite number > 0", *rp.BackoffMultiplier)
-	case len(rp.RetryableStatusCodes) == 0:
-		return bad(".retryableStatusCodes", "is empty; want at least one code, e.g. [\"UNAVAILABLE\"]")
+	case !ps.read(field, raw, &n):
+	case n == nil:
+		ps.add(field, nil, "is missing; want an integer > 1")
+	case *n <= 1:
+		ps.add(field, nil, "is %d; want > 1", *n)
+	default:
+		return *n, true
 	}
-	initial, err := duration(ix, field+".initialBackoff", *rp.InitialBackoff, "0.1s")
-	if err != nil {
-		return nil, nil, err
+	return 0, false
+}
+
+// retryPolicy builds the retry of a methodConfig entry's retryPolicy, at field. It
+// reports every problem of the policy, and returns a nil retry if there is one.
+func retryPolicy(ps *problems, field string, rp *retryPolicyJSON, e *Entry, o ParseOptions) (*retry.Retry, []codes.Code) {
+	n := len(ps.errs)
+	attempts, _ := maxAttempts(ps, field+".maxAttempts", rp.MaxAttempts)
+	initial, _ := duration(ps, field+".initialBackoff", rp.InitialBackoff, "0.1s")
+	maxB, _ := duration(ps, field+".maxBackoff", rp.MaxBackoff, "1s")
+	var mult *float64
+	switch {
+	case !ps.read(field+".backoffMultiplier", rp.BackoffMultiplier, &mult):
+	case mult == nil:
+		ps.add(field+".backoffMultiplier", nil, "is missing; want a number > 0")
+	case !(*mult > 0) || math.IsInf(*mult, 0):
+		ps.add(field+".backoffMultiplier", nil, "is %v; want a finite number > 0", *mult)
 	}
-	maxB, err := duration(ix, field+".maxBackoff", *rp.MaxBackoff, "1s")
-	if err != nil {
-		return nil, nil, err
+	cs, ok := statusCodes(ps, field+".retryableStatusCodes", rp.RetryableStatusCodes)
+	if ok && len(cs) == 0 {
+		ps.add(field+".retryableStatusCodes", nil, "is empty; want at least one code, e.g. [\"UNAVAILABLE\"]")
 	}
-	cs, err := statusCodes(ix, field+".retryableStatusCodes", rp.RetryableStatusCodes)
-	if err != nil {
-		return nil, nil, err
+	if len(ps.errs) > n {
+		return nil, nil
 	}
-	e.InitialBackoff, e.MaxBackoff, e.BackoffMultiplier = initial, maxB, *rp.BackoffMultiplier
+	e.InitialBackoff, e.MaxBackoff, e.BackoffMultiplier = initial, maxB, *mult
 	base, ceiling, strategy := e.Backoff()
 	r, err := retry.New(retry.Options{
-		MaxAttempts: min(*rp.MaxAttempts, o.MaxCallAttempts),
+		MaxAttempts: min(attempts, o.MaxCallAttempts),
 		Base:        base,
 		Cap:         ceiling,
 		Strategy:    strategy,
@@ -530,50 +616,48 @@ func retryPolicy(ix *jsonIndex, field string, rp *retryPolicyJSON, e *Entry, o P
 		Rand:        o.Rand,
 	})
 	if err != nil {
-		return bad("", "is refused: %v", err)
+		ps.add(field, nil, "is refused: %v", err)
+		return nil, nil
 	}
-	e.MaxAttempts, e.RetryableCodes = *rp.MaxAttempts, cs
-	return r, cs, nil
+	e.MaxAttempts, e.RetryableCodes = attempts, cs
+	return r, cs
 }
 
-// hedgingPolicy builds the hedge of a methodConfig entry's hedgingPolicy.
-func hedgingPolicy(ix *jsonIndex, field string, hp *hedgingPolicyJSON, e *Entry, o ParseOptions) (*retry.Hedge, []codes.Code, error) {
-	bad := func(path string, format string, args ...any) (*retry.Hedge, []codes.Code, error) {
-		return nil, nil, ix.errAt(field+path, nil, format, args...)
-	}
-	switch {
-	case hp.MaxAttempts == nil:
-		return bad(".maxAttempts", "is missing; want an integer > 1")
-	case *hp.MaxAttempts <= 1:
-		return bad(".maxAttempts", "is %d; want > 1", *hp.MaxAttempts)
-	}
+// hedgingPolicy builds the hedge of a methodConfig entry's hedgingPolicy, at field.
+// It reports every problem of the policy, and returns a nil hedge if there is one.
+func hedgingPolicy(ps *problems, field string, hp *hedgingPolicyJSON, e *Entry, o ParseOptions) (*retry.Hedge, []codes.Code) {
+	n := len(ps.errs)
+	attempts, _ := maxAttempts(ps, field+".maxAttempts", hp.MaxAttempts)
 	// nonFatalStatusCodes may be absent or empty: every failure is then fatal. A6
 	// as amended makes the field optional, and grpc-java reads it so.
 	delay := time.Duration(-1) // A6's default: no delay, every attempt at once
-	if hp.HedgingDelay != nil {
-		d, err := parseDuration(*hp.HedgingDelay)
+	var hd *string
+	if ps.read(field+".hedgingDelay", hp.HedgingDelay, &hd) && hd != nil {
+		d, err := parseDuration(*hd)
 		switch {
 		case err == nil && d < 0:
-			return nil, nil, ix.errAt(field+".hedgingDelay", ErrNegativeDuration, "is %q; want a duration ≥ 0 such as \"0.05s\"", *hp.HedgingDelay)
+			ps.add(field+".hedgingDelay", ErrNegativeDuration, "is %q; want a duration ≥ 0 such as \"0.05s\"", *hd)
 		case err != nil:
-			return bad(".hedgingDelay", "is %q; want a duration ≥ 0 such as \"0.05s\"", *hp.HedgingDelay)
-		}
-		e.HedgingDelay = d
-		if d > 0 {
-			delay = d
+			ps.add(field+".hedgingDelay", nil, "is %q; want a duration ≥ 0 such as \"0.05s\"", *hd)
+		default:
+			e.HedgingDelay = d
+			if d > 0 {
+				delay = d
+			}
 		}
 	}
-	nonFatal, err := statusCodes(ix, field+".nonFatalStatusCodes", hp.NonFatalStatusCodes)
-	if err != nil {
-		return nil, nil, err
+	nonFatal, _ := statusCodes(ps, field+".nonFatalStatusCodes", hp.NonFatalStatusCodes)
+	if len(ps.errs) > n {
+		return nil, nil
 	}
-	h, err := retry.NewHedge(retry.HedgeOptions{MaxAttempts: min(*hp.MaxAttempts, o.MaxCallAttempts, retry.HedgeMaxAttemptsLimit),
+	h, err := retry.NewHedge(retry.HedgeOptions{MaxAttempts: min(attempts, o.MaxCallAttempts, retry.HedgeMaxAttemptsLimit),
 		Delay: delay, Clock: o.Clock})
 	if err != nil {
-		return bad("", "is refused: %v", err)
+		ps.add(field, nil, "is refused: %v", err)
+		return nil, nil
 	}
-	e.MaxAttempts, e.RetryableCodes = *hp.MaxAttempts, nonFatal
-	return h, nonFatal, nil
+	e.MaxAttempts, e.RetryableCodes = attempts, nonFatal
+	return h, nonFatal
 }
 
 // protoDuration is the JSON form of google.protobuf.Duration: seconds with up to nine

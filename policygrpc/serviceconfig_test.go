@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -245,6 +246,90 @@ func TestParseServiceConfig_ErrorsArePlaced(t *testing.T) {
 	}
 }
 
+// TestParseServiceConfig_TheSeedLoads: the seed's service config, as pasted, loads.
+func TestParseServiceConfig_TheSeedLoads(t *testing.T) {
+	data, err := os.ReadFile("testdata/seed-grpc-service-config.json")
+	require.NoError(t, err)
+	c, err := policygrpc.ParseServiceConfig(data)
+	require.NoError(t, err)
+	require.Equal(t, "budget → retry", c.Pipeline("/orders.v1.OrderService/Get").String())
+	require.Equal(t, 4, c.Entries()[0].MaxAttempts)
+}
+
+// problems returns each problem of err, in order.
+func problems(t *testing.T, err error) []*policygrpc.ServiceConfigError {
+	t.Helper()
+	require.ErrorIs(t, err, policygrpc.ErrServiceConfig)
+	errs := []error{err}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	}
+	var out []*policygrpc.ServiceConfigError
+	for _, e := range errs {
+		var ce *policygrpc.ServiceConfigError
+		require.ErrorAs(t, e, &ce)
+		out = append(out, ce)
+	}
+	return out
+}
+
+// TestParseServiceConfig_ReportsEveryProblemAtOnce: a bad timeout, a maxAttempts of
+// the wrong type and a status code in lower case come back in one error. They are
+// in the file's order, each placed and saying what to write instead. The
+// maxAttempts of the wrong type is not also "missing".
+func TestParseServiceConfig_ReportsEveryProblemAtOnce(t *testing.T) {
+	data, err := os.ReadFile("testdata/three-problems.json")
+	require.NoError(t, err)
+	_, err = policygrpc.ParseServiceConfig(data)
+	require.Error(t, err)
+	const prefix = "policygrpc: invalid service config: "
+	require.Equal(t, []string{
+		prefix + `line 4, column 5: methodConfig[0].timeout is "2"; want a positive duration such as "1.5s"`,
+		prefix + `line 6, column 22: methodConfig[0].retryPolicy.maxAttempts is a JSON string; want an integer`,
+		prefix + `line 10, column 47: methodConfig[0].retryPolicy.retryableStatusCodes[1] is "unavailable"; ` +
+			`gRPC's Go implementation reads status names in upper case only: write "UNAVAILABLE"`,
+	}, strings.Split(err.Error(), "\n"))
+	ps := problems(t, err)
+	require.Len(t, ps, 3)
+	require.ErrorIs(t, ps[2], policygrpc.ErrStatusCode)
+	require.NotErrorIs(t, ps[0], policygrpc.ErrStatusCode)
+}
+
+// TestParseServiceConfig_ReportsEveryEntrysProblems: problems of several entries, of
+// their names and of retryThrottling come back together, in the input's order.
+func TestParseServiceConfig_ReportsEveryEntrysProblems(t *testing.T) {
+	const cfg = `{
+  "methodConfig": [
+    {"name": [{"service": "a"}], "retryPolicy": {"maxAttempts": 3}},
+    {"name": [{"service": "a"}, {"method": "m"}], "timeout": "-1s",
+     "hedgingPolicy": {"maxAttempts": 2, "nonFatalStatusCodes": ["OK", 99]}},
+    {"name": 5}
+  ],
+  "retryThrottling": {"maxTokens": 0, "tokenRatio": -1}
+}`
+	_, err := policygrpc.ParseServiceConfig([]byte(cfg))
+	var got []string
+	for _, p := range problems(t, err) {
+		got = append(got, fmt.Sprintf("%d:%d %s %s", p.Line, p.Column, p.Path, p.Msg))
+	}
+	require.Equal(t, []string{
+		`3:34 methodConfig[0].retryPolicy.initialBackoff is missing; want a duration > 0 such as "0.1s"`, // placed at retryPolicy
+		`3:34 methodConfig[0].retryPolicy.maxBackoff is missing; want a duration > 0 such as "1s"`,
+		`3:34 methodConfig[0].retryPolicy.backoffMultiplier is missing; want a number > 0`,
+		`3:34 methodConfig[0].retryPolicy.retryableStatusCodes is empty; want at least one code, e.g. ["UNAVAILABLE"]`,
+		`4:15 methodConfig[1].name[0] names "a/" again (first at methodConfig[0].name[0]); want each name once`,
+		`4:33 methodConfig[1].name[1] has method "m" but no service; want a service with a method`,
+		`4:51 methodConfig[1].timeout is "-1s"; want a positive duration such as "1.5s"`,
+		`5:66 methodConfig[1].hedgingPolicy.nonFatalStatusCodes[0] is OK; want a status code other than OK: OK is a success, never retried`,
+		`5:72 methodConfig[1].hedgingPolicy.nonFatalStatusCodes[1] is 99; want a gRPC status code: a name such as "UNAVAILABLE", or its number 1–16`,
+		`6:14 methodConfig[2].name is a JSON number; want an array`,
+		`8:23 retryThrottling.maxTokens is refused: MaxTokens is 0; want a number in (0, 1000]`,
+		`8:39 retryThrottling.tokenRatio is refused: TokenRatio is -1; want a finite number > 0`,
+	}, got, "%v", err)
+	require.ErrorIs(t, err, policygrpc.ErrNegativeDuration)
+	require.ErrorIs(t, err, policygrpc.ErrStatusCode)
+}
+
 // FuzzParseServiceConfig: any input either fails with a ServiceConfigError placed
 // inside the input, or gives a config whose pipelines can be looked up for any method
 // and whose entries are placed inside the input.
@@ -265,12 +350,24 @@ func FuzzParseServiceConfig(f *testing.F) {
 		c, err := policygrpc.ParseServiceConfig([]byte(s))
 		lines := strings.Count(s, "\n") + 1
 		if err != nil {
-			var ce *policygrpc.ServiceConfigError
-			if !errors.Is(err, policygrpc.ErrServiceConfig) || !errors.As(err, &ce) {
-				t.Fatalf("ParseServiceConfig(%q) = %v; want a ServiceConfigError", s, err)
+			errs := []error{err}
+			if j, ok := err.(interface{ Unwrap() []error }); ok {
+				errs = j.Unwrap()
 			}
-			if ce.Line < 0 || ce.Line > lines || (ce.Line > 0) != (ce.Column > 0) {
-				t.Fatalf("ParseServiceConfig(%q) = %v: placed at %d:%d, outside the input's %d lines", s, err, ce.Line, ce.Column, lines)
+			prev := [2]int{}
+			for _, e := range errs {
+				var ce *policygrpc.ServiceConfigError
+				if !errors.Is(e, policygrpc.ErrServiceConfig) || !errors.As(e, &ce) {
+					t.Fatalf("ParseServiceConfig(%q) = %v; want ServiceConfigErrors", s, err)
+				}
+				if ce.Line < 0 || ce.Line > lines || (ce.Line > 0) != (ce.Column > 0) {
+					t.Fatalf("ParseServiceConfig(%q) = %v: placed at %d:%d, outside the input's %d lines", s, err, ce.Line, ce.Column, lines)
+				}
+				// In the input's order.
+				if at := [2]int{ce.Line, ce.Column}; at[0] < prev[0] || at[0] == prev[0] && at[1] < prev[1] {
+					t.Fatalf("ParseServiceConfig(%q) = %v: %d:%d after %d:%d", s, err, at[0], at[1], prev[0], prev[1])
+				}
+				prev = [2]int{ce.Line, ce.Column}
 			}
 			return
 		}
