@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -241,11 +242,23 @@ func (e *FieldError) Unwrap() error { return ErrInvalidScenario }
 
 // Validate reports every bad field of s, each as a [*FieldError], joined with
 // errors.Join; nil if there is none.
-func (s *Scenario) Validate() error {
+func (s *Scenario) Validate() error { return s.validate(nil) }
+
+// validate is Validate without the rules that read a field unread reports: one
+// that a file gave a value of the wrong kind. A nil unread checks every rule.
+func (s *Scenario) validate(unread func(field string) bool) error {
 	var errs []error
-	bad := func(field, format string, args ...any) {
+	// badReading reports a broken rule that reads the fields reads.
+	badReading := func(reads []string, field, format string, args ...any) {
+		for _, r := range reads {
+			if unread != nil && unread(r) {
+				return
+			}
+		}
 		errs = append(errs, &FieldError{Field: field, Msg: fmt.Sprintf(format, args...)})
 	}
+	// bad reports a broken rule that reads field alone.
+	bad := func(field, format string, args ...any) { badReading([]string{field}, field, format, args...) }
 	if !s.knows(s.Stack) {
 		bad("Stack", "%q; want %s", s.Stack, s.stackNames())
 	}
@@ -275,14 +288,21 @@ func (s *Scenario) Validate() error {
 	if s.Network.Mean < 0 {
 		bad("Network.Mean", "%v; want ≥ 0", s.Network.Mean)
 	}
+	// The rules on names, calls and capacity read every service's name or workers.
+	var allNames, capacity []string
+	for i := range s.Services {
+		f := fmt.Sprintf("Services[%d]", i)
+		allNames = append(allNames, f+".Name")
+		capacity = append(capacity, f+".Workers", f+".Work.Mean")
+	}
 	names := map[string]int{}
 	for i, sv := range s.Services {
 		f := fmt.Sprintf("Services[%d]", i)
 		switch {
 		case sv.Name == "":
-			bad(f+".Name", "empty")
+			bad(f+".Name", "empty; want a name")
 		case names[sv.Name] > 0:
-			bad(f+".Name", "%q named twice", sv.Name)
+			badReading(allNames[:i+1], f+".Name", "%q named twice; want each service named once", sv.Name)
 		default:
 			names[sv.Name] = i + 1
 		}
@@ -290,7 +310,7 @@ func (s *Scenario) Validate() error {
 		case sv.Workers < 0:
 			bad(f+".Workers", "%d; want ≥ 0", sv.Workers)
 		case sv.Workers > 0 && sv.Work.Mean <= 0:
-			bad(f+".Work.Mean", "%v; want > 0 with Workers", sv.Work.Mean)
+			badReading([]string{f + ".Workers", f + ".Work.Mean"}, f+".Work.Mean", "%v; want > 0 with Workers", sv.Work.Mean)
 		case sv.Work.Mean < 0:
 			bad(f+".Work.Mean", "%v; want ≥ 0", sv.Work.Mean)
 		}
@@ -309,16 +329,16 @@ func (s *Scenario) Validate() error {
 			case ft.From < 0:
 				bad(g+".From", "%v; want ≥ 0", ft.From)
 			case ft.To <= ft.From:
-				bad(g+".To", "%v–%v; want 0 ≤ From < To", ft.From, ft.To)
+				badReading([]string{g + ".From", g + ".To"}, g+".To", "%v–%v; want 0 ≤ From < To", ft.From, ft.To)
 			}
 			if ft.Recover < 0 {
 				bad(g+".Recover", "%v; want ≥ 0", ft.Recover)
 			}
 			switch {
 			case ft.Kind == Slow && ft.Factor < 1:
-				bad(g+".Factor", "%v; want ≥ 1", ft.Factor)
+				badReading([]string{g + ".Kind", g + ".Factor"}, g+".Factor", "%v; want ≥ 1", ft.Factor)
 			case ft.Kind == Erroring && !(ft.Rate > 0 && ft.Rate <= 1):
-				bad(g+".Rate", "%v; want in (0, 1]", ft.Rate)
+				badReading([]string{g + ".Kind", g + ".Rate"}, g+".Rate", "%v; want in (0, 1]", ft.Rate)
 			}
 			if ft.RetryAfter < 0 {
 				bad(g+".RetryAfter", "%v; want ≥ 0", ft.RetryAfter)
@@ -330,7 +350,8 @@ func (s *Scenario) Validate() error {
 	for i, sv := range s.Services {
 		for j, c := range sv.Calls {
 			if names[c] == 0 {
-				bad(fmt.Sprintf("Services[%d].Calls[%d]", i, j), "%q names no service", c)
+				f := fmt.Sprintf("Services[%d].Calls[%d]", i, j)
+				badReading(append([]string{f}, allNames...), f, "%q names no service; %s", c, s.wantService(c))
 				dangling = true
 			}
 		}
@@ -341,7 +362,9 @@ func (s *Scenario) Validate() error {
 		visit = func(i int) bool {
 			switch state[i] {
 			case 1:
-				bad(fmt.Sprintf("Services[%d].Calls", i), "a cycle through %q", s.Services[i].Name)
+				f := fmt.Sprintf("Services[%d].Calls", i)
+				badReading(append([]string{"Services"}, allNames...), f,
+					"a cycle through %q; want calls that never lead back to a service", s.Services[i].Name)
 				return false
 			case 2:
 				return true
@@ -363,35 +386,92 @@ func (s *Scenario) Validate() error {
 	}
 	for i, e := range s.Entries {
 		if names[e] == 0 {
-			bad(fmt.Sprintf("Entries[%d]", i), "%q names no service", e)
+			f := fmt.Sprintf("Entries[%d]", i)
+			badReading(append([]string{f}, allNames...), f, "%q names no service; %s", e, s.wantService(e))
 		}
 	}
 	l := s.Load
 	rate := l.Rate != 0 || l.Share != 0
+	const (
+		rateF, shareF, burstF, usersF = "Load.Rate", "Load.Share", "Load.Burst", "Load.Users"
+	)
 	switch {
 	case l.Burst < 0:
-		bad("Load.Burst", "%d; want ≥ 0", l.Burst)
+		bad(burstF, "%d; want ≥ 0", l.Burst)
 	case l.At < 0:
 		bad("Load.At", "%v; want ≥ 0", l.At)
 	case l.Users < 0:
-		bad("Load.Users", "%d; want ≥ 0", l.Users)
+		bad(usersF, "%d; want ≥ 0", l.Users)
 	case l.Users > 0 && (l.Burst > 0 || rate):
-		bad("Load.Users", "%d with a Rate or a Burst; want one population", l.Users)
+		badReading([]string{usersF, burstF, rateF, shareF}, usersF, "%d with a Rate or a Burst; want one population", l.Users)
 	case l.Users > 0 && (l.Think.Mean <= 0 || l.Duration <= 0):
-		bad("Load.Think.Mean", "%v for %v; want a think time > 0 for a duration > 0", l.Think.Mean, l.Duration)
+		badReading([]string{usersF, "Load.Think.Mean", "Load.Duration"}, "Load.Think.Mean",
+			"%v for %v; want a think time > 0 for a duration > 0", l.Think.Mean, l.Duration)
 	case l.Burst > 0 && rate:
-		bad("Load.Burst", "%d with a Rate; want one population", l.Burst)
+		badReading([]string{burstF, rateF, shareF}, burstF, "%d with a Rate; want one population", l.Burst)
 	case l.Rate != 0 && l.Share != 0:
-		bad("Load.Share", "%v with a Rate; want one of them", l.Share)
+		badReading([]string{rateF, shareF}, shareF, "%v with a Rate; want one of them", l.Share)
 	case l.Share < 0 || (l.Share > 0 && s.Capacity() == 0):
-		bad("Load.Share", "%v of a capacity of %v/s; want > 0 of the capacity of services with workers", l.Share, s.Capacity())
+		badReading(append([]string{shareF}, capacity...), shareF,
+			"%v of a capacity of %v/s; want > 0 of the capacity of services with workers", l.Share, s.Capacity())
 	case l.Burst == 0 && l.Users == 0 && (!(l.Rate > 0 || l.Share > 0) || l.Duration <= 0):
-		bad("Load.Rate", "%v for %v; want a rate > 0 for a duration > 0, Users or a Burst", l.Rate, l.Duration)
+		badReading([]string{burstF, usersF, rateF, shareF, "Load.Duration"}, rateF,
+			"%v for %v; want a rate > 0 for a duration > 0, Users or a Burst", l.Rate, l.Duration)
 	}
 	if l.Rate > 1e9 || l.Share > 1e3 {
-		bad("Load.Rate", "%v calls/s (share %v); want at most 10⁹", l.Rate, l.Share)
+		badReading([]string{rateF, shareF}, rateF, "%v calls/s (share %v); want at most 10⁹", l.Rate, l.Share)
 	}
 	return errors.Join(errs...)
+}
+
+// wantService says which name a call or an entry that names no service may mean:
+// the nearest, or the names of a few services.
+func (s *Scenario) wantService(name string) string {
+	best, bestD := "", 3
+	var names []string
+	for _, sv := range s.Services {
+		if sv.Name == "" || slices.Contains(names, strconv.Quote(sv.Name)) {
+			continue
+		}
+		names = append(names, strconv.Quote(sv.Name))
+		if d := editDistance(name, sv.Name); d < bestD && d < len(name) {
+			best, bestD = sv.Name, d
+		}
+	}
+	switch {
+	case best != "":
+		return fmt.Sprintf("did you mean %q?", best)
+	case len(names) == 0:
+		return "want a service's name"
+	case len(names) > 6:
+		return "want one of the services' names, such as " + strings.Join(names[:6], ", ")
+	}
+	return "want one of " + strings.Join(names, ", ")
+}
+
+// editDistance is the Levenshtein distance between a and b, in runes.
+func editDistance(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	if len(ra) > 64 || len(rb) > 64 {
+		return 64
+	}
+	prev := make([]int, len(rb)+1)
+	cur := make([]int, len(rb)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		cur[0] = i
+		for j := 1; j <= len(rb); j++ {
+			sub := prev[j-1]
+			if ra[i-1] != rb[j-1] {
+				sub++
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, sub)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(rb)]
 }
 
 // rate is the load's arrival rate per second.

@@ -1,11 +1,13 @@
 package sim
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
 	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -39,11 +41,12 @@ func (e *ScenarioError) Unwrap() error { return ErrInvalidScenario }
 // scenario returned carries them.
 //
 // Every error is reported, not only the first: each is a [*ScenarioError] with its
-// line, column and path, joined with errors.Join. An unknown field is an error, and
-// so is a field given twice. A file that does not decode (an unknown field, a value of
-// the wrong kind) gets those errors alone; one that decodes gets every rule of
-// [Scenario.Validate] it breaks, each placed at the field's value, or at the mapping
-// that leaves a needed field out.
+// line, column and path, joined with errors.Join in the order of the file. An
+// unknown field is an error, and so is a field given twice or a value of the wrong
+// kind. Every rule of [Scenario.Validate] the file breaks is reported in the same
+// run. Each is placed at the field's value, or at the mapping that leaves a needed
+// field out. A rule that reads a value of the wrong kind is not checked. A YAML syntax
+// error stops the reading.
 func ParseScenario(data []byte, custom map[Stack]ClientFunc) (Scenario, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
@@ -59,30 +62,34 @@ func ParseScenario(data []byte, custom map[Stack]ClientFunc) (Scenario, error) {
 	d := &decoder{at: map[string][2]int{}}
 	var sc Scenario
 	d.value(doc.Content[0], reflect.ValueOf(&sc).Elem(), "")
-	if len(d.errs) > 0 {
-		return Scenario{}, errors.Join(d.errs...)
-	}
 	sc.Custom = custom
-	if err := sc.Validate(); err != nil {
-		var errs []error
-		for _, e := range unjoin(err) {
-			var fe *FieldError
-			if !errors.As(e, &fe) {
-				errs = append(errs, &ScenarioError{Line: 1, Column: 1, Msg: e.Error()})
-				continue
-			}
-			path := yamlPath(fe.Field)
-			line, col := d.place(path)
-			errs = append(errs, &ScenarioError{Line: line, Column: col, Path: path, Msg: fe.Msg})
+	errs := d.errs
+	for _, e := range unjoin(sc.validate(d.unread)) {
+		var fe *FieldError
+		if !errors.As(e, &fe) {
+			errs = append(errs, &ScenarioError{Line: 1, Column: 1, Msg: e.Error()})
+			continue
 		}
-		return Scenario{}, errors.Join(errs...)
+		path := yamlPath(fe.Field)
+		line, col := d.place(path)
+		errs = append(errs, &ScenarioError{Line: line, Column: col, Path: path, Msg: fe.Msg})
 	}
-	return sc, nil
+	if len(errs) == 0 {
+		return sc, nil
+	}
+	slices.SortStableFunc(errs, func(a, b error) int {
+		ea, eb := a.(*ScenarioError), b.(*ScenarioError)
+		return cmp.Or(cmp.Compare(ea.Line, eb.Line), cmp.Compare(ea.Column, eb.Column))
+	})
+	return Scenario{}, errors.Join(errs...)
 }
 
 var yamlLine = regexp.MustCompile(`line (\d+)`)
 
 func unjoin(err error) []error {
+	if err == nil {
+		return nil
+	}
 	if j, ok := err.(interface{ Unwrap() []error }); ok {
 		return j.Unwrap()
 	}
@@ -92,12 +99,36 @@ func unjoin(err error) []error {
 // decoder fills a Scenario from a YAML tree, keeping every error and where each
 // path of the file is.
 type decoder struct {
-	errs []error
-	at   map[string][2]int // path → line, column of its value
+	errs   []error
+	at     map[string][2]int // path → line, column of its value
+	broken []string          // the paths of values of the wrong kind, left unset
 }
 
 func (d *decoder) fail(n *yaml.Node, path, format string, args ...any) {
 	d.errs = append(d.errs, &ScenarioError{Line: n.Line, Column: n.Column, Path: path, Msg: fmt.Sprintf(format, args...)})
+}
+
+// bad reports a value that cannot be read: the field at path is left unset.
+func (d *decoder) bad(n *yaml.Node, path, format string, args ...any) {
+	d.fail(n, path, format, args...)
+	d.broken = append(d.broken, path)
+}
+
+// unread reports whether field (a Go path, "Services[3].Work.Mean") holds a value
+// left unset, or is inside one, or holds one.
+func (d *decoder) unread(field string) bool {
+	p := yamlPath(field)
+	for _, b := range d.broken {
+		if within(p, b) || within(b, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// within reports whether path p is q or a field or element inside it.
+func within(p, q string) bool {
+	return q == "" || p == q || strings.HasPrefix(p, q) && (p[len(q)] == '.' || p[len(q)] == '[')
 }
 
 // place returns where path is in the file: where its value is, or else where the
@@ -123,7 +154,7 @@ var durationType = reflect.TypeFor[time.Duration]()
 func (d *decoder) value(n *yaml.Node, v reflect.Value, path string) {
 	d.at[path] = [2]int{n.Line, n.Column}
 	if n.Kind == yaml.AliasNode || n.Anchor != "" {
-		d.fail(n, path, "anchors and aliases are not supported")
+		d.bad(n, path, "anchors and aliases are not supported")
 		return
 	}
 	if v.Type() == durationType {
@@ -133,7 +164,7 @@ func (d *decoder) value(n *yaml.Node, v reflect.Value, path string) {
 		}
 		dur, err := time.ParseDuration(s)
 		if err != nil {
-			d.fail(n, path, "%q is not a duration; want one such as \"7s\" or \"250ms\"", s)
+			d.bad(n, path, "%q is not a duration; want one such as \"7s\" or \"250ms\"", s)
 			return
 		}
 		v.SetInt(int64(dur))
@@ -142,7 +173,7 @@ func (d *decoder) value(n *yaml.Node, v reflect.Value, path string) {
 	switch v.Kind() {
 	case reflect.Struct:
 		if n.Kind != yaml.MappingNode {
-			d.fail(n, path, "want a mapping")
+			d.bad(n, path, "want a mapping")
 			return
 		}
 		seen := map[string]bool{}
@@ -170,7 +201,7 @@ func (d *decoder) value(n *yaml.Node, v reflect.Value, path string) {
 		}
 	case reflect.Slice:
 		if n.Kind != yaml.SequenceNode {
-			d.fail(n, path, "want a list")
+			d.bad(n, path, "want a list")
 			return
 		}
 		s := reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content))
@@ -186,7 +217,7 @@ func (d *decoder) value(n *yaml.Node, v reflect.Value, path string) {
 		if s, ok := d.scalar(n, path); ok {
 			i, err := strconv.ParseInt(s, 10, 32)
 			if err != nil {
-				d.fail(n, path, "%q; want a whole number", s)
+				d.bad(n, path, "%q; want a whole number", s)
 				return
 			}
 			v.SetInt(i)
@@ -195,7 +226,7 @@ func (d *decoder) value(n *yaml.Node, v reflect.Value, path string) {
 		if s, ok := d.scalar(n, path); ok {
 			u, err := strconv.ParseUint(s, 10, 64)
 			if err != nil {
-				d.fail(n, path, "%q; want a whole number ≥ 0", s)
+				d.bad(n, path, "%q; want a whole number ≥ 0", s)
 				return
 			}
 			v.SetUint(u)
@@ -204,7 +235,7 @@ func (d *decoder) value(n *yaml.Node, v reflect.Value, path string) {
 		if s, ok := d.scalar(n, path); ok {
 			f, err := strconv.ParseFloat(s, 64)
 			if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
-				d.fail(n, path, "%q; want a number", s)
+				d.bad(n, path, "%q; want a number", s)
 				return
 			}
 			v.SetFloat(f)
@@ -216,17 +247,17 @@ func (d *decoder) value(n *yaml.Node, v reflect.Value, path string) {
 				v.SetBool(true)
 			case "false":
 			default:
-				d.fail(n, path, "%q; want true or false", s)
+				d.bad(n, path, "%q; want true or false", s)
 			}
 		}
 	default:
-		d.fail(n, path, "cannot be set in a file")
+		d.bad(n, path, "cannot be set in a file")
 	}
 }
 
 func (d *decoder) scalar(n *yaml.Node, path string) (string, bool) {
 	if n.Kind != yaml.ScalarNode || n.Tag == "!!null" {
-		d.fail(n, path, "want a value")
+		d.bad(n, path, "want a value")
 		return "", false
 	}
 	return n.Value, true

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -65,26 +66,51 @@ services:
     calls: [nowhere]
 `
 	got := placed(t, src, nil)
-	// The decoding errors come first, all of them; the file is not validated then.
+	// The decoding errors and the rules broken, all of them, in the file's order.
 	want := []string{
 		`3:29: tuning.base: "50" is not a duration; want one such as "7s" or "250ms"`,
 		`4:39: load.users: "two"; want a whole number`,
 		`7:5: services[0].workrs: unknown field; want one of name, workers, work, queue, calls, stack, faults`,
+		`10:36: services[0].faults[0].to: 5s–1s; want 0 ≤ From < To`,
+		`11:11: services[1].name: "db" named twice; want each service named once`,
+		`12:13: services[1].calls[0]: "nowhere" names no service; want one of "db"`,
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("errors:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 
-	// Once it decodes, every rule it breaks, at the field's value.
+	// Once it decodes, the same rules, at the same places.
 	src = strings.NewReplacer("base: 50", "base: 50ms", "users: two", "user_timeout: 1s", "workrs", "workers").Replace(src)
 	got = placed(t, src, nil)
-	want = []string{
-		`10:36: services[0].faults[0].to: 5s–1s; want 0 ≤ From < To`,
-		`11:11: services[1].name: "db" named twice`,
-		`12:13: services[1].calls[0]: "nowhere" names no service`,
+	if !reflect.DeepEqual(got, want[3:]) {
+		t.Errorf("errors:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want[3:], "\n"))
+	}
+}
+
+// TestParseScenario_ReportsEveryProblemAtOnce: a value of the wrong kind and two
+// rules broken come back in one run, in the file's order. Each is placed and has
+// its fix. The rule that reads the unreadable duration is not checked.
+func TestParseScenario_ReportsEveryProblemAtOnce(t *testing.T) {
+	data, err := os.ReadFile("testdata/three-problems.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := placed(t, string(data), nil)
+	want := []string{
+		`9:13: load.duration: "20 s" is not a duration; want one such as "7s" or "250ms"`,
+		`15:13: services[1].calls[0]: "ordrs" names no service; did you mean "orders"?`,
+		`22:37: services[3].faults[0].to: 12s–5s; want 0 ≤ From < To`,
 	}
 	if !reflect.DeepEqual(got, want) {
-		t.Errorf("errors:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+		t.Errorf("ParseScenario(three-problems.yaml):\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	// Each is a ScenarioError matching ErrInvalidScenario.
+	_, err = sim.ParseScenario(data, nil)
+	for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
+		var se *sim.ScenarioError
+		if !errors.As(e, &se) || !errors.Is(e, sim.ErrInvalidScenario) {
+			t.Errorf("%v: want a *ScenarioError matching ErrInvalidScenario", e)
+		}
 	}
 }
 
@@ -104,9 +130,10 @@ func TestParseScenario_Refusals(t *testing.T) {
 		{"stack: naive\nload: {duration: 1s}\nservices: [{name: a}]\n", "2:7: load.rate: 0 for 1s; want a rate > 0"},
 		{"stack: envoy\nload: {rate: 1, duration: 1s}\nservices: [{name: a}]\n", `1:8: stack: "envoy"; want naive, owner_only or backstop`},
 	} {
-		got := strings.Join(placed(t, c.src, nil), "\n")
-		if !strings.HasPrefix(got, c.want) {
-			t.Errorf("ParseScenario(%q) = %q, want it to start %q", c.src, got, c.want)
+		// The file's own problem among those of the scenario it leaves out.
+		got := placed(t, c.src, nil)
+		if !slices.ContainsFunc(got, func(line string) bool { return strings.HasPrefix(line, c.want) }) {
+			t.Errorf("ParseScenario(%q) = %q, want a line starting %q", c.src, got, c.want)
 		}
 	}
 }
