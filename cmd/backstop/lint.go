@@ -112,15 +112,37 @@ func (l *linter) add(id, file string, line, col int, where, field, fix, format s
 		Message: fmt.Sprintf(format, args...), Fix: fix})
 }
 
-// refused turns a config the parser refused into a finding.
+// problems returns each problem of a refusal: the members of a joined error, or err.
+func problems(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var ps []error
+		for _, e := range j.Unwrap() {
+			ps = append(ps, problems(e)...)
+		}
+		return ps
+	}
+	return []error{err}
+}
+
+// refused turns a config the parser refused into a finding per problem.
 func (l *linter) refused(file string, err error) {
+	for _, p := range problems(err) {
+		l.refusedOne(file, p)
+	}
+}
+
+// refusedOne turns one problem of a refused config into a finding.
+func (l *linter) refusedOne(file string, err error) {
 	var ee *policyenvoy.ConfigError
 	var ge *policygrpc.ServiceConfigError
 	switch {
 	case errors.As(err, &ee):
 		id, msg, fix := "refused", ee.Msg, "correct the field as Envoy's API reference for it says"
-		if errors.Is(err, policyenvoy.ErrNegativeDuration) {
+		switch {
+		case errors.Is(err, policyenvoy.ErrNegativeDuration):
 			id, fix = "negative-duration", "give a duration of 0s or more: 0s turns a timeout off, which lint also reports under retries"
+		case errors.Is(err, policyenvoy.ErrUnknownRetryOn):
+			id, fix = "unknown-retry-on", "name a retry_on condition Envoy knows (5xx, gateway-error, reset, connect-failure, retriable-4xx, refused-stream, retriable-status-codes, …)"
 		}
 		if ee.Path != "" {
 			msg = ee.Path + ": " + msg

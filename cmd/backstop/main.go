@@ -49,6 +49,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/backstop-go/backstop/config"
@@ -237,8 +238,18 @@ func parse(envoyName string, envoyData []byte, grpcName string, grpcData []byte)
 	return in
 }
 
-// placed prints a refusal at file:line:column.
+// placed prints each problem of a refusal at file:line:column, one a line.
 func placed(file string, err error) string {
+	ps := problems(err)
+	lines := make([]string, len(ps))
+	for i, p := range ps {
+		lines[i] = placedOne(file, p)
+	}
+	return strings.Join(lines, "\n")
+}
+
+// placedOne prints one problem at file:line:column.
+func placedOne(file string, err error) string {
 	var ee *policyenvoy.ConfigError
 	var ge *policygrpc.ServiceConfigError
 	line, col, msg := 1, 1, err.Error()

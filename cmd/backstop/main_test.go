@@ -689,3 +689,26 @@ func TestConfig_ExplainSaysWhatIsRetried(t *testing.T) {
 		t.Errorf("explain -json -config - = %d: no http_statuses or grpc_codes:\n%s", code, out)
 	}
 }
+
+// TestLint_EveryProblemOfARefusedFile: a route config and a service config with
+// three problems each give three findings in one run, each classified on its own.
+func TestLint_EveryProblemOfARefusedFile(t *testing.T) {
+	_, fs := lintJSON(t, "-envoy", "testdata/lint/envoy-three-problems.yaml")
+	var got []string
+	for _, f := range fs {
+		got = append(got, fmt.Sprintf("%d:%d %s", f.Line, f.Column, f.ID))
+	}
+	want := []string{"5:3 refused", "7:32 unknown-retry-on", "9:5 refused"}
+	if strings.Join(got, ", ") != strings.Join(want, ", ") {
+		t.Errorf("envoy findings %v; want %v", got, want)
+	}
+	_, fs = lintJSON(t, "-grpc", "testdata/lint/grpc-three-problems.json")
+	got = got[:0]
+	for _, f := range fs {
+		got = append(got, fmt.Sprintf("%d:%d %s", f.Line, f.Column, f.ID))
+	}
+	want = []string{"4:5 refused", "6:22 refused", "10:47 bad-status-code"}
+	if strings.Join(got, ", ") != strings.Join(want, ", ") {
+		t.Errorf("grpc findings %v; want %v", got, want)
+	}
+}

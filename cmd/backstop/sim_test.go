@@ -54,7 +54,8 @@ func TestSim_ScenarioErrorsPlaced(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, errs := parseSimArgs(t, "-scenario", f)
-	want := f + `:2:27: load.duration: "2" is not a duration; want one such as "7s" or "250ms"` + "\n" +
+	want := f + ":1:8: stack: \"envoy\"; want naive, owner_only or backstop\n" +
+		f + `:2:27: load.duration: "2" is not a duration; want one such as "7s" or "250ms"` + "\n" +
 		f + ":4:15: services[0].workrs: unknown field; want one of name, workers, work, queue, calls, stack, faults\n"
 	if errs != want {
 		t.Errorf("stderr:\n%s\nwant\n%s", errs, want)
