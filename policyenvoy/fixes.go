@@ -5,6 +5,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/backstop-go/backstop/internal/textdist"
+
 	"google.golang.org/protobuf/reflect/protoreflect"
 )
 
@@ -148,36 +150,11 @@ func nearestField(md protoreflect.MessageDescriptor, name string) string {
 func nearest(w string, known []string) string {
 	best, bestD := "", 3
 	for _, k := range known {
-		if d := editDistance(normKey(w), normKey(k)); d < bestD && d < utf8.RuneCountInString(w) {
+		if d := textdist.Distance(normKey(w), normKey(k)); d < bestD && d < utf8.RuneCountInString(w) {
 			best, bestD = k, d
 		}
 	}
 	return best
-}
-
-// editDistance is the Levenshtein distance between a and b, in runes.
-func editDistance(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	if len(ra) > 64 || len(rb) > 64 {
-		return 64
-	}
-	prev := make([]int, len(rb)+1)
-	cur := make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		cur[0] = i
-		for j := 1; j <= len(rb); j++ {
-			sub := prev[j-1]
-			if ra[i-1] != rb[j-1] {
-				sub++
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, sub)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(rb)]
 }
 
 // wordColumn returns the column of word on line of the input, at or after col, as a

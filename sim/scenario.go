@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/backstop-go/backstop/internal/textdist"
+
 	"github.com/backstop-go/backstop/clock"
 	"github.com/backstop-go/backstop/jitter"
 
@@ -434,7 +436,7 @@ func (s *Scenario) wantService(name string) string {
 			continue
 		}
 		names = append(names, strconv.Quote(sv.Name))
-		if d := editDistance(name, sv.Name); d < bestD && d < len(name) {
+		if d := textdist.Distance(name, sv.Name); d < bestD && d < len(name) {
 			best, bestD = sv.Name, d
 		}
 	}
@@ -447,31 +449,6 @@ func (s *Scenario) wantService(name string) string {
 		return "want one of the services' names, such as " + strings.Join(names[:6], ", ")
 	}
 	return "want one of " + strings.Join(names, ", ")
-}
-
-// editDistance is the Levenshtein distance between a and b, in runes.
-func editDistance(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	if len(ra) > 64 || len(rb) > 64 {
-		return 64
-	}
-	prev := make([]int, len(rb)+1)
-	cur := make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		cur[0] = i
-		for j := 1; j <= len(rb); j++ {
-			sub := prev[j-1]
-			if ra[i-1] != rb[j-1] {
-				sub++
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, sub)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(rb)]
 }
 
 // rate is the load's arrival rate per second.
