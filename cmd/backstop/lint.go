@@ -45,8 +45,9 @@ var checks = []check{
 	{"unknown-retry-on", levelError, "a retry_on condition Envoy does not know (a typo such as 5xxx): Envoy never retries on it"},
 	{"bad-status-code", levelError, "a retryableStatusCodes or nonFatalStatusCodes entry that is not a gRPC status code, or is OK"},
 	{"order", levelError, "a Backstop stack in an order policy.Wrap refuses, under the rule's number (O1–O7), at the stage that breaks it"},
-	{"two-owners", levelError, "an Envoy route that retries, in front of a gRPC service whose config retries too: the attempts multiply"},
-	{"maybe-two-owners", levelWarning, "a retrying Envoy route with no match (a pasted route: block) given with a retrying gRPC config: they may share a call path"},
+	{"two-owners", levelError, "two layers of one call path that both retry — a gateway's route, the app's stack or gRPC config, the sidecar's Envoy, Istio or Linkerd route — so the attempts multiply; the fix names the owner to keep"},
+	{"maybe-two-owners", levelWarning, "two retrying layers that may share a call path: an Envoy route with no match (a pasted route: block), or a gateway's route in front of the mesh's when the gateway may not be in the mesh"},
+	{"path-timeouts", levelWarning, "a layer whose try (its per-try timeout, else its timeout) ends before the layer beneath it can finish retrying: the caller gives up, and retries, while the tries beneath go on"},
 	{"no-timeout", levelWarning, "retries with nothing bounding the whole request: Envoy timeout: 0s, a gRPC method with no timeout"},
 	{"worst-case", levelWarning, fmt.Sprintf("a worst case (every try timing out, every wait its longest) above -max-worst-case, by default %v", DefaultMaxWorstCase)},
 	{"num-retries", levelWarning, fmt.Sprintf("an Envoy num_retries above %d", maxNumRetries)},
@@ -57,6 +58,7 @@ var checks = []check{
 	{"no-throttling", levelWarning, "a gRPC config that retries with no retryThrottling: nothing stops the retries in an outage"},
 	{"no-budget", levelWarning, "a Backstop stack that retries with no budget: nothing stops the retries in an outage"},
 	{"cluster-budget", levelInfo, "an Envoy route that retries: its bound in an outage is the cluster's circuit_breakers retry_budget, which a route config cannot show"},
+	{"call-path", levelInfo, "each call path of more than one layer (gateway -> app -> sidecar): its owners and the most attempts one user request makes at the dependency"},
 	{"not-honoured", levelInfo, "a field or condition Envoy honours and Backstop's pipeline for the route does not (retriable_headers, hedge_policy, gRPC conditions on an HTTP route, …), or a match its routing table cannot say (a regex, headers, a wildcard domain)"},
 }
 
@@ -101,6 +103,9 @@ func (f finding) String() string {
 type linter struct {
 	in           *input
 	maxWorstCase time.Duration
+	// service is the Kubernetes Service the app runs as (-service): the gateway
+	// routes that send to it are upstream of its stacks.
+	service string
 	fs           []finding
 }
 
@@ -171,7 +176,8 @@ func (l *linter) refusedOne(file string, err error) {
 }
 
 func lint(in *input, maxWorstCase time.Duration) []finding {
-	l := &linter{in: in, maxWorstCase: maxWorstCase}
+	l := &linter{in: in, maxWorstCase: maxWorstCase, service: in.service}
+	var hops []hop
 	for _, src := range in.sources {
 		var ce *config.Error
 		switch {
@@ -188,8 +194,9 @@ func lint(in *input, maxWorstCase time.Duration) []finding {
 		for _, se := range src.config.Explain().Stacks {
 			l.stack(src, se, notes)
 		}
+		hops = append(hops, configHops(src)...)
 	}
-	l.owners()
+	l.paths(hops)
 	slices.SortStableFunc(l.fs, func(a, b finding) int {
 		if a.File != b.File {
 			return strings.Compare(a.File, b.File)
@@ -475,65 +482,4 @@ func (l *linter) worstCase(e policy.Explanation, add func(fix, format string, ar
 	add(fix,
 		"the worst case is %v (every try timing out, every wait its longest), above %v: callers give up long before, and the tries still load the service",
 		e.WorstCase, l.maxWorstCase)
-}
-
-// owners reports an Envoy route that retries in front of a gRPC method that retries.
-func (l *linter) owners() {
-	type retrying struct {
-		attempts int
-		o        config.Origin
-	}
-	var routes, methods []retrying
-	for _, src := range l.in.sources {
-		if src.config == nil {
-			continue
-		}
-		for _, se := range src.config.Explain().Stacks {
-			o, ok := src.config.Origin(se.Name)
-			if !ok || se.Explanation.MaxAttempts < 2 {
-				continue
-			}
-			switch o.Format {
-			case config.FormatEnvoy:
-				routes = append(routes, retrying{se.Explanation.MaxAttempts, o})
-			case config.FormatGRPC:
-				methods = append(methods, retrying{se.Explanation.MaxAttempts, o})
-			}
-		}
-	}
-	for _, r := range routes {
-		for _, m := range methods {
-			for _, name := range m.o.Entry.Names {
-				covers, sure := routeCovers(r.o.Route.Name, name)
-				if !covers {
-					continue
-				}
-				_, gp := m.o.Field("")
-				id, how := "two-owners", "on one call path"
-				if !sure {
-					id, how = "maybe-two-owners", "if they are on one call path (the route has no match to tell)"
-				}
-				field, rp := r.o.Field("retry")
-				l.add(id, rp.File, rp.Line, rp.Column, fmt.Sprintf("route %q", r.o.Route.Name), field,
-					"let one layer retry: drop the route's retry_policy, or the method's retryPolicy",
-					"the mesh retries (%d tries) and %s:%d:%d retries %s (%d attempts) %s: up to %d attempts per request",
-					r.attempts, gp.File, gp.Line, gp.Column, name, m.attempts, how, r.attempts*m.attempts)
-			}
-		}
-	}
-}
-
-// routeCovers reports whether an Envoy route named by its match ("prefix /api",
-// "path /x") sends the gRPC path given (/pkg.Service/Method, /pkg.Service/, /), and
-// whether it is sure: a route without match, named or matched by a regex, may.
-func routeCovers(route, grpcPath string) (covers, sure bool) {
-	switch {
-	case strings.HasPrefix(route, "prefix "):
-		p := strings.TrimPrefix(route, "prefix ")
-		return strings.HasPrefix(grpcPath, p) || grpcPath == "/" || strings.HasPrefix(p, grpcPath), true
-	case strings.HasPrefix(route, "path "):
-		p := strings.TrimPrefix(route, "path ")
-		return p == grpcPath || grpcPath == "/" || (strings.HasSuffix(grpcPath, "/") && strings.HasPrefix(p, grpcPath)), true
-	}
-	return true, false
 }

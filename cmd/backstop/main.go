@@ -149,6 +149,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 // input is what the files said, each in the config package's model.
 type input struct {
 	sources []*source // -config, then -envoy, then -grpc, as given
+	// service is -service: the Kubernetes Service the app of -config and -grpc runs as.
+	service string
 }
 
 // The formats of a source: a Backstop file, or the formats the config package imports.

@@ -127,9 +127,10 @@ func TestLint_SeedConfigs(t *testing.T) {
 	for _, want := range []string{
 		`testdata/seed-envoy-route.yaml:8:5: warning [attempts-fit]: route "route": 3 tries of per_try_timeout 1s and their back-off do not fit in timeout 3s`,
 		"fix: raise timeout to 3.4s, or lower num_retries to 1, or per_try_timeout to 866ms",
-		`testdata/seed-envoy-route.yaml:4:3: warning [maybe-two-owners]: route "route": the mesh retries (3 tries) and testdata/seed-grpc-service-config.json:2:20 retries /orders.v1.OrderService/ (4 attempts) if they are on one call path`,
+		`testdata/seed-envoy-route.yaml:4:3: warning [maybe-two-owners]: route "route": 2 layers retry if they are on one call path (app gRPC /orders.v1.OrderService/ (4 tries) -> sidecar route "route" (3 tries)): up to 12 attempts per user request`,
+		`fix: keep one owner, app gRPC /orders.v1.OrderService/: drop route "route"'s retry_policy`,
 		"testdata/seed-grpc-service-config.json:4:5: warning [no-timeout]",
-		"4 findings, 0 errors",
+		"5 findings, 0 errors",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("lint of the seeds lacks %q:\n%s", want, out)
