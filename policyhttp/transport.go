@@ -211,7 +211,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx, mc := t.mesh.Begin(ctx)
 	a := &attempts{Context: ctx, t: t, req: req, key: key, repeatable: repeatable, classify: classify,
 		pipeline: p.Name(), mesh: mc}
-	defer t.mesh.End(&a.mesh)
+	defer t.mesh.End(a.mesh)
 	var pctx context.Context = a
 	if netReplayable(req, hasBody, key != "") {
 		// net/http's Transport would send the request again by itself after a reused
@@ -371,7 +371,7 @@ func (a *attempts) run(ctx context.Context) error {
 	}
 	// Beneath a Backstop owner, an Envoy sidecar is told not to retry. Any other
 	// server ignores the header.
-	if a.t.mesh.NoRetries(ctx, &a.mesh) {
+	if a.t.mesh.NoRetries(ctx, a.mesh) {
 		out.Header[callpath.HeaderEnvoyMaxRetries] = noRetries
 	}
 	if a.key != "" {
@@ -394,7 +394,7 @@ func (a *attempts) run(ctx context.Context) error {
 	if a.t.mesh != nil {
 		if v := res.Header[callpath.HeaderEnvoyAttempt]; len(v) > 0 {
 			if n, ok := httpattempt.MeshAttempts(v[0]); ok {
-				a.t.mesh.Count(ctx, &a.mesh, a.pipeline, n, err)
+				a.t.mesh.Count(ctx, a.mesh, a.pipeline, n, err)
 			}
 		}
 	}

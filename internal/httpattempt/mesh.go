@@ -39,7 +39,8 @@ func NewMesh(owner callpath.Mesh, b policy.RetryBudget, o event.Observer, c cloc
 }
 
 // Call is one call's dealings with the mesh. Its zero value is a call the mesh
-// does not own.
+// does not own. It is a small value, copied freely: a closure that holds one
+// allocates nothing for it.
 type Call struct {
 	// MeshOwns is set when the mesh owns the call path: the pipeline makes one
 	// attempt, and the mesh retries.
@@ -47,10 +48,19 @@ type Call struct {
 	noRetry  bool // the mesh owns the call, but the budget is spent: it is told not to retry
 
 	// paid is set when the budget was asked for a retry before the call, as the
-	// mesh owns it and the budget had refused before. The mesh's first retry uses it.
-	paid  bool
-	taken int64 // what the lease took for it
+	// mesh owns it and the budget had refused before. The mesh's first retry uses
+	// it, or End gives it back. It is rare: only then is it allocated.
+	paid *prepaid
 }
+
+// prepaid is a retry taken from the budget before the call.
+type prepaid struct {
+	taken int64       // what a lease took for it
+	used  atomic.Bool // a count or the call's end used it
+}
+
+// use reports whether p holds a retry no one used yet, and uses it.
+func (p *prepaid) use() bool { return p != nil && !p.used.Swap(true) }
 
 // Begin starts a call under ctx. It returns the context to run the pipeline
 // under: marked as owned upstream when the mesh owns the call path, so the
@@ -66,8 +76,9 @@ func (m *Mesh) Begin(ctx context.Context) (context.Context, Call) {
 	}
 	c := Call{MeshOwns: true}
 	if m.spent.Load() && m.budget != nil {
-		if c.taken, c.paid = m.take(); c.paid {
+		if taken, ok := m.take(); ok {
 			m.spent.Store(false)
+			c.paid = &prepaid{taken: taken}
 		} else {
 			c.noRetry = true
 		}
@@ -78,7 +89,7 @@ func (m *Mesh) Begin(ctx context.Context) (context.Context, Call) {
 // NoRetries reports whether an attempt made under actx tells the mesh not to retry
 // (callpath.HeaderEnvoyMaxRetries "0"). It does under a Backstop retry owner, and
 // when the mesh owns the call but the budget is spent.
-func (m *Mesh) NoRetries(actx context.Context, c *Call) bool {
+func (m *Mesh) NoRetries(actx context.Context, c Call) bool {
 	switch {
 	case m == nil:
 		return false
@@ -98,7 +109,7 @@ func (m *Mesh) NoRetries(actx context.Context, c *Call) bool {
 // callpath.ReasonMesh, both of Stage [StageMesh]. A retry the budget refused has
 // been made all the same: calls the mesh owns then tell it not to retry, until the
 // budget allows a retry again.
-func (m *Mesh) Count(actx context.Context, c *Call, pipeline string, attempts int, final error) {
+func (m *Mesh) Count(actx context.Context, c Call, pipeline string, attempts int, final error) {
 	if m == nil || attempts < 2 {
 		return
 	}
@@ -107,10 +118,9 @@ func (m *Mesh) Count(actx context.Context, c *Call, pipeline string, attempts in
 			m.budget.OnFailure() // attempt n−1 failed, as the mesh retried it (gRFC A6 counts each)
 			ok := true
 			switch {
-			case c.paid:
-				c.paid = false
+			case c.paid.use():
 				if m.lease != nil {
-					m.lease.End(c.taken, n == attempts && final == nil)
+					m.lease.End(c.paid.taken, n == attempts && final == nil)
 				}
 			case m.lease != nil:
 				var taken int64
@@ -137,10 +147,9 @@ func (m *Mesh) Count(actx context.Context, c *Call, pipeline string, attempts in
 // End ends the call. A retry paid before the call that the mesh did not make is
 // given back to a lease as a retry that failed. Other budgets keep it: they have no
 // way to give a withdrawal back.
-func (m *Mesh) End(c *Call) {
-	if m != nil && c.paid && m.lease != nil {
-		c.paid = false
-		m.lease.End(c.taken, false)
+func (m *Mesh) End(c Call) {
+	if m != nil && c.paid.use() && m.lease != nil {
+		m.lease.End(c.paid.taken, false)
 	}
 }
 
