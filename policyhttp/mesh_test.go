@@ -204,12 +204,3 @@ func TestTransport_AndMiddlewareAgreeOnTheOwner(t *testing.T) {
 	}
 	require.Equal(t, []string{"1 true", "1 true", "1 true"}, seen)
 }
-
-func TestMesh_String(t *testing.T) {
-	for m, want := range map[callpath.Mesh]string{
-		callpath.MeshBackstopOwns: "MeshBackstopOwns", callpath.MeshNone: "MeshNone",
-		callpath.MeshEnvoyOwns: "MeshEnvoyOwns", 9: "Mesh(9)",
-	} {
-		require.Equal(t, want, m.String())
-	}
-}
