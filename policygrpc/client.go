@@ -18,6 +18,8 @@ import (
 
 	"github.com/backstop-go/backstop/budget"
 	"github.com/backstop-go/backstop/callpath"
+	"github.com/backstop-go/backstop/event"
+	"github.com/backstop-go/backstop/internal/httpattempt"
 	"github.com/backstop-go/backstop/policy"
 	"github.com/backstop-go/backstop/retry"
 )
@@ -28,7 +30,8 @@ import (
 const DefaultRetryableCode = codes.Unavailable
 
 // Options configure the client interceptors. The zero value is valid: retry
-// UNAVAILABLE only.
+// UNAVAILABLE only, and nothing beneath the channel retries
+// (callpath.MeshBackstopOwns).
 type Options struct {
 	// RetryableCodes are the status codes an attempt may be retried on; nil means
 	// {DefaultRetryableCode}. Whatever it holds, an RPC is never retried once the
@@ -37,6 +40,25 @@ type Options struct {
 	// DEADLINE_EXCEEDED that a per-attempt timeout (deadline.NewPerAttempt) caused is
 	// retried, as package deadline says.
 	RetryableCodes []codes.Code
+
+	// Mesh says who owns the retries beneath the channel, when a service mesh
+	// stands there. The zero value is callpath.MeshBackstopOwns: attempts made under
+	// a retry owner tell an Envoy beneath not to retry ([MetadataEnvoyMaxRetries]
+	// "0"). callpath.MeshEnvoyOwns lets the mesh retry: the pipeline makes one
+	// attempt. callpath.MeshNone sends and reads no Envoy metadata. See "A mesh
+	// beneath" in the package documentation.
+	Mesh callpath.Mesh
+	// MeshBudget is charged for the retries a mesh beneath made, read from each
+	// attempt's x-envoy-attempt-count response header. Give the pipeline's own
+	// budget, so that it bounds every retry on the path. When it refuses one, calls
+	// the mesh owns tell the mesh not to retry until it allows one again. Nil
+	// charges nothing.
+	MeshBudget policy.RetryBudget
+	// MeshObserver hears the attempts and retries a mesh beneath made: an
+	// event.AttemptEnd failed with callpath.ErrMeshRetried and an
+	// event.RetryScheduled of reason callpath.ReasonMesh per retry, of Stage "mesh",
+	// named for the pipeline. Give the pipeline's own observer. Nil reports nothing.
+	MeshObserver event.Observer
 }
 
 // UnaryClientInterceptor runs every unary RPC through p: each attempt is one
@@ -82,17 +104,20 @@ func unary(ctx context.Context, p *policy.Pipeline, c *classifier, method string
 	if p == nil {
 		p = policy.NoProtection() // no route, or a route with no pipeline: one attempt, as gRPC sends it
 	}
+	ctx, mc := c.mesh.Begin(ctx)
+	defer c.mesh.End(mc)
 	err := p.Do(ctx, func(actx context.Context) error {
 		if callpath.InRace(actx) {
-			return hedgedAttempt(actx, c, counted, method, req, reply, cc, invoker, opts)
+			return hedgedAttempt(actx, c, mc, p.Name(), counted, method, req, reply, cc, invoker, opts)
 		}
 		a := new(attemptOptions)
 		callOpts := append(append(a.buf[:0], opts...), grpc.Header(&a.header), grpc.Trailer(&a.trailer))
-		err := invoker(withAttemptMetadata(actx), method, req, reply, cc, callOpts...)
+		err := invoker(withAttemptMetadata(actx, c.mesh.NoRetries(actx, mc)), method, req, reply, cc, callOpts...)
 		if counted {
 			c.record(actx, err, a.trailer)
 		}
 		err = c.classify(actx, err, a.trailer)
+		c.countMesh(actx, mc, p.Name(), err, a.header, a.trailer)
 		if err != nil && (a.header != nil || oversized) {
 			// The server sent response headers, so the RPC committed (A6); or the
 			// request did not fit the replay buffer. Either way it is not retried.
@@ -138,14 +163,14 @@ func replayLimitOf(opts []grpc.CallOption, def int) int {
 // hedgedAttempt is one of a hedge's attempts, which run at the same time: each
 // decodes into a reply of its own and gets header, trailer and peer of its own, and
 // the attempt that wins the race (callpath.Win) copies them to the caller's.
-func hedgedAttempt(actx context.Context, c *classifier, counted bool, method string, req, reply any, cc *grpc.ClientConn,
-	invoker grpc.UnaryInvoker, opts []grpc.CallOption) error {
+func hedgedAttempt(actx context.Context, c *classifier, mc httpattempt.Call, pipeline string, counted bool, method string,
+	req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts []grpc.CallOption) error {
 	msg, ok := reply.(proto.Message)
 	if !ok {
 		return fault.Permanent(fmt.Errorf("policygrpc: a hedged call needs a proto.Message reply; got %T", reply))
 	}
 	own := msg.ProtoReflect().New().Interface()
-	var trailer metadata.MD
+	var header, trailer metadata.MD
 	var copies []func()
 	callOpts := make([]grpc.CallOption, 0, len(opts)+1)
 	for _, o := range opts {
@@ -166,12 +191,13 @@ func hedgedAttempt(actx context.Context, c *classifier, counted bool, method str
 			callOpts = append(callOpts, o)
 		}
 	}
-	callOpts = append(callOpts, grpc.Trailer(&trailer))
-	err := invoker(withAttemptMetadata(actx), method, req, own, cc, callOpts...)
+	callOpts = append(callOpts, grpc.Header(&header), grpc.Trailer(&trailer))
+	err := invoker(withAttemptMetadata(actx, c.mesh.NoRetries(actx, mc)), method, req, own, cc, callOpts...)
 	if counted {
 		c.record(actx, err, trailer)
 	}
 	err = c.classify(actx, err, trailer)
+	c.countMesh(actx, mc, pipeline, err, header, trailer)
 	if err == nil && callpath.Win(actx) {
 		proto.Reset(msg)
 		proto.Merge(msg, own)
@@ -184,10 +210,12 @@ func hedgedAttempt(actx context.Context, c *classifier, counted bool, method str
 
 // StreamClientInterceptor carries the attempt metadata of the call path's owner on
 // every stream, so that the server below sees the ownership, and does nothing else;
-// [RetryStreamClientInterceptor] runs streams through a pipeline.
+// [RetryStreamClientInterceptor] runs streams through a pipeline. Under an owner it
+// also tells an Envoy beneath not to retry ([MetadataEnvoyMaxRetries] "0"), as
+// callpath.MeshBackstopOwns does.
 func StreamClientInterceptor() grpc.StreamClientInterceptor {
 	return func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
-		return streamer(withAttemptMetadata(ctx), desc, cc, method, opts...)
+		return streamer(withAttemptMetadata(ctx, true), desc, cc, method, opts...)
 	}
 }
 
@@ -210,10 +238,11 @@ func DialOptions(p *policy.Pipeline, o Options) []grpc.DialOption {
 type classifier struct {
 	retryable [32]bool            // by code; codes are below 17
 	bucket    *budget.TokenBucket // a service config's retryThrottling; nil if none
+	mesh      *httpattempt.Mesh   // the mesh beneath; nil for MeshNone
 }
 
 func newClassifier(o Options) *classifier {
-	c := &classifier{}
+	c := &classifier{mesh: httpattempt.NewMesh(o.Mesh, o.MeshBudget, o.MeshObserver, nil)}
 	if o.RetryableCodes == nil {
 		c.retryable[DefaultRetryableCode] = true
 	}
@@ -223,6 +252,24 @@ func newClassifier(o Options) *classifier {
 		}
 	}
 	return c
+}
+
+// countMesh counts the attempts a mesh beneath made for one attempt, from Envoy's
+// x-envoy-attempt-count in its response header, or in its trailer when the server
+// answered in trailers only. err is the attempt's outcome, classified.
+func (c *classifier) countMesh(actx context.Context, mc httpattempt.Call, pipeline string, err error, header, trailer metadata.MD) {
+	if c.mesh == nil {
+		return
+	}
+	v := header.Get(MetadataEnvoyAttempt)
+	if len(v) == 0 {
+		v = trailer.Get(MetadataEnvoyAttempt)
+	}
+	if len(v) > 0 {
+		if n, ok := httpattempt.MeshAttempts(v[0]); ok {
+			c.mesh.Count(actx, mc, pipeline, n, err)
+		}
+	}
 }
 
 func (c *classifier) classify(actx context.Context, err error, trailer metadata.MD) error {

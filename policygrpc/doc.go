@@ -66,6 +66,31 @@
 // The waits are A6's and grpc-go's: min(initialBackoff·backoffMultiplier^(n−1),
 // maxBackoff) · random(0.8, 1.2), a maxBackoff below initialBackoff included.
 //
+// # A mesh beneath
+//
+// [Options].Mesh says who owns the retries beneath the channel, as in package
+// policyhttp, whose documentation ("A mesh beneath") gives Envoy's rules. The
+// headers travel as metadata:
+//
+//	| Mesh                 | who retries  | each attempt sends                  | each response is read for          |
+//	|----------------------|--------------|-------------------------------------|------------------------------------|
+//	| MeshBackstopOwns (0) | the pipeline | x-envoy-max-retries: 0 if owned     | x-envoy-attempt-count > 1          |
+//	| MeshEnvoyOwns        | the mesh     | backstop-attempt: 1                 | x-envoy-attempt-count              |
+//	| MeshNone             | the pipeline | no Envoy metadata                   | nothing                            |
+//
+// The count is read from the attempt's response header metadata, or from its
+// trailer when the server answered in trailers only. Envoy's router retries a gRPC
+// call on the status in response headers (x-envoy-retry-grpc-on), so only before
+// the call commits in A6's sense. A stream's count is read once per attempt: when
+// it fails before the commit, or when its headers or first message arrive.
+// [StreamClientInterceptor] sends x-envoy-max-retries: 0 under an owner, as the
+// zero Mesh does. grpc-go's own retry sends grpc-previous-rpc-attempts and knows
+// nothing of a mesh; with [DialOptions] it is off, so the channel has one owner.
+//
+// With MeshEnvoyOwns the pipeline makes one attempt, and a failure after the
+// response headers is not retried anyway (A6). The mesh's retries are charged to
+// [Options].MeshBudget and reported to [Options].MeshObserver as policyhttp does.
+//
 // # Server
 //
 // [UnaryServerInterceptor] and [StreamServerInterceptor] read the attempt metadata —

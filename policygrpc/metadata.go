@@ -19,6 +19,9 @@ const (
 	MetadataEnvoyAttempt = "x-envoy-attempt-count"
 	// MetadataPushback is the server's pushback trailer, in milliseconds (A6).
 	MetadataPushback = "grpc-retry-pushback-ms"
+	// MetadataEnvoyMaxRetries is Envoy's bound on the retries its router makes
+	// (callpath.HeaderEnvoyMaxRetries). Attempts made under a retry owner send "0".
+	MetadataEnvoyMaxRetries = "x-envoy-max-retries"
 )
 
 // withAttemptMetadata returns ctx with the outgoing attempt metadata of the call path's
@@ -26,23 +29,34 @@ const (
 // this process, or 1 under an owner in another process (this process makes the call
 // once: the ownership is carried on, not the number). Under no owner the keys are
 // removed, even if the caller copied them from an incoming call.
-func withAttemptMetadata(ctx context.Context) context.Context {
+//
+// With noRetries, an owned attempt also tells an Envoy beneath not to retry
+// ([MetadataEnvoyMaxRetries] "0"). A caller's own value of that key is kept
+// otherwise.
+func withAttemptMetadata(ctx context.Context, noRetries bool) context.Context {
 	n, owned := callpath.Outgoing(ctx)
+	noRetries = noRetries && owned
 	md, ok := metadata.FromOutgoingContext(ctx)
 	if !ok {
 		// The common case: no outgoing metadata yet, nothing to remove.
+		mds, outs := &attemptMD, &backgroundOutgoing
+		if noRetries {
+			mds, outs = &attemptMDNoRetries, &backgroundOutgoingNoRetries
+		}
 		switch {
 		case !owned:
 			return ctx
-		case n >= 1 && n < len(attemptMD):
+		case n >= 1 && n < len(mds):
 			if ctx == backgroundAttempts[n] {
-				return backgroundOutgoing[n]
+				return outs[n]
 			}
-			return metadata.NewOutgoingContext(ctx, attemptMD[n])
-		case n > 1:
-			return metadata.AppendToOutgoingContext(ctx, MetadataAttempt, count(n), MetadataPreviousAttempts, count(n-1))
+			return metadata.NewOutgoingContext(ctx, mds[n])
 		}
-		return metadata.AppendToOutgoingContext(ctx, MetadataAttempt, count(n))
+		kv := []string{MetadataAttempt, count(n), MetadataPreviousAttempts, count(n - 1)}
+		if noRetries {
+			kv = append(kv, MetadataEnvoyMaxRetries, "0")
+		}
+		return metadata.AppendToOutgoingContext(ctx, kv...)
 	}
 	md.Delete(MetadataAttempt) // md is a copy: FromOutgoingContext copies
 	md.Delete(MetadataPreviousAttempts)
@@ -51,6 +65,9 @@ func withAttemptMetadata(ctx context.Context) context.Context {
 		if n > 1 {
 			md.Set(MetadataPreviousAttempts, count(n-1))
 		}
+	}
+	if noRetries {
+		md.Set(MetadataEnvoyMaxRetries, "0")
 	}
 	return metadata.NewOutgoingContext(ctx, md)
 }
@@ -61,6 +78,8 @@ func withAttemptMetadata(ctx context.Context) context.Context {
 // with under a bare context.Background() (callpath.WithAttempt makes them once), and
 // backgroundOutgoing the same with their metadata, so that a call under
 // context.Background() carries its attempt metadata with no allocation at all.
+//
+// The NoRetries twins also carry MetadataEnvoyMaxRetries "0".
 var attemptMD, backgroundAttempts, backgroundOutgoing = func() (md [17]metadata.MD, bg, out [17]context.Context) {
 	for n := 1; n < len(md); n++ {
 		md[n] = metadata.MD{MetadataAttempt: {count(n)}}
@@ -71,6 +90,15 @@ var attemptMD, backgroundAttempts, backgroundOutgoing = func() (md [17]metadata.
 		out[n] = metadata.NewOutgoingContext(bg[n], md[n])
 	}
 	return md, bg, out
+}()
+
+var attemptMDNoRetries, backgroundOutgoingNoRetries = func() (md [17]metadata.MD, out [17]context.Context) {
+	for n := 1; n < len(md); n++ {
+		md[n] = attemptMD[n].Copy()
+		md[n][MetadataEnvoyMaxRetries] = []string{"0"}
+		out[n] = metadata.NewOutgoingContext(backgroundAttempts[n], md[n])
+	}
+	return md, out
 }()
 
 // counts are the decimal forms of small attempt numbers, so that marking an attempt

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/types/known/emptypb"
 
 	"github.com/backstop-go/backstop/callpath"
+	"github.com/backstop-go/backstop/internal/httpattempt"
 
 	"github.com/backstop-go/backstop/policy"
 )
@@ -69,24 +70,31 @@ func replayLimit(n int) int {
 func newRetryStream(ctx context.Context, p *policy.Pipeline, c *classifier, limit int, desc *grpc.StreamDesc,
 	cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts []grpc.CallOption) (grpc.ClientStream, error) {
 	rctx, rel := callpath.WithReleaser(ctx)
+	rctx, mc := c.mesh.Begin(rctx)
 	limit = replayLimitOf(opts, limit)
-	s := &retryStream{ctx: ctx, limit: limit, release: rel.Release, serverStreams: desc.ServerStreams}
+	s := &retryStream{ctx: ctx, limit: limit, release: rel.Release, serverStreams: desc.ServerStreams,
+		mesh: c.mesh, mc: mc, pipeline: p.Name()}
 	if c.counts(ctx) {
 		s.c = c
 	}
 	s.cond = sync.NewCond(&s.mu)
 	open := func(actx context.Context) error {
-		cs, err := streamer(withAttemptMetadata(actx), desc, cc, method, opts...)
+		cs, err := streamer(withAttemptMetadata(actx, c.mesh.NoRetries(actx, mc)), desc, cc, method, opts...)
 		if err != nil {
 			s.record(err, nil)
 			return c.classify(actx, err, nil)
 		}
 		failed := s.attempt(cs)
 		if failed == nil {
-			return nil // committed: RecvMsg counts how the stream ends
+			return nil // committed: RecvMsg counts how the stream ends, Header the mesh's attempts
 		}
 		s.record(failed, cs.Trailer())
-		return c.classify(actx, failed, cs.Trailer())
+		err = c.classify(actx, failed, cs.Trailer())
+		// The attempt failed: its header (if any) and trailer are in, and Header
+		// does not block.
+		header, _ := cs.Header()
+		s.countMesh(actx, err, header, cs.Trailer())
+		return err
 	}
 	go func() {
 		err := doContained(rctx, p, open)
@@ -94,6 +102,7 @@ func newRetryStream(ctx context.Context, p *policy.Pipeline, c *classifier, limi
 		s.done, s.final = true, statusError(err)
 		s.cond.Broadcast()
 		s.mu.Unlock()
+		s.mesh.End(mc)
 		if err != nil {
 			rel.Release()
 		}
@@ -131,6 +140,36 @@ type retryStream struct {
 	done       bool  // the pipeline returned
 	final      error // what it returned, as a status error
 	ended      bool  // the committed stream's outcome was counted
+
+	mesh      *httpattempt.Mesh // the mesh beneath; nil for MeshNone
+	pipeline  string            // p's name, for the mesh's events
+	mc        httpattempt.Call  // the stream's dealings with the mesh
+	meshCount int               // the attempt whose mesh attempts were counted last; guarded by mu
+}
+
+// countMesh counts the attempts the mesh made for the current attempt, once, from
+// x-envoy-attempt-count in its header or trailer. err is its classified outcome.
+func (s *retryStream) countMesh(actx context.Context, err error, header, trailer metadata.MD) {
+	if s.mesh == nil {
+		return
+	}
+	v := header.Get(MetadataEnvoyAttempt)
+	if len(v) == 0 {
+		v = trailer.Get(MetadataEnvoyAttempt)
+	}
+	n, ok := 0, false
+	if len(v) > 0 {
+		n, ok = httpattempt.MeshAttempts(v[0])
+	}
+	s.mu.Lock()
+	if s.meshCount == s.gen {
+		ok = false // counted already
+	}
+	s.meshCount = s.gen
+	s.mu.Unlock()
+	if ok {
+		s.mesh.Count(actx, s.mc, s.pipeline, n, err)
+	}
 }
 
 // record counts a failed attempt, or the outcome of the stream, into the channel's
@@ -249,6 +288,7 @@ func (s *retryStream) Header() (md metadata.MD, err error) {
 			s.mu.Lock()
 			s.commitLocked()
 			s.mu.Unlock()
+			s.countMesh(s.ctx, nil, md, nil)
 			return md, nil
 		case err == nil && committed:
 			return nil, nil
@@ -352,6 +392,10 @@ func (s *retryStream) RecvMsg(m any) error {
 			s.mu.Lock()
 			s.commitLocked()
 			s.mu.Unlock()
+			if s.mesh != nil {
+				header, _ := cs.Header() // a message arrived: so did the header
+				s.countMesh(s.ctx, nil, header, nil)
+			}
 			if !s.serverStreams {
 				// A single response received is the end of the RPC, with OK.
 				s.recordEnd(cs, nil)
@@ -367,6 +411,7 @@ func (s *retryStream) RecvMsg(m any) error {
 			return err
 		case committed:
 			s.recordEnd(cs, err)
+			s.countEnded(cs, err)
 			s.release()
 			return err
 		case headersArrived(cs):
@@ -376,6 +421,7 @@ func (s *retryStream) RecvMsg(m any) error {
 			s.commitLocked()
 			s.mu.Unlock()
 			s.recordEnd(cs, err)
+			s.countEnded(cs, err)
 			s.release()
 			return err
 		}
@@ -383,6 +429,15 @@ func (s *retryStream) RecvMsg(m any) error {
 			s.release()
 			return s.finalOr(err)
 		}
+	}
+}
+
+// countEnded counts the mesh's attempts for cs, a committed stream that ended with
+// err: its header and trailer are in.
+func (s *retryStream) countEnded(cs grpc.ClientStream, err error) {
+	if s.mesh != nil {
+		header, _ := cs.Header()
+		s.countMesh(s.ctx, err, header, cs.Trailer())
 	}
 }
 

@@ -65,6 +65,83 @@
 // one slow dependency does not make every server above it refuse. The pipeline's
 // deadline, per-attempt timeout and breaker (with SlowCall) bound that wait.
 //
+// # A mesh beneath
+//
+// An Envoy sidecar retries by its route's retry_policy. Beneath a Backstop retry
+// owner that would multiply the attempts: 3 × 3 = 9. [Options].Mesh says who owns
+// them (callpath.Mesh):
+//
+//	| Mesh                 | who retries | each attempt sends             | each response is read for      |
+//	|----------------------|-------------|--------------------------------|--------------------------------|
+//	| MeshBackstopOwns (0) | the pipeline| x-envoy-max-retries: 0 if owned| x-envoy-attempt-count > 1      |
+//	| MeshEnvoyOwns        | the mesh    | Backstop-Attempt: 1            | x-envoy-attempt-count          |
+//	| MeshNone             | the pipeline| no Envoy header                | nothing                        |
+//
+// The zero value sends x-envoy-max-retries: 0 on every attempt made under a retry
+// owner, whatever stands beneath. It does not first detect an Envoy from response
+// headers (x-envoy-upstream-service-time, server: envoy). Detection would come
+// after the first responses, and the first calls of an outage are the ones it must
+// not multiply. Envoy removes the header before it forwards the request. A server
+// that is no Envoy ignores it. Sending it always is simpler, and right from the
+// first call.
+//
+// With MeshEnvoyOwns, the transport marks the call as owned upstream
+// (callpath.WithUpstreamAttempt), so the pipeline's retry makes one attempt. It
+// reports retry_suppressed{why="owner"} when that attempt fails. A retry owner
+// further up (this process, or a caller's) still owns the call path: beneath it
+// the mesh is told 0. A per-attempt timeout then bounds all of the mesh's
+// attempts together.
+//
+// In both modes, an x-envoy-attempt-count above 1 on a response is counted. Each
+// retry the mesh made is charged to [Options].MeshBudget as the pipeline charges
+// its own: OnFailure, then Withdraw (or a lease's Take and End, reason
+// callpath.ReasonMesh). It is reported to [Options].MeshObserver as an
+// event.AttemptEnd failed with callpath.ErrMeshRetried and an
+// event.RetryScheduled of reason "mesh", both of Stage "mesh". So a
+// metrics.Observer counts them in backstop_attempts_total and
+// backstop_retries_total. Give the pipeline's own budget and observer: a
+// transport cannot reach them through the pipeline. Once the budget refuses a
+// mesh's retry, calls the mesh owns send x-envoy-max-retries: 0. Each such call
+// asks the budget for a retry first; when it allows one, the mesh may retry again
+// and its first retry is paid. So the budget bounds the whole path.
+//
+// What Envoy honours, from its router filter and connection manager docs and
+// source (envoyproxy/envoy: docs/root/configuration/http/http_filters/
+// router_filter.rst, source/common/http/conn_manager_utility.cc,
+// source/common/router/retry_state_impl.cc):
+//   - x-envoy-max-retries "takes precedence over the number of retries set in
+//     either retry policy". It counts only when a retry policy is in force (the
+//     route's, the virtual host's, or x-envoy-retry-on / x-envoy-retry-grpc-on).
+//     The router consumes it: the upstream never sees it.
+//   - x-envoy-max-retries, x-envoy-retry-on, x-envoy-retry-grpc-on,
+//     x-envoy-upstream-rq-timeout-ms and x-envoy-upstream-rq-per-try-timeout-ms
+//     are honoured from internal requests only; the connection manager strips them
+//     from external ones. A request is internal when, after XFF handling, its
+//     x-forwarded-for holds one address and it is internal. With
+//     use_remote_address false and no x-forwarded-for from the app, a request is
+//     external "even if the real remote is internal". Since Envoy 1.29 an unset
+//     internal_address_config logs that RFC 1918 addresses will stop being
+//     trusted by default. A sidecar needs use_remote_address: true and an
+//     internal_address_config that covers the app (127.0.0.1 for a loopback
+//     listener), or the route's num_retries set to 0 instead.
+//   - x-envoy-attempt-count reaches the response only with the virtual host's
+//     include_attempt_count_in_response; the router sets it (overwriting an
+//     upstream's) on upstream answers and on its own local replies (a 503 or a
+//     504). As the router reads, suppress_envoy_headers does not remove it.
+//     include_request_attempt_count sends it to the upstream; a Backstop server
+//     reads it there as an attempt owned upstream ([Middleware]).
+//   - respect_expected_rq_timeout governs x-envoy-expected-rq-timeout-ms between
+//     two Envoys; the transport sends neither it nor the timeout headers.
+//   - strict_check_headers may list x-envoy-max-retries: the value must be an
+//     integer, which "0" is.
+//
+// What could not be checked here: no Envoy binary was at hand, so no test runs one.
+// The tests run real loopback servers that answer as Envoy's docs say it does. They
+// check what the transport sends and how it reads the answers. Whether a given
+// sidecar treats the app as internal, and so honours x-envoy-max-retries, depends
+// on its configuration. An x-envoy-attempt-count above 1 under MeshBackstopOwns
+// shows that it did not; MeshObserver hears it.
+//
 // # Routing
 //
 // [NewRouterTransport] picks a pipeline per request. A [Routes] table maps

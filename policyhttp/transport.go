@@ -19,6 +19,7 @@ import (
 	"github.com/backstop-go/backstop/fault"
 
 	"github.com/backstop-go/backstop/callpath"
+	"github.com/backstop-go/backstop/event"
 	"github.com/backstop-go/backstop/internal/httpattempt"
 	"github.com/backstop-go/backstop/policy"
 )
@@ -40,7 +41,8 @@ const DefaultMaxDrain = 2 << 10
 const DefaultDrainTimeout = 50 * time.Millisecond
 
 // Options configure [NewTransport]. The zero value is valid: DefaultClassifier, no
-// idempotency keys, DefaultMaxDrain and DefaultDrainTimeout, and the system clock.
+// idempotency keys, DefaultMaxDrain and DefaultDrainTimeout, the system clock, and
+// callpath.MeshBackstopOwns: nothing beneath the transport retries.
 type Options struct {
 	// Classifier judges each attempt's response; nil means [DefaultClassifier].
 	Classifier Classifier
@@ -60,6 +62,27 @@ type Options struct {
 	// Clock stamps responses for Retry-After dates and times the draining of
 	// discarded bodies; nil means clock.System().
 	Clock clock.Clock
+
+	// Mesh says who owns the retries beneath the transport, when a service mesh
+	// stands there. The zero value is callpath.MeshBackstopOwns: attempts made under
+	// a retry owner tell an Envoy beneath not to retry (x-envoy-max-retries: 0).
+	// callpath.MeshEnvoyOwns lets the mesh retry: the pipeline makes one attempt.
+	// callpath.MeshNone sends and reads no Envoy header. See "A mesh beneath" in
+	// the package documentation.
+	Mesh callpath.Mesh
+	// MeshBudget is charged for the retries a mesh beneath made, read from each
+	// response's x-envoy-attempt-count. Give the pipeline's own budget, so that it
+	// bounds every retry on the path. When it refuses one, calls the mesh owns tell
+	// the mesh not to retry until it allows one again. Nil charges nothing. The
+	// transport cannot find the pipeline's budget by itself.
+	MeshBudget policy.RetryBudget
+	// MeshObserver hears the attempts and retries a mesh beneath made: an
+	// event.AttemptEnd failed with callpath.ErrMeshRetried and an
+	// event.RetryScheduled of reason callpath.ReasonMesh per retry, of Stage "mesh",
+	// named for the pipeline. Give the pipeline's own observer (a metrics.Observer
+	// counts them in backstop_attempts_total and backstop_retries_total). Nil
+	// reports nothing.
+	MeshObserver event.Observer
 }
 
 func randomKey() string {
@@ -75,7 +98,8 @@ type transport struct {
 	genKey   func() string
 	maxDrain int64
 	clock    clock.Clock
-	router   Router // chooses p and classify per request; nil means the fields above
+	router   Router            // chooses p and classify per request; nil means the fields above
+	mesh     *httpattempt.Mesh // nil: MeshNone
 
 	drainTimeout time.Duration
 }
@@ -126,6 +150,7 @@ func NewTransport(next http.RoundTripper, p *policy.Pipeline, o Options) http.Ro
 	}
 	t := &transport{next: next, p: p, classify: DefaultClassifier, maxDrain: DefaultMaxDrain,
 		drainTimeout: DefaultDrainTimeout, clock: clock.Or(o.Clock)}
+	t.mesh = httpattempt.NewMesh(o.Mesh, o.MeshBudget, o.MeshObserver, t.clock)
 	if o.Classifier != nil {
 		t.classify = o.Classifier
 	}
@@ -183,7 +208,10 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if p == nil {
 		return nil, fmt.Errorf("policyhttp: %s %s: no route's pipeline runs it: %w", req.Method, req.URL.Redacted(), policy.ErrNoPipeline)
 	}
-	a := &attempts{Context: ctx, t: t, req: req, key: key, repeatable: repeatable, classify: classify}
+	ctx, mc := t.mesh.Begin(ctx)
+	a := &attempts{Context: ctx, t: t, req: req, key: key, repeatable: repeatable, classify: classify,
+		pipeline: p.Name(), mesh: mc}
+	defer t.mesh.End(a.mesh)
 	var pctx context.Context = a
 	if netReplayable(req, hasBody, key != "") {
 		// net/http's Transport would send the request again by itself after a reused
@@ -259,6 +287,8 @@ type attempts struct {
 	key        string
 	repeatable bool
 	classify   Classifier
+	pipeline   string           // p's name, for the mesh's events
+	mesh       httpattempt.Call // the call's dealings with a mesh beneath
 
 	mu   sync.Mutex     // guards the fields below
 	sent bool           // the first attempt went out (it owns req.Body)
@@ -339,6 +369,11 @@ func (a *attempts) run(ctx context.Context) error {
 	} else {
 		out.Header.Del(callpath.HeaderAttempt)
 	}
+	// Beneath a Backstop owner, an Envoy sidecar is told not to retry. Any other
+	// server ignores the header.
+	if a.t.mesh.NoRetries(ctx, a.mesh) {
+		out.Header[callpath.HeaderEnvoyMaxRetries] = noRetries
+	}
 	if a.key != "" {
 		out.Header.Set(HeaderIdempotencyKey, a.key)
 	}
@@ -356,6 +391,13 @@ func (a *attempts) run(ctx context.Context) error {
 		return err
 	}
 	err = a.classify(res, a.t.clock.Now())
+	if a.t.mesh != nil {
+		if v := res.Header[callpath.HeaderEnvoyAttempt]; len(v) > 0 {
+			if n, ok := httpattempt.MeshAttempts(v[0]); ok {
+				a.t.mesh.Count(ctx, a.mesh, a.pipeline, n, err)
+			}
+		}
+	}
 	// Under a hedge, a success is kept only by the attempt that wins the race. The
 	// winner's context is the one left alive for reading the body.
 	win := err == nil && callpath.Win(ctx)
@@ -408,6 +450,10 @@ var attemptValues = func() (v [callpath.MaxAttempt + 1][]string) {
 	}
 	return v
 }()
+
+// noRetries is the callpath.HeaderEnvoyMaxRetries value of every attempt that tells
+// the mesh not to retry, shared as attemptValues are.
+var noRetries = []string{"0"}
 
 func attemptValue(n int) []string {
 	if n >= 0 && n < len(attemptValues) {

@@ -1,5 +1,7 @@
 // Package httpattempt reads the attempt headers of an HTTP request for the two
-// server middlewares that need them, policyhttp.Middleware and shed.Middleware.
+// server middlewares that need them, policyhttp.Middleware and shed.Middleware. It
+// also keeps, for the client transports of policyhttp and policygrpc, one account
+// of the attempts a mesh beneath them makes ([Mesh]).
 package httpattempt
 
 import (
