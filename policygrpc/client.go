@@ -49,15 +49,16 @@ type Options struct {
 	// beneath" in the package documentation.
 	Mesh callpath.Mesh
 	// MeshBudget is charged for the retries a mesh beneath made, read from each
-	// attempt's x-envoy-attempt-count response header. Give the pipeline's own
-	// budget, so that it bounds every retry on the path. When it refuses one, calls
-	// the mesh owns tell the mesh not to retry until it allows one again. Nil
-	// charges nothing.
+	// attempt's x-envoy-attempt-count response header, so that one budget bounds
+	// every retry on the path. When it refuses one, calls the mesh owns tell the
+	// mesh not to retry until it allows one again. Nil means the interceptor's
+	// pipeline's own (policy.Pipeline.Budget).
 	MeshBudget policy.RetryBudget
 	// MeshObserver hears the attempts and retries a mesh beneath made: an
 	// event.AttemptEnd failed with callpath.ErrMeshRetried and an
 	// event.RetryScheduled of reason callpath.ReasonMesh per retry, of Stage "mesh",
-	// named for the pipeline. Give the pipeline's own observer. Nil reports nothing.
+	// named for the pipeline. Nil means the interceptor's pipeline's own
+	// (policy.Pipeline.Observer).
 	MeshObserver event.Observer
 }
 
@@ -85,7 +86,7 @@ type Options struct {
 //
 // p may be nil: the interceptor then only carries the attempt metadata.
 func UnaryClientInterceptor(p *policy.Pipeline, o Options) grpc.UnaryClientInterceptor {
-	c := newClassifier(o)
+	c := newClassifier(o.meshOf(p))
 	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 		return unary(ctx, p, c, method, req, reply, cc, invoker, opts)
 	}
@@ -239,6 +240,17 @@ type classifier struct {
 	retryable [32]bool            // by code; codes are below 17
 	bucket    *budget.TokenBucket // a service config's retryThrottling; nil if none
 	mesh      *httpattempt.Mesh   // the mesh beneath; nil for MeshNone
+}
+
+// meshOf is o with the mesh's budget and observer defaulting to p's.
+func (o Options) meshOf(p *policy.Pipeline) Options {
+	if o.MeshBudget == nil {
+		o.MeshBudget = p.Budget()
+	}
+	if o.MeshObserver == nil {
+		o.MeshObserver = p.Observer()
+	}
+	return o
 }
 
 func newClassifier(o Options) *classifier {

@@ -49,7 +49,7 @@ type StreamOptions struct {
 // stream's resources are released when RecvMsg returns an error (io.EOF included) or
 // the caller's context ends, as grpc-go requires of every stream.
 func RetryStreamClientInterceptor(p *policy.Pipeline, o StreamOptions) grpc.StreamClientInterceptor {
-	c := newClassifier(o.Options)
+	c := newClassifier(o.Options.meshOf(p))
 	limit := replayLimit(o.MaxReplayBytes)
 	return func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
 		return newRetryStream(ctx, p, c, limit, desc, cc, method, streamer, opts)

@@ -99,8 +99,8 @@
 // event.AttemptEnd failed with callpath.ErrMeshRetried and an
 // event.RetryScheduled of reason "mesh", both of Stage "mesh". So a
 // metrics.Observer counts them in backstop_attempts_total and
-// backstop_retries_total. Give the pipeline's own budget and observer: a
-// transport cannot reach them through the pipeline. Once the budget refuses a
+// backstop_retries_total. Left nil, both are the pipeline's own
+// (policy.Pipeline.Budget and Observer). Once the budget refuses a
 // mesh's retry, calls the mesh owns send x-envoy-max-retries: 0. Each such call
 // asks the budget for a retry first; when it allows one, the mesh may retry again
 // and its first retry is paid. So the budget bounds the whole path.

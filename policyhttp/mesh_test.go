@@ -99,8 +99,8 @@ func TestTransport_MeshOwnsOneAttemptCountedThrice(t *testing.T) {
 	clock := policytest.NewClock(t0).AutoAdvance(true)
 	p := policy.Must(policy.Wrap(b, policy.Must(retry.New(retry.Options{MaxAttempts: 3, Clock: clock})),
 		policy.Name("orders"), policy.Observe(obs)))
-	c := &http.Client{Transport: policyhttp.NewTransport(nil, p, policyhttp.Options{
-		Mesh: callpath.MeshEnvoyOwns, MeshBudget: b, MeshObserver: obs})}
+	// MeshBudget and MeshObserver are left nil: the pipeline's own are charged and told.
+	c := &http.Client{Transport: policyhttp.NewTransport(nil, p, policyhttp.Options{Mesh: callpath.MeshEnvoyOwns})}
 
 	res := fetchVia(t, c, s.URL)
 	require.Equal(t, http.StatusServiceUnavailable, res.StatusCode, "the mesh's last answer")

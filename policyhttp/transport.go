@@ -71,17 +71,19 @@ type Options struct {
 	// the package documentation.
 	Mesh callpath.Mesh
 	// MeshBudget is charged for the retries a mesh beneath made, read from each
-	// response's x-envoy-attempt-count. Give the pipeline's own budget, so that it
-	// bounds every retry on the path. When it refuses one, calls the mesh owns tell
-	// the mesh not to retry until it allows one again. Nil charges nothing. The
-	// transport cannot find the pipeline's budget by itself.
+	// response's x-envoy-attempt-count, so that one budget bounds every retry on
+	// the path. When it refuses one, calls the mesh owns tell
+	// the mesh not to retry until it allows one again. Nil means the pipeline's own
+	// (policy.Pipeline.Budget) for NewTransport, and nothing for NewRouterTransport,
+	// whose routes' budgets are given here or not at all.
 	MeshBudget policy.RetryBudget
 	// MeshObserver hears the attempts and retries a mesh beneath made: an
 	// event.AttemptEnd failed with callpath.ErrMeshRetried and an
 	// event.RetryScheduled of reason callpath.ReasonMesh per retry, of Stage "mesh",
-	// named for the pipeline. Give the pipeline's own observer (a metrics.Observer
-	// counts them in backstop_attempts_total and backstop_retries_total). Nil
-	// reports nothing.
+	// named for the pipeline (a metrics.Observer counts them in
+	// backstop_attempts_total and backstop_retries_total). Nil means the
+	// pipeline's own (policy.Pipeline.Observer) for NewTransport, and none for
+	// NewRouterTransport.
 	MeshObserver event.Observer
 }
 
@@ -150,6 +152,12 @@ func NewTransport(next http.RoundTripper, p *policy.Pipeline, o Options) http.Ro
 	}
 	t := &transport{next: next, p: p, classify: DefaultClassifier, maxDrain: DefaultMaxDrain,
 		drainTimeout: DefaultDrainTimeout, clock: clock.Or(o.Clock)}
+	if o.MeshBudget == nil {
+		o.MeshBudget = p.Budget()
+	}
+	if o.MeshObserver == nil {
+		o.MeshObserver = p.Observer()
+	}
 	t.mesh = httpattempt.NewMesh(o.Mesh, o.MeshBudget, o.MeshObserver, t.clock)
 	if o.Classifier != nil {
 		t.classify = o.Classifier

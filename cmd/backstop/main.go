@@ -106,6 +106,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	envoyPath := fs.String("envoy", "", "an Envoy route configuration, YAML or JSON; - for standard input")
 	grpcPath := fs.String("grpc", "", "a gRPC service config, JSON; - for standard input")
 	configPath := fs.String("config", "", "a Backstop configuration file, YAML or JSON; - for standard input")
+	service := fs.String("service", "", "the Kubernetes Service the app of -config and -grpc runs as: gateway routes that send to it are upstream of its stacks")
 	useEnv := fs.Bool("env", false, "apply this process's BACKSTOP_ environment overrides to -config, as a program that passes os.Environ() would")
 	asJSON := fs.Bool("json", false, "print JSON")
 	maxWorst := DefaultMaxWorstCase
@@ -140,6 +141,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "backstop %s: %v\n", cmd, err)
 		return exitUsage
 	}
+	in.service = *service
 	if cmd == "explain" {
 		return explain(in, *asJSON, stdout, stderr)
 	}

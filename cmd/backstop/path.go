@@ -303,7 +303,7 @@ func (p callPath) String() string {
 
 // callPaths finds the call paths of hops with more than one layer. A gateway's route
 // is upstream of the app when it sends to the app's Service (service, from
-// -service); without it, upstream of the sidecar's routes to where it sends, if the
+// -service); any other is upstream of the mesh's routes to where it sends, if the
 // gateway is in the mesh. The app's stacks are upstream of the sidecar's routes to
 // the hosts and paths they call.
 func callPaths(hops []hop, service string) []callPath {
@@ -363,11 +363,14 @@ func callPaths(hops []hop, service string) []callPath {
 			}
 		}
 	}
-	if service == "" {
-		for _, g := range gates {
-			for _, s := range beneath(g) {
-				paths = append(paths, callPath{hops: []hop{g, s}, vague: true})
-			}
+	// A gateway's route to another Service meets the mesh's routes to it if the
+	// gateway is in the mesh.
+	for _, g := range gates {
+		if slices.ContainsFunc(front, func(f hop) bool { return f.what == g.what && f.pos == g.pos }) {
+			continue
+		}
+		for _, s := range beneath(g) {
+			paths = append(paths, callPath{hops: []hop{g, s}, vague: true})
 		}
 	}
 	return paths
