@@ -44,13 +44,16 @@ func (r *reader) decodeObject(w *walker, root *yaml3.Node, obj any) bool {
 		w.value(vals[i], f.typ, []pathElem{key(k.Value)}, &out)
 	}
 	out.WriteByte('}')
-	if len(r.ps.errs) > before || w.stop {
+	if w.stop {
 		return false
 	}
 	if err := json.Unmarshal(out.Bytes(), obj); err != nil {
-		r.fail(w.file, root, nil, "as a %s: %v", t.Name(), err)
+		if len(r.ps.errs) == before {
+			r.fail(w.file, root, nil, "as a %s: %v", t.Name(), err)
+		}
 		return false
 	}
+	// With problems reported, the rest is still read for its own problems.
 	return true
 }
 

@@ -137,11 +137,11 @@ type Route struct {
 	// ("Service default/api"), its own having none of that kind; "" otherwise.
 	InheritedFrom string
 
-	grpc     bool           // a GRPCRoute
-	pos      map[string]pos // the rule's fields, by path from the rule
-	docPos   map[string]pos // the document's metadata and spec fields, by path from the root
-	services []string       // the backends as fully qualified Service names
-	parents  []string       // parent Services, fully qualified, of a mesh route
+	grpc     bool                                     // a GRPCRoute
+	pos      map[string]pos                           // the rule's fields, by path from the rule
+	docPos   map[string]pos                           // the document's metadata and spec fields, by path from the root
+	services []string                                 // the backends as fully qualified Service names
+	parents  []string                                 // parent Services, fully qualified, of a mesh route
 	build    func(*Route, map[string]string, *Policy) // re-reads Linkerd's annotations
 }
 
@@ -351,6 +351,13 @@ func yamlError(name string, err error, reread func() []byte) *ConfigError {
 		return &ConfigError{File: name, Msg: "YAML: " + strings.TrimPrefix(msg, "yaml: ")}
 	}
 	line, _ := strconv.Atoi(m[1])
+	if parserError(m[2]) {
+		// The parser names the line, counted from 0, of the block it was reading.
+		line++
+		if strings.HasPrefix(m[2], "did not find expected") && !strings.Contains(m[2], "<document start>") {
+			m[2] += " (in the block that starts here)"
+		}
+	}
 	lines := strings.Split(strings.NewReplacer("\r\n", "\n", "\r", "\n").Replace(string(reread())), "\n")
 	line = max(min(line, len(lines)), 1)
 	col := 1
@@ -359,6 +366,18 @@ func yamlError(name string, err error, reread func() []byte) *ConfigError {
 		col = len([]rune(l)) - len([]rune(strings.TrimLeft(l, " \t"))) + 1
 	}
 	return &ConfigError{File: name, Line: line, Column: col, Msg: "YAML: " + m[2]}
+}
+
+// parserError reports whether msg is an error of the YAML parser, which names its
+// line from 0, rather than of its scanner, which names it from 1.
+func parserError(msg string) bool {
+	for _, p := range []string{"did not find expected key", "did not find expected '-' indicator", "did not find expected ',' or",
+		"did not find expected node content", "did not find expected <document start>", "found duplicate %", "found incompatible YAML document"} {
+		if strings.HasPrefix(msg, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // The kinds read, by API group.
