@@ -39,11 +39,21 @@ const (
 	FormatGRPC  = "grpc"  // a gRPC service config's methodConfig entry
 )
 
-// Origin is what a stack of an [Import] was in the original: an Envoy route, or a
-// gRPC service config's methodConfig entry, kept so that tools can speak of the stack
-// in the original's words and place what they say in the original's file.
+// A Source places an original's fields in its file: the line and column where a
+// field, named as the original spells it, is written; 0, 0 when unknown. An
+// [Origin] of a format this package does not read itself (Gateway API, Istio or
+// Linkerd routes, as policyk8s reads them) carries one, so that notes and problems
+// are placed in the original as for Envoy routes and gRPC service configs.
+type Source interface {
+	Position(field string) (line, col int)
+}
+
+// Origin is what a stack of an [Import] was in the original: an Envoy route, a
+// gRPC service config's methodConfig entry, or a route of another format that
+// brings its own [Source], kept so that tools can speak of the stack in the
+// original's words and place what they say in the original's file.
 type Origin struct {
-	// Format is FormatEnvoy or FormatGRPC.
+	// Format is FormatEnvoy, FormatGRPC, or another format's name ("istio").
 	Format string
 	// File names the original's file.
 	File string
@@ -52,6 +62,9 @@ type Origin struct {
 	// ServiceConfig and Entry are the service config and the entry, for FormatGRPC.
 	ServiceConfig *policygrpc.ServiceConfig
 	Entry         policygrpc.Entry
+	// Source places the original's fields, for a format other than FormatEnvoy
+	// and FormatGRPC; Route, for instance, a policyk8s route.
+	Source Source
 	// fields are the original's fields the stack's fields came from, by the stack's
 	// field path ("retry.attempts" → "retry_policy.num_retries").
 	fields map[string]string
@@ -63,14 +76,21 @@ type Origin struct {
 // nearest field above it that it has. rel "" is the route or entry itself.
 func (o Origin) Field(rel string) (string, Pos) {
 	field := o.fieldOf(rel)
-	var line, col int
-	switch o.Format {
-	case FormatEnvoy:
-		line, col = o.Route.Position(field)
-	case FormatGRPC:
-		line, col = o.ServiceConfig.Position(field)
-	}
+	line, col := o.position(field)
 	return field, Pos{File: o.File, Line: line, Column: col}
+}
+
+// position places an original's field, as the original spells it.
+func (o Origin) position(field string) (line, col int) {
+	switch {
+	case o.Format == FormatEnvoy && o.Route != nil:
+		return o.Route.Position(field)
+	case o.Format == FormatGRPC && o.ServiceConfig != nil:
+		return o.ServiceConfig.Position(field)
+	case o.Source != nil:
+		return o.Source.Position(field)
+	}
+	return 0, 0
 }
 
 func (o Origin) fieldOf(rel string) string {
@@ -181,15 +201,99 @@ func (im *Import) place(name string, o Origin) {
 	}
 }
 
+// NewImport returns an empty Import of the original file name: for a format this
+// package does not convert itself, to fill with [Import.Add], [Import.Note],
+// [Import.AddHTTPRoute] and [Import.AddGRPCRoute], and load with [Import.Build].
+func NewImport(name string) *Import {
+	return &Import{Name: name, Origins: make(map[string]Origin)}
+}
+
+// Add adds a stack converted from the original and returns its name: name made a
+// stack name (letters, digits, _ and -, starting with a letter; "prefix /api" is
+// prefix_api) and, if taken, suffixed _2, _3, …. o is what the stack was, with a
+// Source to place its fields; fields maps each of the stack's fields to the
+// original's field it came from ("retry.attempts" → "retries.attempts"), "" to
+// the route or entry itself. A stack field not in fields is placed at the nearest
+// field above it that is.
+func (im *Import) Add(name string, s Stack, o Origin, fields map[string]string) string {
+	taken := make(map[string]bool, len(im.File.Stacks))
+	for _, ns := range im.File.Stacks {
+		taken[ns.Name] = true
+	}
+	stack := stackNameOf(name, taken)
+	if im.Origins == nil {
+		im.Origins = make(map[string]Origin)
+	}
+	if o.File == "" {
+		o.File = im.Name
+	}
+	o.fields = map[string]string{"": ""}
+	for k, v := range fields {
+		o.fields[k] = v
+	}
+	im.File.Stacks = append(im.File.Stacks, NamedStack{Name: stack, Stack: s})
+	im.Origins[stack] = o
+	im.place(stack, o)
+	return stack
+}
+
+// Note adds a note about stack, a stack [Import.Add] returned: reason is one of
+// NoteUnknown, NoteNotCarried, NoteIgnored, NoteCapped and NoteDiffers; field is
+// the original's field as the original spells it, placed by the stack's origin;
+// value the value at fault as written; msg what the original does and what the
+// stack does instead.
+func (im *Import) Note(stack, reason, field, value, msg string) {
+	im.note(stack, im.Origins[stack], reason, field, value, "%s", msg)
+}
+
+// AddHTTPRoute routes the requests an http.ServeMux pattern matches to stack,
+// placed where the stack's origin is written. A pattern is routed once: the later
+// of two routes to it is dropped and false returned, for the caller to note.
+func (im *Import) AddHTTPRoute(pattern, stack string) bool {
+	if im.File.HTTP == nil {
+		im.File.HTTP = &HTTPRoutes{}
+	}
+	for _, r := range im.File.HTTP.Routes {
+		if r.Match != nil && *r.Match == pattern {
+			return false
+		}
+	}
+	k := len(im.File.HTTP.Routes)
+	_, pos := im.Origins[stack].Field("")
+	if im.pos == nil {
+		im.pos = make(map[string]Pos)
+	}
+	im.pos[fmt.Sprintf("http.routes[%d]", k)] = pos
+	im.pos[fmt.Sprintf("http.routes[%d].match", k)] = pos
+	im.File.HTTP.Routes = append(im.File.HTTP.Routes, HTTPRoute{Match: ptr(pattern), Stack: ptr(stack)})
+	return true
+}
+
+// AddGRPCRoute routes the RPCs of name ("pkg.Service/Method" or "pkg.Service") to
+// stack, as AddHTTPRoute routes a pattern.
+func (im *Import) AddGRPCRoute(name, stack string) bool {
+	if im.File.GRPC == nil {
+		im.File.GRPC = &GRPCRoutes{}
+	}
+	for _, r := range im.File.GRPC.Routes {
+		if r.Name != nil && *r.Name == name {
+			return false
+		}
+	}
+	k := len(im.File.GRPC.Routes)
+	_, pos := im.Origins[stack].Field("")
+	if im.pos == nil {
+		im.pos = make(map[string]Pos)
+	}
+	im.pos[fmt.Sprintf("grpc.routes[%d]", k)] = pos
+	im.pos[fmt.Sprintf("grpc.routes[%d].name", k)] = pos
+	im.File.GRPC.Routes = append(im.File.GRPC.Routes, GRPCRoute{Name: ptr(name), Stack: ptr(stack)})
+	return true
+}
+
 // note adds a note about a stack, placed at the original's field.
 func (im *Import) note(stack string, o Origin, reason, field, value, format string, args ...any) {
-	line, col := 0, 0
-	switch o.Format {
-	case FormatEnvoy:
-		line, col = o.Route.Position(field)
-	case FormatGRPC:
-		line, col = o.ServiceConfig.Position(field)
-	}
+	line, col := o.position(field)
 	im.Notes = append(im.Notes, Note{Stack: stack, Reason: reason, Field: field, Value: value,
 		Pos: Pos{File: o.File, Line: line, Column: col}, Msg: fmt.Sprintf(format, args...)})
 }
