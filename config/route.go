@@ -212,6 +212,17 @@ func (c *Config) Lookup(name string) (*policy.Pipeline, error) {
 	return nil, fmt.Errorf("%w: %q; the stacks are %s", ErrNoStack, name, strings.Join(names, ", "))
 }
 
+// Classifier returns the classifier the stack named name judges HTTP responses with
+// (its retry's http_statuses, or policyhttp.DefaultClassifier's), as its HTTP routes
+// use it; nil, meaning policyhttp.DefaultClassifier, for a stack the configuration
+// does not hold or one that names no statuses.
+func (c *Config) Classifier(name string) policyhttp.Classifier {
+	if st, ok := c.byName[name]; ok {
+		return st.classify
+	}
+	return nil
+}
+
 // noStack is the one stage of the pipeline of a stack name the configuration does
 // not hold: every call fails with err, and nothing runs.
 type noStack struct{ err error }

@@ -46,6 +46,10 @@ type Client struct {
 	Pipeline *policy.Pipeline
 	// Classifier judges each answer; nil means policyhttp.DefaultClassifier.
 	Classifier policyhttp.Classifier
+	// Mesh makes the hop retry as a service mesh does, knowing nothing of the call
+	// path's owner: the service's calls are not marked as owned upstream by the
+	// attempt headers it receives, so every layer on the stack retries.
+	Mesh bool
 }
 
 // Hop is what a [ClientFunc] is told about the hop it builds a client for.
@@ -59,7 +63,8 @@ type Hop struct {
 
 // ClientFunc builds a custom stack's client for each hop of a service on that stack,
 // when a run starts. A service on a custom stack is guarded by policyhttp.Middleware
-// (it reads the attempt headers and marks its calls as owned upstream).
+// (it reads the attempt headers and marks its calls as owned upstream), unless a
+// client of its is a Mesh.
 type ClientFunc func(Hop) (Client, error)
 
 // Tuning is the stacks' parameters. Zero fields take the storm's values.

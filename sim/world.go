@@ -56,6 +56,8 @@ type service struct {
 	inbound, outbound *http.Request
 	handler           http.Handler
 	hops              []*hop // one per Calls entry
+	// mesh: its calls go through a mesh's retries, which know no call path owner.
+	mesh bool
 	// guarded by w.mu: the worker pool, and the requests received
 	busy     int
 	queue    []func() bool
@@ -216,7 +218,11 @@ func (w *world) newHop(from, to *service) (*hop, error) {
 		case c.Pipeline == nil:
 			return nil, fmt.Errorf("sim: stack %s, %s→%s: no pipeline", from.Stack, from.Name, to.Name)
 		}
-		h.client = policyhttp.NewTransport(base, c.Pipeline, policyhttp.Options{Clock: w.clock, Classifier: c.Classifier})
+		o := policyhttp.Options{Clock: w.clock, Classifier: c.Classifier}
+		if c.Mesh {
+			from.mesh, o.Mesh = true, callpath.MeshNone
+		}
+		h.client = policyhttp.NewTransport(base, c.Pipeline, o)
 		return h, nil
 	}
 	name := from.Name + "→" + to.Name
@@ -254,6 +260,9 @@ func (s *service) guard(h http.Handler) http.Handler {
 			brk = s.hops[0].breaker
 		}
 		return shed.Middleware(h, policy.Must(shed.New(shed.Options{Name: s.Name, Breaker: brk, Rand: s.w.stages, Clock: s.w.clock})))
+	}
+	if s.mesh {
+		return h // a mesh's retries: no owner is read
 	}
 	return policyhttp.Middleware(h) // a custom stack
 }

@@ -7,6 +7,7 @@ require (
 	github.com/backstop-go/backstop/config v0.1.0
 	github.com/backstop-go/backstop/policyenvoy v0.1.0
 	github.com/backstop-go/backstop/policygrpc v0.1.0
+	github.com/backstop-go/backstop/policyk8s v0.1.0
 	github.com/backstop-go/backstop/sim v0.1.0
 	go.uber.org/goleak v1.3.0
 	gonum.org/v1/plot v0.17.0

@@ -13,6 +13,7 @@ import (
 	"github.com/backstop-go/backstop/policy"
 	"github.com/backstop-go/backstop/policyenvoy"
 	"github.com/backstop-go/backstop/policygrpc"
+	"github.com/backstop-go/backstop/policyk8s"
 )
 
 // Levels of a finding.
@@ -59,6 +60,8 @@ var checks = []check{
 	{"no-budget", levelWarning, "a Backstop stack that retries with no budget: nothing stops the retries in an outage"},
 	{"cluster-budget", levelInfo, "an Envoy route that retries: its bound in an outage is the cluster's circuit_breakers retry_budget, which a route config cannot show"},
 	{"call-path", levelInfo, "each call path of more than one layer (gateway -> app -> sidecar): its owners and the most attempts one user request makes at the dependency"},
+	{"default-retries", levelWarning, "an Istio VirtualService route with no retries: Istio then retries twice by default, a second owner no one wrote down"},
+	{"skipped", levelInfo, "a document of -k8s that lint does not read: another kind (a Deployment, a Service without Linkerd annotations), or not a Kubernetes object"},
 	{"not-honoured", levelInfo, "a field or condition Envoy honours and Backstop's pipeline for the route does not (retriable_headers, hedge_policy, gRPC conditions on an HTTP route, …), or a match its routing table cannot say (a regex, headers, a wildcard domain)"},
 }
 
@@ -140,7 +143,17 @@ func (l *linter) refused(file string, err error) {
 func (l *linter) refusedOne(file string, err error) {
 	var ee *policyenvoy.ConfigError
 	var ge *policygrpc.ServiceConfigError
+	var ke *policyk8s.ConfigError
 	switch {
+	case errors.As(err, &ke):
+		if ke.File != "" {
+			file = ke.File
+		}
+		msg := ke.Msg
+		if ke.Path != "" {
+			msg = ke.Path + ": " + msg
+		}
+		l.add("refused", file, ke.Line, ke.Column, "", ke.Path, "correct the manifest as the Gateway API, Istio or Linkerd reference for the field says", "%s", msg)
 	case errors.As(err, &ee):
 		id, msg, fix := "refused", ee.Msg, "correct the field as Envoy's API reference for it says"
 		switch {
@@ -188,6 +201,11 @@ func lint(in *input, maxWorstCase time.Duration) []finding {
 			l.refused(src.file, src.err)
 		}
 		if src.config == nil {
+			continue
+		}
+		if src.format == formatK8s {
+			l.k8sRoutes(src)
+			hops = append(hops, k8sHops(src.k8s)...)
 			continue
 		}
 		notes := src.config.Notes()

@@ -55,6 +55,7 @@ import (
 	"github.com/backstop-go/backstop/config"
 	"github.com/backstop-go/backstop/policyenvoy"
 	"github.com/backstop-go/backstop/policygrpc"
+	"github.com/backstop-go/backstop/policyk8s"
 )
 
 func main() {
@@ -105,6 +106,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	envoyPath := fs.String("envoy", "", "an Envoy route configuration, YAML or JSON; - for standard input")
 	grpcPath := fs.String("grpc", "", "a gRPC service config, JSON; - for standard input")
+	k8sPath := fs.String("k8s", "", "Kubernetes manifests, a YAML file or a directory of them: Gateway API, Istio and Linkerd routes and policies; - for standard input")
 	configPath := fs.String("config", "", "a Backstop configuration file, YAML or JSON; - for standard input")
 	service := fs.String("service", "", "the Kubernetes Service the app of -config and -grpc runs as: gateway routes that send to it are upstream of its stacks")
 	useEnv := fs.Bool("env", false, "apply this process's BACKSTOP_ environment overrides to -config, as a program that passes os.Environ() would")
@@ -122,11 +124,11 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	switch {
-	case *envoyPath == "" && *grpcPath == "" && *configPath == "":
-		fmt.Fprintf(stderr, "backstop %s: give -config FILE, -envoy FILE, -grpc FILE or several\n", cmd)
+	case *envoyPath == "" && *grpcPath == "" && *configPath == "" && *k8sPath == "":
+		fmt.Fprintf(stderr, "backstop %s: give -config FILE, -envoy FILE, -grpc FILE, -k8s PATH or several\n", cmd)
 		return exitUsage
-	case stdinCount(*envoyPath, *grpcPath, *configPath) > 1:
-		fmt.Fprintf(stderr, "backstop %s: only one of -config, -envoy and -grpc can read standard input\n", cmd)
+	case stdinCount(*envoyPath, *grpcPath, *configPath, *k8sPath) > 1:
+		fmt.Fprintf(stderr, "backstop %s: only one of -config, -envoy, -grpc and -k8s can read standard input\n", cmd)
 		return exitUsage
 	case maxWorst <= 0:
 		fmt.Fprintf(stderr, "backstop %s: -max-worst-case is %v; want a duration > 0\n", cmd, maxWorst)
@@ -142,6 +144,14 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	in.service = *service
+	if *k8sPath != "" {
+		src, err := loadK8s(stdin, *k8sPath)
+		if err != nil {
+			fmt.Fprintf(stderr, "backstop %s: %v\n", cmd, err)
+			return exitUsage
+		}
+		in.sources = append(in.sources, src)
+	}
 	if cmd == "explain" {
 		return explain(in, *asJSON, stdout, stderr)
 	}
@@ -150,7 +160,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 
 // input is what the files said, each in the config package's model.
 type input struct {
-	sources []*source // -config, then -envoy, then -grpc, as given
+	sources []*source // -config, then -envoy, then -grpc, then -k8s, as given
 	// service is -service: the Kubernetes Service the app of -config and -grpc runs as.
 	service string
 }
@@ -168,6 +178,8 @@ type source struct {
 	file   string
 	data   []byte
 	config *config.Config
+	// k8s is what a -k8s source read: its route rules and policies.
+	k8s *policyk8s.Set
 	// err is why the file was refused: by its own parser (a *policyenvoy.ConfigError,
 	// a *policygrpc.ServiceConfigError) or by the model's loader (a *config.Error).
 	err error
@@ -256,8 +268,20 @@ func placed(file string, err error) string {
 func placedOne(file string, err error) string {
 	var ee *policyenvoy.ConfigError
 	var ge *policygrpc.ServiceConfigError
+	var ke *policyk8s.ConfigError
 	line, col, msg := 1, 1, err.Error()
 	switch {
+	case errors.As(err, &ke):
+		if ke.File != "" {
+			file = ke.File
+		}
+		if ke.Line > 0 {
+			line, col = ke.Line, max(ke.Column, 1)
+		}
+		msg = ke.Msg
+		if ke.Path != "" {
+			msg = ke.Path + ": " + msg
+		}
 	case errors.As(err, &ee):
 		if ee.Line > 0 {
 			line, col = ee.Line, max(ee.Column, 1)
@@ -301,6 +325,10 @@ func explain(in *input, asJSON bool, stdout, stderr io.Writer) int {
 	}
 	var views []any
 	for _, src := range in.sources {
+		if src.format == formatK8s {
+			views = append(views, k8sViews(src.k8s)...)
+			continue
+		}
 		views = append(views, viewsOf(src.config)...)
 	}
 	if asJSON {

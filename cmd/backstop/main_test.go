@@ -159,6 +159,10 @@ func example(t *testing.T, id string) (args []string, files []string) {
 		args = append(args, "-config", f)
 		files = append(files, f)
 	}
+	if f := filepath.Join("testdata", "lint", id+".k8s.yaml"); fileExists(f) {
+		args = append(args, "-k8s", f)
+		files = append(files, f)
+	}
 	if len(files) == 0 {
 		t.Fatalf("check %s has no example in testdata/lint", id)
 	}
@@ -305,7 +309,7 @@ func TestStdin(t *testing.T) {
 	if code != exitFindings || !strings.Contains(out, "<stdin>:2:72: error [bad-status-code]: methodConfig[0].retryPolicy.retryableStatusCodes[0] is OK") {
 		t.Errorf("lint -grpc - = %d:\n%s", code, out)
 	}
-	if code, _, errs := runStdin("", "lint", "-grpc", "-", "-envoy", "-"); code != exitUsage || !strings.Contains(errs, "only one of -config, -envoy and -grpc can read standard input") {
+	if code, _, errs := runStdin("", "lint", "-grpc", "-", "-envoy", "-"); code != exitUsage || !strings.Contains(errs, "only one of -config, -envoy, -grpc and -k8s can read standard input") {
 		t.Errorf("both from stdin = %d, %q", code, errs)
 	}
 }
@@ -322,7 +326,7 @@ func TestBadInput_ClearErrors(t *testing.T) {
 	}{
 		{[]string{}, "usage:"},
 		{[]string{"frobnicate"}, "usage:"},
-		{[]string{"explain"}, "give -config FILE, -envoy FILE, -grpc FILE or several"},
+		{[]string{"explain"}, "give -config FILE, -envoy FILE, -grpc FILE, -k8s PATH or several"},
 		{[]string{"explain", "-config", "testdata/lint/order.backstop.yaml"},
 			"testdata/lint/order.backstop.yaml:6:20: stacks.orders.order[1]: O1: deadline at position 2 is inside retry at position 1"},
 		{[]string{"explain", "-envoy", filepath.Join(dir, "missing.yaml")}, "no such file"},

@@ -18,24 +18,29 @@ import (
 	"github.com/backstop-go/backstop/budget"
 	"github.com/backstop-go/backstop/deadline"
 	"github.com/backstop-go/backstop/fault"
+	"github.com/backstop-go/backstop/config"
 	"github.com/backstop-go/backstop/policy"
 	"github.com/backstop-go/backstop/policyenvoy"
 	"github.com/backstop-go/backstop/policygrpc"
+	"github.com/backstop-go/backstop/policyk8s"
 	"github.com/backstop-go/backstop/retry"
 	"github.com/backstop-go/backstop/sim"
 )
 
 const simUsage = `usage:
   backstop sim -scenario FILE [-envoy route.yaml [-route NAME]] [-grpc service_config.json [-method /pkg.Service/Method]]
-               [-stack a,b,...] [-seeds 1-5] [-out DIR] [-progress]
+               [-k8s DIR [-k8s-route NAME]] [-stack a,b,...] [-seeds 1-5] [-out DIR] [-progress]
 
 sim plays a scenario file (a service graph, its load and its faults; see sim/README.md)
 in virtual time with Backstop's real stages, once per stack and seed, prints the median
 and worst of each figure, and writes each run's summary.json, each stack's spread.json
 and charts (PNG) to -out. A service on stack envoy calls its dependencies through the
 route -envoy gives (its timeouts and retry_policy), one on stack grpc through the
--grpc service config's method. -stack replaces the file's stack (the services that
-name their own keep it); without it the file's stack runs, then envoy and grpc if given.
+-grpc service config's method, one on stack k8s through the -k8s route rule (a
+Gateway API, Istio or Linkerd route) as a mesh retries: knowing no call path owner,
+so that every hop on the stack retries. -stack replaces the file's stack (the services that
+name their own keep it); without it the file's stack runs, then envoy, grpc and k8s
+if given.
 It exits 2 on bad flags or files, 1 if a run fails.
 `
 
@@ -63,7 +68,9 @@ func parseSim(args []string, stdin io.Reader, stderr io.Writer, terminal bool) (
 	route := fs.String("route", "", "the route of -envoy stack envoy uses; empty means the first that retries, else the first")
 	grpcPath := fs.String("grpc", "", "a gRPC service config, JSON, for stack grpc")
 	method := fs.String("method", "", "the method of -grpc stack grpc calls, /pkg.Service/Method; empty means the config's first entry")
-	stacks := fs.String("stack", "", "stacks to run, comma-separated; empty means the file's, then envoy and grpc if given")
+	k8sPath := fs.String("k8s", "", "Kubernetes manifests, a YAML file or a directory: Gateway API, Istio or Linkerd routes, for stack k8s")
+	k8sRoute := fs.String("k8s-route", "", `the route rule of -k8s stack k8s uses, as explain names it ("VirtualService shop/orders http[0]"); empty means the first that retries, else the first`)
+	stacks := fs.String("stack", "", "stacks to run, comma-separated; empty means the file's, then envoy, grpc and k8s if given")
 	seeds := fs.String("seeds", "", `seeds: one, a range "1-5" or a list "1,4,7"; empty means the file's seed`)
 	out := fs.String("out", "sim-report", "folder for summary.json, spread.json and the charts; empty means none")
 	progress := fs.Bool("progress", terminal, "show progress on standard error (default: when it is a terminal)")
@@ -83,6 +90,10 @@ func parseSim(args []string, stdin io.Reader, stderr io.Writer, terminal bool) (
 		return fail("-route needs -envoy")
 	case *method != "" && *grpcPath == "":
 		return fail("-method needs -grpc")
+	case *k8sRoute != "" && *k8sPath == "":
+		return fail("-k8s-route needs -k8s")
+	case *k8sPath == "-":
+		return fail("-k8s reads a file or a directory, not standard input")
 	case (*file == "-" && (*envoyPath == "-" || *grpcPath == "-")) || (*envoyPath == "-" && *grpcPath == "-"):
 		return fail("only one file can be standard input")
 	}
@@ -115,6 +126,15 @@ func parseSim(args []string, stdin io.Reader, stderr io.Writer, terminal bool) (
 		custom["grpc"] = fn
 		extra = append(extra, "grpc")
 	}
+	if *k8sPath != "" {
+		fn, err := k8sStack(*k8sPath, *k8sRoute)
+		if err != nil {
+			fmt.Fprintln(stderr, placed(*k8sPath, err))
+			return nil, exitUsage
+		}
+		custom["k8s"] = fn
+		extra = append(extra, "k8s")
+	}
 	name, data, err := read(stdin, *file)
 	if err != nil {
 		return fail("%v", err)
@@ -135,7 +155,7 @@ func parseSim(args []string, stdin io.Reader, stderr io.Writer, terminal bool) (
 			probe := c.sc
 			probe.Stack = st
 			if probe.Validate() != nil {
-				return fail("-stack %q: want naive, owner_only, backstop, or envoy with -envoy, grpc with -grpc", s)
+				return fail("-stack %q: want naive, owner_only, backstop, or envoy with -envoy, grpc with -grpc, k8s with -k8s", s)
 			}
 			c.stacks = append(c.stacks, st)
 		}
@@ -249,6 +269,57 @@ func grpcStack(data []byte, method string) (sim.ClientFunc, error) {
 			return sim.Client{}, err
 		}
 		return sim.Client{Pipeline: p, Classifier: grpcClassifier(e.RetryableCodes)}, nil
+	}, nil
+}
+
+// k8sStack is stack k8s: each hop runs the route rule's stack as policyk8s.Import
+// converts it (its timeout, tries, per-try timeout, back-off and budget), built again
+// for the hop on the run's clock and jitter, and judges answers by the statuses the
+// rule retries.
+func k8sStack(path, name string) (sim.ClientFunc, error) {
+	set, err := policyk8s.Load(path)
+	if err != nil {
+		return nil, err
+	}
+	var pick *policyk8s.Route
+	for _, r := range set.Routes {
+		if name != "" && k8sWhere(r) == name || name == "" && pick == nil && r.Tries != 1 {
+			pick = r
+		}
+	}
+	if pick == nil && name == "" && len(set.Routes) > 0 {
+		pick = set.Routes[0]
+	}
+	if pick == nil {
+		names := make([]string, len(set.Routes))
+		for i, r := range set.Routes {
+			names[i] = strconv.Quote(k8sWhere(r))
+		}
+		if len(names) == 0 {
+			return nil, errors.New("no route rule: give HTTPRoute, GRPCRoute or VirtualService manifests")
+		}
+		return nil, fmt.Errorf("no route rule %q; the rules are %s", name, strings.Join(names, ", "))
+	}
+	im := policyk8s.Import(path, set)
+	stack := ""
+	for s, o := range im.Origins {
+		if o.Source == pick {
+			stack = s
+		}
+	}
+	if _, err := im.Build(config.Options{}); err != nil {
+		return nil, err
+	}
+	return func(h sim.Hop) (sim.Client, error) {
+		c, err := im.Build(config.Options{Clock: h.Clock, Rand: h.Rand})
+		if err != nil {
+			return sim.Client{}, err
+		}
+		p, err := c.Lookup(stack)
+		if err != nil {
+			return sim.Client{}, err
+		}
+		return sim.Client{Pipeline: p, Classifier: c.Classifier(stack), Mesh: true}, nil
 	}, nil
 }
 

@@ -38,6 +38,9 @@ func TestSim_UsageErrors(t *testing.T) {
 			`testdata/route.yaml:1:1: no route "nope"; the routes are "prefix /api", "prefix /orders.Orders/"`},
 		{[]string{"-scenario", "testdata/sim/probe.yaml", "-grpc", "testdata/service_config.json", "-method", "/x.Y/Z"},
 			`no methodConfig entry names "/x.Y/Z"`},
+		{[]string{"-scenario", "testdata/sim/probe.yaml", "-k8s-route", "x"}, "-k8s-route needs -k8s"},
+		{[]string{"-scenario", "testdata/sim/probe.yaml", "-k8s", "testdata/sim/k8s", "-k8s-route", "HTTPRoute a/b rules[0]"},
+			`no route rule "HTTPRoute a/b rules[0]"; the rules are "VirtualService shop/all http[0]"`},
 	} {
 		_, errs := parseSimArgs(t, c.args...)
 		if !strings.Contains(errs, c.want) {
@@ -86,6 +89,27 @@ func TestSim_RouteRequestsToTheDatabase(t *testing.T) {
 		t.Errorf("stacks %s, want the file's then envoy and grpc", got)
 	}
 	for stack, want := range map[sim.Stack]int{"naive": 4, "envoy": 3, "grpc": 5} {
+		sc := c.sc
+		sc.Stack = stack
+		s, err := sim.Run(t, sc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := s.Requests["db"]; got != want || s.Failed != 1 {
+			t.Errorf("%s: %d database requests for one failed action (failed %d), want %d", stack, got, s.Failed, want)
+		}
+	}
+}
+
+// A mesh's retries multiply: with Istio's sidecars retrying every call twice (3
+// tries), one user action through two hops makes 3 × 3 = 9 database requests; with
+// one owner, 4 (the owner's attempts).
+func TestSim_MeshRetriesMultiplyOverHops(t *testing.T) {
+	c, errs := parseSimArgs(t, "-scenario", "testdata/sim/chain.yaml", "-k8s", "testdata/sim/k8s", "-stack", "k8s,owner_only", "-out", "")
+	if c == nil {
+		t.Fatal(errs)
+	}
+	for stack, want := range map[sim.Stack]int{"k8s": 9, "owner_only": 4} {
 		sc := c.sc
 		sc.Stack = stack
 		s, err := sim.Run(t, sc)
