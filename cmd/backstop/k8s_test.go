@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 )
@@ -132,4 +134,50 @@ func TestLint_K8sRefusedPlaced(t *testing.T) {
 	if code != exitFindings || !strings.Contains(out, "<stdin>:6:") || !strings.Contains(out, "atempts") {
 		t.Errorf("lint of a misspelt field = %d:\n%s", code, out)
 	}
+}
+
+// TestMeshGuide_SampleOutputs: the worked example of docs/mesh.md prints what the
+// guide shows: lint before and after choosing one owner, and the simulated load on
+// orders.
+func TestMeshGuide_SampleOutputs(t *testing.T) {
+	wd, _ := os.Getwd()
+	if err := os.Chdir("testdata/mesh"); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := os.Chdir(wd); err != nil {
+			t.Fatal(err)
+		}
+	}()
+	const guide = "../../../../docs/mesh.md"
+	for _, tt := range []struct {
+		marker string
+		args   []string
+	}{
+		{"mesh-lint-before", []string{"lint", "-k8s", "k8s", "-config", "checkout.backstop.yaml", "-service", "checkout"}},
+		{"mesh-lint-after", []string{"lint", "-k8s", "after/k8s", "-config", "checkout.backstop.yaml", "-service", "checkout"}},
+	} {
+		_, out, errs := runCLI(tt.args...)
+		if errs != "" {
+			t.Fatalf("%q: stderr %q", tt.args, errs)
+		}
+		checkDoc(t, guide, tt.marker, "```\n$ backstop "+strings.Join(tt.args, " ")+"\n"+out+"```\n")
+	}
+	args := []string{"-scenario", "scenario.yaml", "-k8s", "k8s", "-k8s-route", "VirtualService shop/orders http[0]", "-stack", "k8s,backstop", "-out", ""}
+	c, errs := parseSimArgs(t, args...)
+	if c == nil {
+		t.Fatal(errs)
+	}
+	var out, progress bytes.Buffer
+	if err := simulate(t, c, &out, &progress); err != nil {
+		t.Fatal(err)
+	}
+	quoted := make([]string, len(args))
+	for i, a := range args {
+		quoted[i] = a
+		if strings.ContainsAny(a, " []") || a == "" {
+			quoted[i] = "'" + a + "'"
+		}
+	}
+	checkDoc(t, guide, "mesh-sim", "```\n$ backstop sim "+strings.Join(quoted, " ")+"\n"+out.String()+"```\n")
 }

@@ -109,7 +109,7 @@ type linter struct {
 	// service is the Kubernetes Service the app runs as (-service): the gateway
 	// routes that send to it are upstream of its stacks.
 	service string
-	fs           []finding
+	fs      []finding
 }
 
 func (l *linter) add(id, file string, line, col int, where, field, fix, format string, args ...any) {

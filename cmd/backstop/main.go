@@ -7,9 +7,9 @@
 //
 // Usage:
 //
-//	backstop explain [-json] [-config backstop.yaml [-env]] [-envoy route.yaml] [-grpc service_config.json]
-//	backstop lint [-json] [-max-worst-case 30s] [-config backstop.yaml [-env]] [-envoy route.yaml] [-grpc service_config.json]
-//	backstop sim -scenario FILE [-envoy route.yaml] [-grpc service_config.json] [-out DIR]
+//	backstop explain [-json] [-config backstop.yaml [-env]] [-envoy route.yaml] [-grpc service_config.json] [-k8s DIR]
+//	backstop lint [-json] [-max-worst-case 30s] [-config backstop.yaml [-env]] [-envoy route.yaml] [-grpc service_config.json] [-k8s DIR [-service NAME]]
+//	backstop sim -scenario FILE [-envoy route.yaml] [-grpc service_config.json] [-k8s DIR] [-out DIR]
 //
 // -config takes a Backstop configuration file (package config of the config module):
 // explain prints its HTTP and gRPC routing tables and what every stack does; lint
@@ -23,8 +23,17 @@
 //
 // -envoy takes a RouteConfiguration, a VirtualHost, a Route (with or without match: a
 // pasted route: block loads as it is) or a RouteAction, in YAML or JSON; -grpc a
-// service config in JSON. A file named - is read from standard input (one of the three
-// at most).
+// service config in JSON; -k8s Kubernetes manifests, a YAML file or a directory, of
+// Gateway API, Istio and Linkerd routes and policies (module policyk8s). A file named
+// - is read from standard input (one at most).
+//
+// lint matches every source given into call paths, outermost first: a gateway's route,
+// the app's stacks (-config, -grpc), the sidecar's route (-envoy, the mesh's -k8s
+// routes). For each path of more than one layer it reports the owners and the attempts
+// per user request (call-path), two layers that retry (two-owners, with the owner to
+// keep), and a layer whose try ends before the one beneath it stops retrying
+// (path-timeouts). -service names the Service the app runs as, so that gateway routes
+// to it are in front of its stacks. See path.go and docs/mesh.md.
 //
 // One path explains and lints all three: an Envoy config is read by policyenvoy and a
 // service config by policygrpc (so what Envoy or gRPC refuses is refused), then each is
@@ -73,15 +82,16 @@ const (
 )
 
 const usage = `usage:
-  backstop explain [-json] [-config backstop.yaml [-env]] [-envoy route.yaml] [-grpc service_config.json]
+  backstop explain [-json] [-config backstop.yaml [-env]] [-envoy route.yaml] [-grpc service_config.json] [-k8s DIR]
   backstop lint    [-json] [-max-worst-case 30s] [-config backstop.yaml [-env]] [-envoy route.yaml] [-grpc service_config.json]
-  backstop sim     -scenario FILE [-envoy route.yaml] [-grpc service_config.json] [-out DIR]
+                   [-k8s DIR [-service NAME]]
+  backstop sim     -scenario FILE [-envoy route.yaml] [-grpc service_config.json] [-k8s DIR] [-out DIR]
 
 explain says what each Backstop stack and route, Envoy route or gRPC method will do:
 tries, timeouts, back-off, Retry-After and pushback, the worst case. lint reports what
 is dangerous, each finding at file:line:column with why and the fix; it exits 1 if any
-finding is an error. Give -config, -envoy, -grpc or several (with -envoy and -grpc,
-lint also checks that one call path does not have two retry owners). A file named -
+finding is an error. Give -config, -envoy, -grpc, -k8s or several: lint then matches
+them into call paths (gateway, app, sidecar) and checks that each has one retry owner. A file named -
 is standard input. sim plays a scenario in virtual time with the real stages
 (backstop sim -h).
 `

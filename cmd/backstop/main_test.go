@@ -270,7 +270,13 @@ func TestREADME_SampleOutputs(t *testing.T) {
 // <!-- name:end --> with want, or writes want there under -update.
 func checkREADME(t *testing.T, name, want string) {
 	t.Helper()
-	const path = "../../docs/cli.md"
+	checkDoc(t, "../../docs/cli.md", name, want)
+}
+
+// checkDoc checks that the section name of the guide at path (between
+// <!-- name:begin --> and <!-- name:end -->) is want; -update writes it.
+func checkDoc(t *testing.T, path, name, want string) {
+	t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)

@@ -16,9 +16,9 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/backstop-go/backstop/budget"
+	"github.com/backstop-go/backstop/config"
 	"github.com/backstop-go/backstop/deadline"
 	"github.com/backstop-go/backstop/fault"
-	"github.com/backstop-go/backstop/config"
 	"github.com/backstop-go/backstop/policy"
 	"github.com/backstop-go/backstop/policyenvoy"
 	"github.com/backstop-go/backstop/policygrpc"
