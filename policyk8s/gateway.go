@@ -97,6 +97,12 @@ func parseGatewayDuration(s string) (time.Duration, error) {
 	return time.ParseDuration(s)
 }
 
+// The patterns the GRPCRoute CRD holds an exact method match's names to.
+var (
+	grpcService = regexp.MustCompile(`^(?i)\.?[a-z_][a-z_0-9]*(\.[a-z_][a-z_0-9]*)*$`)
+	grpcMethod  = regexp.MustCompile(`^[A-Za-z_][A-Za-z_0-9]*$`)
+)
+
 // gatewayRoute reads an HTTPRoute or GRPCRoute: one Route per rule.
 func (r *reader) gatewayRoute(w *walker, root *yaml3.Node, kind string) {
 	var (
@@ -165,7 +171,7 @@ func (r *reader) gatewayRoute(w *walker, root *yaml3.Node, kind string) {
 			ruleTimeouts = rule.Timeouts
 			r.httpRule(w, rt, rule, node, at, meta.namespace)
 		} else {
-			r.grpcRule(rt, grpcObj.Spec.Rules[i], meta.namespace)
+			r.grpcRule(w, rt, grpcObj.Spec.Rules[i], node, at, meta.namespace)
 		}
 		lk := linkerdKeys(meta.annotations)
 		if len(lk) > 0 {
@@ -314,7 +320,7 @@ func (r *reader) backend(rt *Route, b gatewayv1.BackendRef, ns string) {
 
 // grpcRule reads one GRPCRoute rule into rt. The Gateway API's GRPCRoute has no
 // retry or timeouts field.
-func (r *reader) grpcRule(rt *Route, rule gatewayv1.GRPCRouteRule, ns string) {
+func (r *reader) grpcRule(w *walker, rt *Route, rule gatewayv1.GRPCRouteRule, node *yaml3.Node, at []pathElem, ns string) {
 	for _, b := range rule.BackendRefs {
 		r.backend(rt, b.BackendRef, ns)
 	}
@@ -324,9 +330,19 @@ func (r *reader) grpcRule(rt *Route, rule gatewayv1.GRPCRouteRule, ns string) {
 			rt.Unsupported = append(rt.Unsupported, fmt.Sprintf("filters[%d] %s", j, f.Type))
 		}
 	}
-	for _, m := range rule.Matches {
+	for j, m := range rule.Matches {
 		mm := Match{}
 		if m.Method != nil {
+			// The CRD's patterns, for an exact match.
+			mn := child(item(child(node, "matches"), j), "method")
+			mat := with(at, key("matches"), index(j), key("method"))
+			exact := m.Method.Type == nil || *m.Method.Type == gatewayv1.GRPCMethodMatchExact
+			if s := m.Method.Service; exact && s != nil && !grpcService.MatchString(*s) {
+				r.fail(w.file, child(mn, "service"), with(mat, key("service")), "%q is not a gRPC service name: want one such as \"shop.v1.Inventory\"", *s)
+			}
+			if s := m.Method.Method; exact && s != nil && !grpcMethod.MatchString(*s) {
+				r.fail(w.file, child(mn, "method"), with(mat, key("method")), "%q is not a gRPC method name: want one such as \"Reserve\"", *s)
+			}
 			mm.PathType = "Exact"
 			if m.Method.Type != nil {
 				mm.PathType = string(*m.Method.Type)

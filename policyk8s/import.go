@@ -103,10 +103,10 @@ func stackOf(r *Route) (config.Stack, map[string]string) {
 	}
 	switch r.Source {
 	case SourceIstio:
-		rt.Strategy, rt.Base, rt.Cap = ptr("envoy"), &config.Duration{D: r.Backoff}, &config.Duration{D: 10 * r.Backoff}
+		rt.Strategy, rt.Base, rt.Cap = ptr("envoy"), &config.Duration{D: r.Backoff}, &config.Duration{D: mulSat(r.Backoff, 10)}
 	case SourceGatewayAPI:
 		if r.Backoff > 0 {
-			rt.Strategy, rt.Base, rt.Cap = ptr("equal"), &config.Duration{D: 2 * r.Backoff}, &config.Duration{D: 2 * r.Backoff}
+			rt.Strategy, rt.Base, rt.Cap = ptr("equal"), &config.Duration{D: mulSat(r.Backoff, 2)}, &config.Duration{D: mulSat(r.Backoff, 2)}
 		}
 	}
 	s.Retry = rt

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -200,12 +201,9 @@ func (r *Route) WorstCase() time.Duration {
 	bounded := r.PerTryTimeout > 0 && tries > 0
 	var sum time.Duration
 	if bounded {
-		sum = time.Duration(tries) * r.PerTryTimeout
-		for n := 1; n < tries && bounded; n++ {
-			w, ok := r.longestWait(n)
-			bounded = ok
-			sum += w
-		}
+		var waits time.Duration
+		waits, bounded = r.waits(tries - 1)
+		sum = addSat(mulSat(r.PerTryTimeout, int64(tries)), waits)
 	}
 	switch {
 	case r.Timeout > 0 && bounded:
@@ -218,23 +216,44 @@ func (r *Route) WorstCase() time.Duration {
 	return 0
 }
 
-// longestWait is the longest wait before retry n (1-based); false when the source
-// does not bound it.
-func (r *Route) longestWait(n int) (time.Duration, bool) {
-	switch r.Source {
-	case SourceIstio:
-		// Envoy's back-off: retry n waits up to (2^n − 1) × base, at most 10 × base.
-		base := r.Backoff
-		w := 10 * base
-		if n < 4 {
-			w = min(w, time.Duration(int64(1)<<n-1)*base)
-		}
-		return w, true
-	case SourceLinkerd:
+// waits is the longest the waits before retries 1 to n can add up to; false when
+// the source does not bound them.
+func (r *Route) waits(n int) (time.Duration, bool) {
+	switch {
+	case n <= 0:
+		return 0, true
+	case r.Source == SourceLinkerd:
 		return 0, true // Linkerd's annotations set no back-off
+	case r.Source == SourceIstio:
+		// Envoy's back-off: retry n waits up to (2^n − 1) × base, at most 10 × base:
+		// 1, 3 and 7 × base, then 10 × base each.
+		var sum time.Duration
+		for i := 1; i <= min(n, 3); i++ {
+			sum = addSat(sum, mulSat(r.Backoff, int64(1)<<i-1))
+		}
+		if n > 3 {
+			sum = addSat(sum, mulSat(mulSat(r.Backoff, 10), int64(n-3)))
+		}
+		return sum, true
 	}
 	// The Gateway API's backoff is a minimum: an implementation may wait longer.
-	return 0, r.Tries <= 1
+	return 0, false
+}
+
+// mulSat returns d × n, at most the longest duration.
+func mulSat(d time.Duration, n int64) time.Duration {
+	if n != 0 && d > math.MaxInt64/time.Duration(n) {
+		return math.MaxInt64
+	}
+	return d * time.Duration(n)
+}
+
+// addSat returns a + b, at most the longest duration.
+func addSat(a, b time.Duration) time.Duration {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
 }
 
 // Parse reads one file of Kubernetes manifests — multi-document YAML, or JSON —
