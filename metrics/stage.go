@@ -19,24 +19,10 @@ const defaultStageHelp = "A gauge a stage publishes (policy.Gauge)."
 // p's name is an error. So is a gauge without a snake_case name or a Value.
 // A family's help is the Help of the first gauge exported under its name.
 func (m *Observer) AddStage(p policy.Publisher) error {
-	if p == nil {
-		return fmt.Errorf("%w: AddStage(nil)", ErrInvalidOptions)
+	if err := policy.CheckPublisher(p); err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalidOptions, err)
 	}
-	kind, name := p.Placement().Kind, p.Name()
-	if kind == "" {
-		return fmt.Errorf("%w: the stage %q has no Placement().Kind", ErrInvalidOptions, name)
-	}
-	gauges := p.Gauges()
-	seen := make(map[string]bool, len(gauges))
-	for _, g := range gauges {
-		if seen[g.Name] {
-			return fmt.Errorf("%w: %s %q publishes two gauges named %q", ErrInvalidOptions, kind, name, g.Name)
-		}
-		seen[g.Name] = true
-		if !snakeCase(g.Name) || g.Value == nil {
-			return fmt.Errorf("%w: %s %q publishes the gauge %q; want a snake_case name and a Value", ErrInvalidOptions, kind, name, g.Name)
-		}
-	}
+	kind, name, gauges := p.Placement().Kind, p.Name(), p.Gauges()
 	return m.once(kind+" stage", name, p, func() error {
 		labels := prometheus.Labels{"policy": kind, "name": name}
 		helps := map[string]string{} // the families this stage is the first to export
@@ -61,18 +47,4 @@ func (m *Observer) AddStage(p policy.Publisher) error {
 		}
 		return nil
 	})
-}
-
-// snakeCase reports whether s is a snake_case word: a lower-case letter, then
-// lower-case letters, digits and underscores.
-func snakeCase(s string) bool {
-	if s == "" || s[0] < 'a' || s[0] > 'z' {
-		return false
-	}
-	for _, c := range []byte(s) {
-		if (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '_' {
-			return false
-		}
-	}
-	return true
 }

@@ -44,24 +44,10 @@ func (g *stageGauge) observe(_ context.Context, obs metric.Float64Observer) erro
 // p's name is an error. So is a gauge without a snake_case name or a Value. An
 // instrument's description is the Help of the first gauge published under its name.
 func (o *Observer) AddStage(p policy.Publisher) error {
-	if p == nil {
-		return fmt.Errorf("policyotel: AddStage(nil)")
+	if err := policy.CheckPublisher(p); err != nil {
+		return fmt.Errorf("policyotel: %v", err)
 	}
-	kind, name := p.Placement().Kind, p.Name()
-	if kind == "" {
-		return fmt.Errorf("policyotel: the stage %q has no Placement().Kind", name)
-	}
-	gauges := p.Gauges()
-	seen := make(map[string]bool, len(gauges))
-	for _, g := range gauges {
-		if seen[g.Name] {
-			return fmt.Errorf("policyotel: %s %q publishes two gauges named %q", kind, name, g.Name)
-		}
-		seen[g.Name] = true
-		if !snakeCase(g.Name) || g.Value == nil {
-			return fmt.Errorf("policyotel: %s %q publishes the gauge %q; want a snake_case name and a Value", kind, name, g.Name)
-		}
-	}
+	kind, name, gauges := p.Placement().Kind, p.Name(), p.Gauges()
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	key := [2]string{kind, name}
@@ -94,18 +80,4 @@ func (o *Observer) AddStage(p policy.Publisher) error {
 	}
 	o.stages[key] = p
 	return nil
-}
-
-// snakeCase reports whether s is a snake_case word: a lower-case letter, then
-// lower-case letters, digits and underscores.
-func snakeCase(s string) bool {
-	if s == "" || s[0] < 'a' || s[0] > 'z' {
-		return false
-	}
-	for _, c := range []byte(s) {
-		if (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '_' {
-			return false
-		}
-	}
-	return true
 }
