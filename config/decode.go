@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/backstop-go/backstop/internal/textdist"
 )
 
 // maxNodes bounds the nodes a file may expand to, aliases included, so that a small
@@ -306,7 +308,7 @@ func meant(key string, names []string) string {
 	norm := func(s string) string { return strings.ToLower(strings.NewReplacer("_", "", "-", "").Replace(s)) }
 	var hits []string
 	for _, n := range names {
-		if norm(n) == norm(key) || editDistance(n, key) == 1 {
+		if norm(n) == norm(key) || textdist.Distance(n, key) == 1 {
 			hits = append(hits, n)
 		}
 	}
@@ -315,27 +317,4 @@ func meant(key string, names []string) string {
 	}
 	sort.Strings(hits)
 	return hits[0]
-}
-
-func editDistance(a, b string) int {
-	if len(a) > 64 || len(b) > 64 {
-		return 64
-	}
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			c := prev[j-1]
-			if a[i-1] != b[j-1] {
-				c++
-			}
-			cur[j] = min(c, prev[j]+1, cur[j-1]+1)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

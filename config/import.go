@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/backstop-go/backstop/internal/textdist"
 	"github.com/backstop-go/backstop/policyenvoy"
 	"github.com/backstop-go/backstop/policygrpc"
 )
@@ -303,7 +304,7 @@ func (im *Import) note(stack string, o Origin, reason, field, value, format stri
 func nearest(w string, known []string) string {
 	best, bestD := "", 3
 	for _, k := range known {
-		if d := editDistance(strings.ToLower(w), k); d < bestD {
+		if d := textdist.Distance(strings.ToLower(w), k); d < bestD {
 			best, bestD = k, d
 		}
 	}
