@@ -77,18 +77,25 @@
 //	retry.linkerd.io/http          RetryOn (HTTPRoute)               statuses, ranges (500-504), gateway-error, 5xx
 //	retry.linkerd.io/grpc          RetryOn (GRPCRoute)               cancelled, deadline-exceeded, internal,
 //	                                                                 resource-exhausted, unavailable
-//	retry.linkerd.io/timeout       PerTryTimeout                     absent: none
-//	timeout.linkerd.io/request     Timeout                           wins over timeouts.request; absent: timeouts.request
+//	retry.linkerd.io/timeout       PerTryTimeout                     absent: timeouts.backendRequest, else none
+//	timeout.linkerd.io/request     Timeout                           the route's wins over its timeouts.request;
+//	                                                                 a Service's only where the rule sets none
 //	timeout.linkerd.io/response,   Unsupported                       not retried, not carried
 //	  /idle
 //
-// Retries are on when limit, timeout or a condition is set, as Linkerd's policy
-// controller reads them. Linkerd sets no back-off between retries (Backoff 0).
+// Retries are on when limit, timeout or a condition of the route's kind is set, as
+// Linkerd's policy controller reads them. Linkerd's documentation names no back-off;
+// its policy controller gives each retry an exponential one, fully jittered, from
+// LinkerdBackoff (25 ms) to LinkerdMaxBackoff (250 ms), and so does WorstCase. With
+// no condition written, the proxy's own defaults apply, which Linkerd does not
+// document: RetryOn is empty and Defaults names the condition annotation. A Service
+// with retry annotations and no route attached to it is a route of its own (Kind
+// "Service"): Linkerd applies them to all traffic to the Service.
 // A route with Linkerd annotations has Source SourceLinkerd. The annotations may sit
 // on the parent Service of a mesh route (parentRefs kind Service): a route without
 // retry (or timeout) annotations of its own takes the Service's, and
 // Route.InheritedFrom names it. retry.linkerd.io/http on a GRPCRoute, /grpc on an
-// HTTPRoute, are ignored by Linkerd and noted. Annotation values must be strings:
+// HTTPRoute, are ignored by Linkerd and noted; alone, they turn no retry on. Annotation values must be strings:
 // an unquoted number is refused, as Kubernetes refuses it.
 //
 // # Memory

@@ -50,7 +50,11 @@ func (r *Route) Explain() Explanation {
 	if r.Namespace != "" {
 		name = r.Namespace + "/" + r.Name
 	}
-	e := Explanation{Route: fmt.Sprintf("%s %s %s %s", r.Source, r.Kind, name, rule),
+	route := fmt.Sprintf("%s %s %s %s", r.Source, r.Kind, name, rule)
+	if r.Kind == "Service" { // a Service's own annotations: all traffic to it
+		route = fmt.Sprintf("%s %s %s", r.Source, r.Kind, name)
+	}
+	e := Explanation{Route: route,
 		Position: fmt.Sprintf("%s:%d:%d", r.File, r.Line, r.Column), Tries: r.Tries, AttemptsAtMost: r.AttemptsAtMost(),
 		RetryOn: r.RetryOn, PerTryTimeout: durString(r.PerTryTimeout), Timeout: durString(r.Timeout), Backoff: durString(r.Backoff),
 		WorstCase: "unbounded", Budget: r.Budget, Defaults: r.Defaults, Unsupported: r.Unsupported}
@@ -92,8 +96,12 @@ func (r *Route) Explain() Explanation {
 			if dflt("retry.linkerd.io/limit") {
 				limit = "retry.linkerd.io/limit: not set, so Linkerd's default 1 retry"
 			}
-			add("%s, up to %d tries; on %s", limit, r.Tries, strings.Join(r.RetryOn, ","))
-			add("retry.linkerd.io/timeout: %s; Linkerd sets no back-off between tries", durString(r.PerTryTimeout))
+			on := strings.Join(r.RetryOn, ",")
+			if on == "" {
+				on = "the proxy's default conditions (none written)"
+			}
+			add("%s, up to %d tries; on %s", limit, r.Tries, on)
+			add("retry.linkerd.io/timeout (each try): %s; back-off %v to %v, jittered (Linkerd's policy controller)", durString(r.PerTryTimeout), LinkerdBackoff, LinkerdMaxBackoff)
 		} else {
 			add("no retry.linkerd.io annotation: 1 try")
 		}

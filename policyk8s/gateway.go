@@ -246,7 +246,7 @@ func (r *reader) httpRule(w *walker, rt *Route, rule gatewayv1.HTTPRouteRule, no
 			}
 			backend, backendSet = d, true
 		}
-		if reqSet && backendSet && req > 0 && (backend == 0 || backend > req) {
+		if reqSet && backendSet && req > 0 && backend > req { // 0s turns backendRequest off: allowed
 			r.fail(w.file, child(child(node, "timeouts"), "backendRequest"), with(at, key("timeouts"), key("backendRequest")),
 				"%s is longer than timeouts.request %s; the Gateway API refuses it (backendRequest must be no more than request): lower it, or raise request",
 				*t.BackendRequest, *t.Request)

@@ -223,7 +223,12 @@ func (r *Route) waits(n int) (time.Duration, bool) {
 	case n <= 0:
 		return 0, true
 	case r.Source == SourceLinkerd:
-		return 0, true // Linkerd's annotations set no back-off
+		// retry n waits up to 2^(n−1) × LinkerdBackoff, at most LinkerdMaxBackoff.
+		var sum time.Duration
+		for i := 1; i <= n; i++ {
+			sum = addSat(sum, min(mulSat(LinkerdBackoff, int64(1)<<min(i-1, 20)), LinkerdMaxBackoff))
+		}
+		return sum, true
 	case r.Source == SourceIstio:
 		// Envoy's back-off: retry n waits up to (2^n − 1) × base, at most 10 × base:
 		// 1, 3 and 7 × base, then 10 × base each.
@@ -464,6 +469,13 @@ func (r *reader) object(file string, root *yaml3.Node, depth int) {
 	case group == "" && kind == "Service":
 		r.service(w, root)
 	default:
+		groups := map[string]string{"HTTPRoute": "gateway.networking.k8s.io or policy.linkerd.io", "GRPCRoute": "gateway.networking.k8s.io or policy.linkerd.io",
+			"XBackendTrafficPolicy": "gateway.networking.x-k8s.io", "BackendTrafficPolicy": "gateway.networking.x-k8s.io",
+			"VirtualService": "networking.istio.io", "DestinationRule": "networking.istio.io"}
+		if want, ok := groups[kind]; ok {
+			r.note(file, root, "%s %s %s: skipped: policyk8s reads %s of the API group %s, not %q", kind, apiVersion, objectName(root), kind, want, group)
+			return
+		}
 		r.note(file, root, "%s %s %s: skipped: not a kind policyk8s reads (HTTPRoute, GRPCRoute, XBackendTrafficPolicy, VirtualService, DestinationRule)",
 			kind, apiVersion, objectName(root))
 	}
@@ -521,6 +533,25 @@ func (r *reader) finish() (*Set, error) {
 		for _, s := range p.services {
 			services[s] = append(services[s], p)
 		}
+	}
+	// A Service with Linkerd's retry annotations and no route attached to it: Linkerd
+	// applies them to all traffic to the Service, its default route.
+	parented := map[string]bool{}
+	for _, rt := range set.Routes {
+		for _, s := range rt.parents {
+			parented[s] = true
+		}
+	}
+	for _, p := range set.Policies {
+		if p.Kind != "Service" || p.Source != SourceLinkerd || !hasAny(p.annotations, linkerdRetry) || parented[p.services[0]] {
+			continue
+		}
+		rt := &Route{Source: SourceLinkerd, Kind: "Service", Namespace: p.Namespace, Name: p.Name, File: p.File,
+			Line: p.Line, Column: p.Column, ParentRefs: []string{"Service/" + p.Name}, Backends: []string{p.Name},
+			Matches: []Match{{PathType: "PathPrefix", Path: "/"}}, Tries: 1, docPos: p.pos, pos: map[string]pos{},
+			parents: p.services, services: p.services}
+		r.linkerd(nil, rt, p.annotations, nil, nil, nil)
+		set.Routes = append(set.Routes, rt)
 	}
 	for _, rt := range set.Routes {
 		// Linkerd's annotations on a parent Service, for a route without its own.

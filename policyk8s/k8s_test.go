@@ -271,8 +271,9 @@ func TestLinkerd_ServiceAnnotations(t *testing.T) {
 	require.Equal(t, []string{"5xx", "429"}, own.RetryOn)
 	require.Equal(t, 300*time.Millisecond, own.PerTryTimeout)
 	require.Equal(t, 2*time.Second, own.Timeout)
-	// 4 tries of 300ms, no back-off: 1.2s, under the 2s request timeout.
-	require.Equal(t, 1200*time.Millisecond, own.WorstCase())
+	// 4 tries of 300ms and 3 waits of at most 25, 50 and 100ms (Linkerd's
+	// controller's back-off): 1.375s, under the 2s request timeout.
+	require.Equal(t, 1375*time.Millisecond, own.WorstCase())
 	require.Empty(t, own.InheritedFrom)
 	line, col := own.Position("retry.linkerd.io/limit")
 	require.Equal(t, [2]int{9, 5}, [2]int{line, col})
@@ -284,7 +285,7 @@ func TestLinkerd_ServiceAnnotations(t *testing.T) {
 }
 
 // TestLinkerd_MisplacedAnnotation: retry.linkerd.io/grpc on an HTTPRoute is ignored
-// by Linkerd, and noted.
+// by Linkerd ("not valid on an HTTPRoute resource"), and noted: it turns no retry on.
 func TestLinkerd_MisplacedAnnotation(t *testing.T) {
 	s := parse(t, `apiVersion: gateway.networking.k8s.io/v1
 kind: HTTPRoute
@@ -296,7 +297,7 @@ spec:
   rules:
   - {}
 `)
-	require.Equal(t, 2, s.Routes[0].Tries)
+	require.Equal(t, 1, s.Routes[0].Tries)
 	require.Empty(t, s.Routes[0].RetryOn)
 	require.Len(t, s.Notes, 1)
 	require.Equal(t, 6, s.Notes[0].Line)
@@ -367,4 +368,82 @@ func TestJSON(t *testing.T) {
 	require.Equal(t, 4, s.Routes[0].Tries)
 	line, col := s.Routes[0].Position("retry.attempts")
 	require.Equal(t, [2]int{3, 32}, [2]int{line, col})
+}
+
+// TestGatewayAPI_BackendRequestZeroTurnsItOff: "Setting a timeout to the zero
+// duration (e.g. "0s") SHOULD disable the timeout completely"; the CRD's rule
+// refuses only a backendRequest longer than a request that is not 0s.
+func TestGatewayAPI_BackendRequestZeroTurnsItOff(t *testing.T) {
+	s := parse(t, `apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: r}
+spec:
+  rules:
+  - timeouts: {request: 10s, backendRequest: 0s}
+    retry: {attempts: 2}
+`)
+	require.Equal(t, 10*time.Second, s.Routes[0].Timeout)
+	require.Zero(t, s.Routes[0].PerTryTimeout)
+}
+
+// TestLinkerd_RouteTimeoutsAndServiceAnnotations: Linkerd's rules for where a
+// route's timeouts come from. backendRequest bounds each retry when no
+// retry.linkerd.io/timeout is set; a route's own timeouts.request wins over its
+// parent Service's timeout.linkerd.io/request; annotations of the other kind of
+// route turn no retry on; a Service with retry annotations and no route attached
+// is a route of its own, for all traffic to it.
+func TestLinkerd_RouteTimeoutsAndServiceAnnotations(t *testing.T) {
+	s := parse(t, `apiVersion: v1
+kind: Service
+metadata:
+  name: books
+  namespace: app
+  annotations:
+    timeout.linkerd.io/request: 5s
+    retry.linkerd.io/http: gateway-error
+spec: {ports: [{port: 80}]}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: books, namespace: app}
+spec:
+  parentRefs: [{kind: Service, group: core, name: books}]
+  rules:
+  - timeouts: {request: 10s, backendRequest: 3s}
+    backendRefs: [{name: books, port: 80}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: GRPCRoute
+metadata:
+  name: g
+  namespace: app
+  annotations:
+    retry.linkerd.io/http: 5xx
+spec:
+  parentRefs: [{kind: Service, group: core, name: grpc}]
+  rules:
+  - backendRefs: [{name: grpc, port: 80}]
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: authors
+  namespace: app
+  annotations:
+    retry.linkerd.io/limit: "3"
+spec: {ports: [{port: 80}]}
+`)
+	require.Len(t, s.Routes, 3)
+	books, g, authors := s.Routes[0], s.Routes[1], s.Routes[2]
+	require.Equal(t, "Service app/books", books.InheritedFrom)
+	require.Equal(t, 2, books.Tries, "the Service's gateway-error, Linkerd's default limit of 1 retry")
+	require.Equal(t, 10*time.Second, books.Timeout, "the route's own timeouts.request, not the Service's 5s")
+	require.Equal(t, 3*time.Second, books.PerTryTimeout, "backendRequest starts anew for each retry")
+
+	require.Equal(t, 1, g.Tries, "retry.linkerd.io/http is not valid on a GRPCRoute")
+
+	require.Equal(t, "Service", authors.Kind)
+	require.Equal(t, []string{"Service/authors"}, authors.ParentRefs)
+	require.Equal(t, 4, authors.Tries, "limit 3 retries, for all traffic to the Service")
+	require.Equal(t, "linkerd Service app/authors", authors.Explain().Route)
 }

@@ -17,6 +17,15 @@ var (
 	linkerdTimeout = []string{"timeout.linkerd.io/request", "timeout.linkerd.io/response", "timeout.linkerd.io/idle"}
 )
 
+// LinkerdBackoff is the shortest wait before a Linkerd retry: its policy controller
+// gives every retry an exponential back-off from LinkerdBackoff to
+// LinkerdMaxBackoff, fully jittered (linkerd2 policy-controller, outbound http.rs).
+// Linkerd's documentation names no back-off.
+const (
+	LinkerdBackoff    = 25 * time.Millisecond
+	LinkerdMaxBackoff = 250 * time.Millisecond
+)
+
 // LinkerdGRPCCodes are the gRPC status codes retry.linkerd.io/grpc takes.
 func LinkerdGRPCCodes() []string {
 	return []string{"cancelled", "deadline-exceeded", "internal", "resource-exhausted", "unavailable"}
@@ -207,44 +216,43 @@ func (r *reader) linkerd(w *walker, rt *Route, ann map[string]string, from *Poli
 	rs, request, response, idle := readLinkerd(ann, bad)
 	rt.Source = SourceLinkerd
 	if doRetry && hasAny(ann, linkerdRetry) {
-		if !slices.Contains(rt.Defaults, "retry") {
+		if !slices.Contains(rt.Defaults, "retry") && rt.Kind != "Service" {
 			rt.Unsupported = append(rt.Unsupported, "retry (Linkerd reads its retry.linkerd.io annotations instead)")
 		}
 		rt.Tries, rt.RetryOn, rt.Backoff = 1, nil, 0
-		if rs.set {
+		// Each kind of route reads its own conditions: retry.linkerd.io/http is not
+		// valid on a GRPCRoute, nor /grpc on an HTTPRoute, and Linkerd ignores it.
+		conds, condName, ignored, ignoredName, kind := rs.http, "retry.linkerd.io/http", rs.grpc, "retry.linkerd.io/grpc", "an HTTPRoute"
+		if rt.grpc {
+			conds, condName, ignored, ignoredName, kind = rs.grpc, "retry.linkerd.io/grpc", rs.http, "retry.linkerd.io/http", "a GRPCRoute"
+		}
+		if len(ignored) > 0 {
+			r.noteIgnored(rt, from, ignoredName, "is not valid on "+kind+": Linkerd ignores it")
+		}
+		if rs.limitSet || rs.timeout > 0 || len(conds) > 0 {
 			rt.Tries = rs.limit + 1 // the limit counts retries
+			rt.RetryOn, rt.Backoff = conds, LinkerdBackoff
 			if !rs.limitSet {
 				rt.Defaults = append(rt.Defaults, "retry.linkerd.io/limit")
 			}
-			if rt.grpc {
-				rt.RetryOn = rs.grpc
-				if len(rs.http) > 0 {
-					r.noteIgnored(rt, from, "retry.linkerd.io/http", "is not valid on a GRPCRoute: Linkerd ignores it")
-				}
-				if len(rs.grpc) == 0 {
-					rt.Defaults = append(rt.Defaults, "retry.linkerd.io/grpc")
-				}
-			} else {
-				rt.RetryOn = rs.http
-				if len(rs.grpc) > 0 {
-					r.noteIgnored(rt, from, "retry.linkerd.io/grpc", "is not valid on an HTTPRoute: Linkerd ignores it")
-				}
-				if len(rs.http) == 0 {
-					rt.Defaults = append(rt.Defaults, "retry.linkerd.io/http")
-				}
+			if len(conds) == 0 {
+				rt.Defaults = append(rt.Defaults, condName)
 			}
 		}
-		rt.PerTryTimeout = rs.timeout
-		if timeouts != nil && timeouts.BackendRequest != nil {
-			rt.Unsupported = append(rt.Unsupported, "timeouts.backendRequest")
+		// retry.linkerd.io/timeout bounds each try; without it, the rule's
+		// timeouts.backendRequest does ("a new backendRequest timeout will be started
+		// for each retry request"), as the Gateway API reading set it.
+		if rs.timeout > 0 {
+			rt.PerTryTimeout = rs.timeout
 		}
-	} else if timeouts != nil && timeouts.BackendRequest != nil && rt.PerTryTimeout > 0 {
-		rt.PerTryTimeout = 0
-		rt.Unsupported = append(rt.Unsupported, "timeouts.backendRequest")
 	}
 	if doTimeout {
-		if _, ok := ann["timeout.linkerd.io/request"]; ok {
-			rt.Timeout = request // the annotation wins over timeouts.request
+		// The route's own annotation wins over its timeouts.request; a parent
+		// Service's applies only where the rule sets no timeouts.request ("route-level
+		// timeout configuration overrides all timeout annotations on the parent
+		// Service").
+		if _, ok := ann["timeout.linkerd.io/request"]; ok && (from == nil || timeouts == nil || timeouts.Request == nil) {
+			rt.Timeout = request
 		}
 		if response > 0 {
 			rt.Unsupported = append(rt.Unsupported, "timeout.linkerd.io/response")

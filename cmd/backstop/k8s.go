@@ -33,7 +33,7 @@ func loadK8s(stdin io.Reader, path string) (*source, error) {
 			return nil, src.err // a file that cannot be read
 		}
 	}
-	if src.err == nil {
+	if src.err == nil && len(src.k8s.Routes) > 0 { // a file of policies alone has no stack
 		src.config, src.err = policyk8s.Import(src.file, src.k8s).Build(config.Options{})
 	}
 	return src, nil
@@ -45,8 +45,11 @@ func k8sWhere(r *policyk8s.Route) string {
 	if r.Namespace != "" {
 		name = r.Namespace + "/" + r.Name
 	}
-	if r.Kind == "VirtualService" {
+	switch r.Kind {
+	case "VirtualService":
 		return fmt.Sprintf("%s %s http[%d]", r.Kind, name, r.Rule)
+	case "Service": // Linkerd's annotations on a Service: all traffic to it
+		return fmt.Sprintf("%s %s", r.Kind, name)
 	}
 	return fmt.Sprintf("%s %s rules[%d]", r.Kind, name, r.Rule)
 }
@@ -207,6 +210,12 @@ func (l *linter) k8sRoutes(src *source) {
 	for _, n := range src.k8s.Notes {
 		l.add("skipped", n.File, n.Line, n.Column, "", "", "give lint the routes and policies of the call path; other documents need no change", "%s", n.Msg)
 	}
+	for _, r := range src.k8s.Routes {
+		l.k8sRoute(r)
+	}
+	if src.config == nil {
+		return
+	}
 	for _, n := range src.config.Notes() {
 		where := n.Stack
 		if o, ok := src.config.Origin(n.Stack); ok {
@@ -218,9 +227,6 @@ func (l *linter) k8sRoutes(src *source) {
 			l.add("not-honoured", n.Pos.File, n.Pos.Line, n.Pos.Column, where, n.Field,
 				"keep it in the mesh, or express it in the application", "Backstop's stack for it does not carry %s", n.Msg)
 		}
-	}
-	for _, r := range src.k8s.Routes {
-		l.k8sRoute(r)
 	}
 }
 
@@ -270,6 +276,14 @@ func (l *linter) k8sRoute(r *policyk8s.Route) {
 			add("attempts-fit", perTryField, fmt.Sprintf("raise %s to %v, or lower the tries to %d", timeoutField, need, max(fit, 1)),
 				"%d tries of %s %v and their back-off do not fit in %s %v: when tries time out, only %d of %d run",
 				tries, perTryField, r.PerTryTimeout, timeoutField, r.Timeout, fit, tries)
+		}
+	}
+	if r.Source == policyk8s.SourceIstio && r.PerTryTimeout == 0 && r.Timeout > 0 && r.Backoff > 0 && !slices.Contains(r.Defaults, "retries.backoff") {
+		// Istio's own example: attempts 3, backoff 2s and timeout 3s retry once.
+		tries := max(r.Tries, 2)
+		if starts := 1 + int((r.Timeout-1)/r.Backoff); starts < tries {
+			add("attempts-fit", "retries.backoff", fmt.Sprintf("raise timeout above %v, or lower retries.backoff or retries.attempts", time.Duration(tries-1)*r.Backoff),
+				"retries.backoff %v between tries: within timeout %v only %d of %d tries start", r.Backoff, r.Timeout, starts, tries)
 		}
 	}
 	if r.Budget == nil {

@@ -200,12 +200,12 @@ func lint(in *input, maxWorstCase time.Duration) []finding {
 		default:
 			l.refused(src.file, src.err)
 		}
-		if src.config == nil {
-			continue
-		}
-		if src.format == formatK8s {
+		if src.format == formatK8s && src.k8s != nil && src.err == nil {
 			l.k8sRoutes(src)
 			hops = append(hops, k8sHops(src.k8s)...)
+			continue
+		}
+		if src.config == nil {
 			continue
 		}
 		notes := src.config.Notes()

@@ -350,6 +350,18 @@ func explain(in *input, asJSON bool, stdout, stderr io.Writer) int {
 		}
 		v.(interface{ text(io.Writer) }).text(stdout)
 	}
+	// What -k8s read and did not use: kinds skipped, annotations its mesh ignores.
+	for _, src := range in.sources {
+		if src.k8s == nil {
+			continue
+		}
+		for i, n := range src.k8s.Notes {
+			if i == 0 && len(views) > 0 {
+				fmt.Fprintln(stdout)
+			}
+			fmt.Fprintf(stdout, "note: %s\n", n)
+		}
+	}
 	return exitOK
 }
 
