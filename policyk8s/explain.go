@@ -72,7 +72,7 @@ func (r *Route) Explain() Explanation {
 		case r.Tries <= 1:
 			add("retries.attempts: 0, retries off: 1 try")
 		default:
-			add("retries.attempts: %d retries, up to %d tries, the first included", r.Tries-1, r.Tries)
+			add("retries.attempts: %s, up to %d tries, the first included", retries(r.Tries-1), r.Tries)
 			if dflt("retries.retryOn") {
 				add("retries.retryOn: not set, so Istio's default %s", strings.Join(r.RetryOn, ","))
 			} else {
@@ -92,7 +92,7 @@ func (r *Route) Explain() Explanation {
 			add("annotations from %s, the route having none of its own", r.InheritedFrom)
 		}
 		if r.Tries > 1 {
-			limit := fmt.Sprintf("retry.linkerd.io/limit: %d retries", r.Tries-1)
+			limit := fmt.Sprintf("retry.linkerd.io/limit: %s", retries(r.Tries-1))
 			if dflt("retry.linkerd.io/limit") {
 				limit = "retry.linkerd.io/limit: not set, so Linkerd's default 1 retry"
 			}
@@ -113,7 +113,7 @@ func (r *Route) Explain() Explanation {
 		case r.Tries == 0:
 			add("retry.attempts: not set: the number of retries is implementation-specific")
 		default:
-			add("retry.attempts: %d retries, up to %d tries, the first included", r.Tries-1, r.Tries)
+			add("retry.attempts: %s, up to %d tries, the first included", retries(r.Tries-1), r.Tries)
 		}
 		if len(r.RetryOn) > 0 {
 			add("retry.codes: %s", strings.Join(r.RetryOn, ","))
@@ -135,4 +135,12 @@ func (r *Route) Explain() Explanation {
 	}
 	add("worst case: %s", e.WorstCase)
 	return e
+}
+
+// retries is "1 retry", "3 retries".
+func retries(n int) string {
+	if n == 1 {
+		return "1 retry"
+	}
+	return fmt.Sprintf("%d retries", n)
 }

@@ -3,6 +3,7 @@ package policyk8s
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"io/fs"
@@ -81,6 +82,21 @@ type Budget struct {
 	// Source is where it comes from; File, Line and Column where it is written.
 	Source, File string
 	Line, Column int
+}
+
+// MarshalJSON writes the budget with snake_case keys and the interval in seconds,
+// as the rest of an explanation.
+func (b *Budget) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		Percent             float64 `json:"percent"`
+		IntervalSeconds     float64 `json:"interval_seconds"`
+		MinRetryRate        float64 `json:"min_retry_rate"`
+		MinRetryConcurrency int     `json:"min_retry_concurrency"`
+		Source              string  `json:"source"`
+		File                string  `json:"file"`
+		Line                int     `json:"line"`
+		Column              int     `json:"column"`
+	}{b.Percent, b.Interval.Seconds(), b.MinRetryRate, b.MinRetryConcurrency, b.Source, b.File, b.Line, b.Column})
 }
 
 // Route is one route rule: how the mesh or gateway retries and times out the
