@@ -32,6 +32,35 @@ type Import struct {
 	// pos places the model's fields ("stacks.route.retry.attempts",
 	// "http.routes[0].match") in the original.
 	pos map[string]Pos
+	// taken and routed index the stack names and the routes Add and AddHTTPRoute,
+	// AddGRPCRoute gave (routes by "http " or "grpc " and the match), so that
+	// building an import of many routes takes linear time; built on first use.
+	taken, routed map[string]bool
+}
+
+// index builds taken and routed from what the import holds.
+func (im *Import) index() {
+	if im.taken != nil {
+		return
+	}
+	im.taken, im.routed = make(map[string]bool, len(im.File.Stacks)), make(map[string]bool)
+	for _, ns := range im.File.Stacks {
+		im.taken[ns.Name] = true
+	}
+	if im.File.HTTP != nil {
+		for _, r := range im.File.HTTP.Routes {
+			if r.Match != nil {
+				im.routed["http "+*r.Match] = true
+			}
+		}
+	}
+	if im.File.GRPC != nil {
+		for _, r := range im.File.GRPC.Routes {
+			if r.Name != nil {
+				im.routed["grpc "+*r.Name] = true
+			}
+		}
+	}
 }
 
 // Formats an [Origin] comes from.
@@ -217,11 +246,8 @@ func NewImport(name string) *Import {
 // the route or entry itself. A stack field not in fields is placed at the nearest
 // field above it that is.
 func (im *Import) Add(name string, s Stack, o Origin, fields map[string]string) string {
-	taken := make(map[string]bool, len(im.File.Stacks))
-	for _, ns := range im.File.Stacks {
-		taken[ns.Name] = true
-	}
-	stack := stackNameOf(name, taken)
+	im.index()
+	stack := stackNameOf(name, im.taken)
 	if im.Origins == nil {
 		im.Origins = make(map[string]Origin)
 	}
@@ -254,11 +280,11 @@ func (im *Import) AddHTTPRoute(pattern, stack string) bool {
 	if im.File.HTTP == nil {
 		im.File.HTTP = &HTTPRoutes{}
 	}
-	for _, r := range im.File.HTTP.Routes {
-		if r.Match != nil && *r.Match == pattern {
-			return false
-		}
+	im.index()
+	if im.routed["http "+pattern] {
+		return false
 	}
+	im.routed["http "+pattern] = true
 	k := len(im.File.HTTP.Routes)
 	_, pos := im.Origins[stack].Field("")
 	if im.pos == nil {
@@ -276,11 +302,11 @@ func (im *Import) AddGRPCRoute(name, stack string) bool {
 	if im.File.GRPC == nil {
 		im.File.GRPC = &GRPCRoutes{}
 	}
-	for _, r := range im.File.GRPC.Routes {
-		if r.Name != nil && *r.Name == name {
-			return false
-		}
+	im.index()
+	if im.routed["grpc "+name] {
+		return false
 	}
+	im.routed["grpc "+name] = true
 	k := len(im.File.GRPC.Routes)
 	_, pos := im.Origins[stack].Field("")
 	if im.pos == nil {

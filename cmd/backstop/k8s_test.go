@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -180,4 +182,46 @@ func TestMeshGuide_SampleOutputs(t *testing.T) {
 		}
 	}
 	checkDoc(t, guide, "mesh-sim", "```\n$ backstop sim "+strings.Join(quoted, " ")+"\n"+out.String()+"```\n")
+}
+
+// TestLint_ManyManifests: a directory of 2 000 files, each a gateway's route and the
+// mesh's route to one Service, is read and matched into 2 000 call paths (each
+// gateway route meets the mesh's route to its own Service only), without comparing
+// every route with every other.
+func TestLint_ManyManifests(t *testing.T) {
+	dir := t.TempDir()
+	const n = 2000
+	for i := range n {
+		doc := fmt.Sprintf(`apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: g%d, namespace: shop}
+spec:
+  parentRefs: [{name: public}]
+  rules:
+  - backendRefs: [{name: svc%d, port: 80}]
+    retry: {attempts: 2}
+    timeouts: {request: 5s}
+---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: v%d, namespace: shop}
+spec:
+  hosts: [svc%d.shop.svc.cluster.local]
+  http:
+  - route: [{destination: {host: svc%d}}]
+    timeout: 5s
+`, i, i, i, i, i)
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("m%d.yaml", i)), []byte(doc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, fs := lintJSON(t, "-k8s", dir)
+	count := map[string]int{}
+	for _, f := range fs {
+		count[f.ID]++
+	}
+	// Each path: the gateway's 3 tries and Istio's default 3, if the gateway is in the mesh.
+	if count["call-path"] != n || count["maybe-two-owners"] != n || count["default-retries"] != n {
+		t.Errorf("findings by id: %v; want %d call paths, %d maybe-two-owners and %d default-retries", count, n, n, n)
+	}
 }

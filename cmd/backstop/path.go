@@ -117,6 +117,16 @@ func sameHost(a, b string) bool {
 	return ah == bh && (!aq || !bq)
 }
 
+// wildHost reports whether h stands for more than one host: "*" or "*.example.com".
+func wildHost(h string) bool { return strings.HasPrefix(h, "*") }
+
+// hostLabel is the first label of a host's key: "orders" for
+// "orders.shop.svc.cluster.local", as sameHost compares Services.
+func hostLabel(h string) string {
+	l, _, _ := strings.Cut(hostKey(h), ".")
+	return l
+}
+
 // hostKey is a host without its port and cluster suffix, in lower case.
 func hostKey(h string) string {
 	h = strings.ToLower(h)
@@ -318,10 +328,40 @@ func callPaths(hops []hop, service string) []callPath {
 			sides = append(sides, h)
 		}
 	}
+	// The sidecar's routes by the first label of each host they serve, so that a
+	// path is found without comparing every route with every other; a route for
+	// every host, or a wildcard one, is a candidate always.
+	byLabel, always := map[string][]int{}, []int(nil)
+	for i, s := range sides {
+		if s.hosts == nil || slices.ContainsFunc(s.hosts, wildHost) {
+			always = append(always, i)
+			continue
+		}
+		for _, h := range s.hosts {
+			l := hostLabel(h)
+			if ids := byLabel[l]; len(ids) == 0 || ids[len(ids)-1] != i {
+				byLabel[l] = append(byLabel[l], i)
+			}
+		}
+	}
 	beneath := func(up hop) []hop {
+		var ids []int
+		if up.hosts == nil || slices.ContainsFunc(up.hosts, wildHost) {
+			ids = make([]int, len(sides))
+			for i := range sides {
+				ids[i] = i
+			}
+		} else {
+			ids = append(ids, always...)
+			for _, h := range up.hosts {
+				ids = append(ids, byLabel[hostLabel(h)]...)
+			}
+			slices.Sort(ids)
+			ids = slices.Compact(ids)
+		}
 		var out []hop
-		for _, s := range sides {
-			if hostsOverlap(up.hosts, s.hosts) && pathsOverlap(up.paths, s.paths) {
+		for _, i := range ids {
+			if s := sides[i]; hostsOverlap(up.hosts, s.hosts) && pathsOverlap(up.paths, s.paths) {
 				out = append(out, s)
 			}
 		}
