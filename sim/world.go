@@ -49,7 +49,8 @@ type world struct {
 type service struct {
 	w *world
 	Service
-	url *url.URL
+	index int // in Scenario.Services
+	url   *url.URL
 	// inbound and outbound are the requests the service receives and its callers
 	// send, less the context (and inbound's headers): each request is a copy of one,
 	// made by WithContext. Nobody changes them: policyhttp's transport sends clones.
@@ -75,13 +76,17 @@ type hop struct {
 func newWorld(sc Scenario) (*world, error) {
 	w := &world{sc: sc, tune: sc.Tuning.withDefaults(), e: newEngine(), start: time.Now(),
 		stages: jitter.Seeded(sc.Seed, 1), draws: rand.New(rand.NewPCG(sc.Seed, 3)),
-		byName: map[string]*service{}}
+		byName: make(map[string]*service, len(sc.Services)), svcs: make([]*service, len(sc.Services))}
 	w.clock = w.e.Clock()
 	if w.sc.Bucket == 0 {
 		w.sc.Bucket = DefaultBucket
 	}
-	for _, s := range sc.Services {
-		sv := &service{w: w, Service: s, url: &url.URL{Scheme: "http", Host: s.Name, Path: "/"}}
+	// Everything of a service is built in call order (see callOrder), and w.svcs keeps
+	// the scenario's order.
+	order := callOrder(sc)
+	for _, i := range order {
+		s := sc.Services[i]
+		sv := &service{w: w, Service: s, index: i, url: &url.URL{Scheme: "http", Host: s.Name, Path: "/"}}
 		sv.inbound = &http.Request{Method: http.MethodGet, URL: sv.url, Host: s.Name, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
 			Body: http.NoBody, RemoteAddr: "sim", RequestURI: "/"}
 		sv.outbound = &http.Request{Method: http.MethodGet, URL: sv.url, Host: s.Name, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
@@ -89,12 +94,13 @@ func newWorld(sc Scenario) (*world, error) {
 		if sv.Stack == "" {
 			sv.Stack = sc.Stack
 		}
-		w.svcs = append(w.svcs, sv)
+		w.svcs[i] = sv
 		w.byName[s.Name] = sv
 	}
 	w.rec.init(w)
-	// Build the handlers bottom up: a service's hops need only their targets' names.
-	for _, sv := range w.svcs {
+	// A service's hops need only their targets' names.
+	for _, i := range order {
+		sv := w.svcs[i]
 		for _, c := range sv.Calls {
 			h, err := w.newHop(sv, w.byName[c])
 			if err != nil {
@@ -105,6 +111,57 @@ func newWorld(sc Scenario) (*world, error) {
 		sv.handler = sv.guard(http.HandlerFunc(sv.serve))
 	}
 	return w, nil
+}
+
+// callOrder returns the indices of sc's services in the order a depth-first walk
+// from the entries along Calls first meets them, then those it never meets. A call
+// goes down such a path, and newWorld builds each service's state in this order, so
+// that what one call touches, service after service (breakers, shedders, pipelines,
+// some 60 objects a service), lies close together in memory: objects of one size are
+// allocated one after another. With thousands of services the state is far larger
+// than the processor's caches and its address translation's reach, and the order
+// saves a call most of its misses on the second. It changes nothing a run computes:
+// building a service draws no random numbers.
+func callOrder(sc Scenario) []int {
+	index := make(map[string]int, len(sc.Services))
+	for i, s := range sc.Services {
+		index[s.Name] = i
+	}
+	seen := make([]bool, len(sc.Services))
+	order := make([]int, 0, len(sc.Services))
+	var stack []int
+	walk := func(root int) {
+		stack = append(stack[:0], root)
+		for len(stack) > 0 {
+			i := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			if seen[i] {
+				continue
+			}
+			seen[i] = true
+			order = append(order, i)
+			calls := sc.Services[i].Calls
+			for k := len(calls) - 1; k >= 0; k-- { // the first dependency is walked first
+				if j, ok := index[calls[k]]; ok && !seen[j] {
+					stack = append(stack, j)
+				}
+			}
+		}
+	}
+	if len(sc.Entries) == 0 && len(sc.Services) > 0 {
+		walk(0)
+	}
+	for _, e := range sc.Entries {
+		if i, ok := index[e]; ok {
+			walk(i)
+		}
+	}
+	for i := range sc.Services {
+		if !seen[i] {
+			walk(i)
+		}
+	}
+	return order
 }
 
 // wire carries a request to a service's handler in the caller's goroutine. The
