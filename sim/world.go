@@ -36,6 +36,12 @@ type world struct {
 	start  time.Time
 	svcs   []*service
 	byName map[string]*service
+	// inbound and outbound are the requests every service receives and its callers
+	// send, less the context, the service's URL and Host (and inbound's headers): each
+	// request is a copy of one, made by WithContext. One for all the services, they
+	// stay in the processor's caches, as a service's own would not among thousands.
+	// Nobody changes them: policyhttp's transport sends clones.
+	inbound, outbound http.Request
 
 	mu       sync.Mutex // guards what follows
 	draws    *rand.Rand // service times and fault shares
@@ -49,14 +55,10 @@ type world struct {
 type service struct {
 	w *world
 	Service
-	index int // in Scenario.Services
-	url   *url.URL
-	// inbound and outbound are the requests the service receives and its callers
-	// send, less the context (and inbound's headers): each request is a copy of one,
-	// made by WithContext. Nobody changes them: policyhttp's transport sends clones.
-	inbound, outbound *http.Request
-	handler           http.Handler
-	hops              []*hop // one per Calls entry
+	url     *url.URL
+	slot    int // in a bucket's requests; -1: the series does not count the service's
+	handler http.Handler
+	hops    []*hop // one per Calls entry
 	// guarded by w.mu: the worker pool, and the requests received
 	busy     int
 	queue    []func() bool
@@ -75,7 +77,10 @@ type hop struct {
 
 func newWorld(sc Scenario) (*world, error) {
 	w := &world{sc: sc, tune: sc.Tuning.withDefaults(), e: newEngine(), start: time.Now(),
-		stages: jitter.Seeded(sc.Seed, 1), draws: rand.New(rand.NewPCG(sc.Seed, 3)),
+		inbound: http.Request{Method: http.MethodGet, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+			Body: http.NoBody, RemoteAddr: "sim", RequestURI: "/"},
+		outbound: http.Request{Method: http.MethodGet, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, Header: http.Header{}},
+		stages:   jitter.Seeded(sc.Seed, 1), draws: rand.New(rand.NewPCG(sc.Seed, 3)),
 		byName: make(map[string]*service, len(sc.Services)), svcs: make([]*service, len(sc.Services))}
 	w.clock = w.e.Clock()
 	if w.sc.Bucket == 0 {
@@ -86,11 +91,7 @@ func newWorld(sc Scenario) (*world, error) {
 	order := callOrder(sc)
 	for _, i := range order {
 		s := sc.Services[i]
-		sv := &service{w: w, Service: s, index: i, url: &url.URL{Scheme: "http", Host: s.Name, Path: "/"}}
-		sv.inbound = &http.Request{Method: http.MethodGet, URL: sv.url, Host: s.Name, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-			Body: http.NoBody, RemoteAddr: "sim", RequestURI: "/"}
-		sv.outbound = &http.Request{Method: http.MethodGet, URL: sv.url, Host: s.Name, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-			Header: http.Header{}}
+		sv := &service{w: w, Service: s, url: &url.URL{Scheme: "http", Host: s.Name, Path: "/"}}
 		if sv.Stack == "" {
 			sv.Stack = sc.Stack
 		}
@@ -181,8 +182,8 @@ func (c wire) RoundTrip(req *http.Request) (*http.Response, error) {
 	x := &exchange{ctx: severed{req.Context()}}
 	// The headers are the attempt's own: policyhttp's transport clones the request
 	// for each attempt, and the services only read them.
-	sreq := c.to.inbound.WithContext(&x.ctx)
-	sreq.Header = req.Header
+	sreq := w.inbound.WithContext(&x.ctx)
+	sreq.URL, sreq.Host, sreq.Header = c.to.url, c.to.Name, req.Header
 	c.to.handler.ServeHTTP(&x.rw, sreq)
 	if err := req.Context().Err(); err != nil {
 		return nil, err // the caller went away before the answer
@@ -354,8 +355,15 @@ func (h *hop) get(ctx context.Context) (answer, error) {
 	return a, err
 }
 
+// request returns a request to s under ctx, as its callers send it.
+func (s *service) request(ctx context.Context) *http.Request {
+	r := s.w.outbound.WithContext(ctx)
+	r.URL, r.Host = s.url, s.Name
+	return r
+}
+
 func (h *hop) once(ctx context.Context) (answer, error) {
-	res, err := h.client.RoundTrip(h.to.outbound.WithContext(ctx))
+	res, err := h.client.RoundTrip(h.to.request(ctx))
 	if err != nil {
 		return answer{}, err
 	}
