@@ -1,17 +1,24 @@
 // Command simscale measures what a simulated call costs as the service graph grows. It
 // plays the layered scenario (sim.Layered, Backstop stack, no fault) at each number of
 // services with the same load per service, a share of the databases' capacity for the
-// same virtual time, so that the calls grow with the services. For each it prints the
-// CPU time, bytes and allocations per call, the peak of the Go runtime's memory and the
-// process's peak resident set, and a SHA-256 of the run's summary.json.
+// same virtual time, so that the calls grow with the services. For each run it prints
+// the CPU time (user and system, from getrusage), its CPU per call over the whole run
+// and over a steady window (from -warmup to the last arrivals, past the building of the
+// services and the heap's growth), bytes and allocations per call, the peak of the Go
+// runtime's memory and the process's peak resident set, and a SHA-256 of the run's
+// summary.json; then each scale's median steady CPU per call and its ratio to the
+// first scale's.
 //
-//	go run ./sim/cmd/simscale -services 1000,3000,10000 -duration 10s
+//	go run ./sim/cmd/simscale -services 1000,3000,10000 -duration 4s -warmup 2s -runs 3 -max-ratio 1.2
 //	go run ./sim/cmd/simscale -services 10000 -duration 94s -runs 1   # 10⁷ calls
 //
-// With -runs 2 (the default) it plays each scale twice with the same seed and fails if
-// the two summaries differ in a single byte. Progress goes to standard error once a
-// virtual second. The process's peak resident set only grows: run one scale per process
-// to read each scale's own.
+// The scales take turns, so that each sees neighbours like the others'. Each scale is
+// played -runs times with the same seed (default 2), and simscale exits 1 if two of its
+// summaries differ in a single byte, or if a scale's median steady CPU per call is
+// more than -max-ratio times the first scale's. -cpuprofile writes a CPU profile of
+// each scale's first steady window. Progress goes to standard error every 100 ms of
+// virtual time. The process's peak resident set only grows: run one scale per process to
+// read each scale's own.
 package main
 
 import (
@@ -56,7 +63,7 @@ func parse(args []string) (config, error) {
 		services   = fs.String("services", "1000,3000,10000", "numbers of services, comma-separated, each at least 6")
 		load       = fs.Float64("load", 0.4, "user calls as a share of the databases' capacity")
 		duration   = fs.Duration("duration", 10*time.Second, "how long users arrive, in virtual time")
-		warmup     = fs.Duration("warmup", time.Second, "virtual time left out of the steady CPU per call: the building of the services and the heap's growth")
+		warmup     = fs.Duration("warmup", time.Second, "virtual time left out of the steady CPU per call: the building of the services and the heap's growth; unless given, 1s, or half of -duration if less")
 		seed       = fs.Uint64("seed", 1, "the seed")
 		runs       = fs.Int("runs", 2, "runs of each scale with the same seed, the scales taking turns; their summaries must be the same bytes")
 		maxRatio   = fs.Float64("max-ratio", 0, "fail if a scale's median steady CPU per call exceeds the first scale's this many times; 0 means no limit")
@@ -69,6 +76,11 @@ func parse(args []string) (config, error) {
 	}
 	if fs.NArg() > 0 {
 		return config{}, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	if !given["warmup"] {
+		*warmup = min(*warmup, *duration/2)
 	}
 	c := config{load: *load, duration: *duration, warmup: *warmup, seed: *seed, runs: *runs, maxRatio: *maxRatio,
 		out: *out, cpuprofile: *cpuprofile, quiet: *quiet}
@@ -103,7 +115,7 @@ type figures struct {
 	steady     float64 // CPU per call from the warm-up's end to the last arrivals, µs
 	bytes      uint64  // allocated
 	allocs     uint64
-	peakGo     uint64 // the runtime's mapped memory, sampled once a virtual second
+	peakGo     uint64 // the runtime's mapped memory, sampled every 100 ms of virtual time
 	peakRSS    int64  // the process's, so far
 	summaryLen int
 	sum        [32]byte
@@ -142,7 +154,8 @@ func play(t *testing.T, c config, n int, first bool, progress io.Writer) (figure
 	sc.Bucket = time.Second
 	sample := []metrics.Sample{{Name: "/memory/classes/total:bytes"}}
 	var f figures
-	var o sim.Options
+	// Reports every 100 ms of virtual time bound the steady window to within one.
+	o := sim.Options{ProgressEvery: 100 * time.Millisecond}
 	until := sc.Until().Seconds()
 	warm, end := -1, -1 // calls started by the warm-up's end, and by the last arrivals
 	var warmCPU, endCPU time.Duration
@@ -163,7 +176,7 @@ func play(t *testing.T, c config, n int, first bool, progress io.Writer) (figure
 		}
 		f.peakGo = max(f.peakGo, goMemory(sample))
 		if progress != nil {
-			fmt.Fprintf(progress, "\r  %d services: %.0f of ~%.0f s virtual, %d calls ", n, v.Seconds(), until, calls)
+			fmt.Fprintf(progress, "\r  %d services: %.1f of ~%.0f s virtual, %d calls ", n, v.Seconds(), until, calls)
 		}
 	}
 	runtime.GC()

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestParse_ErrorsNameTheFlag(t *testing.T) {
@@ -22,13 +23,16 @@ func TestParse_ErrorsNameTheFlag(t *testing.T) {
 		}
 	}
 	c, err := parse(nil)
-	if err != nil || len(c.services) != 3 || c.services[2] != 10000 || c.runs != 2 || c.maxRatio != 0 {
+	if err != nil || len(c.services) != 3 || c.services[2] != 10000 || c.runs != 2 || c.maxRatio != 0 || c.warmup != time.Second {
 		t.Errorf("defaults: %+v, %v", c, err)
+	}
+	if c, err := parse([]string{"-duration", "1s"}); err != nil || c.warmup != 500*time.Millisecond {
+		t.Errorf("-duration 1s: warm-up %v, %v; want 500ms, half the duration", c.warmup, err)
 	}
 }
 
 // Two scales, each played twice, taking turns: a line per run with the same summary's
-// hash for each scale, progress once a virtual second, the comparison, and a profile of
+// hash for each scale, progress every 100 ms of virtual time, the comparison, and a profile of
 // each scale's steady window.
 func TestMeasure_SameSeedSameSummary(t *testing.T) {
 	prof := filepath.Join(t.TempDir(), "cpu.prof")
@@ -52,7 +56,7 @@ func TestMeasure_SameSeedSameSummary(t *testing.T) {
 	if !strings.HasPrefix(lines[9], "24 ") || !strings.Contains(lines[9], "ratio ") {
 		t.Errorf("comparison: %q", lines[9])
 	}
-	if !strings.Contains(progress.String(), "24 services: 2 of ~5 s virtual") {
+	if !strings.Contains(progress.String(), "24 services: 2.0 of ~5 s virtual") {
 		t.Errorf("progress: %q", progress.String())
 	}
 	for _, n := range []string{"12", "24"} {
