@@ -215,7 +215,7 @@ func (w *world) userCall(to *service, timeout time.Duration) {
 			cancel()
 		}()
 	}
-	res, err := wire{to}.RoundTrip(to.outbound.WithContext(ctx))
+	res, err := wire{to}.RoundTrip(to.request(ctx))
 	outcome := outcomeOK
 	switch {
 	case err != nil && ctx.Err() != nil:
@@ -236,8 +236,13 @@ func (w *world) userCall(to *service, timeout time.Duration) {
 
 // recorder counts a run in time buckets (by the start of each call).
 type recorder struct {
-	w        *world
-	buckets  []Bucket
+	w       *world
+	buckets []Bucket
+	// slots are the services whose requests the series counts (those with workers or
+	// faults), by service.slot. A bucket counts them in a slice, not in its Requests
+	// map, until the summary: no hashing of a name, nor a map the size of the
+	// services, per request.
+	slots    []*service
 	okLat    []time.Duration
 	calls    []CallAt // every call's start and whether it was answered, for RecoveryStrict
 	requests map[string]int
@@ -251,6 +256,11 @@ func (r *recorder) init(w *world) {
 	r.requests = map[string]int{}
 	for _, s := range w.svcs {
 		r.outage = r.outage || len(s.Faults) > 0
+		s.slot = -1
+		if s.Workers > 0 || len(s.Faults) > 0 {
+			s.slot = len(r.slots)
+			r.slots = append(r.slots, s)
+		}
 	}
 }
 
@@ -264,9 +274,27 @@ func (r *recorder) bucket(t time.Duration) *Bucket {
 
 func (r *recorder) request(s *service, t time.Duration) {
 	s.requests++
-	if s.Workers > 0 || len(s.Faults) > 0 {
-		r.bucket(t).Requests[s.Name]++
+	if s.slot >= 0 {
+		b := r.bucket(t)
+		if b.requests == nil {
+			b.requests = make([]int, len(r.slots))
+		}
+		b.requests[s.slot]++
 	}
+}
+
+// series fills each bucket's Requests from its counts.
+func (r *recorder) series() []Bucket {
+	for i := range r.buckets {
+		b := &r.buckets[i]
+		for slot, n := range b.requests {
+			if n > 0 {
+				b.Requests[r.slots[slot].Name] = n
+			}
+		}
+		b.requests = nil
+	}
+	return r.buckets
 }
 
 func (r *recorder) call(at, latency time.Duration, outcome int) {
@@ -333,6 +361,7 @@ type Bucket struct {
 	Failed   int            `json:"failed"`
 	Lost     int            `json:"lost"`
 	Requests map[string]int `json:"requests"`
+	requests []int          // by service.slot, until the summary fills Requests
 }
 
 // Summary is a run's figures; its JSON (summary.json) is the same, byte for byte, for
@@ -389,7 +418,7 @@ func (w *world) summary() Summary {
 		}
 	}
 	s := Summary{Scenario: w.sc.Name, Stack: w.sc.Stack, Seed: w.sc.Seed, Virtual: seconds(time.Since(w.start)),
-		Events: w.e.fired, Requests: r.requests, Series: r.buckets}
+		Events: w.e.fired, Requests: r.requests, Series: r.series()}
 	for _, b := range r.buckets {
 		s.Calls += b.Started
 		s.OK += b.OK
@@ -550,42 +579,54 @@ func WriteSpread(out string, stack Stack, sp Spread) error {
 }
 
 // users runs user calls on goroutines kept between calls: a call's deep stack
-// (every hop runs in its caller's goroutine) is grown once, not once per call. An
-// idle goroutine waits on the channel; which one takes a call makes no difference.
+// (every hop runs in its caller's goroutine) is grown once, not once per call. The
+// goroutine that went idle last takes the next call: its stack is the likeliest to
+// be in the processor's caches still (a channel that idle goroutines all wait on
+// would wake the one idle the longest, and with thousands of calls in flight its
+// stack has long left them). Which goroutine takes a call makes no other difference.
 type users struct {
-	mu   sync.Mutex // guards idle
-	idle int
-	work chan func()
+	mu     sync.Mutex // guards idle and closed
+	idle   []chan func()
+	closed bool
 }
 
 func (u *users) start(fn func()) {
 	u.mu.Lock()
-	if u.work == nil {
-		u.work = make(chan func())
-	}
-	if u.idle > 0 {
-		u.idle--
+	if n := len(u.idle); n > 0 {
+		work := u.idle[n-1]
+		u.idle[n-1] = nil
+		u.idle = u.idle[:n-1]
 		u.mu.Unlock()
-		u.work <- fn // an idle goroutine is blocked receiving: this does not block
+		work <- fn // the goroutine is blocked receiving, or about to: it has room for one
 		return
 	}
 	u.mu.Unlock()
+	work := make(chan func(), 1)
 	go func() {
 		for {
 			fn()
 			u.mu.Lock()
-			u.idle++
+			if u.closed {
+				u.mu.Unlock()
+				return
+			}
+			u.idle = append(u.idle, work)
 			u.mu.Unlock()
 			var ok bool
-			if fn, ok = <-u.work; !ok {
+			if fn, ok = <-work; !ok {
 				return
 			}
 		}
 	}()
 }
 
+// close ends the idle goroutines; one still on a call ends after it.
 func (u *users) close() {
-	if u.work != nil {
-		close(u.work)
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.closed = true
+	for _, work := range u.idle {
+		close(work)
 	}
+	u.idle = nil
 }
