@@ -204,6 +204,21 @@ func reasonOf(should func(error) bool, err error) string {
 }
 
 func (l *runner) Run(ctx context.Context, fn policy.Func) error {
+	if l.lease == nil && l.max > 1 && !callpath.Owned(ctx) {
+		// The common case, in a frame of its own: this retry owns the call path, and
+		// the first attempt succeeds. The loop runs only once it fails.
+		if l.budget != nil {
+			l.budget.Deposit()
+		}
+		err := l.attempt(callpath.WithAttempt(ctx, 1), fn, 1)
+		if err == nil {
+			if l.budget != nil {
+				l.budget.OnSuccess()
+			}
+			return nil
+		}
+		return l.retry(ctx, fn, true, l.budget, nil, err)
+	}
 	// A retry that can never retry does not claim the call path. Only the owner in
 	// this process talks to the budget. A suppressed retry below it must not charge
 	// it again. Under an owner in another process, this retry makes one attempt. Its
@@ -221,6 +236,12 @@ func (l *runner) Run(ctx context.Context, fn policy.Func) error {
 	if budget != nil {
 		budget.Deposit()
 	}
+	return l.retry(ctx, fn, owner, budget, lease, nil)
+}
+
+// retry runs the call's attempts from the first, or, given first, the error of a
+// first attempt already made (and deposited for), from its outcome on.
+func (l *runner) retry(ctx context.Context, fn policy.Func, owner bool, budget policy.RetryBudget, lease policy.RetryLease, first error) error {
 	var prev time.Duration
 	sincePush := 0                   // retries since the last pushback, for the backoff
 	taken, leased := int64(0), false // what the lease took for the retry under way
@@ -232,11 +253,14 @@ func (l *runner) Run(ctx context.Context, fn policy.Func) error {
 		}()
 	}
 	for n := 1; ; n++ {
-		actx := ctx
-		if owner {
-			actx = callpath.WithAttempt(ctx, n)
+		err := first
+		if n > 1 || first == nil {
+			actx := ctx
+			if owner {
+				actx = callpath.WithAttempt(ctx, n)
+			}
+			err = l.attempt(actx, fn, n)
 		}
-		err := l.attempt(actx, fn, n)
 		if leased {
 			leased = false
 			lease.End(taken, err == nil)

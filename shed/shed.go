@@ -73,6 +73,9 @@ func New(o Options) (*Shedder, error) {
 	if err := s.limits(o); err != nil {
 		return nil, err
 	}
+	if s.adaptive != nil {
+		s.adaptive.systemRand = s.rand == jitter.System()
+	}
 	s.watchCPU()
 	if err := s.queueOptions(o); err != nil {
 		return nil, err
