@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -413,6 +414,16 @@ func needs(k event.Kind) event.Needs {
 	}
 	return event.NeedsTiming
 }
+
+// CallEnded counts a call that ended with err after elapsed, as Observe counts its
+// CallEnd event. Pipeline.Do calls it instead of building the event.
+func (o *pipelineObserver) CallEnded(err error, elapsed time.Duration) {
+	o.s.call(outcomeIndex(err), elapsed)
+}
+
+// AttemptEnded counts an attempt that ended with err, as Observe counts its
+// AttemptEnd event. A retry calls it instead of building the event.
+func (o *pipelineObserver) AttemptEnded(err error) { o.s.attempt(outcomeIndex(err)) }
 
 func (o *pipelineObserver) Observe(e event.Event) {
 	switch e.Kind {

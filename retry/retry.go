@@ -176,11 +176,25 @@ type reporter struct {
 	pipeline             string
 	clock                clock.Clock
 	startNeeds, endNeeds event.Needs // what obs reads of attempt starts and ends
+	// ends is obs when it reads nothing of attempt starts, and nothing of attempt
+	// ends but their error, which it takes without an event.Event (package metrics'
+	// observer does).
+	ends attemptEnds
+}
+
+// attemptEnds is an observer whose AttemptEnded(err) is what its Observe does with
+// an AttemptEnd event.
+type attemptEnds interface {
+	AttemptEnded(err error)
 }
 
 func newReporter(next policy.Runner, env policy.Env, clock clock.Clock) reporter {
-	return reporter{next: next, obs: env.Observer, pipeline: env.Pipeline, clock: clock,
+	r := reporter{next: next, obs: env.Observer, pipeline: env.Pipeline, clock: clock,
 		startNeeds: event.NeedsOf(env.Observer, event.AttemptStart), endNeeds: event.NeedsOf(env.Observer, event.AttemptEnd)}
+	if r.startNeeds == event.NeedsNothing && r.endNeeds == event.NeedsEvent {
+		r.ends, _ = env.Observer.(attemptEnds)
+	}
+	return r
 }
 
 // reason returns why err may be retried, or "" if it may not.
@@ -337,6 +351,11 @@ func (l *runner) retry(ctx context.Context, fn policy.Func, owner bool, budget p
 func (l *reporter) attempt(ctx context.Context, fn policy.Func, n int) error {
 	if l.startNeeds|l.endNeeds == event.NeedsNothing {
 		return l.next.Run(ctx, fn)
+	}
+	if l.ends != nil {
+		err := l.next.Run(ctx, fn)
+		l.ends.AttemptEnded(err)
+		return err
 	}
 	w := clock.StartStopwatch(l.clock, l.startNeeds|l.endNeeds)
 	if l.startNeeds != event.NeedsNothing {
