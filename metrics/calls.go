@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/backstop-go/backstop/internal/stripe"
 )
 
 // callSeries is the collector of the series every observed call feeds:
@@ -43,9 +45,9 @@ const maxStripes = 32
 
 // stripesFor is how many stripes a pipeline's counters get on procs processors. That is
 // one on one processor. Otherwise it is four per processor, rounded up to a power of
-// two and at most maxStripes. Each processor writes the stripe of its hint
-// (stripeHints). Hints are numbered in turn, so processors meet on a stripe only
-// when more than maxStripes hints are out at once.
+// two and at most maxStripes. A goroutine keeps to one stripe (internal/stripe). So
+// two goroutines running at once meet on one with a chance of about one in four per
+// processor.
 func stripesFor(procs int) int {
 	if procs <= 1 {
 		return 1
@@ -192,8 +194,8 @@ const (
 )
 
 // pipelineSeries are one pipeline's counters, striped. Each event adds to the stripe
-// of the processor it runs on, as far as sync.Pool tells (see stripeHints). So the
-// cache lines a core writes stay in its cache. A scrape sums the stripes.
+// of its goroutine (internal/stripe), so the cache lines a core writes mostly stay
+// in its cache. A scrape sums the stripes.
 type pipelineSeries struct {
 	name   string
 	limits []int64 // bucket upper bounds as durations
@@ -203,30 +205,14 @@ type pipelineSeries struct {
 	native prometheus.Observer // client_golang's histogram child with NativeHistograms
 }
 
-// stripe returns the words of the stripe of the processor the caller runs on.
+// stripe returns the words of the calling goroutine's stripe.
 func (s *pipelineSeries) stripe() []atomic.Uint64 {
 	i := 0
 	if s.mask != 0 {
-		h := stripeHints.Get().(*uint32)
-		i = int(*h&s.mask) * s.stride
-		stripeHints.Put(h)
+		i = int(stripe.Index(s.mask)) * s.stride
 	}
 	return s.cells[i : i+s.stride : i+s.stride]
 }
-
-// stripeHints holds a stripe index per processor: sync.Pool keeps an item per P,
-// and hands a goroutine the one of the P it runs on. Picking a stripe at random
-// instead spreads every core's writes over every stripe: two cores then pass the
-// lines back and forth about every other write. Hints are numbered in turn, so the
-// processors of one process get different stripes; a pool emptied by the GC numbers
-// them anew.
-var (
-	stripeHints = sync.Pool{New: func() any {
-		h := nextHint.Add(1)
-		return &h
-	}}
-	nextHint atomic.Uint32
-)
 
 // call counts a call that ended with the outcome of index outcome after d.
 func (s *pipelineSeries) call(outcome int, d time.Duration) {
