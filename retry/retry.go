@@ -224,7 +224,12 @@ func (l *runner) Run(ctx context.Context, fn policy.Func) error {
 		if l.budget != nil {
 			l.budget.Deposit()
 		}
-		err := l.attempt(callpath.WithAttempt(ctx, 1), fn, 1)
+		var err error
+		if l.startNeeds|l.endNeeds == event.NeedsNothing {
+			err = l.next.Run(callpath.WithAttempt(ctx, 1), fn) // unobserved: no call to attempt
+		} else {
+			err = l.attempt(callpath.WithAttempt(ctx, 1), fn, 1)
+		}
 		if err == nil {
 			if l.budget != nil {
 				l.budget.OnSuccess()
