@@ -147,6 +147,11 @@ func TestObservedCall_DoesNotAllocate(t *testing.T) {
 	if n := testing.AllocsPerRun(100, func() { _ = p.Do(ctx, fn) }); n != 0 {
 		t.Errorf("an observed Do allocates %v times; want 0", n)
 	}
+	rt := policy.Must(retry.New(retry.Options{}))
+	withRetry := policy.Must(policy.Wrap(rt, policy.Name("db"), policy.Observe(obs)))
+	if n := testing.AllocsPerRun(100, func() { _ = withRetry.Do(ctx, fn) }); n != 0 {
+		t.Errorf("an observed Do through a retry (attempts counted) allocates %v times; want 0", n)
+	}
 }
 
 // TestCallsAndAttempts_SameWithOrWithoutEvents guards the counting of call and
