@@ -10,8 +10,10 @@ import (
 
 // Permit is admitted work. Call Release exactly once when the work is done.
 type Permit struct {
-	s     *Shedder
-	start time.Time
+	s *Shedder
+	// start is when the work was admitted, on the shedder's clock since its epoch:
+	// a duration, so that tryAdmit returns its results in registers.
+	start time.Duration
 	timed bool // the adaptive limit takes this request's latency
 	// inflight is the work in flight as this work was admitted, itself included.
 	inflight int64
@@ -86,7 +88,7 @@ func (s *Shedder) tryAdmit(ctx context.Context, p Priority) (Permit, Reason, ref
 func (s *Shedder) admit(inflight int64) Permit {
 	p := Permit{s: s, inflight: inflight}
 	if s.adaptive != nil && s.adaptive.admitted(inflight, s.rand) { // only the adaptive limit needs latencies
-		p.start, p.timed = s.clock.Now(), true
+		p.start, p.timed = s.clock.Now().Sub(s.epoch), true
 	}
 	return p
 }
@@ -108,7 +110,7 @@ func (p Permit) release(ok bool) {
 	}
 	if p.timed && ok {
 		now := s.clock.Now()
-		if l, changed := s.adaptive.sample(now, now.Sub(p.start), s.admittedNow(), s.refusedAtLimit(), s.inFlight()-1); changed {
+		if l, changed := s.adaptive.sample(now, now.Sub(s.epoch)-p.start, s.admittedNow(), s.refusedAtLimit(), s.inFlight()-1); changed {
 			s.limit.Store(l)
 		}
 	}

@@ -21,6 +21,7 @@ type Shedder struct {
 	opts      Options
 	name      string
 	clock     clock.Clock
+	epoch     time.Time // the clock's reading at New; a permit's start counts from it
 	rand      jitter.Rand
 	adaptive  *gradient // nil: fixed limit
 	sheddable float64
@@ -64,6 +65,7 @@ type Shedder struct {
 // New returns a Shedder, or an error matching ErrInvalidOptions naming the bad field.
 func New(o Options) (*Shedder, error) {
 	s := &Shedder{opts: o, name: o.Name, clock: clock.Or(o.Clock), rand: jitter.Or(o.Rand)}
+	s.epoch = s.clock.Now()
 	if s.name == "" {
 		s.name = "shed"
 	}
