@@ -690,18 +690,22 @@ func (r *runner) Run(ctx context.Context, fn policy.Func) error {
 			start = time.Now()
 		}
 		err := r.next.Run(ctx, fn)
-		if err == gobreaker.ErrOpenState || err == gobreaker.ErrTooManyRequests {
+		if err == nil {
+			if b.slow > 0 && time.Since(start) > b.slow {
+				err = errSlow // a failure to the breaker; a success to the caller
+			}
+		} else if err == gobreaker.ErrOpenState || err == gobreaker.ErrTooManyRequests {
 			// gobreaker's own sentinels from a breaker further down. Keep them apart
 			// from this breaker's refusals.
 			err = &passthrough{err}
-		}
-		if b.slow > 0 && err == nil && time.Since(start) > b.slow {
-			err = errSlow // a failure to the breaker; a success to the caller
 		}
 		return struct{}{}, err
 	})
 	if b.pending.Load() {
 		b.deliver()
+	}
+	if err == nil {
+		return nil
 	}
 	switch err {
 	case gobreaker.ErrOpenState:

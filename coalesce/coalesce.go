@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"math"
-	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/backstop-go/backstop/event"
 	"github.com/backstop-go/backstop/internal/check"
+	"github.com/backstop-go/backstop/internal/stripe"
 	"github.com/backstop-go/backstop/policy"
 )
 
@@ -127,8 +127,8 @@ type flight[V any] struct {
 }
 
 // striped is a counter spread over cache lines. Thus concurrent hits on many cores
-// do not contend on one word. A cell is picked with the runtime's per-P random
-// source.
+// do not contend on one word. A goroutine keeps to one cell (internal/stripe), so
+// a cell's line mostly stays in one core's cache.
 type striped struct {
 	cells [16]struct {
 		n atomic.Uint64
@@ -136,7 +136,7 @@ type striped struct {
 	}
 }
 
-func (s *striped) Add(n uint64) { s.cells[rand.Uint32()&15].n.Add(n) }
+func (s *striped) Add(n uint64) { s.cells[stripe.Index(15)].n.Add(n) }
 
 func (s *striped) Load() (sum uint64) {
 	for i := range s.cells {

@@ -4,13 +4,14 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
-	"math/rand/v2"
 	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/backstop-go/backstop/internal/stripe"
 )
 
 // callSeries is the collector of the series every observed call feeds:
@@ -44,8 +45,9 @@ const maxStripes = 32
 
 // stripesFor is how many stripes a pipeline's counters get on procs processors. That is
 // one on one processor. Otherwise it is four per processor, rounded up to a power of
-// two and at most maxStripes. A call picks a stripe at random. So two cores meet on one
-// with a chance of about one in four per processor.
+// two and at most maxStripes. A goroutine keeps to one stripe (internal/stripe). So
+// two goroutines running at once meet on one with a chance of about one in four per
+// processor.
 func stripesFor(procs int) int {
 	if procs <= 1 {
 		return 1
@@ -191,9 +193,9 @@ const (
 	bucketWords  = sumHi + 1                    // bucket counts, not cumulative; +Inf last
 )
 
-// pipelineSeries are one pipeline's counters, striped. Each event adds to one stripe
-// picked at random, from the runtime's per-thread generator with no shared state. A
-// scrape sums the stripes.
+// pipelineSeries are one pipeline's counters, striped. Each event adds to the stripe
+// of its goroutine (internal/stripe), so the cache lines a core writes mostly stay
+// in its cache. A scrape sums the stripes.
 type pipelineSeries struct {
 	name   string
 	limits []int64 // bucket upper bounds as durations
@@ -203,11 +205,11 @@ type pipelineSeries struct {
 	native prometheus.Observer // client_golang's histogram child with NativeHistograms
 }
 
-// stripe returns the words of a stripe picked at random.
+// stripe returns the words of the calling goroutine's stripe.
 func (s *pipelineSeries) stripe() []atomic.Uint64 {
 	i := 0
 	if s.mask != 0 {
-		i = int(rand.Uint32()&s.mask) * s.stride
+		i = int(stripe.Index(s.mask)) * s.stride
 	}
 	return s.cells[i : i+s.stride : i+s.stride]
 }

@@ -12,9 +12,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/backstop-go/backstop/event"
+	"github.com/backstop-go/backstop/fault"
 	"github.com/backstop-go/backstop/internal/race"
 	"github.com/backstop-go/backstop/metrics"
 	"github.com/backstop-go/backstop/policy"
+	"github.com/backstop-go/backstop/retry"
 )
 
 // histogram is what a gathered histogram holds.
@@ -145,4 +147,45 @@ func TestObservedCall_DoesNotAllocate(t *testing.T) {
 	if n := testing.AllocsPerRun(100, func() { _ = p.Do(ctx, fn) }); n != 0 {
 		t.Errorf("an observed Do allocates %v times; want 0", n)
 	}
+	rt := policy.Must(retry.New(retry.Options{}))
+	withRetry := policy.Must(policy.Wrap(rt, policy.Name("db"), policy.Observe(obs)))
+	if n := testing.AllocsPerRun(100, func() { _ = withRetry.Do(ctx, fn) }); n != 0 {
+		t.Errorf("an observed Do through a retry (attempts counted) allocates %v times; want 0", n)
+	}
+}
+
+// TestCallsAndAttempts_SameWithOrWithoutEvents guards the counting of call and
+// attempt ends without an event.Event (CallEnded, AttemptEnded): alone, metrics is
+// handed them so; beside another observer, it gets the events. The counts agree.
+func TestCallsAndAttempts_SameWithOrWithoutEvents(t *testing.T) {
+	count := func(alone bool) (calls, attempts map[string]float64) {
+		reg := prometheus.NewPedanticRegistry()
+		var obs event.Observer = policy.Must(metrics.New(reg, metrics.Options{}))
+		if !alone {
+			obs = event.Observers(obs, event.ObserverFunc(func(event.Event) {}))
+		}
+		rt := policy.Must(retry.New(retry.Options{MaxAttempts: 3, Base: time.Nanosecond, Cap: time.Nanosecond}))
+		p := policy.Must(policy.Wrap(rt, policy.Name("db"), policy.Observe(obs)))
+		errFail := fault.Retryable(errors.New("fail"))
+		for i := range 10 {
+			failures := i % 3 // 0, 1 or 2 failed attempts before a success
+			_ = p.Do(context.Background(), func(context.Context) error {
+				if failures > 0 {
+					failures--
+					return errFail
+				}
+				return nil
+			})
+		}
+		_ = p.Do(context.Background(), func(context.Context) error { return errors.New("permanent") })
+		return countersOf(t, reg, "backstop_calls_total", "outcome"), countersOf(t, reg, "backstop_attempts_total", "outcome")
+	}
+	calls, attempts := count(true)
+	require.Equal(t, float64(10), calls["success"], "calls: 10 succeed")
+	require.Equal(t, float64(1), calls["failure"], "calls: 1 fails")
+	require.Equal(t, float64(10), attempts["success"], "attempts: one success a call")
+	require.Equal(t, float64(3*1+3*2+1), attempts["failure"], "attempts: 3 calls fail once, 3 twice, 1 once for good")
+	evCalls, evAttempts := count(false)
+	require.Equal(t, evCalls, calls, "calls counted from events")
+	require.Equal(t, evAttempts, attempts, "attempts counted from events")
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -412,6 +413,26 @@ func needs(k event.Kind) event.Needs {
 		return event.NeedsElapsed // the duration histogram; no wall time
 	}
 	return event.NeedsTiming
+}
+
+// CallEnded counts a call that ended with err after elapsed, as Observe counts its
+// CallEnd event. Pipeline.Do calls it instead of building the event.
+func (o *pipelineObserver) CallEnded(err error, elapsed time.Duration) {
+	outcome := 0 // a success, without a call to outcomeIndex
+	if err != nil {
+		outcome = outcomeIndex(err)
+	}
+	o.s.call(outcome, elapsed)
+}
+
+// AttemptEnded counts an attempt that ended with err, as Observe counts its
+// AttemptEnd event. A retry calls it instead of building the event.
+func (o *pipelineObserver) AttemptEnded(err error) {
+	outcome := 0
+	if err != nil {
+		outcome = outcomeIndex(err)
+	}
+	o.s.attempt(outcome)
 }
 
 func (o *pipelineObserver) Observe(e event.Event) {

@@ -30,6 +30,10 @@ type Pipeline struct {
 	// Do then times calls on the monotonic clock, with no Stopwatch. This is the
 	// observed path of package metrics.
 	elapsedOnly bool
+	// ends is bound, when elapsedOnly and bound counts call ends from their error
+	// and duration alone (package metrics' observer does). Do then hands those over
+	// without building an event.Event.
+	ends callEnds
 
 	policies      []Policy
 	places        []Placement // each policy's
@@ -116,6 +120,10 @@ func (p *Pipeline) bind() error {
 	}
 	p.startNeeds, p.endNeeds = event.NeedsOf(p.bound, event.CallStart), event.NeedsOf(p.bound, event.CallEnd)
 	p.elapsedOnly = p.startNeeds == event.NeedsNothing && p.endNeeds == event.NeedsElapsed && clock.IsSystem(p.clock)
+	p.ends = nil
+	if p.elapsedOnly {
+		p.ends, _ = p.bound.(callEnds)
+	}
 	var r Runner = terminal{}
 	for i := len(p.policies) - 1; i >= 0; i-- {
 		env := Env{Pipeline: p.name, Observer: p.bound, Position: i + 1}
@@ -168,6 +176,12 @@ func (p *Pipeline) attemptLimit(i int) (time.Duration, bool) {
 	return 0, false
 }
 
+// callEnds is an observer that reads nothing of a call end but its error and
+// elapsed time. Its CallEnded is what its Observe does with a CallEnd event.
+type callEnds interface {
+	CallEnded(err error, elapsed time.Duration)
+}
+
 // terminal is the innermost Runner: it calls fn.
 type terminal struct{}
 
@@ -202,7 +216,12 @@ func (p *Pipeline) Do(ctx context.Context, fn Func) error {
 	if p.elapsedOnly {
 		start := time.Since(epoch)
 		err := p.runner.Run(ctx, fn)
-		p.bound.Observe(event.Event{Kind: event.CallEnd, Pipeline: p.name, Err: err, Context: ctx, Elapsed: time.Since(epoch) - start})
+		elapsed := time.Since(epoch) - start
+		if p.ends != nil {
+			p.ends.CallEnded(err, elapsed)
+			return err
+		}
+		p.bound.Observe(event.Event{Kind: event.CallEnd, Pipeline: p.name, Err: err, Context: ctx, Elapsed: elapsed})
 		return err
 	}
 	w := clock.StartStopwatch(p.clock, p.startNeeds|p.endNeeds)

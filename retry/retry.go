@@ -176,11 +176,25 @@ type reporter struct {
 	pipeline             string
 	clock                clock.Clock
 	startNeeds, endNeeds event.Needs // what obs reads of attempt starts and ends
+	// ends is obs when it reads nothing of attempt starts, and nothing of attempt
+	// ends but their error, which it takes without an event.Event (package metrics'
+	// observer does).
+	ends attemptEnds
+}
+
+// attemptEnds is an observer whose AttemptEnded(err) is what its Observe does with
+// an AttemptEnd event.
+type attemptEnds interface {
+	AttemptEnded(err error)
 }
 
 func newReporter(next policy.Runner, env policy.Env, clock clock.Clock) reporter {
-	return reporter{next: next, obs: env.Observer, pipeline: env.Pipeline, clock: clock,
+	r := reporter{next: next, obs: env.Observer, pipeline: env.Pipeline, clock: clock,
 		startNeeds: event.NeedsOf(env.Observer, event.AttemptStart), endNeeds: event.NeedsOf(env.Observer, event.AttemptEnd)}
+	if r.startNeeds == event.NeedsNothing && r.endNeeds == event.NeedsEvent {
+		r.ends, _ = env.Observer.(attemptEnds)
+	}
+	return r
 }
 
 // reason returns why err may be retried, or "" if it may not.
@@ -204,6 +218,26 @@ func reasonOf(should func(error) bool, err error) string {
 }
 
 func (l *runner) Run(ctx context.Context, fn policy.Func) error {
+	if l.lease == nil && l.max > 1 && !callpath.Owned(ctx) {
+		// The common case, in a frame of its own: this retry owns the call path, and
+		// the first attempt succeeds. The loop runs only once it fails.
+		if l.budget != nil {
+			l.budget.Deposit()
+		}
+		var err error
+		if l.startNeeds|l.endNeeds == event.NeedsNothing {
+			err = l.next.Run(callpath.WithAttempt(ctx, 1), fn) // unobserved: no call to attempt
+		} else {
+			err = l.attempt(callpath.WithAttempt(ctx, 1), fn, 1)
+		}
+		if err == nil {
+			if l.budget != nil {
+				l.budget.OnSuccess()
+			}
+			return nil
+		}
+		return l.retry(ctx, fn, true, l.budget, nil, err)
+	}
 	// A retry that can never retry does not claim the call path. Only the owner in
 	// this process talks to the budget. A suppressed retry below it must not charge
 	// it again. Under an owner in another process, this retry makes one attempt. Its
@@ -221,6 +255,12 @@ func (l *runner) Run(ctx context.Context, fn policy.Func) error {
 	if budget != nil {
 		budget.Deposit()
 	}
+	return l.retry(ctx, fn, owner, budget, lease, nil)
+}
+
+// retry runs the call's attempts from the first, or, given first, the error of a
+// first attempt already made (and deposited for), from its outcome on.
+func (l *runner) retry(ctx context.Context, fn policy.Func, owner bool, budget policy.RetryBudget, lease policy.RetryLease, first error) error {
 	var prev time.Duration
 	sincePush := 0                   // retries since the last pushback, for the backoff
 	taken, leased := int64(0), false // what the lease took for the retry under way
@@ -232,11 +272,14 @@ func (l *runner) Run(ctx context.Context, fn policy.Func) error {
 		}()
 	}
 	for n := 1; ; n++ {
-		actx := ctx
-		if owner {
-			actx = callpath.WithAttempt(ctx, n)
+		err := first
+		if n > 1 || first == nil {
+			actx := ctx
+			if owner {
+				actx = callpath.WithAttempt(ctx, n)
+			}
+			err = l.attempt(actx, fn, n)
 		}
-		err := l.attempt(actx, fn, n)
 		if leased {
 			leased = false
 			lease.End(taken, err == nil)
@@ -313,6 +356,11 @@ func (l *runner) Run(ctx context.Context, fn policy.Func) error {
 func (l *reporter) attempt(ctx context.Context, fn policy.Func, n int) error {
 	if l.startNeeds|l.endNeeds == event.NeedsNothing {
 		return l.next.Run(ctx, fn)
+	}
+	if l.ends != nil {
+		err := l.next.Run(ctx, fn)
+		l.ends.AttemptEnded(err)
+		return err
 	}
 	w := clock.StartStopwatch(l.clock, l.startNeeds|l.endNeeds)
 	if l.startNeeds != event.NeedsNothing {

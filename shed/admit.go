@@ -10,10 +10,14 @@ import (
 
 // Permit is admitted work. Call Release exactly once when the work is done.
 type Permit struct {
-	s     *Shedder
-	start time.Time
-	timed bool  // the adaptive limit takes this request's latency
-	hold  *hold // its Pauser, once asked for
+	s *Shedder
+	// start is when the work was admitted, on the shedder's clock since its epoch:
+	// a duration, so that tryAdmit returns its results in registers.
+	start time.Duration
+	timed bool // the adaptive limit takes this request's latency
+	// inflight is the work in flight as this work was admitted, itself included.
+	inflight int64
+	hold     *hold // its Pauser, once asked for
 }
 
 // Admit asks for a slot for work of priority p. It returns a Permit and ReasonNone,
@@ -54,12 +58,16 @@ func (s *Shedder) tryAdmit(ctx context.Context, p Priority) (Permit, Reason, ref
 		}
 		return s.wait(ctx, p)
 	}
-	for {
-		n := s.inflight.Load()
+	for { // take, inline
+		w := s.slots.Load()
+		n := inflightOf(w)
 		if n >= room {
 			break
 		}
-		if s.inflight.CompareAndSwap(n, n+1) {
+		if s.slots.CompareAndSwap(w, w+admitOne) {
+			if (w+admitOne)>>32%foldEvery == 0 {
+				s.foldAdmitted()
+			}
 			return s.admit(n + 1), ReasonNone, refusal{}
 		}
 	}
@@ -75,11 +83,12 @@ func (s *Shedder) tryAdmit(ctx context.Context, p Priority) (Permit, Reason, ref
 	return s.wait(ctx, p)
 }
 
+// admit returns the permit of work that took a slot (and was counted admitted with
+// it), inflight in flight with it.
 func (s *Shedder) admit(inflight int64) Permit {
-	s.admitted.Add(1)
-	p := Permit{s: s}
+	p := Permit{s: s, inflight: inflight}
 	if s.adaptive != nil && s.adaptive.admitted(inflight, s.rand) { // only the adaptive limit needs latencies
-		p.start, p.timed = s.clock.Now(), true
+		p.start, p.timed = s.clock.Now().Sub(s.epoch), true
 	}
 	return p
 }
@@ -101,7 +110,7 @@ func (p Permit) release(ok bool) {
 	}
 	if p.timed && ok {
 		now := s.clock.Now()
-		if l, changed := s.adaptive.sample(now, now.Sub(p.start), s.admitted.Load(), s.refusedAtLimit(), s.inflight.Load()-1); changed {
+		if l, changed := s.adaptive.sample(now, now.Sub(s.epoch)-p.start, s.admittedNow(), s.refusedAtLimit(), s.inFlight()-1); changed {
 			s.limit.Store(l)
 		}
 	}
@@ -109,12 +118,12 @@ func (p Permit) release(ok bool) {
 		// Free the slot and hand it on under the lock. Newcomers see requests waiting
 		// and queue behind them rather than take it (see tryAdmit).
 		s.mu.Lock()
-		s.inflight.Add(-1)
+		s.giveBack()
 		s.dispatchLocked(s.clock.Now())
 		s.mu.Unlock()
 		return
 	}
-	s.inflight.Add(-1)
+	s.giveBack()
 	if s.waiting.Load() > 0 { // a request queued just now, after looking at a full limit
 		s.mu.Lock()
 		s.dispatchLocked(s.clock.Now())
@@ -125,7 +134,7 @@ func (p Permit) release(ok bool) {
 // pause gives a slot back for admitted work that waits. A request waiting in the queue
 // may take it. The slot is taken again by resume.
 func (s *Shedder) pause() {
-	s.inflight.Add(-1)
+	s.giveBack()
 	if s.waiting.Load() > 0 {
 		s.mu.Lock()
 		s.dispatchLocked(s.clock.Now())
@@ -133,7 +142,7 @@ func (s *Shedder) pause() {
 	}
 }
 
-func (s *Shedder) resume() { s.inflight.Add(1) }
+func (s *Shedder) resume() { s.slots.Add(1) }
 
 // hold is one admitted request's hold on its slot, as the callpath.Pauser of its
 // context. Pauses nest: the first gives the slot back, and the last Resume takes it

@@ -2,6 +2,7 @@ package shed
 
 import (
 	"math"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -164,7 +165,10 @@ type gradient struct {
 	samples        int64 // LatencySamples
 
 	stride atomic.Int64 // one request in stride is timed, at random; ≥ 1
-	cpu    *cpuGuard    // nil unless LimitOptions.SchedLatency is set
+	// systemRand: the shedder draws from jitter.System(), so admitted may draw from
+	// the runtime's generator directly.
+	systemRand bool
+	cpu        *cpuGuard // nil unless LimitOptions.SchedLatency is set
 
 	// The current window's samples, added without a lock. Every release records one, so
 	// a mutex here would serialise the server. Samples that land while a window is
@@ -233,7 +237,15 @@ func (g *gradient) admitted(inflight int64, r jitter.Rand) bool {
 	for m := g.maxInflight.Load(); inflight > m && !g.maxInflight.CompareAndSwap(m, inflight); m = g.maxInflight.Load() {
 	}
 	k := g.stride.Load()
-	return k <= 1 || r.Float64()*float64(k) < 1
+	switch {
+	case k <= 1:
+		return true
+	case g.systemRand:
+		// The same odds, one in k, from the runtime's generator: no float, no call
+		// through r.
+		return uint64(rand.Uint32())*uint64(k) < 1<<32
+	}
+	return r.Float64()*float64(k) < 1
 }
 
 // maxStride bounds the stride: even at millions of requests a second, some are timed.

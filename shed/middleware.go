@@ -157,7 +157,7 @@ func Middleware(next http.Handler, s *Shedder) http.Handler {
 		switch {
 		case hasAttempt: // both values in one context
 			r = r.WithContext(callpath.WithUpstreamPauser(r.Context(), attempt, permit.Pauser()))
-		case 2*s.inflight.Load() >= s.limit.Load():
+		case 2*permit.inflight >= s.limit.Load():
 			r = r.WithContext(callpath.WithPauser(r.Context(), permit.Pauser()))
 		}
 		if r.Body != nil && r.Body != http.NoBody {

@@ -37,7 +37,7 @@ func (r *runner) Run(ctx context.Context, fn policy.Func) error {
 		}
 		return r.s.refusal(why, ra.secs)
 	}
-	if 2*r.s.inflight.Load() >= r.s.limit.Load() {
+	if 2*permit.inflight >= r.s.limit.Load() {
 		// Half the limit in use: a retry's backoff in fn gives the slot back. Only then
 		// is a new context made per call, so a server with room pays nothing for it.
 		ctx = callpath.WithPauser(ctx, permit.Pauser())

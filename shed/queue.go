@@ -112,12 +112,9 @@ func (s *Shedder) wait(ctx context.Context, p Priority) (Permit, Reason, refusal
 func (s *Shedder) dispatchLocked(now time.Time) {
 	interval := s.queueInterval()
 	for s.waiting.Load() > 0 {
-		n := s.inflight.Load()
-		if n >= s.limit.Load() {
+		n, ok := s.take(s.limit.Load())
+		if !ok {
 			return
-		}
-		if !s.inflight.CompareAndSwap(n, n+1) {
-			continue
 		}
 		class := 1
 		if len(s.queues[1]) == 0 {
@@ -132,7 +129,7 @@ func (s *Shedder) dispatchLocked(now time.Time) {
 			q[0] = nil
 			s.queues[class] = q[1:]
 		}
-		w.granted, w.inflight = true, n+1
+		w.granted, w.inflight = true, n
 		w.ch <- struct{}{}
 		if s.waiting.Add(-1) == 0 {
 			s.lastEmpty = now

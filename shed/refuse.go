@@ -28,7 +28,7 @@ func (s *Shedder) refuse(r Reason, p Priority) (Permit, Reason, refusal) {
 // refuseAt is refuse at now. The refusal is counted in the pressure, and its
 // Retry-After drawn from the base that results, in one reading.
 func (s *Shedder) refuseAt(now time.Time, r Reason, p Priority) (Permit, Reason, refusal) {
-	base := s.pressure.reject(now, s.admitted.Load())
+	base := s.pressure.reject(now, s.admittedNow())
 	return Permit{}, s.reject(r), refusal{secs: s.draw(base), base: base}
 }
 
@@ -79,7 +79,7 @@ func (s *Shedder) refusal(r Reason, secs int) *policy.RejectError {
 // the values 16…24 are equally likely. Whole seconds are what RFC 9110's delay-seconds
 // can say. Clients that arrive over time then return spread over the whole range.
 func (s *Shedder) RetryAfter() time.Duration {
-	return time.Duration(s.draw(s.pressure.current(s.clock.Now(), s.admitted.Load()))) * time.Second
+	return time.Duration(s.draw(s.pressure.current(s.clock.Now(), s.admittedNow()))) * time.Second
 }
 
 // draw returns a Retry-After in whole seconds, as the header sends it, for the

@@ -73,7 +73,7 @@ func TestAdmit_NewcomerDoesNotOvertakeTheQueue(t *testing.T) {
 	b, c := make(chan result, 1), make(chan result, 1)
 	go func() { p, why := s.Admit(ctx, PriorityDefault); b <- result{p, why} }()
 	clock.BlockUntil(1) // b waits in the queue
-	s.inflight.Add(-1)  // the first request's slot frees; the hand-off has not run yet
+	s.giveBack()        // the first request's slot frees; the hand-off has not run yet
 	go func() { p, why := s.Admit(ctx, PriorityDefault); c <- result{p, why} }()
 	select {
 	case r := <-b:

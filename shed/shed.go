@@ -21,6 +21,7 @@ type Shedder struct {
 	opts      Options
 	name      string
 	clock     clock.Clock
+	epoch     time.Time // the clock's reading at New; a permit's start counts from it
 	rand      jitter.Rand
 	adaptive  *gradient // nil: fixed limit
 	sheddable float64
@@ -30,18 +31,18 @@ type Shedder struct {
 	// refusals write.
 	subs atomic.Pointer[[]event.Observer] // Subscribe's, copied on write
 
-	// Every admission and release writes inflight and admitted. They share one cache
-	// line, so a request moves one line between cores, not two. The fields limit and
-	// waiting are read by every request and seldom written. They have a line of their
-	// own that stays in every core's cache. The padding keeps the groups 64 bytes
-	// apart, however the struct falls on cache lines.
-	_        [64]byte
-	inflight atomic.Int64
-	admitted atomic.Uint64
-	_        [64]byte
-	limit    atomic.Int64
-	waiting  atomic.Int64 // queued requests, for Release's fast path
-	_        [64]byte
+	// Every admission and release writes slots: the work in flight and admitted, in
+	// one word (see flight.go). A request moves one line between cores. The fields
+	// limit and waiting are read by every request and seldom written. They have a line
+	// of their own that stays in every core's cache. The padding keeps the groups 64
+	// bytes apart, however the struct falls on cache lines.
+	_          [64]byte
+	slots      atomic.Uint64
+	admittedAt atomic.Pointer[admittedBase] // an exact count of slots' admissions; seldom written
+	_          [64]byte
+	limit      atomic.Int64
+	waiting    atomic.Int64 // queued requests, for Release's fast path
+	_          [64]byte
 
 	mu        sync.Mutex   // guards the queue and the fields below
 	queues    [2][]*waiter // [0] default, [1] critical
@@ -64,6 +65,7 @@ type Shedder struct {
 // New returns a Shedder, or an error matching ErrInvalidOptions naming the bad field.
 func New(o Options) (*Shedder, error) {
 	s := &Shedder{opts: o, name: o.Name, clock: clock.Or(o.Clock), rand: jitter.Or(o.Rand)}
+	s.epoch = s.clock.Now()
 	if s.name == "" {
 		s.name = "shed"
 	}
@@ -72,6 +74,9 @@ func New(o Options) (*Shedder, error) {
 	}
 	if err := s.limits(o); err != nil {
 		return nil, err
+	}
+	if s.adaptive != nil {
+		s.adaptive.systemRand = s.rand == jitter.System()
 	}
 	s.watchCPU()
 	if err := s.queueOptions(o); err != nil {
@@ -109,7 +114,7 @@ func (s *Shedder) watchCPU() {
 		// quota, or work refused at an open breaker's gate, is no demand on this
 		// server's CPUs.
 		refused := s.refusedAtLimit() + s.rejected[ReasonCanceled].Load() + s.rejected[ReasonCPU].Load()
-		return s.admitted.Load(), refused, s.inflight.Load()
+		return s.admittedNow(), refused, s.inFlight()
 	}
 	s.adaptive.cpu.baseline = s.adaptive.baseline
 }
@@ -121,13 +126,13 @@ func (s *Shedder) Name() string { return s.name }
 func (s *Shedder) Limit() int { return int(s.limit.Load()) }
 
 // InFlight returns the work admitted and not yet released.
-func (s *Shedder) InFlight() int { return int(s.inflight.Load()) }
+func (s *Shedder) InFlight() int { return int(s.inFlight()) }
 
 // QueueLen returns the requests waiting for a slot.
 func (s *Shedder) QueueLen() int { return int(s.waiting.Load()) }
 
 // Admitted returns how much work the shedder has admitted since it was built.
-func (s *Shedder) Admitted() uint64 { return s.admitted.Load() }
+func (s *Shedder) Admitted() uint64 { return s.admittedNow() }
 
 // Stats are a shedder's counters since it was built.
 type Stats struct {
@@ -140,7 +145,7 @@ type Stats struct {
 
 // Stats returns the shedder's counters now.
 func (s *Shedder) Stats() Stats {
-	st := Stats{Admitted: s.admitted.Load(), Rejected: map[Reason]uint64{},
+	st := Stats{Admitted: s.admittedNow(), Rejected: map[Reason]uint64{},
 		InFlight: s.InFlight(), Limit: s.Limit(), Queued: s.QueueLen()}
 	for r := range numReasons {
 		if n := s.rejected[r].Load(); n > 0 {

@@ -14,10 +14,15 @@ import (
 // callpath.ParseAttempt. It indexes the header map with the canonical names directly,
 // skipping Header.Get's canonicalisation (a third of the shedder's admit path).
 func FromHeader(h http.Header) (int, bool) {
-	return callpath.ParseAttempt(
-		first(h, callpath.HeaderAttempt),
-		first(h, callpath.HeaderEnvoyAttempt),
-		first(h, callpath.HeaderGRPCPreviousAttempts))
+	if len(h) == 0 {
+		return 0, false
+	}
+	backstop, envoy, grpc := first(h, callpath.HeaderAttempt), first(h, callpath.HeaderEnvoyAttempt),
+		first(h, callpath.HeaderGRPCPreviousAttempts)
+	if backstop == "" && envoy == "" && grpc == "" {
+		return 0, false // most requests: no attempt header to parse
+	}
+	return callpath.ParseAttempt(backstop, envoy, grpc)
 }
 
 func first(h http.Header, key string) string {

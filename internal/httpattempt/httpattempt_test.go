@@ -28,3 +28,14 @@ func TestFromHeader(t *testing.T) {
 		t.Errorf("FromHeader(envoy 3, grpc junk) = %d, %v; want 3, true", n, ok)
 	}
 }
+
+func TestFromHeader_OtherHeadersOnly(t *testing.T) {
+	h := http.Header{"User-Agent": {"x"}, "Accept": {"*/*"}}
+	if n, ok := httpattempt.FromHeader(h); ok || n != 0 {
+		t.Errorf("FromHeader(no attempt header) = %d, %v; want 0, false", n, ok)
+	}
+	h.Set(callpath.HeaderAttempt, "2")
+	if n, ok := httpattempt.FromHeader(h); !ok || n != 2 {
+		t.Errorf("FromHeader(backstop 2) = %d, %v; want 2, true", n, ok)
+	}
+}
