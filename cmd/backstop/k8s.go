@@ -123,6 +123,9 @@ func k8sHosts(r *policyk8s.Route, layer int) []string {
 	var hosts []string
 	for _, p := range r.ParentRefs {
 		if s, ok := strings.CutPrefix(p, "Service/"); ok {
+			if ns, name, ok := strings.Cut(s, "/"); ok { // "Service/namespace/name"
+				s = name + "." + ns
+			}
 			hosts = append(hosts, s)
 		}
 	}

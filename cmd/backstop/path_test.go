@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/backstop-go/backstop/policyk8s"
 )
 
 func TestSameHost(t *testing.T) {
@@ -105,5 +107,13 @@ func TestCallPaths_GatewayBeforeMesh(t *testing.T) {
 	app := hop{layer: layerApp, what: "stack x", hosts: []string{"payments"}, tries: 1}
 	if paths := callPaths([]hop{gate, side, app}, "checkout"); len(paths) != 1 || len(paths[0].hops) != 2 || !paths[0].vague {
 		t.Errorf("with -service checkout, callPaths = %+v; want the gateway and the mesh's route to orders only, vague: the gateway sends to orders, not to the app", paths)
+	}
+}
+
+func TestK8sHosts_ServiceParentInAnotherNamespace(t *testing.T) {
+	r := &policyk8s.Route{Kind: "HTTPRoute", Namespace: "shop", ParentRefs: []string{"Service/billing/orders", "Service/api"}}
+	got := k8sHosts(r, layerSidecar)
+	if len(got) != 2 || got[0] != "orders.billing" || got[1] != "api.shop" {
+		t.Errorf("k8sHosts = %q, want [orders.billing api.shop]", got)
 	}
 }
