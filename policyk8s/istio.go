@@ -221,6 +221,7 @@ func (r *reader) destinationRule(w *walker, root *yaml3.Node) {
 		} else {
 			p.Defaults = append(p.Defaults, at+".maxEjectionPercent")
 		}
+		//lint:ignore SA1019 a manifest may still set the deprecated field; it is reported, not read
 		if od.GetConsecutiveErrors() != 0 {
 			p.Unsupported = append(p.Unsupported, at+".consecutiveErrors (deprecated)")
 		}

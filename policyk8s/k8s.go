@@ -420,14 +420,6 @@ func parserError(msg string) bool {
 	return false
 }
 
-// The kinds read, by API group.
-var kinds = map[string][]string{
-	"gateway.networking.k8s.io":   {"HTTPRoute", "GRPCRoute"},
-	"gateway.networking.x-k8s.io": {"XBackendTrafficPolicy", "BackendTrafficPolicy"},
-	"networking.istio.io":         {"VirtualService", "DestinationRule"},
-	"":                            {"Service"},
-}
-
 // document reads one document.
 func (r *reader) document(file string, doc *yaml3.Node) {
 	root := doc

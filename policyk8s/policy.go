@@ -1,7 +1,6 @@
 package policyk8s
 
 import (
-	"strings"
 	"time"
 )
 
@@ -88,13 +87,4 @@ func (p *Policy) budgetAt(b *Budget, field string) *Budget {
 	b.Source, b.File = p.Source, p.File
 	b.Line, b.Column = p.Position(field)
 	return b
-}
-
-func has(fields []string, prefix string) bool {
-	for _, f := range fields {
-		if f == prefix || strings.HasPrefix(f, prefix+".") {
-			return true
-		}
-	}
-	return false
 }
